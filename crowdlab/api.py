@@ -1,0 +1,26 @@
+"""The five-line Python API: ``fit`` runs a method to convergence and returns the :class:`~crowdlab.em.Run`."""
+
+from __future__ import annotations
+
+from crowdlab.data import Annotations
+from crowdlab.em import Run
+from crowdlab.models import make_model
+
+
+def fit(
+    data: Annotations,
+    method: str = "ds",
+    *,
+    init: str = "majority",
+    prior: float = 0.0,
+    hard: bool = False,
+    seed: int | None = 0,
+    tol: float = 1e-8,
+    max_iter: int = 500,
+    **init_kwargs,
+) -> Run:
+    """Fit ``method`` ("mv", "ds", "one_coin", "two_coin", "scores") and run EM to convergence."""
+    model = make_model(method, prior=prior, hard=hard)
+    run = Run(data, model, init, seed=seed, tol=tol, max_iter=max_iter, **init_kwargs)
+    run.run()
+    return run

@@ -1,0 +1,275 @@
+"""The EM engine: a run is a list of immutable snapshots, one per half-step, and an index that moves along it.
+
+Snapshot 0 is the initialisation; then each E-step and each M-step appends one snapshot holding the parameters,
+the posterior and the objective. Stepping back only moves the index (nothing is recomputed), and stepping
+forward over snapshots already computed reuses them.
+
+Every new snapshot is checked: exact EM never decreases its objective (log p(x | theta) (+ log prior)) nor the
+lower bound F(q, theta) = E_q[log p(x, z | theta)] + H(q); hard EM never decreases its complete-data objective.
+A drop beyond a relative 1e-9 is recorded on the snapshot (``violation``) and in ``Run.violations``; it is never
+hidden.
+
+Typical use::
+
+    run = Run(data, DawidSkene())
+    run.step()            # one E-step and one M-step
+    run.e_step(); run.m_step()
+    run.back()            # previous complete state
+    run.run(tol=1e-8, max_iter=500)
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import numpy as np
+
+from crowdlab.data import Annotations
+from crowdlab.init import Start, initialise
+from crowdlab.models.majority import MajorityVote, majority_labels
+
+REL_TOL_MONOTONE = 1e-9
+
+
+@dataclass(frozen=True, eq=False)
+class Snapshot:
+    """The EM state after one half-step.
+
+    ``kind``: "init", "E" or "M". ``iteration``: M-steps done so far. ``objective``: what this EM climbs
+    (None for majority vote, which is not iterative). ``bound``: F(q, theta) (soft EM) or the complete-data
+    objective (hard EM). ``changed``: indices of latent units whose arg-max changed from the previous snapshot.
+    """
+
+    index: int
+    kind: str
+    iteration: int
+    params: object
+    q: np.ndarray
+    objective: float | None
+    bound: float | None
+    changed: np.ndarray
+    violation: str | None = None
+
+
+class Run:
+    """One EM run of ``model`` on ``data``: snapshots and a cursor."""
+
+    def __init__(
+        self,
+        data: Annotations,
+        model,
+        init: str = "majority",
+        *,
+        seed: int | None = 0,
+        tol: float = 1e-8,
+        max_iter: int = 500,
+        **init_kwargs,
+    ) -> None:
+        model.check(data)
+        self.data = data
+        self.model = model
+        self.init = init
+        self.seed = seed
+        self.tol = float(tol)
+        self.max_iter = int(max_iter)
+        self.init_kwargs = init_kwargs
+        self.iterative = not isinstance(model, MajorityVote)
+        self.snapshots: list[Snapshot] = []
+        self.index = 0
+        self.violations: list[str] = []
+        self._start()
+
+    # ------------------------------------------------------------------ state
+    def _start(self) -> None:
+        if not self.iterative:
+            q = self.model.posterior(self.data)
+            self.snapshots = [Snapshot(0, "init", 0, None, q, None, None, np.zeros(0, np.int64))]
+            self.start_description = "Majority vote (ties split evenly)"
+            self._first_next = None
+            return
+        start: Start = initialise(self.model, self.data, self.init, seed=self.seed, **self.init_kwargs)
+        self.start_description = start.description
+        self._first_next = start.next_kind
+        obj = self.model.objective(self.data, start.q0, start.params0)
+        bound = self._bound(start.q0, start.params0)
+        self.snapshots = [Snapshot(0, "init", 0, start.params0, start.q0, obj, bound, np.zeros(0, np.int64))]
+
+    def _bound(self, q, params) -> float:
+        if self.model.hard:
+            return self.model.complete_objective(self.data, q, params)
+        return self.model.bound(self.data, q, params)
+
+    @property
+    def current(self) -> Snapshot:
+        return self.snapshots[self.index]
+
+    @property
+    def last(self) -> Snapshot:
+        return self.snapshots[-1]
+
+    def kind_after(self, snap: Snapshot) -> str | None:
+        """Which half-step follows ``snap``: "E", "M", or None (majority vote)."""
+        if not self.iterative:
+            return None
+        if snap.kind == "init":
+            return self._first_next
+        return "M" if snap.kind == "E" else "E"
+
+    @property
+    def next_kind(self) -> str | None:
+        return self.kind_after(self.current)
+
+    @property
+    def iteration(self) -> int:
+        return self.current.iteration
+
+    @property
+    def converged(self) -> bool:
+        """True when the last two complete states' objectives differ by at most tol (relative)."""
+        done = [s for s in self.snapshots if s.kind in ("init", "M")]
+        if not self.iterative:
+            return True
+        if len(done) < 2:
+            return False
+        a, b = done[-2].objective, done[-1].objective
+        return abs(b - a) <= self.tol * max(1.0, abs(b))
+
+    @property
+    def at_end(self) -> bool:
+        return self.index == len(self.snapshots) - 1
+
+    # ------------------------------------------------------------------ moves
+    def e_step(self) -> Snapshot:
+        """Advance one E-step (reusing a stored snapshot when it exists)."""
+        return self._half("E")
+
+    def m_step(self) -> Snapshot:
+        return self._half("M")
+
+    def _half(self, kind: str) -> Snapshot:
+        if self.next_kind != kind:
+            raise ValueError(f"The next half-step is {self.next_kind}, not {kind}.")
+        if not self.at_end:
+            self.index += 1
+            return self.current
+        prev = self.last
+        if kind == "E":
+            params = prev.params
+            q = self.model.e_step(self.data, params)
+            iteration = prev.iteration
+        else:
+            q = prev.q
+            params = self.model.m_step(self.data, q)
+            iteration = prev.iteration + 1
+        obj = self.model.objective(self.data, q, params)
+        bound = self._bound(q, params)
+        changed = np.flatnonzero(np.argmax(q, axis=1) != np.argmax(prev.q, axis=1))
+        violation = self._check(prev, obj, bound, kind)
+        snap = Snapshot(len(self.snapshots), kind, iteration, params, q, obj, bound, changed, violation)
+        self.snapshots.append(snap)
+        self.index = snap.index
+        return snap
+
+    def _check(self, prev: Snapshot, obj: float, bound: float, kind: str) -> str | None:
+        if not np.isfinite(obj) or not np.isfinite(bound):
+            msg = f"non-finite objective after {kind}-step {len(self.snapshots)}"
+            self.violations.append(msg)
+            return msg
+        if not self.model.exact and not self.model.hard:
+            return None
+        problems = []
+        tol = REL_TOL_MONOTONE
+        if obj < prev.objective - tol * max(1.0, abs(prev.objective)):
+            problems.append(f"objective fell by {prev.objective - obj:.3g}")
+        if bound < prev.bound - tol * max(1.0, abs(prev.bound)):
+            problems.append(f"bound F(q, theta) fell by {prev.bound - bound:.3g}")
+        if not problems:
+            return None
+        msg = f"{kind}-step to snapshot {len(self.snapshots)}: " + "; ".join(problems)
+        self.violations.append(msg)
+        return msg
+
+    def step(self) -> Snapshot:
+        """Complete one EM iteration from here: E then M (or just M after an E-only step)."""
+        if not self.iterative:
+            return self.current
+        if self.next_kind == "M":
+            return self.m_step()
+        self.e_step()
+        return self.m_step()
+
+    def back(self) -> Snapshot:
+        """Go back to the previous complete state (init or after an M-step); nothing is recomputed."""
+        i = self.index - 1
+        while i > 0 and self.snapshots[i].kind == "E" and self.kind_after(self.snapshots[i]) == "M":
+            i -= 1
+        self.index = max(i, 0)
+        return self.current
+
+    def goto(self, index: int) -> Snapshot:
+        """Scrub: move the cursor to a snapshot already computed."""
+        self.index = int(np.clip(index, 0, len(self.snapshots) - 1))
+        return self.current
+
+    def reset(self) -> Snapshot:
+        """Forget every step and start again from the initialisation."""
+        self.violations = []
+        self._start()
+        self.index = 0
+        return self.current
+
+    def run(
+        self,
+        tol: float | None = None,
+        max_iter: int | None = None,
+        progress: Callable[[int, int], None] | None = None,
+        should_stop: Callable[[], bool] | None = None,
+    ) -> Snapshot:
+        """Iterate until the objective changes by at most ``tol`` (relative) or ``max_iter`` iterations."""
+        if tol is not None:
+            self.tol = float(tol)
+        if max_iter is not None:
+            self.max_iter = int(max_iter)
+        if not self.iterative:
+            return self.current
+        self.index = len(self.snapshots) - 1
+        while self.last.iteration < self.max_iter:
+            self.step()
+            if progress is not None:
+                progress(self.last.iteration, self.max_iter)
+            if self.converged or (should_stop is not None and should_stop()):
+                break
+        return self.current
+
+    # ------------------------------------------------------------------ results at the cursor
+    @property
+    def posterior(self) -> np.ndarray:
+        return self.current.q
+
+    @property
+    def params(self):
+        return self.current.params
+
+    def labels(self, snap: Snapshot | None = None) -> np.ndarray:
+        """Hard labels at ``snap`` (default: the cursor): arg-max of q; majority vote uses its tie rule."""
+        snap = snap or self.current
+        if not self.iterative:
+            return majority_labels(self.data)
+        return np.argmax(snap.q, axis=1).astype(np.int32)
+
+    def history(self) -> dict[str, np.ndarray]:
+        """Per snapshot: index, iteration, kind, objective, bound (arrays for plotting)."""
+        s = self.snapshots
+        nan = float("nan")
+        return {
+            "index": np.array([x.index for x in s]),
+            "iteration": np.array([x.iteration for x in s]),
+            "kind": np.array([x.kind for x in s]),
+            "objective": np.array([nan if x.objective is None else x.objective for x in s]),
+            "bound": np.array([nan if x.bound is None else x.bound for x in s]),
+        }
+
+    def objective_history(self) -> list[float]:
+        """The objective after each complete iteration (init, then every M-step)."""
+        return [s.objective for s in self.snapshots if s.kind in ("init", "M") and s.objective is not None]

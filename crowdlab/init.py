@@ -1,0 +1,120 @@
+"""Initialisations: where an EM run starts.
+
+Every strategy returns an :class:`Start`: a posterior ``q0``, parameters ``params0`` and which half-step comes
+next. Posterior-based starts set ``params0 = m_step(q0)`` (next: E); parameter-based starts set
+``q0 = e_step(params0)`` (next: M). Either way the pair is a valid EM state, so the bound F(q, theta) and the
+objective are defined from the first snapshot on.
+
+- ``"majority"`` (default; seeds 000 and 003): q0 = soft majority vote (vote fractions). For the scores model,
+  whose latent variable is per annotator, it is the same as "all_good".
+- ``"all_good"`` (seed 004, "Initialize parameters: estimate parameters assuming all annotators are good"):
+  scores model: w_a = 1 for everyone. Class models: q0 is the posterior when every worker is assumed right with
+  probability ``good_accuracy`` (0.8) and errors spread evenly (a sharpened majority vote).
+- ``"random"``: q0 rows drawn from a flat Dirichlet with a seeded generator (scores: w_a ~ U(0, 1)).
+- ``"params"``: user-given parameters (``params=``), validated; q0 = e_step(params).
+- ``"posterior"``: start from another model's result (``q0=`` its posterior), e.g. DS started from one-coin.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from crowdlab.data import Annotations
+from crowdlab.errors import ModelError
+from crowdlab.models.base import one_hot_argmax
+from crowdlab.models.majority import vote_fractions
+from crowdlab.models.one_coin import one_coin_gamma
+
+INITS = {
+    "majority": "Majority vote (soft)",
+    "all_good": "Assume everyone is good",
+    "random": "Random (seeded)",
+    "params": "Given parameters",
+    "posterior": "Another model's result",
+}
+
+
+@dataclass(frozen=True, eq=False)
+class Start:
+    q0: np.ndarray
+    params0: object
+    next_kind: str  # "E" or "M"
+    description: str
+
+
+def initialise(
+    model,
+    data: Annotations,
+    strategy: str = "majority",
+    *,
+    seed: int | None = 0,
+    params=None,
+    q0: np.ndarray | None = None,
+    good_accuracy: float = 0.8,
+) -> Start:
+    """Build the starting state of an EM run (see the module docstring for the strategies)."""
+    rng = np.random.default_rng(seed)
+    continuous = model.info.latent == "annotator"
+    if strategy == "params":
+        if params is None:
+            raise ModelError("Initialisation 'params' needs parameters (params=...).")
+        _validate_params(params)
+        return Start(model.e_step(data, params), params, "M", INITS["params"])
+    if strategy == "posterior":
+        if q0 is None:
+            raise ModelError("Initialisation 'posterior' needs a posterior (q0=...).")
+        q = _validate_q(np.asarray(q0, dtype=np.float64), data, model)
+        desc = INITS["posterior"]
+    elif strategy == "random":
+        n = data.n_workers if continuous else data.n_items
+        k = 2 if continuous else data.n_classes
+        q = rng.dirichlet(np.ones(k), size=n)
+        desc = f"{INITS['random']} (seed {seed})"
+    elif strategy == "all_good" or (strategy == "majority" and continuous):
+        if continuous:
+            q = np.zeros((data.n_workers, 2))
+            q[:, 1] = 1.0
+        else:
+            K = data.n_classes
+            gamma = one_coin_gamma(np.full(data.n_workers, good_accuracy), K)
+            from crowdlab.models.base import softmax_rows
+            from crowdlab.models.dawid_skene import class_log_joint
+
+            q = softmax_rows(class_log_joint(data, np.full(K, 1.0 / K), gamma))
+        desc = INITS["all_good"]
+    elif strategy == "majority":
+        q = vote_fractions(data)
+        desc = INITS["majority"]
+    else:
+        raise ModelError(f"Unknown initialisation {strategy!r}; choose one of {', '.join(INITS)}.")
+    if getattr(model, "hard", False):
+        q = one_hot_argmax(np.log(np.maximum(q, 1e-300)))
+    return Start(q, model.m_step(data, q), "E", desc)
+
+
+def _validate_q(q: np.ndarray, data: Annotations, model) -> np.ndarray:
+    n = data.n_workers if model.info.latent == "annotator" else data.n_items
+    k = 2 if model.info.latent == "annotator" else data.n_classes
+    if q.shape != (n, k):
+        raise ModelError(f"starting posterior has shape {q.shape}; this data needs {(n, k)}.")
+    if not np.all(np.isfinite(q)) or (q < 0).any():
+        raise ModelError("starting posterior must be finite and non-negative.")
+    s = q.sum(axis=1, keepdims=True)
+    if (s <= 0).any():
+        raise ModelError("every row of the starting posterior needs some mass.")
+    return q / s
+
+
+def _validate_params(params) -> None:
+    gamma = getattr(params, "gamma", None)
+    pi = getattr(params, "pi", None)
+    if gamma is not None:
+        g = np.asarray(gamma)
+        if not np.all(np.isfinite(g)) or (g < 0).any() or not np.allclose(g.sum(axis=1), 1.0, atol=1e-6):
+            raise ModelError("given confusion matrices must be non-negative with columns summing to 1.")
+    if pi is not None:
+        p = np.asarray(pi)
+        if (p < 0).any() or not np.isclose(p.sum(), 1.0, atol=1e-6):
+            raise ModelError("given class prior must be non-negative and sum to 1.")

@@ -1,0 +1,59 @@
+"""The model families. ``MODELS`` maps a short key to the class; ``make_model`` builds one with options."""
+
+from __future__ import annotations
+
+from crowdlab.data import Annotations
+from crowdlab.errors import ModelError
+from crowdlab.models.dawid_skene import DawidSkene
+from crowdlab.models.majority import MajorityVote
+from crowdlab.models.one_coin import OneCoin
+from crowdlab.models.params import ClassParams
+from crowdlab.models.scores import GoodBadScores, ScoreParams
+from crowdlab.models.two_coin import TwoCoin
+
+MODELS = {
+    "mv": MajorityVote,
+    "ds": DawidSkene,
+    "one_coin": OneCoin,
+    "two_coin": TwoCoin,
+    "scores": GoodBadScores,
+}
+ALIASES = {"dawid_skene": "ds", "majority": "mv", "onecoin": "one_coin", "twocoin": "two_coin"}
+
+
+def make_model(key: str, **options):
+    """Build model ``key`` (see ``MODELS``) with options such as ``prior=`` and ``hard=``."""
+    key = ALIASES.get(key, key)
+    if key not in MODELS:
+        raise ModelError(f"Unknown method {key!r}; choose one of {', '.join(MODELS)}.")
+    cls = MODELS[key]
+    if cls is MajorityVote:
+        return cls()
+    return cls(**options)
+
+
+def applicable_models(data: Annotations) -> list[str]:
+    """Keys of the models that apply to ``data`` (classes vs scores, binary-only models)."""
+    out = []
+    for key, cls in MODELS.items():
+        info = cls.info
+        if data.is_continuous != (info.data_kind == "continuous"):
+            continue
+        if info.binary_only and data.n_classes != 2:
+            continue
+        out.append(key)
+    return out
+
+
+__all__ = [
+    "MODELS",
+    "ClassParams",
+    "DawidSkene",
+    "GoodBadScores",
+    "MajorityVote",
+    "OneCoin",
+    "ScoreParams",
+    "TwoCoin",
+    "applicable_models",
+    "make_model",
+]

@@ -1,0 +1,192 @@
+"""The model protocol every EM model implements, and the machinery they share.
+
+A model is a small object holding its hyper-parameters (prior strength, soft or hard EM). Its methods are pure
+functions over immutable inputs:
+
+- ``init(data, q0, rng) -> params`` is done by :mod:`crowdlab.init`, which produces a starting posterior
+  ``q0`` (or parameters) and calls ``m_step`` on it;
+- ``e_step(data, params) -> q``: the posterior over the latent variables, shape (n_latent, n_states);
+- ``m_step(data, q) -> params``: closed-form maximiser of E_q[log p(x, z | theta)] (+ log prior for MAP);
+- ``log_likelihood(data, params) -> float``: the observed-data objective log p(x | theta) (+ log prior);
+- ``complete_objective(data, q, params) -> float``: E_q[log p(x, z | theta)] (+ log prior). With the entropy of q
+  added it is the EM lower bound F(q, theta) <= log p(x | theta), with equality right after an exact E-step.
+
+All the models here share one structure: the latent variables are independent given the parameters, one per
+"latent unit" (an item for the class models, an annotator for the lecture's scores model), so everything follows
+from ``log_joint(data, params)``: the (n_latent, n_states) array of log p(x_unit, z_unit = s | theta).
+
+Hard EM (seed 004, "Hard EM") replaces the posterior by its arg-max (a one-hot q). Its objective is the
+complete-data log-likelihood log p(x, z_hat | theta) (+ log prior), which hard EM never decreases.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+from scipy.special import gammaln, logsumexp
+
+from crowdlab.data import Annotations
+
+TINY = 1e-300  # floor inside logs: log(0) becomes about -690, never -inf
+
+
+def safe_log(x: np.ndarray | float) -> np.ndarray:
+    """log(x) with zeros mapped to log(1e-300) so no -inf (and no NaN in 0 * log 0) leaves a model."""
+    return np.log(np.maximum(x, TINY))
+
+
+def softmax_rows(log_w: np.ndarray) -> np.ndarray:
+    """Normalise each row of log-weights to probabilities (logsumexp, stable)."""
+    q = np.exp(log_w - logsumexp(log_w, axis=1, keepdims=True))
+    return q
+
+
+def one_hot_argmax(log_w: np.ndarray, tie_order: np.ndarray | None = None) -> np.ndarray:
+    """One-hot arg-max per row; ties go to the first state (or the first in ``tie_order``)."""
+    idx = np.argmax(log_w, axis=1)
+    q = np.zeros_like(log_w, dtype=np.float64)
+    q[np.arange(log_w.shape[0]), idx] = 1.0
+    return q
+
+
+def entropy_rows(q: np.ndarray) -> float:
+    """Sum over rows of the Shannon entropy -sum q log q (0 log 0 = 0)."""
+    with np.errstate(divide="ignore", invalid="ignore"):
+        t = np.where(q > 0, q * np.log(np.where(q > 0, q, 1.0)), 0.0)
+    return float(-t.sum())
+
+
+def log_dirichlet(x: np.ndarray, alpha: float, axis: int = -1) -> float:
+    """Sum of log Dirichlet(alpha, ..., alpha) densities of the simplex vectors along ``axis`` of ``x``.
+
+    ``alpha = 1`` (no prior) gives 0 for log-density up to the constant log Gamma(K), which is included so the
+    value is the true log density.
+    """
+    x = np.asarray(x, dtype=np.float64)
+    K = x.shape[axis]
+    n_vec = x.size // K
+    const = gammaln(K * alpha) - K * gammaln(alpha)
+    if alpha == 1.0:
+        return float(n_vec * const)
+    return float(n_vec * const + (alpha - 1.0) * safe_log(x).sum())
+
+
+def log_beta_pdf(x: np.ndarray, a: float, b: float) -> float:
+    """Sum of log Beta(a, b) densities of the entries of ``x``."""
+    x = np.asarray(x, dtype=np.float64)
+    const = gammaln(a + b) - gammaln(a) - gammaln(b)
+    out = x.size * const
+    if a != 1.0:
+        out += (a - 1.0) * safe_log(x).sum()
+    if b != 1.0:
+        out += (b - 1.0) * safe_log(1.0 - x).sum()
+    return float(out)
+
+
+def normalise_columns(counts: np.ndarray, pseudo: float = 0.0) -> np.ndarray:
+    """Columns of ``counts + pseudo`` (axis -2) normalised to sum to one; an empty column becomes uniform.
+
+    A column with no mass is a class with zero posterior weight: every column then maximises the objective, and
+    the uniform one keeps the numbers finite.
+    """
+    c = counts + pseudo
+    tot = c.sum(axis=-2, keepdims=True)
+    K = counts.shape[-2]
+    with np.errstate(invalid="ignore", divide="ignore"):
+        out = np.where(tot > 0, c / np.where(tot > 0, tot, 1.0), 1.0 / K)
+    return out
+
+
+@dataclass(frozen=True)
+class ModelInfo:
+    """What the UI and the CLI need to know about a model."""
+
+    key: str
+    title: str
+    data_kind: str  # "classes" or "continuous"
+    exact: bool  # exact E-step (objective guaranteed not to decrease)
+    latent: str  # "item" or "annotator"
+    binary_only: bool = False
+
+
+class LatentModel:
+    """Shared EM machinery for models whose latent variables are independent given theta.
+
+    Subclasses set ``info`` and implement ``log_joint``, ``m_step`` and ``log_prior``.
+    """
+
+    info: ModelInfo
+    hard: bool = False
+
+    # -- to implement ------------------------------------------------------------------
+    def log_joint(self, data: Annotations, params) -> np.ndarray:  # pragma: no cover - abstract
+        """(n_latent, n_states): log p(x_unit, z_unit = s | theta)."""
+        raise NotImplementedError
+
+    def m_step(self, data: Annotations, q: np.ndarray):  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    def log_prior(self, params) -> float:
+        return 0.0
+
+    # -- shared ------------------------------------------------------------------------
+    @property
+    def exact(self) -> bool:
+        """True when EM on this model is exact (soft E-step): the observed log-likelihood never decreases."""
+        return self.info.exact and not self.hard
+
+    @property
+    def objective_name(self) -> str:
+        if self.hard:
+            return "complete-data log-likelihood log p(x, z_hat | theta)" + (
+                " + log prior" if self.has_prior else ""
+            )
+        return "log-likelihood log p(x | theta)" + (" + log prior" if self.has_prior else "")
+
+    @property
+    def has_prior(self) -> bool:
+        return False
+
+    def e_step(self, data: Annotations, params) -> np.ndarray:
+        """Posterior q (n_latent, n_states); one-hot arg-max under hard EM."""
+        lj = self.log_joint(data, params)
+        if self.hard:
+            return one_hot_argmax(lj)
+        return softmax_rows(lj)
+
+    def log_likelihood(self, data: Annotations, params) -> float:
+        """Observed-data log-likelihood sum_n log sum_s p(x_n, z_n = s | theta) (+ log prior)."""
+        lj = self.log_joint(data, params)
+        return float(logsumexp(lj, axis=1).sum()) + self.log_prior(params)
+
+    def complete_objective(self, data: Annotations, q: np.ndarray, params) -> float:
+        """E_q[log p(x, z | theta)] + log prior (hard EM's objective when q is one-hot)."""
+        lj = self.log_joint(data, params)
+        return float((q * lj).sum()) + self.log_prior(params)
+
+    def bound(self, data: Annotations, q: np.ndarray, params) -> float:
+        """The EM lower bound F(q, theta) = E_q[log p(x, z | theta)] + H(q) (+ log prior) <= objective."""
+        return self.complete_objective(data, q, params) + entropy_rows(q)
+
+    def objective(self, data: Annotations, q: np.ndarray | None, params) -> float:
+        """What this EM climbs: log p(x | theta) for soft EM, log p(x, z_hat | theta) for hard EM."""
+        if self.hard:
+            if q is None:
+                q = self.e_step(data, params)
+            return self.complete_objective(data, q, params)
+        return self.log_likelihood(data, params)
+
+    def hard_labels(self, q: np.ndarray) -> np.ndarray:
+        return np.argmax(q, axis=1).astype(np.int32)
+
+    def check(self, data: Annotations) -> None:
+        """Raise ModelError when the model does not apply to ``data``."""
+        from crowdlab.errors import ModelError
+
+        if self.info.data_kind == "classes" and data.is_continuous:
+            raise ModelError(f"{self.info.title} needs class labels; this dataset has continuous scores.")
+        if self.info.data_kind == "continuous" and not data.is_continuous:
+            raise ModelError(f"{self.info.title} needs continuous scores; this dataset has class labels.")
+        if self.info.binary_only and data.n_classes != 2:
+            raise ModelError(f"{self.info.title} is for two classes; this dataset has {data.n_classes}.")

@@ -1,0 +1,70 @@
+"""Dawid-Skene: a full confusion matrix per worker (seed 003, Sec. 3.1, eqs. (9)-(11)).
+
+Model: y_n ~ Categorical(pi); each label of worker m on item n is k' with probability Gamma_m(k', y_n).
+
+- E-step, eq. (9): q_nk ∝ pi_k * prod_m prod_k' Gamma_m(k', k)^{I(f_m(x_n) = k')}, computed in log space as one
+  sparse product ``X @ log Gamma`` (X: item x (worker, label) counts), normalised with logsumexp.
+- M-step, eqs. (10)-(11): Gamma_m(k', k) = sum_n q_nk I(f_m(x_n) = k') / sum_k'' sum_n q_nk I(f_m(x_n) = k''),
+  i.e. ``X.T @ q`` normalised per column; pi_k = sum_n q_nk / N.
+- MAP (optional): a symmetric Dirichlet(1 + s) prior on every column of every Gamma_m and on pi adds s
+  pseudo-counts to each cell; the objective then includes the log prior densities.
+
+Objective: log p(x | theta) = sum_n log sum_k pi_k prod Gamma_m(f_m(x_n), k) (+ log prior): exactly what EM climbs.
+Shapes: pi (K,), gamma (M, K, K), q (N, K).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from crowdlab.data import Annotations
+from crowdlab.models.base import LatentModel, ModelInfo, log_dirichlet, normalise_columns, safe_log
+from crowdlab.models.params import ClassParams
+
+
+def class_log_joint(data: Annotations, pi: np.ndarray, gamma: np.ndarray) -> np.ndarray:
+    """(N, K): log pi_k + sum over item n's labels of log Gamma_m(label, k) -- seed 003 eq. (9) before 1/Z."""
+    M, K, _ = gamma.shape
+    log_g = safe_log(gamma).reshape(M * K, K)
+    return np.asarray(data.label_counts @ log_g) + safe_log(pi)[None, :]
+
+
+def expected_counts(data: Annotations, q: np.ndarray) -> np.ndarray:
+    """(M, K, K): counts[m, k', k] = sum_n q_nk * #(worker m said k' on item n) -- the numerator of eq. (11)."""
+    M, K = data.n_workers, data.n_classes
+    return np.asarray(data.label_counts_T @ q).reshape(M, K, K)
+
+
+class DawidSkene(LatentModel):
+    """Dawid-Skene EM with optional symmetric Dirichlet priors (MAP) and optional hard EM."""
+
+    info = ModelInfo("ds", "Dawid-Skene", "classes", exact=True, latent="item")
+
+    def __init__(self, prior: float = 0.0, hard: bool = False) -> None:
+        if prior < 0:
+            raise ValueError("prior strength must be >= 0 (pseudo-counts added to every cell).")
+        self.prior = float(prior)
+        self.hard = bool(hard)
+
+    @property
+    def has_prior(self) -> bool:
+        return self.prior > 0
+
+    def log_joint(self, data: Annotations, params: ClassParams) -> np.ndarray:
+        return class_log_joint(data, params.pi, params.gamma)
+
+    def m_step(self, data: Annotations, q: np.ndarray) -> ClassParams:
+        counts = expected_counts(data, q)
+        gamma = normalise_columns(counts, self.prior)
+        pi = (q.sum(axis=0) + self.prior) / (q.shape[0] + self.prior * q.shape[1])
+        return ClassParams(pi=pi, gamma=gamma)
+
+    def log_prior(self, params: ClassParams) -> float:
+        if not self.has_prior:
+            return 0.0
+        a = 1.0 + self.prior
+        return log_dirichlet(np.swapaxes(params.gamma, 1, 2), a) + log_dirichlet(params.pi, a)
+
+    def params_from(self, pi: np.ndarray, gamma: np.ndarray) -> ClassParams:
+        """User-given parameters (validated: simplex columns)."""
+        return ClassParams(pi=np.asarray(pi, float), gamma=np.asarray(gamma, float))

@@ -1,0 +1,80 @@
+"""One-coin (symmetric noise) model: one accuracy per worker, errors spread evenly.
+
+Seed 002 (Donmez et al.), eq. (8): p_theta(yhat | y) = theta^{I(yhat = y)} ((1 - theta) / (l - 1))^{I(yhat != y)}.
+Here every worker m has its own theta_m, so Gamma_m = theta_m I + (1 - theta_m) / (K - 1) (1 1^T - I), and the
+class prior pi is estimated like Dawid-Skene's, or held fixed at a known marginal (``class_prior=``), as seed 002
+does.
+
+- E-step: seed 003 eq. (9) with that Gamma_m.
+- M-step: theta_m = (expected correct labels of m + a - 1) / (labels of m + a + b - 2), the exact maximiser
+  of sum [c log theta + (n - c) log((1 - theta) / (K - 1))] + log Beta(theta; a, b); a = b = 1 + s for prior
+  strength s (s = 0: maximum likelihood). pi as in Dawid-Skene.
+Shapes: pi (K,), theta (M,), gamma (M, K, K), q (N, K).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from crowdlab.data import Annotations
+from crowdlab.models.base import LatentModel, ModelInfo, log_beta_pdf, log_dirichlet
+from crowdlab.models.dawid_skene import class_log_joint, expected_counts
+from crowdlab.models.params import ClassParams
+
+
+def one_coin_gamma(theta: np.ndarray, K: int) -> np.ndarray:
+    """(M, K, K) confusion matrices of seed 002 eq. (8) for accuracies ``theta`` (M,)."""
+    theta = np.asarray(theta, dtype=np.float64)
+    off = (1.0 - theta) / (K - 1)
+    eye = np.eye(K)[None, :, :]
+    return eye * theta[:, None, None] + (1.0 - eye) * off[:, None, None]
+
+
+class OneCoin(LatentModel):
+    """One accuracy per worker (symmetric noise), optional Beta(1+s, 1+s) prior on each accuracy."""
+
+    info = ModelInfo("one_coin", "One-coin (symmetric noise)", "classes", exact=True, latent="item")
+
+    def __init__(self, prior: float = 0.0, hard: bool = False, class_prior=None) -> None:
+        if prior < 0:
+            raise ValueError("prior strength must be >= 0.")
+        self.prior = float(prior)
+        self.hard = bool(hard)
+        # seed 002 holds the marginal p(y) fixed and known; None estimates it like Dawid-Skene
+        self.class_prior = None if class_prior is None else np.asarray(class_prior, dtype=np.float64)
+
+    @property
+    def has_prior(self) -> bool:
+        return self.prior > 0
+
+    def log_joint(self, data: Annotations, params: ClassParams) -> np.ndarray:
+        return class_log_joint(data, params.pi, params.gamma)
+
+    def m_step(self, data: Annotations, q: np.ndarray) -> ClassParams:
+        counts = expected_counts(data, q)
+        correct = np.trace(counts, axis1=1, axis2=2)
+        total = counts.sum(axis=(1, 2))
+        s = self.prior
+        with np.errstate(invalid="ignore", divide="ignore"):
+            theta = np.where(total + 2 * s > 0, (correct + s) / np.maximum(total + 2 * s, 1e-300), 0.5)
+        theta = np.clip(theta, 0.0, 1.0)
+        if self.class_prior is not None:
+            pi = self.class_prior
+        else:
+            pi = (q.sum(axis=0) + s) / (q.shape[0] + s * q.shape[1])
+        return self.params_from(pi, theta)
+
+    def params_from(self, pi: np.ndarray, theta: np.ndarray) -> ClassParams:
+        pi = np.asarray(pi, dtype=np.float64)
+        return ClassParams(
+            pi=pi, gamma=one_coin_gamma(theta, pi.shape[0]), extra={"theta": np.asarray(theta)}
+        )
+
+    def log_prior(self, params: ClassParams) -> float:
+        if not self.has_prior:
+            return 0.0
+        a = 1.0 + self.prior
+        out = log_beta_pdf(params.extra["theta"], a, a)
+        if self.class_prior is None:
+            out += log_dirichlet(params.pi, a)
+        return out

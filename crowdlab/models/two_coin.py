@@ -1,0 +1,99 @@
+"""Two-coin model for binary labels (seed 000, Raykar et al. 2010, "a two coin analogy").
+
+Worker j has sensitivity alpha_j = P(says 1 | y = 1) and specificity beta_j = P(says 0 | y = 0); the prevalence
+is p = P(y = 1). In the confusion-matrix convention (columns = true class):
+Gamma_j = [[beta_j, 1 - alpha_j], [1 - beta_j, alpha_j]].
+
+- E-step (seed 000): mu_i = a_i p / (a_i p + b_i (1 - p)) with a_i = prod_j alpha_j^{y_ij} (1 - alpha_j)^{1 - y_ij}
+  and b_i = prod_j beta_j^{1 - y_ij} (1 - beta_j)^{y_ij}; computed in log space (q_i1 = mu_i).
+- M-step (seed 000): alpha_j = sum_i mu_i y_ij / sum_i mu_i, beta_j = sum_i (1 - mu_i)(1 - y_ij) / sum_i (1 - mu_i),
+  sums over the items j labelled; with Beta(a1, a2) and Beta(b1, b2) priors (Raykar's Bayesian version)
+  alpha_j = (sum mu y + a1 - 1) / (sum mu + a1 + a2 - 2), likewise beta_j; p = mean mu_i (+ the same
+  pseudo-counts). Without features, p plays the role of Raykar's sigma(w^T x).
+Shapes: alpha, beta (M,), p scalar (stored as pi = [1 - p, p]), q (N, 2) with q[:, 1] = mu.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from crowdlab.data import Annotations
+from crowdlab.models.base import LatentModel, ModelInfo, log_beta_pdf
+from crowdlab.models.dawid_skene import class_log_joint, expected_counts
+from crowdlab.models.params import ClassParams
+
+
+def two_coin_gamma(alpha: np.ndarray, beta: np.ndarray) -> np.ndarray:
+    """(M, 2, 2) confusion matrices [[beta, 1 - alpha], [1 - beta, alpha]] (columns = true class)."""
+    alpha = np.asarray(alpha, dtype=np.float64)
+    beta = np.asarray(beta, dtype=np.float64)
+    g = np.empty((alpha.shape[0], 2, 2))
+    g[:, 0, 0] = beta
+    g[:, 1, 0] = 1.0 - beta
+    g[:, 0, 1] = 1.0 - alpha
+    g[:, 1, 1] = alpha
+    return g
+
+
+def _beta_map(success: np.ndarray, total: np.ndarray, a: float, b: float) -> np.ndarray:
+    num = success + a - 1.0
+    den = total + a + b - 2.0
+    with np.errstate(invalid="ignore", divide="ignore"):
+        out = np.where(den > 0, num / np.where(den > 0, den, 1.0), 0.5)
+    return np.clip(out, 0.0, 1.0)
+
+
+class TwoCoin(LatentModel):
+    """Sensitivity/specificity per worker; optional Beta priors on alpha_j, beta_j and p (MAP)."""
+
+    info = ModelInfo("two_coin", "Two-coin (sensitivity / specificity)", "classes", True, "item", True)
+
+    def __init__(
+        self,
+        prior: float = 0.0,
+        hard: bool = False,
+        alpha_prior: tuple[float, float] | None = None,
+        beta_prior: tuple[float, float] | None = None,
+    ) -> None:
+        if prior < 0:
+            raise ValueError("prior strength must be >= 0.")
+        self.prior = float(prior)
+        self.hard = bool(hard)
+        s = 1.0 + self.prior
+        self.alpha_prior = tuple(alpha_prior) if alpha_prior else (s, s)
+        self.beta_prior = tuple(beta_prior) if beta_prior else (s, s)
+        if min(self.alpha_prior + self.beta_prior) < 1.0:
+            raise ValueError("Beta prior parameters must be >= 1 for a closed-form MAP M-step.")
+
+    @property
+    def has_prior(self) -> bool:
+        return self.prior > 0 or self.alpha_prior != (1.0, 1.0) or self.beta_prior != (1.0, 1.0)
+
+    def log_joint(self, data: Annotations, params: ClassParams) -> np.ndarray:
+        return class_log_joint(data, params.pi, params.gamma)
+
+    def m_step(self, data: Annotations, q: np.ndarray) -> ClassParams:
+        c = expected_counts(data, q)  # c[m, said, true]
+        alpha = _beta_map(c[:, 1, 1], c[:, :, 1].sum(axis=1), *self.alpha_prior)
+        beta = _beta_map(c[:, 0, 0], c[:, :, 0].sum(axis=1), *self.beta_prior)
+        s = self.prior
+        p = (q[:, 1].sum() + s) / (q.shape[0] + 2 * s)
+        return self.params_from(p, alpha, beta)
+
+    def params_from(self, p: float, alpha: np.ndarray, beta: np.ndarray) -> ClassParams:
+        pi = np.array([1.0 - float(p), float(p)])
+        return ClassParams(
+            pi=pi,
+            gamma=two_coin_gamma(alpha, beta),
+            extra={"alpha": np.asarray(alpha, float), "beta": np.asarray(beta, float)},
+        )
+
+    def log_prior(self, params: ClassParams) -> float:
+        if not self.has_prior:
+            return 0.0
+        s = 1.0 + self.prior
+        return (
+            log_beta_pdf(params.extra["alpha"], *self.alpha_prior)
+            + log_beta_pdf(params.extra["beta"], *self.beta_prior)
+            + log_beta_pdf(params.pi[1:], s, s)
+        )

@@ -1,0 +1,163 @@
+"""The stepping contract of crowdlab.em.Run: half-steps, back, scrub, reset, run, reuse of snapshots."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from crowdlab.em import Run
+from crowdlab.errors import ModelError
+from crowdlab.models import DawidSkene, MajorityVote, OneCoin, TwoCoin, make_model
+from tests.unit.problems import random_problem
+
+
+@pytest.fixture
+def data():
+    return random_problem(np.random.default_rng(1), 60, 6, 3, "sparse")
+
+
+def test_half_steps_alternate_and_count_iterations(data):
+    run = Run(data, DawidSkene())
+    assert run.current.kind == "init" and run.next_kind == "E"
+    run.e_step()
+    assert run.current.kind == "E" and run.iteration == 0 and run.next_kind == "M"
+    with pytest.raises(ValueError):
+        run.e_step()
+    run.m_step()
+    assert run.current.kind == "M" and run.iteration == 1
+    run.step()
+    assert run.iteration == 2 and len(run.snapshots) == 5
+
+
+def test_e_step_keeps_params_m_step_keeps_posterior(data):
+    run = Run(data, DawidSkene())
+    s0 = run.current
+    s1 = run.e_step()
+    assert s1.params is s0.params
+    s2 = run.m_step()
+    assert s2.q is s1.q
+    assert not np.allclose(s2.params.gamma, s0.params.gamma)
+
+
+def test_back_goes_to_previous_complete_state_without_recomputing(data):
+    run = Run(data, DawidSkene())
+    run.step()
+    run.step()
+    snaps = list(run.snapshots)
+    run.back()
+    assert run.current.kind == "M" and run.iteration == 1
+    run.back()
+    assert run.index == 0
+    run.back()
+    assert run.index == 0
+    run.step()  # forward again: reuses the stored snapshots
+    assert run.current is snaps[2]
+    assert len(run.snapshots) == len(snaps)
+
+
+def test_back_after_e_only_returns_to_before_it(data):
+    run = Run(data, DawidSkene())
+    run.step()
+    run.e_step()
+    run.back()
+    assert run.current.kind == "M" and run.iteration == 1
+
+
+def test_goto_and_reset(data):
+    run = Run(data, DawidSkene())
+    run.run(max_iter=5)
+    assert run.iteration == 5
+    run.goto(3)
+    assert run.index == 3 and run.current is run.snapshots[3]
+    run.goto(999)
+    assert run.at_end
+    run.reset()
+    assert run.index == 0 and len(run.snapshots) == 1
+
+
+def test_run_converges_and_reports_progress(data):
+    run = Run(data, DawidSkene(), tol=1e-10, max_iter=500)
+    seen = []
+    run.run(progress=lambda i, n: seen.append(i))
+    assert run.converged
+    assert seen == list(range(1, run.iteration + 1))
+    h = run.objective_history()
+    assert abs(h[-1] - h[-2]) <= 1e-10 * abs(h[-1])
+
+
+def test_run_can_be_stopped(data):
+    run = Run(data, DawidSkene(), tol=0.0, max_iter=500)
+    run.run(should_stop=lambda: run.iteration >= 3)
+    assert run.iteration == 3
+
+
+def test_changed_marks_items_whose_label_flipped(data):
+    run = Run(data, DawidSkene())
+    prev = run.current
+    s = run.e_step()
+    flipped = np.flatnonzero(np.argmax(s.q, 1) != np.argmax(prev.q, 1))
+    np.testing.assert_array_equal(s.changed, flipped)
+
+
+def test_param_init_starts_with_m_step(data):
+    base = Run(data, OneCoin())
+    base.run()
+    run = Run(data, DawidSkene(), "params", params=base.params)
+    assert run.next_kind == "M"
+    np.testing.assert_allclose(run.current.q, OneCoin().e_step(data, base.params))
+    run.step()
+    assert run.current.kind == "M"
+    run.back()
+    assert run.index == 0
+
+
+def test_start_from_another_models_posterior(data):
+    one = Run(data, OneCoin())
+    one.run()
+    run = Run(data, DawidSkene(), "posterior", q0=one.posterior)
+    np.testing.assert_allclose(run.current.q, one.posterior)
+    assert "Another model" in run.start_description
+
+
+def test_random_init_is_reproducible(data):
+    a = Run(data, DawidSkene(), "random", seed=5)
+    b = Run(data, DawidSkene(), "random", seed=5)
+    c = Run(data, DawidSkene(), "random", seed=6)
+    np.testing.assert_array_equal(a.current.q, b.current.q)
+    assert not np.allclose(a.current.q, c.current.q)
+
+
+def test_majority_vote_is_one_snapshot(data):
+    run = Run(data, MajorityVote())
+    assert not run.iterative and run.converged
+    run.step()
+    run.run()
+    assert len(run.snapshots) == 1 and run.current.objective is None
+
+
+def test_two_coin_refuses_three_classes(data):
+    with pytest.raises(ModelError, match="two classes"):
+        Run(data, TwoCoin())
+
+
+def test_unknown_method_and_init_have_clear_errors(data):
+    with pytest.raises(ModelError, match="Unknown method"):
+        make_model("nope")
+    with pytest.raises(ModelError, match="Unknown initialisation"):
+        Run(data, DawidSkene(), "nope")
+
+
+def test_given_params_are_validated(data):
+    from crowdlab.models.params import ClassParams
+
+    bad = ClassParams(np.full(3, 1 / 3), np.ones((data.n_workers, 3, 3)))
+    with pytest.raises(ModelError, match="columns summing to 1"):
+        Run(data, DawidSkene(), "params", params=bad)
+
+
+def test_hard_em_posteriors_are_one_hot(data):
+    run = Run(data, DawidSkene(hard=True))
+    run.run()
+    q = run.posterior
+    assert set(np.unique(q)) <= {0.0, 1.0}
+    assert "complete-data" in run.model.objective_name

@@ -8,8 +8,9 @@ objective are defined from the first snapshot on.
 - ``"majority"`` (default; seeds 000 and 003): q0 = soft majority vote (vote fractions). For the scores model,
   whose latent variable is per annotator, it is the same as "all_good".
 - ``"all_good"`` (seed 004, "Initialize parameters: estimate parameters assuming all annotators are good"):
-  scores model: w_a = 1 for everyone. Class models: q0 is the posterior when every worker is assumed right with
-  probability ``good_accuracy`` (0.8) and errors spread evenly (a sharpened majority vote).
+  scores model: w_a = 1 for everyone, mu and sigma from all scores, pi_good = 0.5. Class models: q0 is the
+  posterior when every worker is assumed right with probability ``good_accuracy`` (0.8) and errors spread
+  evenly (a sharpened majority vote).
 - ``"random"``: q0 rows drawn from a flat Dirichlet with a seeded generator (scores: w_a ~ U(0, 1)).
 - ``"params"``: user-given parameters (``params=``), validated; q0 = e_step(params).
 - ``"posterior"``: start from another model's result (``q0=`` its posterior), e.g. DS started from one-coin.
@@ -74,8 +75,8 @@ def initialise(
         desc = f"{INITS['random']} (seed {seed})"
     elif strategy == "all_good" or (strategy == "majority" and continuous):
         if continuous:
-            q = np.zeros((data.n_workers, 2))
-            q[:, 1] = 1.0
+            q, params0 = model.all_good(data)
+            return Start(q, params0, "E", INITS["all_good"])
         else:
             K = data.n_classes
             gamma = one_coin_gamma(np.full(data.n_workers, good_accuracy), K)

@@ -66,9 +66,7 @@ class OneCoin(LatentModel):
 
     def params_from(self, pi: np.ndarray, theta: np.ndarray) -> ClassParams:
         pi = np.asarray(pi, dtype=np.float64)
-        return ClassParams(
-            pi=pi, gamma=one_coin_gamma(theta, pi.shape[0]), extra={"theta": np.asarray(theta)}
-        )
+        return ClassParams(pi=pi, gamma=one_coin_gamma(theta, pi.shape[0]), extra={"theta": np.asarray(theta)})
 
     def log_prior(self, params: ClassParams) -> float:
         if not self.has_prior:

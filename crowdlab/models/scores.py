@@ -13,7 +13,8 @@ item i is s_ia ~ N(mu_i, sigma) (one sigma for all items); a bad one's is Unifor
   Two guards keep every number finite: sigma >= sigma_min (default 1e-3 (high - low)), the constrained maximiser
   since the log-likelihood is unimodal in sigma; and an item whose scorers all have w_a = 0 keeps its plain mean
   (any mu_i maximises then).
-- Initialisation "assume everyone is good" (the slides): w_a = 1, so mu_i is the item mean.
+- Initialisation "assume everyone is good" (the slides): w_a = 1, so mu_i is the item mean and sigma the spread
+  of all scores; pi_good starts at 0.5 (from w_a = 1 it would be 1, a fixed point EM can never leave).
 
 Objective: sum_a log sum_z p(s_a, z_a | theta) (+ log prior), exactly what EM climbs.
 Shapes: mu (N,), q (M, 2) with q[:, 1] = w (good), q[:, 0] = 1 - w.
@@ -21,7 +22,7 @@ Shapes: mu (N,), q (M, 2) with q[:, 1] = w (good), q[:, 0] = 1 - w.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -128,11 +129,15 @@ class GoodBadScores(LatentModel):
         a = 1.0 + self.prior
         return log_beta_pdf(np.array([params.pi_good]), a, a)
 
-    def all_good(self, data: Annotations) -> np.ndarray:
-        """The slides' initial posterior: everyone is good (q[:, 1] = 1)."""
+    def all_good(self, data: Annotations, pi_good: float = 0.5) -> tuple[np.ndarray, ScoreParams]:
+        """The slides' start: q = everyone good, mu and sigma estimated from all scores, pi_good = 0.5.
+
+        pi_good is not taken from q (that would be 1, a fixed point: with P(bad) = 0 no annotator can ever be
+        found bad); the slides start the prior at an uninformed value.
+        """
         q = np.zeros((data.n_workers, 2))
         q[:, 1] = 1.0
-        return q
+        return q, replace(self.m_step(data, q), pi_good=float(pi_good))
 
     def hard_labels(self, q: np.ndarray) -> np.ndarray:
         """1 = good, 0 = bad, per annotator."""

@@ -1,0 +1,5 @@
+import sys
+
+from crowdlab.cli import main
+
+sys.exit(main())

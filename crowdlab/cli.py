@@ -1,0 +1,121 @@
+"""Command line for analysts: ``python -m crowdlab fit FILE --method ds [--gold G] --out DIR``.
+
+Writes ``posteriors.csv`` (posterior per class, hard label, confidence; scores model: estimated item means),
+``labels.csv`` (item, label), ``workers.csv`` and ``params.json`` (worker parameters, class prior),
+``history.json`` (the objective after every half-step, convergence, violations) and ``metrics.json`` (against
+gold, when given), then prints a summary. A bad file prints the reader's message and exits with status 2.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from crowdlab.errors import CrowdlabError
+from crowdlab.export import history_dict, metrics_dict, params_dict, posterior_frame, to_json, worker_frame
+from crowdlab.init import INITS
+from crowdlab.models import MODELS
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="python -m crowdlab", description="EM for crowd labels.")
+    sub = p.add_subparsers(dest="command", required=True)
+    f = sub.add_parser("fit", help="aggregate a label file and write posteriors and worker parameters")
+    f.add_argument("file", help="long CSV (item,worker,label) or wide CSV (rows = items, columns = workers)")
+    f.add_argument("--method", default="ds", choices=sorted(MODELS), help="aggregation method (default: ds)")
+    f.add_argument("--gold", help="gold CSV (item,label) to report accuracy against")
+    f.add_argument("--out", required=True, help="output directory (created if missing)")
+    f.add_argument("--init", default="majority", choices=[k for k in INITS if k not in ("params", "posterior")])
+    f.add_argument("--prior", type=float, default=0.0, help="prior strength s >= 0 (pseudo-counts); 0 = ML")
+    f.add_argument("--hard", action="store_true", help="hard EM (arg-max instead of posteriors)")
+    f.add_argument("--seed", type=int, default=0)
+    f.add_argument("--tol", type=float, default=1e-8, help="relative change of the objective to stop at")
+    f.add_argument("--max-iter", type=int, default=500)
+    f.add_argument("--format", dest="fmt", default="auto", choices=["auto", "long", "wide"])
+    f.add_argument("--kind", default="auto", choices=["auto", "classes", "continuous"])
+    sub.add_parser("samples", help="list the bundled sample datasets")
+    return p
+
+
+def cmd_fit(args: argparse.Namespace) -> int:
+    from crowdlab.api import fit
+    from crowdlab.data import read_annotations
+
+    kind = "continuous" if args.method == "scores" and args.kind == "auto" else args.kind
+    data = read_annotations(args.file, gold=args.gold, fmt=args.fmt, kind=kind)
+    run = fit(
+        data,
+        args.method,
+        init=args.init,
+        prior=args.prior,
+        hard=args.hard,
+        seed=args.seed,
+        tol=args.tol,
+        max_iter=args.max_iter,
+    )
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    post = posterior_frame(run)
+    post.to_csv(out / "posteriors.csv", index=False)
+    if "label" in post:
+        post[["item", "label"]].to_csv(out / "labels.csv", index=False)
+    workers = worker_frame(run)
+    workers.to_csv(out / "workers.csv", index=False)
+    (out / "params.json").write_text(to_json(params_dict(run)))
+    (out / "history.json").write_text(to_json(history_dict(run)))
+    metrics = metrics_dict(run)
+    if metrics:
+        (out / "metrics.json").write_text(to_json(metrics))
+    _print_summary(run, workers, metrics, out)
+    return 0
+
+
+def _print_summary(run, workers, metrics: dict, out: Path) -> None:
+    d = run.data
+    kind = "continuous scores" if d.is_continuous else f"{d.n_classes} classes"
+    print(f"{d.name or 'data'}: {d.n_items} items, {d.n_workers} workers, {d.n_obs} labels, {kind}")
+    for note in d.notes:
+        print(f"note: {note}")
+    print(f"method: {run.model.info.title}; start: {run.start_description}")
+    if run.iterative:
+        state = "converged" if run.converged else "stopped at max-iter (not converged)"
+        print(f"EM: {run.last.iteration} iterations, {state}; {run.model.objective_name} = {run.last.objective:.6f}")
+    if run.violations:
+        print(f"WARNING: the objective decreased {len(run.violations)} time(s): {run.violations[0]}")
+    col = next((c for c in ("accuracy", "p_good", "agreement_with_majority") if c in workers), None)
+    if col:
+        ranked = workers.sort_values(col, ascending=False)
+        fmt = lambda r: f"{r['worker']} ({r[col]:.2f}, {int(r['n_labels'])} labels)"  # noqa: E731
+        print(f"most reliable ({col}): " + ", ".join(fmt(r) for _, r in ranked.head(3).iterrows()))
+        print(f"least reliable ({col}): " + ", ".join(fmt(r) for _, r in ranked.tail(3)[::-1].iterrows()))
+    for k, v in metrics.items():
+        print(f"{k}: {v:.4f}" if isinstance(v, float) else f"{k}: {v}")
+    print(f"wrote {', '.join(sorted(p.name for p in out.iterdir()))} to {out}")
+
+
+def cmd_samples() -> int:
+    from crowdlab.samples import SAMPLES, sample_paths
+
+    for key, s in SAMPLES.items():
+        labels, gold = sample_paths(key)
+        print(f"{key:10s} {s.title}: {s.description}\n{'':10s} {labels}" + (f" (gold: {gold})" if gold else ""))
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        if args.command == "fit":
+            return cmd_fit(args)
+        return cmd_samples()
+    except CrowdlabError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    except FileNotFoundError as exc:
+        print(f"error: no such file: {exc.filename}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

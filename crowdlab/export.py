@@ -1,0 +1,125 @@
+"""Results a person takes away: tables and JSON built from a Run (used by the CLI and the Export page)."""
+
+from __future__ import annotations
+
+import json
+import math
+
+import numpy as np
+import pandas as pd
+
+from crowdlab.em import Run
+from crowdlab.metrics import accuracy, log_loss, macro_f, pearson
+from crowdlab.models.params import ClassParams
+from crowdlab.models.scores import ScoreParams
+
+
+def posterior_frame(run: Run) -> pd.DataFrame:
+    """One row per item: posterior per class, the hard label and its probability (classes);
+    for the scores model, the estimated mean score per item."""
+    data, snap = run.data, run.current
+    if isinstance(snap.params, ScoreParams):
+        out = pd.DataFrame({"item": data.item_names, "estimate": snap.params.mu})
+        if data.gold is not None:
+            out["gold"] = data.gold
+        return out
+    labels = run.labels()
+    cols = {f"p_{c}": snap.q[:, k] for k, c in enumerate(data.class_names)}
+    out = pd.DataFrame({"item": data.item_names, **cols})
+    out["label"] = np.asarray(data.class_names, dtype=object)[labels]
+    out["confidence"] = snap.q[np.arange(data.n_items), labels]
+    if data.gold is not None:
+        names = np.asarray(data.class_names + ("",), dtype=object)
+        out["gold"] = names[np.where(data.gold >= 0, data.gold, len(data.class_names))]
+    return out
+
+
+def worker_frame(run: Run) -> pd.DataFrame:
+    """One row per worker: number of labels and the model's reliability estimates."""
+    data, snap = run.data, run.current
+    out = pd.DataFrame({"worker": data.worker_names, "n_labels": data.labels_per_worker})
+    p = snap.params
+    if isinstance(p, ScoreParams):
+        out["p_good"] = snap.q[:, 1]
+        return out
+    if isinstance(p, ClassParams):
+        out["accuracy"] = p.worker_accuracy()
+        for k, v in p.extra.items():
+            out[k] = np.asarray(v)
+    else:  # majority vote: agreement with the majority label
+        lab = run.labels()
+        agree = np.bincount(data.worker, weights=(data.label == lab[data.item]), minlength=data.n_workers)
+        out["agreement_with_majority"] = agree / np.maximum(data.labels_per_worker, 1)
+    return out
+
+
+def params_dict(run: Run) -> dict:
+    """Worker parameters and class prior, JSON-ready."""
+    data, p = run.data, run.current.params
+    base = {"method": run.model.info.key, "title": run.model.info.title}
+    if p is None:
+        base["workers"] = worker_frame(run).to_dict(orient="records")
+        return base
+    if isinstance(p, ScoreParams):
+        base.update(p.to_dict(item_names=data.item_names))
+        base["p_good"] = dict(zip(data.worker_names, run.current.q[:, 1].tolist()))
+        return base
+    base.update(p.to_dict(worker_names=data.worker_names, class_names=data.class_names))
+    return base
+
+
+def history_dict(run: Run) -> dict:
+    """The objective after each half-step, plus what the run was."""
+    h = run.history()
+    return {
+        "method": run.model.info.key,
+        "objective_name": getattr(run.model, "objective_name", None),
+        "init": run.init,
+        "start": run.start_description,
+        "prior": getattr(run.model, "prior", 0.0),
+        "hard": bool(getattr(run.model, "hard", False)),
+        "seed": run.seed,
+        "iterations": int(run.last.iteration),
+        "converged": bool(run.converged),
+        "tol": run.tol,
+        "snapshots": [
+            {"index": int(i), "iteration": int(it), "kind": str(k), "objective": _num(o), "bound": _num(b)}
+            for i, it, k, o, b in zip(h["index"], h["iteration"], h["kind"], h["objective"], h["bound"])
+        ],
+        "violations": list(run.violations),
+    }
+
+
+def metrics_dict(run: Run) -> dict:
+    """Accuracy / macro F / log loss against gold (classes) or Pearson r (scores); empty without gold."""
+    data = run.data
+    if not data.has_gold:
+        return {}
+    if isinstance(run.current.params, ScoreParams):
+        return {"pearson_r": _num(pearson(run.current.params.mu, data.gold)), "gold_items": int(data.gold_mask.sum())}
+    lab = run.labels()
+    return {
+        "accuracy": _num(accuracy(lab, data.gold)),
+        "macro_f": _num(macro_f(lab, data.gold, data.n_classes)),
+        "log_loss": _num(log_loss(run.current.q, data.gold)),
+        "gold_items": int(data.gold_mask.sum()),
+    }
+
+
+def to_json(obj: dict) -> str:
+    return json.dumps(obj, indent=2, allow_nan=False, default=_default)
+
+
+def _num(x) -> float | None:
+    if x is None:
+        return None
+    x = float(x)
+    return None if math.isnan(x) or math.isinf(x) else x
+
+
+def _default(o):
+    if isinstance(o, np.generic):
+        return o.item()
+    if isinstance(o, np.ndarray):
+        return o.tolist()
+    raise TypeError(type(o))

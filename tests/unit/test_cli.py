@@ -1,0 +1,58 @@
+"""The analyst's command line: python -m crowdlab fit FILE --method ds --gold G --out DIR."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pandas as pd
+
+from crowdlab.cli import main
+from crowdlab.samples import sample_paths
+
+
+def test_fit_writes_posteriors_params_history_and_prints_accuracy(tmp_path, capsys):
+    labels, gold = sample_paths("bluebirds")
+    code = main(["fit", str(labels), "--method", "ds", "--gold", str(gold), "--out", str(tmp_path)])
+    assert code == 0
+    post = pd.read_csv(tmp_path / "posteriors.csv")
+    assert len(post) == 108 and {"item", "p_0", "p_1", "label", "confidence"} <= set(post.columns)
+    assert (post[["p_0", "p_1"]].sum(axis=1) - 1).abs().max() < 1e-9
+    assert len(pd.read_csv(tmp_path / "labels.csv")) == 108
+    params = json.loads((tmp_path / "params.json").read_text())
+    assert len(params["gamma"]) == 39 and len(params["workers"]) == 39
+    hist = json.loads((tmp_path / "history.json").read_text())
+    objs = [s["objective"] for s in hist["snapshots"]]
+    assert hist["converged"] and all(b >= a - 1e-9 * abs(a) for a, b in zip(objs, objs[1:]))
+    metrics = json.loads((tmp_path / "metrics.json").read_text())
+    assert abs(metrics["accuracy"] - 97 / 108) < 1e-12
+    out = capsys.readouterr().out
+    assert "accuracy: 0.8981" in out and "108 items, 39 workers" in out
+
+
+def test_scores_method_on_continuous_file(tmp_path):
+    labels, gold = sample_paths("affect")
+    assert main(["fit", str(labels), "--method", "scores", "--gold", str(gold), "--out", str(tmp_path)]) == 0
+    post = pd.read_csv(tmp_path / "posteriors.csv")
+    assert list(post.columns[:2]) == ["item", "estimate"] and len(post) == 700
+    assert "pearson_r" in json.loads((tmp_path / "metrics.json").read_text())
+
+
+def test_bad_file_prints_message_and_exits_2(tmp_path):
+    bad = tmp_path / "bad.csv"
+    bad.write_text("item,worker\n1,a\n")
+    proc = subprocess.run(
+        [sys.executable, "-m", "crowdlab", "fit", str(bad), "--out", str(tmp_path / "o")],
+        capture_output=True,
+        text=True,
+    )
+    assert proc.returncode == 2
+    assert "bad.csv" in proc.stderr and "Traceback" not in proc.stderr
+    assert not (tmp_path / "o").exists()
+
+
+def test_two_coin_on_three_classes_is_a_clear_error(tmp_path, capsys):
+    labels, _ = sample_paths("dogs")
+    assert main(["fit", str(labels), "--method", "two_coin", "--out", str(tmp_path)]) == 2
+    assert "two classes" in capsys.readouterr().err

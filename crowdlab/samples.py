@@ -1,0 +1,111 @@
+"""The datasets bundled in ``sample_data/``: a registry and a loader.
+
+Each folder holds ``labels.csv`` (``item,worker,label``), ``gold.csv`` (``item,label``; header only when there
+is no gold) and ``SOURCE.md`` (origin and citation). ``sample_data/README.md`` tabulates them.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Literal
+
+from crowdlab.data import Annotations
+
+__all__ = ["SAMPLES", "Sample", "load_sample", "sample_paths", "sample_root"]
+
+
+@dataclass(frozen=True)
+class Sample:
+    """One bundled dataset: ``folder`` under :func:`sample_root`, kind of labels, a one-line description."""
+
+    key: str
+    title: str
+    folder: str
+    kind: Literal["classes", "continuous"]
+    description: str
+    has_gold: bool
+
+
+SAMPLES: dict[str, Sample] = {
+    s.key: s
+    for s in (
+        Sample(
+            "bluebirds",
+            "Bluebirds (Welinder et al. 2010)",
+            "welinder2010_bluebirds",
+            "classes",
+            "108 images, 39 workers who each label every image, 2 look-alike species: EM beats majority vote.",
+            True,
+        ),
+        Sample(
+            "rte",
+            "Textual entailment (Snow et al. 2008)",
+            "snow2008_rte",
+            "classes",
+            "800 sentence pairs, 164 Turk workers, 10 binary labels per item: the classic binary set.",
+            True,
+        ),
+        Sample(
+            "patients",
+            "Anaesthetic patients (Dawid & Skene 1979)",
+            "dawid_skene1979_patients",
+            "classes",
+            "45 patients, 5 observers, 4 classes; observer 1 rated each patient 3 times; no gold.",
+            False,
+        ),
+        Sample(
+            "dogs",
+            "Dog breeds (Zhou et al. 2012)",
+            "zhou2012_dogs",
+            "classes",
+            "807 images, 109 workers, 4 breeds, about 10 labels per image: sparse and multi-class.",
+            True,
+        ),
+        Sample(
+            "affect",
+            "Affective text scores (Snow et al. 2008)",
+            "snow2008_affect",
+            "continuous",
+            "700 headline x emotion items scored 0-100 by 38 workers: the good/bad scorer model.",
+            True,
+        ),
+        Sample(
+            "simulated",
+            "Simulated crowd (15 workers, 2 spammers, 1 adversary)",
+            "simulated_crowd",
+            "classes",
+            "600 items, 3 classes, 4 labels per item, known confusion matrices (truth.json): check recovery.",
+            True,
+        ),
+    )
+}
+
+
+def sample_root() -> Path:
+    """The repository's ``sample_data`` folder (found relative to this file)."""
+    return Path(__file__).resolve().parent.parent / "sample_data"
+
+
+def _get(key: str) -> Sample:
+    try:
+        return SAMPLES[key]
+    except KeyError:
+        raise KeyError(f"unknown sample {key!r}; choose one of {sorted(SAMPLES)}.") from None
+
+
+def sample_paths(key: str) -> tuple[Path, Path | None]:
+    """(labels.csv, gold.csv or None) of a bundled dataset; gold is None when the set has no gold."""
+    sample = _get(key)
+    folder = sample_root() / sample.folder
+    gold = folder / "gold.csv"
+    return folder / "labels.csv", (gold if sample.has_gold and gold.exists() else None)
+
+
+def load_sample(key: str) -> Annotations:
+    """Read a bundled dataset into :class:`~crowdlab.data.Annotations` (name = the sample's title)."""
+    from crowdlab.data import read_annotations  # imported here: the reader may be newer than this module
+
+    sample = _get(key)
+    labels, gold = sample_paths(key)
+    return read_annotations(labels, gold=gold, kind=sample.kind, name=sample.title)

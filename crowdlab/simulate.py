@@ -1,0 +1,437 @@
+"""Generators of synthetic crowds with a known truth.
+
+Two scenarios, both fully vectorised (no Python loop over items or observations) and reproducible from a seed
+through ``numpy.random.default_rng(seed)``:
+
+- :func:`simulate_crowd`: a Dawid-Skene crowd (seed 003, Sec. 2). True classes y_n ~ Categorical(pi); worker m
+  answers item n with k' drawn from column y_n of its confusion matrix, f_m(x_n) ~ gamma_{m, y_n} (the data
+  generation described in seed 003, Sec. 7). Confusion matrices follow the house convention:
+  ``Gamma[m, k', k] = P(worker m says k' | true class k)`` (columns = true class, each column sums to 1).
+- :func:`simulate_scores`: the lecture's "bad annotators" scenario (seed 004). Item means mu_i; good
+  annotators score N(mu_i, sigma^2) (clipped to the score range), bad annotators score Uniform[low, high]
+  whatever the item.
+
+Worker types of :func:`simulate_crowd` (``WORKER_TYPES``):
+
+``expert``
+    Diagonal (accuracy per true class) drawn from ``expert_accuracy``; the error mass 1 - a of each column is
+    spread over the other classes by a flat Dirichlet draw.
+``novice``
+    The same construction with accuracies a little above chance, default 1/K + U(0.1, 0.3).
+``spammer``
+    Ignores the truth: every column of Gamma is the same distribution p_m ~ Dirichlet(2, ..., 2), so Gamma has
+    rank one and the answers carry no information about the class.
+``adversary``
+    Systematically wrong: diagonal a ~ U(0, 0.1); of the remaining mass 1 - a, a fraction f ~ U(0.8, 1) goes
+    to sigma_m(k) for a random derangement sigma_m (a permutation without fixed points), the rest is spread
+    over the other classes. A consistent adversary is informative once its permutation is learnt.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from crowdlab.data import Annotations
+
+__all__ = [
+    "DEFAULT_MIX",
+    "WORKER_TYPES",
+    "SimulatedCrowd",
+    "SimulatedScores",
+    "mix_from_counts",
+    "simulate_crowd",
+    "simulate_scores",
+    "worker_type_counts",
+]
+
+WORKER_TYPES: tuple[str, ...] = ("expert", "novice", "spammer", "adversary")
+DEFAULT_MIX: dict[str, float] = {"expert": 0.7, "novice": 0.3}
+
+_PLURAL = {"expert": "experts", "novice": "novices", "spammer": "spammers", "adversary": "adversaries"}
+_ADVERSARY_DIAGONAL = (0.0, 0.1)
+_ADVERSARY_FOCUS = (0.8, 1.0)
+_SPAMMER_CONCENTRATION = 2.0
+
+
+@dataclass(frozen=True, eq=False)
+class SimulatedCrowd:
+    """A simulated Dawid-Skene crowd and the truth behind it.
+
+    Shapes: ``truth`` (n_items,) true class codes (also ``annotations.gold``); ``gamma`` (M, K, K) with
+    ``gamma[m, k', k] = P(worker m says k' | true class k)``; ``pi`` (K,); ``worker_types`` one name per
+    worker.
+    """
+
+    annotations: Annotations
+    truth: np.ndarray
+    gamma: np.ndarray
+    pi: np.ndarray
+    worker_types: tuple[str, ...]
+
+
+@dataclass(frozen=True, eq=False)
+class SimulatedScores:
+    """The lecture's good/bad scorers (seed 004) and the truth behind them.
+
+    Shapes: ``true_means`` (n_items,) (also ``annotations.gold``); ``good`` (n_annotators,) bool, True for a
+    good annotator. ``sigma``, ``low``, ``high`` are the generating parameters.
+    """
+
+    annotations: Annotations
+    true_means: np.ndarray
+    good: np.ndarray
+    sigma: float
+    low: float
+    high: float
+
+
+# ------------------------------------------------------------ validation
+def _check_int(name: str, value: object, minimum: int) -> int:
+    if isinstance(value, bool) or not isinstance(value, int | np.integer):
+        raise ValueError(f"{name} must be a whole number, got {value!r}.")
+    if value < minimum:
+        raise ValueError(f"{name} must be at least {minimum}, got {value}.")
+    return int(value)
+
+
+def _check_range(name: str, value: Sequence[float], lo: float = 0.0, hi: float = 1.0) -> tuple[float, float]:
+    try:
+        a, b = (float(v) for v in value)
+    except (TypeError, ValueError):
+        raise ValueError(f"{name} must be a pair (low, high), got {value!r}.") from None
+    if not (np.isfinite(a) and np.isfinite(b) and lo <= a <= b <= hi):
+        raise ValueError(f"{name} must satisfy {lo} <= low <= high <= {hi}, got ({a}, {b}).")
+    return a, b
+
+
+def mix_from_counts(counts: Mapping[str, int]) -> dict[str, float]:
+    """Turn worker counts per type into the fractions :func:`simulate_crowd` takes as ``mix``.
+
+    ``mix_from_counts({"expert": 8, "novice": 4, "spammer": 2, "adversary": 1})`` with ``n_workers=15`` gives
+    exactly those counts back (see :func:`worker_type_counts`).
+    """
+    if not counts:
+        raise ValueError("counts is empty: give at least one worker type with a positive count.")
+    bad = sorted(set(counts) - set(WORKER_TYPES))
+    if bad:
+        raise ValueError(f"unknown worker type(s) {bad}; choose from {list(WORKER_TYPES)}.")
+    values = {k: _check_int(f"count of {k!r}", v, 0) for k, v in counts.items()}
+    total = sum(values.values())
+    if total == 0:
+        raise ValueError("counts add up to 0: give at least one worker.")
+    return {k: v / total for k, v in values.items()}
+
+
+def _check_mix(mix: Mapping[str, float] | None) -> dict[str, float]:
+    if mix is None:
+        return dict(DEFAULT_MIX)
+    if not mix:
+        raise ValueError("mix is empty: give fractions for at least one worker type.")
+    bad = sorted(set(mix) - set(WORKER_TYPES))
+    if bad:
+        raise ValueError(f"unknown worker type(s) {bad} in mix; choose from {list(WORKER_TYPES)}.")
+    fr = {}
+    for k, v in mix.items():
+        try:
+            f = float(v)
+        except (TypeError, ValueError):
+            raise ValueError(f"mix fraction for {k!r} must be a number, got {v!r}.") from None
+        if not np.isfinite(f) or f < 0:
+            raise ValueError(f"mix fraction for {k!r} must be a non-negative number, got {v!r}.")
+        fr[k] = f
+    total = sum(fr.values())
+    if abs(total - 1.0) > 1e-3:
+        raise ValueError(f"mix fractions must sum to 1, they sum to {total:.4g} (use mix_from_counts for counts).")
+    return {k: v / total for k, v in fr.items()}
+
+
+def worker_type_counts(n_workers: int, mix: Mapping[str, float] | None = None) -> dict[str, int]:
+    """Number of workers of each type: ``mix`` fractions times ``n_workers``, rounded by largest remainder.
+
+    The counts sum to exactly ``n_workers``; ties in the remainders go to the type listed first in
+    ``WORKER_TYPES``. Keys are all of ``WORKER_TYPES`` (zero counts included).
+    """
+    n = _check_int("n_workers", n_workers, 1)
+    fr = _check_mix(mix)
+    raw = np.array([fr.get(t, 0.0) * n for t in WORKER_TYPES])
+    raw = np.round(raw, 9)  # 8/15 * 15 must count as 8, not 7.999999
+    base = np.floor(raw).astype(np.int64)
+    short = n - int(base.sum())
+    order = np.argsort(-(raw - base), kind="stable")
+    base[order[:short]] += 1
+    return dict(zip(WORKER_TYPES, base.tolist()))
+
+
+# ------------------------------------------------------------ confusion matrices
+def _other_classes(K: int) -> np.ndarray:
+    """(K, K-1): row k lists the classes other than k, in increasing order."""
+    j = np.arange(K - 1)
+    return j[None, :] + (j[None, :] >= np.arange(K)[:, None])
+
+
+def _dirichlet(rng: np.random.Generator, alpha: float, size: tuple[int, ...]) -> np.ndarray:
+    """Symmetric Dirichlet draws along the last axis (vectorised over the leading axes)."""
+    g = rng.gamma(alpha, size=size)
+    s = g.sum(axis=-1, keepdims=True)
+    return np.divide(g, s, out=np.full_like(g, 1.0 / size[-1]), where=s > 0)
+
+
+def _diagonal_gamma(
+    rng: np.random.Generator,
+    n: int,
+    K: int,
+    accuracy: tuple[float, float],
+) -> np.ndarray:
+    """(n, K, K) confusion matrices: diagonal ~ U(accuracy), errors spread by Dirichlet (expert, novice)."""
+    a = rng.uniform(accuracy[0], accuracy[1], size=(n, K))  # a[m, k] = Gamma[m, k, k]
+    spread = _dirichlet(rng, 1.0, (n, K, K - 1))  # errors of true class k over the other classes
+    colmajor = np.zeros((n, K, K))  # colmajor[m, k, k'] = Gamma[m, k', k]
+    ks = np.arange(K)
+    colmajor[:, ks, ks] = a
+    colmajor[:, ks[:, None], _other_classes(K)] = (1.0 - a)[..., None] * spread
+    return colmajor.transpose(0, 2, 1)
+
+
+def _spammer_gamma(rng: np.random.Generator, n: int, K: int) -> np.ndarray:
+    """(n, K, K) rank-one confusion matrices: every column is the same distribution (ignores the truth)."""
+    p = _dirichlet(rng, _SPAMMER_CONCENTRATION, (n, K))
+    return np.repeat(p[:, :, None], K, axis=2)
+
+
+def _derangements(rng: np.random.Generator, n: int, K: int) -> np.ndarray:
+    """(n, K) random permutations of 0..K-1 without fixed points (rejection sampling, vectorised)."""
+    perm = np.argsort(rng.random((n, K)), axis=1)
+    fixed = (perm == np.arange(K)).any(axis=1)
+    while fixed.any():  # expected about e rounds
+        perm[fixed] = np.argsort(rng.random((int(fixed.sum()), K)), axis=1)
+        fixed = (perm == np.arange(K)).any(axis=1)
+    return perm
+
+
+def _adversary_gamma(rng: np.random.Generator, n: int, K: int) -> np.ndarray:
+    """(n, K, K) systematically wrong confusion matrices: mass on a derangement of the classes."""
+    a = rng.uniform(*_ADVERSARY_DIAGONAL, size=(n, K))
+    focus = rng.uniform(*_ADVERSARY_FOCUS, size=(n, K))
+    spread = _dirichlet(rng, 1.0, (n, K, K - 1))
+    sigma = _derangements(rng, n, K)
+    ks = np.arange(K)
+    colmajor = np.zeros((n, K, K))
+    colmajor[:, ks, ks] = a
+    colmajor[:, ks[:, None], _other_classes(K)] = ((1.0 - a) * (1.0 - focus))[..., None] * spread
+    rows = np.arange(n)[:, None]
+    colmajor[rows, ks[None, :], sigma] += (1.0 - a) * focus
+    return colmajor.transpose(0, 2, 1)
+
+
+# ------------------------------------------------------------ assignment designs
+def _fixed_design(rng: np.random.Generator, N: int, M: int, L: int) -> tuple[np.ndarray, np.ndarray]:
+    """Each item gets L distinct workers chosen uniformly at random."""
+    workers = np.argsort(rng.random((N, M)), axis=1)[:, :L]
+    workers.sort(axis=1)
+    return np.repeat(np.arange(N), L), workers.ravel()
+
+
+def _bernoulli_mask(rng: np.random.Generator, N: int, M: int, p: float) -> np.ndarray:
+    """(N, M) mask with each pair observed with probability p; an item left empty gets one random worker."""
+    mask = rng.random((N, M)) < p
+    empty = np.flatnonzero(~mask.any(axis=1))
+    mask[empty, rng.integers(0, M, size=empty.size)] = True
+    return mask
+
+
+def _names(prefix: str, n: int) -> tuple[str, ...]:
+    width = len(str(max(n - 1, 0)))
+    return tuple(f"{prefix}{i:0{width}d}" for i in range(n))
+
+
+# ------------------------------------------------------------ simulate_crowd
+def simulate_crowd(
+    n_items: int = 500,
+    n_workers: int = 10,
+    n_classes: int = 3,
+    *,
+    labels_per_item: int | None = None,
+    density: float | None = None,
+    mix: Mapping[str, float] | None = None,
+    class_prior: Sequence[float] | np.ndarray | None = None,
+    expert_accuracy: tuple[float, float] = (0.85, 0.97),
+    novice_accuracy: tuple[float, float] | None = None,
+    seed: int | None = 0,
+) -> SimulatedCrowd:
+    """Simulate a Dawid-Skene crowd with experts, novices, spammers and adversaries (seed 003, Secs. 2 and 7).
+
+    Parameters
+    ----------
+    n_items, n_workers, n_classes:
+        N, M and K (K >= 2).
+    labels_per_item, density:
+        The assignment design; give at most one. ``labels_per_item=L``: every item is labelled by exactly L
+        distinct workers chosen at random (default ``min(5, n_workers)``). ``density=p``: every (item, worker)
+        pair is observed independently with probability p; an item that drew no worker gets one at random, so
+        every item has at least one label.
+    mix:
+        Fractions of each worker type (keys from ``WORKER_TYPES``), summing to 1; default ``DEFAULT_MIX``
+        (70% experts, 30% novices). Counts are rounded by largest remainder (:func:`worker_type_counts`) and
+        the types are shuffled over the workers. Use :func:`mix_from_counts` to ask for exact counts.
+    class_prior:
+        pi, shape (K,); default uniform.
+    expert_accuracy, novice_accuracy:
+        Ranges of the diagonal entries Gamma[m, k, k] of experts and novices; novices default to
+        (1/K + 0.1, 1/K + 0.3), clipped to at most 0.95.
+    seed:
+        Seed of ``numpy.random.default_rng``; the same arguments and seed give the same crowd.
+
+    Returns
+    -------
+    SimulatedCrowd
+        ``annotations`` (class names "0".."K-1", items "0".."N-1", workers "w0".., gold = truth),
+        ``truth`` (N,), ``gamma`` (M, K, K) column-stochastic, ``pi`` (K,), ``worker_types`` (M,).
+    """
+    N = _check_int("n_items", n_items, 1)
+    M = _check_int("n_workers", n_workers, 1)
+    K = _check_int("n_classes", n_classes, 2)
+    if labels_per_item is not None and density is not None:
+        raise ValueError("give either labels_per_item or density, not both.")
+    if density is None:
+        L = min(5, M) if labels_per_item is None else _check_int("labels_per_item", labels_per_item, 1)
+        if L > M:
+            raise ValueError(f"labels_per_item ({L}) cannot exceed n_workers ({M}): each item needs distinct workers.")
+    else:
+        density = float(density)
+        if not (np.isfinite(density) and 0.0 < density <= 1.0):
+            raise ValueError(f"density must be a probability in (0, 1], got {density}.")
+    counts = worker_type_counts(M, mix)
+    expert_accuracy = _check_range("expert_accuracy", expert_accuracy)
+    if novice_accuracy is None:
+        novice_accuracy = (min(1.0 / K + 0.1, 0.95), min(1.0 / K + 0.3, 0.95))
+    novice_accuracy = _check_range("novice_accuracy", novice_accuracy)
+    if class_prior is None:
+        pi = np.full(K, 1.0 / K)
+    else:
+        pi = np.asarray(class_prior, dtype=np.float64).ravel()
+        if pi.shape != (K,):
+            raise ValueError(f"class_prior needs {K} entries (one per class), got {pi.size}.")
+        if not np.all(np.isfinite(pi)) or (pi < 0).any() or abs(pi.sum() - 1.0) > 1e-6:
+            raise ValueError("class_prior must be non-negative and sum to 1.")
+        pi = pi / pi.sum()
+
+    rng = np.random.default_rng(seed)
+
+    # worker types, shuffled over the workers, and their confusion matrices
+    types = np.repeat(np.array(WORKER_TYPES), [counts[t] for t in WORKER_TYPES])
+    types = types[rng.permutation(M)]
+    gamma = np.empty((M, K, K))
+    builders = {
+        "expert": lambda n: _diagonal_gamma(rng, n, K, expert_accuracy),
+        "novice": lambda n: _diagonal_gamma(rng, n, K, novice_accuracy),
+        "spammer": lambda n: _spammer_gamma(rng, n, K),
+        "adversary": lambda n: _adversary_gamma(rng, n, K),
+    }
+    for t in WORKER_TYPES:
+        idx = np.flatnonzero(types == t)
+        if idx.size:
+            gamma[idx] = builders[t](idx.size)
+
+    truth = rng.choice(K, size=N, p=pi).astype(np.int32)
+
+    if density is None:
+        item, worker = _fixed_design(rng, N, M, L)
+    else:
+        item, worker = np.nonzero(_bernoulli_mask(rng, N, M, density))
+
+    # label ~ column truth[item] of Gamma[worker]: inverse-CDF sampling on all observations at once
+    cdf = np.cumsum(gamma, axis=1)[worker, :, truth[item]]  # (n_obs, K)
+    u = rng.random(item.size)
+    label = np.minimum((u[:, None] >= cdf).sum(axis=1), K - 1)
+
+    design = f"{L} labels per item" if density is None else f"density {density:g}"
+    kinds = ", ".join(f"{counts[t]} {_PLURAL[t]}" for t in WORKER_TYPES if counts[t])
+    ann = Annotations(
+        item=item.astype(np.int32),
+        worker=worker.astype(np.int32),
+        label=label.astype(np.int32),
+        item_names=tuple(str(i) for i in range(N)),
+        worker_names=_names("w", M),
+        class_names=tuple(str(k) for k in range(K)),
+        gold=truth.copy(),
+        name="simulated crowd",
+        notes=(f"simulate_crowd: N={N}, M={M}, K={K}, {design}, {kinds}, seed={seed}",),
+    )
+    return SimulatedCrowd(annotations=ann, truth=truth, gamma=gamma, pi=pi, worker_types=tuple(types.tolist()))
+
+
+# ------------------------------------------------------------ simulate_scores
+def simulate_scores(
+    n_items: int = 20,
+    n_good: int = 3,
+    n_bad: int = 2,
+    *,
+    sigma: float = 0.1,
+    low: float = 0.0,
+    high: float = 1.0,
+    missing: float = 0.0,
+    seed: int | None = 0,
+) -> SimulatedScores:
+    """Simulate the lecture's "bad annotators" scores (seed 004).
+
+    Item means mu_i ~ U(low + 0.2 (high - low), low + 0.8 (high - low)) (U(0.2, 0.8) on the lecture's [0, 1]).
+    A good annotator scores s_ia ~ N(mu_i, sigma^2), clipped to [low, high]; a bad one s_ia ~ U[low, high],
+    ignoring the item. Each score is missing independently with probability ``missing``; an item left with no
+    score keeps one from a random annotator. Annotators are named "A0", "A1", ... in a shuffled order in which
+    the good ones are never all listed first (when there are both kinds).
+
+    Returns
+    -------
+    SimulatedScores
+        ``annotations`` (continuous: ``value`` set, ``label`` None, gold = true means), ``true_means``
+        (n_items,), ``good`` (n_annotators,) bool.
+    """
+    N = _check_int("n_items", n_items, 1)
+    G = _check_int("n_good", n_good, 0)
+    B = _check_int("n_bad", n_bad, 0)
+    A = G + B
+    if A < 1:
+        raise ValueError("need at least one annotator (n_good + n_bad >= 1).")
+    sigma, low, high, missing = float(sigma), float(low), float(high), float(missing)
+    if not (np.isfinite(sigma) and sigma > 0):
+        raise ValueError(f"sigma must be a positive number, got {sigma}.")
+    if not (np.isfinite(low) and np.isfinite(high) and low < high):
+        raise ValueError(f"the score range needs low < high, got low={low}, high={high}.")
+    if not (np.isfinite(missing) and 0.0 <= missing < 1.0):
+        raise ValueError(f"missing must be a probability in [0, 1), got {missing}.")
+
+    rng = np.random.default_rng(seed)
+    good = np.arange(A) < G
+    if 0 < G < A:
+        # shuffle until the good annotators are not simply the first G (probability 1 / C(A, G) per draw)
+        while True:
+            order = rng.permutation(good)
+            if not order[:G].all():
+                break
+        good = order
+
+    width = high - low
+    mu = rng.uniform(low + 0.2 * width, low + 0.8 * width, size=N)
+    noisy = np.clip(mu[:, None] + sigma * rng.standard_normal((N, A)), low, high)
+    uniform = rng.uniform(low, high, size=(N, A))
+    scores = np.where(good[None, :], noisy, uniform)
+
+    mask = _bernoulli_mask(rng, N, A, 1.0 - missing) if missing > 0 else np.ones((N, A), dtype=bool)
+    item, worker = np.nonzero(mask)
+
+    ann = Annotations(
+        item=item.astype(np.int32),
+        worker=worker.astype(np.int32),
+        label=None,
+        item_names=tuple(str(i) for i in range(N)),
+        worker_names=tuple(f"A{a}" for a in range(A)),
+        class_names=(),
+        value=scores[item, worker],
+        gold=mu.copy(),
+        name="simulated scores",
+        notes=(f"simulate_scores: N={N}, {G} good, {B} bad, sigma={sigma:g}, [{low:g}, {high:g}], seed={seed}",),
+    )
+    return SimulatedScores(annotations=ann, true_means=mu, good=good, sigma=sigma, low=low, high=high)

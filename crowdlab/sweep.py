@@ -1,0 +1,141 @@
+"""How priors and initialisations change the answer: prior-strength sweeps and restarts.
+
+EM finds a local maximum that depends on where it starts. ``restarts`` runs a method from majority vote,
+"everyone is good" and R seeded random starts, and groups the end points into distinct optima by their objective;
+``prior_sweep`` refits with increasing Dirichlet/Beta prior strength (MAP). Both report progress and can be
+stopped between fits (``should_stop``), returning what they have.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+
+import numpy as np
+import pandas as pd
+
+from crowdlab.api import fit
+from crowdlab.data import Annotations
+from crowdlab.em import Run
+from crowdlab.metrics import accuracy, macro_f, pearson
+
+Progress = Callable[[int, int, str], None]
+
+
+def class_permutation(labels: np.ndarray, reference: np.ndarray, n_classes: int) -> np.ndarray:
+    """The relabelling ``perm`` (perm[k] = reference class of class k) that best matches ``reference``.
+
+    EM's objective is invariant under renaming the latent classes (permute every Gamma's columns and pi), so a
+    run can converge to the mirror image of another; matching by the Hungarian method on the K x K co-occurrence
+    tells which classes correspond.
+    """
+    from scipy.optimize import linear_sum_assignment
+
+    co = np.zeros((n_classes, n_classes))
+    np.add.at(co, (labels, reference), 1)
+    rows, cols = linear_sum_assignment(-co)
+    perm = np.empty(n_classes, dtype=int)
+    perm[rows] = cols
+    return perm
+
+
+def _score(data: Annotations, run: Run, reference: np.ndarray | None = None) -> dict:
+    out = {"objective": run.last.objective, "iterations": int(run.last.iteration), "converged": run.converged}
+    if reference is not None:
+        perm = class_permutation(run.labels(), reference, data.n_classes)
+        out["relabelled"] = bool((perm != np.arange(data.n_classes)).any())
+    if not data.has_gold:
+        return out
+    if data.is_continuous:
+        out["pearson r"] = pearson(run.params.mu, data.gold)
+    else:
+        out["accuracy"] = accuracy(run.labels(), data.gold)
+        out["macro F"] = macro_f(run.labels(), data.gold, data.n_classes)
+    return out
+
+
+def restart_plan(n_random: int, include: Iterable[str] = ("majority", "all_good")) -> list[tuple[str, int]]:
+    """(init, seed) pairs: the named starts, then ``n_random`` random starts with seeds 0 .. n_random - 1."""
+    return [(i, 0) for i in include] + [("random", s) for s in range(n_random)]
+
+
+def restarts(
+    data: Annotations,
+    method: str = "ds",
+    *,
+    n_random: int = 10,
+    include: Iterable[str] = ("majority", "all_good"),
+    prior: float = 0.0,
+    hard: bool = False,
+    tol: float = 1e-8,
+    max_iter: int = 500,
+    progress: Progress | None = None,
+    should_stop: Callable[[], bool] | None = None,
+) -> pd.DataFrame:
+    """One row per start: init, seed, final objective, iterations, metrics vs gold, and ``optimum`` (0 = best).
+
+    Starts whose final objectives agree within 1e-6 (relative) are counted as the same optimum. For class
+    labels, ``relabelled`` says the end point is a relabelling of the classes relative to majority vote (a mirror
+    image with the same objective: accuracy against gold is then low although the fit is as good).
+    """
+    plan = restart_plan(n_random, include)
+    reference = None
+    if not data.is_continuous:
+        from crowdlab.models.majority import majority_labels
+
+        reference = majority_labels(data)
+    rows = []
+    for i, (init, seed) in enumerate(plan):
+        if should_stop is not None and should_stop():
+            break
+        if progress is not None:
+            progress(i, len(plan), f"{init} (seed {seed})" if init == "random" else init)
+        run = fit(data, method, init=init, seed=seed, prior=prior, hard=hard, tol=tol, max_iter=max_iter)
+        rows.append({"init": init, "seed": seed, **_score(data, run, reference)})
+    if progress is not None:
+        progress(len(rows), len(plan), "done")
+    table = pd.DataFrame(rows)
+    if len(table):
+        table["optimum"] = label_optima(table["objective"].to_numpy(dtype=float))
+    return table
+
+
+def label_optima(objectives: np.ndarray, rel_tol: float = 1e-6) -> np.ndarray:
+    """Group objective values that agree within ``rel_tol``; 0 = the best group, 1 = next, ..."""
+    order = np.argsort(-objectives, kind="stable")
+    ids = np.empty(objectives.size, dtype=int)
+    current, ref = -1, None
+    for i in order:
+        v = objectives[i]
+        if ref is None or abs(v - ref) > rel_tol * max(1.0, abs(ref)):
+            current += 1
+            ref = v
+        ids[i] = current
+    return ids
+
+
+def prior_sweep(
+    data: Annotations,
+    method: str = "ds",
+    strengths: Iterable[float] = (0.0, 0.5, 1.0, 2.0, 5.0, 10.0, 20.0),
+    *,
+    init: str = "majority",
+    hard: bool = False,
+    progress: Progress | None = None,
+    should_stop: Callable[[], bool] | None = None,
+) -> pd.DataFrame:
+    """One row per prior strength s (pseudo-counts): final objective (log posterior), metrics vs gold."""
+    strengths = list(strengths)
+    rows = []
+    for i, s in enumerate(strengths):
+        if should_stop is not None and should_stop():
+            break
+        if progress is not None:
+            progress(i, len(strengths), f"prior {s:g}")
+        run = fit(data, method, init=init, prior=float(s), hard=hard)
+        row = {"prior": float(s), **_score(data, run)}
+        if not data.is_continuous:
+            row["mean worker accuracy"] = float(np.mean(run.params.worker_accuracy()))
+        rows.append(row)
+    if progress is not None:
+        progress(len(rows), len(strengths), "done")
+    return pd.DataFrame(rows)

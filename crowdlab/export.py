@@ -123,3 +123,37 @@ def _default(o):
     if isinstance(o, np.ndarray):
         return o.tolist()
     raise TypeError(type(o))
+
+
+def python_snippet(run: Run, load_code: str) -> str:
+    """Python that reproduces ``run`` with the crowdlab API; ``load_code`` is an expression giving the data,
+    e.g. ``load_sample("bluebirds")`` or ``read_annotations("labels.csv", gold="gold.csv")``."""
+    model = run.model
+    args = [f'"{model.info.key}"', f'init="{run.init}"']
+    if getattr(model, "prior", 0.0):
+        args.append(f"prior={model.prior!r}")
+    if getattr(model, "hard", False):
+        args.append("hard=True")
+    if run.init == "random":
+        args.append(f"seed={run.seed!r}")
+    if run.iterative:
+        args += [f"tol={run.tol!r}", f"max_iter={run.max_iter!r}"]
+    imports = "import crowdlab as cl\n"
+    head = load_code.split("(")[0]
+    if head in ("load_sample",):
+        imports += "from crowdlab.samples import load_sample\n"
+    elif head in ("simulate_crowd", "simulate_scores"):
+        imports += f"from crowdlab.simulate import {head}\n"
+        load_code += ".annotations"
+    elif head in ("read_annotations",):
+        imports += "from crowdlab.data import read_annotations\n"
+    lines = [
+        imports,
+        f"data = {load_code}",
+        f"run = cl.fit(data, {', '.join(args)})",
+        "posterior = run.posterior          # (items, classes) or, for scores, (annotators, [bad, good])",
+        "labels = run.labels()              # hard labels (class codes); names: data.class_names",
+        "params = run.params                # pi, gamma[m, said, true] (or mu, sigma, pi_good)",
+        "history = run.objective_history()  # the objective after every iteration",
+    ]
+    return "\n".join(lines) + "\n"

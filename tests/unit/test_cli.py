@@ -56,3 +56,33 @@ def test_two_coin_on_three_classes_is_a_clear_error(tmp_path, capsys):
     labels, _ = sample_paths("dogs")
     assert main(["fit", str(labels), "--method", "two_coin", "--out", str(tmp_path)]) == 2
     assert "two classes" in capsys.readouterr().err
+
+
+def test_python_snippet_reproduces_the_run():
+    import numpy as np
+
+    import crowdlab as cl
+    from crowdlab.export import python_snippet
+    from crowdlab.samples import load_sample
+
+    data = load_sample("bluebirds")
+    run = cl.fit(data, "ds", init="random", seed=3, prior=0.5)
+    code = python_snippet(run, 'load_sample("bluebirds")')
+    ns: dict = {}
+    exec(code, ns)
+    np.testing.assert_array_equal(ns["posterior"], run.posterior)
+    assert ns["history"] == run.objective_history()
+
+
+def test_python_snippet_for_a_simulation():
+    import numpy as np
+
+    import crowdlab as cl
+    from crowdlab.export import python_snippet
+    from crowdlab.simulate import simulate_crowd
+
+    data = simulate_crowd(200, 6, 3, seed=4).annotations
+    run = cl.fit(data, "one_coin", hard=True)
+    ns: dict = {}
+    exec(python_snippet(run, "simulate_crowd(200, 6, 3, seed=4)"), ns)
+    np.testing.assert_array_equal(ns["labels"], run.labels())

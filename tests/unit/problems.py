@@ -7,9 +7,7 @@ import numpy as np
 from crowdlab.data import Annotations
 
 
-def random_problem(
-    rng: np.random.Generator, n_items: int, n_workers: int, K: int, design: str
-) -> Annotations:
+def random_problem(rng: np.random.Generator, n_items: int, n_workers: int, K: int, design: str) -> Annotations:
     """A random label set of one of several awkward designs.
 
     design: "dense", "sparse" (each pair observed w.p. 0.3, >= 1 label per item), "single" (one worker),

@@ -59,9 +59,7 @@ def _score_problem(seed: int) -> Annotations:
     item, worker = ii.ravel()[keep], aa.ravel()[keep]
     mu = rng.uniform(0.2, 0.8, N)
     good = rng.random(M) < 0.6
-    v = np.where(
-        good[worker], np.clip(mu[item] + rng.normal(0, 0.05, item.size), 0, 1), rng.random(item.size)
-    )
+    v = np.where(good[worker], np.clip(mu[item] + rng.normal(0, 0.05, item.size), 0, 1), rng.random(item.size))
     if seed % 7 == 0:
         v = np.round(v, 1)  # ties and identical scores
     return Annotations(item, worker, None, [f"i{n}" for n in range(N)], [f"a{m}" for m in range(M)], value=v)

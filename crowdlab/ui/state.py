@@ -1,0 +1,317 @@
+"""The session-state machine of the app: the working dataset, the method config and the current EM run.
+
+Everything that must survive a page switch lives under plain keys (Streamlit forgets the value of a widget whose
+page is not showing, so widget keys are only views of the plain keys, written back before each widget is drawn):
+
+==========================  ==========================================================================
+``data.id``                 where the working dataset came from: ``sample:<key>``, ``upload:<sha1>``,
+                            ``sim:<parameters>``
+``data.obj``                the :class:`~crowdlab.data.Annotations` themselves
+``method.config``           a :class:`MethodConfig` (method key, init, prior strength, hard EM, seed, tol,
+                            max_iter)
+``run.obj``                 the current :class:`~crowdlab.em.Run` (None when it could not be built)
+``run.id``                  a counter, bumped whenever a new run replaces the old one
+``run.error``               why the run could not be built (a message a person can act on), or None
+``run.metrics``             per-snapshot metrics against gold, computed once per snapshot (:func:`metrics`)
+``run.pending``             "Run to convergence" was asked for; the stepper does it under a progress bar
+``notice``                  a one-time message ("Method changed: the run was reset."), popped when shown
+==========================  ==========================================================================
+
+Every change happens in an ``on_click`` / ``on_change`` callback (never ``st.rerun()``). Changing the dataset or
+the method config replaces the run and sets a notice. Widget keys are namespaced per page (``stepper.method``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, replace
+
+import numpy as np
+import streamlit as st
+
+from crowdlab.data import Annotations
+from crowdlab.em import Run
+from crowdlab.errors import CrowdlabError
+from crowdlab.metrics import accuracy, macro_f, pearson
+from crowdlab.models import MODELS, applicable_models, make_model
+from crowdlab.plots import half_step_positions
+
+DATA_ID = "data.id"
+DATA = "data.obj"
+CONFIG = "method.config"
+RUN = "run.obj"
+RUN_ID = "run.id"
+RUN_ERROR = "run.error"
+METRICS = "run.metrics"
+PENDING = "run.pending"
+NOTICE = "notice"
+
+DEFAULT_SAMPLE = "bluebirds"
+DEFAULT_METHOD = "ds"
+# initialisations offered in the UI (the others need a user-given parameter set or posterior)
+UI_INITS = ("majority", "all_good", "random")
+
+NOTICE_METHOD = "Method changed: the run was reset."
+NOTICE_DATASET = "Dataset changed: the run was reset."
+
+# stepper widget keys (views of ``method.config``)
+W_METHOD = "stepper.method"
+W_INIT = "stepper.init"
+W_PRIOR = "stepper.prior"
+W_HARD = "stepper.hard"
+W_SEED = "stepper.seed"
+W_TOL = "stepper.tol"
+W_MAX_ITER = "stepper.max_iter"
+W_SCRUB = "stepper.scrub"
+CONFIG_WIDGETS = {
+    "method": W_METHOD,
+    "init": W_INIT,
+    "prior": W_PRIOR,
+    "hard": W_HARD,
+    "seed": W_SEED,
+    "tol": W_TOL,
+    "max_iter": W_MAX_ITER,
+}
+
+
+@dataclass(frozen=True)
+class MethodConfig:
+    """How to run EM: which model, where to start, MAP prior strength, hard EM, and when to stop."""
+
+    method: str = DEFAULT_METHOD
+    init: str = "majority"
+    prior: float = 0.0
+    hard: bool = False
+    seed: int = 0
+    tol: float = 1e-8
+    max_iter: int = 500
+
+
+# ---------------------------------------------------------------------------- reading
+def get_data() -> Annotations | None:
+    return st.session_state.get(DATA)
+
+
+def get_data_id() -> str | None:
+    return st.session_state.get(DATA_ID)
+
+
+def get_config() -> MethodConfig:
+    cfg = st.session_state.get(CONFIG)
+    if cfg is None:
+        cfg = MethodConfig()
+        st.session_state[CONFIG] = cfg
+    return cfg
+
+
+def get_run() -> Run | None:
+    """The current run; built from the dataset and the config when there is none yet."""
+    if st.session_state.get(RUN) is None and st.session_state.get(RUN_ERROR) is None and get_data() is not None:
+        _new_run()
+    return st.session_state.get(RUN)
+
+
+def get_run_error() -> str | None:
+    return st.session_state.get(RUN_ERROR)
+
+
+def pop_notice() -> str | None:
+    return st.session_state.pop(NOTICE, None)
+
+
+def method_options(data: Annotations) -> list[str]:
+    """The methods offered for ``data``: :func:`crowdlab.models.applicable_models`."""
+    return applicable_models(data)
+
+
+def method_title(key: str) -> str:
+    return MODELS[key].info.title
+
+
+def default_method(data: Annotations) -> str:
+    """Dawid-Skene where it applies, else the first applicable method (the scores model on scores)."""
+    options = method_options(data)
+    if DEFAULT_METHOD in options:
+        return DEFAULT_METHOD
+    iterative = [k for k in options if k != "mv"]
+    return (iterative or options)[0]
+
+
+# ---------------------------------------------------------------------------- changing
+def ensure_dataset(loader: Callable[[], tuple[str, Annotations]]) -> None:
+    """Load the default dataset (``loader()`` -> (id, data)) when the session has none (a cold deep link)."""
+    if get_data() is None:
+        data_id, data = loader()
+        set_dataset(data_id, data, notice=False)
+
+
+def set_dataset(data_id: str, data: Annotations, *, notice: bool = True) -> None:
+    """Make ``data`` the working dataset; keep the method when it applies, and reset the run."""
+    changed = data_id != get_data_id()
+    st.session_state[DATA_ID] = data_id
+    st.session_state[DATA] = data
+    cfg = get_config()
+    if cfg.method not in method_options(data):
+        cfg = replace(cfg, method=default_method(data))
+    st.session_state[CONFIG] = cfg
+    _reset_run()
+    if notice and changed:
+        st.session_state[NOTICE] = NOTICE_DATASET
+
+
+def set_config(**changes) -> bool:
+    """Change the method config; when anything changed, reset the run and set the notice. Returns changed."""
+    old = get_config()
+    new = replace(old, **changes)
+    if new == old:
+        return False
+    st.session_state[CONFIG] = new
+    _reset_run()
+    st.session_state[NOTICE] = NOTICE_METHOD
+    return True
+
+
+def _reset_run() -> None:
+    st.session_state[RUN] = None
+    st.session_state[RUN_ERROR] = None
+    st.session_state[METRICS] = None
+    st.session_state[PENDING] = False
+
+
+def _new_run() -> None:
+    data = get_data()
+    cfg = get_config()
+    st.session_state[RUN_ID] = st.session_state.get(RUN_ID, 0) + 1
+    st.session_state[METRICS] = None
+    st.session_state[PENDING] = False
+    try:
+        model = make_model(cfg.method, prior=cfg.prior, hard=cfg.hard)
+        run = Run(data, model, cfg.init, seed=cfg.seed, tol=cfg.tol, max_iter=cfg.max_iter)
+    except (CrowdlabError, ValueError) as exc:
+        st.session_state[RUN] = None
+        st.session_state[RUN_ERROR] = str(exc)
+        return
+    st.session_state[RUN] = run
+    st.session_state[RUN_ERROR] = None
+
+
+# ---------------------------------------------------------------------------- widgets <-> plain keys
+def sync_config_widgets() -> None:
+    """Write the config into the stepper's widget keys before the widgets are drawn (restores a page)."""
+    cfg = get_config()
+    for field, key in CONFIG_WIDGETS.items():
+        st.session_state[key] = getattr(cfg, field)
+
+
+def on_config_widget() -> None:
+    """on_change of every method widget: read them all back into the config (resets the run on a change)."""
+    cfg = get_config()
+    changes = {}
+    for field, key in CONFIG_WIDGETS.items():
+        if key in st.session_state:
+            changes[field] = type(getattr(cfg, field))(st.session_state[key])
+    set_config(**changes)
+
+
+# ---------------------------------------------------------------------------- stepper callbacks
+def on_e_step() -> None:
+    run = get_run()
+    if run is not None and run.next_kind == "E":
+        run.e_step()
+
+
+def on_m_step() -> None:
+    run = get_run()
+    if run is not None and run.next_kind == "M":
+        run.m_step()
+
+
+def on_step() -> None:
+    run = get_run()
+    if run is not None and run.iterative:
+        run.step()
+
+
+def on_back() -> None:
+    run = get_run()
+    if run is not None:
+        run.back()
+
+
+def on_reset() -> None:
+    """Forget the steps of the current run (same method and config)."""
+    run = get_run()
+    if run is not None:
+        run.reset()
+        st.session_state[METRICS] = None
+        st.session_state[PENDING] = False
+
+
+def on_run_to_convergence() -> None:
+    """Ask for a run to convergence; the stepper panel does it next, under a progress bar."""
+    run = get_run()
+    if run is not None and run.iterative:
+        st.session_state[PENDING] = True
+
+
+def on_scrub() -> None:
+    run = get_run()
+    if run is not None and W_SCRUB in st.session_state:
+        run.goto(int(st.session_state[W_SCRUB]))
+
+
+def run_pending(progress: Callable[[int, int], None] | None = None) -> bool:
+    """Do a requested run to convergence now (``progress(iteration, max_iter)``); True when one ran."""
+    run = get_run()
+    if not st.session_state.get(PENDING) or run is None:
+        return False
+    st.session_state[PENDING] = False
+    run.run(progress=progress)
+    return True
+
+
+# ---------------------------------------------------------------------------- derived, cached per snapshot
+def step_label(run: Run) -> str:
+    """ "iteration 3, after M-step" for the cursor's snapshot."""
+    snap = run.current
+    if not run.iterative:
+        return "majority vote (one step, nothing to iterate)"
+    if snap.kind == "init":
+        return "iteration 0, initialisation"
+    if snap.kind == "E":
+        return f"iteration {snap.iteration + 1}, after E-step"
+    return f"iteration {snap.iteration}, after M-step"
+
+
+def metrics(run: Run) -> dict[str, np.ndarray]:
+    """Per-snapshot x position and metrics against gold, computed once per snapshot and kept in state.
+
+    Keyed by ``run.id``: a new snapshot adds its own values; nothing is recomputed for the old ones (a reset
+    run restarts the cache). Keys: ``x`` and then "accuracy" and "macro F" (class labels) or "Pearson r"
+    (scores, the item means against continuous gold); only ``x`` when there is no gold.
+    """
+    run_id = st.session_state.get(RUN_ID)
+    cache = st.session_state.get(METRICS)
+    snaps = run.snapshots
+    if cache is None or cache["run_id"] != run_id or cache["n"] > len(snaps) or cache["first"] is not snaps[0]:
+        cache = {"run_id": run_id, "n": 0, "first": snaps[0], "values": {"x": []}}
+    data = run.data
+    values = cache["values"]
+    new = snaps[cache["n"] :]
+    if new:
+        values["x"].extend(half_step_positions([s.kind for s in new], [s.iteration for s in new]).tolist())
+        if data.has_gold and data.is_continuous:
+            values.setdefault("Pearson r", []).extend(_pearson(s.params, data) for s in new)
+        elif data.has_gold:
+            for s in new:
+                pred = run.labels(s)
+                values.setdefault("accuracy", []).append(accuracy(pred, data.gold))
+                values.setdefault("macro F", []).append(macro_f(pred, data.gold, data.n_classes))
+        cache["n"] = len(snaps)
+    st.session_state[METRICS] = cache
+    return {k: np.asarray(v, dtype=np.float64) for k, v in values.items()}
+
+
+def _pearson(params, data: Annotations) -> float:
+    mu = getattr(params, "mu", None)
+    return float("nan") if mu is None else pearson(mu, data.gold)

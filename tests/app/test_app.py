@@ -1,0 +1,231 @@
+"""The Streamlit app under ``streamlit.testing.v1.AppTest``: pages load, the stepper moves the run as it should,
+every method converges on every bundled dataset it applies to, and state survives method and page switches."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+from streamlit.testing.v1 import AppTest
+
+from crowdlab.models import applicable_models
+from crowdlab.samples import SAMPLES, load_sample
+from crowdlab.ui import state
+
+ROOT = Path(__file__).resolve().parents[2]
+HOME = str(ROOT / "app.py")
+STEP = str(ROOT / "pages" / "1_Step_through_EM.py")
+STEP_PAGE = "pages/1_Step_through_EM.py"
+LABEL = re.compile(r"iteration \d+, (after [EM]-step|initialisation)|majority vote")
+
+
+def _ok(at: AppTest) -> AppTest:
+    assert not at.exception, [e.value for e in at.exception]
+    assert not at.error, [e.value for e in at.error]
+    return at
+
+
+def _step_page() -> AppTest:
+    return _ok(AppTest.from_file(STEP, default_timeout=30).run())
+
+
+def _run(at: AppTest):
+    return at.session_state[state.RUN]
+
+
+def _label(at: AppTest) -> str:
+    found = [m.value for m in at.markdown if LABEL.search(m.value)]
+    assert len(found) == 1, found
+    return found[0].lstrip("# ")
+
+
+def _click(at: AppTest, key: str) -> AppTest:
+    btn = at.button(key=key)
+    assert not btn.disabled, f"{key} is disabled"
+    return _ok(btn.click().run())
+
+
+def test_home_loads_with_default_dataset_and_links():
+    at = _ok(AppTest.from_file(HOME, default_timeout=30).run())
+    assert at.session_state[state.DATA_ID] == "sample:bluebirds"
+    assert at.session_state[state.DATA].n_items == 108
+    assert at.selectbox(key="home.dataset").value == "bluebirds"
+    assert any("Bluebirds" in s.value for s in at.subheader)
+    assert any("items: **108**" in m.value for m in at.sidebar.markdown)
+
+
+def test_step_page_cold_start_defaults_to_dawid_skene_on_bluebirds():
+    at = _step_page()
+    run = _run(at)
+    assert at.session_state[state.DATA_ID] == "sample:bluebirds"
+    assert at.selectbox(key=state.W_METHOD).value == "ds"
+    assert len(at.selectbox(key=state.W_METHOD).options) == len(applicable_models(at.session_state[state.DATA]))
+    assert run.model.info.key == "ds" and run.index == 0 and len(run.snapshots) == 1
+    assert _label(at) == "iteration 0, initialisation"
+    # at the start: E-step and Step possible, M-step / Back / Reset not
+    disabled = {b.key: b.disabled for b in at.button}
+    assert disabled == {
+        "stepper.e_step": False,
+        "stepper.m_step": True,
+        "stepper.step": False,
+        "stepper.run": False,
+        "stepper.back": True,
+        "stepper.reset": True,
+    }
+    assert not at.warning  # no monotonicity violation
+
+
+def test_step_e_m_back_scrub_run_reset_move_the_run():
+    at = _step_page()
+    run = _run(at)
+    _click(at, "stepper.step")
+    assert (run.index, run.current.kind, run.iteration) == (2, "M", 1)
+    assert _label(at) == "iteration 1, after M-step"
+    _click(at, "stepper.e_step")
+    assert (run.index, run.current.kind) == (3, "E")
+    assert _label(at) == "iteration 2, after E-step"
+    assert at.button(key="stepper.e_step").disabled and not at.button(key="stepper.m_step").disabled
+    _click(at, "stepper.m_step")
+    assert (run.index, run.iteration) == (4, 2)
+    assert _label(at) == "iteration 2, after M-step"
+    _click(at, "stepper.step")
+    assert (run.index, run.iteration) == (6, 3)
+    # Back: previous complete state, nothing recomputed
+    n = len(run.snapshots)
+    _click(at, "stepper.back")
+    assert (run.index, run.iteration) == (4, 2) and len(run.snapshots) == n
+    assert _label(at) == "iteration 2, after M-step"
+    # scrub to the E-step of iteration 2
+    assert at.slider(key=state.W_SCRUB).value == 4
+    _ok(at.slider(key=state.W_SCRUB).set_value(3).run())
+    assert run.index == 3 and _label(at) == "iteration 2, after E-step"
+    assert at.slider(key=state.W_SCRUB).max == n - 1
+    # Step from the middle reuses the stored snapshots
+    _click(at, "stepper.m_step")
+    assert run.index == 4 and len(run.snapshots) == n
+    # Run to convergence
+    _click(at, "stepper.run")
+    assert run.converged and run.at_end and run.iteration > 3
+    assert at.button(key="stepper.run").disabled
+    assert any("converged" in c.value for c in at.caption)
+    assert at.slider(key=state.W_SCRUB).value == run.index
+    assert not run.violations and not at.warning
+    # the accuracy against gold is tracked for every snapshot and EM beats majority vote on bluebirds
+    cache = at.session_state[state.METRICS]
+    assert cache["n"] == len(run.snapshots)
+    acc = cache["values"]["accuracy"]
+    assert len(acc) == len(run.snapshots) and acc[-1] > acc[0] + 0.05
+    # Reset: back to the initialisation, same method
+    run_id = at.session_state[state.RUN_ID]
+    _click(at, "stepper.reset")
+    assert len(run.snapshots) == 1 and run.index == 0
+    assert _label(at) == "iteration 0, initialisation"
+    assert at.session_state[state.RUN_ID] == run_id
+    assert at.button(key="stepper.reset").disabled
+
+
+def test_method_change_resets_the_run_with_a_notice_shown_once():
+    at = _step_page()
+    _click(at, "stepper.step")
+    _click(at, "stepper.step")
+    old = _run(at)
+    assert old.index == 4
+    _ok(at.selectbox(key=state.W_METHOD).set_value("one_coin").run())
+    new = _run(at)
+    assert new is not old and new.model.info.key == "one_coin" and new.index == 0
+    assert [i.value for i in at.info] == [state.NOTICE_METHOD]
+    assert at.session_state[state.CONFIG].method == "one_coin"
+    # a prior change resets too; the next unrelated rerun no longer shows the notice
+    _ok(at.number_input(key=state.W_PRIOR).set_value(2.0).run())
+    assert _run(at).model.prior == 2.0 and _run(at).index == 0
+    _click(at, "stepper.step")
+    assert state.NOTICE_METHOD not in [i.value for i in at.info]
+    # majority vote: one snapshot, every stepping button disabled
+    _ok(at.selectbox(key=state.W_METHOD).set_value("mv").run())
+    assert all(b.disabled for b in at.button)
+    assert _label(at).startswith("majority vote")
+    # hard EM: its objective is the complete-data log-likelihood and it never decreases
+    _ok(at.selectbox(key=state.W_METHOD).set_value("ds").run())
+    _ok(at.checkbox(key=state.W_HARD).check().run())
+    _click(at, "stepper.run")
+    run = _run(at)
+    assert run.model.hard and run.converged and not run.violations
+
+
+def test_state_survives_page_switches():
+    at = _ok(AppTest.from_file(HOME, default_timeout=30).run())
+    _ok(at.selectbox(key="home.dataset").set_value("simulated").run())
+    assert at.session_state[state.DATA_ID] == "sample:simulated"
+    assert [i.value for i in at.info] == [state.NOTICE_DATASET]
+    _ok(at.switch_page(STEP_PAGE).run())
+    assert any("Simulated crowd" in m.value for m in at.sidebar.markdown)
+    _ok(at.selectbox(key=state.W_METHOD).set_value("one_coin").run())
+    _click(at, "stepper.step")
+    _click(at, "stepper.step")
+    _click(at, "stepper.e_step")
+    run = _run(at)
+    assert run.index == 5
+    _ok(at.switch_page("app.py").run())
+    assert at.selectbox(key="home.dataset").value == "simulated"
+    _ok(at.switch_page(STEP_PAGE).run())
+    assert _run(at) is run and run.index == 5
+    assert at.selectbox(key=state.W_METHOD).value == "one_coin"  # widget restored from the plain key
+    assert _label(at) == "iteration 3, after E-step"
+    # a dataset without a method's applicability falls back to one that applies (affect: scores only)
+    _ok(at.switch_page("app.py").run())
+    _ok(at.selectbox(key="home.dataset").set_value("affect").run())
+    assert at.session_state[state.CONFIG].method == "scores"
+    _ok(at.switch_page(STEP_PAGE).run())
+    assert at.selectbox(key=state.W_METHOD).value == "scores"
+
+
+CASES = [(key, method) for key in SAMPLES for method in applicable_models(load_sample(key))]
+
+
+@pytest.mark.parametrize("sample", list(SAMPLES))
+def test_every_method_runs_to_convergence_on_every_dataset(sample):
+    at = _ok(AppTest.from_file(HOME, default_timeout=30).run())
+    if sample != "bluebirds":
+        _ok(at.selectbox(key="home.dataset").set_value(sample).run())
+    _ok(at.switch_page(STEP_PAGE).run())
+    methods = [m for s, m in CASES if s == sample]
+    assert methods, sample
+    for method in methods:
+        _ok(at.selectbox(key=state.W_METHOD).set_value(method).run())
+        run = _run(at)
+        assert run.model.info.key == method
+        if method == "mv":
+            assert not run.iterative and at.button(key="stepper.run").disabled
+            continue
+        _click(at, "stepper.run")
+        run = _run(at)
+        assert run.converged or run.iteration == run.max_iter, (sample, method)
+        assert run.at_end and run.iteration >= 1
+        assert not run.violations, (sample, method, run.violations)
+        assert not at.warning
+        assert _label(at) == f"iteration {run.iteration}, after M-step"
+        assert len(at.get("plotly_chart")) >= 2
+
+
+def test_a_violation_is_shown_as_a_warning():
+    at = _step_page()
+    _click(at, "stepper.step")
+    _run(at).violations.append("M-step to snapshot 2: objective fell by 0.5")
+    _ok(at.run())
+    assert len(at.warning) == 1 and "objective fell by 0.5" in at.warning[0].value
+
+
+def test_majority_vote_and_scores_panels():
+    at = _ok(AppTest.from_file(HOME, default_timeout=30).run())
+    _ok(at.switch_page(STEP_PAGE).run())
+    _ok(at.selectbox(key=state.W_METHOD).set_value("mv").run())
+    assert len(at.get("plotly_chart")) == 1  # the posterior heatmap only: no objective to draw
+    assert [m.label for m in at.metric] == ["accuracy", "macro F"]
+    assert float(at.metric[0].value) == pytest.approx(0.75, abs=0.02)  # bluebirds' majority vote
+    _ok(at.switch_page("app.py").run())
+    _ok(at.selectbox(key="home.dataset").set_value("affect").run())
+    _ok(at.switch_page(STEP_PAGE).run())
+    assert not at.radio  # no confusion matrices for scores: the annotator posterior is shown directly
+    _click(at, "stepper.step")
+    assert any("Pearson r now" in c.value for c in at.caption)

@@ -22,5 +22,5 @@ with right:
     sample_picker()
 
 st.subheader("Where to go next")
-st.page_link("pages/1_Step_through_EM.py", label="Step through EM", icon=":material/stairs:")
+st.page_link("pages/2_Step_through_EM.py", label="Step through EM", icon=":material/stairs:")
 st.caption("E-step, M-step, Back, scrub and run to convergence, with the objective and the bound F(q, θ).")

@@ -56,11 +56,12 @@ def upload_id(content: bytes) -> str:
 
 def use_sample(key: str, *, notice: bool = True) -> None:
     """Make bundled sample ``key`` the working dataset (the run resets)."""
-    state.set_dataset(sample_id(key), load_sample_cached(key), notice=notice)
+    state.set_dataset(sample_id(key), load_sample_cached(key), notice=notice, source=f'load_sample("{key}")')
 
 
-def _default_dataset() -> tuple[str, Annotations]:
-    return sample_id(state.DEFAULT_SAMPLE), load_sample_cached(state.DEFAULT_SAMPLE)
+def _default_dataset() -> tuple[str, Annotations, str]:
+    key = state.DEFAULT_SAMPLE
+    return sample_id(key), load_sample_cached(key), f'load_sample("{key}")'
 
 
 # ---------------------------------------------------------------------------- frame

@@ -7,6 +7,7 @@ page is not showing, so widget keys are only views of the plain keys, written ba
 ``data.id``                 where the working dataset came from: ``sample:<key>``, ``upload:<sha1>``,
                             ``sim:<parameters>``
 ``data.obj``                the :class:`~crowdlab.data.Annotations` themselves
+``data.source``             a Python expression that reloads them (for the Export page's snippet)
 ``method.config``           a :class:`MethodConfig` (method key, init, prior strength, hard EM, seed, tol,
                             max_iter)
 ``run.obj``                 the current :class:`~crowdlab.em.Run` (None when it could not be built)
@@ -38,6 +39,7 @@ from crowdlab.plots import half_step_positions
 
 DATA_ID = "data.id"
 DATA = "data.obj"
+DATA_SOURCE = "data.source"
 CONFIG = "method.config"
 RUN = "run.obj"
 RUN_ID = "run.id"
@@ -96,6 +98,11 @@ def get_data_id() -> str | None:
     return st.session_state.get(DATA_ID)
 
 
+def get_data_source() -> str | None:
+    """The Python expression that reloads the working dataset (None when unknown)."""
+    return st.session_state.get(DATA_SOURCE)
+
+
 def get_config() -> MethodConfig:
     cfg = st.session_state.get(CONFIG)
     if cfg is None:
@@ -138,18 +145,23 @@ def default_method(data: Annotations) -> str:
 
 
 # ---------------------------------------------------------------------------- changing
-def ensure_dataset(loader: Callable[[], tuple[str, Annotations]]) -> None:
-    """Load the default dataset (``loader()`` -> (id, data)) when the session has none (a cold deep link)."""
+def ensure_dataset(loader: Callable[[], tuple[str, Annotations, str]]) -> None:
+    """Load the default dataset (``loader()`` -> (id, data, source)) when the session has none (a cold link)."""
     if get_data() is None:
-        data_id, data = loader()
-        set_dataset(data_id, data, notice=False)
+        data_id, data, source = loader()
+        set_dataset(data_id, data, notice=False, source=source)
 
 
-def set_dataset(data_id: str, data: Annotations, *, notice: bool = True) -> None:
-    """Make ``data`` the working dataset; keep the method when it applies, and reset the run."""
+def set_dataset(data_id: str, data: Annotations, *, notice: bool = True, source: str | None = None) -> None:
+    """Make ``data`` the working dataset; keep the method when it applies, and reset the run.
+
+    ``source`` is a Python expression that reloads the data with the crowdlab API (e.g.
+    ``load_sample("bluebirds")``), used by the Export page's reproduction snippet.
+    """
     changed = data_id != get_data_id()
     st.session_state[DATA_ID] = data_id
     st.session_state[DATA] = data
+    st.session_state[DATA_SOURCE] = source
     cfg = get_config()
     if cfg.method not in method_options(data):
         cfg = replace(cfg, method=default_method(data))

@@ -15,8 +15,8 @@ from crowdlab.ui import state
 
 ROOT = Path(__file__).resolve().parents[2]
 HOME = str(ROOT / "app.py")
-STEP = str(ROOT / "pages" / "1_Step_through_EM.py")
-STEP_PAGE = "pages/1_Step_through_EM.py"
+STEP = str(ROOT / "pages" / "2_Step_through_EM.py")
+STEP_PAGE = "pages/2_Step_through_EM.py"
 LABEL = re.compile(r"iteration \d+, (after [EM]-step|initialisation)|majority vote")
 
 

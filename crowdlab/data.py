@@ -10,6 +10,10 @@ of a class code; ``label`` is then ``None`` and ``class_names`` is empty.
 Gold is optional: ``gold[n]`` is the true class code of item ``n`` or -1 when unknown (continuous data: a float,
 NaN when unknown).
 
+Sequences (seed 003, Sec. 4): items are ordered by (sequence, position) and ``sequence_starts`` (S + 1,) holds the
+offset of each sequence's first item. Networks (Sec. 5): ``graph`` is a symmetric ``scipy.sparse`` adjacency over the
+items. Both are None for independent items.
+
 Readers: `read_annotations` (long or wide CSV from a path, bytes or an upload, optional gold), `read_gold`,
 `read_long_csv`, `read_wide_csv`; `to_long_dataframe` / `to_gold_dataframe` go back to names for previews and
 export. Every bad input raises `DataError` naming the file, the spreadsheet row(s) (header = row 1), the column
@@ -66,6 +70,9 @@ class Annotations:
     gold: np.ndarray | None = None
     name: str = ""
     notes: tuple[str, ...] = field(default=())
+    sequence_starts: np.ndarray | None = None
+    sequence_names: tuple[str, ...] = ()
+    graph: object = None
 
     # ------------------------------------------------------------------ construction
     def __post_init__(self) -> None:
@@ -112,6 +119,21 @@ class Annotations:
                 raise DataError("gold must have one entry per item.")
             object.__setattr__(self, "gold", gold)
         object.__setattr__(self, "notes", tuple(self.notes))
+        if self.sequence_starts is not None:
+            starts = np.ascontiguousarray(self.sequence_starts, dtype=np.int64)
+            if (
+                starts.ndim != 1
+                or starts.size < 2
+                or starts[0] != 0
+                or starts[-1] != len(self.item_names)
+                or (np.diff(starts) <= 0).any()
+            ):
+                raise DataError("sequence_starts must rise strictly from 0 to n_items (items ordered by sequence).")
+            object.__setattr__(self, "sequence_starts", starts)
+            names = _names(self.sequence_names) or tuple(str(i) for i in range(starts.size - 1))
+            if len(names) != starts.size - 1:
+                raise DataError("sequence_names needs one name per sequence.")
+            object.__setattr__(self, "sequence_names", names)
 
     @classmethod
     def from_labels(
@@ -166,6 +188,15 @@ class Annotations:
     @property
     def n_classes(self) -> int:
         return len(self.class_names)
+
+    @property
+    def is_sequential(self) -> bool:
+        """Items form sequences (in order, boundaries in ``sequence_starts``)."""
+        return self.sequence_starts is not None
+
+    @property
+    def n_sequences(self) -> int:
+        return 0 if self.sequence_starts is None else int(self.sequence_starts.size - 1)
 
     @property
     def is_continuous(self) -> bool:

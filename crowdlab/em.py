@@ -32,6 +32,13 @@ from crowdlab.models.majority import MajorityVote, majority_labels
 REL_TOL_MONOTONE = 1e-9
 
 
+def _split(full) -> tuple[np.ndarray, object]:
+    """(q array, full posterior object or None) from what a model's E-step returned."""
+    if isinstance(full, np.ndarray):
+        return full, None
+    return full.q, full
+
+
 @dataclass(frozen=True, eq=False)
 class Snapshot:
     """The EM state after one half-step.
@@ -50,6 +57,12 @@ class Snapshot:
     bound: float | None
     changed: np.ndarray
     violation: str | None = None
+    posterior: object = None  # the model's full posterior when it holds more than q (HMM: pairwise xi)
+
+    @property
+    def post(self):
+        """What the M-step consumes: the full posterior object, or q itself."""
+        return self.q if self.posterior is None else self.posterior
 
 
 class Run:
@@ -91,9 +104,10 @@ class Run:
         start: Start = initialise(self.model, self.data, self.init, seed=self.seed, **self.init_kwargs)
         self.start_description = start.description
         self._first_next = start.next_kind
+        q0, post0 = _split(start.q0)
         obj = self.model.objective(self.data, start.q0, start.params0)
         bound = self._bound(start.q0, start.params0)
-        self.snapshots = [Snapshot(0, "init", 0, start.params0, start.q0, obj, bound, np.zeros(0, np.int64))]
+        self.snapshots = [Snapshot(0, "init", 0, start.params0, q0, obj, bound, np.zeros(0, np.int64), None, post0)]
 
     def _bound(self, q, params) -> float:
         if self.model.hard:
@@ -156,17 +170,18 @@ class Run:
         prev = self.last
         if kind == "E":
             params = prev.params
-            q = self.model.e_step(self.data, params)
+            full = self.model.e_step(self.data, params)
             iteration = prev.iteration
         else:
-            q = prev.q
-            params = self.model.m_step(self.data, q)
+            full = prev.post
+            params = self.model.m_step(self.data, full)
             iteration = prev.iteration + 1
-        obj = self.model.objective(self.data, q, params)
-        bound = self._bound(q, params)
+        q, post = _split(full)
+        obj = self.model.objective(self.data, full, params)
+        bound = self._bound(full, params)
         changed = np.flatnonzero(np.argmax(q, axis=1) != np.argmax(prev.q, axis=1))
         violation = self._check(prev, obj, bound, kind)
-        snap = Snapshot(len(self.snapshots), kind, iteration, params, q, obj, bound, changed, violation)
+        snap = Snapshot(len(self.snapshots), kind, iteration, params, q, obj, bound, changed, violation, post)
         self.snapshots.append(snap)
         self.index = snap.index
         return snap

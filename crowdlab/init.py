@@ -39,7 +39,7 @@ INITS = {
 
 @dataclass(frozen=True, eq=False)
 class Start:
-    q0: np.ndarray
+    q0: object  # the posterior: an (n, K) array, or the model's posterior object (HMM: with pairwise xi)
     params0: object
     next_kind: str  # "E" or "M"
     description: str
@@ -92,7 +92,8 @@ def initialise(
         raise ModelError(f"Unknown initialisation {strategy!r}; choose one of {', '.join(INITS)}.")
     if getattr(model, "hard", False):
         q = one_hot_argmax(np.log(np.maximum(q, 1e-300)))
-    return Start(q, model.m_step(data, q), "E", desc)
+    post = model.as_posterior(data, q)
+    return Start(post, model.m_step(data, post), "E", desc)
 
 
 def _validate_q(q: np.ndarray, data: Annotations, model) -> np.ndarray:

@@ -5,6 +5,7 @@ from __future__ import annotations
 from crowdlab.data import Annotations
 from crowdlab.errors import ModelError
 from crowdlab.models.dawid_skene import DawidSkene
+from crowdlab.models.hmm import HMMCrowd, HMMParams, HMMPosterior
 from crowdlab.models.majority import MajorityVote
 from crowdlab.models.one_coin import OneCoin
 from crowdlab.models.params import ClassParams
@@ -17,6 +18,7 @@ MODELS = {
     "one_coin": OneCoin,
     "two_coin": TwoCoin,
     "scores": GoodBadScores,
+    "hmm": HMMCrowd,
 }
 ALIASES = {"dawid_skene": "ds", "majority": "mv", "onecoin": "one_coin", "twocoin": "two_coin"}
 
@@ -41,6 +43,8 @@ def applicable_models(data: Annotations) -> list[str]:
             continue
         if info.binary_only and data.n_classes != 2:
             continue
+        if cls is HMMCrowd and not data.is_sequential:
+            continue
         out.append(key)
     return out
 
@@ -50,6 +54,9 @@ __all__ = [
     "ClassParams",
     "DawidSkene",
     "GoodBadScores",
+    "HMMCrowd",
+    "HMMParams",
+    "HMMPosterior",
     "MajorityVote",
     "OneCoin",
     "ScoreParams",

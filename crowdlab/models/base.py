@@ -131,6 +131,10 @@ class LatentModel:
         return 0.0
 
     # -- shared ------------------------------------------------------------------------
+    def as_posterior(self, data: Annotations, q: np.ndarray):
+        """The posterior object the M-step takes, from marginals q (here: q itself)."""
+        return q
+
     @property
     def exact(self) -> bool:
         """True when EM on this model is exact (soft E-step): the observed log-likelihood never decreases."""

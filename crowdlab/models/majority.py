@@ -18,13 +18,14 @@ from crowdlab.models.base import ModelInfo
 
 
 def vote_fractions(data: Annotations) -> np.ndarray:
-    """(N, K) share of each item's labels per class."""
+    """(N, K) share of each item's labels per class (uniform for an item nobody labelled)."""
     v = data.vote_counts
-    return v / v.sum(axis=1, keepdims=True)
+    tot = v.sum(axis=1, keepdims=True)
+    return np.where(tot > 0, v / np.maximum(tot, 1), 1.0 / v.shape[1])
 
 
 def majority_posterior(data: Annotations) -> np.ndarray:
-    """(N, K) majority vote with ties split evenly among the tied classes."""
+    """(N, K) majority vote with ties split evenly among the tied classes (an unlabelled item: all tied)."""
     v = data.vote_counts
     top = v == v.max(axis=1, keepdims=True)
     return top / top.sum(axis=1, keepdims=True)

@@ -1177,3 +1177,131 @@ def to_gold_dataframe(annotations: Annotations) -> pd.DataFrame:
     else:
         labels = np.asarray(a.class_names, dtype=object)[a.gold[mask]]
     return pd.DataFrame({"item": items, "label": labels})
+
+
+# ---------------------------------------------------------------------- sequences (seed 003, Sec. 4)
+SEQUENCE_ALIASES = ("sequence", "seq", "sentence", "sequence_id", "sentence_id", "chain")
+POSITION_ALIASES = ("position", "pos", "index", "token", "t", "step")
+_SEQ_NEEDS = "a sequence label file needs sequence, position, worker and label columns"
+
+
+def _positions(table: _Table, j: int) -> np.ndarray:
+    """Column ``j`` as non-negative integer positions, raising with the offending rows."""
+    raw = _required_ids(table, j, "position")
+    pos = _to_float(raw, decimal_comma=False)
+    bad = ~np.isfinite(pos) | (pos < 0) | (pos != np.round(pos))
+    if bad.any():
+        raise _rows_error(table, bad, j, "a position that is not a whole number >= 0", "Number positions 0, 1, 2, ...")
+    return pos.astype(np.int64)
+
+
+def _sequence_keys(table: _Table, seq_col: int, pos_col: int) -> tuple[tuple[str, ...], np.ndarray, np.ndarray]:
+    """(sequence names, sequence code per row, position per row)."""
+    seq_names, seq = _encode_names(_required_ids(table, seq_col, "sequence id"))
+    return seq_names, seq.astype(np.int64), _positions(table, pos_col)
+
+
+def _sequence_items(seq: np.ndarray, pos: np.ndarray, n_seq: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, int]:
+    """Lay out items by (sequence, position): every position from the first to the last seen in a sequence is an
+    item (a position nobody labelled becomes an item with no labels). Returns (item code per row, starts,
+    item positions, number of unlabelled positions)."""
+    first = np.full(n_seq, np.iinfo(np.int64).max)
+    last = np.full(n_seq, -1)
+    np.minimum.at(first, seq, pos)
+    np.maximum.at(last, seq, pos)
+    lengths = last - first + 1
+    starts = np.concatenate([[0], np.cumsum(lengths)])
+    item = starts[seq] + pos - first[seq]
+    item_pos = np.arange(starts[-1]) - np.repeat(starts[:-1], lengths) + np.repeat(first, lengths)
+    gaps = int(starts[-1] - np.unique(item).size)
+    return item, starts, item_pos, gaps
+
+
+def read_sequences(source: Source, *, gold: Source | None = None, name: str | None = None) -> Annotations:
+    """Read crowd labels of sequences: a long CSV with columns sequence, position, worker, label.
+
+    Items are the (sequence, position) pairs, ordered by sequence (names sorted, numerically when numbers) and
+    position; ``sequence_starts`` marks the boundaries. A position inside a sequence that nobody labelled becomes
+    an item without labels (noted). ``gold``: a CSV with columns sequence, position, label.
+    """
+    table = _read_table(source, needs=_SEQ_NEEDS)
+    cols = {
+        "sequence": _find(table, SEQUENCE_ALIASES, "sequence"),
+        "position": _find(table, POSITION_ALIASES, "position"),
+        "worker": _find(table, WORKER_ALIASES, "worker"),
+        "label": _find(table, LABEL_ALIASES, "label"),
+    }
+    missing = {
+        "sequence": SEQUENCE_ALIASES,
+        "position": POSITION_ALIASES,
+        "worker": WORKER_ALIASES,
+        "label": LABEL_ALIASES,
+    }
+    missing = {k: v for k, v in missing.items() if cols[k] is None}
+    if missing:
+        raise _missing_columns_error(table, missing)
+    seq_names, seq, pos = _sequence_keys(table, cols["sequence"], cols["position"])
+    workers = _required_ids(table, cols["worker"], "worker id")
+    blank = table.missing(cols["label"])
+    if blank.any():
+        raise _rows_error(table, blank, cols["label"], "no label", "Fill in the label, or delete the row(s).")
+    labels = table.values(cols["label"])
+    item, starts, item_pos, gaps = _sequence_items(seq, pos, len(seq_names))
+    class_names, label = _encode_names(labels, merge_numbers=True)
+    if len(class_names) < 2:
+        raise DataError(
+            f"all {len(labels)} labels are the same class ({class_names[0]!r}); EM needs at least two classes.",
+            file=table.file,
+            column=table.column_name(cols["label"]),
+        )
+    worker_names, worker = _encode_names(workers)
+    seq_of_item = np.repeat(np.arange(len(seq_names)), np.diff(starts))
+    item_names = tuple(f"{seq_names[s]}:{p}" for s, p in zip(seq_of_item.tolist(), item_pos.tolist()))
+    notes = table.notes
+    if gaps:
+        notes += (f"{_count(gaps, 'position')} inside sequences had no labels; kept as unlabelled items.",)
+    ann = Annotations(
+        item,
+        worker,
+        label,
+        item_names,
+        worker_names,
+        class_names,
+        name=name or _default_name(table),
+        notes=notes,
+        sequence_starts=starts,
+        sequence_names=seq_names,
+    )
+    return ann if gold is None else read_sequence_gold(gold, ann)
+
+
+def read_sequence_gold(source: Source, annotations: Annotations) -> Annotations:
+    """Attach gold from a CSV with columns sequence, position, label (items not in the labels raise)."""
+    table = _read_table(source, needs="a sequence gold file needs sequence, position and label columns")
+    s_col = _find(table, SEQUENCE_ALIASES, "sequence")
+    p_col = _find(table, POSITION_ALIASES, "position")
+    l_col = _find(table, LABEL_ALIASES + GOLD_ALIASES, "label")
+    missing = {"sequence": SEQUENCE_ALIASES, "position": POSITION_ALIASES, "label": LABEL_ALIASES}
+    missing = {k: v for k, v in missing.items() if {"sequence": s_col, "position": p_col, "label": l_col}[k] is None}
+    if missing:
+        raise _missing_columns_error(table, missing)
+    index = {n: i for i, n in enumerate(annotations.item_names)}
+    keys = [f"{s}:{p}" for s, p in zip(_required_ids(table, s_col, "sequence id"), _positions(table, p_col))]
+    codes = np.array([index.get(k, -1) for k in keys], dtype=np.int64)
+    unknown = codes < 0
+    if unknown.any():
+        raise _rows_error(
+            table,
+            unknown,
+            s_col,
+            "a (sequence, position) with no crowd labels",
+            "Gold must name positions of the sequences in the label file.",
+        )
+    lookup = _class_lookup(annotations.class_names, table.values(l_col))
+    if (lookup < 0).any():
+        raise _rows_error(
+            table, lookup < 0, l_col, "a gold label that no worker used", "Use the same tag set as the labels."
+        )
+    gold = np.full(annotations.n_items, -1, dtype=np.int32)
+    gold[codes] = lookup
+    return replace(annotations, gold=gold)

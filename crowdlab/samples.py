@@ -12,7 +12,7 @@ from typing import Literal
 
 from crowdlab.data import Annotations
 
-__all__ = ["SAMPLES", "Sample", "load_sample", "sample_paths", "sample_root"]
+__all__ = ["SAMPLES", "SEQUENCE_SAMPLES", "Sample", "load_sample", "sample_paths", "sample_root"]
 
 
 @dataclass(frozen=True)
@@ -22,7 +22,7 @@ class Sample:
     key: str
     title: str
     folder: str
-    kind: Literal["classes", "continuous"]
+    kind: Literal["classes", "continuous", "sequences"]
     description: str
     has_gold: bool
 
@@ -82,16 +82,29 @@ SAMPLES: dict[str, Sample] = {
 }
 
 
+# Dependent data (seed 003, Secs. 4-5) lives in its own registry: the pages for independent items list SAMPLES.
+SEQUENCE_SAMPLES: dict[str, Sample] = {
+    "ner": Sample(
+        "ner",
+        "CoNLL-2003 named entities, validation split (Rodrigues et al. 2014)",
+        "rodrigues2014_conll_ner_val",
+        "sequences",
+        "2,800 sentences (39,025 tokens), 46 Turk workers, 9 BIO tags, about 5 labels per token.",
+        True,
+    ),
+}
+
+
 def sample_root() -> Path:
     """The repository's ``sample_data`` folder (found relative to this file)."""
     return Path(__file__).resolve().parent.parent / "sample_data"
 
 
 def _get(key: str) -> Sample:
-    try:
-        return SAMPLES[key]
-    except KeyError:
-        raise KeyError(f"unknown sample {key!r}; choose one of {sorted(SAMPLES)}.") from None
+    found = SAMPLES.get(key) or SEQUENCE_SAMPLES.get(key)
+    if found is None:
+        raise KeyError(f"unknown sample {key!r}; choose one of {sorted(SAMPLES) + sorted(SEQUENCE_SAMPLES)}.")
+    return found
 
 
 def sample_paths(key: str) -> tuple[Path, Path | None]:
@@ -104,8 +117,10 @@ def sample_paths(key: str) -> tuple[Path, Path | None]:
 
 def load_sample(key: str) -> Annotations:
     """Read a bundled dataset into :class:`~crowdlab.data.Annotations` (name = the sample's title)."""
-    from crowdlab.data import read_annotations  # imported here: the reader may be newer than this module
+    from crowdlab.data import read_annotations, read_sequences
 
     sample = _get(key)
     labels, gold = sample_paths(key)
+    if sample.kind == "sequences":
+        return read_sequences(labels, gold=gold, name=sample.title)
     return read_annotations(labels, gold=gold, kind=sample.kind, name=sample.title)

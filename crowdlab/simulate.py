@@ -40,10 +40,15 @@ __all__ = [
     "DEFAULT_MIX",
     "WORKER_TYPES",
     "SimulatedCrowd",
+    "SimulatedNetwork",
     "SimulatedScores",
+    "SimulatedSequences",
     "mix_from_counts",
     "simulate_crowd",
+    "simulate_sbm",
     "simulate_scores",
+    "simulate_sequences",
+    "sticky_transitions",
     "worker_type_counts",
 ]
 
@@ -247,6 +252,47 @@ def _names(prefix: str, n: int) -> tuple[str, ...]:
     return tuple(f"{prefix}{i:0{width}d}" for i in range(n))
 
 
+def _workers(
+    rng: np.random.Generator,
+    M: int,
+    K: int,
+    counts: Mapping[str, int],
+    expert_accuracy: tuple[float, float],
+    novice_accuracy: tuple[float, float],
+) -> tuple[np.ndarray, np.ndarray]:
+    """Worker types shuffled over the M workers, and their (M, K, K) confusion matrices."""
+    types = np.repeat(np.array(WORKER_TYPES), [counts[t] for t in WORKER_TYPES])
+    types = types[rng.permutation(M)]
+    gamma = np.empty((M, K, K))
+    builders = {
+        "expert": lambda n: _diagonal_gamma(rng, n, K, expert_accuracy),
+        "novice": lambda n: _diagonal_gamma(rng, n, K, novice_accuracy),
+        "spammer": lambda n: _spammer_gamma(rng, n, K),
+        "adversary": lambda n: _adversary_gamma(rng, n, K),
+    }
+    for t in WORKER_TYPES:
+        idx = np.flatnonzero(types == t)
+        if idx.size:
+            gamma[idx] = builders[t](idx.size)
+    return types, gamma
+
+
+def _responses(
+    rng: np.random.Generator, truth: np.ndarray, gamma: np.ndarray, L: int | None, density: float | None
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(item, worker, label): the design (L workers per item, or each pair w.p. density), then every label drawn
+    from column truth[item] of Gamma[worker] by inverse-CDF sampling, all observations at once."""
+    N, (M, K, _) = truth.size, gamma.shape
+    if density is None:
+        item, worker = _fixed_design(rng, N, M, L)
+    else:
+        item, worker = np.nonzero(_bernoulli_mask(rng, N, M, density))
+    cdf = np.cumsum(gamma, axis=1)[worker, :, truth[item]]  # (n_obs, K)
+    u = rng.random(item.size)
+    label = np.minimum((u[:, None] >= cdf).sum(axis=1), K - 1)
+    return item, worker, label
+
+
 # ------------------------------------------------------------ simulate_crowd
 def simulate_crowd(
     n_items: int = 500,
@@ -319,33 +365,9 @@ def simulate_crowd(
         pi = pi / pi.sum()
 
     rng = np.random.default_rng(seed)
-
-    # worker types, shuffled over the workers, and their confusion matrices
-    types = np.repeat(np.array(WORKER_TYPES), [counts[t] for t in WORKER_TYPES])
-    types = types[rng.permutation(M)]
-    gamma = np.empty((M, K, K))
-    builders = {
-        "expert": lambda n: _diagonal_gamma(rng, n, K, expert_accuracy),
-        "novice": lambda n: _diagonal_gamma(rng, n, K, novice_accuracy),
-        "spammer": lambda n: _spammer_gamma(rng, n, K),
-        "adversary": lambda n: _adversary_gamma(rng, n, K),
-    }
-    for t in WORKER_TYPES:
-        idx = np.flatnonzero(types == t)
-        if idx.size:
-            gamma[idx] = builders[t](idx.size)
-
+    types, gamma = _workers(rng, M, K, counts, expert_accuracy, novice_accuracy)
     truth = rng.choice(K, size=N, p=pi).astype(np.int32)
-
-    if density is None:
-        item, worker = _fixed_design(rng, N, M, L)
-    else:
-        item, worker = np.nonzero(_bernoulli_mask(rng, N, M, density))
-
-    # label ~ column truth[item] of Gamma[worker]: inverse-CDF sampling on all observations at once
-    cdf = np.cumsum(gamma, axis=1)[worker, :, truth[item]]  # (n_obs, K)
-    u = rng.random(item.size)
-    label = np.minimum((u[:, None] >= cdf).sum(axis=1), K - 1)
+    item, worker, label = _responses(rng, truth, gamma, L if density is None else None, density)
 
     design = f"{L} labels per item" if density is None else f"density {density:g}"
     kinds = ", ".join(f"{counts[t]} {_PLURAL[t]}" for t in WORKER_TYPES if counts[t])
@@ -435,3 +457,213 @@ def simulate_scores(
         notes=(f"simulate_scores: N={N}, {G} good, {B} bad, sigma={sigma:g}, [{low:g}, {high:g}], seed={seed}",),
     )
     return SimulatedScores(annotations=ann, true_means=mu, good=good, sigma=sigma, low=low, high=high)
+
+
+# ------------------------------------------------------------ dependent labels (seed 003, Secs. 4-6)
+def _prepare_workers(M: int, K: int, mix, expert_accuracy, novice_accuracy):
+    counts = worker_type_counts(M, mix)
+    expert_accuracy = _check_range("expert_accuracy", expert_accuracy)
+    if novice_accuracy is None:
+        novice_accuracy = (min(1.0 / K + 0.1, 0.95), min(1.0 / K + 0.3, 0.95))
+    return counts, expert_accuracy, _check_range("novice_accuracy", novice_accuracy)
+
+
+def _design(M: int, labels_per_item: int | None, density: float | None) -> tuple[int | None, float | None]:
+    if labels_per_item is not None and density is not None:
+        raise ValueError("give either labels_per_item or density, not both.")
+    if density is not None:
+        density = float(density)
+        if not (np.isfinite(density) and 0.0 < density <= 1.0):
+            raise ValueError(f"density must be a probability in (0, 1], got {density}.")
+        return None, density
+    L = M if labels_per_item is None else _check_int("labels_per_item", labels_per_item, 1)
+    if L > M:
+        raise ValueError(f"labels_per_item ({L}) cannot exceed n_workers ({M}).")
+    return L, None
+
+
+def sticky_transitions(K: int, self_transition: float) -> np.ndarray:
+    """(K, K) T[k_new, k_old]: stay with probability ``self_transition``, else move uniformly to another class."""
+    if not 0.0 <= self_transition <= 1.0:
+        raise ValueError("self_transition must lie in [0, 1].")
+    return np.eye(K) * self_transition + (1.0 - np.eye(K)) * (1.0 - self_transition) / (K - 1)
+
+
+@dataclass(frozen=True, eq=False)
+class SimulatedSequences:
+    """Crowd-labelled Markov chains: ``annotations`` (sequential, gold = truth), ``truth`` (N,), ``T`` (K, K)
+    with T[k_new, k_old], ``pi0`` (K,), ``gamma`` (M, K, K), ``worker_types``."""
+
+    annotations: Annotations
+    truth: np.ndarray
+    T: np.ndarray
+    pi0: np.ndarray
+    gamma: np.ndarray
+    worker_types: tuple[str, ...]
+
+
+def simulate_sequences(
+    n_sequences: int = 100,
+    length: int | Sequence[int] = 40,
+    n_classes: int = 4,
+    n_workers: int = 10,
+    *,
+    self_transition: float | None = 0.8,
+    transition: np.ndarray | None = None,
+    pi0: Sequence[float] | None = None,
+    labels_per_item: int | None = None,
+    density: float | None = None,
+    mix: Mapping[str, float] | None = None,
+    expert_accuracy: tuple[float, float] = (0.6, 0.9),
+    novice_accuracy: tuple[float, float] | None = None,
+    seed: int | None = 0,
+) -> SimulatedSequences:
+    """S Markov chains of labels (seed 003, Sec. 6.1.1), each position labelled by a Dawid-Skene crowd.
+
+    ``length``: one length for all sequences or one per sequence. The chain: y_1 ~ pi0 (default uniform),
+    y_n ~ T(., y_{n-1}) with T ``transition`` if given, else sticky with ``self_transition``, else (both None)
+    random columns ~ Dirichlet(1) as in the seed. Workers as in :func:`simulate_crowd`; by default every worker
+    labels every position (the seed's setting); ``labels_per_item`` / ``density`` leave labels missing.
+    The chains are drawn one time step at a time for all sequences at once.
+    """
+    S = _check_int("n_sequences", n_sequences, 1)
+    K = _check_int("n_classes", n_classes, 2)
+    M = _check_int("n_workers", n_workers, 1)
+    lengths = np.broadcast_to(np.asarray(length, dtype=np.int64), (S,)).copy()
+    if (lengths < 1).any():
+        raise ValueError("every sequence needs length >= 1.")
+    L, density = _design(M, labels_per_item, density)
+    counts, expert_accuracy, novice_accuracy = _prepare_workers(M, K, mix, expert_accuracy, novice_accuracy)
+    rng = np.random.default_rng(seed)
+    if transition is not None:
+        T = np.asarray(transition, dtype=np.float64)
+        if T.shape != (K, K) or (T < 0).any() or not np.allclose(T.sum(axis=0), 1.0):
+            raise ValueError("transition must be (K, K) with non-negative columns summing to 1 (T[new, old]).")
+    elif self_transition is not None:
+        T = sticky_transitions(K, self_transition)
+    else:
+        T = _dirichlet(rng, 1.0, (K, K)).T
+    p0 = np.full(K, 1.0 / K) if pi0 is None else np.asarray(pi0, dtype=np.float64)
+    types, gamma = _workers(rng, M, K, counts, expert_accuracy, novice_accuracy)
+    starts = np.concatenate([[0], np.cumsum(lengths)])
+    truth = np.empty(int(starts[-1]), dtype=np.int32)
+    y = rng.choice(K, size=S, p=p0)
+    truth[starts[:-1]] = y
+    cdf = np.cumsum(T, axis=0)  # cdf[:, k_old]
+    for t in range(1, int(lengths.max())):
+        live = np.flatnonzero(lengths > t)
+        u = rng.random(live.size)
+        y[live] = np.minimum((u[:, None] >= cdf[:, y[live]].T).sum(axis=1), K - 1)
+        truth[starts[live] + t] = y[live]
+    item, worker, label = _responses(rng, truth, gamma, L, density)
+    seq_of = np.repeat(np.arange(S), lengths)
+    pos = np.arange(truth.size) - starts[seq_of]
+    ann = Annotations(
+        item=item.astype(np.int32),
+        worker=worker.astype(np.int32),
+        label=label.astype(np.int32),
+        item_names=tuple(f"{s}:{p}" for s, p in zip(seq_of.tolist(), pos.tolist())),
+        worker_names=_names("w", M),
+        class_names=tuple(str(k) for k in range(K)),
+        gold=truth.copy(),
+        name="simulated sequences",
+        notes=(f"simulate_sequences: S={S}, N={truth.size}, M={M}, K={K}, seed={seed}",),
+        sequence_starts=starts,
+        sequence_names=tuple(str(s) for s in range(S)),
+    )
+    return SimulatedSequences(ann, truth, T, p0, gamma, tuple(types.tolist()))
+
+
+@dataclass(frozen=True, eq=False)
+class SimulatedNetwork:
+    """A stochastic block model with crowd labels: ``annotations`` (graph = adjacency, gold = truth),
+    ``truth`` (N,), ``adjacency`` (sparse, symmetric, 0/1), ``p_in``, ``p_out``, ``gamma``, ``worker_types``."""
+
+    annotations: Annotations
+    truth: np.ndarray
+    adjacency: object
+    p_in: float
+    p_out: float
+    gamma: np.ndarray
+    worker_types: tuple[str, ...]
+
+
+def sbm_probabilities(sizes: np.ndarray, avg_degree: float, ratio: float) -> tuple[float, float]:
+    """(p_in, p_out) with p_out = ratio * p_in giving the expected average degree ``avg_degree``."""
+    N = sizes.sum()
+    within_pairs = float((sizes * (sizes - 1)).sum()) / 2
+    between_pairs = float(N * (N - 1)) / 2 - within_pairs
+    p_in = avg_degree * N / 2 / (within_pairs + ratio * between_pairs)
+    if p_in > 1:
+        raise ValueError("average degree too high for this many nodes and ratio.")
+    return p_in, ratio * p_in
+
+
+def _sbm_edges(rng: np.random.Generator, truth: np.ndarray, K: int, p_in: float, p_out: float) -> np.ndarray:
+    """(E, 2) undirected edges of an SBM: the number of edges per block pair ~ Binomial, endpoints uniform within
+    the blocks, duplicates and self-loops dropped (rare when sparse)."""
+    members = [np.flatnonzero(truth == k) for k in range(K)]
+    chunks = []
+    for a in range(K):
+        for b in range(a, K):
+            na, nb = members[a].size, members[b].size
+            pairs = na * (na - 1) // 2 if a == b else na * nb
+            if pairs == 0:
+                continue
+            m = rng.binomial(pairs, p_in if a == b else p_out)
+            u = members[a][rng.integers(0, na, size=m)]
+            v = members[b][rng.integers(0, nb, size=m)]
+            chunks.append(np.stack([u, v], axis=1))
+    e = np.concatenate(chunks) if chunks else np.zeros((0, 2), dtype=np.int64)
+    e = e[e[:, 0] != e[:, 1]]
+    e = np.sort(e, axis=1)
+    return np.unique(e, axis=0)
+
+
+def simulate_sbm(
+    n_items: int = 1000,
+    n_classes: int = 4,
+    n_workers: int = 10,
+    *,
+    avg_degree: float = 5.0,
+    ratio: float = 0.05,
+    class_prior: Sequence[float] | None = None,
+    labels_per_item: int | None = None,
+    density: float | None = None,
+    mix: Mapping[str, float] | None = None,
+    expert_accuracy: tuple[float, float] = (0.6, 0.9),
+    novice_accuracy: tuple[float, float] | None = None,
+    seed: int | None = 0,
+) -> SimulatedNetwork:
+    """A stochastic block model (seed 003, Sec. 6.2.1): communities = classes, an edge within a community with
+    probability p_in and between communities with p_out = ``ratio`` * p_in, set so the expected average degree
+    is ``avg_degree``; every node labelled by a Dawid-Skene crowd (by default every worker labels every node)."""
+    import scipy.sparse as sp
+
+    N = _check_int("n_items", n_items, 2)
+    K = _check_int("n_classes", n_classes, 2)
+    M = _check_int("n_workers", n_workers, 1)
+    L, density = _design(M, labels_per_item, density)
+    counts, expert_accuracy, novice_accuracy = _prepare_workers(M, K, mix, expert_accuracy, novice_accuracy)
+    pi = np.full(K, 1.0 / K) if class_prior is None else np.asarray(class_prior, dtype=np.float64)
+    rng = np.random.default_rng(seed)
+    types, gamma = _workers(rng, M, K, counts, expert_accuracy, novice_accuracy)
+    truth = rng.choice(K, size=N, p=pi).astype(np.int32)
+    p_in, p_out = sbm_probabilities(np.bincount(truth, minlength=K), avg_degree, ratio)
+    edges = _sbm_edges(rng, truth, K, p_in, p_out)
+    adj = sp.coo_matrix((np.ones(len(edges)), (edges[:, 0], edges[:, 1])), shape=(N, N))
+    adj = (adj + adj.T).tocsr()
+    item, worker, label = _responses(rng, truth, gamma, L, density)
+    ann = Annotations(
+        item=item.astype(np.int32),
+        worker=worker.astype(np.int32),
+        label=label.astype(np.int32),
+        item_names=tuple(str(i) for i in range(N)),
+        worker_names=_names("w", M),
+        class_names=tuple(str(k) for k in range(K)),
+        gold=truth.copy(),
+        name="simulated network (SBM)",
+        notes=(f"simulate_sbm: N={N}, K={K}, M={M}, average degree {avg_degree:g}, seed={seed}",),
+        graph=adj,
+    )
+    return SimulatedNetwork(ann, truth, adj, p_in, p_out, gamma, tuple(types.tolist()))

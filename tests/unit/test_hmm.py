@@ -143,3 +143,47 @@ def test_hmm_em_never_decreases_its_objective(hard):
         assert np.all(np.diff(obj) >= -1e-9 * np.maximum(1, np.abs(obj[:-1]))), seed
         assert np.all(np.diff(bound) >= -1e-9 * np.maximum(1, np.abs(bound[:-1]))), seed
         assert run.violations == [], (seed, run.violations)
+
+
+# ------------------------------------------------------------------ seed 003 Sec. 6.1.1, reproduced
+def seed_crowd_sequences(n_items: int, seed: int):
+    """K = 4, M = 10 (6 better than random, 4 answering at random), sequences of 40, random T."""
+    from crowdlab.simulate import mix_from_counts, simulate_sequences
+
+    return simulate_sequences(
+        n_items // 40,
+        40,
+        4,
+        10,
+        self_transition=None,
+        mix=mix_from_counts({"expert": 6, "spammer": 4}),
+        expert_accuracy=(0.35, 0.6),
+        seed=seed,
+    )
+
+
+def test_hmm_beats_iid_dawid_skene_at_n_1000():
+    import crowdlab as cl
+    from crowdlab.metrics import macro_f
+
+    gains = []
+    for seed in range(3):
+        sim = seed_crowd_sequences(1000, seed)
+        ds = cl.fit(sim.annotations, "ds")
+        hmm = cl.fit(sim.annotations, "hmm")
+        gains.append(macro_f(hmm.labels(), sim.truth, 4) - macro_f(ds.labels(), sim.truth, 4))
+    assert np.mean(gains) > 0.01 and min(gains) > -0.01, gains
+
+
+def test_transition_error_falls_as_n_grows():
+    import crowdlab as cl
+
+    errors = []
+    for n in (200, 1000, 10000):
+        errs = []
+        for seed in range(3):
+            sim = seed_crowd_sequences(n, seed)
+            T_hat = cl.fit(sim.annotations, "hmm").params.T
+            errs.append(np.abs(T_hat - sim.T).sum(axis=0).max())  # induced 1-norm ||T - T_hat||_1
+        errors.append(np.mean(errs))
+    assert errors[0] > errors[1] > errors[2], errors

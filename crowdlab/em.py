@@ -191,7 +191,7 @@ class Run:
             msg = f"non-finite objective after {kind}-step {len(self.snapshots)}"
             self.violations.append(msg)
             return msg
-        if not self.model.exact and not self.model.hard:
+        if not getattr(self.model, "monotone", True):
             return None
         problems = []
         tol = REL_TOL_MONOTONE

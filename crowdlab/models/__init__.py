@@ -7,6 +7,7 @@ from crowdlab.errors import ModelError
 from crowdlab.models.dawid_skene import DawidSkene
 from crowdlab.models.hmm import HMMCrowd, HMMParams, HMMPosterior
 from crowdlab.models.majority import MajorityVote
+from crowdlab.models.mrf import MRFParams, MRFPosterior, NetworkCrowd
 from crowdlab.models.one_coin import OneCoin
 from crowdlab.models.params import ClassParams
 from crowdlab.models.scores import GoodBadScores, ScoreParams
@@ -19,6 +20,7 @@ MODELS = {
     "two_coin": TwoCoin,
     "scores": GoodBadScores,
     "hmm": HMMCrowd,
+    "mrf": NetworkCrowd,
 }
 ALIASES = {"dawid_skene": "ds", "majority": "mv", "onecoin": "one_coin", "twocoin": "two_coin"}
 
@@ -45,6 +47,8 @@ def applicable_models(data: Annotations) -> list[str]:
             continue
         if cls is HMMCrowd and not data.is_sequential:
             continue
+        if cls is NetworkCrowd and data.graph is None:
+            continue
         out.append(key)
     return out
 
@@ -57,7 +61,10 @@ __all__ = [
     "HMMCrowd",
     "HMMParams",
     "HMMPosterior",
+    "MRFParams",
+    "MRFPosterior",
     "MajorityVote",
+    "NetworkCrowd",
     "OneCoin",
     "ScoreParams",
     "TwoCoin",

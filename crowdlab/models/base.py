@@ -141,6 +141,11 @@ class LatentModel:
         return self.info.exact and not self.hard
 
     @property
+    def monotone(self) -> bool:
+        """Whether this EM provably never decreases its objective (the engine checks it on every step)."""
+        return self.exact or self.hard
+
+    @property
     def objective_name(self) -> str:
         if self.hard:
             return "complete-data log-likelihood log p(x, z_hat | theta)" + (" + log prior" if self.has_prior else "")

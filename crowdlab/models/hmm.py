@@ -69,28 +69,48 @@ class HMMPosterior:
     xi: np.ndarray
     entropy: float
     log_lik: float | None = None
+    params: object = None  # the parameters of the E-step that produced it (the bound is tight there)
 
 
 @dataclass(frozen=True, eq=False)
 class _Layout:
-    """Time-major view of the sequences: at step t the running sequences are ``order[:count[t]]``."""
+    """Time-major packing of the sequences. Sequences are sorted by decreasing length; packed row
+    ``offsets[t] + j`` is position t of the j-th longest sequence still running at t, so the positions of step t
+    are the contiguous slice ``offsets[t] : offsets[t] + count[t]`` and the first ``count[t + 1]`` of them
+    continue at t + 1. ``perm[packed row] = item``."""
 
     starts: np.ndarray  # (S,) first item of each sequence
     lengths: np.ndarray  # (S,)
-    order: np.ndarray  # (S,) sequences by decreasing length
-    count: np.ndarray  # (Lmax,) number of sequences longer than t
+    count: np.ndarray  # (Lmax,) sequences longer than t
+    offsets: np.ndarray  # (Lmax + 1,)
+    perm: np.ndarray  # (N,) packed row -> item
+    inv: np.ndarray  # (N,) item -> packed row
 
-    def positions(self, t: int) -> np.ndarray:
-        return self.starts[self.order[: self.count[t]]] + t
+    def step(self, t: int, n: int | None = None) -> slice:
+        """Packed rows of step t (the first ``n`` of them when given)."""
+        return slice(self.offsets[t], self.offsets[t] + (self.count[t] if n is None else n))
 
 
 def layout(data: Annotations) -> _Layout:
+    """The packing of ``data``'s sequences (cached on the Annotations object)."""
+    cached = data.__dict__.get("_hmm_layout")
+    if cached is not None:
+        return cached
     st = data.sequence_starts
     starts, lengths = st[:-1], np.diff(st)
     order = np.argsort(-lengths, kind="stable")
     lmax = int(lengths.max())
-    count = (lengths[None, :] > np.arange(lmax)[:, None]).sum(axis=1)
-    return _Layout(starts, lengths, order, count)
+    count = np.bincount(lengths, minlength=lmax + 1)[::-1].cumsum()[::-1][1:]  # sequences longer than t
+    offsets = np.concatenate([[0], np.cumsum(count)])
+    # packed row offsets[t] + j  <->  item starts[order[j]] + t
+    t_of = np.repeat(np.arange(lmax), count)
+    j_of = np.arange(offsets[-1]) - offsets[t_of]
+    perm = starts[order[j_of]] + t_of
+    inv = np.empty_like(perm)
+    inv[perm] = np.arange(perm.size)
+    lay = _Layout(starts, lengths, count, offsets, perm, inv)
+    data.__dict__["_hmm_layout"] = lay
+    return lay
 
 
 def emission_logs(data: Annotations, gamma: np.ndarray) -> np.ndarray:
@@ -99,46 +119,67 @@ def emission_logs(data: Annotations, gamma: np.ndarray) -> np.ndarray:
     return np.asarray(data.label_counts @ safe_log(gamma).reshape(M * K, K))
 
 
-def forward_backward(data: Annotations, params: HMMParams, pairs: bool = False):
+def _mv(x: np.ndarray, T: np.ndarray) -> np.ndarray:
+    """x @ T.T for a batch of rows (T[k_new, k_old]: the predicted next-state weights)."""
+    return np.einsum("sj,kj->sk", x, T, optimize=False)
+
+
+def _forward(E: np.ndarray, pi0: np.ndarray, T: np.ndarray, lay: _Layout) -> tuple[np.ndarray, np.ndarray]:
+    """Scaled forward pass over packed rows: (alpha (N, K) normalised, c (N,) scale factors)."""
+    N, K = E.shape
+    alpha = np.empty((N, K))
+    c = np.empty(N)
+    sl = lay.step(0)
+    a = pi0[None, :] * E[sl]
+    for t in range(lay.count.size):
+        if t:
+            prev, sl = lay.step(t - 1, lay.count[t]), lay.step(t)
+            a = _mv(alpha[prev], T) * E[sl]
+        ct = a.sum(axis=1)
+        c[sl] = ct
+        alpha[sl] = a / np.maximum(ct, 1e-300)[:, None]
+    return alpha, c
+
+
+def _scaled_emissions(data: Annotations, gamma: np.ndarray, lay: _Layout) -> tuple[np.ndarray, np.ndarray, float]:
+    """Packed (logE, E = exp(logE - max), sum of the maxima)."""
+    logE = emission_logs(data, gamma)[lay.perm]
+    m = logE.max(axis=1, keepdims=True)
+    return logE, np.exp(logE - m), float(m.sum())
+
+
+def forward_backward(data: Annotations, params: HMMParams, pairs: bool = False, _cache=None):
     """Scaled forward-backward over all sequences at once (seed 003 App. A).
 
     Returns ``(q, xi_sum, log_lik)`` and, with ``pairs=True``, also ``(first, xi_pairs)`` where
     ``xi_pairs[p, j, k] = P(y_n = j, y_{n+1} = k | F)`` for the pair starting at item ``first[p]``.
     """
     lay = layout(data)
-    logE = emission_logs(data, params.gamma)
-    m = logE.max(axis=1, keepdims=True)
-    E = np.exp(logE - m)  # scaled emissions; log_lik adds m back
-    N, K = E.shape
+    if _cache is not None:
+        logE, E, msum, alpha, c = _cache
+    else:
+        logE, E, msum = _scaled_emissions(data, params.gamma, lay)
+        alpha, c = _forward(E, params.pi, params.T, lay)
     T = params.T
-    alpha = np.empty((N, K))
-    c = np.empty(N)
-    pos = lay.positions(0)
-    a = params.pi[None, :] * E[pos]
-    c[pos] = a.sum(axis=1)
-    alpha[pos] = a / np.maximum(c[pos], 1e-300)[:, None]
-    for t in range(1, lay.count.size):
-        prev, pos = lay.positions(t - 1)[: lay.count[t]], lay.positions(t)
-        a = (alpha[prev] @ T.T) * E[pos]
-        c[pos] = a.sum(axis=1)
-        alpha[pos] = a / np.maximum(c[pos], 1e-300)[:, None]
-    log_lik = float(np.log(np.maximum(c, 1e-300)).sum() + m.sum())
-    beta = np.ones((N, K))
-    xi = np.zeros((K, K))
+    log_lik = float(np.log(np.maximum(c, 1e-300)).sum() + msum)
+    beta = np.ones_like(alpha)
+    xi = np.zeros((T.shape[0], T.shape[0]))
     firsts, pair_list = [], []
     for t in range(lay.count.size - 2, -1, -1):
-        nxt = lay.positions(t + 1)
-        cur = lay.positions(t)[: nxt.size]
+        n = lay.count[t + 1]
+        nxt, cur = lay.step(t + 1), lay.step(t, n)
         v = E[nxt] * beta[nxt] / np.maximum(c[nxt], 1e-300)[:, None]
-        beta[cur] = v @ T
+        beta[cur] = np.einsum("sk,kj->sj", v, T, optimize=False)
         xi += (v.T @ alpha[cur]) * T
         if pairs:
-            firsts.append(cur)
+            firsts.append(lay.perm[cur])
             pair_list.append(alpha[cur][:, :, None] * T.T[None, :, :] * v[:, None, :])
     q = alpha * beta
     q /= q.sum(axis=1, keepdims=True)
+    q = q[lay.inv]
     if not pairs:
         return q, xi, log_lik
+    K = T.shape[0]
     first = np.concatenate(firsts) if firsts else np.zeros(0, dtype=np.int64)
     xp = np.concatenate(pair_list) if pair_list else np.zeros((0, K, K))
     order = np.argsort(first)
@@ -148,47 +189,36 @@ def forward_backward(data: Annotations, params: HMMParams, pairs: bool = False):
 def forward_log_likelihood(data: Annotations, params: HMMParams) -> float:
     """log p(F | theta) by the scaled forward pass alone."""
     lay = layout(data)
-    logE = emission_logs(data, params.gamma)
-    m = logE.max(axis=1, keepdims=True)
-    E = np.exp(logE - m)
-    alpha = np.empty_like(E)
-    total = float(m.sum())
-    pos = lay.positions(0)
-    a = params.pi[None, :] * E[pos]
-    for t in range(lay.count.size):
-        if t:
-            prev, pos = lay.positions(t - 1)[: lay.count[t]], lay.positions(t)
-            a = (alpha[prev] @ params.T.T) * E[pos]
-        ct = a.sum(axis=1)
-        total += float(np.log(np.maximum(ct, 1e-300)).sum())
-        alpha[pos] = a / np.maximum(ct, 1e-300)[:, None]
-    return total
+    _, E, msum = _scaled_emissions(data, params.gamma, lay)
+    _, c = _forward(E, params.pi, params.T, lay)
+    return float(np.log(np.maximum(c, 1e-300)).sum() + msum)
 
 
 def viterbi(data: Annotations, params: HMMParams) -> np.ndarray:
     """(N,) the most probable labels of every sequence (seed 003 eq. (19)), in log space, all sequences at once."""
     lay = layout(data)
-    logE = emission_logs(data, params.gamma)
+    logE = emission_logs(data, params.gamma)[lay.perm]
     logT = safe_log(params.T)
     N, K = logE.shape
     delta = np.empty((N, K))
     back = np.zeros((N, K), dtype=np.int32)
-    pos = lay.positions(0)
-    delta[pos] = safe_log(params.pi)[None, :] + logE[pos]
+    sl = lay.step(0)
+    delta[sl] = safe_log(params.pi)[None, :] + logE[sl]
     for t in range(1, lay.count.size):
-        prev, pos = lay.positions(t - 1)[: lay.count[t]], lay.positions(t)
+        prev, sl = lay.step(t - 1, lay.count[t]), lay.step(t)
         scores = delta[prev][:, None, :] + logT[None, :, :]  # [s, k_new, k_old]
-        back[pos] = np.argmax(scores, axis=2)
-        delta[pos] = np.max(scores, axis=2) + logE[pos]
+        back[sl] = np.argmax(scores, axis=2)
+        delta[sl] = np.max(scores, axis=2) + logE[sl]
     path = np.empty(N, dtype=np.int32)
     for t in range(lay.count.size - 1, -1, -1):
-        pos = lay.positions(t)
+        sl = lay.step(t)
         n_next = lay.count[t + 1] if t + 1 < lay.count.size else 0
+        rows = np.arange(sl.start, sl.stop)
         if n_next:  # still running at t + 1: follow the back-pointer
-            nxt = lay.positions(t + 1)
-            path[pos[:n_next]] = back[nxt, path[nxt]]
-        path[pos[n_next:]] = np.argmax(delta[pos[n_next:]], axis=1)  # sequences ending at t
-    return path
+            nxt = np.arange(lay.offsets[t + 1], lay.offsets[t + 1] + n_next)
+            path[rows[:n_next]] = back[nxt, path[nxt]]
+        path[rows[n_next:]] = np.argmax(delta[rows[n_next:]], axis=1)  # sequences ending at t
+    return path[lay.inv]
 
 
 def transition_counts(data: Annotations, labels: np.ndarray, K: int) -> np.ndarray:
@@ -211,6 +241,23 @@ class HMMCrowd(LatentModel):
             raise ValueError("prior strength must be >= 0.")
         self.prior = float(prior)
         self.hard = bool(hard)
+        self._memo: list[tuple[object, object, tuple]] = []  # (data, params, forward state), newest last
+
+    def _state(self, data: Annotations, params: HMMParams) -> tuple:
+        """(packed logE, scaled E, sum of maxima, alpha, c) for these parameters, computed once.
+
+        The engine asks for the objective right after an M-step and the next E-step needs the same forward
+        pass: keeping the last two states makes one forward pass per iteration.
+        """
+        for d, p, st in self._memo:
+            if d is data and p is params:
+                return st
+        lay = layout(data)
+        logE, E, msum = _scaled_emissions(data, params.gamma, lay)
+        alpha, c = _forward(E, params.pi, params.T, lay)
+        st = (logE, E, msum, alpha, c)
+        self._memo = [*self._memo[-1:], (data, params, st)]
+        return st
 
     @property
     def has_prior(self) -> bool:
@@ -238,10 +285,10 @@ class HMMCrowd(LatentModel):
             q = np.zeros((data.n_items, data.n_classes))
             q[np.arange(data.n_items), path] = 1.0
             return HMMPosterior(q, transition_counts(data, path, data.n_classes), 0.0)
-        q, xi, ll = forward_backward(data, params)
+        q, xi, ll = forward_backward(data, params, _cache=self._state(data, params))
         post = HMMPosterior(q, xi, 0.0, ll)
         ent = ll - self._ecll(data, post, params)
-        return HMMPosterior(q, xi, max(float(ent), 0.0), ll)
+        return HMMPosterior(q, xi, max(float(ent), 0.0), ll, params)
 
     def m_step(self, data: Annotations, post: HMMPosterior) -> HMMParams:
         if isinstance(post, np.ndarray):
@@ -258,11 +305,12 @@ class HMMCrowd(LatentModel):
     def _ecll(self, data: Annotations, post: HMMPosterior, params: HMMParams) -> float:
         """E_q[log p(F, y | theta)]: initial states + transitions + emissions."""
         q = post.q
-        start = q[layout(data).starts]
+        lay = layout(data)
+        logE_packed = self._state(data, params)[0]
         return float(
-            (start @ safe_log(params.pi)).sum()
+            (q[lay.starts] @ safe_log(params.pi)).sum()
             + (post.xi * safe_log(params.T)).sum()
-            + (q * emission_logs(data, params.gamma)).sum()
+            + np.einsum("nk,nk->", q[lay.perm], logE_packed)
         )
 
     def log_prior(self, params: HMMParams) -> float:
@@ -276,7 +324,8 @@ class HMMCrowd(LatentModel):
         )
 
     def log_likelihood(self, data: Annotations, params: HMMParams) -> float:
-        return forward_log_likelihood(data, params) + self.log_prior(params)
+        _, _, msum, _, c = self._state(data, params)
+        return float(np.log(np.maximum(c, 1e-300)).sum() + msum) + self.log_prior(params)
 
     def complete_objective(self, data: Annotations, post, params: HMMParams) -> float:
         if isinstance(post, np.ndarray):
@@ -286,6 +335,8 @@ class HMMCrowd(LatentModel):
     def bound(self, data: Annotations, post, params: HMMParams) -> float:
         if isinstance(post, np.ndarray):
             post = self.as_posterior(data, post)
+        if post.params is params and post.log_lik is not None:  # right after an exact E-step: F = log p(F)
+            return post.log_lik + self.log_prior(params)
         return self.complete_objective(data, post, params) + post.entropy
 
     def objective(self, data: Annotations, post, params: HMMParams) -> float:

@@ -14,6 +14,14 @@ objective are defined from the first snapshot on.
 - ``"random"``: q0 rows drawn from a flat Dirichlet with a seeded generator (scores: w_a ~ U(0, 1)).
 - ``"params"``: user-given parameters (``params=``), validated; q0 = e_step(params).
 - ``"posterior"``: start from another model's result (``q0=`` its posterior), e.g. DS started from one-coin.
+- ``"moments"`` (seed 003 Sec. 3.2 and Alg. 2; :mod:`crowdlab.moments`): a parameter start, pi and Gamma from
+  moment matching (eq. (17)); q0 = e_step(params0), next: M. Per model: Dawid-Skene takes (pi, Gamma) as they
+  are; one-coin takes theta_m = sum_k pi_k Gamma_m(k, k) (its pi, unless the model fixes the class prior);
+  two-coin takes alpha_m = Gamma_m(1, 1), beta_m = Gamma_m(0, 0), p = pi_1; the HMM adds T from the lagged
+  moments (eqs. (21)-(23)) with pi0 = pi; the MRF takes Gamma with a uniform pi (Alg. 4). The scores model and
+  majority vote raise ModelError. Entries of Gamma, pi (and T) below ``MOMENT_FLOOR`` are lifted to it (then
+  renormalised): the simplex projection sets small entries to exactly zero, and one label the moments call
+  impossible would otherwise veto a class in the first E-step.
 """
 
 from __future__ import annotations
@@ -34,7 +42,9 @@ INITS = {
     "random": "Random (seeded)",
     "params": "Given parameters",
     "posterior": "Another model's result",
+    "moments": "Moment matching (seed 003 Sec. 3.2)",
 }
+MOMENT_FLOOR = 1e-3  # lower bound on the moment-matched Gamma entries used as an EM start
 
 
 @dataclass(frozen=True, eq=False)
@@ -63,6 +73,9 @@ def initialise(
             raise ModelError("Initialisation 'params' needs parameters (params=...).")
         _validate_params(params)
         return Start(model.e_step(data, params), params, "M", INITS["params"])
+    if strategy == "moments":
+        params0, desc = _moment_params(model, data, seed)
+        return Start(model.e_step(data, params0), params0, "M", desc)
     if strategy == "posterior":
         if q0 is None:
             raise ModelError("Initialisation 'posterior' needs a posterior (q0=...).")
@@ -94,6 +107,38 @@ def initialise(
         q = one_hot_argmax(np.log(np.maximum(q, 1e-300)))
     post = model.as_posterior(data, q)
     return Start(post, model.m_step(data, post), "E", desc)
+
+
+def _moment_params(model, data: Annotations, seed: int | None) -> tuple[object, str]:
+    """Starting parameters of ``model`` from moment matching (see the module docstring), and a description."""
+    from crowdlab.models.hmm import HMMCrowd, HMMParams
+    from crowdlab.models.majority import MajorityVote
+    from crowdlab.models.mrf import MRFParams, NetworkCrowd
+    from crowdlab.models.one_coin import OneCoin
+    from crowdlab.models.two_coin import TwoCoin
+    from crowdlab.moments import hmm_moment_params, moment_estimates
+
+    if isinstance(model, MajorityVote) or model.info.latent == "annotator" or data.is_continuous:
+        raise ModelError("moment matching applies to class labels")
+    est = moment_estimates(data, seed=0 if seed is None else int(seed))
+    K = est.pi.size
+    gamma = np.maximum(est.gamma, MOMENT_FLOOR)
+    gamma = gamma / gamma.sum(axis=1, keepdims=True)
+    pi = np.maximum(est.pi, MOMENT_FLOOR)
+    pi = pi / pi.sum()
+    desc = INITS["moments"]
+    if isinstance(model, OneCoin):
+        theta = np.diagonal(gamma, axis1=1, axis2=2) @ pi
+        return model.params_from(pi if model.class_prior is None else model.class_prior, theta), desc
+    if isinstance(model, TwoCoin):
+        return model.params_from(pi[1], gamma[:, 1, 1], gamma[:, 0, 0]), desc
+    if isinstance(model, HMMCrowd):
+        T = np.maximum(hmm_moment_params(data, params=est).T, MOMENT_FLOOR)
+        T = T / T.sum(axis=0, keepdims=True)
+        return HMMParams(pi=pi, gamma=gamma, T=T), desc + ", T from lagged moments (Sec. 4.2)"
+    if isinstance(model, NetworkCrowd):
+        return MRFParams(pi=np.full(K, 1.0 / K), gamma=gamma), desc
+    return model.params_from(pi, gamma) if hasattr(model, "params_from") else est, desc
 
 
 def _validate_q(q: np.ndarray, data: Annotations, model) -> np.ndarray:

@@ -22,5 +22,13 @@ with right:
     sample_picker()
 
 st.subheader("Where to go next")
+st.page_link("pages/1_Data.py", label="Data", icon=":material/table_chart:")
+st.caption("Upload your own labels (long or wide CSV, optional gold) or simulate a crowd; see who labelled what.")
 st.page_link("pages/2_Step_through_EM.py", label="Step through EM", icon=":material/stairs:")
 st.caption("E-step, M-step, Back, scrub and run to convergence, with the objective and the bound F(q, θ).")
+st.page_link("pages/3_Compare_methods.py", label="Compare methods", icon=":material/compare_arrows:")
+st.caption("Every method on the current data: accuracy, macro F and log loss against gold; where they disagree.")
+st.page_link("pages/4_Priors_and_initialisations.py", label="Priors and initialisations", icon=":material/tune:")
+st.caption("Restart EM from many starts and sweep the prior strength: how many optima, and which is right?")
+st.page_link("pages/5_Export.py", label="Export", icon=":material/download:")
+st.caption("Posteriors, labels, worker parameters and the objective history as files; the Python that reproduces them.")

@@ -23,11 +23,22 @@ import plotly.graph_objects as go
 
 __all__ = [
     "COLOR_SCALE",
+    "parse_rect_path",
+    "rect_path",
+    "annotator_bars",
+    "class_prior_bars",
     "confusion_grid",
     "half_step_positions",
+    "item_means_scatter",
     "metric_curve",
+    "objective_contour",
     "objective_curve",
+    "objective_spread",
     "posterior_heatmap",
+    "prior_sweep_figure",
+    "reliability_scatter",
+    "restart_scatter",
+    "sens_spec_scatter",
 ]
 
 COLOR_SCALE = "Blues"
@@ -96,10 +107,10 @@ def objective_curve(
     """The objective after every half-step, the bound as a dashed line, and the current snapshot marked.
 
     ``history``: :meth:`crowdlab.em.Run.history` (arrays ``kind``, ``iteration``, ``objective``, ``bound``).
-    Traces (their ``meta`` says which): ``objective`` (lines+markers, named ``objective_name``; circles after
-    init/M-steps, diamonds after E-steps), ``bound`` (dashed, named ``bound_name``, when ``show_bound`` and
-    finite values exist) and ``current`` (one large marker at ``current_index``). A run without an objective
-    (majority vote) gives a figure with a message instead.
+    Traces (their ``meta`` says which): ``objective`` (lines+markers, named ``objective_name``), ``e_steps``
+    (diamonds on the snapshots after E-steps, when there are any), ``bound`` (dashed, named ``bound_name``, when
+    ``show_bound`` and finite values exist) and ``current`` (one large marker at ``current_index``). A run
+    without an objective (majority vote) gives a figure with a message instead.
     """
     kind = np.asarray(history["kind"])
     obj = np.asarray(history["objective"], dtype=np.float64)
@@ -108,8 +119,9 @@ def objective_curve(
         return _empty(title, "No objective: this method is not iterative.", height)
     x = half_step_positions(kind, history["iteration"])
     i = int(np.clip(current_index, 0, obj.size - 1))
-    symbols = np.where(kind == "E", "diamond", "circle")
     step_name = np.array([{"init": "init", "E": "after E-step", "M": "after M-step"}.get(k, k) for k in kind])
+    e = kind == "E"
+    # scalar marker symbols only: a per-point symbol array is validated point by point (~25 ms at 1,000 points)
     traces = [
         dict(
             type="scatter",
@@ -119,12 +131,26 @@ def objective_curve(
             name=objective_name,
             meta="objective",
             line=dict(color=OBJECTIVE_COLOR, width=2),
-            marker=dict(symbol=symbols, size=7, color=OBJECTIVE_COLOR),
+            marker=dict(symbol="circle", size=7, color=OBJECTIVE_COLOR),
             customdata=np.stack([np.arange(obj.size).astype(str), step_name], axis=1),
             hovertemplate="snapshot %{customdata[0]} (%{customdata[1]})<br>x = %{x}<br>%{y:.6g}"
             "<extra>objective</extra>",
         )
     ]
+    if e.any():
+        traces.append(
+            dict(
+                type="scatter",
+                x=x[e],
+                y=obj[e],
+                mode="markers",
+                name="after an E-step",
+                meta="e_steps",
+                showlegend=False,
+                marker=dict(symbol="diamond", size=9, color=OBJECTIVE_COLOR, line=dict(width=1, color="white")),
+                hoverinfo="skip",
+            )
+        )
     if show_bound and np.isfinite(bound).any():
         traces.append(
             dict(
@@ -312,6 +338,7 @@ def confusion_grid(
             type="category",
             autorange="reversed",
             visible=used,
+            showticklabels=c == 0,  # every matrix has the same classes: label the rows once per grid row
             title=dict(text="says" if c == 0 else "", standoff=4),
         )
         if not used:
@@ -355,20 +382,48 @@ def confusion_grid(
     return go.Figure(data=traces, layout=layout)
 
 
+CHANGED_COLOR = "#ff7f0e"
+RIGHT_COLOR = "#2ca02c"
+WRONG_COLOR = "#d62728"
+CHANGED_MARK = "★ "
+
+
+def rect_path(cells: Sequence[tuple[float, float, float, float]]) -> str:
+    """One SVG path drawing every rectangle (x0, x1, y0, y1): a single layout shape instead of one per cell
+    (each shape costs ~0.3 ms to validate, a path string costs nothing)."""
+    return " ".join(f"M{x0:g},{y0:g} H{x1:g} V{y1:g} H{x0:g} Z" for x0, x1, y0, y1 in cells)
+
+
+def parse_rect_path(path: str) -> list[tuple[float, float, float, float]]:
+    """The rectangles (x0, x1, y0, y1) of a :func:`rect_path` string (for tests and for reading figures back)."""
+    out = []
+    for part in path.split("Z"):
+        nums = part.replace("M", " ").replace("H", " ").replace("V", " ").replace(",", " ").split()
+        if nums:
+            x0, y0, x1, y1 = (float(v) for v in nums[:4])
+            out.append((x0, x1, y0, y1))
+    return out
+
+
 def posterior_heatmap(
     q: np.ndarray,
     item_names: Sequence[str],
     class_names: Sequence[str],
     gold: np.ndarray | None = None,
     *,
+    changed: np.ndarray | None = None,
     title: str = "Posterior q (rows: items, columns: classes)",
     text_max_cells: int = 400,
 ) -> go.Figure:
     """Heatmap of the posterior q (N, K): items as rows (top-down), classes as columns, fixed range [0, 1].
 
-    ``gold`` (N,) int codes with -1 = unknown: the cell of each known gold class is outlined (a layout shape
-    named ``gold``), so the number in it stays readable. Numbers sit on the cells when N * K <=
-    ``text_max_cells``.
+    ``gold`` (N,) int codes with -1 = unknown: the cell of each known gold class is outlined (one layout shape
+    named ``gold``, an SVG path of rectangles in category-index coordinates: :func:`parse_rect_path` reads it
+    back), so the number in it stays readable, and a text column to the right (own x axis ``x2``) names the gold
+    class: trace ``meta="gold_agrees"`` (green) where the arg-max of q agrees, ``meta="gold_differs"`` (red)
+    where it does not. ``changed`` (N,) bool: rows whose hard label changed in the last half-step get a star in
+    their tick label and a dotted outline around the row (one path shape named ``changed``). Numbers sit on the
+    cells when N * K <= ``text_max_cells``.
     """
     q = np.asarray(q, dtype=np.float64)
     if q.ndim != 2:
@@ -379,6 +434,14 @@ def posterior_heatmap(
     if len(items) != N or len(classes) != K:
         raise ValueError(f"names do not match q's shape {q.shape}: {len(items)} items, {len(classes)} classes.")
     show_text = N * K <= text_max_cells
+    known = np.zeros(0, dtype=int)
+    g = None
+    if gold is not None:
+        g = np.asarray(gold)
+        if g.shape != (N,):
+            raise ValueError(f"gold needs one entry per row: got shape {g.shape} for {N} rows.")
+        known = np.flatnonzero(g >= 0) if g.dtype.kind in "iu" else known
+    gold_column = known.size > 0
     heat = dict(
         type="heatmap",
         z=q,
@@ -394,32 +457,635 @@ def posterior_heatmap(
         xgap=1,
         ygap=1,
     )
+    traces = [heat]
     shapes = []
-    if gold is not None:
-        g = np.asarray(gold)
-        known = np.flatnonzero(g >= 0) if g.dtype.kind in "iu" else np.zeros(0, dtype=int)
-        # on category axes, shapes use the category index as the coordinate
-        shapes = [
+    # on category axes, shapes use the category index as the coordinate
+    if gold_column:
+        cells = [(int(g[n]) - 0.5, int(g[n]) + 0.5, n - 0.5, n + 0.5) for n in known]
+        shapes.append(
             dict(
-                type="rect",
-                x0=int(g[n]) - 0.5,
-                x1=int(g[n]) + 0.5,
-                y0=int(n) - 0.5,
-                y1=int(n) + 0.5,
+                type="path",
+                path=rect_path(cells),
                 xref="x",
                 yref="y",
                 line=dict(color=CURRENT_COLOR, width=2),
                 name="gold",
             )
-            for n in known
-        ]
+        )
+    yaxis = dict(type="category", autorange="reversed")
+    if changed is not None:
+        ch = np.asarray(changed, dtype=bool)
+        if ch.shape != (N,):
+            raise ValueError(f"changed needs one entry per row: got shape {ch.shape} for {N} rows.")
+        rows = np.flatnonzero(ch)
+        if rows.size:
+            shapes.append(
+                dict(
+                    type="path",
+                    path=rect_path([(-0.5, K - 0.5, n - 0.5, n + 0.5) for n in rows]),
+                    xref="x",
+                    yref="y",
+                    line=dict(color=CHANGED_COLOR, width=2, dash="dot"),
+                    name="changed",
+                )
+            )
+            yaxis.update(tickvals=items, ticktext=[CHANGED_MARK + s if c else s for s, c in zip(items, ch)])
     layout = _layout(
         title,
-        max(240, 100 + 22 * N),
+        max(240, 110 + 24 * N),
         margin=dict(l=10, r=10, t=80, b=10),
         shapes=shapes,
         coloraxis=dict(cmin=0.0, cmax=1.0, colorscale=COLOR_SCALE, colorbar=dict(title=dict(text="q"), thickness=12)),
-        xaxis=dict(type="category", side="top"),
-        yaxis=dict(type="category", autorange="reversed"),
+        xaxis=dict(type="category", side="top", domain=[0.0, 0.8] if gold_column else [0.0, 1.0]),
+        yaxis=yaxis,
     )
-    return go.Figure(data=[heat], layout=layout)
+    if gold_column:
+        ok = np.argmax(q[known], axis=1) == g[known]
+        for meta, sel, color, note in (
+            ("gold_agrees", known[ok], RIGHT_COLOR, "arg-max agrees"),
+            ("gold_differs", known[~ok], WRONG_COLOR, "arg-max differs"),
+        ):
+            if sel.size == 0:
+                continue
+            traces.append(
+                dict(
+                    type="scatter",
+                    x=["gold"] * sel.size,
+                    y=[items[n] for n in sel],
+                    text=[classes[int(g[n])] for n in sel],
+                    mode="text",
+                    textfont=dict(color=color, size=13),
+                    xaxis="x2",
+                    yaxis="y",
+                    meta=meta,
+                    name="gold",
+                    showlegend=False,
+                    hovertemplate="item %{y}: gold %{text} (" + note + ")<extra></extra>",
+                )
+            )
+        layout["xaxis2"] = dict(
+            domain=[0.82, 0.9], type="category", side="top", anchor="y", showgrid=False, fixedrange=True
+        )
+    return go.Figure(data=traces, layout=layout)
+
+
+# ---------------------------------------------------------------------------- workers and priors
+def reliability_scatter(
+    n_labels: np.ndarray,
+    accuracy: np.ndarray,
+    worker_names: Sequence[str],
+    *,
+    highlight: Sequence[int] | None = None,
+    chance: float | None = None,
+    title: str = "Worker reliability",
+    y_title: str = "estimated accuracy",
+    height: int = 380,
+) -> go.Figure:
+    """One point per worker: number of labels (x) against estimated accuracy (y, fixed range [0, 1] with a small
+    margin so points at 0 and 1 show whole).
+
+    Traces: ``workers`` (everyone not highlighted) and ``highlight`` (the workers in ``highlight``, e.g. those
+    shown in the confusion grid), hover = worker name. The x axis turns logarithmic when the label counts span
+    a factor of 20 or more. ``chance`` draws a dotted horizontal line (e.g. 1/K) named ``chance``.
+    """
+    n = np.asarray(n_labels, dtype=np.float64)
+    acc = np.asarray(accuracy, dtype=np.float64)
+    names = np.array([str(s) for s in worker_names], dtype=object)
+    if n.shape != acc.shape or n.shape != names.shape:
+        raise ValueError(f"need one label count, accuracy and name per worker: {n.shape}, {acc.shape}, {names.shape}.")
+    mark = np.zeros(n.shape, dtype=bool)
+    if highlight is not None:
+        mark[np.asarray(list(highlight), dtype=int)] = True
+    traces = []
+    for meta, sel, color, size in (("workers", ~mark, OBJECTIVE_COLOR, 8), ("highlight", mark, CURRENT_COLOR, 10)):
+        if not sel.any():
+            continue
+        traces.append(
+            dict(
+                type="scatter",
+                x=n[sel],
+                y=acc[sel],
+                mode="markers",
+                meta=meta,
+                name="shown in the grid" if meta == "highlight" else "workers",
+                text=names[sel],
+                marker=dict(size=size, color=color, opacity=0.75, line=dict(width=1, color="white")),
+                hovertemplate="%{text}<br>%{x:,} labels<br>" + y_title + " %{y:.3f}<extra></extra>",
+            )
+        )
+    positive = n[n > 0]
+    log_x = positive.size > 0 and positive.max() / positive.min() >= 20
+    shapes = []
+    if chance is not None:
+        shapes.append(
+            dict(
+                type="line",
+                x0=0,
+                x1=1,
+                xref="paper",
+                y0=chance,
+                y1=chance,
+                yref="y",
+                name="chance",
+                line=dict(color="#888888", width=1, dash="dot"),
+            )
+        )
+    layout = _layout(
+        title,
+        height,
+        shapes=shapes,
+        legend=dict(orientation="h", yanchor="top", y=-0.2, xanchor="left", x=0),
+        xaxis=_axis(
+            title=dict(text="number of labels", standoff=6),
+            type="log" if log_x else "linear",
+            rangemode="normal" if log_x else "tozero",
+        ),
+        yaxis=_axis(title=dict(text=y_title), range=[-0.02, 1.02]),
+    )
+    return go.Figure(data=traces, layout=layout)
+
+
+def sens_spec_scatter(
+    alpha: np.ndarray,
+    beta: np.ndarray,
+    worker_names: Sequence[str],
+    *,
+    title: str = "Two-coin workers: sensitivity α vs specificity β",
+    height: int = 380,
+) -> go.Figure:
+    """Specificity beta (x) against sensitivity alpha (y), both on [0, 1]; the spammer line alpha + beta = 1.
+
+    A worker on the dashed line says "1" with the same probability whatever the truth (a spammer); below it,
+    an adversary. Traces: ``workers``; shapes: ``spammer line``.
+    """
+    a = np.asarray(alpha, dtype=np.float64)
+    b = np.asarray(beta, dtype=np.float64)
+    names = [str(s) for s in worker_names]
+    trace = dict(
+        type="scatter",
+        x=b,
+        y=a,
+        mode="markers",
+        meta="workers",
+        name="workers",
+        text=names,
+        marker=dict(size=9, color=OBJECTIVE_COLOR, opacity=0.75, line=dict(width=1, color="white")),
+        hovertemplate="%{text}<br>β %{x:.3f}, α %{y:.3f}<extra></extra>",
+    )
+    line = dict(
+        type="line",
+        x0=0,
+        y0=1,
+        x1=1,
+        y1=0,
+        xref="x",
+        yref="y",
+        name="spammer line",
+        line=dict(color="#888", dash="dash"),
+    )
+    layout = _layout(
+        title,
+        height,
+        shapes=[line],
+        annotations=[
+            dict(
+                text="α + β = 1: spammer",
+                x=0.25,
+                y=0.75,
+                xref="x",
+                yref="y",
+                showarrow=False,
+                textangle=45,
+                font=dict(size=11, color="#888"),
+                yshift=10,
+            )
+        ],
+        xaxis=_axis(title=dict(text="specificity β = P(says 0 | true 0)", standoff=6), range=[-0.02, 1.02]),
+        yaxis=_axis(title=dict(text="sensitivity α = P(says 1 | true 1)"), range=[-0.02, 1.02]),
+    )
+    return go.Figure(data=[trace], layout=layout)
+
+
+def class_prior_bars(
+    pi: np.ndarray,
+    class_names: Sequence[str],
+    *,
+    reference: np.ndarray | None = None,
+    reference_name: str = "share in gold",
+    title: str = "Class prior π",
+    height: int = 340,
+) -> go.Figure:
+    """Bars of the class prior pi (K,) with values on them; the y range stays [0, 1] at every iteration.
+
+    ``reference`` (K,), e.g. the class shares among the gold labels, is drawn as wide horizontal markers
+    (trace ``meta="reference"``); the bars have ``meta="pi"``.
+    """
+    pi = np.asarray(pi, dtype=np.float64)
+    classes = [str(c) for c in class_names]
+    if pi.shape != (len(classes),):
+        raise ValueError(f"pi has shape {pi.shape} for {len(classes)} classes.")
+    traces = [
+        dict(
+            type="bar",
+            x=classes,
+            y=pi,
+            meta="pi",
+            name="π (estimate)",
+            text=_cell_text(pi),
+            textposition="auto",
+            marker=dict(color=OBJECTIVE_COLOR),
+            hovertemplate="class %{x}: π = %{y:.3f}<extra></extra>",
+        )
+    ]
+    if reference is not None:
+        traces.append(
+            dict(
+                type="scatter",
+                x=classes,
+                y=np.asarray(reference, dtype=np.float64),
+                mode="markers",
+                meta="reference",
+                name=reference_name,
+                marker=dict(symbol="line-ew", size=40, line=dict(width=3, color=CURRENT_COLOR)),
+                hovertemplate="class %{x}: " + reference_name + " %{y:.3f}<extra></extra>",
+            )
+        )
+    layout = _layout(
+        title,
+        height,
+        legend=dict(orientation="h", yanchor="top", y=-0.15, xanchor="left", x=0),
+        xaxis=_axis(type="category"),
+        yaxis=_axis(range=[0.0, 1.0], title=dict(text="probability")),
+    )
+    return go.Figure(data=traces, layout=layout)
+
+
+def annotator_bars(
+    p_good: np.ndarray,
+    worker_names: Sequence[str],
+    *,
+    title: str = "P(annotator is good | scores)",
+    height: int = 340,
+) -> go.Figure:
+    """One bar per annotator: the posterior probability of being a good annotator, fixed range [0, 1].
+
+    The bar colour follows the same probability on a fixed [0, 1] scale (red = bad, blue = good); a dot on top
+    of every bar (trace ``p_good_dots``) keeps an annotator with P(good) near 0 visible.
+    """
+    w = np.asarray(p_good, dtype=np.float64)
+    names = [str(s) for s in worker_names]
+    if w.shape != (len(names),):
+        raise ValueError(f"p_good has shape {w.shape} for {len(names)} annotators.")
+    trace = dict(
+        type="bar",
+        x=names,
+        y=w,
+        meta="p_good",
+        name="P(good)",
+        marker=dict(color=w, cmin=0.0, cmax=1.0, colorscale="RdBu"),
+        hovertemplate="%{x}: P(good) = %{y:.3f}<extra></extra>",
+    )
+    dots = dict(
+        type="scatter",
+        x=names,
+        y=w,
+        mode="markers",
+        meta="p_good_dots",
+        name="P(good)",
+        showlegend=False,
+        marker=dict(color=w, cmin=0.0, cmax=1.0, colorscale="RdBu", size=8, line=dict(width=1, color="#444")),
+        hoverinfo="skip",
+    )
+    layout = _layout(
+        title,
+        height,
+        showlegend=False,
+        xaxis=_axis(type="category", tickangle=-60 if len(names) > 12 else 0),
+        yaxis=_axis(range=[-0.04, 1.04], title=dict(text="P(good)")),
+        bargap=0.15,
+    )
+    return go.Figure(data=[trace, dots], layout=layout)
+
+
+def item_means_scatter(
+    mu: np.ndarray,
+    reference: np.ndarray,
+    item_names: Sequence[str],
+    *,
+    reference_name: str = "gold",
+    title: str = "Item means μ_i",
+    height: int = 380,
+) -> go.Figure:
+    """Estimated item means (y) against a reference (x: gold scores, or the plain average) with the line y = x.
+
+    Items with a non-finite reference are left out. Traces: ``items`` and ``diagonal``.
+    """
+    mu = np.asarray(mu, dtype=np.float64)
+    ref = np.asarray(reference, dtype=np.float64)
+    if mu.shape != ref.shape:
+        raise ValueError(f"mu {mu.shape} and reference {ref.shape} differ in shape.")
+    ok = np.isfinite(ref) & np.isfinite(mu)
+    names = np.array([str(s) for s in item_names], dtype=object)
+    lo = float(min(ref[ok].min(), mu[ok].min())) if ok.any() else 0.0
+    hi = float(max(ref[ok].max(), mu[ok].max())) if ok.any() else 1.0
+    traces = [
+        dict(
+            type="scattergl" if ok.sum() > 3000 else "scatter",
+            x=ref[ok],
+            y=mu[ok],
+            mode="markers",
+            meta="items",
+            name="items",
+            text=names[ok],
+            marker=dict(size=5, color=OBJECTIVE_COLOR, opacity=0.5),
+            hovertemplate="%{text}<br>" + reference_name + " %{x:.3g}, μ %{y:.3g}<extra></extra>",
+        ),
+        dict(
+            type="scatter",
+            x=[lo, hi],
+            y=[lo, hi],
+            mode="lines",
+            meta="diagonal",
+            name="μ = " + reference_name,
+            line=dict(color="#888888", dash="dash", width=1),
+            hoverinfo="skip",
+        ),
+    ]
+    layout = _layout(
+        title,
+        height,
+        showlegend=False,
+        xaxis=_axis(title=dict(text=reference_name, standoff=6)),
+        yaxis=_axis(title=dict(text="estimated μ_i")),
+    )
+    return go.Figure(data=traces, layout=layout)
+
+
+# ---------------------------------------------------------------------------- the likelihood surface
+def objective_contour(
+    xs: np.ndarray,
+    ys: np.ndarray,
+    Z: np.ndarray,
+    path_x: Sequence[float],
+    path_y: Sequence[float],
+    *,
+    path_index: Sequence[int] | None = None,
+    x_title: str = "x",
+    y_title: str = "y",
+    title: str = "Objective over two parameters",
+    floor_quantile: float = 0.2,
+    height: int = 520,
+) -> go.Figure:
+    """Contours of Z[iy, ix] (the objective on the grid xs x ys) with the path EM took drawn on top.
+
+    Z is shown relative to its maximum on the grid (0 = the best point of this slice), clipped from below at
+    its ``floor_quantile`` quantile so the contours resolve the region around the maximum rather than the
+    steep walls near 0 and 1. Traces (``meta``): ``surface`` (contour), ``path`` (lines+markers through
+    ``path_x``, ``path_y``), ``start`` (the first path point), ``current`` (the last path point) and
+    ``max`` (the grid's best point). Both axes span [0, 1] (with a small margin, so points on the edge show).
+    """
+    xs = np.asarray(xs, dtype=np.float64)
+    ys = np.asarray(ys, dtype=np.float64)
+    Z = np.asarray(Z, dtype=np.float64)
+    if Z.shape != (ys.size, xs.size):
+        raise ValueError(f"Z has shape {Z.shape}; expected (len(ys), len(xs)) = {(ys.size, xs.size)}.")
+    px = np.asarray(path_x, dtype=np.float64)
+    py = np.asarray(path_y, dtype=np.float64)
+    if px.shape != py.shape or px.size == 0:
+        raise ValueError("the path needs at least one point, with as many x as y values.")
+    rel = Z - np.nanmax(Z)
+    floor = float(np.nanquantile(rel, floor_quantile))
+    if not floor < 0:
+        floor = -1.0
+    shown = np.maximum(rel, floor)
+    iy, ix = np.unravel_index(int(np.nanargmax(Z)), Z.shape)
+    idx = np.arange(px.size) if path_index is None else np.asarray(path_index)
+    traces = [
+        dict(
+            type="contour",
+            x=xs,
+            y=ys,
+            z=shown,
+            meta="surface",
+            name="objective",
+            zmin=floor,
+            zmax=0.0,
+            ncontours=24,
+            colorscale="Viridis",
+            contours=dict(coloring="heatmap", showlines=True),
+            line=dict(width=0.5, color="rgba(255,255,255,0.4)"),
+            colorbar=dict(title=dict(text="Δ objective"), thickness=12),
+            hovertemplate="x %{x:.3f}, y %{y:.3f}<br>objective − slice max: %{z:.4g}<extra></extra>",
+        ),
+        dict(
+            type="scatter",
+            x=px,
+            y=py,
+            mode="lines+markers",
+            meta="path",
+            name="EM path",
+            customdata=idx,
+            line=dict(color="white", width=2),
+            marker=dict(size=7, color="#ff7f0e", line=dict(width=1, color="white")),
+            hovertemplate="snapshot %{customdata}<br>(%{x:.3f}, %{y:.3f})<extra>EM path</extra>",
+        ),
+        dict(
+            type="scatter",
+            x=[px[0]],
+            y=[py[0]],
+            mode="markers",
+            meta="start",
+            name="start",
+            marker=dict(symbol="square", size=11, color="white", line=dict(width=2, color="black")),
+            hovertemplate="start (%{x:.3f}, %{y:.3f})<extra></extra>",
+        ),
+        dict(
+            type="scatter",
+            x=[px[-1]],
+            y=[py[-1]],
+            mode="markers",
+            meta="current",
+            name="current",
+            marker=dict(symbol="circle-open", size=18, color=CURRENT_COLOR, line=dict(width=3)),
+            hovertemplate="current (%{x:.3f}, %{y:.3f})<extra></extra>",
+        ),
+        dict(
+            type="scatter",
+            x=[xs[ix]],
+            y=[ys[iy]],
+            mode="markers",
+            meta="max",
+            name="best point of this slice",
+            marker=dict(symbol="star", size=14, color="yellow", line=dict(width=1, color="black")),
+            hovertemplate="slice maximum (%{x:.3f}, %{y:.3f})<extra></extra>",
+        ),
+    ]
+    layout = _layout(
+        title,
+        height,
+        legend=dict(orientation="h", yanchor="top", y=-0.12, xanchor="left", x=0),
+        xaxis=_axis(title=dict(text=x_title, standoff=6), range=[-0.02, 1.02]),
+        yaxis=_axis(title=dict(text=y_title), range=[-0.02, 1.02]),
+    )
+    return go.Figure(data=traces, layout=layout)
+
+
+# ---------------------------------------------------------------------------- restarts and prior sweeps
+INIT_ORDER = ("majority", "all_good", "random")
+OPTIMUM_COLORS = (
+    "#1f77b4",
+    "#ff7f0e",
+    "#2ca02c",
+    "#d62728",
+    "#9467bd",
+    "#8c564b",
+    "#e377c2",
+    "#7f7f7f",
+    "#bcbd22",
+    "#17becf",
+)
+QUALITY_COLUMNS = ("accuracy", "macro F", "pearson r")
+
+
+def _quality_column(table) -> str | None:
+    for c in QUALITY_COLUMNS:
+        if c in table.columns and np.isfinite(table[c].to_numpy(dtype=float)).any():
+            return c
+    return None
+
+
+def _start_names(table) -> list[str]:
+    return [f"{i} (seed {s})" if i == "random" else str(i) for i, s in zip(table["init"], table["seed"])]
+
+
+def restart_scatter(table, title: str = "Restarts: final objective vs accuracy") -> go.Figure:
+    """One point per restart: final objective (x) against accuracy / Pearson r (y; iterations without gold).
+
+    ``table``: :func:`crowdlab.sweep.restarts` (columns init, seed, objective, iterations, optimum, and
+    accuracy / pearson r, relabelled when present). One trace per optimum (``meta="optimum <k>"``, 0 = best),
+    coloured by it; restarts that ended at a relabelling of the classes (mirror optima) are drawn as crosses.
+    """
+    if len(table) == 0:
+        return _empty(title, "No restarts yet.")
+    ycol = _quality_column(table) or "iterations"
+    names = np.array(_start_names(table), dtype=object)
+    relabelled = table["relabelled"].to_numpy(dtype=bool) if "relabelled" in table.columns else None
+    traces = []
+    for k in sorted(int(v) for v in table["optimum"].unique()):
+        sel = table["optimum"].to_numpy() == k
+        sym = np.where(relabelled[sel], "x", "circle") if relabelled is not None else "circle"
+        tags = np.where(relabelled[sel], " · classes relabelled", "") if relabelled is not None else [""] * sel.sum()
+        traces.append(
+            dict(
+                type="scatter",
+                x=table["objective"].to_numpy(dtype=float)[sel],
+                y=table[ycol].to_numpy(dtype=float)[sel],
+                mode="markers",
+                meta=f"optimum {k}",
+                name=f"optimum {k}" + (" (best)" if k == 0 else ""),
+                text=names[sel],
+                customdata=np.asarray(tags, dtype=object),
+                marker=dict(symbol=sym, size=11, color=OPTIMUM_COLORS[k % len(OPTIMUM_COLORS)], opacity=0.8),
+                hovertemplate="%{text}%{customdata}<br>objective %{x:.6g}<br>" + ycol + " %{y:.4g}<extra></extra>",
+            )
+        )
+    unit = ycol in QUALITY_COLUMNS[:2]
+    layout = _layout(
+        title,
+        400,
+        legend=dict(orientation="h", yanchor="top", y=-0.2, xanchor="left", x=0),
+        xaxis=_axis(title=dict(text="final objective", standoff=6), tickformat=".6~g"),
+        yaxis=_axis(title=dict(text=ycol), range=[0.0, 1.02] if unit else None),
+    )
+    return go.Figure(data=traces, layout=layout)
+
+
+def objective_spread(table, title: str = "Spread of the final objectives") -> go.Figure:
+    """Final objectives by kind of start: one box with all its points per start kind (``meta`` = the kind)."""
+    if len(table) == 0:
+        return _empty(title, "No restarts yet.")
+    kinds = [k for k in INIT_ORDER if k in set(table["init"])] + sorted(set(table["init"]) - set(INIT_ORDER))
+    names = np.array(_start_names(table), dtype=object)
+    traces = []
+    for j, kind in enumerate(kinds):
+        sel = table["init"].to_numpy() == kind
+        traces.append(
+            dict(
+                type="box",
+                y=table["objective"].to_numpy(dtype=float)[sel],
+                name=kind,
+                meta=kind,
+                boxpoints="all",
+                jitter=0.4,
+                pointpos=0,
+                text=names[sel],
+                marker=dict(color=METRIC_COLORS[j % len(METRIC_COLORS)], size=8),
+                line=dict(width=1),
+                fillcolor="rgba(0,0,0,0)",
+                hovertemplate="%{text}<br>objective %{y:.6g}<extra></extra>",
+            )
+        )
+    layout = _layout(
+        title,
+        400,
+        showlegend=False,
+        xaxis=_axis(title=dict(text="start", standoff=6)),
+        yaxis=_axis(title=dict(text="final objective"), tickformat=".6~g"),
+    )
+    return go.Figure(data=traces, layout=layout)
+
+
+def prior_sweep_figure(table, title: str = "Prior strength: quality and objective") -> go.Figure:
+    """x = prior strength (categories, in the order given); left axis [0, 1]: accuracy, macro F, mean worker
+    accuracy, Pearson r (those present); right axis: the final objective (dashed, ``meta="objective"``)."""
+    if len(table) == 0:
+        return _empty(title, "No prior sweep yet.")
+    x = [f"{float(s):g}" for s in table["prior"]]
+    traces = []
+    cols = [c for c in (*QUALITY_COLUMNS, "mean worker accuracy") if c in table.columns]
+    for j, c in enumerate(cols):
+        color = METRIC_COLORS[j % len(METRIC_COLORS)]
+        traces.append(
+            dict(
+                type="scatter",
+                x=x,
+                y=table[c].to_numpy(dtype=float),
+                mode="lines+markers",
+                meta=c,
+                name=c,
+                line=dict(color=color, width=2),
+                marker=dict(color=color, size=7),
+                hovertemplate="prior %{x}<br>" + c + " %{y:.4f}<extra></extra>",
+            )
+        )
+    traces.append(
+        dict(
+            type="scatter",
+            x=x,
+            y=table["objective"].to_numpy(dtype=float),
+            mode="lines+markers",
+            meta="objective",
+            name="objective (right axis)",
+            yaxis="y2",
+            line=dict(color=OBJECTIVE_COLOR, width=2, dash="dash"),
+            marker=dict(color=OBJECTIVE_COLOR, size=7, symbol="diamond"),
+            hovertemplate="prior %{x}<br>objective %{y:.6g}<extra></extra>",
+        )
+    )
+    layout = _layout(
+        title,
+        400,
+        legend=dict(orientation="h", yanchor="top", y=-0.2, xanchor="left", x=0),
+        xaxis=_axis(title=dict(text="prior strength (pseudo-counts)", standoff=6), type="category"),
+        yaxis=_axis(title=dict(text="against gold / worker accuracy"), range=[0.0, 1.02]),
+        yaxis2=dict(
+            title=dict(text="final objective"),
+            overlaying="y",
+            side="right",
+            showgrid=False,
+            tickmode="auto",
+            nticks=6,
+            tickformat=".6~g",
+        ),
+    )
+    return go.Figure(data=traces, layout=layout)

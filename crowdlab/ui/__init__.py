@@ -1,6 +1,15 @@
 """The Streamlit layer (the only package code that imports streamlit): state machine, page frame, stepper."""
 
 from crowdlab.ui.frame import dataset_summary, page_frame, sample_picker, use_sample
+from crowdlab.ui.priors_page import priors_lab
 from crowdlab.ui.stepper import method_picker, stepper_panel
 
-__all__ = ["dataset_summary", "method_picker", "page_frame", "sample_picker", "stepper_panel", "use_sample"]
+__all__ = [
+    "dataset_summary",
+    "method_picker",
+    "page_frame",
+    "priors_lab",
+    "sample_picker",
+    "stepper_panel",
+    "use_sample",
+]

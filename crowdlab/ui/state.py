@@ -16,6 +16,8 @@ page is not showing, so widget keys are only views of the plain keys, written ba
 ``run.metrics``             per-snapshot metrics against gold, computed once per snapshot (:func:`metrics`)
 ``run.pending``             "Run to convergence" was asked for; the stepper does it under a progress bar
 ``notice``                  a one-time message ("Method changed: the run was reset."), popped when shown
+``view.<name>``             the panels' view choices (tab, posterior order and page, picked item and
+                            worker, surface coordinates); forgotten when the dataset changes
 ==========================  ==========================================================================
 
 Every change happens in an ``on_click`` / ``on_change`` callback (never ``st.rerun()``). Changing the dataset or
@@ -47,6 +49,7 @@ RUN_ERROR = "run.error"
 METRICS = "run.metrics"
 PENDING = "run.pending"
 NOTICE = "notice"
+VIEW_PREFIX = "view."
 
 DEFAULT_SAMPLE = "bluebirds"
 DEFAULT_METHOD = "ds"
@@ -167,6 +170,8 @@ def set_dataset(data_id: str, data: Annotations, *, notice: bool = True, source:
         cfg = replace(cfg, method=default_method(data))
     st.session_state[CONFIG] = cfg
     _reset_run()
+    if changed:
+        _reset_views()
     if notice and changed:
         st.session_state[NOTICE] = NOTICE_DATASET
 
@@ -205,6 +210,27 @@ def _new_run() -> None:
         return
     st.session_state[RUN] = run
     st.session_state[RUN_ERROR] = None
+
+
+def _reset_views() -> None:
+    for key in [k for k in st.session_state if isinstance(k, str) and k.startswith(VIEW_PREFIX)]:
+        del st.session_state[key]
+
+
+# ---------------------------------------------------------------------------- view choices (plain keys)
+def get_view(name: str, default=None):
+    """A panel's view choice (``view.<name>``), or ``default`` when none was made."""
+    return st.session_state.get(VIEW_PREFIX + name, default)
+
+
+def set_view(name: str, value) -> None:
+    st.session_state[VIEW_PREFIX + name] = value
+
+
+def on_view_widget(widget_key: str, name: str) -> None:
+    """on_change of a view widget: copy its value into the plain key ``view.<name>``."""
+    if widget_key in st.session_state:
+        set_view(name, st.session_state[widget_key])
 
 
 # ---------------------------------------------------------------------------- widgets <-> plain keys

@@ -2,8 +2,10 @@
 
 Keeping a Step instant: a click runs one half-step or two of the engine in its callback; the panel then draws
 only stored snapshots. Metrics against gold are computed once per new snapshot (:func:`state.metrics`), the
-objective curve reads :meth:`Run.history` (a few numbers per snapshot), and the heatmaps show a bounded number of
-workers and items, so the cost of a rerun does not grow with the dataset beyond the EM step itself.
+objective curve reads :meth:`Run.history` (a few numbers per snapshot), and below them lazy tabs
+(:mod:`crowdlab.ui.panels`) run only the open panel, each of which shows a bounded number of items and workers,
+so the cost of a rerun does not grow with the dataset beyond the EM step itself
+(``benchmarks/bench_step.py`` measures it).
 """
 
 from __future__ import annotations
@@ -11,19 +13,12 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 
-import numpy as np
 import streamlit as st
 
 from crowdlab import plots
 from crowdlab.em import Run
 from crowdlab.init import INITS
-from crowdlab.models import ClassParams
-from crowdlab.ui import state
-
-VIEW = "stepper.view"
-VIEWS = ("Confusion matrices", "Posterior")
-MAX_WORKERS = 8
-MAX_ITEMS = 30
+from crowdlab.ui import panels, state
 
 
 def method_picker() -> None:
@@ -105,7 +100,7 @@ def stepper_panel() -> None:
         _curves(run)
     else:
         _baseline(run)
-    _heatmaps(run)
+    panels.draw_tabs(run)
 
 
 def _curves(run: Run) -> None:
@@ -174,26 +169,3 @@ def _position(run: Run) -> None:
     if n > 1:
         st.session_state[state.W_SCRUB] = run.index
         st.slider("Scrub through the computed snapshots", 0, n - 1, key=state.W_SCRUB, on_change=state.on_scrub)
-
-
-def _heatmaps(run: Run) -> None:
-    data = run.data
-    snap = run.current
-    if run.model.info.latent == "annotator":
-        fig = plots.posterior_heatmap(snap.q, data.worker_names, ["bad", "good"], title="P(annotator is bad / good)")
-        st.plotly_chart(fig, key="stepper.posterior_chart")
-        return
-    view = st.radio("Show", VIEWS, horizontal=True, key=VIEW, label_visibility="collapsed")
-    if view == VIEWS[0] and isinstance(snap.params, ClassParams):
-        order = np.argsort(-data.labels_per_worker, kind="stable")[:MAX_WORKERS]
-        fig = plots.confusion_grid(snap.params.gamma, data.worker_names, data.class_names, workers=order.tolist())
-        st.plotly_chart(fig, key="stepper.confusion_chart")
-        st.caption(f"The {len(order)} workers with the most labels (of {data.n_workers}).")
-    else:
-        if view == VIEWS[0]:
-            st.caption("Majority vote has no confusion matrices; here is its posterior.")
-        n = min(MAX_ITEMS, data.n_items)
-        gold = data.gold[:n] if data.has_gold else None
-        fig = plots.posterior_heatmap(snap.q[:n], data.item_names[:n], data.class_names, gold=gold)
-        st.plotly_chart(fig, key="stepper.posterior_chart")
-        st.caption(f"The first {n} of {data.n_items} items; red outlines mark the gold class.")

@@ -220,12 +220,14 @@ def test_majority_vote_and_scores_panels():
     at = _ok(AppTest.from_file(HOME, default_timeout=30).run())
     _ok(at.switch_page(STEP_PAGE).run())
     _ok(at.selectbox(key=state.W_METHOD).set_value("mv").run())
-    assert len(at.get("plotly_chart")) == 1  # the posterior heatmap only: no objective to draw
+    # the Posterior tab's heatmap only: no objective to draw
+    assert len(at.get("plotly_chart")) == 1
     assert [m.label for m in at.metric] == ["accuracy", "macro F"]
     assert float(at.metric[0].value) == pytest.approx(0.75, abs=0.02)  # bluebirds' majority vote
     _ok(at.switch_page("app.py").run())
     _ok(at.selectbox(key="home.dataset").set_value("affect").run())
     _ok(at.switch_page(STEP_PAGE).run())
-    assert not at.radio  # no confusion matrices for scores: the annotator posterior is shown directly
+    # the scores model's posterior is per annotator: bars of P(good) and the item means, no item table to order
+    assert not at.radio and len(at.get("plotly_chart")) == 4
     _click(at, "stepper.step")
     assert any("Pearson r now" in c.value for c in at.caption)

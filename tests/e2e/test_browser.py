@@ -1,221 +1,214 @@
-"""A real headless Chromium (Debian's /usr/bin/chromium) against ``streamlit run app.py``.
+"""A real headless Chromium (Debian's /usr/bin/chromium) against ``streamlit run app.py`` (fixtures: conftest.py).
 
-The Step page is opened cold by deep link first, on a fresh server (no session has loaded anything yet), then the
-home page. Screenshots land in tests/e2e/artifacts/<page>.png. Never ``playwright install`` here.
-Without /usr/bin/chromium the tests fail when the environment variable CI is set, and are skipped otherwise.
+Order matters and is the file's order: first every page is opened cold by deep link (the very first request of
+the fresh server is a deep link, not the home page), then an upload is carried through the Step, Compare and
+Export pages in one session, then the stepping controls are clicked through. Screenshots land in
+tests/e2e/artifacts/<name>.png. Never ``playwright install`` here.
 """
 
 from __future__ import annotations
 
-import os
 import re
-import socket
-import subprocess
-import sys
-import time
-import urllib.request
 from pathlib import Path
 
 import pytest
 
+from crowdlab.data import to_gold_dataframe, to_long_dataframe
+from crowdlab.simulate import mix_from_counts, simulate_crowd
+from tests.e2e.helpers import (
+    ITERATION,
+    assert_no_exception,
+    iteration,
+    screenshot,
+    sidebar_link,
+    sidebar_text,
+    wait_idle,
+    wait_page,
+)
+
 pytestmark = pytest.mark.e2e
 
 ROOT = Path(__file__).resolve().parents[2]
-ARTIFACTS = Path(__file__).resolve().parent / "artifacts"
-CHROMIUM = "/usr/bin/chromium"
-CHROMIUM_ARGS = [
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-dev-shm-usage",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-    "--no-first-run",
-]
-EXCEPTION = '[data-testid="stException"]'
-ITERATION = re.compile(r"iteration (\d+), (after [EM]-step|initialisation)")
+BAD_FILE = ROOT / "tests" / "data" / "missing_label_column.csv"
 
 
-def _missing(reason: str) -> None:
-    msg = f"{reason}: the browser tests need Debian's chromium at {CHROMIUM} (apt-get install chromium)."
-    if os.environ.get("CI"):
-        pytest.fail(msg)
-    pytest.skip(msg)
+def _page_paths() -> list[tuple[str, str]]:
+    """(URL path, artifact name) of every page: pages/N_Name.py is served at /Name; the home page last."""
+    out = []
+    for f in sorted((ROOT / "pages").glob("*.py")):
+        path = re.sub(r"^\d+_", "", f.stem)
+        out.append(("/" + path, path.lower()))
+    return out + [("/", "home")]
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-@pytest.fixture(scope="module")
-def server():
-    """A fresh ``streamlit run app.py`` on a free port; yields its base URL once /_stcore/health answers."""
-    port = _free_port()
-    streamlit = Path(sys.executable).with_name("streamlit")
-    cmd = [str(streamlit), "run", "app.py", "--server.port", str(port), "--server.address", "127.0.0.1"]
-    cmd += ["--server.headless", "true", "--browser.gatherUsageStats", "false"]
-    ARTIFACTS.mkdir(parents=True, exist_ok=True)
-    log = open(ARTIFACTS / "streamlit.log", "w")  # closed below
-    proc = subprocess.Popen(cmd, cwd=ROOT, stdout=log, stderr=subprocess.STDOUT)
-    url = f"http://127.0.0.1:{port}"
-    try:
-        deadline = time.monotonic() + 60
-        while True:
-            if proc.poll() is not None:
-                pytest.fail(f"streamlit exited with code {proc.returncode}; see {log.name}")
-            try:
-                with urllib.request.urlopen(url + "/_stcore/health", timeout=2) as r:
-                    if r.status == 200:
-                        break
-            except OSError:
-                pass
-            if time.monotonic() > deadline:
-                pytest.fail("streamlit did not answer /_stcore/health within 60 s")
-            time.sleep(0.3)
-        yield url
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-        log.close()
-
-
-@pytest.fixture(scope="module")
-def browser():
-    if not os.path.exists(CHROMIUM):
-        _missing("no chromium")
-    try:
-        from playwright.sync_api import sync_playwright
-    except ImportError:
-        _missing("the playwright package is not installed")
-    ARTIFACTS.mkdir(parents=True, exist_ok=True)
-    with sync_playwright() as p:
-        b = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS, headless=True)
-        yield b
-        b.close()
+@pytest.mark.parametrize("path,name", _page_paths(), ids=[n for _, n in _page_paths()])
+def test_every_page_opens_cold_by_deep_link(server, page, path, name):
+    page.goto(server + path)
+    wait_page(page)
+    assert_no_exception(page)
+    assert "Bluebirds" in sidebar_text(page)  # the frame loaded the default dataset on a cold link
+    if name == "data":
+        page.locator(".js-plotly-plot").nth(3).wait_for()  # the four pictures of the data
+    wait_idle(page)
+    assert_no_exception(page)
+    screenshot(page, name)
 
 
 @pytest.fixture()
-def page(browser):
-    context = browser.new_context(viewport={"width": 1400, "height": 1000})
-    pg = context.new_page()
-    pg.set_default_timeout(30_000)
-    yield pg
-    context.close()
+def crowd_csv(tmp_path) -> tuple[Path, Path]:
+    """A small long CSV (and its gold CSV) written to a temporary folder."""
+    sim = simulate_crowd(150, 8, 3, labels_per_item=4, mix=mix_from_counts({"expert": 5, "novice": 2, "spammer": 1}))
+    labels, gold = tmp_path / "e2e_crowd.csv", tmp_path / "e2e_gold.csv"
+    to_long_dataframe(sim.annotations).to_csv(labels, index=False)
+    to_gold_dataframe(sim.annotations).to_csv(gold, index=False)
+    return labels, gold
 
 
-def _wait_idle(page) -> None:
-    """Wait until Streamlit has finished the current run (the status widget shows no 'Running')."""
-    page.wait_for_timeout(300)
-    page.wait_for_function(
-        "() => !document.querySelector('[data-testid=\"stStatusWidget\"]')"
-        " || !/Running/.test(document.querySelector('[data-testid=\"stStatusWidget\"]').innerText)",
-        timeout=30_000,
-    )
-    page.wait_for_timeout(200)
+def _choose(page, index: int, path: Path) -> None:
+    """Put a file into the index-th file uploader of the page and wait until Streamlit has it."""
+    uploader = page.locator('[data-testid="stFileUploader"]').nth(index)
+    uploader.locator('input[type="file"]').set_input_files(str(path))
+    uploader.locator(f'[data-testid="stFileChipName"][title="{path.name}"]').wait_for()
+    wait_idle(page)
 
 
-def _iteration(page) -> tuple[int, str]:
-    text = page.get_by_text(ITERATION).first.inner_text()
-    m = ITERATION.search(text)
-    assert m, text
-    return int(m.group(1)), m.group(2)
+def test_upload_then_step_compare_and_export_in_one_session(server, page, crowd_csv):
+    labels, gold = crowd_csv
+    page.goto(server + "/Data")
+    wait_page(page)
+    assert "Bluebirds" in sidebar_text(page)
 
+    # 1. a bad file: the reader's message, no traceback, the dataset stays
+    _choose(page, 0, BAD_FILE)
+    page.get_by_role("button", name="Load", exact=True).click()
+    page.get_by_text("no label column found").wait_for()
+    wait_idle(page)
+    assert_no_exception(page)
+    assert "Bluebirds" in sidebar_text(page)
+    screenshot(page, "data_bad_upload")
 
-def _screenshot(page, name: str) -> None:
-    """Full-page screenshot: grow the viewport to the app's scroll height (the app scrolls inside a section)."""
-    height = page.evaluate(
-        "() => Math.max(...Array.from(document.querySelectorAll('section, div'))"
-        ".map(e => e.scrollHeight), document.body.scrollHeight)"
-    )
-    page.set_viewport_size({"width": 1400, "height": min(int(height) + 50, 6000)})
-    page.wait_for_timeout(800)
-    page.screenshot(path=str(ARTIFACTS / f"{name}.png"), full_page=True)
-    page.set_viewport_size({"width": 1400, "height": 1000})
+    # 2. a good file with gold: the sidebar summary changes, the run is reset with a notice
+    _choose(page, 0, labels)
+    _choose(page, 1, gold)
+    page.get_by_role("button", name="Load", exact=True).click()
+    page.get_by_text("Dataset changed: the run was reset.").wait_for()
+    wait_idle(page)
+    text = sidebar_text(page)
+    assert "e2e_crowd" in text and "items: 150" in text and "Bluebirds" not in text
+    page.get_by_text("Loaded 'e2e_crowd.csv' with gold from 'e2e_gold.csv'").wait_for()
+    page.locator(".js-plotly-plot").nth(3).wait_for()
+    assert_no_exception(page)
+    screenshot(page, "data_uploaded")
 
+    # 3. the Step page through the sidebar (same session): Step several times, then Run to convergence
+    sidebar_link(page, "Step through EM")
+    page.get_by_text(ITERATION).first.wait_for()
+    assert "e2e_crowd" in sidebar_text(page)
+    assert iteration(page) == (0, "initialisation")
+    step = page.get_by_role("button", name="Step", exact=True)
+    for i in range(1, 4):
+        step.click()
+        page.get_by_text(f"iteration {i}, after M-step").first.wait_for()
+        wait_idle(page)
+    page.get_by_role("button", name="Run to convergence").click()
+    page.get_by_text("converged").first.wait_for()
+    wait_idle(page)
+    it, kind = iteration(page)
+    assert it > 3 and kind == "after M-step"
+    assert_no_exception(page)
+    screenshot(page, "step_uploaded")
 
-def _assert_no_exception(page) -> None:
-    assert page.locator(EXCEPTION).count() == 0, page.locator(EXCEPTION).first.inner_text()
+    # 4. Compare: every method on the upload, scored against the uploaded gold
+    sidebar_link(page, "Compare methods")
+    page.get_by_role("button", name="Run all methods").click()
+    page.get_by_text("Highest accuracy").wait_for()
+    wait_idle(page)
+    assert page.locator(".js-plotly-plot").count() == 1
+    assert_no_exception(page)
+    screenshot(page, "compare_uploaded")
+
+    # 5. Export: the Step page's converged run, and a snippet that reloads the uploaded files
+    sidebar_link(page, "Export")
+    page.get_by_text(f"iteration {it}, after M-step").first.wait_for()
+    page.get_by_text('read_annotations("e2e_crowd.csv", gold="e2e_gold.csv")').wait_for()
+    assert page.get_by_role("button", name="posteriors.csv").is_visible()
+    assert_no_exception(page)
+    screenshot(page, "export_uploaded")
 
 
 def test_step_page_cold_deep_link_then_home(server, page):
-    # 1. a cold deep link to the Step page on a fresh server: the frame loads the default dataset
+    # 1. a cold deep link to the Step page: the frame loads the default dataset
     page.goto(server + "/Step_through_EM")
     page.get_by_text(ITERATION).first.wait_for()
-    _wait_idle(page)
-    _assert_no_exception(page)
+    wait_idle(page)
+    assert_no_exception(page)
     assert page.get_by_text("Bluebirds").first.is_visible()
-    assert _iteration(page) == (0, "initialisation")
+    assert iteration(page) == (0, "initialisation")
 
     # 2. Step three times: the iteration advances by one each time
     step = page.get_by_role("button", name="Step", exact=True)
     for i in range(1, 4):
         step.click()
         page.get_by_text(f"iteration {i}, after M-step").first.wait_for()
-        _wait_idle(page)
-    assert _iteration(page) == (3, "after M-step")
+        wait_idle(page)
+    assert iteration(page) == (3, "after M-step")
 
     # 3. E-step alone, then M-step
     page.get_by_role("button", name="E-step", exact=True).click()
     page.get_by_text("iteration 4, after E-step").first.wait_for()
-    _wait_idle(page)
+    wait_idle(page)
     page.get_by_role("button", name="M-step", exact=True).click()
     page.get_by_text("iteration 4, after M-step").first.wait_for()
-    _wait_idle(page)
+    wait_idle(page)
 
     # 4. Run to convergence: many more iterations, and the Run button is then disabled
     page.get_by_role("button", name="Run to convergence").click()
     page.get_by_text("converged").first.wait_for()
-    _wait_idle(page)
-    it, kind = _iteration(page)
+    wait_idle(page)
+    it, kind = iteration(page)
     assert it > 4 and kind == "after M-step"
     assert page.get_by_role("button", name="Run to convergence").is_disabled()
     assert page.locator(".js-plotly-plot").count() >= 3  # objective, accuracy, confusion matrices
-    _assert_no_exception(page)
-    _screenshot(page, "step_through_em")
+    assert_no_exception(page)
+    screenshot(page, "step_through_em_converged")
 
     # 5. Back goes one iteration back
     page.get_by_role("button", name="Back", exact=True).click()
     page.get_by_text(f"iteration {it - 1}, after M-step").first.wait_for()
-    _wait_idle(page)
+    wait_idle(page)
 
     # 6. the home page (sidebar navigation keeps the session; a reload would start a new one), then back
     page.locator('[data-testid="stSidebarNav"]').get_by_role("link").first.click()
     page.get_by_text("Where to go next").wait_for()
-    _wait_idle(page)
-    _assert_no_exception(page)
+    wait_idle(page)
+    assert_no_exception(page)
     assert page.get_by_text("Bluebirds").first.is_visible()
-    _screenshot(page, "home")
     page.locator('[data-testid="stMain"]').get_by_role("link", name=re.compile("Step through EM")).click()
     page.get_by_text(ITERATION).first.wait_for()
-    _wait_idle(page)
-    assert _iteration(page) == (it - 1, "after M-step")  # the run survived the page switch
-    _assert_no_exception(page)
+    wait_idle(page)
+    assert iteration(page) == (it - 1, "after M-step")  # the run survived the page switch
+    assert_no_exception(page)
 
 
 def test_posterior_view_and_home_dataset_switch(server, page):
     page.goto(server + "/")
     page.get_by_text("Where to go next").wait_for()
-    _wait_idle(page)
+    wait_idle(page)
     # switch dataset on the home page, then open the Step page via its link (same session)
     page.get_by_label("Bundled dataset").click()
     page.get_by_role("option", name=re.compile("Dog breeds")).click()
     page.get_by_text("Dataset changed: the run was reset.").wait_for()
-    _wait_idle(page)
-    _assert_no_exception(page)
+    wait_idle(page)
+    assert_no_exception(page)
     page.locator('[data-testid="stMain"]').get_by_role("link", name=re.compile("Step through EM")).click()
     page.get_by_text(ITERATION).first.wait_for()
-    _wait_idle(page)
+    wait_idle(page)
     assert page.get_by_text("Dog breeds").first.is_visible()
     page.get_by_role("button", name="Step", exact=True).click()
     page.get_by_text("iteration 1, after M-step").first.wait_for()
-    _wait_idle(page)
+    wait_idle(page)
     page.get_by_text("Posterior", exact=True).click()
-    _wait_idle(page)
+    wait_idle(page)
     page.get_by_text("red outlines mark the gold class").wait_for()
-    _assert_no_exception(page)
-    _screenshot(page, "step_posterior_dogs")
+    assert_no_exception(page)
+    screenshot(page, "step_posterior_dogs")

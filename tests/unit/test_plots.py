@@ -45,9 +45,12 @@ def test_objective_curve_draws_every_half_step_and_the_dashed_bound(run):
     assert bound.line.dash == "dash"
     assert obj.line.dash is None
     assert obj.name == "log-lik" and bound.name == "F"
-    # E-steps drawn as diamonds at the half positions
-    assert list(obj.marker.symbol[:3]) == ["circle", "diamond", "circle"]
+    # E-steps marked by diamonds at the half positions
     np.testing.assert_array_equal(obj.x[:4], [0, 0.5, 1, 1.5])
+    e = _by_meta(fig, "e_steps")
+    assert e.marker.symbol == "diamond" and e.mode == "markers"
+    np.testing.assert_array_equal(e.x, [0.5, 1.5, 2.5, 3.5, 4.5])
+    np.testing.assert_allclose(e.y, hist["objective"][1::2])
     # the bound never exceeds the objective (EM's lower bound) and touches it after E-steps
     assert np.all(np.asarray(bound.y) <= np.asarray(obj.y) + 1e-8 * np.abs(obj.y))
     np.testing.assert_allclose(np.asarray(bound.y)[1::2], np.asarray(obj.y)[1::2], rtol=1e-9)
@@ -66,7 +69,7 @@ def test_objective_curve_marks_the_current_snapshot(run, index):
 
 def test_objective_curve_without_bound_and_for_majority_vote(run):
     fig = plots.objective_curve(run.history(), 2, show_bound=False)
-    assert [t.meta for t in fig.data] == ["objective", "current"]
+    assert [t.meta for t in fig.data] == ["objective", "e_steps", "current"]
     mv = Run(run.data, MajorityVote())
     empty = plots.objective_curve(mv.history(), 0, title="MV")
     assert len(empty.data) == 0
@@ -136,21 +139,30 @@ def test_confusion_grid_picks_workers_and_drops_text_when_large():
 
 
 def test_posterior_heatmap_rows_top_down_gold_markers():
-    q = np.array([[0.9, 0.1], [0.2, 0.8], [0.5, 0.5]])
-    gold = np.array([0, -1, 1])
-    fig = plots.posterior_heatmap(q, ["i0", "i1", "i2"], ["no", "yes"], gold=gold)
+    q = np.array([[0.9, 0.1], [0.2, 0.8], [0.5, 0.5], [0.3, 0.7]])
+    gold = np.array([0, -1, 1, 0])
+    fig = plots.posterior_heatmap(q, ["i0", "i1", "i2", "i3"], ["no", "yes"], gold=gold)
     heat = fig.data[0]
     assert heat.type == "heatmap"
     assert (heat.zmin, heat.zmax) == (0.0, 1.0)
     np.testing.assert_allclose(np.asarray(heat.z), q)
-    assert list(heat.y) == ["i0", "i1", "i2"]
+    assert list(heat.y) == ["i0", "i1", "i2", "i3"]
     assert fig.layout.yaxis.autorange == "reversed"
     assert (fig.layout.coloraxis.cmin, fig.layout.coloraxis.cmax) == (0.0, 1.0)
-    # gold cells outlined: (class index, item index) = (0, 0) and (1, 2); item i1 has no gold
-    boxes = [s for s in fig.layout.shapes if s.name == "gold"]
-    assert [((b.x0 + b.x1) / 2, (b.y0 + b.y1) / 2) for b in boxes] == [(0, 0), (1, 2)]
-    assert all(b.x1 - b.x0 == 1 and b.y1 - b.y0 == 1 for b in boxes)
+    # gold cells outlined: (class index, item index) = (0, 0), (1, 2) and (0, 3); item i1 has no gold
+    (shape,) = [s for s in fig.layout.shapes if s.name == "gold"]
+    boxes = plots.parse_rect_path(shape.path)
+    assert [((x0 + x1) / 2, (y0 + y1) / 2) for x0, x1, y0, y1 in boxes] == [(0, 0), (1, 2), (0, 3)]
+    assert all(x1 - x0 == 1 and y1 - y0 == 1 for x0, x1, y0, y1 in boxes)
     assert heat.text[1][1] == "0.80"
+    # the gold column beside the heatmap: green where the arg-max agrees (i0; i2 ties at 0.5 -> class 0 != 1),
+    # red where it differs (i2, i3)
+    agrees = [t for t in fig.data if t.meta == "gold_agrees"][0]
+    differs = [t for t in fig.data if t.meta == "gold_differs"][0]
+    assert list(agrees.y) == ["i0"] and list(agrees.text) == ["no"]
+    assert list(differs.y) == ["i2", "i3"] and list(differs.text) == ["yes", "no"]
+    assert agrees.xaxis == "x2" and agrees.yaxis == "y"
+    assert fig.layout.xaxis.domain[1] < fig.layout.xaxis2.domain[0]
 
 
 def test_posterior_heatmap_without_gold_and_shape_checks():
@@ -159,5 +171,170 @@ def test_posterior_heatmap_without_gold_and_shape_checks():
     assert len(fig.data) == 1 and len(fig.layout.shapes) == 0
     fig = plots.posterior_heatmap(q, ["a", "b", "c"], ["x", "y"], gold=np.array([-1, -1, -1]))
     assert len(fig.data) == 1 and len(fig.layout.shapes) == 0
+    assert fig.layout.xaxis.domain == (0.0, 1.0)
     with pytest.raises(ValueError, match="names do not match"):
         plots.posterior_heatmap(q, ["a", "b"], ["x", "y"])
+    with pytest.raises(ValueError, match="one entry per row"):
+        plots.posterior_heatmap(q, ["a", "b", "c"], ["x", "y"], changed=np.array([True, False]))
+
+
+def test_posterior_heatmap_stars_and_outlines_the_changed_rows():
+    q = np.array([[0.9, 0.1], [0.4, 0.6], [0.5, 0.5]])
+    fig = plots.posterior_heatmap(q, ["a", "b", "c"], ["x", "y"], changed=np.array([False, True, False]))
+    assert list(fig.layout.yaxis.tickvals) == ["a", "b", "c"]
+    assert list(fig.layout.yaxis.ticktext) == ["a", "★ b", "c"]
+    (shape,) = [s for s in fig.layout.shapes if s.name == "changed"]
+    assert plots.parse_rect_path(shape.path) == [(-0.5, 1.5, 0.5, 1.5)]  # the whole row of item b
+    assert shape.line.dash == "dot"
+    # nothing changed: no stars, no outline
+    fig = plots.posterior_heatmap(q, ["a", "b", "c"], ["x", "y"], changed=np.zeros(3, dtype=bool))
+    assert fig.layout.yaxis.ticktext is None and len(fig.layout.shapes) == 0
+
+
+def test_rect_path_round_trip():
+    cells = [(-0.5, 0.5, 2.5, 3.5), (1.5, 2.5, 0.5, 1.5)]
+    assert plots.parse_rect_path(plots.rect_path(cells)) == cells
+    assert plots.parse_rect_path(plots.rect_path([])) == []
+
+
+def test_confusion_grid_labels_the_rows_once_per_grid_row():
+    gamma = np.tile(np.eye(2), (6, 1, 1))
+    fig = plots.confusion_grid(gamma, [f"w{m}" for m in range(6)], ["0", "1"], cols=3)
+    shown = {k: fig.layout[k].showticklabels for k in fig.layout if k.startswith("yaxis")}
+    assert shown == {"yaxis": True, "yaxis2": False, "yaxis3": False, "yaxis4": True, "yaxis5": False, "yaxis6": False}
+
+
+# ---------------------------------------------------------------------------- workers and priors
+def test_reliability_scatter_points_highlight_fixed_range_and_log_axis():
+    n = np.array([10.0, 500.0, 40.0, 1000.0])
+    acc = np.array([0.5, 0.9, 0.7, 0.95])
+    fig = plots.reliability_scatter(n, acc, ["a", "b", "c", "d"], highlight=[1, 3], chance=0.25)
+    rest, shown = _by_meta(fig, "workers"), _by_meta(fig, "highlight")
+    assert list(rest.x) == [10, 40] and list(rest.y) == [0.5, 0.7] and list(rest.text) == ["a", "c"]
+    assert list(shown.x) == [500, 1000] and list(shown.text) == ["b", "d"]
+    assert tuple(fig.layout.yaxis.range) == (-0.02, 1.02)
+    assert fig.layout.xaxis.type == "log"  # counts span a factor of 100
+    assert [s.y0 for s in fig.layout.shapes] == [0.25]
+    # equal counts: a linear axis from zero (not a range of 107 .. 109)
+    fig = plots.reliability_scatter(np.full(3, 108.0), np.array([0.5, 0.6, 0.7]), ["a", "b", "c"])
+    assert fig.layout.xaxis.type == "linear" and fig.layout.xaxis.rangemode == "tozero"
+    assert [t.meta for t in fig.data] == ["workers"]
+    with pytest.raises(ValueError, match="one label count"):
+        plots.reliability_scatter(n, acc[:2], ["a", "b", "c", "d"])
+
+
+def test_sens_spec_scatter_axes_and_spammer_line():
+    fig = plots.sens_spec_scatter(np.array([0.9, 0.3]), np.array([0.8, 0.6]), ["a", "b"])
+    t = _by_meta(fig, "workers")
+    assert list(t.x) == [0.8, 0.6] and list(t.y) == [0.9, 0.3]  # x = beta (specificity), y = alpha (sensitivity)
+    assert "β" in fig.layout.xaxis.title.text and "α" in fig.layout.yaxis.title.text
+    (line,) = fig.layout.shapes
+    assert (line.x0, line.y0, line.x1, line.y1) == (0, 1, 1, 0)  # alpha + beta = 1
+
+
+def test_class_prior_bars_fixed_range_and_reference():
+    fig = plots.class_prior_bars(np.array([0.2, 0.5, 0.3]), ["a", "b", "c"], reference=np.array([0.25, 0.5, 0.25]))
+    bars, ref = _by_meta(fig, "pi"), _by_meta(fig, "reference")
+    assert list(bars.y) == [0.2, 0.5, 0.3] and list(bars.text) == ["0.20", "0.50", "0.30"]
+    assert list(ref.y) == [0.25, 0.5, 0.25]
+    assert tuple(fig.layout.yaxis.range) == (0.0, 1.0)
+    with pytest.raises(ValueError, match="3 classes"):
+        plots.class_prior_bars(np.array([0.5, 0.5]), ["a", "b", "c"])
+
+
+def test_annotator_bars_fixed_colour_range():
+    fig = plots.annotator_bars(np.array([0.1, 0.99]), ["a", "b"])
+    bars = _by_meta(fig, "p_good")
+    assert (bars.marker.cmin, bars.marker.cmax) == (0.0, 1.0)
+    assert list(bars.marker.color) == [0.1, 0.99]
+    dots = _by_meta(fig, "p_good_dots")
+    assert list(dots.y) == [0.1, 0.99] and (dots.marker.cmin, dots.marker.cmax) == (0.0, 1.0)
+    assert tuple(fig.layout.yaxis.range) == (-0.04, 1.04)
+
+
+def test_item_means_scatter_drops_unknown_reference():
+    fig = plots.item_means_scatter(np.array([1.0, 2.0, 3.0]), np.array([1.5, np.nan, 2.5]), ["a", "b", "c"])
+    pts, diag = _by_meta(fig, "items"), _by_meta(fig, "diagonal")
+    assert list(pts.x) == [1.5, 2.5] and list(pts.y) == [1.0, 3.0] and list(pts.text) == ["a", "c"]
+    assert list(diag.x) == [1.0, 3.0] and list(diag.y) == [1.0, 3.0]
+
+
+# ---------------------------------------------------------------------------- the likelihood surface
+def test_objective_contour_relative_clipped_and_the_path():
+    xs = np.linspace(0, 1, 11)
+    ys = np.linspace(0, 1, 21)
+    Z = -((xs[None, :] - 0.3) ** 2 + (ys[:, None] - 0.8) ** 2) * 100 - 500
+    fig = plots.objective_contour(xs, ys, Z, [0.5, 0.4, 0.3], [0.5, 0.7, 0.8], path_index=[0, 2, 4])
+    surf = _by_meta(fig, "surface")
+    z = np.asarray(surf.z)
+    assert z.shape == (21, 11)
+    assert z.max() == 0.0 and surf.zmax == 0.0  # relative to the slice's best point
+    assert z.min() == pytest.approx(surf.zmin) and surf.zmin < 0  # clipped at the floor quantile
+    np.testing.assert_allclose(z[16, 3], 0.0)  # Z[iy, ix]: the maximum at y = 0.8, x = 0.3
+    path = _by_meta(fig, "path")
+    assert list(path.x) == [0.5, 0.4, 0.3] and list(path.customdata) == [0, 2, 4]
+    assert list(_by_meta(fig, "start").x) == [0.5] and list(_by_meta(fig, "current").y) == [0.8]
+    best = _by_meta(fig, "max")
+    assert (best.x[0], best.y[0]) == pytest.approx((0.3, 0.8))
+    assert tuple(fig.layout.xaxis.range) == tuple(fig.layout.yaxis.range) == (-0.02, 1.02)
+    with pytest.raises(ValueError, match="expected"):
+        plots.objective_contour(xs, ys, Z.T, [0.5], [0.5])
+
+
+# ---------------------------------------------------------------------------- restarts and prior sweeps
+@pytest.fixture(scope="module")
+def restart_table():
+    import pandas as pd
+
+    return pd.DataFrame(
+        {
+            "init": ["majority", "all_good", "random", "random", "random"],
+            "seed": [0, 0, 0, 1, 2],
+            "objective": [-10.0, -12.0, -10.0, -11.0, -10.0],
+            "iterations": [5, 6, 7, 8, 9],
+            "converged": [True] * 5,
+            "relabelled": [False, False, True, False, False],
+            "accuracy": [0.9, 0.8, 0.1, 0.7, 0.9],
+            "optimum": [0, 2, 0, 1, 0],
+        }
+    )
+
+
+def test_restart_scatter_one_trace_per_optimum_and_mirror_crosses(restart_table):
+    fig = plots.restart_scatter(restart_table)
+    assert [t.meta for t in fig.data] == ["optimum 0", "optimum 1", "optimum 2"]
+    best = _by_meta(fig, "optimum 0")
+    assert list(best.x) == [-10.0, -10.0, -10.0] and list(best.y) == [0.9, 0.1, 0.9]
+    assert list(best.marker.symbol) == ["circle", "x", "circle"]  # random seed 0 ended relabelled
+    assert list(best.text) == ["majority", "random (seed 0)", "random (seed 2)"]
+    assert fig.layout.yaxis.title.text == "accuracy" and tuple(fig.layout.yaxis.range) == (0.0, 1.02)
+    # without gold: iterations on the y axis
+    fig = plots.restart_scatter(restart_table.drop(columns=["accuracy"]))
+    assert fig.layout.yaxis.title.text == "iterations" and list(fig.data[0].y) == [5, 7, 9]
+    assert len(plots.restart_scatter(restart_table.iloc[:0]).data) == 0
+
+
+def test_objective_spread_one_box_per_kind_of_start(restart_table):
+    fig = plots.objective_spread(restart_table)
+    assert [t.meta for t in fig.data] == ["majority", "all_good", "random"]
+    assert list(_by_meta(fig, "random").y) == [-10.0, -11.0, -10.0]
+    assert all(t.boxpoints == "all" for t in fig.data)
+
+
+def test_prior_sweep_figure_unit_axis_and_objective_on_the_right():
+    import pandas as pd
+
+    t = pd.DataFrame(
+        {
+            "prior": [0.0, 0.5, 10.0],
+            "objective": [-100.0, -110.0, -150.0],
+            "accuracy": [0.9, 0.91, 0.85],
+            "mean worker accuracy": [0.7, 0.69, 0.6],
+        }
+    )
+    fig = plots.prior_sweep_figure(t)
+    assert [tr.meta for tr in fig.data] == ["accuracy", "mean worker accuracy", "objective"]
+    obj = _by_meta(fig, "objective")
+    assert obj.yaxis == "y2" and list(obj.x) == ["0", "0.5", "10"] and list(obj.y) == [-100.0, -110.0, -150.0]
+    assert tuple(fig.layout.yaxis.range) == (0.0, 1.02)
+    assert fig.layout.yaxis2.overlaying == "y" and fig.layout.xaxis.type == "category"

@@ -1,0 +1,421 @@
+"""Plotly figure builders for a label set and for method comparisons (pure functions, no Streamlit).
+
+The pictures a person wants before fitting anything: how many labels each item and each worker has, the class
+balance (next to gold's), and how often pairs of workers agree; and after :func:`crowdlab.compare.compare_methods`,
+how often pairs of methods agree.
+
+Conventions (as in :mod:`crowdlab.plots.run`): figures are built as plain dicts and validated by one
+``go.Figure(...)`` call; heatmaps of agreement use a FIXED colour range ([0, 1], or [-1, 1] for correlations),
+rows run top-down in the same order as the columns (the y axis is reversed), cells without a value (NaN: the two
+workers share no item) are left blank, and numbers sit on the cells when the matrix is small.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+import pandas as pd
+import plotly.graph_objects as go
+
+from crowdlab.data import Annotations
+from crowdlab.describe import worker_agreement
+
+__all__ = [
+    "AGREEMENT_COLOR_SCALE",
+    "CORRELATION_COLOR_SCALE",
+    "agreement_heatmap",
+    "class_balance_bars",
+    "count_bins",
+    "count_histogram",
+    "labels_per_item_histogram",
+    "labels_per_worker_histogram",
+    "method_agreement_heatmap",
+    "score_correlation",
+    "score_correlation_heatmap",
+    "score_histogram",
+    "worker_agreement_heatmap",
+    "wrap_name",
+]
+
+AGREEMENT_COLOR_SCALE = "Blues"
+CORRELATION_COLOR_SCALE = "RdBu"
+BAR_COLOR = "#1f77b4"
+GOLD_COLOR = "#ff7f0e"
+GRID_COLOR = "#e6e6e6"
+_MARGIN = dict(l=10, r=10, t=50, b=10)
+
+
+def _layout(title: str, height: int, **extra) -> dict:
+    out = dict(
+        title=dict(text=title),
+        height=height,
+        margin=_MARGIN,
+        paper_bgcolor="white",
+        plot_bgcolor="white",
+        font=dict(size=12),
+    )
+    out.update(extra)
+    return out
+
+
+def _axis(**kw) -> dict:
+    return dict(gridcolor=GRID_COLOR, zerolinecolor=GRID_COLOR, linecolor="#bbbbbb", **kw)
+
+
+# ---------------------------------------------------------------------------- counts
+def count_bins(counts: Sequence[int] | np.ndarray, max_bins: int = 40) -> tuple[np.ndarray, np.ndarray, int]:
+    """Integer bins over ``counts``: ``(starts, frequencies, width)``.
+
+    One bin per integer from min to max (zeros in between kept) when that is at most ``max_bins`` bins; else
+    bins of equal integer ``width`` starting at the minimum. ``frequencies.sum() == len(counts)``.
+    """
+    c = np.asarray(counts, dtype=np.int64).ravel()
+    if c.size == 0:
+        return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64), 1
+    lo, hi = int(c.min()), int(c.max())
+    width = max(1, -(-(hi - lo + 1) // max_bins))  # ceil
+    n_bins = (hi - lo) // width + 1
+    freq = np.bincount((c - lo) // width, minlength=n_bins)
+    starts = lo + width * np.arange(n_bins)
+    return starts, freq, width
+
+
+def count_histogram(
+    counts: Sequence[int] | np.ndarray,
+    *,
+    title: str,
+    x_title: str,
+    y_title: str,
+    max_bins: int = 40,
+    height: int = 320,
+) -> go.Figure:
+    """Bars of how many units (items, workers) have each count (labels); see :func:`count_bins`.
+
+    One trace (``meta="counts"``): x = the bin's first count (its centre when bins are wider than 1), y = number
+    of units; hover names the range of the bin.
+    """
+    starts, freq, width = count_bins(counts, max_bins)
+    if width == 1:
+        x = starts.astype(np.float64)
+        ranges = starts.astype(str)
+    else:
+        x = starts + (width - 1) / 2
+        ranges = np.char.add(np.char.add(starts.astype(str), "–"), (starts + width - 1).astype(str))
+    bar = dict(
+        type="bar",
+        x=x,
+        y=freq,
+        width=width * 0.9,
+        meta="counts",
+        name=y_title,
+        marker=dict(color=BAR_COLOR),
+        customdata=ranges,
+        hovertemplate="%{customdata} " + x_title + ": %{y} " + y_title + "<extra></extra>",
+    )
+    if starts.size:  # pad the bars' extent so that a single bar is a block, not a sliver at the edge
+        lo, hi = float(starts[0]) - 0.5, float(starts[-1] + width) - 0.5
+        pad = max(2.0 * width, 0.05 * (hi - lo))
+        x_range = [lo - pad, hi + pad]
+    else:
+        x_range = None
+    y_axis = _axis(title=dict(text=y_title), rangemode="tozero")
+    if freq.size and freq.max() <= 8:
+        y_axis.update(tick0=0, dtick=1)  # whole numbers of units
+    layout = _layout(
+        title,
+        height,
+        showlegend=False,
+        bargap=0,
+        xaxis=_axis(title=dict(text=x_title), range=x_range),
+        yaxis=y_axis,
+    )
+    return go.Figure(data=[bar], layout=layout)
+
+
+def labels_per_item_histogram(data: Annotations, *, height: int = 320) -> go.Figure:
+    """How many items have 1, 2, 3, ... labels."""
+    n = data.labels_per_item
+    return count_histogram(
+        n,
+        title=f"Labels per item (mean {n.mean():.1f})",
+        x_title="labels on the item",
+        y_title="items",
+        height=height,
+    )
+
+
+def labels_per_worker_histogram(data: Annotations, *, height: int = 320) -> go.Figure:
+    """How many workers gave 1, 2, 3, ... labels (binned when the counts spread widely)."""
+    n = data.labels_per_worker
+    return count_histogram(
+        n,
+        title=f"Labels per worker (median {np.median(n):g}, max {n.max()})",
+        x_title="labels by the worker",
+        y_title="workers",
+        height=height,
+    )
+
+
+# ---------------------------------------------------------------------------- class balance / scores
+def class_balance_bars(balance: pd.DataFrame, *, title: str = "Class balance", height: int = 320) -> go.Figure:
+    """Share of the labels in each class, with gold's share beside it when the frame has a ``gold`` column.
+
+    ``balance``: :func:`crowdlab.describe.class_balance` (columns ``class``, ``labels`` and optionally
+    ``gold``). Shares (not counts) so that labels and gold, which have different totals, compare directly; the
+    counts are in the hover. Traces ``meta="labels"`` and ``meta="gold"``, classes in the frame's order.
+    """
+    classes = [str(c) for c in balance["class"]]
+    traces = []
+    for col, name, color in (("labels", "crowd labels", BAR_COLOR), ("gold", "gold labels", GOLD_COLOR)):
+        if col not in balance:
+            continue
+        n = np.asarray(balance[col], dtype=np.float64)
+        share = n / n.sum() if n.sum() > 0 else np.zeros_like(n)
+        traces.append(
+            dict(
+                type="bar",
+                x=classes,
+                y=share,
+                name=name,
+                meta=col,
+                marker=dict(color=color),
+                customdata=n.astype(np.int64),
+                hovertemplate="class %{x}: %{y:.1%} (%{customdata})<extra>" + name + "</extra>",
+            )
+        )
+    layout = _layout(
+        title,
+        height,
+        barmode="group",
+        legend=dict(orientation="h", yanchor="top", y=-0.12, xanchor="left", x=0),
+        xaxis=_axis(type="category"),
+        yaxis=_axis(title=dict(text="share"), tickformat=".0%", rangemode="tozero"),
+    )
+    return go.Figure(data=traces, layout=layout)
+
+
+def score_histogram(
+    values: np.ndarray,
+    gold: np.ndarray | None = None,
+    *,
+    bins: int = 30,
+    title: str = "Scores",
+    height: int = 320,
+) -> go.Figure:
+    """Distribution of continuous scores (share per bin), with the gold means' distribution on the same bins.
+
+    Traces ``meta="scores"`` and (when ``gold`` has finite values) ``meta="gold"``; both normalised to shares so
+    they overlay. Bins are equal-width over the range of scores and gold together.
+    """
+    v = np.asarray(values, dtype=np.float64)
+    g = None if gold is None else np.asarray(gold, dtype=np.float64)
+    g = None if g is None or not np.isfinite(g).any() else g[np.isfinite(g)]
+    both = v if g is None else np.concatenate([v, g])
+    lo, hi = float(both.min()), float(both.max())
+    if hi <= lo:
+        hi = lo + 1.0
+    edges = np.linspace(lo, hi, bins + 1)
+    centres = (edges[:-1] + edges[1:]) / 2
+    traces = []
+    for arr, name, meta, color in ((v, "crowd scores", "scores", BAR_COLOR), (g, "gold means", "gold", GOLD_COLOR)):
+        if arr is None:
+            continue
+        freq, _ = np.histogram(arr, bins=edges)
+        traces.append(
+            dict(
+                type="bar",
+                x=centres,
+                y=freq / max(arr.size, 1),
+                width=(hi - lo) / bins,
+                name=name,
+                meta=meta,
+                opacity=0.6,
+                marker=dict(color=color),
+                customdata=freq,
+                hovertemplate="%{x:.3g}: %{y:.1%} (%{customdata})<extra>" + name + "</extra>",
+            )
+        )
+    layout = _layout(
+        title,
+        height,
+        barmode="overlay",
+        bargap=0,
+        legend=dict(orientation="h", yanchor="top", y=-0.3, xanchor="left", x=0),
+        xaxis=_axis(title=dict(text="score")),
+        yaxis=_axis(title=dict(text="share"), tickformat=".0%", rangemode="tozero"),
+    )
+    return go.Figure(data=traces, layout=layout)
+
+
+# ---------------------------------------------------------------------------- agreement heatmaps
+def agreement_heatmap(
+    matrix: np.ndarray,
+    names: Sequence[str],
+    *,
+    title: str,
+    shared: np.ndarray | None = None,
+    zrange: tuple[float, float] = (0.0, 1.0),
+    colorscale: str = AGREEMENT_COLOR_SCALE,
+    colorbar_title: str = "agree",
+    text_max: int = 12,
+    axis_title: str = "",
+    tickangle: float | None = None,
+    height: int | None = None,
+) -> go.Figure:
+    """A square heatmap of pairwise agreement: rows top-down in the same order as the columns.
+
+    ``matrix`` (W, W), NaN where there is nothing to compare (a blank cell); ``shared`` (W, W) optional number of
+    label pairs behind each cell (in the hover). The colour range is fixed to ``zrange`` (``zmin``/``zmax`` and
+    the colour axis' ``cmin``/``cmax``) so colours mean the same thing on every dataset. Numbers on the cells
+    when W <= ``text_max``.
+    """
+    z = np.asarray(matrix, dtype=np.float64)
+    if z.ndim != 2 or z.shape[0] != z.shape[1]:
+        raise ValueError(f"matrix must be square, got shape {z.shape}.")
+    W = z.shape[0]
+    labels = [str(n) for n in names]
+    if len(labels) != W:
+        raise ValueError(f"{len(labels)} names for a {W} x {W} matrix.")
+    zlist = z.astype(object)
+    zlist[~np.isfinite(z)] = None  # plotly leaves None cells blank
+    show_text = W <= text_max
+    heat = dict(
+        type="heatmap",
+        z=zlist.tolist(),
+        x=labels,
+        y=labels,
+        zmin=zrange[0],
+        zmax=zrange[1],
+        coloraxis="coloraxis",
+        xgap=1,
+        ygap=1,
+        name="agreement",
+        meta="agreement",
+        hoverongaps=False,
+    )
+    if show_text:
+        heat["text"] = np.where(np.isfinite(z), np.char.mod("%.2f", np.nan_to_num(z)), "").tolist()
+        heat["texttemplate"] = "%{text}"
+    if shared is not None:
+        heat["customdata"] = np.asarray(shared, dtype=np.int64).tolist()
+        heat["hovertemplate"] = "%{y} vs %{x}: %{z:.3f} on %{customdata} label pairs<extra></extra>"
+    else:
+        heat["hovertemplate"] = "%{y} vs %{x}: %{z:.3f}<extra></extra>"
+    side = max(320, min(900, 140 + 22 * W))
+    layout = _layout(
+        title,
+        height or side,
+        margin=dict(l=10, r=10, t=50, b=10),
+        coloraxis=dict(
+            cmin=zrange[0],
+            cmax=zrange[1],
+            colorscale=colorscale,
+            colorbar=dict(title=dict(text=colorbar_title), thickness=12),
+        ),
+        xaxis=dict(
+            type="category",
+            title=dict(text=axis_title),
+            tickangle=tickangle if tickangle is not None else (-45 if W > 6 else 0),
+            dtick=1,
+            tickfont=dict(size=10 if W > 15 else 12),
+            automargin=True,
+        ),
+        yaxis=dict(
+            type="category",
+            title=dict(text=axis_title),
+            autorange="reversed",
+            dtick=1,
+            tickfont=dict(size=10 if W > 15 else 12),
+            automargin=True,
+        ),
+    )
+    return go.Figure(data=[heat], layout=layout)
+
+
+def worker_agreement_heatmap(data: Annotations, limit: int = 30) -> go.Figure:
+    """Share of equal labels for every pair of the ``limit`` most active workers (classes only).
+
+    :func:`crowdlab.describe.worker_agreement`; workers ordered most active first, on both axes.
+    """
+    workers, agree, shared = worker_agreement(data, limit)
+    names = [data.worker_names[w] for w in workers]
+    more = f" (the {len(workers)} most active of {data.n_workers})" if len(workers) < data.n_workers else ""
+    return agreement_heatmap(
+        agree, names, shared=shared, title="Worker agreement on shared items" + more, axis_title="worker"
+    )
+
+
+def score_correlation(data: Annotations, limit: int = 30) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Pearson correlation of the scores of every pair of the ``limit`` most active workers (continuous data).
+
+    Returns ``(workers, r, shared)`` like :func:`crowdlab.describe.worker_agreement`: ``r[a, b]`` is computed over
+    the items both scored (a worker's repeated scores of one item are averaged), NaN when they share fewer than 3
+    items or one of them gives a constant score there. Vectorised: sums over shared items are products of the
+    (items x workers) score and mask matrices.
+    """
+    n = data.labels_per_worker
+    workers = np.lexsort((np.arange(n.size), -n))[:limit]
+    pos = np.full(data.n_workers, -1)
+    pos[workers] = np.arange(workers.size)
+    keep = pos[data.worker] >= 0
+    item, col = data.item[keep], pos[data.worker[keep]]
+    W, N = workers.size, data.n_items
+    total = np.zeros((N, W))
+    cnt = np.zeros((N, W))
+    np.add.at(total, (item, col), data.value[keep])
+    np.add.at(cnt, (item, col), 1.0)
+    M = (cnt > 0).astype(np.float64)
+    X = np.divide(total, cnt, out=np.zeros_like(total), where=cnt > 0)
+    shared = M.T @ M  # items both scored
+    sx = X.T @ M  # sx[a, b] = sum of a's scores on items b also scored
+    sxx = (X * X).T @ M
+    sxy = X.T @ X
+    with np.errstate(invalid="ignore", divide="ignore"):
+        k = np.where(shared > 0, shared, 1.0)
+        cov = sxy / k - (sx / k) * (sx.T / k)
+        var_a = sxx / k - (sx / k) ** 2
+        var_b = var_a.T
+        r = cov / np.sqrt(var_a * var_b)
+    r = np.where((shared >= 3) & (var_a > 1e-12) & (var_b > 1e-12), np.clip(r, -1.0, 1.0), np.nan)
+    return workers, r, shared.astype(np.int64)
+
+
+def score_correlation_heatmap(data: Annotations, limit: int = 30) -> go.Figure:
+    """Correlation of the scores of every pair of workers, colour range fixed to [-1, 1] (:func:`score_correlation`).
+
+    Good scorers track the item means and correlate with each other; bad (uniform) scorers correlate with nobody.
+    """
+    workers, r, shared = score_correlation(data, limit)
+    names = [data.worker_names[w] for w in workers]
+    more = f" (the {len(workers)} most active of {data.n_workers})" if len(workers) < data.n_workers else ""
+    return agreement_heatmap(
+        r,
+        names,
+        shared=shared,
+        title="Correlation of worker scores on shared items" + more,
+        zrange=(-1.0, 1.0),
+        colorscale=CORRELATION_COLOR_SCALE,
+        colorbar_title="r",
+        axis_title="worker",
+    )
+
+
+def method_agreement_heatmap(agreement: pd.DataFrame, *, title: str = "Agreement between methods") -> go.Figure:
+    """Share of items on which two methods give the same hard label (:attr:`crowdlab.compare.Comparison.agreement`)."""
+    names = [wrap_name(str(n)) for n in agreement.index]
+    W = len(names)
+    return agreement_heatmap(
+        agreement.to_numpy(dtype=np.float64),
+        names,
+        title=title,
+        text_max=20,
+        tickangle=-30,
+        height=max(380, 180 + 70 * W),
+    )
+
+
+def wrap_name(name: str) -> str:
+    """A long method title on two lines at its parenthesis ("One-coin<br>(symmetric noise)") for axis labels."""
+    head, sep, tail = name.partition(" (")
+    return f"{head}<br>({tail}" if sep else name

@@ -1,0 +1,145 @@
+"""The Compare methods page: every applicable method on the working dataset, side by side.
+
+"Run all methods" sets a pending flag (``on_click``); the page then runs :func:`crowdlab.compare.compare_methods`
+under ``st.progress`` and keeps the :class:`~crowdlab.compare.Comparison` in session state keyed by
+(dataset id, prior strength), so a page switch keeps it and a new dataset asks for a new run.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import streamlit as st
+
+from crowdlab.compare import Comparison, compare_methods
+from crowdlab.data import Annotations
+from crowdlab.plots import data as figs
+from crowdlab.ui import state
+
+PRIOR = "compare.prior"  # widget
+PRIOR_VALUE = "compare.prior_value"  # plain key behind it
+PENDING = "compare.pending"
+RESULTS = "compare.results"  # {(data id, prior): Comparison}, the most recent few
+KEEP = 4
+HEAD_ROWS = 20
+METRIC_COLUMNS = ("accuracy", "soft accuracy", "macro F", "log loss", "pearson r")
+
+
+def _prior() -> float:
+    return float(st.session_state.get(PRIOR_VALUE, 0.0))
+
+
+def result_key() -> tuple[str | None, float]:
+    return state.get_data_id(), _prior()
+
+
+def get_comparison() -> Comparison | None:
+    """The comparison of the working dataset at the current prior strength, when it has been run."""
+    return (st.session_state.get(RESULTS) or {}).get(result_key())
+
+
+def _on_prior() -> None:
+    st.session_state[PRIOR_VALUE] = float(st.session_state[PRIOR])
+
+
+def _on_run() -> None:
+    st.session_state[PENDING] = True
+
+
+def run_pending(data: Annotations) -> None:
+    """Run every applicable method now (under a progress bar) when "Run all methods" was pressed."""
+    if not st.session_state.pop(PENDING, False):
+        return
+    bar = st.progress(0.0, text="Running every method...")
+
+    def progress(i: int, n: int, title: str) -> None:
+        bar.progress(i / max(n, 1), text=f"{title} ({i + 1} of {n})" if i < n else "done")
+
+    comparison = compare_methods(data, prior=_prior(), progress=progress)
+    bar.empty()
+    results = dict(st.session_state.get(RESULTS) or {})
+    results[result_key()] = comparison
+    st.session_state[RESULTS] = dict(list(results.items())[-KEEP:])
+
+
+def compare_page(data: Annotations) -> None:
+    st.caption(
+        "Every method that applies to this dataset, each run to convergence from majority vote. "
+        "With gold labels: accuracy, soft accuracy (ties split), macro F and log loss of the posterior."
+    )
+    st.session_state[PRIOR] = _prior()
+    c1, c2 = st.columns([1, 3], vertical_alignment="bottom")
+    c1.number_input(
+        "Prior strength",
+        min_value=0.0,
+        step=0.5,
+        key=PRIOR,
+        on_change=_on_prior,
+        help="Pseudo-counts added to every confusion-matrix cell (MAP EM); 0 = maximum likelihood.",
+    )
+    c2.button("Run all methods", key="compare.run", type="primary", on_click=_on_run)
+    run_pending(data)
+    comparison = get_comparison()
+    if comparison is None:
+        st.info("Press **Run all methods** to fit every method to the current dataset.")
+        return
+    show_table(data, comparison)
+    if data.is_continuous:
+        return
+    left, right = st.columns([2, 3])
+    with left:
+        st.plotly_chart(figs.method_agreement_heatmap(comparison.agreement), key="compare.agreement_chart")
+        st.caption("Share of items on which two methods choose the same class.")
+    with right:
+        show_disagreements(data, comparison)
+
+
+def show_table(data: Annotations, comparison: Comparison) -> None:
+    table = comparison.table
+    st.subheader("Results")
+    config = {
+        "method": st.column_config.TextColumn("method"),
+        "iterations": st.column_config.NumberColumn("iterations", format="%d"),
+        "converged": st.column_config.CheckboxColumn("converged"),
+        "objective": st.column_config.NumberColumn("objective", format="%.2f"),
+    }
+    for col in METRIC_COLUMNS:
+        if col in table:
+            config[col] = st.column_config.NumberColumn(col, format="%.3f")
+    shown = table.copy()
+    if "objective" in shown:  # majority vote has none: a dash, not "None"
+        shown["objective"] = [f"{v:,.2f}" if v is not None and np.isfinite(v) else "—" for v in shown["objective"]]
+        config["objective"] = st.column_config.TextColumn("objective")
+    st.dataframe(shown, hide_index=True, column_config=config, width="stretch", key="compare.table")
+    if data.is_continuous:
+        if "pearson r" in table:
+            st.caption(
+                "The scores model estimates each item's mean from the good annotators only; the plain mean "
+                "averages everyone. Pearson r: correlation of each estimate with the gold means."
+            )
+        else:
+            st.caption("No gold means: nothing to score the estimates against.")
+        return
+    if "accuracy" in table:
+        best = table.loc[table["accuracy"].idxmax()]
+        st.caption(f"Highest accuracy: **{best['method']}** ({best['accuracy']:.3f}).")
+    else:
+        st.caption("This dataset has no gold labels: compare the methods by how much they agree.")
+
+
+def show_disagreements(data: Annotations, comparison: Comparison) -> None:
+    dis = comparison.disagreements
+    st.markdown(f"**Items where the methods disagree: {len(dis):,} of {data.n_items:,}**")
+    if dis.empty:
+        st.caption("Every method gives every item the same label.")
+        return
+    st.dataframe(dis.head(HEAD_ROWS), hide_index=True, width="stretch", key="compare.disagreements")
+    if len(dis) > HEAD_ROWS:
+        st.caption(f"The first {HEAD_ROWS} of {len(dis):,} disputed items; the download has them all.")
+    st.download_button(
+        "Download the disputed items (CSV)",
+        dis.to_csv(index=False).encode(),
+        file_name="disagreements.csv",
+        mime="text/csv",
+        key="compare.download",
+        on_click="ignore",
+    )

@@ -1,0 +1,445 @@
+"""The Data page: upload a label file, simulate a crowd (or the lecture's scorers), pick a bundled set; then look.
+
+Loading goes through callbacks (``on_click``); a bad file puts the reader's :class:`~crowdlab.errors.DataError`
+message under the plain key ``data.upload.error`` (shown with ``st.error``) and leaves the working dataset as it
+was. Readers and simulations are cached with ``st.cache_data`` on the file bytes or the parameters.
+
+The simulation and reader options are mirrored in the plain key ``data.widgets`` (written by each widget's
+``on_change``, written back into the widget keys before they are drawn): Streamlit forgets a widget's value when
+its page, or its tab, is not shown.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import streamlit as st
+
+from crowdlab.data import Annotations, read_annotations, to_gold_dataframe, to_long_dataframe
+from crowdlab.describe import class_balance, worker_table
+from crowdlab.errors import DataError
+from crowdlab.plots import data as figs
+from crowdlab.simulate import WORKER_TYPES, mix_from_counts, simulate_crowd, simulate_scores
+from crowdlab.ui import state
+from crowdlab.ui.frame import dataset_summary, sample_picker, upload_id
+
+PREVIEW_ROWS = 20
+AGREEMENT_WORKERS = 30
+FORMATS = ("auto", "long", "wide")
+KINDS = ("auto", "classes", "continuous")
+
+# upload widgets and plain keys
+UPLOAD_FILE = "data.upload.file"
+UPLOAD_GOLD = "data.upload.gold"
+UPLOAD_FMT = "data.upload.fmt"
+UPLOAD_KIND = "data.upload.kind"
+UPLOAD_ERROR = "data.upload.error"  # the reader's message for the last bad file (plain key)
+UPLOAD_OK = "data.upload.ok"  # "Loaded 'x.csv': ..." after a good load (plain key)
+PREVIEW = "data.preview"  # {"id": data id, "csv": bytes, "gold": bytes | None} (plain key)
+
+# simulate-a-crowd widgets (values mirrored in WIDGETS)
+SIM_ITEMS = "data.sim.items"
+SIM_WORKERS = "data.sim.workers"
+SIM_CLASSES = "data.sim.classes"
+SIM_LABELS = "data.sim.labels"
+SIM_NOVICES = "data.sim.novices"
+SIM_SPAMMERS = "data.sim.spammers"
+SIM_ADVERSARIES = "data.sim.adversaries"
+SIM_SEED = "data.sim.seed"
+SIM_DEFAULTS = {
+    SIM_ITEMS: 600,
+    SIM_WORKERS: 15,
+    SIM_CLASSES: 3,
+    SIM_LABELS: 4,
+    SIM_NOVICES: 4,
+    SIM_SPAMMERS: 2,
+    SIM_ADVERSARIES: 1,
+    SIM_SEED: 0,
+}
+
+# simulate-scores widgets (values mirrored in WIDGETS)
+SC_ITEMS = "data.scores.items"
+SC_GOOD = "data.scores.good"
+SC_BAD = "data.scores.bad"
+SC_SIGMA = "data.scores.sigma"
+SC_MISSING = "data.scores.missing"
+SC_SEED = "data.scores.seed"
+SCORES_DEFAULTS = {SC_ITEMS: 20, SC_GOOD: 3, SC_BAD: 2, SC_SIGMA: 0.1, SC_MISSING: 0.0, SC_SEED: 0}
+
+WIDGETS = "data.widgets"  # plain key: {widget key: value} for every key of WIDGET_DEFAULTS the user changed
+WIDGET_DEFAULTS = {**SIM_DEFAULTS, **SCORES_DEFAULTS, UPLOAD_FMT: "auto", UPLOAD_KIND: "auto"}
+
+
+# ---------------------------------------------------------------------------- cached loaders
+def _named(content: bytes, name: str) -> io.BytesIO:
+    """Bytes as a file-like whose ``name`` the reader puts in its messages."""
+    f = io.BytesIO(content)
+    f.name = name
+    return f
+
+
+@st.cache_data(max_entries=8, show_spinner="Reading the file...")
+def read_upload_cached(
+    content: bytes, gold: bytes | None, fmt: str, kind: str, name: str, gold_name: str | None
+) -> Annotations:
+    """:func:`crowdlab.data.read_annotations` on uploaded bytes, cached on the bytes and the options."""
+    gold_src = None if gold is None else _named(gold, gold_name or "gold file")
+    return read_annotations(_named(content, name), gold=gold_src, fmt=fmt, kind=kind, name=Path(name).stem)
+
+
+@st.cache_data(max_entries=8, show_spinner="Simulating a crowd...")
+def simulate_crowd_cached(
+    n_items: int, n_workers: int, n_classes: int, labels_per_item: int, counts: tuple[int, ...], seed: int
+) -> Annotations:
+    """:func:`crowdlab.simulate.simulate_crowd`; ``counts`` = workers per type in ``WORKER_TYPES`` order."""
+    return simulate_crowd(
+        n_items, n_workers, n_classes, labels_per_item=labels_per_item, mix=crowd_mix(counts), seed=seed
+    ).annotations
+
+
+@st.cache_data(max_entries=8, show_spinner="Simulating scores...")
+def simulate_scores_cached(n_items: int, n_good: int, n_bad: int, sigma: float, missing: float, seed: int):
+    """:func:`crowdlab.simulate.simulate_scores` (the lecture's good and bad scorers), cached on the parameters."""
+    return simulate_scores(n_items, n_good, n_bad, sigma=sigma, missing=missing, seed=seed).annotations
+
+
+def crowd_mix(counts: tuple[int, ...]) -> dict[str, float]:
+    """Worker counts per type (``WORKER_TYPES`` order) -> the ``mix`` fractions, zero counts left out."""
+    return mix_from_counts({t: c for t, c in zip(WORKER_TYPES, counts) if c})
+
+
+# ---------------------------------------------------------------------------- loading (callbacks call these)
+def upload_source(name: str, gold_name: str | None = None, fmt: str = "auto", kind: str = "auto") -> str:
+    """The ``read_annotations(...)`` expression that reloads an uploaded file (for the Export page)."""
+    args = [json.dumps(name)]
+    if gold_name:
+        args.append(f"gold={json.dumps(gold_name)}")
+    if fmt != "auto":
+        args.append(f'fmt="{fmt}"')
+    if kind != "auto":
+        args.append(f'kind="{kind}"')
+    return f"read_annotations({', '.join(args)})"
+
+
+def load_upload(
+    content: bytes,
+    gold: bytes | None = None,
+    fmt: str = "auto",
+    kind: str = "auto",
+    name: str = "uploaded.csv",
+    gold_name: str | None = None,
+) -> bool:
+    """Read an uploaded label file (and gold file) and make it the working dataset; True on success.
+
+    On a :class:`DataError` the reader's message goes to ``data.upload.error`` and the working dataset stays.
+    """
+    try:
+        data = read_upload_cached(content, gold, fmt, kind, name, gold_name)
+    except DataError as exc:
+        st.session_state[UPLOAD_ERROR] = str(exc)
+        st.session_state[UPLOAD_OK] = None
+        return False
+    st.session_state[UPLOAD_ERROR] = None
+    key = content + b"\0gold\0" + (gold or b"") + f"\0{fmt}\0{kind}".encode()
+    state.set_dataset(upload_id(key), data, source=upload_source(name, gold_name, fmt, kind))
+    with_gold = f" with gold from '{gold_name}'" if gold is not None else ""
+    st.session_state[UPLOAD_OK] = (
+        f"Loaded '{name}'{with_gold}: {data.n_items:,} items, {data.n_workers:,} workers, {data.n_obs:,} labels."
+    )
+    return True
+
+
+def _on_load() -> None:
+    upload = st.session_state.get(UPLOAD_FILE)
+    if upload is None:
+        st.session_state[UPLOAD_ERROR] = "Choose a label file first (long or wide CSV)."
+        st.session_state[UPLOAD_OK] = None
+        return
+    gold = st.session_state.get(UPLOAD_GOLD)
+    load_upload(
+        upload.getvalue(),
+        None if gold is None else gold.getvalue(),
+        value(UPLOAD_FMT),
+        value(UPLOAD_KIND),
+        upload.name,
+        None if gold is None else gold.name,
+    )
+
+
+def _on_file_change() -> None:
+    st.session_state[UPLOAD_ERROR] = None
+    st.session_state[UPLOAD_OK] = None
+
+
+def simulate_crowd_source(n_items, n_workers, n_classes, labels_per_item, counts, seed) -> str:
+    """The ``simulate_crowd(...)`` call that reproduces a simulated crowd (``.annotations`` gives the data)."""
+    mix = crowd_mix(counts)
+    return (
+        f"simulate_crowd({n_items}, {n_workers}, {n_classes}, labels_per_item={labels_per_item}, "
+        f"mix={mix!r}, seed={seed})"
+    )
+
+
+def use_simulated_crowd(
+    n_items: int, n_workers: int, n_classes: int, labels_per_item: int, counts: tuple[int, ...], seed: int
+) -> None:
+    """Simulate a Dawid-Skene crowd and make it the working dataset (the run resets)."""
+    counts = tuple(int(c) for c in counts)
+    data = simulate_crowd_cached(n_items, n_workers, n_classes, labels_per_item, counts, seed)
+    data_id = f"sim:crowd:{n_items}:{n_workers}:{n_classes}:{labels_per_item}:{'-'.join(map(str, counts))}:{seed}"
+    src = simulate_crowd_source(n_items, n_workers, n_classes, labels_per_item, counts, seed)
+    state.set_dataset(data_id, data, source=src)
+
+
+def use_simulated_scores(n_items: int, n_good: int, n_bad: int, sigma: float, missing: float, seed: int) -> None:
+    """Simulate the lecture's good/bad scorers and make them the working dataset (the run resets)."""
+    data = simulate_scores_cached(n_items, n_good, n_bad, sigma, missing, seed)
+    data_id = f"sim:scores:{n_items}:{n_good}:{n_bad}:{sigma:g}:{missing:g}:{seed}"
+    src = f"simulate_scores({n_items}, {n_good}, {n_bad}, sigma={sigma!r}, missing={missing!r}, seed={seed})"
+    state.set_dataset(data_id, data, source=src)
+
+
+def value(key: str):
+    """The current value of a mirrored widget (its default until the user changes it)."""
+    return (st.session_state.get(WIDGETS) or {}).get(key, WIDGET_DEFAULTS[key])
+
+
+def _set(key: str, v) -> None:
+    st.session_state[WIDGETS] = {**(st.session_state.get(WIDGETS) or {}), key: v}
+
+
+def _on_widget(key: str) -> None:
+    """on_change of a mirrored widget: keep its new value in the plain key."""
+    _set(key, st.session_state[key])
+
+
+def _mirrored(key: str) -> dict:
+    """Widget arguments of a mirrored widget; writes the mirrored value into the widget key first."""
+    st.session_state[key] = value(key)
+    return dict(key=key, on_change=_on_widget, args=(key,))
+
+
+def _sim_counts() -> tuple[int, int, int, int]:
+    others = int(value(SIM_NOVICES)), int(value(SIM_SPAMMERS)), int(value(SIM_ADVERSARIES))
+    return (int(value(SIM_WORKERS)) - sum(others), *others)
+
+
+def _on_simulate_crowd() -> None:
+    counts = _sim_counts()
+    if counts[0] < 0:
+        return
+    sizes = (int(value(SIM_ITEMS)), int(value(SIM_WORKERS)), int(value(SIM_CLASSES)), int(value(SIM_LABELS)))
+    use_simulated_crowd(*sizes, counts, int(value(SIM_SEED)))
+
+
+def _on_simulate_scores() -> None:
+    if int(value(SC_GOOD)) + int(value(SC_BAD)) < 1:
+        return
+    sizes = int(value(SC_ITEMS)), int(value(SC_GOOD)), int(value(SC_BAD))
+    use_simulated_scores(*sizes, float(value(SC_SIGMA)), float(value(SC_MISSING)), int(value(SC_SEED)))
+
+
+# ---------------------------------------------------------------------------- the page
+TABS = ("Upload", "Simulate a crowd", "Simulate scores (lecture)", "Bundled")
+TAB = "data.tab"  # widget
+TAB_VALUE = "data.tab_value"  # plain key: the open tab comes back after a page switch
+
+
+def _on_tab() -> None:
+    st.session_state[TAB_VALUE] = st.session_state.get(TAB)
+
+
+def data_page(data: Annotations) -> None:
+    """Tabs to change the dataset, then a preview and pictures of the working dataset."""
+    upload, crowd, scores, bundled = st.tabs(
+        TABS, key=TAB, default=st.session_state.get(TAB_VALUE) or TABS[0], on_change=_on_tab
+    )  # keyed: the open tab stays open when a notice appears above it
+    with upload:
+        upload_tab()
+    with crowd:
+        simulate_crowd_tab()
+    with scores:
+        simulate_scores_tab()
+    with bundled:
+        sample_picker()
+    data = state.get_data()
+    st.divider()
+    dataset_summary(data)
+    preview(data)
+    pictures(data)
+
+
+def upload_tab() -> None:
+    st.markdown(
+        "A **long** CSV has one label per row (`item,worker,label`; `task`, `annotator`, `answer` ... work too); "
+        "a **wide** CSV has one row per item and one column per worker (blank = not labelled). "
+        "Gold is optional: a CSV `item,label`, or a `gold` column in the label file."
+    )
+    left, right = st.columns(2)
+    left.file_uploader("Label file", type=["csv", "tsv", "txt"], key=UPLOAD_FILE, on_change=_on_file_change)
+    right.file_uploader("Gold file (optional)", type=["csv", "tsv", "txt"], key=UPLOAD_GOLD, on_change=_on_file_change)
+    c1, c2, c3 = st.columns([2, 2, 1], vertical_alignment="bottom")
+    c1.selectbox(
+        "Format", FORMATS, help="auto: long when row 1 names a worker or label column", **_mirrored(UPLOAD_FMT)
+    )
+    c2.selectbox(
+        "Kind of labels",
+        KINDS,
+        help="auto: scores when the label column is value/score/rating",
+        **_mirrored(UPLOAD_KIND),
+    )
+    c3.button("Load", key="data.upload.load", type="primary", on_click=_on_load, width="stretch")
+    error = st.session_state.get(UPLOAD_ERROR)
+    if error:
+        st.error(error, icon=":material/error:")
+        st.caption(f"The working dataset is unchanged: {state.get_data().name or state.get_data_id()}.")
+    elif st.session_state.get(UPLOAD_OK):
+        st.success(st.session_state[UPLOAD_OK])
+
+
+def simulate_crowd_tab() -> None:
+    st.markdown(
+        "A Dawid-Skene crowd with a known truth: **experts** (accuracy 0.85-0.97), **novices** (a little above "
+        "chance), **spammers** (answers ignore the item) and **adversaries** (systematically wrong)."
+    )
+    c1, c2, c3, c4 = st.columns(4)
+    c1.slider("Items", 20, 5000, step=10, **_mirrored(SIM_ITEMS))
+    c2.slider("Workers", 2, 60, **_mirrored(SIM_WORKERS))
+    c3.slider("Classes", 2, 8, **_mirrored(SIM_CLASSES))
+    workers = int(value(SIM_WORKERS))
+    for k in (SIM_LABELS, SIM_NOVICES, SIM_SPAMMERS, SIM_ADVERSARIES):
+        if value(k) > workers:  # the sliders below cannot go past the number of workers
+            _set(k, workers)
+    c4.slider("Labels per item", 1, workers, **_mirrored(SIM_LABELS))
+    m1, m2, m3, m4 = st.columns(4)
+    m1.slider("Novices", 0, workers, **_mirrored(SIM_NOVICES))
+    m2.slider("Spammers", 0, workers, **_mirrored(SIM_SPAMMERS))
+    m3.slider("Adversaries", 0, workers, **_mirrored(SIM_ADVERSARIES))
+    m4.number_input("Seed", min_value=0, step=1, **_mirrored(SIM_SEED))
+    counts = _sim_counts()
+    if counts[0] < 0:
+        st.warning(f"Novices, spammers and adversaries add up to more than the {workers} workers.")
+    else:
+        st.caption(
+            f"{workers} workers: **{counts[0]} experts**, {counts[1]} novices, {counts[2]} spammers, "
+            f"{counts[3]} adversaries; each item labelled by {value(SIM_LABELS)} of them."
+        )
+    st.button("Simulate", key="data.sim.run", type="primary", on_click=_on_simulate_crowd, disabled=counts[0] < 0)
+
+
+def simulate_scores_tab() -> None:
+    st.markdown(
+        "The lecture's **bad annotators** scenario: every item has a true mean score in [0, 1]; a good annotator "
+        "scores it with Gaussian noise (sigma), a bad one draws uniformly from [0, 1] whatever the item."
+    )
+    c1, c2, c3 = st.columns(3)
+    c1.slider("Items", 5, 2000, **_mirrored(SC_ITEMS))
+    c2.slider("Good annotators", 0, 20, **_mirrored(SC_GOOD))
+    c3.slider("Bad annotators", 0, 20, **_mirrored(SC_BAD))
+    d1, d2, d3 = st.columns(3)
+    d1.slider("Noise of the good (sigma)", 0.01, 0.5, step=0.01, **_mirrored(SC_SIGMA))
+    d2.slider("Share of scores missing", 0.0, 0.9, step=0.05, **_mirrored(SC_MISSING))
+    d3.number_input("Seed", min_value=0, step=1, **_mirrored(SC_SEED))
+    none = int(value(SC_GOOD)) + int(value(SC_BAD)) < 1
+    if none:
+        st.warning("Give at least one annotator.")
+    st.button("Simulate scores", key="data.scores.run", type="primary", on_click=_on_simulate_scores, disabled=none)
+
+
+def _preview_files(data: Annotations) -> dict:
+    """The long CSV (and gold CSV) of the working dataset, built once per dataset id."""
+    data_id = state.get_data_id()
+    cached = st.session_state.get(PREVIEW)
+    if cached is None or cached["id"] != data_id or cached["obj"] is not data:
+        frame = to_long_dataframe(data)
+        gold = to_gold_dataframe(data).to_csv(index=False).encode() if data.has_gold else None
+        csv = frame.to_csv(index=False).encode()
+        cached = {"id": data_id, "obj": data, "head": frame.head(PREVIEW_ROWS), "csv": csv, "gold": gold}
+        st.session_state[PREVIEW] = cached
+    return cached
+
+
+def _file_stem(data: Annotations) -> str:
+    stem = "".join(c if c.isalnum() or c in "-_" else "_" for c in (data.name or "dataset")).strip("_")
+    return stem or "dataset"
+
+
+def preview(data: Annotations) -> None:
+    """The first rows in long form, and the whole file as a download."""
+    files = _preview_files(data)
+    st.subheader("Preview")
+    st.dataframe(files["head"], hide_index=True, width="stretch", height=300)
+    shown = min(PREVIEW_ROWS, data.n_obs)
+    st.caption(f"The first {shown} of {data.n_obs:,} labels, one per row.")
+    c1, c2, _ = st.columns([1, 1, 2])
+    stem = _file_stem(data)
+    c1.download_button(
+        "Download all labels (long CSV)",
+        files["csv"],
+        file_name=f"{stem}_labels.csv",
+        mime="text/csv",
+        key="data.download.labels",
+        on_click="ignore",
+    )
+    if files["gold"] is not None:
+        c2.download_button(
+            "Download gold (CSV)",
+            files["gold"],
+            file_name=f"{stem}_gold.csv",
+            mime="text/csv",
+            key="data.download.gold",
+            on_click="ignore",
+        )
+
+
+def pictures(data: Annotations) -> None:
+    """Labels per item and per worker, class balance (or scores), worker-by-worker agreement (or correlation)."""
+    st.subheader("A picture of the data")
+    c1, c2, c3 = st.columns(3)
+    c1.plotly_chart(figs.labels_per_item_histogram(data), key="data.fig.items")
+    c2.plotly_chart(figs.labels_per_worker_histogram(data), key="data.fig.workers")
+    if data.is_continuous:
+        gold = data.gold if data.has_gold else None
+        c3.plotly_chart(figs.score_histogram(data.value, gold), key="data.fig.balance")
+    else:
+        c3.plotly_chart(figs.class_balance_bars(class_balance(data)), key="data.fig.balance")
+    left, right = st.columns([3, 2])
+    with left:
+        if data.is_continuous:
+            st.plotly_chart(figs.score_correlation_heatmap(data, AGREEMENT_WORKERS), key="data.fig.agreement")
+            st.caption("Good scorers follow the item means and correlate with each other; bad ones with nobody.")
+        else:
+            st.plotly_chart(figs.worker_agreement_heatmap(data, AGREEMENT_WORKERS), key="data.fig.agreement")
+            st.caption("Share of equal labels on the items both workers labelled; blank: no item in common.")
+    with right:
+        worker_summary(data)
+
+
+def worker_summary(data: Annotations) -> None:
+    """The most active workers: labels given and (classes) the share of each class in their labels."""
+    st.markdown("**The most active workers**")
+    if data.is_continuous:
+        n = data.labels_per_worker
+        mean = np.bincount(data.worker, weights=data.value, minlength=data.n_workers) / np.maximum(n, 1)
+        table = pd.DataFrame({"worker": data.worker_names, "labels": n, "mean score": mean})
+    else:
+        table = worker_table(data)
+    table = table.sort_values("labels", ascending=False, kind="stable")
+    config = {
+        c: st.column_config.NumberColumn(c, format="%.2f") for c in table.columns if c not in ("worker", "labels")
+    }
+    st.dataframe(table.head(PREVIEW_ROWS), hide_index=True, width="stretch", column_config=config)
+    if len(table) > PREVIEW_ROWS:
+        st.caption(f"The {PREVIEW_ROWS} most active of {len(table):,} workers; the download has them all.")
+    st.download_button(
+        "Download the worker table (CSV)",
+        table.to_csv(index=False).encode(),
+        file_name=f"{_file_stem(data)}_workers.csv",
+        mime="text/csv",
+        key="data.download.workers",
+        on_click="ignore",
+    )

@@ -1,0 +1,245 @@
+"""The Export page: take a run away as files, and the Python that reproduces it.
+
+Which run: the Step page's run at its cursor when it has moved (or is majority vote, which has nothing to step),
+so what you saw is what you export; otherwise a run of the same settings fitted to convergence here
+(:func:`crowdlab.api.fit`), kept under the plain key ``export.run`` with the (dataset id, config) it belongs to.
+"""
+
+from __future__ import annotations
+
+import io
+import re
+import zipfile
+
+import streamlit as st
+
+from crowdlab.api import fit
+from crowdlab.em import Run
+from crowdlab.errors import CrowdlabError
+from crowdlab.export import (
+    history_dict,
+    metrics_dict,
+    params_dict,
+    posterior_frame,
+    python_snippet,
+    to_json,
+    worker_frame,
+)
+from crowdlab.init import INITS
+from crowdlab.ui import state
+
+EXPORT_RUN = "export.run"  # {"key": (data id, MethodConfig), "run": Run}
+EXPORT_ERROR = "export.error"
+HEAD_ROWS = 20
+FALLBACK_SOURCE = 'read_annotations("labels.csv")'
+
+
+# ---------------------------------------------------------------------------- which run
+def _key() -> tuple:
+    return state.get_data_id(), state.get_config()
+
+
+def step_run() -> Run | None:
+    """The Step page's run when it has something to export (it moved, or it is majority vote)."""
+    run = state.get_run()
+    if run is not None and (not run.iterative or len(run.snapshots) > 1):
+        return run
+    return None
+
+
+def fitted_run() -> Run | None:
+    stored = st.session_state.get(EXPORT_RUN)
+    if stored and stored["key"] == _key():
+        return stored["run"]
+    return None
+
+
+def _on_fit() -> None:
+    """Fit the current config to convergence (the Step page's run is left as it is)."""
+    data, cfg = state.get_data(), state.get_config()
+    st.session_state[EXPORT_ERROR] = None
+    try:
+        run = fit(
+            data,
+            cfg.method,
+            init=cfg.init,
+            prior=cfg.prior,
+            hard=cfg.hard,
+            seed=cfg.seed,
+            tol=cfg.tol,
+            max_iter=cfg.max_iter,
+        )
+    except (CrowdlabError, ValueError) as exc:
+        st.session_state[EXPORT_ERROR] = str(exc)
+        return
+    st.session_state[EXPORT_RUN] = {"key": _key(), "run": run}
+
+
+def _settings(run: Run) -> str:
+    model = run.model
+    parts = [model.info.title]
+    if run.iterative:
+        parts.append(f"start: {INITS.get(run.init, run.init)}")
+        if getattr(model, "prior", 0.0):
+            parts.append(f"prior {model.prior:g}")
+        if getattr(model, "hard", False):
+            parts.append("hard EM")
+    return ", ".join(parts)
+
+
+# ---------------------------------------------------------------------------- the snippet
+def reproduces_cursor(run: Run) -> bool:
+    """True when the snippet must stop at the cursor (it is not the run's converged end)."""
+    return run.iterative and not (run.converged and run.at_end)
+
+
+def snippet_for(run: Run, load_code: str) -> str:
+    """:func:`crowdlab.export.python_snippet`, pinned to the cursor when the run is not at its converged end.
+
+    Pinned: ``tol=0.0, max_iter=<iteration at the cursor>`` (EM then stops exactly there), plus ``run.e_step()``
+    when the cursor sits after an E-step.
+    """
+    code = python_snippet(run, load_code)
+    if not reproduces_cursor(run):
+        return code
+    snap = run.current
+    lines = code.split("\n")
+    for i, line in enumerate(lines):
+        if line.startswith("run = cl.fit("):
+            line = re.sub(r"tol=[^,)]+", "tol=0.0", line)
+            line = re.sub(r"max_iter=\d+", f"max_iter={snap.iteration}", line)
+            lines[i] = line + f"  # stop at iteration {snap.iteration}, as exported"
+            if snap.kind == "E":
+                lines.insert(i + 1, "run.e_step()  # the exported snapshot is the E-step after it")
+            break
+    return "\n".join(lines)
+
+
+# ---------------------------------------------------------------------------- the files
+def export_files(run: Run, snippet: str) -> dict[str, bytes]:
+    """File name -> content: posteriors, hard labels, workers, parameters, history, metrics (gold), snippet."""
+    post = posterior_frame(run)
+    files = {"posteriors.csv": post.to_csv(index=False).encode()}
+    if "label" in post:
+        files["labels.csv"] = post[["item", "label"]].to_csv(index=False).encode()
+    files["workers.csv"] = worker_frame(run).to_csv(index=False).encode()
+    files["params.json"] = to_json(params_dict(run)).encode()
+    files["history.json"] = to_json(history_dict(run)).encode()
+    metrics = metrics_dict(run)
+    if metrics:
+        files["metrics.json"] = to_json(metrics).encode()
+    files["reproduce.py"] = snippet.encode()
+    return files
+
+
+def zip_files(files: dict[str, bytes]) -> bytes:
+    buf = io.BytesIO()
+    with zipfile.ZipFile(buf, "w", zipfile.ZIP_DEFLATED) as z:
+        for name, content in files.items():
+            z.writestr(name, content)
+    return buf.getvalue()
+
+
+def float_format(frame, fmt: str = "%.4f") -> dict:
+    """Column config showing every float column with a fixed number of decimals."""
+    return {c: st.column_config.NumberColumn(c, format=fmt) for c in frame.columns if frame[c].dtype.kind == "f"}
+
+
+MIME = {"csv": "text/csv", "json": "application/json", "py": "text/x-python"}
+
+
+# ---------------------------------------------------------------------------- the page
+def export_page() -> None:
+    run = step_run()
+    if run is not None:
+        tail = " · converged" if run.iterative and run.converged and run.at_end else ""
+        st.info(
+            f"Exporting the Step page's run at its cursor: **{state.step_label(run)}** "
+            f"(snapshot {run.index} of {len(run.snapshots) - 1}{tail}) — {_settings(run)}.",
+            icon=":material/my_location:",
+        )
+        if reproduces_cursor(run):
+            st.caption(
+                "Not at convergence: the files hold the estimates at this snapshot. Run to convergence on the "
+                "Step page to export the final ones."
+            )
+    else:
+        run = fitted_run()
+        if run is None:
+            no_run()
+            return
+        st.info(
+            f"Exporting a run fitted to convergence here with the Step page's settings — {_settings(run)}: "
+            f"{run.last.iteration} iterations{', converged' if run.converged else ''}.",
+            icon=":material/check_circle:",
+        )
+    downloads(run)
+
+
+def no_run() -> None:
+    if state.get_run() is None and state.get_run_error():
+        st.error(state.get_run_error())
+        return
+    cfg = state.get_config()
+    st.info(
+        f"Nothing to export yet: the Step page's run ({state.method_title(cfg.method)}) is still at its "
+        "initialisation. Step through it on the Step page, or fit it to convergence here."
+    )
+    st.button("Fit to convergence", key="export.fit", type="primary", on_click=_on_fit)
+    if st.session_state.get(EXPORT_ERROR):
+        st.error(st.session_state[EXPORT_ERROR])
+
+
+def _shown(n: int, what: str, file: str) -> str:
+    if n <= HEAD_ROWS:
+        return f"All {n:,} {what} ({file})."
+    return f"The first {HEAD_ROWS} of {n:,} {what} ({file} has them all)."
+
+
+def downloads(run: Run) -> None:
+    source = state.get_data_source()
+    snippet = snippet_for(run, source or FALLBACK_SOURCE)
+    files = export_files(run, snippet)
+    st.subheader("Download")
+    names = list(files)
+    cols = st.columns(4)
+    for j, name in enumerate(names):
+        cols[j % 4].download_button(
+            name,
+            files[name],
+            file_name=name,
+            mime=MIME[name.rsplit(".", 1)[1]],
+            key=f"export.download.{name}",
+            icon=":material/download:",
+            on_click="ignore",
+            width="stretch",
+        )
+    st.download_button(
+        "All of them (zip)",
+        zip_files(files),
+        file_name="crowdlab_export.zip",
+        mime="application/zip",
+        key="export.download.zip",
+        icon=":material/folder_zip:",
+        on_click="ignore",
+        type="primary",
+    )
+    st.subheader("Reproduce it in Python")
+    st.code(snippet, language="python")
+    if source is None:
+        st.caption("Replace labels.csv by the path of your label file.")
+    st.subheader("What is in the files")
+    post, workers = posterior_frame(run), worker_frame(run)
+    t1, t2, t3 = st.tabs(["Posteriors", "Workers", "Metrics"])
+    with t1:
+        st.dataframe(post.head(HEAD_ROWS), hide_index=True, width="stretch", column_config=float_format(post))
+        st.caption(_shown(len(post), "items", "posteriors.csv"))
+    with t2:
+        st.dataframe(workers.head(HEAD_ROWS), hide_index=True, width="stretch", column_config=float_format(workers))
+        st.caption(_shown(len(workers), "workers", "workers.csv"))
+    with t3:
+        metrics = metrics_dict(run)
+        if metrics:
+            st.json(metrics)
+        else:
+            st.caption("No gold labels: no metrics.")

@@ -1,0 +1,359 @@
+"""Priors and initialisations: restarts from several starts and prior-strength sweeps, stoppable and resumable.
+
+A job (restarts or a prior sweep) is a plan of fits kept under a plain key with the rows finished so far. The
+page works through the plan one fit at a time, updating an ``st.progress`` bar after each fit; every row is
+stored the moment its fit ends, so nothing finished is ever lost.
+
+Stopping. A click in Streamlit during a running script asks for a rerun, and the running script is interrupted
+at its next Streamlit call: here the progress update after the current fit. The Stop button's callback then
+runs first in the new run, sets the plain key ``sweep.stop`` (which ``should_stop`` reads between fits) and marks
+the job stopped; the page shows the partial results. Any other click during a job interrupts it the same way,
+and the job then resumes where it was. This page is deliberately not an ``st.fragment``: in Streamlit a click
+inside a fragment does not interrupt a running script (a fragment rerun waits for the run to end), so a Stop
+inside a fragment would only act after the whole job.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import asdict, dataclass
+
+import numpy as np
+import pandas as pd
+import streamlit as st
+from streamlit.errors import StreamlitPageNotFoundError
+
+from crowdlab import plots, sweep
+from crowdlab.api import fit
+from crowdlab.init import INITS
+from crowdlab.models.majority import majority_labels
+from crowdlab.ui import state
+
+# plain keys (survive page switches)
+SETTINGS = "sweep.settings"
+RESTARTS = "sweep.restarts"  # the restarts job: {"kind", "data_id", "settings", "plan", "rows", "status"}
+SWEEP = "sweep.prior"  # the prior-sweep job, same shape
+STOP = "sweep.stop"
+# widget keys
+W_METHOD = "priors.method"
+W_RANDOM = "priors.n_random"
+W_PRIOR = "priors.prior"
+W_STRENGTHS = "priors.strengths"
+W_INIT = "priors.init"
+W_HARD = "priors.hard"
+W_PICK = "priors.pick"
+B_RESTARTS = "priors.run_restarts"
+B_SWEEP = "priors.run_sweep"
+B_STOP = "priors.stop"
+B_USE = "priors.use_start"
+
+STEP_PAGE = "pages/2_Step_through_EM.py"
+DEFAULT_STRENGTHS = "0, 0.5, 1, 2, 5, 10, 20"
+NAMED_STARTS = ("majority", "all_good")
+RUNNING, DONE, STOPPED = "running", "done", "stopped"
+
+
+@dataclass(frozen=True)
+class LabSettings:
+    """The page's choices: method, random restarts R, prior for the restarts, the strengths swept, the start
+    used by the sweep, and hard EM."""
+
+    method: str = ""
+    n_random: int = 10
+    prior: float = 0.0
+    strengths: str = DEFAULT_STRENGTHS
+    init: str = "majority"
+    hard: bool = False
+
+
+WIDGETS = {
+    "method": W_METHOD,
+    "n_random": W_RANDOM,
+    "prior": W_PRIOR,
+    "strengths": W_STRENGTHS,
+    "init": W_INIT,
+    "hard": W_HARD,
+}
+
+
+def parse_strengths(text: str) -> list[float]:
+    """ "0, 0.5, 1" -> [0.0, 0.5, 1.0]; raises ValueError with a message a person can act on."""
+    parts = [p for p in text.replace(";", ",").replace(" ", ",").split(",") if p]
+    try:
+        values = [float(p) for p in parts]
+    except ValueError:
+        raise ValueError(f"Prior strengths must be numbers separated by commas, e.g. {DEFAULT_STRENGTHS}.") from None
+    if not values:
+        raise ValueError(f"Give at least one prior strength, e.g. {DEFAULT_STRENGTHS}.")
+    if any(v < 0 or not np.isfinite(v) for v in values):
+        raise ValueError("Prior strengths are pseudo-counts: they must be 0 or more.")
+    return values
+
+
+def iterative_methods(data) -> list[str]:
+    return [m for m in state.method_options(data) if m != "mv"]
+
+
+# ---------------------------------------------------------------------------- settings <-> widgets
+def get_settings(data) -> LabSettings:
+    s = st.session_state.get(SETTINGS) or LabSettings()
+    options = iterative_methods(data)
+    if s.method not in options:
+        cfg = state.get_config()
+        s = LabSettings(**{**asdict(s), "method": cfg.method if cfg.method in options else options[0]})
+        st.session_state[SETTINGS] = s
+    return s
+
+
+def _on_settings() -> None:
+    s = st.session_state.get(SETTINGS) or LabSettings()
+    changes = {f: st.session_state[k] for f, k in WIDGETS.items() if k in st.session_state}
+    st.session_state[SETTINGS] = LabSettings(**{**asdict(s), **changes})
+
+
+def _sync_widgets(s: LabSettings) -> None:
+    for field, key in WIDGETS.items():
+        st.session_state[key] = getattr(s, field)
+
+
+# ---------------------------------------------------------------------------- jobs
+def _plan(kind: str, s: LabSettings) -> list:
+    if kind == "restarts":
+        return sweep.restart_plan(int(s.n_random), NAMED_STARTS)
+    return parse_strengths(s.strengths)
+
+
+def _start(kind: str) -> None:
+    """on_click of "Run restarts" / "Run prior sweep": a new job replaces the old one of its kind."""
+    data = state.get_data()
+    s = get_settings(data)
+    try:
+        plan = _plan(kind, s)
+    except ValueError as exc:
+        st.session_state[f"{SETTINGS}.error"] = str(exc)
+        return
+    st.session_state.pop(f"{SETTINGS}.error", None)
+    for other in (RESTARTS, SWEEP):  # one job at a time
+        job = st.session_state.get(other)
+        if job and job["status"] == RUNNING:
+            job["status"] = STOPPED
+    st.session_state[STOP] = False
+    st.session_state[RESTARTS if kind == "restarts" else SWEEP] = {
+        "kind": kind,
+        "data_id": state.get_data_id(),
+        "settings": s,
+        "plan": plan,
+        "rows": [],
+        "status": RUNNING,
+        "seconds": 0.0,
+    }
+
+
+def on_stop() -> None:
+    """on_click of Stop: ``should_stop`` reads the flag; a running job keeps its rows and is marked stopped."""
+    st.session_state[STOP] = True
+    for key in (RESTARTS, SWEEP):
+        job = st.session_state.get(key)
+        if job and job["status"] == RUNNING:
+            job["status"] = STOPPED
+
+
+def should_stop() -> bool:
+    return bool(st.session_state.get(STOP, False))
+
+
+def _fit_row(job: dict, data, entry) -> dict:
+    s: LabSettings = job["settings"]
+    if job["kind"] == "restarts":
+        init, seed = entry
+        run = fit(data, s.method, init=init, seed=seed, prior=s.prior, hard=s.hard)
+        reference = None if data.is_continuous else job.setdefault("reference", majority_labels(data))
+        return {"init": init, "seed": seed, **sweep._score(data, run, reference)}
+    row = sweep.prior_sweep(data, s.method, [float(entry)], init=s.init, hard=s.hard).iloc[0].to_dict()
+    return row
+
+
+def _entry_name(job: dict, entry) -> str:
+    if job["kind"] == "restarts":
+        init, seed = entry
+        return f"random start (seed {seed})" if init == "random" else INITS.get(init, init).lower()
+    return f"prior strength {float(entry):g}"
+
+
+def work(job: dict, data) -> None:
+    """Fit the rest of ``job``'s plan, one fit at a time, under a progress bar (see the module docstring)."""
+    n = len(job["plan"])
+    what = "Restarts" if job["kind"] == "restarts" else "Prior sweep"
+    bar = st.progress(len(job["rows"]) / max(n, 1), text=f"{what}: {len(job['rows'])} of {n} fits done")
+    while len(job["rows"]) < n:
+        if should_stop():
+            job["status"] = STOPPED
+            break
+        entry = job["plan"][len(job["rows"])]
+        t0 = time.perf_counter()
+        row = _fit_row(job, data, entry)
+        job["rows"].append(row)
+        job["seconds"] += time.perf_counter() - t0
+        done = len(job["rows"])
+        # a Streamlit call: a click (Stop) during the job interrupts the run here, after the row is stored
+        bar.progress(done / n, text=f"{what}: {done} of {n} fits done (last: {_entry_name(job, entry)})")
+    if len(job["rows"]) == n:
+        job["status"] = DONE
+    bar.empty()
+
+
+def table(job: dict) -> pd.DataFrame:
+    """The rows finished so far; restarts also get ``optimum`` (0 = best) over those rows."""
+    out = pd.DataFrame(job["rows"])
+    if job["kind"] == "restarts" and len(out):
+        out["optimum"] = sweep.label_optima(out["objective"].to_numpy(dtype=float))
+    return out
+
+
+def current_job(key: str) -> dict | None:
+    """The job under ``key`` when it belongs to the working dataset (a job on another dataset is dropped)."""
+    job = st.session_state.get(key)
+    if job is not None and job["data_id"] != state.get_data_id():
+        del st.session_state[key]
+        return None
+    return job
+
+
+# ---------------------------------------------------------------------------- the page
+def priors_lab() -> None:
+    """Controls, the job in progress (if any) with its Stop button, then the results of both kinds of job."""
+    data = state.get_data()
+    options = iterative_methods(data)
+    if not options:
+        st.error("No iterative method applies to this dataset.")
+        return
+    s = get_settings(data)
+    _sync_widgets(s)
+    c1, c2, c3, c4 = st.columns([3, 3, 2, 2], vertical_alignment="bottom")
+    c1.selectbox("Method", options, format_func=state.method_title, key=W_METHOD, on_change=_on_settings)
+    c2.slider("Random restarts R", 0, 50, key=W_RANDOM, on_change=_on_settings)
+    c3.number_input("Prior strength (restarts)", min_value=0.0, step=0.5, key=W_PRIOR, on_change=_on_settings)
+    c4.checkbox("Hard EM", key=W_HARD, on_change=_on_settings)
+    d1, d2 = st.columns([3, 2], vertical_alignment="bottom")
+    d1.text_input(
+        "Prior strengths to sweep (pseudo-counts)",
+        key=W_STRENGTHS,
+        on_change=_on_settings,
+        help="Comma-separated; 0 = maximum likelihood.",
+    )
+    d2.selectbox("Start of the sweep", state.UI_INITS, format_func=INITS.get, key=W_INIT, on_change=_on_settings)
+    st.caption(
+        f"Restarts: from {INITS['majority'].lower()}, from everyone assumed good, and from R random posteriors "
+        "(seeds 0 .. R − 1), each run to convergence. The prior sweep refits from one start at every strength."
+    )
+    restarts_job, sweep_job = current_job(RESTARTS), current_job(SWEEP)
+    running = [j for j in (restarts_job, sweep_job) if j is not None and j["status"] == RUNNING]
+    b1, b2, b3, _ = st.columns([2, 2, 1, 3])
+    b1.button("Run restarts", key=B_RESTARTS, on_click=_start, args=("restarts",), type="primary", width="stretch")
+    b2.button("Run prior sweep", key=B_SWEEP, on_click=_start, args=("sweep",), width="stretch")
+    stop_slot = b3.empty()
+    error = st.session_state.get(f"{SETTINGS}.error")
+    if error:
+        st.error(error)
+    if running:
+        stop_slot.button("Stop", key=B_STOP, on_click=on_stop, width="stretch")
+        work(running[0], data)
+        stop_slot.empty()
+    tab_r, tab_s = st.tabs(["Restarts", "Prior sweep"])
+    with tab_r:
+        restarts_results(restarts_job, data)
+    with tab_s:
+        sweep_results(sweep_job)
+
+
+def _status(job: dict) -> None:
+    n, k = len(job["plan"]), len(job["rows"])
+    s: LabSettings = job["settings"]
+    head = f"{state.method_title(s.method)}" + (", hard EM" if s.hard else "")
+    if job["status"] == STOPPED:
+        st.warning(f"Stopped after {k} of {n} fits: the results below are partial ({head}).", icon="⏹️")
+    else:
+        st.caption(f"{head}: {k} fits in {job['seconds']:.1f} s.")
+
+
+def restarts_results(job: dict | None, data) -> None:
+    if job is None or not job["rows"]:
+        st.info("Run restarts to see how much the end point depends on the start.")
+        return
+    _status(job)
+    t = table(job)
+    s: LabSettings = job["settings"]
+    n_opt = int(t["optimum"].nunique())
+    best = t["optimum"].to_numpy() == 0
+    cols = st.columns(4)
+    cols[0].metric(
+        "distinct optima", n_opt, help="End points whose objectives agree within 1e-6 (relative) count once."
+    )
+    cols[1].metric("starts reaching the best", f"{int(best.sum())} of {len(t)}")
+    cols[2].metric("best objective", f"{t['objective'].max():.6g}")
+    if "relabelled" in t.columns:
+        cols[3].metric(
+            "mirror optima (classes relabelled)",
+            int(t["relabelled"].sum()),
+            help="The same fit with the classes renamed: the objective is as good, the accuracy is not.",
+        )
+    left, right = st.columns(2)
+    left.plotly_chart(plots.restart_scatter(t), key="priors.restart_chart")
+    if "relabelled" in t.columns and t["relabelled"].any():
+        left.caption(
+            "Crosses: the classes came out relabelled against majority vote (a mirror optimum): the fit is as good, "
+            "but the names of the classes are swapped, so the accuracy against gold is low."
+        )
+    right.plotly_chart(plots.objective_spread(t), key="priors.spread_chart")
+    st.dataframe(t, hide_index=True, key="priors.restart_table")
+    labels = [
+        f"{r.init}" + (f" (seed {r.seed})" if r.init == "random" else "") + f": objective {r.objective:.6g}"
+        for r in t.itertuples()
+    ]
+    p1, p2 = st.columns([3, 2], vertical_alignment="bottom")
+    if st.session_state.get(W_PICK) not in range(len(t)):
+        st.session_state[W_PICK] = best_start(t)
+    pick = p1.selectbox("Restart", range(len(t)), format_func=labels.__getitem__, key=W_PICK)
+    row = t.iloc[int(pick)]
+    p2.button(
+        "Use this start on the Step page",
+        key=B_USE,
+        on_click=_use_start,
+        args=(s.method, str(row["init"]), int(row["seed"]), float(s.prior), bool(s.hard)),
+        width="stretch",
+    )
+    step_page_link()
+
+
+def best_start(t: pd.DataFrame) -> int:
+    """Row of the first restart that reached the best optimum without relabelling the classes (else the best)."""
+    ok = t["optimum"].to_numpy() == 0
+    if "relabelled" in t.columns:
+        ok &= ~t["relabelled"].to_numpy(dtype=bool)
+    return int(np.flatnonzero(ok)[0]) if ok.any() else int(np.argmax(t["objective"].to_numpy()))
+
+
+def step_page_link() -> None:
+    """A link to the Step page (a caption instead where the app was started from a page file, as in tests)."""
+    try:
+        st.page_link(STEP_PAGE, label="Go to Step through EM", icon=":material/stairs:")
+    except StreamlitPageNotFoundError:
+        st.caption("Open **Step through EM** in the sidebar.")
+
+
+def _use_start(method: str, init: str, seed: int, prior: float, hard: bool) -> None:
+    state.set_config(method=method, init=init, seed=seed, prior=prior, hard=hard)
+
+
+def sweep_results(job: dict | None) -> None:
+    if job is None or not job["rows"]:
+        st.info("Run a prior sweep to see how pseudo-counts change the answer.")
+        return
+    _status(job)
+    t = table(job)
+    st.plotly_chart(plots.prior_sweep_figure(t), key="priors.sweep_chart")
+    st.caption(
+        "A stronger prior pulls every confusion matrix (and the class prior) towards uniform: the objective "
+        "(log-likelihood + log prior) changes scale, and a moderate prior often helps workers with few labels."
+    )
+    st.dataframe(t, hide_index=True, key="priors.sweep_table")

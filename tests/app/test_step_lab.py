@@ -1,0 +1,395 @@
+"""The Step page's panels and the Priors page under ``streamlit.testing.v1.AppTest``.
+
+Every tab renders for every applicable method on four bundled datasets; the posterior table pages and orders;
+"what just happened" follows the picked item and worker; the likelihood surface's EM path grows with Step;
+the Priors page runs restarts and a prior sweep, resumes and stops a job, hands a start to the Step page; and
+the state survives switching between the two pages.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+from streamlit.testing.v1 import AppTest
+
+from crowdlab import plots, sweep
+from crowdlab.models import applicable_models
+from crowdlab.samples import load_sample
+from crowdlab.ui import panels, priors_page, state
+
+ROOT = Path(__file__).resolve().parents[2]
+HOME = str(ROOT / "app.py")
+STEP_PAGE = "pages/2_Step_through_EM.py"
+PRIORS_PAGE = "pages/4_Priors_and_initialisations.py"
+SAMPLES = ("bluebirds", "dogs", "affect", "patients")
+CASES = [(s, m) for s in SAMPLES for m in applicable_models(load_sample(s))]
+
+
+def _ok(at: AppTest) -> AppTest:
+    assert not at.exception, [e.value for e in at.exception]
+    assert not at.error, [e.value for e in at.error]
+    return at
+
+
+def _click(at: AppTest, key: str) -> AppTest:
+    btn = at.button(key=key)
+    assert not btn.disabled, f"{key} is disabled"
+    return _ok(btn.click().run())
+
+
+def _open(sample: str = "bluebirds", page: str = STEP_PAGE) -> AppTest:
+    at = _ok(AppTest.from_file(HOME, default_timeout=30).run())
+    if sample != "bluebirds":
+        _ok(at.selectbox(key="home.dataset").set_value(sample).run())
+    return _ok(at.switch_page(page).run())
+
+
+def _method(at: AppTest, method: str) -> AppTest:
+    if at.selectbox(key=state.W_METHOD).value != method:
+        _ok(at.selectbox(key=state.W_METHOD).set_value(method).run())
+    return at
+
+
+def _tab(at: AppTest, tab: str) -> AppTest:
+    at.session_state[state.VIEW_PREFIX + "tab"] = tab  # what the tab's on_change callback writes
+    return _ok(at.run())
+
+
+def _chart(at: AppTest, key: str) -> dict | None:
+    """The plotly spec of the chart with widget key ``key`` (None when it is not on the page)."""
+    found = [c for c in at.get("plotly_chart") if c.proto.id.endswith("-" + key)]
+    assert len(found) <= 1
+    return json.loads(found[0].proto.spec) if found else None
+
+
+def _arr(v) -> np.ndarray:
+    """A plotly JSON array: a list, or a typed array ``{"dtype", "bdata"[, "shape"]}``."""
+    if isinstance(v, dict) and "bdata" in v:
+        a = np.frombuffer(base64.b64decode(v["bdata"]), dtype=np.dtype(v["dtype"]))
+        shape = v.get("shape")
+        return a.reshape([int(n) for n in str(shape).split(",")]) if shape else a
+    return np.asarray(v)
+
+
+def _trace(spec: dict, meta: str) -> dict:
+    found = [t for t in spec["data"] if t.get("meta") == meta]
+    assert len(found) == 1, [t.get("meta") for t in spec["data"]]
+    return found[0]
+
+
+def _latex(at: AppTest) -> list[str]:
+    return [x.value for x in at.latex]
+
+
+def _run(at: AppTest):
+    return at.session_state[state.RUN]
+
+
+# ---------------------------------------------------------------------------- every tab, every method
+@pytest.mark.parametrize(("sample", "method"), CASES)
+def test_every_tab_renders_for_every_method(sample, method):
+    at = _method(_open(sample), method)
+    if method != "mv":
+        _click(at, "stepper.step")
+        _click(at, "stepper.e_step")  # the cursor on an E-step snapshot
+    run = _run(at)
+    scores = method == "scores"
+    data = run.data
+
+    _tab(at, "Posterior")
+    if scores:
+        assert _chart(at, "stepper.annotator_chart") is not None and _chart(at, "stepper.means_chart") is not None
+    else:
+        spec = _chart(at, "stepper.posterior_chart")
+        heat = spec["data"][0]
+        assert (heat["zmin"], heat["zmax"]) == (0, 1)
+        assert len(heat["y"]) == min(panels.PAGE_SIZE, data.n_items)
+
+    _tab(at, "Workers")
+    assert _chart(at, "stepper.reliability_chart") is not None
+    if method in ("ds", "one_coin", "two_coin"):
+        grid = _chart(at, "stepper.confusion_chart")
+        names = [a["text"] for a in grid["layout"]["annotations"]]
+        most_active = panels.by_activity(data)[: panels.DEFAULT_WORKERS]
+        assert names == [data.worker_names[m] for m in most_active]
+        assert all((t["zmin"], t["zmax"]) == (0, 1) for t in grid["data"])
+    if method == "two_coin":
+        assert _chart(at, "stepper.sens_spec_chart") is not None
+
+    _tab(at, "Class priors")
+    bars = _trace(_chart(at, "stepper.prior_chart"), "pi")
+    assert _arr(bars["y"]).sum() == pytest.approx(1.0)
+
+    _tab(at, "What just happened")
+    if method == "mv":
+        assert any("Majority vote" in m.value for m in at.markdown)
+    else:
+        assert any("E-step just done" in m.value for m in at.markdown)
+        assert len(at.latex) >= 3  # the formula, the numbers, and the next half-step's formula
+
+    _tab(at, "Likelihood surface")
+    if method in ("one_coin", "two_coin") and data.n_classes == 2:
+        assert _chart(at, "stepper.surface_chart") is not None
+    else:
+        assert _chart(at, "stepper.surface_chart") is None
+        assert any("one-coin and two-coin" in i.value for i in at.info)
+
+
+# ---------------------------------------------------------------------------- posterior table
+def test_posterior_pages_and_orders_by_uncertainty_and_stars_changed_items():
+    at = _method(_open("dogs"), "ds")
+    _click(at, "stepper.step")
+    run = _run(at)
+    data = run.data
+    q = run.current.q
+    unc = 1 - q.max(axis=1)
+    names = list(data.item_names)
+
+    def rows() -> list[str]:
+        return _chart(at, "stepper.posterior_chart")["data"][0]["y"]
+
+    first = rows()
+    u = unc[[names.index(r) for r in first]]
+    assert np.all(np.diff(u) <= 1e-12) and u[0] == pytest.approx(unc.max())  # most uncertain first
+    _ok(at.number_input(key=panels.W_PAGE).set_value(2).run())
+    second = rows()
+    assert not set(first) & set(second)
+    assert unc[[names.index(r) for r in second]].max() <= u.min() + 1e-12
+    # changed items first, starred in the tick labels and outlined
+    assert run.current.kind == "M" and run.current.changed.size == 0  # an M-step leaves q as it was ...
+    changed = set(run.snapshots[run.index - 1].changed.tolist())  # ... the step's E-step changed labels
+    assert changed, "the first E-step changes some hard labels on dogs"
+    _ok(at.radio(key=panels.W_ORDER).set_value(panels.ORDER_CHANGED).run())
+    assert at.number_input(key=panels.W_PAGE).value == 2  # the page is remembered; go back to page 1
+    _ok(at.number_input(key=panels.W_PAGE).set_value(1).run())
+    spec = _chart(at, "stepper.posterior_chart")
+    top = spec["data"][0]["y"]
+    n_star = min(len(changed), panels.PAGE_SIZE)
+    assert {names.index(r) for r in top[:n_star]} <= changed
+    ticks = spec["layout"]["yaxis"]["ticktext"]
+    assert all(t.startswith(plots.run.CHANGED_MARK) for t in ticks[:n_star])
+    assert not any(t.startswith(plots.run.CHANGED_MARK) for t in ticks[n_star:])
+    outline = [s for s in spec["layout"]["shapes"] if s["name"] == "changed"][0]
+    assert len(plots.parse_rect_path(outline["path"])) == n_star
+    # the gold column: one entry per row with gold
+    gold_rows = sum(len(t["y"]) for t in spec["data"] if t.get("meta", "").startswith("gold_"))
+    assert gold_rows == int((data.gold[[names.index(r) for r in top]] >= 0).sum())
+    assert any(f"{len(changed)} items in all" in c.value for c in at.caption)
+
+
+def test_workers_pick_and_survive_a_page_switch():
+    at = _method(_open("bluebirds"), "ds")
+    _tab(at, "Workers")
+    data = _run(at).data
+    _ok(at.multiselect(key=panels.W_WORKERS).set_value([5, 2]).run())
+    names = [a["text"] for a in _chart(at, "stepper.confusion_chart")["layout"]["annotations"]]
+    assert names == [data.worker_names[5], data.worker_names[2]]
+    hi = _trace(_chart(at, "stepper.reliability_chart"), "highlight")
+    assert sorted(hi["text"]) == sorted([data.worker_names[5], data.worker_names[2]])
+    _ok(at.switch_page("app.py").run())
+    _ok(at.switch_page(STEP_PAGE).run())
+    assert at.multiselect(key=panels.W_WORKERS).value == [5, 2]  # the tab and the pick are remembered
+
+
+# ---------------------------------------------------------------------------- what just happened
+def test_explain_follows_the_half_step_and_the_picked_item_and_worker():
+    at = _method(_open("bluebirds"), "ds")
+    _tab(at, "What just happened")
+    data = _run(at).data
+    assert any("The start: Majority vote" in m.value for m in at.markdown)
+    _click(at, "stepper.e_step")
+    assert any("E-step just done" in m.value for m in at.markdown)
+    item = at.selectbox(key=panels.W_ITEM)
+    default = item.value
+    assert default == int(np.argmax(1 - _run(at).current.q.max(axis=1)))  # the most uncertain item
+    before = _latex(at)
+    assert any(f"item {data.item_names[default]}" in x for x in before)
+    other = (default + 1) % data.n_items
+    _ok(item.set_value(other).run())
+    after = _latex(at)
+    assert after != before and any(f"item {data.item_names[other]}" in x for x in after)
+    # the M-step explains the picked worker (default: the most active)
+    _click(at, "stepper.m_step")
+    assert any("M-step just done" in m.value for m in at.markdown)
+    worker = at.selectbox(key=panels.W_WORKER)
+    assert worker.value == int(panels.by_activity(data)[0])
+    before = _latex(at)
+    assert any(f"worker {data.worker_names[worker.value]}" in x for x in before)
+    _ok(worker.set_value(7).run())
+    after = _latex(at)
+    assert after != before and any(f"worker {data.worker_names[7]}" in x for x in after)
+    assert at.selectbox(key=panels.W_ITEM).value == other  # the item pick stays
+
+
+def test_explain_scores_model_uses_annotators_for_the_e_step():
+    at = _open("affect")
+    _tab(at, "What just happened")
+    _click(at, "stepper.step")  # after the M-step: item means
+    assert any(r"\mu_i" in x for x in _latex(at))
+    _click(at, "stepper.e_step")
+    data = _run(at).data
+    w = at.selectbox(key=panels.W_WORKER).value
+    assert any(f"annotator {data.worker_names[w]}" in x and "w_a" not in x for x in _latex(at))
+    assert any(r"w_a" in x for x in _latex(at))
+
+
+# ---------------------------------------------------------------------------- likelihood surface
+def test_surface_two_coin_bluebirds_path_grows_with_step():
+    at = _method(_open("bluebirds"), "two_coin")
+    _tab(at, "Likelihood surface")
+    data = _run(at).data
+    top = int(panels.by_activity(data)[0])
+    assert at.selectbox(key=panels.W_SURF_X).value != at.selectbox(key=panels.W_SURF_Y).value
+    spec = _chart(at, "stepper.surface_chart")
+    assert f"α ({data.worker_names[top]})" in spec["layout"]["title"]["text"]
+
+    def path_len() -> int:
+        return len(_arr(_trace(_chart(at, "stepper.surface_chart"), "path")["x"]))
+
+    assert path_len() == 1
+    _click(at, "stepper.step")
+    assert path_len() == 2
+    _click(at, "stepper.step")
+    assert path_len() == 3
+    _click(at, "stepper.e_step")  # an E-step leaves the parameters (and the path) as they were
+    assert path_len() == 3
+    run = _run(at)
+    spec = _chart(at, "stepper.surface_chart")
+    cur = _trace(spec, "current")
+    p = run.current.params
+    assert (_arr(cur["x"])[0], _arr(cur["y"])[0]) == pytest.approx((p.extra["alpha"][top], p.extra["beta"][top]))
+    surf = _trace(spec, "surface")
+    assert len(_arr(surf["x"])) == panels.SURFACE_N and surf["zmax"] == 0
+    _click(at, "stepper.back")  # to the M-step of iteration 2
+    assert path_len() == 3
+    _click(at, "stepper.back")
+    assert path_len() == 2  # the path follows the cursor
+    cache = at.session_state[panels.SURFACE_CACHE]
+    assert 1 <= len(cache) <= panels.SURFACE_CACHE_SIZE
+    # the same parameter twice: a warning, no chart
+    _ok(at.selectbox(key=panels.W_SURF_Y).set_value(at.selectbox(key=panels.W_SURF_X).value).run())
+    assert _chart(at, "stepper.surface_chart") is None and at.warning
+
+
+# ---------------------------------------------------------------------------- the Priors page
+def _priors(sample: str = "bluebirds") -> AppTest:
+    return _open(sample, PRIORS_PAGE)
+
+
+def _metric(at: AppTest, label: str) -> str:
+    found = [m.value for m in at.metric if m.label == label]
+    assert len(found) == 1, [m.label for m in at.metric]
+    return found[0]
+
+
+def test_priors_page_restarts_match_the_library_and_count_optima():
+    at = _priors()
+    assert at.selectbox(key=priors_page.W_METHOD).value == "ds"
+    _ok(at.slider(key=priors_page.W_RANDOM).set_value(3).run())
+    _click(at, priors_page.B_RESTARTS)
+    job = at.session_state[priors_page.RESTARTS]
+    assert job["status"] == priors_page.DONE and len(job["rows"]) == 5
+    ref = sweep.restarts(load_sample("bluebirds"), "ds", n_random=3)
+    got = priors_page.table(job)
+    np.testing.assert_allclose(got["objective"], ref["objective"])
+    assert list(got["optimum"]) == list(ref["optimum"])
+    assert list(got["relabelled"]) == list(ref["relabelled"])
+    assert _metric(at, "distinct optima") == str(ref["optimum"].nunique())
+    assert _chart(at, "priors.restart_chart") is not None and _chart(at, "priors.spread_chart") is not None
+    assert [b.key for b in at.button if b.key == priors_page.B_STOP] == []  # Stop only while a job runs
+
+
+def test_priors_page_prior_sweep_and_a_bad_strengths_list():
+    at = _priors()
+    _ok(at.text_input(key=priors_page.W_STRENGTHS).set_value("0, 2, 10").run())
+    _click(at, priors_page.B_SWEEP)
+    job = at.session_state[priors_page.SWEEP]
+    t = priors_page.table(job)
+    assert list(t["prior"]) == [0.0, 2.0, 10.0]
+    ref = sweep.prior_sweep(load_sample("bluebirds"), "ds", [0.0, 2.0, 10.0])
+    np.testing.assert_allclose(t["objective"], ref["objective"])
+    spec = _chart(at, "priors.sweep_chart")
+    assert _trace(spec, "objective")["yaxis"] == "y2"
+    assert [tr["meta"] for tr in spec["data"]][:2] == ["accuracy", "macro F"]
+    _ok(at.text_input(key=priors_page.W_STRENGTHS).set_value("0, lots").run())
+    at.button(key=priors_page.B_SWEEP).click().run()
+    assert [e.value for e in at.error] == [
+        "Prior strengths must be numbers separated by commas, e.g. 0, 0.5, 1, 2, 5, 10, 20."
+    ]
+    assert at.session_state[priors_page.SWEEP] is job  # the old results stay
+
+
+def test_priors_job_resumes_after_an_interruption_and_stops_on_request():
+    at = _priors()
+    _ok(at.slider(key=priors_page.W_RANDOM).set_value(3).run())
+    _click(at, priors_page.B_RESTARTS)
+    job = at.session_state[priors_page.RESTARTS]
+    full = list(job["rows"])
+    # a click during the job interrupted the run after two fits: the next run resumes where it was
+    job["rows"] = full[:2]
+    job["status"] = priors_page.RUNNING
+    _ok(at.run())
+    assert job["status"] == priors_page.DONE and len(job["rows"]) == 5
+    assert [r["objective"] for r in job["rows"]] == pytest.approx([r["objective"] for r in full])
+    # Stop was clicked during a job: its callback set the flag that should_stop reads; the partial rows stay
+    job["rows"] = full[:2]
+    job["status"] = priors_page.RUNNING
+    at.session_state[priors_page.STOP] = True
+    _ok(at.run())
+    assert job["status"] == priors_page.STOPPED and len(job["rows"]) == 2
+    assert any("Stopped after 2 of 5 fits" in w.value for w in at.warning)
+    assert _metric(at, "starts reaching the best").endswith("of 2")
+    # a new job clears the flag and runs to the end
+    _click(at, priors_page.B_RESTARTS)
+    assert at.session_state[priors_page.RESTARTS]["status"] == priors_page.DONE
+    assert not at.warning
+
+
+def test_use_a_restart_on_the_step_page():
+    at = _priors()
+    _ok(at.slider(key=priors_page.W_RANDOM).set_value(2).run())
+    _click(at, priors_page.B_RESTARTS)
+    t = priors_page.table(at.session_state[priors_page.RESTARTS])
+    assert at.selectbox(key=priors_page.W_PICK).value == priors_page.best_start(t)
+    assert not t.loc[priors_page.best_start(t), "relabelled"]
+    _ok(at.selectbox(key=priors_page.W_PICK).set_value(3).run())  # random start, seed 1
+    _click(at, priors_page.B_USE)
+    cfg = at.session_state[state.CONFIG]
+    assert (cfg.method, cfg.init, cfg.seed) == ("ds", "random", 1)
+    _ok(at.switch_page(STEP_PAGE).run())
+    run = _run(at)
+    assert (run.init, run.seed) == ("random", 1)
+    assert at.selectbox(key=state.W_INIT).value == "random"
+    _click(at, "stepper.run")
+    assert _run(at).last.objective == pytest.approx(t.loc[3, "objective"])
+
+
+def test_state_survives_switching_between_step_and_priors_pages():
+    at = _method(_open("bluebirds"), "two_coin")
+    _tab(at, "Likelihood surface")
+    _click(at, "stepper.step")
+    _click(at, "stepper.step")
+    run = _run(at)
+    _ok(at.switch_page(PRIORS_PAGE).run())
+    assert at.selectbox(key=priors_page.W_METHOD).value == "two_coin"  # follows the Step page's method
+    _ok(at.slider(key=priors_page.W_RANDOM).set_value(2).run())
+    _click(at, priors_page.B_RESTARTS)
+    n_opt = _metric(at, "distinct optima")
+    _ok(at.switch_page(STEP_PAGE).run())
+    assert _run(at) is run and run.index == 4
+    assert at.selectbox(key=state.W_METHOD).value == "two_coin"
+    assert _chart(at, "stepper.surface_chart") is not None  # the open tab is remembered
+    _click(at, "stepper.step")
+    _ok(at.switch_page(PRIORS_PAGE).run())
+    assert at.slider(key=priors_page.W_RANDOM).value == 2
+    assert _metric(at, "distinct optima") == n_opt  # the results are still there
+    # a new dataset drops the results made on the old one
+    _ok(at.switch_page("app.py").run())
+    _ok(at.selectbox(key="home.dataset").set_value("dogs").run())
+    _ok(at.switch_page(PRIORS_PAGE).run())
+    assert not at.metric and any("Run restarts" in i.value for i in at.info)
+    assert at.selectbox(key=priors_page.W_METHOD).value == "ds"  # two-coin does not apply to 4 classes

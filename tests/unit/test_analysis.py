@@ -164,3 +164,23 @@ def test_surface_coordinates():
     assert len(surface.coords_for("two_coin", 3)) == 7 and len(surface.coords_for("one_coin", 3)) == 4
     with pytest.raises(ValueError):
         surface.coords_for("ds", 3)
+
+
+@pytest.mark.parametrize(
+    "method,coords",
+    [
+        ("two_coin", (("alpha", 2), ("beta", 2))),
+        ("two_coin", (("alpha", 1), ("beta", 5))),
+        ("two_coin", (("p", -1), ("alpha", 0))),
+        ("one_coin", (("theta", 0), ("theta", 3))),
+        ("one_coin", (("theta", 4), ("p", -1))),
+    ],
+)
+def test_vectorised_surface_equals_pointwise_likelihood(bluebirds, method, coords):
+    run = cl.fit(bluebirds, method, prior=0.5)
+    x, y = (surface.Coord(*c) for c in coords)
+    xs, ys, Z = surface.objective_surface(bluebirds, run.model, run.params, x, y, n=6)
+    for iy in (0, 3, 5):
+        for ix in (0, 2, 5):
+            p = surface.with_value(run.model, run.params, {x: xs[ix], y: ys[iy]})
+            assert Z[iy, ix] == pytest.approx(run.model.log_likelihood(bluebirds, p), rel=1e-12, abs=1e-8)

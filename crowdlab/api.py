@@ -17,10 +17,14 @@ def fit(
     seed: int | None = 0,
     tol: float = 1e-8,
     max_iter: int = 500,
+    model_options: dict | None = None,
     **init_kwargs,
 ) -> Run:
-    """Fit ``method`` ("mv", "ds", "one_coin", "two_coin", "scores") and run EM to convergence."""
-    model = make_model(method, prior=prior, hard=hard)
+    """Fit ``method`` ("mv", "ds", "one_coin", "two_coin", "scores", "hmm", "mrf") and run EM to convergence.
+
+    ``model_options`` go to the model's constructor (e.g. ``{"delta": 5.0, "e_step": "mean_field"}`` for "mrf").
+    """
+    model = make_model(method, prior=prior, hard=hard, **(model_options or {}))
     run = Run(data, model, init, seed=seed, tol=tol, max_iter=max_iter, **init_kwargs)
     run.run()
     return run

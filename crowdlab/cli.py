@@ -32,7 +32,16 @@ def build_parser() -> argparse.ArgumentParser:
     f.add_argument("--seed", type=int, default=0)
     f.add_argument("--tol", type=float, default=1e-8, help="relative change of the objective to stop at")
     f.add_argument("--max-iter", type=int, default=500)
-    f.add_argument("--format", dest="fmt", default="auto", choices=["auto", "long", "wide"])
+    f.add_argument(
+        "--format",
+        dest="fmt",
+        default="auto",
+        choices=["auto", "long", "wide", "sequences"],
+        help="sequences: sequence,position,worker,label (the default for --method hmm)",
+    )
+    f.add_argument("--edges", help="edge list CSV source,target[,weight] over the items (needed by --method mrf)")
+    f.add_argument("--delta", type=float, help="MRF: Potts penalty for disagreeing neighbours (default: #workers)")
+    f.add_argument("--e-step", dest="e_step", default="icm", choices=["icm", "mean_field"], help="MRF E-step")
     f.add_argument("--kind", default="auto", choices=["auto", "classes", "continuous"])
     sub.add_parser("samples", help="list the bundled sample datasets")
     return p
@@ -40,10 +49,20 @@ def build_parser() -> argparse.ArgumentParser:
 
 def cmd_fit(args: argparse.Namespace) -> int:
     from crowdlab.api import fit
-    from crowdlab.data import read_annotations
+    from crowdlab.data import read_annotations, read_sequences
 
     kind = "continuous" if args.method == "scores" and args.kind == "auto" else args.kind
-    data = read_annotations(args.file, gold=args.gold, fmt=args.fmt, kind=kind)
+    if args.fmt == "sequences" or (args.method == "hmm" and args.fmt == "auto"):
+        data = read_sequences(args.file, gold=args.gold)
+    else:
+        data = read_annotations(args.file, gold=args.gold, fmt=args.fmt, kind=kind)
+    options = {}
+    if args.edges:
+        from crowdlab.graph import read_edges
+
+        data = read_edges(args.edges, data)
+    if args.method == "mrf":
+        options = {"delta": args.delta, "e_step": args.e_step}
     run = fit(
         data,
         args.method,
@@ -53,10 +72,14 @@ def cmd_fit(args: argparse.Namespace) -> int:
         seed=args.seed,
         tol=args.tol,
         max_iter=args.max_iter,
+        model_options=options,
     )
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     post = posterior_frame(run)
+    if args.method == "hmm":
+        names = list(data.class_names)
+        post["viterbi"] = [names[k] for k in run.model.decode(data, run.params)]
     post.to_csv(out / "posteriors.csv", index=False)
     if "label" in post:
         post[["item", "label"]].to_csv(out / "labels.csv", index=False)
@@ -95,9 +118,9 @@ def _print_summary(run, workers, metrics: dict, out: Path) -> None:
 
 
 def cmd_samples() -> int:
-    from crowdlab.samples import SAMPLES, sample_paths
+    from crowdlab.samples import SAMPLES, SEQUENCE_SAMPLES, sample_paths
 
-    for key, s in SAMPLES.items():
+    for key, s in {**SAMPLES, **SEQUENCE_SAMPLES}.items():
         labels, gold = sample_paths(key)
         print(f"{key:10s} {s.title}: {s.description}\n{'':10s} {labels}" + (f" (gold: {gold})" if gold else ""))
     return 0

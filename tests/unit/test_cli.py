@@ -86,3 +86,46 @@ def test_python_snippet_for_a_simulation():
     ns: dict = {}
     exec(python_snippet(run, "simulate_crowd(200, 6, 3, seed=4)"), ns)
     np.testing.assert_array_equal(ns["labels"], run.labels())
+
+
+def test_fit_sequences_with_hmm_writes_viterbi(tmp_path):
+    from crowdlab.samples import sample_paths
+
+    labels, gold = sample_paths("ner")
+    code = main(["fit", str(labels), "--method", "hmm", "--gold", str(gold), "--out", str(tmp_path), "--max-iter", "5"])
+    assert code == 0
+    post = pd.read_csv(tmp_path / "posteriors.csv")
+    assert len(post) == 39025 and "viterbi" in post and post["item"].iloc[0] == "0:0"
+    params = json.loads((tmp_path / "params.json").read_text())
+    assert len(params["T"]) == 9 and "pi0" in params
+
+
+def test_fit_mrf_with_edges(tmp_path):
+    data_dir = tmp_path / "in"
+    data_dir.mkdir()
+    (data_dir / "labels.csv").write_text("item,worker,label\na,w1,x\nb,w1,x\nc,w1,y\na,w2,x\nb,w2,y\nc,w2,y\n")
+    (data_dir / "edges.csv").write_text("source,target\na,b\nb,c\n")
+    code = main(
+        [
+            "fit",
+            str(data_dir / "labels.csv"),
+            "--method",
+            "mrf",
+            "--edges",
+            str(data_dir / "edges.csv"),
+            "--e-step",
+            "mean_field",
+            "--delta",
+            "1.5",
+            "--out",
+            str(tmp_path / "out"),
+        ]
+    )
+    assert code == 0
+    assert len(pd.read_csv(tmp_path / "out" / "posteriors.csv")) == 3
+
+
+def test_mrf_without_edges_is_a_clear_error(tmp_path, capsys):
+    labels, _ = sample_paths("bluebirds")
+    assert main(["fit", str(labels), "--method", "mrf", "--out", str(tmp_path)]) == 2
+    assert "graph" in capsys.readouterr().err

@@ -22,9 +22,11 @@ def fit(
 ) -> Run:
     """Fit ``method`` ("mv", "ds", "one_coin", "two_coin", "scores", "hmm", "mrf") and run EM to convergence.
 
+    The run keeps the posteriors of its last two snapshots only (older ones are recomputed on demand), so a
+    long fit on 10^7 labels does not hold one posterior per half-step; build a :class:`Run` yourself to keep all.
     ``model_options`` go to the model's constructor (e.g. ``{"delta": 5.0, "e_step": "mean_field"}`` for "mrf").
     """
     model = make_model(method, prior=prior, hard=hard, **(model_options or {}))
-    run = Run(data, model, init, seed=seed, tol=tol, max_iter=max_iter, **init_kwargs)
+    run = Run(data, model, init, seed=seed, tol=tol, max_iter=max_iter, keep_posteriors=2, **init_kwargs)
     run.run()
     return run

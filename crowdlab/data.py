@@ -239,10 +239,6 @@ class Annotations:
         return X
 
     @cached_property
-    def label_counts_T(self) -> sp.csr_matrix:
-        return self.label_counts.T.tocsr()
-
-    @cached_property
     def vote_counts(self) -> np.ndarray:
         """(n_items, K) number of votes for each class."""
         K = self.n_classes

@@ -21,7 +21,7 @@ Typical use::
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -77,8 +77,12 @@ class Run:
         seed: int | None = 0,
         tol: float = 1e-8,
         max_iter: int = 500,
+        keep_posteriors: int | None = None,
         **init_kwargs,
     ) -> None:
+        """``keep_posteriors``: None keeps every snapshot's posterior (the app: scrubbing recomputes nothing);
+        an integer k keeps only the last k (a long non-interactive fit at 10^7 labels would otherwise hold one
+        (N, K) array per half-step); older posteriors are then recomputed from the stored parameters on access."""
         model.check(data)
         self.data = data
         self.model = model
@@ -87,6 +91,7 @@ class Run:
         self.tol = float(tol)
         self.max_iter = int(max_iter)
         self.init_kwargs = init_kwargs
+        self.keep_posteriors = keep_posteriors
         self.iterative = not isinstance(model, MajorityVote)
         self.snapshots: list[Snapshot] = []
         self.index = 0
@@ -116,7 +121,7 @@ class Run:
 
     @property
     def current(self) -> Snapshot:
-        return self.snapshots[self.index]
+        return self._materialize(self.index)
 
     @property
     def last(self) -> Snapshot:
@@ -177,14 +182,45 @@ class Run:
             params = self.model.m_step(self.data, full)
             iteration = prev.iteration + 1
         q, post = _split(full)
-        obj = self.model.objective(self.data, full, params)
+        if kind == "E" and self.model.exact and not self.model.hard and prev.objective is not None:
+            obj = prev.objective  # log p(x | theta) + log prior: theta did not change
+        else:
+            obj = self.model.objective(self.data, full, params)
         bound = self._bound(full, params)
         changed = np.flatnonzero(np.argmax(q, axis=1) != np.argmax(prev.q, axis=1))
         violation = self._check(prev, obj, bound, kind)
         snap = Snapshot(len(self.snapshots), kind, iteration, params, q, obj, bound, changed, violation, post)
         self.snapshots.append(snap)
         self.index = snap.index
+        self._prune()
         return snap
+
+    def _prune(self) -> None:
+        """Drop the posteriors of all but the last ``keep_posteriors`` snapshots (see ``__init__``)."""
+        k = self.keep_posteriors
+        if k is None:
+            return
+        for i in range(len(self.snapshots) - max(k, 2) - 1, -1, -1):
+            s = self.snapshots[i]
+            if s.q is None:
+                break
+            self.snapshots[i] = replace(s, q=None, posterior=None)
+
+    def _materialize(self, i: int) -> Snapshot:
+        """Snapshot i with its posterior, recomputed from the stored parameters when it was dropped."""
+        s = self.snapshots[i]
+        if s.q is not None:
+            return s
+        if s.kind == "E":
+            full = self.model.e_step(self.data, self.snapshots[i - 1].params)
+        elif s.kind == "M":
+            full = self._materialize(i - 1).post
+        else:
+            start = initialise(self.model, self.data, self.init, seed=self.seed, **self.init_kwargs)
+            full = start.q0
+        q, post = _split(full)
+        self.snapshots[i] = replace(s, q=q, posterior=post)
+        return self.snapshots[i]
 
     def _check(self, prev: Snapshot, obj: float, bound: float, kind: str) -> str | None:
         if not np.isfinite(obj) or not np.isfinite(bound):

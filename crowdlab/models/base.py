@@ -24,7 +24,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-from scipy.special import gammaln, logsumexp
+from scipy.special import gammaln
 
 from crowdlab.data import Annotations
 
@@ -36,10 +36,16 @@ def safe_log(x: np.ndarray | float) -> np.ndarray:
     return np.log(np.maximum(x, TINY))
 
 
+def logsumexp_rows(log_w: np.ndarray) -> np.ndarray:
+    """(n,) log sum_k exp(log_w[n, k]), max-shifted (plain numpy: faster than scipy's general logsumexp)."""
+    m = log_w.max(axis=1)
+    return m + np.log(np.exp(log_w - m[:, None]).sum(axis=1))
+
+
 def softmax_rows(log_w: np.ndarray) -> np.ndarray:
-    """Normalise each row of log-weights to probabilities (logsumexp, stable)."""
-    q = np.exp(log_w - logsumexp(log_w, axis=1, keepdims=True))
-    return q
+    """Normalise each row of log-weights to probabilities (max-shifted, stable)."""
+    e = np.exp(log_w - log_w.max(axis=1, keepdims=True))
+    return e / e.sum(axis=1, keepdims=True)
 
 
 def one_hot_argmax(log_w: np.ndarray, tie_order: np.ndarray | None = None) -> np.ndarray:
@@ -155,21 +161,32 @@ class LatentModel:
     def has_prior(self) -> bool:
         return False
 
+    def _lj(self, data: Annotations, params) -> np.ndarray:
+        """``log_joint`` memoised for the last two (data, params) pairs: the engine evaluates the E-step, the
+        objective and the bound at the same parameters, and one sparse product serves them all."""
+        memo = self.__dict__.setdefault("_lj_memo", [])
+        for d, p, v in memo:
+            if d is data and p is params:
+                return v
+        v = self.log_joint(data, params)
+        self.__dict__["_lj_memo"] = [*memo[-1:], (data, params, v)]
+        return v
+
     def e_step(self, data: Annotations, params) -> np.ndarray:
         """Posterior q (n_latent, n_states); one-hot arg-max under hard EM."""
-        lj = self.log_joint(data, params)
+        lj = self._lj(data, params)
         if self.hard:
             return one_hot_argmax(lj)
         return softmax_rows(lj)
 
     def log_likelihood(self, data: Annotations, params) -> float:
         """Observed-data log-likelihood sum_n log sum_s p(x_n, z_n = s | theta) (+ log prior)."""
-        lj = self.log_joint(data, params)
-        return float(logsumexp(lj, axis=1).sum()) + self.log_prior(params)
+        lj = self._lj(data, params)
+        return float(logsumexp_rows(lj).sum()) + self.log_prior(params)
 
     def complete_objective(self, data: Annotations, q: np.ndarray, params) -> float:
         """E_q[log p(x, z | theta)] + log prior (hard EM's objective when q is one-hot)."""
-        lj = self.log_joint(data, params)
+        lj = self._lj(data, params)
         return float((q * lj).sum()) + self.log_prior(params)
 
     def bound(self, data: Annotations, q: np.ndarray, params) -> float:

@@ -32,7 +32,7 @@ def class_log_joint(data: Annotations, pi: np.ndarray, gamma: np.ndarray) -> np.
 def expected_counts(data: Annotations, q: np.ndarray) -> np.ndarray:
     """(M, K, K): counts[m, k', k] = sum_n q_nk * #(worker m said k' on item n) -- the numerator of eq. (11)."""
     M, K = data.n_workers, data.n_classes
-    return np.asarray(data.label_counts_T @ q).reshape(M, K, K)
+    return np.asarray(data.label_counts.T @ q).reshape(M, K, K)
 
 
 class DawidSkene(LatentModel):

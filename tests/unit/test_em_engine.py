@@ -161,3 +161,23 @@ def test_hard_em_posteriors_are_one_hot(data):
     q = run.posterior
     assert set(np.unique(q)) <= {0.0, 1.0}
     assert "complete-data" in run.model.objective_name
+
+
+def test_keep_posteriors_drops_old_ones_and_recomputes_them_exactly(data):
+    full = Run(data, DawidSkene())
+    full.run(max_iter=6)
+    lean = Run(data, DawidSkene(), keep_posteriors=2)
+    lean.run(max_iter=6)
+    assert sum(s.q is not None for s in lean.snapshots) <= 3
+    np.testing.assert_array_equal(lean.history()["objective"], full.history()["objective"])
+    for i in (0, 1, 4, 7):
+        np.testing.assert_allclose(lean.goto(i).q, full.snapshots[i].q, atol=1e-12)
+    assert lean.violations == []
+
+
+def test_objective_after_an_exact_e_step_is_reused_not_recomputed(data):
+    run = Run(data, DawidSkene())
+    run.step()
+    e, m = run.snapshots[1], run.snapshots[0]
+    assert e.objective == m.objective
+    assert e.bound == pytest.approx(DawidSkene().log_likelihood(data, m.params), rel=1e-12)

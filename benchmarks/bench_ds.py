@@ -16,7 +16,8 @@ workers per item, per-worker confusion matrices with diagonal ~ U(0.6, 0.95) and
 - the initialisation crowdlab uses by default: q0 = vote fractions, params0 = m_step(q0);
 - ``--iters`` EM iterations: ``--engine model`` (default) times the bare ``DawidSkene.e_step`` +
   ``DawidSkene.m_step``; ``--engine run`` times :meth:`crowdlab.em.Run.step`, which also evaluates the
-  objective and the bound after every half-step and keeps every snapshot (what the app does);
+  objective and the bound after every half-step and keeps every snapshot's parameters and the last two
+  posteriors (as ``crowdlab.fit`` does; the app keeps every posterior for scrubbing);
 - peak memory: tracemalloc's peak over the crowdlab phase (Python and numpy allocations; started after the data
   were simulated) and ``ru_maxrss`` of the subprocess (whole process, simulation included).
 
@@ -148,7 +149,7 @@ def crowdlab_em(data, iters: int, engine: str) -> tuple[np.ndarray, list[float],
     if engine == "run":
         from crowdlab.em import Run
 
-        run, t_init = timed(lambda: Run(data, model, tol=0.0, max_iter=iters))
+        run, t_init = timed(lambda: Run(data, model, tol=0.0, max_iter=iters, keep_posteriors=2))
         for _ in range(iters):
             t0 = time.perf_counter()
             run.step()

@@ -18,6 +18,7 @@ import numpy as np
 __all__ = [
     "PrecisionRecallF",
     "accuracy",
+    "auc",
     "confusion_error",
     "confusion_matrix",
     "log_loss",
@@ -195,3 +196,28 @@ def pearson(x: np.ndarray, y: np.ndarray) -> float:
     if den == 0:
         return float("nan")
     return float(np.clip((xc * yc).sum() / den, -1.0, 1.0))
+
+
+def auc(scores: np.ndarray, truth: np.ndarray) -> float:
+    """Area under the ROC curve of ``scores`` for the binary ``truth`` (1 = positive), ties counted as half.
+
+    The Mann-Whitney statistic: the fraction of (positive, negative) pairs whose positive item scores higher,
+    computed from average ranks. Items with truth -1 (unknown) are left out; NaN when either class is absent.
+    Shapes: ``scores`` (N,) float, ``truth`` (N,) int in {-1, 0, 1}.
+    """
+    from scipy.stats import rankdata
+
+    s = np.asarray(scores, dtype=np.float64)
+    t = np.asarray(truth)
+    if s.shape != t.shape or s.ndim != 1:
+        raise ValueError(f"scores and truth need one entry per item: got shapes {s.shape} and {t.shape}.")
+    known = t >= 0
+    s, t = s[known], t[known]
+    if t.size and t.max() > 1:
+        raise ValueError("auc needs binary truth (0, 1; -1 for unknown).")
+    pos = t == 1
+    n1, n0 = int(pos.sum()), int((~pos).sum())
+    if n1 == 0 or n0 == 0:
+        return float("nan")
+    ranks = rankdata(s)  # average ranks for ties
+    return float((ranks[pos].sum() - n1 * (n1 + 1) / 2.0) / (n1 * n0))

@@ -41,10 +41,12 @@ __all__ = [
     "WORKER_TYPES",
     "SimulatedCrowd",
     "SimulatedNetwork",
+    "SimulatedRaykar",
     "SimulatedScores",
     "SimulatedSequences",
     "mix_from_counts",
     "simulate_crowd",
+    "simulate_raykar",
     "simulate_sbm",
     "simulate_scores",
     "simulate_sequences",
@@ -667,3 +669,123 @@ def simulate_sbm(
         graph=adj,
     )
     return SimulatedNetwork(ann, truth, adj, p_in, p_out, gamma, tuple(types.tolist()))
+
+
+# ------------------------------------------------------------ Raykar et al. (seed 000): features and a classifier
+@dataclass(frozen=True, eq=False)
+class SimulatedRaykar:
+    """Items with features, a logistic truth and two-coin annotators (seed 000, Raykar et al. 2010).
+
+    ``annotations`` (binary, gold = truth); ``features`` (`crowdlab.features.ItemFeatures`, intercept first, not
+    standardised, so ``w`` is on the same scale); ``truth`` (N,) 0/1; ``w`` (d + 1,) true weights, intercept
+    first; ``alpha``, ``beta`` (M,) true sensitivities and specificities; ``p_true`` (N,) sigma(w^T x_i);
+    ``worker_types`` "expert" / "novice" per annotator.
+    """
+
+    annotations: Annotations
+    features: object
+    truth: np.ndarray
+    w: np.ndarray
+    alpha: np.ndarray
+    beta: np.ndarray
+    p_true: np.ndarray
+    worker_types: tuple[str, ...]
+
+    def draw_items(self, n: int, seed: int | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Fresh items from the same distribution: (X (n, d + 1) design rows, p (n,), y (n,)) for prediction."""
+        rng = np.random.default_rng(seed)
+        raw = rng.standard_normal((_check_int("n", n, 1), self.w.size - 1))
+        X = self.features.transform(raw)
+        p = 1.0 / (1.0 + np.exp(-(X @ self.w)))
+        return X, p, (rng.random(p.size) < p).astype(np.int32)
+
+
+def simulate_raykar(
+    n_items: int = 2000,
+    d: int = 2,
+    n_annotators: int = 5,
+    n_novices: int = 3,
+    *,
+    alpha: Sequence[float] | np.ndarray | None = None,
+    beta: Sequence[float] | np.ndarray | None = None,
+    w: Sequence[float] | np.ndarray | None = None,
+    expert_range: tuple[float, float] = (0.85, 0.95),
+    novice_range: tuple[float, float] = (0.55, 0.7),
+    signal: float = 2.0,
+    density: float | None = None,
+    seed: int | None = 0,
+) -> SimulatedRaykar:
+    """Simulate Raykar's setting: features x_i ~ N(0, I_d), truth y_i ~ Bernoulli(sigma(w^T [1, x_i])), and
+    two-coin annotators of whom ``n_novices`` are novices (a majority of novices makes majority vote degrade).
+
+    ``w`` (d + 1,), intercept first; by default the intercept ~ U(-0.5, 0.5) and the slopes are a uniformly random
+    direction of length ``signal``. Experts draw alpha_j, beta_j ~ U(``expert_range``), novices
+    U(``novice_range``) (independently), unless ``alpha`` / ``beta`` (M,) are given. The novices sit at random
+    positions among the annotators ("w0", "w1", ...). Every annotator labels every item (Raykar's setting), or
+    with ``density`` each (item, annotator) pair is observed with that probability (every item keeps >= 1 label).
+    Classes are "0" and "1" (1 = positive); items "0".."N-1".
+    """
+    from crowdlab.features import features_from_array
+
+    N = _check_int("n_items", n_items, 2)
+    D = _check_int("d", d, 1)
+    M = _check_int("n_annotators", n_annotators, 1)
+    V = _check_int("n_novices", n_novices, 0)
+    if V > M:
+        raise ValueError(f"n_novices ({V}) cannot exceed n_annotators ({M}).")
+    expert_range = _check_range("expert_range", expert_range)
+    novice_range = _check_range("novice_range", novice_range)
+    if density is not None:
+        density = float(density)
+        if not (np.isfinite(density) and 0.0 < density <= 1.0):
+            raise ValueError(f"density must be a probability in (0, 1], got {density}.")
+    rng = np.random.default_rng(seed)
+    novice = np.zeros(M, dtype=bool)
+    novice[rng.permutation(M)[:V]] = True
+    lo = np.where(novice, novice_range[0], expert_range[0])
+    hi = np.where(novice, novice_range[1], expert_range[1])
+    a_true = rng.uniform(lo, hi)
+    b_true = rng.uniform(lo, hi)
+    for name, given in (("alpha", alpha), ("beta", beta)):
+        if given is None:
+            continue
+        arr = np.asarray(given, dtype=np.float64).ravel()
+        if arr.shape != (M,) or not np.all((arr >= 0) & (arr <= 1)):
+            raise ValueError(f"{name} needs {M} probabilities (one per annotator).")
+        if name == "alpha":
+            a_true = arr
+        else:
+            b_true = arr
+    if w is None:
+        u = rng.standard_normal(D)
+        w_true = np.concatenate([[rng.uniform(-0.5, 0.5)], float(signal) * u / np.linalg.norm(u)])
+    else:
+        w_true = np.asarray(w, dtype=np.float64).ravel()
+        if w_true.shape != (D + 1,) or not np.all(np.isfinite(w_true)):
+            raise ValueError(f"w needs d + 1 = {D + 1} finite weights (intercept first).")
+    raw = rng.standard_normal((N, D))
+    item_names = tuple(str(i) for i in range(N))
+    features = features_from_array(raw, item_names, add_intercept=True, standardize=False)
+    p_true = 1.0 / (1.0 + np.exp(-(features.X @ w_true)))
+    truth = (rng.random(N) < p_true).astype(np.int32)
+    if density is None:
+        mask = np.ones((N, M), dtype=bool)
+    else:
+        mask = _bernoulli_mask(rng, N, M, density)
+    item, worker = np.nonzero(mask)
+    y = truth[item]
+    u = rng.random(item.size)
+    label = np.where(y == 1, u < a_true[worker], u >= b_true[worker]).astype(np.int32)
+    types = tuple("novice" if v else "expert" for v in novice)
+    ann = Annotations(
+        item=item.astype(np.int32),
+        worker=worker.astype(np.int32),
+        label=label,
+        item_names=item_names,
+        worker_names=_names("w", M),
+        class_names=("0", "1"),
+        gold=truth.copy(),
+        name="simulated crowd with features",
+        notes=(f"simulate_raykar: N={N}, d={D}, M={M} ({V} novices), seed={seed}",),
+    )
+    return SimulatedRaykar(ann, features, truth, w_true, a_true, b_true, p_true, types)

@@ -10,6 +10,7 @@ from crowdlab.models.majority import MajorityVote
 from crowdlab.models.mrf import MRFParams, MRFPosterior, NetworkCrowd
 from crowdlab.models.one_coin import OneCoin
 from crowdlab.models.params import ClassParams
+from crowdlab.models.raykar import RaykarModel, RaykarParams
 from crowdlab.models.scores import GoodBadScores, ScoreParams
 from crowdlab.models.two_coin import TwoCoin
 
@@ -23,11 +24,18 @@ MODELS = {
     "mrf": NetworkCrowd,
 }
 ALIASES = {"dawid_skene": "ds", "majority": "mv", "onecoin": "one_coin", "twocoin": "two_coin"}
+FEATURE_MODELS = {"raykar": RaykarModel}
+"""Models that also need item features (``make_model(key, features=...)``); not in ``MODELS``, whose entries are
+built from the labels alone, and listed by ``applicable_models`` only when features are given."""
 
 
 def make_model(key: str, **options):
     """Build model ``key`` (see ``MODELS``) with options such as ``prior=`` and ``hard=``."""
     key = ALIASES.get(key, key)
+    if key in FEATURE_MODELS:
+        if options.get("features") is None:
+            raise ModelError(f"Method {key!r} needs item features (features=...; see crowdlab.features).")
+        return FEATURE_MODELS[key](**options)
     if key not in MODELS:
         raise ModelError(f"Unknown method {key!r}; choose one of {', '.join(MODELS)}.")
     cls = MODELS[key]
@@ -36,8 +44,9 @@ def make_model(key: str, **options):
     return cls(**options)
 
 
-def applicable_models(data: Annotations) -> list[str]:
-    """Keys of the models that apply to ``data`` (classes vs scores, binary-only models)."""
+def applicable_models(data: Annotations, features=None) -> list[str]:
+    """Keys of the models that apply to ``data`` (classes vs scores, binary-only models); with ``features``
+    (`crowdlab.features.ItemFeatures` aligned with ``data``'s items) also the feature models (Raykar)."""
     out = []
     for key, cls in MODELS.items():
         info = cls.info
@@ -50,10 +59,14 @@ def applicable_models(data: Annotations) -> list[str]:
         if cls is NetworkCrowd and data.graph is None:
             continue
         out.append(key)
+    if features is not None and not data.is_continuous and data.n_classes == 2:
+        if getattr(features, "item_names", None) == data.item_names:
+            out.extend(FEATURE_MODELS)
     return out
 
 
 __all__ = [
+    "FEATURE_MODELS",
     "MODELS",
     "ClassParams",
     "DawidSkene",
@@ -66,6 +79,8 @@ __all__ = [
     "MajorityVote",
     "NetworkCrowd",
     "OneCoin",
+    "RaykarModel",
+    "RaykarParams",
     "ScoreParams",
     "TwoCoin",
     "applicable_models",

@@ -1,0 +1,784 @@
+"""Fisher information and standard errors (seed 002, Sec. 5; eqs. (23)-(24)).
+
+Expected (Fisher) information
+-----------------------------
+- :func:`fisher_symmetric`: J(theta) for one binary classifier under the symmetric model (8) with alpha =
+  p(y = code 0) (the seed's p(y = 1)), vectorised over arrays of theta and alpha (Fig. 3, right). With
+  P1 = p(out = 0) = theta (2 alpha - 1) + 1 - alpha and P2 = 1 - P1 = alpha - theta (2 alpha - 1), the score is
+  +-(2 alpha - 1) / P_out, so
+
+      J(theta) = P1 (2 alpha - 1)^2 / P1^2 + P2 (2 alpha - 1)^2 / P2^2 = (2 alpha - 1)^2 / (P1 P2).
+
+  **Erratum.** Eq. (24) as printed, alpha (2 alpha - 1)^2 / P1^2 + (1 - alpha) (2 alpha - 1)^2 / P2^2, weights the
+  squared score by p(y) instead of p_theta(out); it agrees with E[score^2] only at theta = 1/2 and theta = 1
+  (e.g. theta = 0.7, alpha = 0.8: printed 1.248, E[score^2] = 1.528). It is kept as
+  :func:`fisher_symmetric_printed` for comparison. Since eq. (9) is linear in m/n, Var(theta_hat) =
+  P1 P2 / (n (2 alpha - 1)^2) = 1 / (n J) exactly (before clipping to [0, 1]), which the Monte-Carlo check in
+  ``benchmarks/bench_fisher.py`` and the tests confirm.
+- :func:`fisher_enumerate`: the exact information E[score score^T] of any small discrete model, by summing over
+  every outcome vector (l^k of them): J = sum_o dp_o dp_o^T / p_o, where the derivatives dp_o / dtheta come from the
+  complex step (Im p(theta + i h e_a) / h, exact to rounding for any ``prob_fn`` written with +, *, / and powers)
+  or, for functions that are not complex-safe, central differences. :func:`outcome_probs` and
+  :func:`symmetric_outcome_probs` give p(out_1, ..., out_k) = sum_y p(y) prod_j p_j(out_j | y) (eq. (12)) and
+  :func:`fisher_collaborative` the k x k information of the collaborative symmetric model.
+
+Observed information for fitted crowd models
+--------------------------------------------
+:func:`observed_information` computes the negative Hessian of the marginal log-likelihood log p(x | theta)
+(+ log prior when the model is MAP) of a fitted Dawid-Skene, one-coin or two-coin model, analytically, by
+Louis' identity for independent items: with q_n(y) the exact posterior of item n,
+
+    d^2 log p(x_n) = E_q[d^2 log p(x_n, y)] + Var_q[d log p(x_n, y)],
+
+summed over items; everything is sparse products with the (item x worker-label) count matrix X (no loop over
+items or labels). The free parametrisation phi (the "native" parameters minus the simplex constraints):
+
+- Dawid-Skene: every column Gamma_m(., k) without one entry, and pi without one entry; the dropped (dependent)
+  entry is the *largest* of its column (so it is never on the boundary; which entry is dropped does not change any
+  standard error, because everything reported goes through the covariance of all entries);
+- one-coin: theta_m, plus pi without its largest entry when the model estimates pi (``class_prior=None``);
+- two-coin: alpha_m, beta_m and p.
+
+Parameters on the boundary (a probability within 1e-6 of 0 or 1) have no Wald interval (the likelihood is not
+smooth in them there); they are held fixed, listed in ``fixed``, and their rows get an exact binomial interval
+instead (see :func:`worker_intervals`). ``block="full"`` inverts the whole information matrix (the honest standard
+errors); ``block="worker"`` computes only each worker's diagonal block (and one block for the class prior) and
+inverts those, i.e. the *conditional* information with every other parameter held at its estimate: cheaper for big
+crowds, but its standard errors ignore the uncertainty of the truth the other workers define, so they are smaller
+(lower bounds). ``"auto"`` uses "full" up to 2,000 free parameters. A singular or indefinite matrix is inverted on
+its positive eigen-space (pseudo-inverse) and flagged.
+
+:func:`worker_intervals` turns that into a table: per worker the estimate, standard error and a 95% Wald interval
+(clipped to [0, 1], or on the logit scale) of the worker's accuracy sum_k pi_k Gamma_m(k, k) (delta method through
+pi and Gamma), or of the native entries (one-coin theta_m, two-coin alpha_m / beta_m, Dawid-Skene Gamma_m(k, k)).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+import numpy as np
+import pandas as pd
+import scipy.sparse as sp
+from scipy.special import expit, logit
+from scipy.stats import beta as beta_dist
+from scipy.stats import norm
+
+from crowdlab.data import Annotations
+from crowdlab.errors import DataError, ModelError
+from crowdlab.models.base import softmax_rows
+from crowdlab.models.dawid_skene import DawidSkene, expected_counts
+from crowdlab.models.one_coin import OneCoin
+from crowdlab.models.params import ClassParams
+from crowdlab.models.two_coin import TwoCoin
+
+__all__ = [
+    "ObservedInformation",
+    "fisher_collaborative",
+    "fisher_enumerate",
+    "fisher_symmetric",
+    "fisher_symmetric_printed",
+    "observed_information",
+    "outcome_probs",
+    "symmetric_outcome_probs",
+    "worker_intervals",
+]
+
+BOUNDARY = 1e-6  # a probability this close to 0 or 1 is on the boundary: held fixed, no Wald interval
+MAX_OUTCOMES = 1 << 21  # l^k outcome vectors fisher_enumerate accepts
+FULL_LIMIT = 2000  # "auto" inverts the full information matrix up to this many free parameters
+EIG_RTOL = 1e-10  # eigenvalues below EIG_RTOL * largest count as zero (singular information)
+
+
+# ====================================================================== expected information
+def _alpha(alpha) -> np.ndarray:
+    a = np.asarray(alpha, dtype=np.float64)
+    if not np.all(np.isfinite(a)) or (a <= 0).any() or (a >= 1).any():
+        raise DataError("alpha = p(y = code 0) must lie strictly between 0 and 1.")
+    return a
+
+
+def fisher_symmetric(theta, alpha) -> np.ndarray:
+    """J(theta) = (2 alpha - 1)^2 / (P1 P2) for k = 1, two classes, symmetric noise (the corrected eq. (24)).
+
+    ``theta`` and ``alpha`` = p(y = code 0) (the seed's P(y = 1)) broadcast, so a grid gives Fig. 3's contours.
+    P1 = theta (2 alpha - 1) + 1 - alpha = p(out = 0), P2 = 1 - P1.
+    Zero when alpha = 1/2 (not identifiable). The asymptotic variance of eq. (9) is 1 / (n J).
+    """
+    th = np.asarray(theta, dtype=np.float64)
+    a = _alpha(alpha)
+    d = 2.0 * a - 1.0
+    p1 = th * d + 1.0 - a
+    return d * d / (p1 * (1.0 - p1))
+
+
+def fisher_symmetric_printed(theta, alpha) -> np.ndarray:
+    """Eq. (24) exactly as printed: alpha (2a - 1)^2 / (theta (2a - 1) - a + 1)^2 - (2a - 1)^2 (a - 1) / (a -
+    theta (2a - 1))^2. Not the Fisher information except at theta in {1/2, 1} (see the module docstring)."""
+    th = np.asarray(theta, dtype=np.float64)
+    a = _alpha(alpha)
+    d = 2.0 * a - 1.0
+    return a * d * d / (th * d - a + 1.0) ** 2 - d * d * (a - 1.0) / (a - th * d) ** 2
+
+
+def _outcome_grid(l: int, k: int) -> np.ndarray:
+    if l**k > MAX_OUTCOMES:
+        raise ModelError(f"{l}^{k} = {l**k} outcome vectors are too many to enumerate (limit {MAX_OUTCOMES}).")
+    return np.indices((l,) * k).reshape(k, -1).T  # (l^k, k), C order: the last classifier varies fastest
+
+
+def outcome_probs(gamma, p_y) -> np.ndarray:
+    """(l^k,) p(out_1, ..., out_k) = sum_y p(y) prod_j gamma[j, out_j, y] for every outcome vector (eq. (12)).
+
+    ``gamma`` (k, l, l) with ``gamma[j, said, true]`` (house convention); ``p_y`` (l,). Outcome vectors in C order
+    of ``np.indices((l,) * k)``. Complex-safe (complex ``gamma`` for complex-step derivatives).
+    """
+    G = np.asarray(gamma)
+    p = np.asarray(p_y)
+    k, l, _ = G.shape
+    outs = _outcome_grid(l, k)
+    per = G[np.arange(k)[None, :], outs, :]  # (l^k, k, l): gamma[j, out_j, y]
+    return np.prod(per, axis=1) @ p
+
+
+def symmetric_outcome_probs(theta, p_y) -> np.ndarray:
+    """(l^k,) outcome probabilities of k classifiers under the symmetric model (8); complex-safe in ``theta``."""
+    th = np.atleast_1d(np.asarray(theta))
+    p = np.asarray(p_y)
+    if p.ndim == 0:
+        p = np.array([p, 1.0 - p])
+    l = p.shape[0]
+    eye = np.eye(l)[None]
+    G = eye * th[:, None, None] + (1.0 - eye) * ((1.0 - th) / (l - 1))[:, None, None]
+    return outcome_probs(G, p)
+
+
+def fisher_enumerate(
+    prob_fn: Callable[[np.ndarray], np.ndarray],
+    theta,
+    *,
+    method: str = "complex",
+    h: float | None = None,
+) -> np.ndarray:
+    """Exact Fisher information of one observation of a small discrete model, by enumerating its outcomes.
+
+    ``prob_fn(theta) -> (n_outcomes,)`` probabilities of *every* outcome (they sum to 1), e.g.
+    ``lambda t: symmetric_outcome_probs(t, p_y)``. J = sum_o p_o s_o s_o^T with score s_o = d log p_o / d theta
+    = (d p_o / d theta) / p_o, i.e. J = sum_o dp_o dp_o^T / p_o over outcomes with p_o > 0.
+
+    ``method="complex"`` (default): dp_o/dtheta_a = Im p_o(theta + i h e_a) / h with h = 1e-30 -- no cancellation,
+    exact to rounding, but ``prob_fn`` must accept complex input and use only analytic operations (no abs, max,
+    clip, comparisons). ``method="central"``: (p(theta + h e_a) - p(theta - h e_a)) / (2 h), h = 1e-6 by default
+    (error O(h^2)). Returns (r, r).
+    """
+    th = np.atleast_1d(np.asarray(theta, dtype=np.float64))
+    p = np.real(np.asarray(prob_fn(th)))
+    if abs(p.sum() - 1.0) > 1e-8:
+        raise ModelError(f"prob_fn must return the probabilities of every outcome (they sum to {p.sum():.6g}).")
+    r = th.size
+    dp = np.empty((p.size, r))
+    if method == "complex":
+        step = 1e-30 if h is None else float(h)
+        for a in range(r):
+            t = th.astype(np.complex128)
+            t[a] += 1j * step
+            dp[:, a] = np.imag(prob_fn(t)) / step
+    elif method == "central":
+        step = 1e-6 if h is None else float(h)
+        for a in range(r):
+            e = np.zeros(r)
+            e[a] = step
+            dp[:, a] = (np.real(prob_fn(th + e)) - np.real(prob_fn(th - e))) / (2.0 * step)
+    else:
+        raise ValueError(f"method must be 'complex' or 'central', got {method!r}.")
+    keep = p > 1e-300
+    return (dp[keep] / p[keep, None]).T @ dp[keep]
+
+
+def fisher_collaborative(theta, p_y) -> np.ndarray:
+    """(k, k) Fisher information of one example under the collaborative symmetric model (eq. (12)), by enumeration.
+
+    The asymptotic covariance of the collaborative MLE from n examples is inv(J) / n (eq. (23)).
+    """
+    p = np.asarray(p_y, dtype=np.float64)
+    if p.ndim == 0:
+        p = np.array([float(p), 1.0 - float(p)])
+    return fisher_enumerate(lambda t: symmetric_outcome_probs(t, p), theta)
+
+
+# ====================================================================== observed information
+@dataclass(frozen=True, eq=False)
+class _Layout:
+    """Native parameters nu (all probabilities) of a model, how the raw (Gamma, pi) depend on them, and priors.
+
+    raw w = c0 + C nu, with w = [gamma.ravel() (M K K), pi (K)]. Prior log density = sum_t coef_t log(x_t) with
+    x = x0 + P nu.
+    """
+
+    kind: str
+    nu0: np.ndarray
+    names: list[str]
+    worker: np.ndarray
+    groups: list[np.ndarray]  # simplex groups (indices into nu)
+    scalars: np.ndarray  # indices of free-standing probabilities
+    model_fixed: np.ndarray  # bool (R,): held fixed by the model itself (one-coin's known class prior)
+    C: sp.csr_matrix
+    c0: np.ndarray
+    P: sp.csr_matrix
+    x0: np.ndarray
+    coef: np.ndarray
+    build: Callable[[np.ndarray], ClassParams]
+
+
+def _coo(rows, cols, vals, shape) -> sp.csr_matrix:
+    return sp.csr_matrix(
+        (np.asarray(vals, dtype=np.float64), (np.asarray(rows, np.int64), np.asarray(cols, np.int64))), shape=shape
+    )
+
+
+def _layout(model, data: Annotations, params: ClassParams) -> _Layout:
+    M, K = data.n_workers, data.n_classes
+    if params.gamma.shape != (M, K, K) or params.pi.shape != (K,):
+        raise ModelError(
+            f"params are for {params.n_workers} workers and {params.n_classes} classes; the data have {M} and {K}."
+        )
+    W = M * K * K + K
+    wn, cn = data.worker_names, data.class_names
+    cell = (np.arange(M)[:, None, None] * K * K + np.arange(K)[None, :, None] * K + np.arange(K)[None, None, :]).ravel()
+    m_of_cell = np.repeat(np.arange(M), K * K)
+    if isinstance(model, DawidSkene):
+        R = W
+        nu0 = np.concatenate([params.gamma.ravel(), params.pi])
+        names = [f"gamma[{wn[m]}][said={cn[a]} | true={cn[b]}]" for m in range(M) for a in range(K) for b in range(K)]
+        names += [f"pi[{c}]" for c in cn]
+        worker = np.concatenate([m_of_cell, np.full(K, -1)])
+        groups = [cell.reshape(M, K, K)[m, :, b] for m in range(M) for b in range(K)] + [M * K * K + np.arange(K)]
+        scalars = np.zeros(0, np.int64)
+        model_fixed = np.zeros(R, bool)
+        C, c0 = sp.identity(W, format="csr"), np.zeros(W)
+        s = model.prior
+        t = np.arange(R) if s > 0 else np.zeros(0, np.int64)
+        P, x0, coef = _coo(np.arange(t.size), t, np.ones(t.size), (t.size, R)), np.zeros(t.size), np.full(t.size, s)
+
+        def build(nu: np.ndarray) -> ClassParams:
+            return model.params_from(nu[W - K :], nu[: W - K].reshape(M, K, K))
+
+    elif isinstance(model, OneCoin):
+        theta = params.extra.get("theta")
+        if theta is None:
+            raise ModelError("one-coin params need extra['theta'] (build them with OneCoin.params_from).")
+        R = M + K
+        nu0 = np.concatenate([np.asarray(theta, np.float64), params.pi])
+        names = [f"theta[{w}]" for w in wn] + [f"pi[{c}]" for c in cn]
+        worker = np.concatenate([np.arange(M), np.full(K, -1)])
+        fixed_pi = model.class_prior is not None
+        groups = [] if fixed_pi else [M + np.arange(K)]
+        scalars = np.arange(M)
+        model_fixed = np.zeros(R, bool)
+        model_fixed[M:] = fixed_pi
+        diag = ((cell // K) % K) == (cell % K)
+        rows = np.concatenate([cell, M * K * K + np.arange(K)])
+        cols = np.concatenate([m_of_cell, M + np.arange(K)])
+        vals = np.concatenate([np.where(diag, 1.0, -1.0 / (K - 1)), np.ones(K)])
+        C = _coo(rows, cols, vals, (W, R))
+        c0 = np.concatenate([np.where(diag, 0.0, 1.0 / (K - 1)), np.zeros(K)])
+        s = model.prior
+        pr, px0, pc = [], [], []
+        if s > 0:
+            pr += [(np.arange(M), np.ones(M)), (np.arange(M), -np.ones(M))]
+            px0 += [np.zeros(M), np.ones(M)]
+            pc += [np.full(M, s), np.full(M, s)]
+            if not fixed_pi:
+                pr.append((M + np.arange(K), np.ones(K)))
+                px0.append(np.zeros(K))
+                pc.append(np.full(K, s))
+        P, x0, coef = _prior_terms(pr, px0, pc, R)
+
+        def build(nu: np.ndarray) -> ClassParams:
+            return model.params_from(nu[M:], nu[:M])
+
+    elif isinstance(model, TwoCoin):
+        if K != 2:
+            raise ModelError(f"two-coin is for two classes; the data have {K}.")
+        alpha, beta_ = params.extra.get("alpha"), params.extra.get("beta")
+        if alpha is None or beta_ is None:
+            raise ModelError("two-coin params need extra['alpha'] and extra['beta'] (TwoCoin.params_from).")
+        R = 2 * M + 1
+        nu0 = np.concatenate([np.asarray(alpha, np.float64), np.asarray(beta_, np.float64), [params.pi[1]]])
+        names = [f"alpha[{w}]" for w in wn] + [f"beta[{w}]" for w in wn] + ["p"]
+        worker = np.concatenate([np.arange(M), np.arange(M), [-1]])
+        groups = []
+        scalars = np.arange(R)
+        model_fixed = np.zeros(R, bool)
+        m = np.arange(M)
+        # gamma[m] = [[beta, 1 - alpha], [1 - beta, alpha]]; flat index m*4 + said*2 + true
+        rows = np.concatenate([m * 4 + 0, m * 4 + 2, m * 4 + 1, m * 4 + 3, [4 * M, 4 * M + 1]])
+        cols = np.concatenate([M + m, M + m, m, m, [2 * M, 2 * M]])
+        vals = np.concatenate([np.ones(M), -np.ones(M), -np.ones(M), np.ones(M), [-1.0, 1.0]])
+        C = _coo(rows, cols, vals, (W, R))
+        c0 = np.zeros(W)
+        c0[m * 4 + 2] = 1.0
+        c0[m * 4 + 1] = 1.0
+        c0[4 * M] = 1.0
+        s = 1.0 + model.prior
+        (a1, a2), (b1, b2) = model.alpha_prior, model.beta_prior
+        pr, px0, pc = [], [], []
+        terms = ((m, (a1 - 1, a2 - 1)), (M + m, (b1 - 1, b2 - 1)), (np.array([2 * M]), (s - 1, s - 1)))
+        for idx, (c_lo, c_hi) in terms:
+            if c_lo != 0:
+                pr.append((idx, np.ones(idx.size)))
+                px0.append(np.zeros(idx.size))
+                pc.append(np.full(idx.size, c_lo))
+            if c_hi != 0:
+                pr.append((idx, -np.ones(idx.size)))
+                px0.append(np.ones(idx.size))
+                pc.append(np.full(idx.size, c_hi))
+        P, x0, coef = _prior_terms(pr, px0, pc, R)
+
+        def build(nu: np.ndarray) -> ClassParams:
+            return model.params_from(nu[2 * M], nu[:M], nu[M : 2 * M])
+
+    else:
+        title = getattr(getattr(model, "info", None), "title", type(model).__name__)
+        raise ModelError(
+            f"Observed information is implemented for Dawid-Skene, one-coin and two-coin; not for {title}.",
+        )
+    return _Layout(
+        kind=model.info.key,
+        nu0=nu0,
+        names=names,
+        worker=worker.astype(np.int64),
+        groups=groups,
+        scalars=np.asarray(scalars, np.int64),
+        model_fixed=model_fixed,
+        C=sp.csr_matrix(C),
+        c0=c0,
+        P=P,
+        x0=x0,
+        coef=coef,
+        build=build,
+    )
+
+
+def _prior_terms(rows_vals, x0s, coefs, R: int) -> tuple[sp.csr_matrix, np.ndarray, np.ndarray]:
+    """Stack prior terms coef * log(x0 + (+-1) nu_idx) into (P (T, R), x0 (T,), coef (T,))."""
+    if not rows_vals:
+        return sp.csr_matrix((0, R)), np.zeros(0), np.zeros(0)
+    idx = np.concatenate([r for r, _ in rows_vals])
+    val = np.concatenate([v for _, v in rows_vals])
+    T = idx.size
+    return _coo(np.arange(T), idx, val, (T, R)), np.concatenate(x0s), np.concatenate(coefs)
+
+
+def _free_map(lay: _Layout) -> tuple[np.ndarray, sp.csr_matrix, list[int]]:
+    """Free coordinates phi and B (R, r) with nu = nu0 + B (phi - phi0); also the boundary-fixed indices."""
+    nu = lay.nu0
+    R = nu.size
+    free: list[int] = []
+    dep_of: dict[int, int] = {}
+    boundary: list[int] = []
+    for i in lay.scalars:
+        if lay.model_fixed[i]:
+            continue
+        if BOUNDARY < nu[i] < 1.0 - BOUNDARY:
+            free.append(int(i))
+        else:
+            boundary.append(int(i))
+    for g in lay.groups:
+        if lay.model_fixed[g].all():
+            continue
+        d = int(g[np.argmax(nu[g])])
+        for i in g:
+            i = int(i)
+            if i == d:
+                continue
+            if nu[i] > BOUNDARY:
+                free.append(i)
+                dep_of[i] = d
+            else:
+                boundary.append(i)
+        if nu[d] >= 1.0 - BOUNDARY:
+            boundary.append(d)
+    free_arr = np.asarray(sorted(free), dtype=np.int64)
+    r = free_arr.size
+    rows = list(free_arr)
+    cols = list(range(r))
+    vals = [1.0] * r
+    for c, i in enumerate(free_arr):
+        if int(i) in dep_of:
+            rows.append(dep_of[int(i)])
+            cols.append(c)
+            vals.append(-1.0)
+    B = _coo(rows, cols, vals, (R, r))
+    return free_arr, B, sorted(boundary)
+
+
+@dataclass(frozen=True, eq=False)
+class ObservedInformation:
+    """The observed information of a fitted class model at ``params`` (see the module docstring).
+
+    ``names`` / ``worker`` / ``phi``: the free parameters (worker index, -1 for the class prior) and their values;
+    ``information``: -Hessian of log p(x | theta) (+ log prior) in phi, (r, r) (block mode: zero outside the
+    blocks); ``covariance``: its inverse (pseudo-inverse on the positive eigen-space when ``singular``);
+    ``gradient``: d/dphi of the objective (about 0 at a maximum); ``fixed``: boundary parameters held fixed;
+    ``min_eigenvalue`` / ``max_eigenvalue`` of the information; ``notes``: sentences for the user.
+    :meth:`params_at` rebuilds the model parameters from a phi vector (used by the finite-difference tests).
+    """
+
+    names: tuple[str, ...]
+    worker: np.ndarray
+    phi: np.ndarray
+    information: np.ndarray | sp.spmatrix
+    covariance: np.ndarray | sp.spmatrix
+    gradient: np.ndarray
+    block: str
+    singular: bool
+    min_eigenvalue: float
+    max_eigenvalue: float
+    fixed: tuple[str, ...]
+    notes: tuple[str, ...]
+    expected_counts: np.ndarray
+    _layout: _Layout = field(repr=False)
+    _B: sp.csr_matrix = field(repr=False)
+    _A: sp.csr_matrix = field(repr=False)
+
+    def params_at(self, phi) -> ClassParams:
+        """Model parameters with the free coordinates set to ``phi`` (fixed ones kept)."""
+        phi = np.asarray(phi, dtype=np.float64)
+        nu = self._layout.nu0 + self._B @ (phi - self.phi)
+        return self._layout.build(nu)
+
+    def variance(self, J: sp.spmatrix) -> np.ndarray:
+        """Delta-method variances diag(J Cov J^T) for rows J (n_q, r) of derivatives with respect to phi."""
+        J = sp.csr_matrix(J)
+        JC = J @ self.covariance
+        prod = JC.multiply(J) if sp.issparse(JC) else J.multiply(np.asarray(JC))
+        return np.maximum(np.asarray(prod.sum(axis=1)).ravel(), 0.0)
+
+    def se(self) -> np.ndarray:
+        """Standard errors of the free parameters phi."""
+        return np.sqrt(self.variance(sp.identity(self.phi.size, format="csr")))
+
+
+def _symmetric_inverse(H: np.ndarray) -> tuple[np.ndarray, bool, float, float]:
+    """Inverse of a symmetric matrix on its positive eigen-space; (inverse, singular?, min eig, max eig)."""
+    if H.shape[0] == 0:
+        return np.zeros((0, 0)), False, 0.0, 0.0
+    lam, V = np.linalg.eigh(0.5 * (H + H.T))
+    top = float(lam.max())
+    keep = lam > EIG_RTOL * max(top, 1e-300)
+    inv = (V[:, keep] / lam[keep]) @ V[:, keep].T
+    return inv, bool((~keep).any()), float(lam.min()), top
+
+
+def observed_information(model, data: Annotations, params: ClassParams, *, block: str = "auto") -> ObservedInformation:
+    """Observed information -d^2/dphi^2 [log p(x | theta) + log prior] of a fitted DS / one-coin / two-coin model.
+
+    Louis' identity per item (exact posterior q_n, even when the model was fitted by hard EM): the Hessian is
+    sum_n (E_q[d^2 log p(x_n, y)] + Var_q[d log p(x_n, y)]). In the raw coordinates (Gamma cells, pi) the
+    complete-data log-likelihood log pi_y + sum counts log Gamma_m(said, y) has a diagonal Hessian
+    (-expected counts / Gamma^2 and -sum_n q_ny / pi_y^2); the raw coordinates are affine in phi (w = c0 + A phi),
+    so the per-item scores in phi are the sparse products S_y = X diag(1 / Gamma(., y)) A_y (+ the pi row), and
+    Var_q sums to sum_y S_y^T diag(q_y) S_y - G^T G with G = sum_y diag(q_y) S_y (row n: the score of item n).
+    ``block``: "full", "worker" (per-worker blocks: conditional information, smaller standard errors) or "auto".
+    """
+    if not isinstance(model, DawidSkene | OneCoin | TwoCoin):
+        title = getattr(getattr(model, "info", None), "title", type(model).__name__)
+        raise ModelError(
+            f"Observed information is implemented for Dawid-Skene, one-coin and two-coin; not for {title}.",
+        )
+    model.check(data)
+    if not isinstance(params, ClassParams):
+        raise ModelError("params must be the ClassParams of a fitted class model (run.params).")
+    lay = _layout(model, data, params)
+    free, B, boundary = _free_map(lay)
+    r = free.size
+    M, K = data.n_workers, data.n_classes
+    MKK = M * K * K
+    A = sp.csr_matrix(lay.C @ B)
+    A.eliminate_zeros()
+    if block == "auto":
+        block = "full" if r <= FULL_LIMIT else "worker"
+    if block not in ("full", "worker"):
+        raise ValueError(f"block must be 'auto', 'full' or 'worker', got {block!r}.")
+
+    gam = params.gamma.ravel()
+    pi = params.pi
+    active = np.diff(A.indptr) > 0  # raw coordinates that move with phi
+    q = softmax_rows(model.log_joint(data, params))  # exact posterior (also for hard-EM fits)
+    X = data.label_counts
+    N = data.n_items
+    counts = expected_counts(data, q)
+
+    # E_q[d^2 log p(x, y)]: diagonal in raw coordinates
+    d = np.zeros(A.shape[0])
+    g_act = active[:MKK]
+    d[:MKK][g_act] = counts.ravel()[g_act] / gam[g_act] ** 2
+    p_act = active[MKK:]
+    d[MKK:][p_act] = q.sum(axis=0)[p_act] / pi[p_act] ** 2
+
+    # per-item complete-data scores S_y (N, r), y = 0..K-1
+    cell_rows = np.arange(M)[:, None] * K * K + np.arange(K)[None, :] * K
+    S = []
+    for y in range(K):
+        rows = (cell_rows + y).ravel()
+        inv = np.zeros(rows.size)
+        act = active[rows]
+        inv[act] = 1.0 / gam[rows][act]
+        Sy = X @ (sp.diags(inv) @ A[rows])
+        if active[MKK + y]:
+            Sy = Sy + sp.csr_matrix(np.ones((N, 1))) @ (A[MKK + y] / pi[y])
+        S.append(sp.csc_matrix(Sy))
+    Gfull = sum(sp.diags(q[:, y]) @ S[y] for y in range(K))
+    gradient = np.asarray(Gfull.sum(axis=0)).ravel()
+
+    # prior terms sum_t coef_t log(x_t), x = x0 + P nu
+    PB = sp.csr_matrix(lay.P @ B)
+    x = lay.x0 + lay.P @ lay.nu0
+    moving = np.diff(PB.indptr) > 0
+    w_pr = np.zeros(x.size)
+    w_pr[moving] = lay.coef[moving] / x[moving] ** 2
+    g_pr = np.zeros(x.size)
+    g_pr[moving] = lay.coef[moving] / x[moving]
+    if x.size:
+        gradient = gradient + PB.T @ g_pr
+    A_csc, PB_csc = A.tocsc(), PB.tocsc()
+
+    def info_block(cols: np.ndarray) -> np.ndarray:
+        Ssub = [sp.csr_matrix(s[:, cols]) for s in S]
+        # only the items whose scores touch these columns contribute (a worker block: the items it labelled)
+        touched = np.flatnonzero(sum(np.diff(s.indptr) for s in Ssub) > 0)
+        Ssub = [s[touched] for s in Ssub]
+        qt = q[touched]
+        V = sum((s.T @ sp.diags(qt[:, y]) @ s) for y, s in enumerate(Ssub))
+        Gs = sum(sp.diags(qt[:, y]) @ s for y, s in enumerate(Ssub))
+        Ac = A_csc[:, cols]
+        H = (V - Gs.T @ Gs - Ac.T @ sp.diags(d) @ Ac).toarray()
+        if x.size:
+            Pc = PB_csc[:, cols]
+            H -= (Pc.T @ sp.diags(w_pr) @ Pc).toarray()
+        return -H
+
+    worker_phi = lay.worker[free]
+    if block == "full":
+        blocks = [np.arange(r)]
+    else:
+        order = np.argsort(worker_phi, kind="stable")
+        cuts = np.flatnonzero(np.diff(worker_phi[order])) + 1
+        blocks = [b for b in np.split(order, cuts) if b.size]
+    info_rows, info_cols, info_vals, cov_vals = [], [], [], []
+    singular, lo, hi = False, np.inf, -np.inf
+    infos, covs = [], []
+    for cols in blocks:
+        I_b = info_block(cols)
+        C_b, sing, lmin, lmax = _symmetric_inverse(I_b)
+        singular |= sing
+        lo, hi = min(lo, lmin), max(hi, lmax)
+        infos.append(I_b)
+        covs.append(C_b)
+        rr, cc = np.meshgrid(cols, cols, indexing="ij")
+        info_rows.append(rr.ravel())
+        info_cols.append(cc.ravel())
+        info_vals.append(I_b.ravel())
+        cov_vals.append(C_b.ravel())
+    if block == "full":
+        info, cov = infos[0], covs[0]
+    else:
+        rr, cc = np.concatenate(info_rows), np.concatenate(info_cols)
+        info = sp.csr_matrix((np.concatenate(info_vals), (rr, cc)), shape=(r, r))
+        cov = sp.csr_matrix((np.concatenate(cov_vals), (rr, cc)), shape=(r, r))
+    if r == 0:
+        lo = hi = 0.0
+
+    notes = []
+    if block == "worker":
+        notes.append(
+            "Per-worker blocks of the information (every other parameter held at its estimate): the standard "
+            "errors ignore the uncertainty of the other workers and of the class prior, so they are too small."
+        )
+    if singular:
+        notes.append(
+            "The observed information is singular or not positive definite: some parameters are not identified "
+            "by these data (or the fit is not at a maximum); the pseudo-inverse was used, so standard errors "
+            "along those directions are missing, not small."
+        )
+    if lo > 0 and hi / lo > 1e8:
+        notes.append(
+            f"The observed information is ill-conditioned (condition number {hi / lo:.2g}): some combinations of "
+            "parameters are barely identified, and their standard errors are large and unreliable."
+        )
+    if lo < 0 and abs(lo) > EIG_RTOL * max(hi, 1e-300):
+        notes.append("The log-likelihood is not concave here (negative curvature): this may not be a maximum.")
+    if r and not singular and block == "full":
+        decrement = float(gradient @ cov @ gradient)
+        if decrement > 1e-2:
+            notes.append(
+                f"The gradient is not zero (Newton decrement {decrement:.3g}): EM has not converged to a maximum; "
+                "run it to convergence before reading the intervals."
+            )
+    if model.hard:
+        notes.append(
+            "These parameters come from hard EM, which does not maximise log p(x | theta); the intervals assume a "
+            "maximum-likelihood estimate."
+        )
+    fixed = tuple(lay.names[i] for i in boundary)
+    if fixed:
+        notes.append(
+            f"{len(fixed)} parameter(s) on the boundary of [0, 1] are held fixed (no Wald interval): "
+            + ", ".join(fixed[:5])
+            + (" ..." if len(fixed) > 5 else "")
+        )
+    return ObservedInformation(
+        names=tuple(lay.names[i] for i in free),
+        worker=worker_phi,
+        phi=lay.nu0[free].copy(),
+        information=info,
+        covariance=cov,
+        gradient=gradient,
+        block=block,
+        singular=singular,
+        min_eigenvalue=float(lo),
+        max_eigenvalue=float(hi),
+        fixed=fixed,
+        notes=tuple(notes),
+        expected_counts=counts,
+        _layout=lay,
+        _B=B,
+        _A=A,
+    )
+
+
+# ====================================================================== intervals per worker
+def _clopper_pearson(s: np.ndarray, t: np.ndarray, level: float) -> tuple[np.ndarray, np.ndarray]:
+    """Exact binomial interval for s successes in t trials (non-integer expected counts allowed)."""
+    a = 1.0 - level
+    s = np.clip(s, 0.0, t)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        lo = np.where(s <= 1e-9, 0.0, beta_dist.ppf(a / 2, np.maximum(s, 1e-9), t - s + 1.0))
+        hi = np.where(t - s <= 1e-9, 1.0, beta_dist.ppf(1 - a / 2, s + 1.0, np.maximum(t - s, 1e-9)))
+    lo = np.where(t > 0, lo, 0.0)
+    hi = np.where(t > 0, hi, 1.0)
+    return np.nan_to_num(lo, nan=0.0), np.nan_to_num(hi, nan=1.0)
+
+
+def worker_intervals(
+    run_or_model,
+    data: Annotations | None = None,
+    params: ClassParams | None = None,
+    *,
+    what: str = "accuracy",
+    level: float = 0.95,
+    scale: str = "linear",
+    block: str = "auto",
+) -> pd.DataFrame:
+    """Standard errors and Wald intervals per worker from the observed information.
+
+    ``run_or_model``: a :class:`crowdlab.em.Run` (its model, data and the parameters at its cursor) or a model with
+    ``data`` and ``params``. ``what``: "accuracy" (sum_k pi_k Gamma_m(k, k), delta method through pi and Gamma),
+    "native" (one-coin theta_m; two-coin alpha_m, beta_m; Dawid-Skene Gamma_m(k, k)) or "all". ``scale``:
+    "linear" (estimate +- z se, clipped to [0, 1]) or "logit" (the interval of logit(estimate), mapped back).
+
+    A row whose estimate is on the boundary (within 1e-6 of 0 or 1) or whose standard error is 0 (every parameter
+    it depends on is fixed) gets the exact Clopper-Pearson interval of its expected counts instead (treating the
+    posterior labels as known), with a note. Returns a DataFrame with columns worker, parameter, estimate, se,
+    lower, upper, n_labels, note; ``df.attrs["notes"]`` holds the notes of :func:`observed_information`.
+    """
+    if data is None and params is None and hasattr(run_or_model, "model"):
+        run = run_or_model
+        model, data, params = run.model, run.data, run.params
+        extra_notes = [] if run.converged else ["EM has not converged at this step; the intervals assume a maximum."]
+    else:
+        model = run_or_model
+        extra_notes = []
+        if data is None or params is None:
+            raise ValueError("pass a Run, or a model together with data and params.")
+    if what not in ("accuracy", "native", "all"):
+        raise ValueError(f"what must be 'accuracy', 'native' or 'all', got {what!r}.")
+    if scale not in ("linear", "logit"):
+        raise ValueError(f"scale must be 'linear' or 'logit', got {scale!r}.")
+    if not 0.0 < level < 1.0:
+        raise ValueError(f"level must lie strictly between 0 and 1, got {level}.")
+    info = observed_information(model, data, params, block=block)
+    lay = info._layout
+    M, K = data.n_workers, data.n_classes
+    MKK = M * K * K
+    W = MKK + K
+    R = lay.nu0.size
+    C = info.expected_counts
+    m = np.arange(M)
+
+    blocks: list[tuple[np.ndarray, str, sp.csr_matrix, np.ndarray, np.ndarray, np.ndarray]] = []
+    # each: (worker index, parameter label, J rows w.r.t. phi, estimate, successes, trials)
+    native_rows = []
+    if what in ("native", "all"):
+        if lay.kind == "one_coin":
+            native_rows.append((m, np.arange(M), "theta (accuracy)", np.trace(C, axis1=1, axis2=2), C.sum(axis=(1, 2))))
+        elif lay.kind == "two_coin":
+            native_rows.append((m, m, "alpha (sensitivity)", C[:, 1, 1], C[:, :, 1].sum(axis=1)))
+            native_rows.append((m, M + m, "beta (specificity)", C[:, 0, 0], C[:, :, 0].sum(axis=1)))
+        else:
+            for k in range(K):
+                name = f"P(says {data.class_names[k]} | true {data.class_names[k]})"
+                native_rows.append((m, m * K * K + k * K + k, name, C[:, k, k], C[:, :, k].sum(axis=1)))
+    for wk, idx, name, s, t in native_rows:
+        Jnu = _coo(np.arange(idx.size), idx, np.ones(idx.size), (idx.size, R))
+        blocks.append((wk, name, sp.csr_matrix(Jnu @ info._B), lay.nu0[idx], s, t))
+    if what == "accuracy" or (what == "all" and lay.kind != "one_coin"):
+        kk = np.arange(K)
+        rows = np.repeat(m, 2 * K)
+        cells = (m[:, None] * K * K + kk[None, :] * (K + 1)).ravel()  # gamma[m, k, k]
+        cols = np.stack([cells.reshape(M, K), np.broadcast_to(MKK + kk, (M, K))], axis=1).ravel()
+        vals = np.stack([np.broadcast_to(params.pi, (M, K)), params.gamma[:, kk, kk]], axis=1).ravel()
+        Jw = _coo(rows, cols, vals, (M, W))
+        blocks.append(
+            (
+                m,
+                "accuracy",
+                sp.csr_matrix(Jw @ info._A),
+                params.worker_accuracy(),
+                np.trace(C, axis1=1, axis2=2),
+                C.sum(axis=(1, 2)),
+            )
+        )
+
+    z = float(norm.ppf(0.5 + level / 2))
+    frames = []
+    n_labels = data.labels_per_worker
+    for wk, name, J, est, s, t in blocks:
+        se = np.sqrt(info.variance(J))
+        est = np.asarray(est, dtype=np.float64)
+        on_edge = (est <= BOUNDARY) | (est >= 1.0 - BOUNDARY) | (se <= 1e-12)
+        if scale == "linear":
+            lo, hi = np.clip(est - z * se, 0.0, 1.0), np.clip(est + z * se, 0.0, 1.0)
+        else:
+            e = np.clip(est, BOUNDARY, 1.0 - BOUNDARY)
+            half = z * se / (e * (1.0 - e))
+            lo, hi = expit(logit(e) - half), expit(logit(e) + half)
+        cp_lo, cp_hi = _clopper_pearson(s, t, level)
+        lo, hi = np.where(on_edge, cp_lo, lo), np.where(on_edge, cp_hi, hi)
+        note = np.where(
+            on_edge,
+            "on the boundary: no Wald interval; exact binomial interval of the expected counts (labels taken as known)",
+            "",
+        )
+        frames.append(
+            pd.DataFrame(
+                {
+                    "worker": [data.worker_names[i] for i in wk],
+                    "parameter": name,
+                    "estimate": est,
+                    "se": se,
+                    "lower": lo,
+                    "upper": hi,
+                    "n_labels": n_labels[wk],
+                    "note": note,
+                }
+            )
+        )
+    df = pd.concat(frames, ignore_index=True)
+    df.attrs["notes"] = list(info.notes) + extra_notes
+    df.attrs["block"] = info.block
+    df.attrs["level"] = level
+    df.attrs["scale"] = scale
+    return df

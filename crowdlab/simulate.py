@@ -341,21 +341,8 @@ def simulate_crowd(
     N = _check_int("n_items", n_items, 1)
     M = _check_int("n_workers", n_workers, 1)
     K = _check_int("n_classes", n_classes, 2)
-    if labels_per_item is not None and density is not None:
-        raise ValueError("give either labels_per_item or density, not both.")
-    if density is None:
-        L = min(5, M) if labels_per_item is None else _check_int("labels_per_item", labels_per_item, 1)
-        if L > M:
-            raise ValueError(f"labels_per_item ({L}) cannot exceed n_workers ({M}): each item needs distinct workers.")
-    else:
-        density = float(density)
-        if not (np.isfinite(density) and 0.0 < density <= 1.0):
-            raise ValueError(f"density must be a probability in (0, 1], got {density}.")
-    counts = worker_type_counts(M, mix)
-    expert_accuracy = _check_range("expert_accuracy", expert_accuracy)
-    if novice_accuracy is None:
-        novice_accuracy = (min(1.0 / K + 0.1, 0.95), min(1.0 / K + 0.3, 0.95))
-    novice_accuracy = _check_range("novice_accuracy", novice_accuracy)
+    L, density = _design(M, labels_per_item, density, default=min(5, M))
+    counts, expert_accuracy, novice_accuracy = _prepare_workers(M, K, mix, expert_accuracy, novice_accuracy)
     if class_prior is None:
         pi = np.full(K, 1.0 / K)
     else:
@@ -369,7 +356,7 @@ def simulate_crowd(
     rng = np.random.default_rng(seed)
     types, gamma = _workers(rng, M, K, counts, expert_accuracy, novice_accuracy)
     truth = rng.choice(K, size=N, p=pi).astype(np.int32)
-    item, worker, label = _responses(rng, truth, gamma, L if density is None else None, density)
+    item, worker, label = _responses(rng, truth, gamma, L, density)
 
     design = f"{L} labels per item" if density is None else f"density {density:g}"
     kinds = ", ".join(f"{counts[t]} {_PLURAL[t]}" for t in WORKER_TYPES if counts[t])
@@ -470,7 +457,10 @@ def _prepare_workers(M: int, K: int, mix, expert_accuracy, novice_accuracy):
     return counts, expert_accuracy, _check_range("novice_accuracy", novice_accuracy)
 
 
-def _design(M: int, labels_per_item: int | None, density: float | None) -> tuple[int | None, float | None]:
+def _design(
+    M: int, labels_per_item: int | None, density: float | None, default: int | None = None
+) -> tuple[int | None, float | None]:
+    """Validated (labels per item, density): exactly one is not None; ``default`` labels per item (else M)."""
     if labels_per_item is not None and density is not None:
         raise ValueError("give either labels_per_item or density, not both.")
     if density is not None:
@@ -478,9 +468,11 @@ def _design(M: int, labels_per_item: int | None, density: float | None) -> tuple
         if not (np.isfinite(density) and 0.0 < density <= 1.0):
             raise ValueError(f"density must be a probability in (0, 1], got {density}.")
         return None, density
-    L = M if labels_per_item is None else _check_int("labels_per_item", labels_per_item, 1)
+    if labels_per_item is None:
+        return (M if default is None else default), None
+    L = _check_int("labels_per_item", labels_per_item, 1)
     if L > M:
-        raise ValueError(f"labels_per_item ({L}) cannot exceed n_workers ({M}).")
+        raise ValueError(f"labels_per_item ({L}) cannot exceed n_workers ({M}): each item needs distinct workers.")
     return L, None
 
 

@@ -32,3 +32,10 @@ st.page_link("pages/4_Priors_and_initialisations.py", label="Priors and initiali
 st.caption("Restart EM from many starts and sweep the prior strength: how many optima, and which is right?")
 st.page_link("pages/5_Export.py", label="Export", icon=":material/download:")
 st.caption("Posteriors, labels, worker parameters and the objective history as files; the Python that reproduces them.")
+
+st.subheader("Dependent data")
+st.caption("These pages keep their own datasets, so the dataset above stays as it is.")
+st.page_link("pages/6_Sequences.py", label="Sequences", icon=":material/timeline:")
+st.caption("Labels that form Markov chains (e.g. named entities): HMM-crowd EM, its transition matrix, Viterbi paths.")
+st.page_link("pages/7_Networks.py", label="Networks", icon=":material/hub:")
+st.caption("Items on a graph: MRF-crowd EM with ICM or mean-field E-steps, against i.i.d. Dawid-Skene.")

@@ -10,8 +10,12 @@ the simulation's parameters (never on large arrays, which Streamlit would sample
 from __future__ import annotations
 
 import hashlib
+import re
+from collections.abc import Callable
+from pathlib import Path
 
 import streamlit as st
+from streamlit.errors import StreamlitPageNotFoundError
 
 from crowdlab.data import Annotations
 from crowdlab.samples import SAMPLES, load_sample
@@ -19,6 +23,38 @@ from crowdlab.simulate import simulate_crowd
 from crowdlab.ui import state
 
 HOME_DATASET = "home.dataset"
+
+# the sidebar navigation (Streamlit's own is off in .streamlit/config.toml, so the home page reads "Home"): the home
+# page, then every file of pages/ in Streamlit's order (its number), labelled as Streamlit labels them
+ROOT = Path(__file__).resolve().parents[2]
+PAGE_ICONS = {
+    "app": ":material/home:",
+    "1_Data": ":material/table_chart:",
+    "2_Step_through_EM": ":material/stairs:",
+    "3_Compare_methods": ":material/compare_arrows:",
+    "4_Priors_and_initialisations": ":material/tune:",
+    "5_Export": ":material/download:",
+    "6_Sequences": ":material/timeline:",
+    "7_Networks": ":material/hub:",
+}
+
+
+def nav_entries(root: Path = ROOT) -> list[tuple[str, str, str | None]]:
+    """(path, label, icon) of the home page and every page file: "pages/2_Step_through_EM.py" is labelled
+    "Step through EM"; pages are ordered by their leading number, as in Streamlit's own navigation."""
+
+    def number(f: Path) -> tuple[float, str]:
+        head = f.stem.split("_", 1)[0]
+        return (float(head) if head.isdigit() else float("inf"), f.stem)
+
+    out = [("app.py", "Home", PAGE_ICONS["app"])]
+    for f in sorted((root / "pages").glob("*.py"), key=number):
+        label = re.sub(r"^\d+_", "", f.stem).replace("_", " ")
+        out.append((f"pages/{f.name}", label, PAGE_ICONS.get(f.stem)))
+    return out
+
+
+NAV = tuple(nav_entries())
 
 
 # ---------------------------------------------------------------------------- cached loaders
@@ -65,27 +101,52 @@ def _default_dataset() -> tuple[str, Annotations, str]:
 
 
 # ---------------------------------------------------------------------------- frame
-def page_frame(title: str, icon: str | None = None) -> Annotations:
-    """Set up a page: wide layout, restored state (default dataset on a cold start), sidebar summary, title.
+def navigation() -> None:
+    """Links to the home page and every page, in order (nothing where the app was started from a page file,
+    as in tests: there is no multipage app to link into)."""
+    try:
+        for path, label, icon in NAV:
+            st.page_link(path, label=label, icon=icon)
+    except StreamlitPageNotFoundError:
+        return
+    st.divider()
 
-    Shows the one-time notice (e.g. "Method changed: the run was reset.") and returns the working dataset.
+
+def page_frame(title: str, icon: str | None = None, *, dataset: Callable[[], Annotations] | None = None) -> Annotations:
+    """Set up a page: wide layout, restored state (default dataset on a cold start), sidebar navigation and
+    dataset summary, title. Shows the one-time notice (e.g. "Method changed: the run was reset.").
+
+    Returns the working dataset; a page with its own dataset (Sequences, Networks) passes ``dataset``, a function
+    returning it (loading its default on a cold start): the sidebar then summarises that one, names the working
+    dataset of the other pages, and the page's dataset is returned.
     """
     st.set_page_config(page_title=f"{title} · crowdlab", page_icon=icon, layout="wide")
     state.ensure_dataset(_default_dataset)
     data = state.get_data()
+    own = dataset() if dataset is not None else None
     with st.sidebar:
-        dataset_summary(data, compact=True)
+        navigation()
+        dataset_summary(own if own is not None else data, compact=True)
+        if own is not None:
+            st.markdown(
+                f"This page has its own dataset. The other pages work on **{data.name or state.get_data_id()}** "
+                f"(items: **{data.n_items:,}**)."
+            )
     st.title(f"{icon} {title}" if icon else title)
     notice = state.pop_notice()
     if notice:
         st.info(notice, icon="ℹ️")
-    return data
+    return own if own is not None else data
 
 
 def summary_rows(data: Annotations) -> dict[str, str]:
-    """The numbers a person wants first: items, workers, labels, K (or "scores"), gold yes/no."""
-    return {
-        "items": f"{data.n_items:,}",
+    """The numbers a person wants first: items (sequences, edges), workers, labels, K (or "scores"), gold."""
+    rows = {"items": f"{data.n_items:,}"}
+    if data.is_sequential:
+        rows["sequences"] = f"{data.n_sequences:,}"
+    if data.graph is not None:
+        rows["edges"] = f"{int(data.graph.nnz) // 2:,}"
+    return rows | {
         "workers": f"{data.n_workers:,}",
         "labels": f"{data.n_obs:,}",
         "classes": "scores" if data.is_continuous else str(data.n_classes),

@@ -241,7 +241,7 @@ def priors_lab() -> None:
         on_change=_on_settings,
         help="Comma-separated; 0 = maximum likelihood.",
     )
-    d2.selectbox("Start of the sweep", state.UI_INITS, format_func=INITS.get, key=W_INIT, on_change=_on_settings)
+    d2.selectbox("Start of the sweep", state.BASIC_INITS, format_func=INITS.get, key=W_INIT, on_change=_on_settings)
     st.caption(
         f"Restarts: from {INITS['majority'].lower()}, from everyone assumed good, and from R random posteriors "
         "(seeds 0 .. R − 1), each run to convergence. The prior sweep refits from one start at every strength."

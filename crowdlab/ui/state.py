@@ -22,6 +22,8 @@ page is not showing, so widget keys are only views of the plain keys, written ba
 
 Every change happens in an ``on_click`` / ``on_change`` callback (never ``st.rerun()``). Changing the dataset or
 the method config replaces the run and sets a notice. Widget keys are namespaced per page (``stepper.method``).
+The stepping callbacks and widgets are the shared ones of :mod:`crowdlab.ui.lab`, on the slot :data:`MAIN` (these
+keys); the Sequences and Networks pages keep their own dataset and run under ``seq.*`` and ``net.*`` instead.
 """
 
 from __future__ import annotations
@@ -34,10 +36,8 @@ import streamlit as st
 
 from crowdlab.data import Annotations
 from crowdlab.em import Run
-from crowdlab.errors import CrowdlabError
-from crowdlab.metrics import accuracy, macro_f, pearson
 from crowdlab.models import MODELS, applicable_models, make_model
-from crowdlab.plots import half_step_positions
+from crowdlab.ui import lab
 
 DATA_ID = "data.id"
 DATA = "data.obj"
@@ -53,8 +53,11 @@ VIEW_PREFIX = "view."
 
 DEFAULT_SAMPLE = "bluebirds"
 DEFAULT_METHOD = "ds"
-# initialisations offered in the UI (the others need a user-given parameter set or posterior)
-UI_INITS = ("majority", "all_good", "random")
+# initialisations offered in the UI (the others need a user-given parameter set or posterior); moment matching
+# (seed 003 Alg. 2) only for the class models that take a moment-matched (pi, Gamma)
+BASIC_INITS = ("majority", "all_good", "random")
+UI_INITS = (*BASIC_INITS, "moments")
+MOMENT_METHODS = ("ds", "one_coin", "two_coin")
 
 NOTICE_METHOD = "Method changed: the run was reset."
 NOTICE_DATASET = "Dataset changed: the run was reset."
@@ -138,6 +141,16 @@ def method_title(key: str) -> str:
     return MODELS[key].info.title
 
 
+def inits_for(method: str) -> tuple[str, ...]:
+    """The initialisations offered for ``method``: moment matching only where it applies."""
+    return UI_INITS if method in MOMENT_METHODS else BASIC_INITS
+
+
+def _fit_init(cfg: MethodConfig) -> MethodConfig:
+    """A config whose start applies to its method (moment matching falls back to majority vote)."""
+    return cfg if cfg.init in inits_for(cfg.method) else replace(cfg, init="majority")
+
+
 def default_method(data: Annotations) -> str:
     """Dawid-Skene where it applies, else the first applicable method (the scores model on scores)."""
     options = method_options(data)
@@ -168,7 +181,7 @@ def set_dataset(data_id: str, data: Annotations, *, notice: bool = True, source:
     cfg = get_config()
     if cfg.method not in method_options(data):
         cfg = replace(cfg, method=default_method(data))
-    st.session_state[CONFIG] = cfg
+    st.session_state[CONFIG] = _fit_init(cfg)
     _reset_run()
     if changed:
         _reset_views()
@@ -179,7 +192,7 @@ def set_dataset(data_id: str, data: Annotations, *, notice: bool = True, source:
 def set_config(**changes) -> bool:
     """Change the method config; when anything changed, reset the run and set the notice. Returns changed."""
     old = get_config()
-    new = replace(old, **changes)
+    new = _fit_init(replace(old, **changes))
     if new == old:
         return False
     st.session_state[CONFIG] = new
@@ -204,9 +217,9 @@ def _new_run() -> None:
     try:
         model = make_model(cfg.method, prior=cfg.prior, hard=cfg.hard)
         run = Run(data, model, cfg.init, seed=cfg.seed, tol=cfg.tol, max_iter=cfg.max_iter)
-    except (CrowdlabError, ValueError) as exc:
+    except lab.START_ERRORS as exc:
         st.session_state[RUN] = None
-        st.session_state[RUN_ERROR] = str(exc)
+        st.session_state[RUN_ERROR] = lab.start_error(exc)
         return
     st.session_state[RUN] = run
     st.session_state[RUN_ERROR] = None
@@ -251,105 +264,50 @@ def on_config_widget() -> None:
     set_config(**changes)
 
 
-# ---------------------------------------------------------------------------- stepper callbacks
+# ---------------------------------------------------------------------------- stepper callbacks (lab.RunSlot)
+MAIN = lab.RunSlot(RUN, RUN_ID, METRICS, PENDING, "stepper", get_run)
+
+
 def on_e_step() -> None:
-    run = get_run()
-    if run is not None and run.next_kind == "E":
-        run.e_step()
+    lab.on_e_step(MAIN)
 
 
 def on_m_step() -> None:
-    run = get_run()
-    if run is not None and run.next_kind == "M":
-        run.m_step()
+    lab.on_m_step(MAIN)
 
 
 def on_step() -> None:
-    run = get_run()
-    if run is not None and run.iterative:
-        run.step()
+    lab.on_step(MAIN)
 
 
 def on_back() -> None:
-    run = get_run()
-    if run is not None:
-        run.back()
+    lab.on_back(MAIN)
 
 
 def on_reset() -> None:
     """Forget the steps of the current run (same method and config)."""
-    run = get_run()
-    if run is not None:
-        run.reset()
-        st.session_state[METRICS] = None
-        st.session_state[PENDING] = False
+    lab.on_reset(MAIN)
 
 
 def on_run_to_convergence() -> None:
     """Ask for a run to convergence; the stepper panel does it next, under a progress bar."""
-    run = get_run()
-    if run is not None and run.iterative:
-        st.session_state[PENDING] = True
+    lab.on_run_to_convergence(MAIN)
 
 
 def on_scrub() -> None:
-    run = get_run()
-    if run is not None and W_SCRUB in st.session_state:
-        run.goto(int(st.session_state[W_SCRUB]))
+    lab.on_scrub(MAIN)
 
 
 def run_pending(progress: Callable[[int, int], None] | None = None) -> bool:
     """Do a requested run to convergence now (``progress(iteration, max_iter)``); True when one ran."""
-    run = get_run()
-    if not st.session_state.get(PENDING) or run is None:
-        return False
-    st.session_state[PENDING] = False
-    run.run(progress=progress)
-    return True
+    return lab.run_pending(MAIN, progress)
 
 
 # ---------------------------------------------------------------------------- derived, cached per snapshot
-def step_label(run: Run) -> str:
-    """ "iteration 3, after M-step" for the cursor's snapshot."""
-    snap = run.current
-    if not run.iterative:
-        return "majority vote (one step, nothing to iterate)"
-    if snap.kind == "init":
-        return "iteration 0, initialisation"
-    if snap.kind == "E":
-        return f"iteration {snap.iteration + 1}, after E-step"
-    return f"iteration {snap.iteration}, after M-step"
+step_label = lab.step_label
 
 
 def metrics(run: Run) -> dict[str, np.ndarray]:
-    """Per-snapshot x position and metrics against gold, computed once per snapshot and kept in state.
-
-    Keyed by ``run.id``: a new snapshot adds its own values; nothing is recomputed for the old ones (a reset
-    run restarts the cache). Keys: ``x`` and then "accuracy" and "macro F" (class labels) or "Pearson r"
-    (scores, the item means against continuous gold); only ``x`` when there is no gold.
-    """
-    run_id = st.session_state.get(RUN_ID)
-    cache = st.session_state.get(METRICS)
-    snaps = run.snapshots
-    if cache is None or cache["run_id"] != run_id or cache["n"] > len(snaps) or cache["first"] is not snaps[0]:
-        cache = {"run_id": run_id, "n": 0, "first": snaps[0], "values": {"x": []}}
-    data = run.data
-    values = cache["values"]
-    new = snaps[cache["n"] :]
-    if new:
-        values["x"].extend(half_step_positions([s.kind for s in new], [s.iteration for s in new]).tolist())
-        if data.has_gold and data.is_continuous:
-            values.setdefault("Pearson r", []).extend(_pearson(s.params, data) for s in new)
-        elif data.has_gold:
-            for s in new:
-                pred = run.labels(s)
-                values.setdefault("accuracy", []).append(accuracy(pred, data.gold))
-                values.setdefault("macro F", []).append(macro_f(pred, data.gold, data.n_classes))
-        cache["n"] = len(snaps)
-    st.session_state[METRICS] = cache
-    return {k: np.asarray(v, dtype=np.float64) for k, v in values.items()}
-
-
-def _pearson(params, data: Annotations) -> float:
-    mu = getattr(params, "mu", None)
-    return float("nan") if mu is None else pearson(mu, data.gold)
+    """Per-snapshot x position and metrics against gold, computed once per snapshot and kept in state
+    (:func:`crowdlab.ui.lab.metrics` on the Step page's run: keys ``x``, "accuracy", "macro F" or "Pearson r")."""
+    return lab.metrics(MAIN, run)

@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 from streamlit.testing.v1 import AppTest
 
+from crowdlab.init import INITS
 from crowdlab.models import applicable_models
 from crowdlab.samples import SAMPLES, load_sample
 from crowdlab.ui import state
@@ -231,3 +232,46 @@ def test_majority_vote_and_scores_panels():
     assert not at.radio and len(at.get("plotly_chart")) == 4
     _click(at, "stepper.step")
     assert any("Pearson r now" in c.value for c in at.caption)
+
+
+def test_moment_matching_start_on_the_step_page_and_a_failed_start_is_an_error(monkeypatch):
+    at = _step_page()
+    assert INITS["moments"] in at.selectbox(key=state.W_INIT).options
+    _ok(at.selectbox(key=state.W_INIT).set_value("moments").run())
+    run = _run(at)
+    assert run.init == "moments" and run.next_kind == "M" and run.start_description.startswith("Moment matching")
+    _click(at, "stepper.run")
+    assert run.converged and not run.violations
+    assert at.session_state[state.METRICS]["values"]["accuracy"][-1] > 0.85  # bluebirds: as good as from MV
+    # a method without a moment-matched start: the start falls back to majority vote, the option goes away
+    _ok(at.selectbox(key=state.W_METHOD).set_value("mv").run())
+    assert at.session_state[state.CONFIG].init == "majority"
+    assert INITS["moments"] not in at.selectbox(key=state.W_INIT).options
+    _ok(at.selectbox(key=state.W_METHOD).set_value("one_coin").run())
+    _ok(at.selectbox(key=state.W_INIT).set_value("moments").run())
+    assert _run(at).init == "moments"
+
+    # the optimiser failing: a message on the page, no traceback
+    def fail(*args, **kwargs):
+        raise RuntimeError("the optimiser did not converge")
+
+    monkeypatch.setattr("crowdlab.init._moment_params", fail)
+    at.selectbox(key=state.W_METHOD).set_value("two_coin").run()  # the start (moments) is kept and now fails
+    assert not at.exception and at.session_state[state.RUN] is None
+    assert at.session_state[state.CONFIG] == state.MethodConfig(method="two_coin", init="moments")
+    assert [e.value for e in at.error] == [
+        "The run could not start (RuntimeError: the optimiser did not converge). Try another start or method."
+    ]
+
+
+def test_sidebar_navigation_reads_home_then_every_page_in_order():
+    from crowdlab.ui.frame import NAV
+
+    pages = sorted((ROOT / "pages").glob("*.py"), key=lambda f: int(f.stem.split("_")[0]))
+    assert [path for path, _, _ in NAV] == ["app.py", *(f"pages/{f.name}" for f in pages)]
+    labels = [label for _, label, _ in NAV]
+    assert labels[:3] == ["Home", "Data", "Step through EM"] and {"Sequences", "Networks"} <= set(labels)
+    at = _ok(AppTest.from_file(HOME, default_timeout=30).run())
+    assert [link.proto.label for link in at.sidebar.get("page_link")] == labels
+    main = [link.proto.label for link in at.main.get("page_link")]
+    assert {"Sequences", "Networks"} <= set(main)

@@ -65,8 +65,12 @@ def assert_no_exception(page) -> None:
 
 
 def sidebar_link(page, name: str) -> None:
-    """Go to another page through the sidebar navigation (keeps the Streamlit session; page.goto would not)."""
-    page.locator('[data-testid="stSidebarNav"]').get_by_role("link", name=name, exact=True).click()
+    """Go to another page through the sidebar navigation (keeps the Streamlit session; page.goto would not).
+
+    The navigation is the frame's own list of ``st.page_link`` (Streamlit's is off); a link's accessible name
+    starts with its icon's ligature ("stairs Step through EM"), so the name is matched at the end."""
+    link = re.compile(rf"(^|\s){re.escape(name)}$")
+    page.locator('[data-testid="stSidebar"]').get_by_role("link", name=link).first.click()
     wait_page(page)
 
 

@@ -178,7 +178,7 @@ def test_step_page_cold_deep_link_then_home(server, page):
     wait_idle(page)
 
     # 6. the home page (sidebar navigation keeps the session; a reload would start a new one), then back
-    page.locator('[data-testid="stSidebarNav"]').get_by_role("link").first.click()
+    page.locator('[data-testid="stSidebar"]').get_by_role("link", name=re.compile(r"Home$")).click()
     page.get_by_text("Where to go next").wait_for()
     wait_idle(page)
     assert_no_exception(page)
@@ -212,3 +212,50 @@ def test_posterior_view_and_home_dataset_switch(server, page):
     page.get_by_text("red outlines mark the gold class").wait_for()
     assert_no_exception(page)
     screenshot(page, "step_posterior_dogs")
+
+
+@pytest.mark.parametrize(
+    "path,name,tab,away",
+    [("/Sequences", "sequences", "Transitions", None), ("/Networks", "networks", "Comparison", "Sequences")],
+)
+def test_dependent_data_page_steps_runs_and_keeps_its_run(server, page, path, name, tab, away):
+    # 1. a cold deep link: the page's own default dataset, the other pages' dataset named in the sidebar
+    page.goto(server + path)
+    page.get_by_text(ITERATION).first.wait_for()
+    wait_page(page)
+    assert_no_exception(page)
+    assert iteration(page) == (0, "initialisation")
+    assert "simulated" in sidebar_text(page) and "Bluebirds" in sidebar_text(page)
+
+    # 2. Step three times (E-step, M-step alone: tests/app), then Run to convergence and Back
+    step = page.get_by_role("button", name="Step", exact=True)
+    for i in range(1, 4):
+        step.click()
+        page.get_by_text(f"iteration {i}, after M-step").first.wait_for()
+        wait_idle(page)
+    assert_no_exception(page)
+    page.get_by_role("button", name="Run to convergence").click()
+    page.get_by_text("converged").first.wait_for()
+    wait_idle(page)
+    it, kind = iteration(page)
+    assert it >= 3 and kind == "after M-step"
+    assert page.locator(".js-plotly-plot").count() >= 3
+    assert_no_exception(page)
+    screenshot(page, f"{name}_converged")
+    page.get_by_role("button", name="Back", exact=True).click()
+    page.get_by_text(f"iteration {it - 1}, after M-step").first.wait_for()
+    wait_idle(page)
+
+    # 3. another tab; then away through the sidebar and back: the run is where it was
+    page.get_by_role("tab", name=tab).click()
+    wait_idle(page)
+    assert_no_exception(page)
+    screenshot(page, f"{name}_{tab.lower()}")
+    if away is not None:
+        sidebar_link(page, away)
+        assert_no_exception(page)
+        sidebar_link(page, path.strip("/"))
+        page.get_by_text(ITERATION).first.wait_for()
+        wait_idle(page)
+        assert iteration(page) == (it - 1, "after M-step")
+        assert_no_exception(page)

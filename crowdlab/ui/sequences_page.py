@@ -1,0 +1,529 @@
+"""The Sequences page: crowd labels that form Markov chains (seed 003 Sec. 4), HMM-crowd EM one half-step at a time.
+
+The page keeps its own dataset, settings and run under ``seq.*`` (a :class:`crowdlab.ui.lab.Lab`), so the working
+dataset of the other pages stays as it was. Cold start: a simulated set (50 sequences of 40 positions, K = 4, the
+seed's crowd of 6 experts and 4 spammers), which steps instantly; the bundled CoNLL NER validation split (39,025
+tokens) is one click away. Majority vote and i.i.d. Dawid-Skene, the baselines of the strip view and of the
+comparison, are fitted once per dataset (``st.cache_data`` on the dataset id, then kept under ``seq.derived``);
+Viterbi and the comparison at the cursor once per (run, snapshot), kept under ``seq.cursor``.
+"""
+
+from __future__ import annotations
+
+import io
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import streamlit as st
+
+from crowdlab.api import fit
+from crowdlab.data import Annotations, read_sequences
+from crowdlab.em import Run, Snapshot
+from crowdlab.errors import DataError
+from crowdlab.metrics import accuracy, confusion_error, macro_f
+from crowdlab.models import HMMCrowd
+from crowdlab.models.majority import majority_labels
+from crowdlab.plots import confusion_grid
+from crowdlab.plots import dependent as figs
+from crowdlab.samples import SEQUENCE_SAMPLES
+from crowdlab.simulate import mix_from_counts, simulate_sequences
+from crowdlab.ui import lab
+from crowdlab.ui.frame import load_sample_cached, upload_id
+
+NS = "seq"
+SEED_CROWD_ACCURACY = (0.35, 0.6)  # the seed's experiments: experts a little better than chance, and spammers
+SPAMMER_SHARE = 0.4
+MAX_POSITIONS = 60  # positions drawn in one strip (a window of a longer sequence)
+DEFAULT_WORKERS = 8
+MAX_WORKERS = 12
+
+INITS = {
+    "majority": "Majority vote (soft)",
+    "moments": "Moment matching (Alg. 2, T from lagged moments)",
+    "ds": "i.i.d. Dawid-Skene posterior",
+}
+TABS = ("Strip view", "Transitions", "Workers", "Comparison")
+ROW_TRUTH, ROW_MV, ROW_DS, ROW_HMM, ROW_VITERBI = "truth", "majority vote", "i.i.d. DS", "HMM posterior", "HMM Viterbi"
+
+# source widgets (values mirrored under seq.widgets)
+SIM_S = "seq.sim.sequences"
+SIM_LEN = "seq.sim.length"
+SIM_K = "seq.sim.classes"
+SIM_M = "seq.sim.workers"
+SIM_STAY = "seq.sim.stay"
+SIM_LABELS = "seq.sim.labels"
+SIM_SEED = "seq.sim.seed"
+SIM_DEFAULTS = {SIM_S: 50, SIM_LEN: 40, SIM_K: 4, SIM_M: 10, SIM_STAY: 0.8, SIM_LABELS: 10, SIM_SEED: 0}
+UPLOAD_FILE = "seq.upload.file"
+UPLOAD_GOLD = "seq.upload.gold"
+# settings widgets
+W_INIT, W_PRIOR, W_HARD = "seq.init", "seq.prior", "seq.hard"
+W_SEED, W_TOL, W_MAX_ITER = "seq.seed", "seq.tol", "seq.max_iter"
+W_TAB, W_SEQUENCE, W_START = "seq.tab", "seq.sequence", "seq.window_start"
+CURSOR = "seq.cursor"  # plain key: what was computed at the cursor, {"key": (run id, index), ...}
+
+
+@dataclass(frozen=True)
+class SeqConfig:
+    """HMM-crowd EM settings: start, MAP prior strength, hard EM (Viterbi), seed and stopping rule."""
+
+    init: str = "majority"
+    prior: float = 0.0
+    hard: bool = False
+    seed: int = 0
+    tol: float = 1e-8
+    max_iter: int = 500
+
+
+# ---------------------------------------------------------------------------- loaders (cached on small keys)
+def seed_crowd(n_workers: int) -> dict:
+    """The seed's crowd for ``n_workers``: 40 % spammers, the rest experts with accuracy U(0.35, 0.6)."""
+    spammers = min(int(round(SPAMMER_SHARE * n_workers)), n_workers - 1)
+    return {
+        "mix": mix_from_counts({"expert": n_workers - spammers, "spammer": spammers}),
+        "expert_accuracy": SEED_CROWD_ACCURACY,
+    }
+
+
+@st.cache_data(max_entries=8, show_spinner="Simulating sequences...")
+def simulate_cached(S: int, length: int, K: int, M: int, stay: float, labels: int, seed: int):
+    """:func:`crowdlab.simulate.simulate_sequences` with the seed's crowd, cached on its parameters."""
+    return simulate_sequences(S, length, K, M, self_transition=stay, labels_per_item=labels, seed=seed, **seed_crowd(M))
+
+
+@st.cache_data(max_entries=8, show_spinner="Reading the file...")
+def read_upload_cached(content: bytes, gold: bytes | None, name: str, gold_name: str | None) -> Annotations:
+    """:func:`crowdlab.data.read_sequences` on uploaded bytes, cached on the bytes."""
+    g = None if gold is None else _named(gold, gold_name or "gold file")
+    return read_sequences(_named(content, name), gold=g, name=Path(name).stem)
+
+
+@st.cache_data(max_entries=6, show_spinner="Fitting majority vote and i.i.d. Dawid-Skene once for this dataset...")
+def baselines_cached(data_id: str, _data: Annotations) -> dict:
+    """Majority vote and i.i.d. Dawid-Skene to convergence (keyed on the dataset id, never on the arrays)."""
+    ds = fit(_data, "ds")
+    return {
+        "mv": majority_labels(_data),
+        "ds": ds.labels(),
+        "ds_q": ds.posterior,
+        "ds_gamma": ds.params.gamma,
+        "ds_iterations": ds.last.iteration,
+    }
+
+
+def _named(content: bytes, name: str) -> io.BytesIO:
+    f = io.BytesIO(content)
+    f.name = name
+    return f
+
+
+def simulation(
+    S: int, length: int, K: int, M: int, stay: float, labels: int, seed: int
+) -> tuple[str, Annotations, dict]:
+    sim = simulate_cached(S, length, K, M, stay, labels, seed)
+    data_id = f"sim:seq:{S}:{length}:{K}:{M}:{stay:g}:{labels}:{seed}"
+    return data_id, sim.annotations, {"T": sim.T, "gamma": sim.gamma, "pi0": sim.pi0}
+
+
+def _default() -> tuple[str, Annotations, dict]:
+    return simulation(*SIM_DEFAULTS.values())
+
+
+def _build(data: Annotations, cfg: SeqConfig, extra: dict) -> Run:
+    model = HMMCrowd(prior=cfg.prior, hard=cfg.hard)
+    options = dict(seed=cfg.seed, tol=cfg.tol, max_iter=cfg.max_iter)
+    if cfg.init == "ds":
+        return Run(data, model, "posterior", q0=baselines()["ds_q"], **options)
+    return Run(data, model, cfg.init, **options)
+
+
+SEQ = lab.Lab(
+    NS,
+    default=_default,
+    build=_build,
+    config_default=SeqConfig(),
+    config_widgets={
+        "init": W_INIT,
+        "prior": W_PRIOR,
+        "hard": W_HARD,
+        "seed": W_SEED,
+        "tol": W_TOL,
+        "max_iter": W_MAX_ITER,
+    },
+    widget_defaults=SIM_DEFAULTS,
+)
+
+
+def baselines() -> dict:
+    """Majority vote and i.i.d. DS of the page's dataset, computed once per dataset."""
+    data = SEQ.ensure()
+    return SEQ.derived("baselines", lambda: baselines_cached(f"{NS}:{SEQ.data_id()}", data))
+
+
+# ---------------------------------------------------------------------------- loading (callbacks call these)
+def use_simulation() -> None:
+    """on_click of Simulate: the mirrored slider values -> a new simulated dataset (the run resets)."""
+    v = SEQ.value
+    labels = min(int(v(SIM_LABELS)), int(v(SIM_M)))
+    SEQ.set_data(
+        *simulation(
+            int(v(SIM_S)), int(v(SIM_LEN)), int(v(SIM_K)), int(v(SIM_M)), float(v(SIM_STAY)), labels, int(v(SIM_SEED))
+        )
+    )
+
+
+def use_sample(key: str = "ner") -> None:
+    """Make a bundled sequence dataset (CoNLL NER) the page's dataset."""
+    SEQ.set_data(f"sample:{key}", load_sample_cached(key), {})
+
+
+def load_upload(content: bytes, gold: bytes | None = None, name: str = "sequences.csv", gold_name=None) -> bool:
+    """Read an uploaded sequence file (and gold) and make it the page's dataset; True on success. On a
+    :class:`DataError` the reader's message is kept for the page (``seq.upload.error``) and the dataset stays."""
+    try:
+        data = read_upload_cached(content, gold, name, gold_name)
+    except DataError as exc:
+        SEQ.set_upload_message(error=str(exc))
+        return False
+    SEQ.set_data(upload_id(content + b"\0gold\0" + (gold or b"")), data, {})
+    with_gold = f" with gold from '{gold_name}'" if gold is not None else ""
+    SEQ.set_upload_message(
+        ok=f"Loaded '{name}'{with_gold}: {data.n_sequences:,} sequences, {data.n_items:,} positions, "
+        f"{data.n_workers:,} workers."
+    )
+    return True
+
+
+def _on_load() -> None:
+    upload = st.session_state.get(UPLOAD_FILE)
+    if upload is None:
+        SEQ.set_upload_message(error="Choose a label file first (sequence,position,worker,label).")
+        return
+    gold = st.session_state.get(UPLOAD_GOLD)
+    load_upload(
+        upload.getvalue(),
+        None if gold is None else gold.getvalue(),
+        upload.name,
+        None if gold is None else gold.name,
+    )
+
+
+# ---------------------------------------------------------------------------- derived at the cursor
+def params_snapshot(run: Run) -> Snapshot:
+    """The snapshot whose parameters the cursor shows (after an E-step: the M-step or init before it)."""
+    i = run.index
+    while i > 0 and run.snapshots[i].kind == "E":
+        i -= 1
+    return run.snapshots[i]
+
+
+def at_cursor(run: Run) -> dict:
+    """Viterbi labels and the comparison table at the cursor, computed once per (run id, snapshot)."""
+    key = (SEQ.run_id(), run.index, id(run.current))
+    cached = st.session_state.get(CURSOR)
+    if cached is None or cached["key"] != key:
+        params = params_snapshot(run).params
+        viterbi = run.model.decode(run.data, params)
+        table = comparison_table(run.data, run.current, params, viterbi, baselines(), SEQ.extra())
+        cached = {"key": key, "viterbi": viterbi, "table": table}
+        st.session_state[CURSOR] = cached
+    return cached
+
+
+def transition_error(T_true: np.ndarray, T_est: np.ndarray) -> float:
+    """||T - T_hat||_1, the induced 1-norm (largest absolute column sum), as in the seed's experiments."""
+    return float(np.abs(np.asarray(T_true) - np.asarray(T_est)).sum(axis=0).max())
+
+
+def comparison_table(
+    data: Annotations, snap: Snapshot, params, viterbi: np.ndarray, base: dict, truth: dict
+) -> pd.DataFrame:
+    """Majority vote, i.i.d. DS, the HMM's posterior arg-max and its Viterbi path: accuracy and macro F against
+    gold; with a simulation's truth also the confusion error (eq. 38) and ||T - T_hat||_1 (NaN where a method
+    has no such parameter)."""
+    hmm = np.argmax(snap.q, axis=1)
+    rows = [
+        ("Majority vote", base["mv"], None, None),
+        ("i.i.d. Dawid-Skene", base["ds"], base["ds_gamma"], None),
+        ("HMM-crowd (posterior arg-max)", hmm, params.gamma, params.T),
+        ("HMM-crowd (Viterbi)", viterbi, params.gamma, params.T),
+    ]
+    out = []
+    for name, labels, gamma, T in rows:
+        row = {"method": name}
+        if data.has_gold:
+            row["accuracy"] = accuracy(labels, data.gold)
+            row["macro F"] = macro_f(labels, data.gold, data.n_classes)
+        if "gamma" in truth:
+            row["confusion error (eq. 38)"] = np.nan if gamma is None else confusion_error(truth["gamma"], gamma)
+            row["‖T − T̂‖₁"] = np.nan if T is None else transition_error(truth["T"], T)
+        out.append(row)
+    return pd.DataFrame(out)
+
+
+def gold_transitions(data: Annotations) -> np.ndarray | None:
+    """T counted from consecutive gold labels (pairs with both known), columns normalised; None without gold."""
+    if not data.has_gold:
+        return None
+    K = data.n_classes
+    has_prev = np.ones(data.n_items, dtype=bool)
+    has_prev[data.sequence_starts[:-1]] = False
+    cur = np.flatnonzero(has_prev)
+    g = data.gold
+    ok = (g[cur] >= 0) & (g[cur - 1] >= 0)
+    counts = np.bincount(g[cur][ok] * K + g[cur - 1][ok], minlength=K * K).reshape(K, K).astype(np.float64)
+    total = counts.sum(axis=0, keepdims=True)
+    return np.where(total > 0, counts / np.maximum(total, 1), 1.0 / K)
+
+
+def background_class(labels: np.ndarray, K: int) -> int | None:
+    """The class most labels are (when it is more than half of them: NER's O), drawn in grey."""
+    share = np.bincount(labels, minlength=K) / max(labels.size, 1)
+    k = int(np.argmax(share))
+    return k if share[k] > 0.5 else None
+
+
+def default_sequence(data: Annotations, mv: np.ndarray) -> int:
+    """The sequence (at most MAX_POSITIONS long) where majority vote is wrong most often (disagrees with DS
+    most often without gold): the one most worth a look."""
+    starts = data.sequence_starts
+    wrong = (mv != data.gold) & (data.gold >= 0) if data.has_gold else np.zeros(data.n_items, dtype=bool)
+    per_seq = np.add.reduceat(wrong.astype(np.int64), starts[:-1])
+    per_seq[np.diff(starts) > MAX_POSITIONS] = -1
+    return int(np.argmax(per_seq))
+
+
+# ---------------------------------------------------------------------------- the page
+def sequences_page() -> None:
+    """Dataset, settings, then the stepping panel (a fragment)."""
+    notice = SEQ.pop_notice()
+    if notice:
+        st.info(notice, icon="ℹ️")
+    source_section()
+    settings_section()
+    stepper_panel()
+
+
+def source_section() -> None:
+    data = SEQ.ensure()
+    with st.expander(f"Dataset: **{data.name}** — simulate, load the CoNLL NER sample, or upload"):
+        sim, sample, upload = st.tabs(["Simulate", "Bundled: CoNLL NER", "Upload"])
+        with sim:
+            simulate_tab()
+        with sample:
+            s = SEQUENCE_SAMPLES["ner"]
+            st.markdown(f"**{s.title}**: {s.description}")
+            st.caption("Loading takes about a second; i.i.d. Dawid-Skene (the baseline) is fitted once, a few seconds.")
+            st.button("Load CoNLL NER", key="seq.ner.load", type="primary", on_click=use_sample, args=("ner",))
+        with upload:
+            upload_tab()
+        SEQ.upload_messages()
+
+
+def simulate_tab() -> None:
+    st.markdown(
+        "Markov chains of labels with a sticky transition matrix (stay with the given probability, else move to "
+        "another class at random); each position labelled by the seed's crowd: **40 % spammers**, the rest "
+        "experts with accuracy U(0.35, 0.6)."
+    )
+    c1, c2, c3, c4 = st.columns(4)
+    c1.slider("Sequences", 5, 500, step=5, **SEQ.mirrored(SIM_S))
+    c2.slider("Length", 5, 100, **SEQ.mirrored(SIM_LEN))
+    c3.slider("Classes", 2, 8, **SEQ.mirrored(SIM_K))
+    c4.slider("Workers", 2, 30, **SEQ.mirrored(SIM_M))
+    workers = int(SEQ.value(SIM_M))
+    if SEQ.value(SIM_LABELS) > workers:
+        SEQ.set_value(SIM_LABELS, workers)
+    d1, d2, d3 = st.columns(3)
+    d1.slider("Self-transition probability", 0.0, 1.0, step=0.05, **SEQ.mirrored(SIM_STAY))
+    d2.slider("Labels per position", 1, workers, **SEQ.mirrored(SIM_LABELS))
+    d3.number_input("Seed", min_value=0, step=1, **SEQ.mirrored(SIM_SEED))
+    st.button("Simulate", key="seq.sim.run", type="primary", on_click=use_simulation)
+
+
+def upload_tab() -> None:
+    st.markdown(
+        "A long CSV with columns `sequence,position,worker,label` (one label per row); gold is optional: "
+        "`sequence,position,label`."
+    )
+    left, right = st.columns(2)
+    left.file_uploader("Label file", type=["csv", "tsv", "txt"], key=UPLOAD_FILE)
+    right.file_uploader("Gold file (optional)", type=["csv", "tsv", "txt"], key=UPLOAD_GOLD)
+    st.button("Load", key="seq.upload.load", type="primary", on_click=_on_load)
+
+
+def settings_section() -> None:
+    SEQ.sync_config_widgets()
+    c1, c2, c3 = st.columns([4, 2, 2], vertical_alignment="bottom")
+    c1.selectbox(
+        "Start from",
+        list(INITS),
+        format_func=INITS.get,
+        help="Moment matching takes a few seconds on CoNLL NER; i.i.d. DS fits Dawid-Skene first (once per dataset).",
+        **SEQ.config_widget("init"),
+    )
+    c2.number_input(
+        "Prior strength", min_value=0.0, step=0.5, help="Pseudo-counts (MAP EM); 0 = maximum likelihood.",
+        **SEQ.config_widget("prior"),
+    )  # fmt: skip
+    c3.checkbox(
+        "Hard EM (Viterbi)",
+        help="The E-step keeps only the Viterbi path; the objective becomes log p(F, ŷ | θ).",
+        **SEQ.config_widget("hard"),
+    )
+    with st.expander("Seed and stopping rule"):
+        d1, d2, d3 = st.columns(3)
+        d1.number_input("Seed", min_value=0, step=1, **SEQ.config_widget("seed"))
+        d2.number_input("Tolerance (relative)", min_value=0.0, format="%.1e", **SEQ.config_widget("tol"))
+        d3.number_input("Max iterations", min_value=1, step=10, **SEQ.config_widget("max_iter"))
+
+
+@st.fragment
+def stepper_panel() -> None:
+    """Buttons, position, objective and metrics, then the open tab (strip, transitions, workers, comparison)."""
+    run = lab.stepper_head(SEQ)
+    if run is None:
+        return
+    left, right = st.columns(2)
+    with left:
+        lab.objective_chart(SEQ.slot, run)
+    with right:
+        lab.metric_chart(SEQ.slot, run)
+    panels = (strip_panel, transitions_panel, workers_panel, comparison_panel)
+    for tab, panel in zip(st.tabs(TABS, **SEQ.view_widget(W_TAB, "tab", lambda v: v in TABS, TABS[0])), panels):
+        if tab.open:
+            with tab:
+                panel(run)
+
+
+def strip_panel(run: Run) -> None:
+    data = run.data
+    base = baselines()
+    starts = data.sequence_starts
+    S = data.n_sequences
+    lengths = np.diff(starts)
+    fmt = lambda s: f"sequence {data.sequence_names[s]} ({lengths[s]} positions)"  # noqa: E731
+    default = SEQ.derived("default_sequence", lambda: default_sequence(data, base["mv"]))
+    c1, c2 = st.columns([3, 1])
+    s = int(
+        c1.selectbox(
+            "Sequence (default: where majority vote errs most)",
+            range(S),
+            format_func=fmt,
+            **SEQ.view_widget(W_SEQUENCE, "sequence", lambda v: isinstance(v, int) and 0 <= v < S, default),
+        )
+    )
+    n = int(lengths[s])
+    first = 0
+    if n > MAX_POSITIONS:
+        last = n - MAX_POSITIONS
+        first = int(
+            c2.number_input(
+                "First position shown",
+                0,
+                last,
+                step=MAX_POSITIONS // 2,
+                **SEQ.view_widget(W_START, "start", lambda v: isinstance(v, int) and 0 <= v <= last, 0),
+            )
+        )
+    lo = int(starts[s]) + first
+    sl = slice(lo, lo + min(n, MAX_POSITIONS))
+    snap = run.current
+    cur = at_cursor(run)
+    rows = {}
+    if data.has_gold and (data.gold[sl] >= 0).any():
+        rows[ROW_TRUTH] = data.gold[sl]
+    rows |= {
+        ROW_MV: base["mv"][sl],
+        ROW_DS: base["ds"][sl],
+        ROW_HMM: np.argmax(snap.q[sl], axis=1),
+        ROW_VITERBI: cur["viterbi"][sl],
+    }
+    conf = {ROW_DS: base["ds_q"][sl].max(axis=1), ROW_HMM: snap.q[sl].max(axis=1)}
+    fig = figs.sequence_strip(
+        rows,
+        data.class_names,
+        positions=np.arange(first, first + sl.stop - sl.start),
+        confidence=conf,
+        background=SEQ.derived("background", lambda: background_class(base["mv"], data.n_classes)),
+        title=f"{fmt(s)} at snapshot {snap.index}: truth, baselines and the HMM",
+    )
+    st.plotly_chart(fig, key="seq.strip_chart")
+    notes = [f"HMM rows at the cursor ({lab.step_label(run)}); majority vote and i.i.d. DS are fitted once"]
+    if ROW_TRUTH in rows:
+        truth = rows[ROW_TRUTH]
+        wrong = {k: int(((v != truth) & (truth >= 0)).sum()) for k, v in rows.items() if k != ROW_TRUTH}
+        notes.append(
+            "× marks a label that disagrees with the truth: " + ", ".join(f"{k} {v}" for k, v in wrong.items())
+        )
+    if n > MAX_POSITIONS:
+        notes.append(f"positions {first}–{first + MAX_POSITIONS - 1} of {n}")
+    st.caption("; ".join(notes) + ".")
+
+
+def transitions_panel(run: Run) -> None:
+    data = run.data
+    base = params_snapshot(run)
+    truth = SEQ.extra()
+    left, right = st.columns(2)
+    left.plotly_chart(
+        figs.transition_heatmap(base.params.T, data.class_names, title=f"Estimated T at snapshot {base.index}"),
+        key="seq.transition_chart",
+    )
+    if "T" in truth:
+        ref, ref_title = truth["T"], "True T of the simulation"
+    else:
+        ref = SEQ.derived("gold_T", lambda: gold_transitions(data))
+        ref_title = "T counted from the gold labels"
+    if ref is not None:
+        right.plotly_chart(figs.transition_heatmap(ref, data.class_names, title=ref_title), key="seq.transition_ref")
+    else:
+        right.info("No gold labels: nothing to compare the estimated transitions with.")
+    notes = [
+        "T[to, from] = P(label at n + 1 = to | label at n = from); every column sums to 1; colours fixed to [0, 1]"
+    ]
+    if ref is not None:
+        notes.append(f"‖T − T̂‖₁ (largest column sum of |differences|) = {transition_error(ref, base.params.T):.3f}")
+    st.caption("; ".join(notes) + ".")
+
+
+def workers_panel(run: Run) -> None:
+    data = run.data
+    base = params_snapshot(run)
+    active = np.argsort(-data.labels_per_worker, kind="stable")[:DEFAULT_WORKERS]
+    fig = confusion_grid(
+        base.params.gamma,
+        data.worker_names,
+        data.class_names,
+        max_workers=MAX_WORKERS,
+        workers=active.tolist(),
+        cols=4,
+        title=f"Confusion matrices Γ_m at snapshot {base.index} (columns: true class, rows: worker says)",
+    )
+    st.plotly_chart(fig, key="seq.confusion_chart")
+    notes = [f"The {len(active)} most active of {data.n_workers:,} workers; colours fixed to [0, 1]"]
+    truth = SEQ.extra()
+    if "gamma" in truth:
+        err = confusion_error(truth["gamma"], base.params.gamma)
+        ds = confusion_error(truth["gamma"], baselines()["ds_gamma"])
+        notes.append(f"confusion error (eq. 38) of the HMM here {err:.3f}, of i.i.d. DS {ds:.3f}")
+    st.caption("; ".join(notes) + ".")
+
+
+def comparison_panel(run: Run) -> None:
+    data = run.data
+    table = at_cursor(run)["table"]
+    if len(table.columns) == 1:
+        st.info("No gold labels and no simulation truth: there is nothing to score the methods against.")
+        return
+    numbers = [c for c in table.columns if c != "method"]
+    st.table(table.style.format("{:.3f}", subset=numbers, na_rep="—").hide(axis="index"))
+    notes = [
+        f"HMM rows at the cursor ({lab.step_label(run)}): run to convergence for the final comparison",
+        f"i.i.d. Dawid-Skene fitted to convergence once ({baselines()['ds_iterations']} iterations)",
+    ]
+    if data.has_gold:
+        notes.append("macro F = seed 003 eq. 37 over the classes")
+    st.caption("; ".join(notes) + ".")

@@ -1,0 +1,230 @@
+"""The Networks page under ``streamlit.testing.v1.AppTest``: a cold load on its own simulated SBM, the stepper's
+controls, the E-step and delta settings (each resets the run with a notice), the approximate-E-step notes and the
+sweep trace, simulate / image / upload as sources, every tab, and the page's state across page switches."""
+
+from __future__ import annotations
+
+import base64
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+from streamlit.testing.v1 import AppTest
+
+from crowdlab.ui import networks_page as npg
+from crowdlab.ui import state
+
+ROOT = Path(__file__).resolve().parents[2]
+PAGE = "pages/7_Networks.py"
+SEQ_PAGE = "pages/6_Sequences.py"
+TIMEOUT = 30
+RUN = "net.run.obj"
+RESET = "Settings changed: the run was reset."
+
+WRAPPER = """
+import runpy
+import streamlit as st
+from crowdlab.ui import networks_page
+
+request = st.session_state.pop("test.upload", None)
+if request is not None:
+    networks_page.load_upload(**request)
+runpy.run_path({page!r}, run_name="__main__")
+"""
+LABELS = b"item,worker,label\na,w1,x\na,w2,x\nb,w1,x\nb,w2,y\nc,w1,y\nc,w2,y\nd,w1,y\nd,w2,x\n"
+EDGES = b"source,target\na,b\nb,c\nc,d\n"
+GOLD = b"item,label\na,x\nd,y\n"
+
+
+def _ok(at: AppTest) -> AppTest:
+    assert not at.exception, [e.value for e in at.exception]
+    assert not at.error, [e.value for e in at.error]
+    return at
+
+
+def _page() -> AppTest:
+    return _ok(AppTest.from_file(str(ROOT / PAGE), default_timeout=TIMEOUT).run())
+
+
+def _click(at: AppTest, key: str) -> AppTest:
+    btn = at.button(key=key)
+    assert not btn.disabled, f"{key} is disabled"
+    return _ok(btn.click().run())
+
+
+def _run(at: AppTest):
+    return at.session_state[RUN]
+
+
+def _label(at: AppTest) -> str:
+    found = [m.value.lstrip("# ") for m in at.markdown if m.value.startswith("#### iteration")]
+    assert len(found) == 1, found
+    return found[0]
+
+
+def _chart(at: AppTest, key: str) -> dict | None:
+    found = [c for c in at.get("plotly_chart") if c.proto.id.endswith("-" + key)]
+    return json.loads(found[0].proto.spec) if found else None
+
+
+def _arr(v) -> np.ndarray:
+    if isinstance(v, dict) and "bdata" in v:
+        return np.frombuffer(base64.b64decode(v["bdata"]), dtype=np.dtype(v["dtype"]))
+    return np.asarray(v, dtype=float)
+
+
+def _meta(spec: dict, meta: str) -> dict:
+    found = [t for t in spec["data"] if t.get("meta") == meta]
+    assert len(found) == 1, [t.get("meta") for t in spec["data"]]
+    return found[0]
+
+
+def test_cold_load_draws_the_sbm_and_says_the_e_step_is_approximate():
+    at = _page()
+    assert at.session_state["net.data.id"] == "sim:sbm:1000:4:10:5:0.05:0"
+    data = at.session_state["net.data.obj"]
+    assert data.graph is not None and data.n_items == 1000 and data.n_workers == 10
+    assert at.session_state[state.DATA_ID] == "sample:bluebirds"
+    run = _run(at)
+    assert run.model.info.key == "mrf" and run.model.method == "icm" and run.model.delta_for(data) == 10
+    assert at.slider(key=npg.W_DELTA).value == 10.0 and at.slider(key=npg.W_DELTA).max == 30.0
+    notes = [i.value for i in at.info]
+    assert any("approximate" in n and "not guaranteed monotone" in n and "J(ŷ, Γ)" in n for n in notes)
+    graph = _chart(at, "net.graph_chart")
+    classes = [t for t in graph["data"] if str(t.get("meta", "")).startswith("class:")]
+    assert len(classes) == 4 and sum(len(_arr(t["x"])) for t in classes) == 1000
+    assert "wrong" in {t.get("meta") for t in graph["data"]}
+    assert _meta(graph, "edges")
+    trace = _chart(at, "net.trace_chart")
+    assert not trace["data"]  # no E-step yet: a message instead
+    objective = _chart(at, "net.stepper.objective_chart")
+    assert "ICM labels" in objective["layout"]["title"]["text"]
+
+
+def test_step_e_m_back_scrub_run_reset_and_the_sweep_trace():
+    at = _page()
+    run = _run(at)
+    _click(at, "net.stepper.e_step")
+    assert run.current.kind == "E" and _label(at) == "iteration 1, after E-step"
+    trace = _meta(_chart(at, "net.trace_chart"), "trace")
+    post = run.current.posterior
+    y = _arr(trace["y"])
+    assert y.size == len(post.trace) == post.sweeps + 1 and y[0] == 0 and np.all(np.diff(y) >= -1e-9)
+    _click(at, "net.stepper.m_step")
+    _click(at, "net.stepper.step")
+    assert (run.index, run.iteration) == (4, 2)
+    _click(at, "net.stepper.back")
+    assert run.index == 2
+    _ok(at.slider(key="net.stepper.scrub").set_value(1).run())
+    assert run.index == 1 and _label(at) == "iteration 1, after E-step"
+    _click(at, "net.stepper.run")
+    assert run.at_end and (run.converged or run.iteration == run.max_iter)
+    acc = at.session_state["net.run.metrics"]["values"]["accuracy"]
+    assert acc[-1] > 0.95 and acc[-1] > acc[0] + 0.2
+    _click(at, "net.stepper.reset")
+    assert len(run.snapshots) == 1 and _label(at) == "iteration 0, initialisation"
+
+
+def test_e_step_and_delta_changes_reset_the_run_with_a_notice():
+    at = _page()
+    _click(at, "net.stepper.step")
+    old = _run(at)
+    _ok(at.radio(key=npg.W_ESTEP).set_value("mean_field").run())
+    new = _run(at)
+    assert new is not old and new.model.method == "mean_field" and new.index == 0
+    assert RESET in [i.value for i in at.info]
+    assert any("free energy F(q, Γ)" in i.value for i in at.info)
+    _click(at, "net.stepper.run")
+    assert not new.violations  # mean-field EM never lowers F: the engine checks it
+    _ok(at.slider(key=npg.W_DELTA).set_value(0.0).run())
+    run = _run(at)
+    assert run is not new and run.model.delta_for(run.data) == 0.0 and RESET in [i.value for i in at.info]
+    _ok(at.selectbox(key=npg.W_INIT).set_value("moments").run())
+    assert _run(at).start_description.startswith("Moment matching") and _run(at).model.delta == 0.0
+    _click(at, "net.stepper.step")
+    assert RESET not in [i.value for i in at.info]
+
+
+def test_tabs_colouring_and_comparison():
+    at = _page()
+    _click(at, "net.stepper.run")
+    _ok(at.radio(key=npg.W_COLOUR).set_value(npg.COLOUR_BY[1]).run())
+    assert "Dawid-Skene" in _chart(at, "net.graph_chart")["layout"]["title"]["text"]
+    at.session_state["net.view.tab"] = "Comparison"
+    _ok(at.run())
+    table = at.session_state[npg.CURSOR]["table"].set_index("method")
+    assert list(table.index)[:2] == ["Majority vote", "i.i.d. Dawid-Skene"]
+    mrf = table.iloc[2]
+    assert mrf["macro F"] > table.loc["i.i.d. Dawid-Skene", "macro F"] + 0.1  # the graph helps (seed 003 Sec. 6.2)
+    assert "confusion error (eq. 38)" in table.columns
+    at.session_state["net.view.tab"] = "Workers"
+    _ok(at.run())
+    assert len(_chart(at, "net.confusion_chart")["data"]) == npg.DEFAULT_WORKERS
+
+
+def test_simulate_and_image_sources_reset_delta_and_step():
+    at = _page()
+    _ok(at.slider(key=npg.W_DELTA).set_value(25.0).run())
+    at.slider(key=npg.SIM_N).set_value(300)
+    at.slider(key=npg.SIM_M).set_value(6)
+    _ok(at.run())
+    _click(at, "net.sim.run")
+    data = at.session_state["net.data.obj"]
+    assert data.n_items == 300 and data.n_workers == 6
+    assert [i.value for i in at.info][0] == "Dataset changed: the run was reset."
+    assert at.slider(key=npg.W_DELTA).value == 6.0 and at.slider(key=npg.W_DELTA).max == 18.0  # back to M
+    _click(at, "net.stepper.step")
+    _click(at, "net.img.run")
+    data = at.session_state["net.data.obj"]
+    assert data.n_items == npg.IMAGE_SHAPE[0] * npg.IMAGE_SHAPE[1] and data.class_names == ("background", "disc", "bar")
+    _click(at, "net.stepper.run")
+    graph = _chart(at, "net.graph_chart")
+    xs = np.concatenate([_arr(t["x"]) for t in graph["data"] if str(t.get("meta", "")).startswith("class:")])
+    assert set(np.unique(xs)) == set(range(npg.IMAGE_SHAPE[1]))  # the pixel grid, not a spectral layout
+    acc = at.session_state["net.run.metrics"]["values"]["accuracy"]
+    assert acc[-1] > acc[0]
+
+
+@pytest.fixture(scope="module")
+def wrapper(tmp_path_factory) -> Path:
+    folder = tmp_path_factory.mktemp("net_upload_app")
+    (folder / "pages").symlink_to(ROOT / "pages", target_is_directory=True)
+    (folder / "app.py").symlink_to(ROOT / "app.py")
+    script = folder / "net_wrapper.py"
+    script.write_text(WRAPPER.format(page=str(ROOT / PAGE)))
+    return script
+
+
+def test_upload_labels_and_an_edge_list_and_a_bad_edge_list(wrapper):
+    at = AppTest.from_file(str(wrapper), default_timeout=TIMEOUT)
+    at.session_state["test.upload"] = dict(labels=LABELS, edges=EDGES, gold=GOLD, name="lab.csv", gold_name="g.csv")
+    _ok(at.run())
+    data = at.session_state["net.data.obj"]
+    assert data.n_items == 4 and data.graph.nnz == 6 and data.has_gold
+    assert any("Loaded 'lab.csv' and 'edges.csv': 4 nodes, 3 edges" in s.value for s in at.success)
+    _click(at, "net.stepper.run")
+    assert _run(at).data is data
+    good = at.session_state["net.data.id"]
+    at.session_state["test.upload"] = dict(labels=LABELS, edges=b"source,target\na,zz\n", name="lab.csv")
+    at.run()
+    assert not at.exception and len(at.error) == 1 and "no labels" in at.error[0].value
+    assert at.session_state["net.data.id"] == good
+
+
+def test_state_survives_switching_pages():
+    at = _ok(AppTest.from_file(str(ROOT / "app.py"), default_timeout=TIMEOUT).run())
+    _ok(at.switch_page(PAGE).run())
+    _ok(at.radio(key=npg.W_ESTEP).set_value("mean_field").run())
+    _ok(at.slider(key=npg.W_DELTA).set_value(5.0).run())
+    _click(at, "net.stepper.step")
+    _click(at, "net.stepper.e_step")
+    run = _run(at)
+    _ok(at.switch_page(SEQ_PAGE).run())
+    _click(at, "seq.stepper.step")
+    _ok(at.switch_page("app.py").run())
+    _ok(at.switch_page(PAGE).run())
+    assert _run(at) is run and run.index == 3
+    assert at.radio(key=npg.W_ESTEP).value == "mean_field" and at.slider(key=npg.W_DELTA).value == 5.0
+    assert _label(at) == "iteration 2, after E-step"
+    assert at.session_state["seq.run.obj"].index == 2  # the Sequences page kept its run too

@@ -1,0 +1,268 @@
+"""The Sequences page under ``streamlit.testing.v1.AppTest``: a cold load on its own simulated dataset, the stepper's
+controls, settings that reset the run, simulate / NER / upload as sources, every tab, and the page's state across
+page switches (the working dataset of the other pages is never touched).
+
+AppTest cannot drive ``st.file_uploader``: uploads go through :func:`crowdlab.ui.sequences_page.load_upload` (what
+the Load button's callback calls) in a small wrapper app, as in test_pages.py.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+from streamlit.testing.v1 import AppTest
+
+from crowdlab.ui import sequences_page as sp
+from crowdlab.ui import state
+
+ROOT = Path(__file__).resolve().parents[2]
+DATA_DIR = ROOT / "tests" / "data"
+PAGE = "pages/6_Sequences.py"
+STEP_PAGE = "pages/2_Step_through_EM.py"
+TIMEOUT = 30
+RUN = "seq.run.obj"
+DEFAULT_ID = "sim:seq:50:40:4:10:0.8:10:0"
+
+WRAPPER = """
+import runpy
+import streamlit as st
+from crowdlab.ui import sequences_page
+
+request = st.session_state.pop("test.upload", None)
+if request is not None:
+    sequences_page.load_upload(**request)
+runpy.run_path({page!r}, run_name="__main__")
+"""
+
+
+def _ok(at: AppTest) -> AppTest:
+    assert not at.exception, [e.value for e in at.exception]
+    assert not at.error, [e.value for e in at.error]
+    return at
+
+
+def _page() -> AppTest:
+    return _ok(AppTest.from_file(str(ROOT / PAGE), default_timeout=TIMEOUT).run())
+
+
+def _click(at: AppTest, key: str) -> AppTest:
+    btn = at.button(key=key)
+    assert not btn.disabled, f"{key} is disabled"
+    return _ok(btn.click().run())
+
+
+def _run(at: AppTest):
+    return at.session_state[RUN]
+
+
+def _label(at: AppTest) -> str:
+    found = [m.value.lstrip("# ") for m in at.markdown if m.value.startswith("#### iteration")]
+    assert len(found) == 1, found
+    return found[0]
+
+
+def _chart(at: AppTest, key: str) -> dict | None:
+    found = [c for c in at.get("plotly_chart") if c.proto.id.endswith("-" + key)]
+    return json.loads(found[0].proto.spec) if found else None
+
+
+def _arr(v) -> np.ndarray:
+    if isinstance(v, dict) and "bdata" in v:
+        a = np.frombuffer(base64.b64decode(v["bdata"]), dtype=np.dtype(v["dtype"]))
+        shape = v.get("shape")
+        return a.reshape([int(n) for n in str(shape).split(",")]) if shape else a
+    return np.asarray(v)
+
+
+def _tab(at: AppTest, tab: str) -> AppTest:
+    at.session_state["seq.view.tab"] = tab  # what the tab bar's on_change callback writes
+    return _ok(at.run())
+
+
+def test_cold_load_has_its_own_simulated_dataset_and_leaves_the_working_one():
+    at = _page()
+    assert at.session_state["seq.data.id"] == DEFAULT_ID
+    data = at.session_state["seq.data.obj"]
+    assert data.is_sequential and (data.n_sequences, data.n_items, data.n_classes) == (50, 2000, 4)
+    assert at.session_state[state.DATA_ID] == "sample:bluebirds"  # the other pages' dataset, untouched
+    assert any("sequences: **50**" in m.value for m in at.sidebar.markdown)
+    assert any("other pages work on **Bluebirds" in m.value for m in at.sidebar.markdown)
+    run = _run(at)
+    assert run.model.info.key == "hmm" and run.index == 0
+    assert _label(at) == "iteration 0, initialisation"
+    assert {b.key: b.disabled for b in at.button if b.key.startswith("seq.stepper.")} == {
+        "seq.stepper.e_step": False,
+        "seq.stepper.m_step": True,
+        "seq.stepper.step": False,
+        "seq.stepper.run": False,
+        "seq.stepper.back": True,
+        "seq.stepper.reset": True,
+    }
+    # the strip view: truth, the baselines, the HMM's posterior and its Viterbi path, top-down
+    strip = _chart(at, "seq.strip_chart")
+    heat = next(t for t in strip["data"] if t.get("meta") == "strip")
+    assert strip["layout"]["yaxis"]["ticktext"] == [sp.ROW_TRUTH, sp.ROW_MV, sp.ROW_DS, sp.ROW_HMM, sp.ROW_VITERBI]
+    assert _arr(heat["z"]).shape == (5, 40)
+    assert any(t.get("meta") == "mistakes" for t in strip["data"])
+    assert _chart(at, "seq.stepper.objective_chart") is not None
+
+
+def test_step_e_m_back_scrub_run_reset_move_the_run():
+    at = _page()
+    run = _run(at)
+    _click(at, "seq.stepper.step")
+    assert (run.index, run.iteration) == (2, 1) and _label(at) == "iteration 1, after M-step"
+    _click(at, "seq.stepper.e_step")
+    assert run.current.kind == "E" and _label(at) == "iteration 2, after E-step"
+    assert at.button(key="seq.stepper.e_step").disabled
+    _click(at, "seq.stepper.m_step")
+    assert (run.index, run.iteration) == (4, 2)
+    _click(at, "seq.stepper.back")
+    assert run.index == 2 and len(run.snapshots) == 5
+    _ok(at.slider(key="seq.stepper.scrub").set_value(3).run())
+    assert run.index == 3 and _label(at) == "iteration 2, after E-step"
+    _click(at, "seq.stepper.run")
+    assert run.converged and run.at_end and run.iteration > 5 and not run.violations
+    assert at.button(key="seq.stepper.run").disabled
+    acc = at.session_state["seq.run.metrics"]["values"]["accuracy"]
+    assert len(acc) == len(run.snapshots) and acc[-1] > acc[0] + 0.2  # the HMM beats its majority-vote start
+    _click(at, "seq.stepper.reset")
+    assert len(run.snapshots) == 1 and _label(at) == "iteration 0, initialisation"
+    assert at.session_state["seq.run.metrics"] is None or at.session_state["seq.run.metrics"]["n"] == 1
+
+
+def test_settings_reset_the_run_with_a_notice_and_every_start_works():
+    at = _page()
+    _click(at, "seq.stepper.step")
+    old = _run(at)
+    for init in ("ds", "moments"):
+        _ok(at.selectbox(key=sp.W_INIT).set_value(init).run())
+        new = _run(at)
+        assert (
+            new is not old and new.index == 0 and [i.value for i in at.info] == ["Settings changed: the run was reset."]
+        )
+        _click(at, "seq.stepper.step")
+        assert not new.violations and new.iteration == 1
+        old = new
+    _ok(at.checkbox(key=sp.W_HARD).check().run())
+    assert _run(at).model.hard and _run(at).index == 0
+    _click(at, "seq.stepper.run")
+    assert _run(at).converged and not _run(at).violations  # hard EM never lowers its objective either
+    _click(at, "seq.stepper.step")  # the notice was shown once
+    assert not at.info
+
+
+def test_every_tab_draws_and_the_comparison_is_computed_once_per_snapshot():
+    at = _page()
+    _click(at, "seq.stepper.run")
+    _tab(at, "Transitions")
+    spec = _chart(at, "seq.transition_chart")
+    T = _arr(spec["data"][0]["z"])
+    np.testing.assert_allclose(T.sum(axis=0), 1.0)  # columns: "from"
+    assert spec["layout"]["yaxis"]["autorange"] == "reversed"
+    assert spec["layout"]["coloraxis"]["cmin"] == 0 and spec["layout"]["coloraxis"]["cmax"] == 1
+    assert _chart(at, "seq.transition_ref") is not None
+    assert any("‖T − T̂‖₁" in c.value for c in at.caption)
+    _tab(at, "Workers")
+    assert len(_chart(at, "seq.confusion_chart")["data"]) == sp.DEFAULT_WORKERS
+    _tab(at, "Comparison")
+    table = at.session_state[sp.CURSOR]["table"].set_index("method")
+    assert list(table.index) == [
+        "Majority vote",
+        "i.i.d. Dawid-Skene",
+        "HMM-crowd (posterior arg-max)",
+        "HMM-crowd (Viterbi)",
+    ]
+    assert {"accuracy", "macro F", "confusion error (eq. 38)", "‖T − T̂‖₁"} <= set(table.columns)
+    assert table.loc["HMM-crowd (posterior arg-max)", "macro F"] > table.loc["i.i.d. Dawid-Skene", "macro F"] + 0.05
+    assert np.isnan(table.loc["i.i.d. Dawid-Skene", "‖T − T̂‖₁"])
+    cached = at.session_state[sp.CURSOR]
+    _ok(at.run())
+    assert at.session_state[sp.CURSOR] is cached  # not recomputed without a move
+
+
+def test_simulate_then_step():
+    at = _page()
+    at.slider(key=sp.SIM_S).set_value(20)
+    at.slider(key=sp.SIM_K).set_value(3)
+    at.slider(key=sp.SIM_LABELS).set_value(3)
+    _ok(at.run())
+    _click(at, "seq.sim.run")
+    data = at.session_state["seq.data.obj"]
+    assert at.session_state["seq.data.id"] == "sim:seq:20:40:3:10:0.8:3:0"
+    assert (data.n_sequences, data.n_classes) == (20, 3) and data.n_obs == 20 * 40 * 3
+    assert [i.value for i in at.info] == ["Dataset changed: the run was reset."]
+    _click(at, "seq.stepper.step")
+    assert _run(at).data is data and _run(at).iteration == 1
+
+
+def test_the_ner_sample_loads_and_steps():
+    at = _page()
+    _click(at, "seq.ner.load")
+    data = at.session_state["seq.data.obj"]
+    assert at.session_state["seq.data.id"] == "sample:ner" and data.n_items == 39_025 and data.n_classes == 9
+    assert at.session_state[state.DATA_ID] == "sample:bluebirds"
+    _click(at, "seq.stepper.step")
+    assert _run(at).iteration == 1 and not _run(at).violations
+    strip = _chart(at, "seq.strip_chart")
+    legend = [t["name"] for t in strip["data"] if str(t.get("meta", "")).startswith("legend:")]
+    assert legend == list(data.class_names)
+
+
+@pytest.fixture(scope="module")
+def wrapper(tmp_path_factory) -> Path:
+    folder = tmp_path_factory.mktemp("seq_upload_app")
+    (folder / "pages").symlink_to(ROOT / "pages", target_is_directory=True)
+    (folder / "app.py").symlink_to(ROOT / "app.py")
+    script = folder / "seq_wrapper.py"
+    script.write_text(WRAPPER.format(page=str(ROOT / PAGE)))
+    return script
+
+
+def _upload(wrapper: Path, name: str, gold: str | None = None, at: AppTest | None = None) -> AppTest:
+    at = at or AppTest.from_file(str(wrapper), default_timeout=TIMEOUT)
+    at.session_state["test.upload"] = dict(
+        content=(DATA_DIR / name).read_bytes(),
+        gold=None if gold is None else (DATA_DIR / gold).read_bytes(),
+        name=name,
+        gold_name=gold,
+    )
+    return at.run()
+
+
+def test_upload_a_sequence_file_and_a_bad_one(wrapper):
+    at = _ok(_upload(wrapper, "seq_small.csv", "seq_gold.csv"))
+    data = at.session_state["seq.data.obj"]
+    assert at.session_state["seq.data.id"].startswith("upload:") and data.n_sequences == 2
+    assert any("Loaded 'seq_small.csv' with gold from 'seq_gold.csv'" in s.value for s in at.success)
+    _click(at, "seq.stepper.run")
+    assert _run(at).data is data and not _run(at).violations
+    good = at.session_state["seq.data.id"]
+    _upload(wrapper, "seq_no_position.csv", at=at)
+    assert not at.exception and len(at.error) == 1 and "position" in at.error[0].value
+    assert at.session_state["seq.data.id"] == good
+    assert any("This page's dataset is unchanged" in c.value for c in at.caption)
+
+
+def test_state_survives_switching_pages():
+    at = _ok(AppTest.from_file(str(ROOT / "app.py"), default_timeout=TIMEOUT).run())
+    _ok(at.switch_page(PAGE).run())
+    _click(at, "seq.stepper.step")
+    _click(at, "seq.stepper.e_step")
+    at.session_state["seq.view.sequence"] = 3
+    _ok(at.selectbox(key=sp.W_INIT).set_value("ds").run())
+    _click(at, "seq.stepper.step")
+    run = _run(at)
+    _ok(at.switch_page(STEP_PAGE).run())
+    assert at.session_state[state.RUN].data.name.startswith("Bluebirds")
+    _click(at, "stepper.step")
+    _ok(at.switch_page("app.py").run())
+    _ok(at.switch_page(PAGE).run())
+    assert _run(at) is run and run.index == 2
+    assert at.selectbox(key=sp.W_INIT).value == "ds"  # restored from the plain key
+    assert at.selectbox(key=sp.W_SEQUENCE).value == 3
+    assert _label(at) == "iteration 1, after M-step"

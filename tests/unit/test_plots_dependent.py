@@ -1,0 +1,123 @@
+"""crowdlab.plots.dependent: the strip view, the transition heatmap, the graph drawing and the E-step trace
+(traces, ranges, row order, colours)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from crowdlab.plots import dependent as figs
+
+
+def _by_meta(fig, meta):
+    found = [t for t in fig.data if t.meta == meta]
+    assert len(found) == 1, f"expected one trace with meta {meta!r}, got {[t.meta for t in fig.data]}"
+    return found[0]
+
+
+def _zcolor(trace, k: int) -> str:
+    """The colour the stepped colour scale gives to class code k: one flat step per class on [zmin, zmax]."""
+    K = round(trace.zmax - trace.zmin)
+    (a, ca), (b, cb) = trace.colorscale[2 * k], trace.colorscale[2 * k + 1]
+    assert (a, b) == pytest.approx((k / K, (k + 1) / K)) and ca == cb
+    assert trace.zmin + (trace.zmax - trace.zmin) * a <= k <= trace.zmin + (trace.zmax - trace.zmin) * b
+    return ca
+
+
+def test_class_colors_are_stable_distinct_and_grey_the_background():
+    c = figs.class_colors(4)
+    assert c == list(figs.PALETTE[:4]) and len(set(c)) == 4
+    assert figs.class_colors(4, background=2)[2] == figs.BACKGROUND_COLOR
+    assert figs.class_colors(4, background=2)[:2] == c[:2]
+    assert len(figs.class_colors(25)) == 25  # cycles past the palette
+
+
+def test_sequence_strip_rows_top_down_colours_and_mistakes():
+    truth = np.array([0, 0, 1, 1, 2, -1])
+    rows = {"truth": truth, "mv": np.array([0, 1, 1, 1, 0, 2]), "hmm": np.array([0, 0, 1, 1, 2, 2])}
+    fig = figs.sequence_strip(rows, ["a", "b", "c"], positions=np.arange(10, 16), confidence={"hmm": np.ones(6)})
+    strip = _by_meta(fig, "strip")
+    # rows in the order given, row 0 on top (the y range runs from the last row down to the first)
+    assert list(fig.layout.yaxis.ticktext) == ["truth", "mv", "hmm"]
+    assert list(fig.layout.yaxis.tickvals) == [0, 1, 2]
+    assert fig.layout.yaxis.range[0] > fig.layout.yaxis.range[1]
+    z = np.array(strip.z, dtype=object)
+    assert z.shape == (3, 6) and z[0, 5] is None  # unknown truth is blank
+    assert list(strip.x) == list(range(10, 16))
+    assert tuple(fig.layout.xaxis.range) == (9.5, 15.5)
+    # class k is painted in class_colors[k], whatever the classes present
+    colors = figs.class_colors(3)
+    assert [_zcolor(strip, k) for k in range(3)] == colors
+    assert strip.showscale is False
+    legend = [t for t in fig.data if str(t.meta).startswith("legend:")]
+    assert [t.name for t in legend] == ["a", "b", "c"] and [t.marker.color for t in legend] == colors
+    # mistakes: mv wrong at positions 11 and 14, unknown truth (15) is not a mistake; hmm never wrong
+    mistakes = _by_meta(fig, "mistakes")
+    cells = sorted(zip(np.round(np.array(mistakes.x) - figs.MARK_OFFSET).astype(int), np.round(mistakes.y).astype(int)))
+    assert cells == [(11, 1), (14, 1)]
+    assert np.array(strip.text).shape == (3, 6)  # short names: written on the cells
+
+
+def test_sequence_strip_without_truth_has_no_mistakes_and_long_strips_have_no_text():
+    rows = {"mv": np.zeros(80, dtype=int), "hmm": np.ones(80, dtype=int)}
+    fig = figs.sequence_strip(rows, ["first class", "second class"])
+    assert not [t for t in fig.data if t.meta == "mistakes"]
+    assert _by_meta(fig, "strip").text is None
+
+
+def test_transition_heatmap_is_fixed_to_0_1_rows_top_down_with_from_to_axes():
+    T = np.array([[0.9, 0.2], [0.1, 0.8]])  # T[to, from]: columns sum to one
+    fig = figs.transition_heatmap(T, ["x", "y"], title="T")
+    heat = _by_meta(fig, "T")
+    np.testing.assert_array_equal(np.array(heat.z), T)
+    assert (heat.zmin, heat.zmax) == (0.0, 1.0)
+    assert (fig.layout.coloraxis.cmin, fig.layout.coloraxis.cmax) == (0.0, 1.0)
+    assert fig.layout.yaxis.autorange == "reversed"
+    assert "from" in fig.layout.xaxis.title.text and "to" in fig.layout.yaxis.title.text
+    assert list(np.array(heat.text).ravel()) == ["0.90", "0.20", "0.10", "0.80"]
+    assert figs.transition_heatmap(np.eye(12), [str(k) for k in range(12)]).data[0].text is None
+    with pytest.raises(ValueError):
+        figs.transition_heatmap(np.ones((2, 3)), ["a", "b"])
+
+
+def test_network_figure_colours_opacity_edges_and_wrong_rings():
+    pos = np.array([[0, 0], [1, 0], [0, 1], [1, 1]], dtype=float)
+    edges = np.array([[0, 1], [1, 3], [2, 3]])
+    labels = np.array([0, 0, 1, 1])
+    conf = np.array([1.0, 0.5, 0.05, 0.9])
+    wrong = np.array([False, True, False, False])
+    fig = figs.network_figure(pos, edges, labels, conf, ["p", "q", "r"], wrong=wrong)
+    e = _by_meta(fig, "edges")
+    ex = np.array(e.x, dtype=float)
+    assert ex.size == 9 and np.isnan(ex[2::3]).all()  # one segment per edge, broken by gaps
+    assert list(ex[3:5]) == [1.0, 1.0]
+    p, q = _by_meta(fig, "class:p"), _by_meta(fig, "class:q")
+    assert list(p.x) == [0, 1] and list(q.y) == [1, 1]
+    colors = figs.class_colors(3)
+    assert (p.marker.color, q.marker.color) == (colors[0], colors[1])
+    np.testing.assert_allclose(p.marker.opacity, [1.0, 0.5])
+    np.testing.assert_allclose(q.marker.opacity, [0.15, 0.9])  # floored so an unsure node stays visible
+    legend = [t for t in fig.data if str(t.meta).startswith("legend:")]
+    assert [t.marker.color for t in legend] == colors and not p.showlegend  # solid legend markers
+    ring = _by_meta(fig, "wrong")
+    assert list(ring.x) == [1] and ring.marker.symbol == "circle-open"
+    assert ring.marker.color not in colors
+    assert fig.layout.yaxis.scaleanchor == "x" and fig.layout.xaxis.visible is False
+    assert [t for t in fig.data if t.meta == "wrong"] and "wrong" not in {
+        t.meta for t in figs.network_figure(pos, edges, labels, conf, ["p", "q"]).data
+    }
+    with pytest.raises(ValueError):
+        figs.network_figure(pos, edges, labels[:3], conf, ["p", "q"])
+
+
+def test_sweep_trace_shows_the_gain_over_the_start_and_a_message_when_empty():
+    fig = figs.sweep_trace([-100.0, -90.0, -89.5, -89.5], y_title="J")
+    tr = _by_meta(fig, "trace")
+    np.testing.assert_allclose(tr.y, [0.0, 10.0, 10.5, 10.5])
+    np.testing.assert_allclose(tr.customdata, [-100.0, -90.0, -89.5, -89.5])
+    assert list(tr.x) == [0, 1, 2, 3]
+    end = _by_meta(fig, "end")
+    assert (end.x[0], end.y[0]) == (3, 10.5)
+    assert fig.layout.yaxis.title.text.startswith("J")
+    empty = figs.sweep_trace([])
+    assert not empty.data and "No E-step yet" in empty.layout.annotations[0].text

@@ -36,6 +36,8 @@ PAGE_ICONS = {
     "5_Export": ":material/download:",
     "6_Sequences": ":material/timeline:",
     "7_Networks": ":material/hub:",
+    "8_Error_rates_without_labels": ":material/rule:",
+    "9_Learning_from_crowds": ":material/scatter_plot:",
 }
 
 

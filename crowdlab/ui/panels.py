@@ -24,8 +24,9 @@ from crowdlab.em import Run, Snapshot
 from crowdlab.models import ClassParams, ScoreParams
 from crowdlab.models.majority import majority_labels
 from crowdlab.ui import state
+from crowdlab.ui.intervals import worker_intervals_panel
 
-TABS = ("Posterior", "Workers", "Class priors", "What just happened", "Likelihood surface")
+TABS = ("Posterior", "Workers", "Class priors", "What just happened", "Likelihood surface", "How sure? (intervals)")
 W_TAB = "stepper.tab"
 W_ORDER = "stepper.post_order"
 W_PAGE = "stepper.post_page"
@@ -106,7 +107,7 @@ def tab_bar() -> Sequence:
 
 
 def draw_tabs(run: Run) -> None:
-    panels = (posterior_panel, workers_panel, class_prior_panel, explain_panel, surface_panel)
+    panels = (posterior_panel, workers_panel, class_prior_panel, explain_panel, surface_panel, worker_intervals_panel)
     for tab, panel in zip(tab_bar(), panels):
         if tab.open:
             with tab:

@@ -393,3 +393,16 @@ def test_state_survives_switching_between_step_and_priors_pages():
     _ok(at.switch_page(PRIORS_PAGE).run())
     assert not at.metric and any("Run restarts" in i.value for i in at.info)
     assert at.selectbox(key=priors_page.W_METHOD).value == "ds"  # two-coin does not apply to 4 classes
+
+
+@pytest.mark.parametrize("method", ["ds", "one_coin", "two_coin", "mv"])
+def test_intervals_tab_after_a_run(method):
+    at = _method(_open(), method)
+    if method != "mv":
+        _click(at, "stepper.run")
+    _tab(at, "How sure? (intervals)")
+    texts = " ".join(str(x.value) for x in [*at.markdown, *at.caption, *at.info])
+    if method == "mv":
+        assert "Dawid-Skene" in texts  # intervals exist for DS / one-coin / two-coin only
+    else:
+        assert at.get("plotly_chart"), "the interval chart is drawn"

@@ -259,3 +259,46 @@ def test_dependent_data_page_steps_runs_and_keeps_its_run(server, page, path, na
         wait_idle(page)
         assert iteration(page) == (it - 1, "after M-step")
         assert_no_exception(page)
+
+
+def test_learning_from_crowds_steps_and_runs(server, page):
+    page.goto(server + "/Learning_from_crowds")
+    page.get_by_text(ITERATION).first.wait_for()
+    wait_page(page)
+    assert_no_exception(page)
+    page.get_by_role("button", name="Step", exact=True).click()
+    page.get_by_text("iteration 1, after M-step").first.wait_for()
+    wait_idle(page)
+    page.get_by_role("button", name="Run to convergence").click()
+    page.get_by_text("converged").first.wait_for()
+    wait_idle(page)
+    assert page.locator(".js-plotly-plot").count() >= 4
+    assert_no_exception(page)
+    screenshot(page, "learning_from_crowds_converged")
+
+
+def test_error_rates_tabs_render(server, page):
+    page.goto(server + "/Error_rates_without_labels")
+    wait_page(page)
+    assert_no_exception(page)
+    tabs = page.get_by_role("tab")
+    for i in range(tabs.count()):
+        tabs.nth(i).click()
+        wait_idle(page)
+        assert_no_exception(page)
+    assert page.locator(".js-plotly-plot").count() >= 2
+    screenshot(page, "error_rates_last_tab")
+
+
+def test_step_page_interval_tab(server, page):
+    page.goto(server + "/Step_through_EM")
+    page.get_by_text(ITERATION).first.wait_for()
+    wait_page(page)
+    page.get_by_role("button", name="Run to convergence").click()
+    page.get_by_text("converged").first.wait_for()
+    wait_idle(page)
+    page.get_by_role("tab", name="How sure? (intervals)").click()
+    wait_idle(page)
+    assert_no_exception(page)
+    assert page.locator(".js-plotly-plot").count() >= 2
+    screenshot(page, "step_intervals")

@@ -1,0 +1,146 @@
+"""Standard errors and 95 % intervals per worker at the cursor of a run, for the Step page.
+
+:func:`worker_intervals_panel` draws :func:`crowdlab.fisher.worker_intervals` (observed information, Louis'
+identity; exact binomial intervals for estimates on the boundary) for Dawid-Skene, one-coin and two-coin runs:
+a dot-and-whisker chart sorted by estimate and the table. Other models get a note instead.
+
+Self-contained: its view choices (accuracy or the model's own parameters, linear or logit scale, which parameter)
+are widgets ``stepper.intervals.*`` mirrored under the plain key ``stepper.intervals.view``, so they survive a page
+switch; the intervals are kept in a small cache in session state (``stepper.intervals.cache``) keyed on the run,
+the parameters at the cursor and the choices, so scrubbing back to a snapshot seen before, or an E-step (which
+leaves the parameters as they were), recomputes nothing.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import streamlit as st
+
+from crowdlab import fisher
+from crowdlab.em import Run
+from crowdlab.errors import CrowdlabError
+from crowdlab.models.params import ClassParams
+from crowdlab.plots import risk as figs
+
+SUPPORTED = ("ds", "one_coin", "two_coin")
+W_WHAT = "stepper.intervals.what"
+W_SCALE = "stepper.intervals.scale"
+W_PARAM = "stepper.intervals.param"
+VIEW = "stepper.intervals.view"  # plain key: {widget key: value}
+CACHE = "stepper.intervals.cache"  # plain key: [(run, params, (converged, what, scale), DataFrame)], newest last
+CACHE_SIZE = 8
+WHAT = {"accuracy": "Accuracy Σ_k π_k Γ(k, k)", "native": "The model's own parameters"}
+SCALE = {"linear": "Wald, linear (clipped to [0, 1])", "logit": "Wald on the logit scale"}
+DEFAULTS = {W_WHAT: "accuracy", W_SCALE: "linear", W_PARAM: None}
+MAX_ROWS = 40  # workers in the chart (the lowest and highest estimates); the table has every one
+CALLS = {"n": 0}  # computations done in this process (tests read it)
+
+
+def _view(key: str):
+    return (st.session_state.get(VIEW) or {}).get(key, DEFAULTS[key])
+
+
+def _on_view(key: str) -> None:
+    st.session_state[VIEW] = {**(st.session_state.get(VIEW) or {}), key: st.session_state.get(key)}
+
+
+def _mirrored(key: str, valid, default=None) -> dict:
+    """Widget arguments; the remembered choice (or ``default``, else the module default when it is no longer valid)
+    is written into the widget key first."""
+    v = _view(key)
+    st.session_state[key] = v if valid(v) else (DEFAULTS[key] if default is None else default)
+    return {"key": key, "on_change": _on_view, "args": (key,)}
+
+
+def supported(run: Run) -> bool:
+    """Intervals exist for Dawid-Skene, one-coin and two-coin runs (with parameters at the cursor)."""
+    return run.model.info.key in SUPPORTED and isinstance(run.params, ClassParams)
+
+
+def intervals(run: Run, what: str, scale: str) -> pd.DataFrame:
+    """:func:`crowdlab.fisher.worker_intervals` at the cursor, from the small session cache when seen before."""
+    params = run.params
+    key = (run.converged, what, scale)
+    cache = st.session_state.setdefault(CACHE, [])
+    for r, p, k, df in cache:  # identity, not ids: an id can be reused once an old snapshot is freed
+        if r is run and p is params and k == key:
+            return df
+    CALLS["n"] += 1
+    with st.spinner("Computing the observed information..."):
+        df = fisher.worker_intervals(run, what=what, scale=scale)
+    cache.append((run, params, key, df))
+    del cache[:-CACHE_SIZE]
+    return df
+
+
+def worker_intervals_panel(run: Run) -> None:
+    """Per worker: estimate, standard error and 95 % interval at the cursor (chart and table)."""
+    if not supported(run):
+        st.info(
+            "Standard errors and 95 % intervals per worker are available for Dawid-Skene, one-coin and two-coin "
+            "only (from the observed information of their likelihood). Pick one of them to see them."
+        )
+        return
+    c1, c2, c3 = st.columns([2, 2, 3])
+    what = c1.radio("Interval for", list(WHAT), format_func=WHAT.get, **_mirrored(W_WHAT, WHAT.__contains__))
+    scale = c2.radio("Scale", list(SCALE), format_func=SCALE.get, **_mirrored(W_SCALE, SCALE.__contains__))
+    try:
+        df = intervals(run, what, scale)
+    except (CrowdlabError, ValueError, np.linalg.LinAlgError) as exc:
+        st.warning(f"No intervals at this snapshot: {exc}")
+        return
+    names = list(dict.fromkeys(df["parameter"]))
+    if len(names) > 1:
+        param = c3.selectbox("Parameter", names, **_mirrored(W_PARAM, lambda v: v in names, names[0]))
+    else:
+        param = names[0]
+        c3.markdown(f"**Parameter:** {param}")
+    rows = df[df["parameter"] == param]
+    exact = rows["note"].to_numpy() != ""
+    chance = 1.0 / run.data.n_classes if param == "accuracy" or param.startswith("theta") else None
+    fig = figs.interval_chart(
+        rows["worker"].tolist(),
+        rows["estimate"].to_numpy(),
+        rows["lower"].to_numpy(),
+        rows["upper"].to_numpy(),
+        n_labels=rows["n_labels"].to_numpy(),
+        exact=exact,
+        chance=chance,
+        x_title=param,
+        title=f"{param}: estimate and {df.attrs.get('level', 0.95):.0%} interval per worker (snapshot {run.index})",
+        max_rows=MAX_ROWS,
+    )
+    left, right = st.columns([3, 2])
+    left.plotly_chart(fig, key="stepper.intervals_chart")
+    table = rows.drop(columns=["parameter"]).sort_values("estimate", ascending=False, kind="stable")
+    right.dataframe(
+        table,
+        hide_index=True,
+        key="stepper.intervals_table",
+        column_config={
+            "estimate": st.column_config.NumberColumn(format="%.3f"),
+            "se": st.column_config.NumberColumn("SE", format="%.3f"),
+            "lower": st.column_config.NumberColumn(format="%.3f"),
+            "upper": st.column_config.NumberColumn(format="%.3f"),
+            "n_labels": st.column_config.NumberColumn("labels", format="%d"),
+        },
+    )
+    right.download_button(
+        "Download all intervals (CSV)",
+        df.to_csv(index=False).encode(),
+        file_name="worker_intervals.csv",
+        mime="text/csv",
+        key="stepper.intervals_download",
+    )
+    notes = [
+        "From the observed information at this snapshot (Louis' identity): SE = √(diagonal of its inverse), "
+        "through the delta method for the accuracy"
+    ]
+    if len(rows) > MAX_ROWS:
+        notes.append(f"the chart shows the {MAX_ROWS // 2} lowest and highest of {len(rows):,} workers")
+    if exact.any():
+        notes.append(f"hollow: {int(exact.sum())} estimate(s) on the boundary, exact binomial interval")
+    st.caption("; ".join(notes) + ".")
+    for note in df.attrs.get("notes", []):
+        st.caption(f"⚠️ {note}")

@@ -49,6 +49,26 @@ _LEGEND_BELOW = dict(orientation="h", yanchor="top", y=-0.2, xanchor="left", x=0
 _UNIT = [-0.02, 1.02]
 
 
+def _relative_contour(x, y, Z: np.ndarray, floor: float, name: str, axes: tuple[str, str]) -> dict:
+    """A Viridis contour of Z - max(Z), clipped at ``-floor`` (fixed colour range [-floor, 0]), meta ``surface``."""
+    rel = np.maximum(Z - np.nanmax(Z), -floor)
+    return dict(
+        type="contour",
+        x=x,
+        y=y,
+        z=rel,
+        meta="surface",
+        name=name,
+        zmin=-floor,
+        zmax=0.0,
+        contours=dict(start=-floor, end=0.0, size=floor / 15, coloring="heatmap", showlines=True),
+        colorscale="Viridis",
+        line=dict(width=0.5, color="rgba(255,255,255,0.4)"),
+        colorbar=dict(title=dict(text=name), thickness=12),
+        hovertemplate=f"{axes[0]} %{{x:.3f}}, {axes[1]} %{{y:.3f}}<br>{name}: %{{z:.3g}}<extra></extra>",
+    )
+
+
 def _line(x, y, meta: str, name: str, **style) -> dict:
     return dict(type="scatter", x=list(x), y=list(y), mode="lines", meta=meta, name=name, **style)
 
@@ -149,24 +169,7 @@ def loglik_contour(
     Z = np.asarray(Z, dtype=np.float64)
     if Z.shape != (t2.size, t1.size):
         raise ValueError(f"Z has shape {Z.shape}; expected (len(t2), len(t1)) = {(t2.size, t1.size)}.")
-    rel = np.maximum(Z - np.nanmax(Z), -floor)
-    traces = [
-        dict(
-            type="contour",
-            x=t1,
-            y=t2,
-            z=rel,
-            meta="surface",
-            name="ℓ − max",
-            zmin=-floor,
-            zmax=0.0,
-            contours=dict(start=-floor, end=0.0, size=floor / 15, coloring="heatmap", showlines=True),
-            colorscale="Viridis",
-            line=dict(width=0.5, color="rgba(255,255,255,0.4)"),
-            colorbar=dict(title=dict(text="ℓ − max"), thickness=12),
-            hovertemplate="θ₁ %{x:.3f}, θ₂ %{y:.3f}<br>ℓ − max: %{z:.3g}<extra></extra>",
-        )
-    ]
+    traces = [_relative_contour(t1, t2, Z, floor, "ℓ − max", ("θ₁", "θ₂"))]
     if truth is not None:
         traces.append(_point(*truth, "truth", "truth", "star", "#ffffff", size=17, edge=TRUTH_COLOR))
     if mle is not None:
@@ -429,23 +432,8 @@ def two_population_figure(
     Z = np.asarray(Z, dtype=np.float64)
     if Z.shape != (b.size, a.size):
         raise ValueError(f"Z has shape {Z.shape}; expected (len(t22), len(t11)) = {(b.size, a.size)}.")
-    rel = np.maximum(Z - np.nanmax(Z), -floor)
     traces = [
-        dict(
-            type="contour",
-            x=a,
-            y=b,
-            z=rel,
-            meta="surface",
-            name="ℓ_A − max",
-            zmin=-floor,
-            zmax=0.0,
-            contours=dict(start=-floor, end=0.0, size=floor / 15, coloring="heatmap", showlines=True),
-            colorscale="Viridis",
-            line=dict(width=0.5, color="rgba(255,255,255,0.4)"),
-            colorbar=dict(title=dict(text="ℓ_A − max"), thickness=12),
-            hovertemplate="θ₁₁ %{x:.3f}, θ₂₂ %{y:.3f}<br>ℓ_A − max: %{z:.3g}<extra></extra>",
-        ),
+        _relative_contour(a, b, Z, floor, "ℓ_A − max", ("θ₁₁", "θ₂₂")),
         _line(*line_a, "ridge_a", "population A: flat ridge (Lemma 6)", line=dict(color="#ffffff", width=3)),
     ]
     if line_b is not None:

@@ -48,6 +48,17 @@ crowds, but its standard errors ignore the uncertainty of the truth the other wo
 (lower bounds). ``"auto"`` uses "full" up to 2,000 free parameters. A singular or indefinite matrix is inverted on
 its positive eigen-space (pseudo-inverse) and flagged.
 
+Good/bad scores model (seed 004): phi = (mu_1..mu_N, sigma, pi_good), sigma itself (not log sigma, so its
+interval is reported on the native scale). Louis' identity runs over annotators (the latent z_a is per annotator):
+with w_a = P(good | s_a), information = sum_a [w_a (-H_good,a) + (1 - w_a) (-H_bad,a)] - sum_a w_a (1 - w_a)
+d_a d_a^T, d_a = g_good,a - g_bad,a (see :func:`_scores_information`); plus the Beta prior's s / pi^2 +
+s / (1 - pi)^2. Always the full (N + 2) x (N + 2) matrix (``block`` is ignored; dense, so O(N^3) for very many
+items). Held fixed: pi_good within 1e-6 of 0 or 1, sigma at its floor sigma_min, and an item mean no annotator
+with P(good) > 0 scored (not identified). ``expected_counts`` holds the (M, 2) posterior [P(bad), P(good)].
+Caveat: mu_i and sigma are the MLE with one mean per item (Neyman-Scott), so sigma is biased low by a factor
+about sqrt(1 - N / n_good_scores) and the mean intervals are a little narrow (about 92 % for a 95 % interval with
+6 good scorers per item); the sigma interval undercovers badly.
+
 :func:`worker_intervals` turns that into a table: per worker the estimate, standard error and a 95% Wald interval
 (clipped to [0, 1], or on the logit scale) of the worker's accuracy sum_k pi_k Gamma_m(k, k) (delta method through
 pi and Gamma), or of the native entries (one-coin theta_m, two-coin alpha_m / beta_m, Dawid-Skene Gamma_m(k, k)).
@@ -71,6 +82,7 @@ from crowdlab.models.base import softmax_rows
 from crowdlab.models.dawid_skene import DawidSkene, expected_counts
 from crowdlab.models.one_coin import OneCoin
 from crowdlab.models.params import ClassParams
+from crowdlab.models.scores import GoodBadScores, ScoreParams
 from crowdlab.models.two_coin import TwoCoin
 
 __all__ = [
@@ -89,6 +101,8 @@ BOUNDARY = 1e-6  # a probability this close to 0 or 1 is on the boundary: held f
 MAX_OUTCOMES = 1 << 21  # l^k outcome vectors fisher_enumerate accepts
 FULL_LIMIT = 2000  # "auto" inverts the full information matrix up to this many free parameters
 EIG_RTOL = 1e-10  # eigenvalues below EIG_RTOL * largest count as zero (singular information)
+SIGMA_FLOOR_RTOL = 1e-9  # a scores-model sigma within this relative distance of sigma_min is at its floor
+MU_WEIGHT_MIN = 1e-8  # an item whose scorers' summed P(good) is below this has an unidentified mean
 
 
 # ====================================================================== expected information
@@ -483,10 +497,13 @@ def observed_information(model, data: Annotations, params: ClassParams, *, block
     Var_q sums to sum_y S_y^T diag(q_y) S_y - G^T G with G = sum_y diag(q_y) S_y (row n: the score of item n).
     ``block``: "full", "worker" (per-worker blocks: conditional information, smaller standard errors) or "auto".
     """
+    if isinstance(model, GoodBadScores):
+        return _scores_information(model, data, params, block)
     if not isinstance(model, DawidSkene | OneCoin | TwoCoin):
         title = getattr(getattr(model, "info", None), "title", type(model).__name__)
         raise ModelError(
-            f"Observed information is implemented for Dawid-Skene, one-coin and two-coin; not for {title}.",
+            "Observed information is implemented for Dawid-Skene, one-coin, two-coin and the good/bad scores "
+            f"model; not for {title}.",
         )
     model.check(data)
     if not isinstance(params, ClassParams):
@@ -597,31 +614,7 @@ def observed_information(model, data: Annotations, params: ClassParams, *, block
             "Per-worker blocks of the information (every other parameter held at its estimate): the standard "
             "errors ignore the uncertainty of the other workers and of the class prior, so they are too small."
         )
-    if singular:
-        notes.append(
-            "The observed information is singular or not positive definite: some parameters are not identified "
-            "by these data (or the fit is not at a maximum); the pseudo-inverse was used, so standard errors "
-            "along those directions are missing, not small."
-        )
-    if lo > 0 and hi / lo > 1e8:
-        notes.append(
-            f"The observed information is ill-conditioned (condition number {hi / lo:.2g}): some combinations of "
-            "parameters are barely identified, and their standard errors are large and unreliable."
-        )
-    if lo < 0 and abs(lo) > EIG_RTOL * max(hi, 1e-300):
-        notes.append("The log-likelihood is not concave here (negative curvature): this may not be a maximum.")
-    if r and not singular and block == "full":
-        decrement = float(gradient @ cov @ gradient)
-        if decrement > 1e-2:
-            notes.append(
-                f"The gradient is not zero (Newton decrement {decrement:.3g}): EM has not converged to a maximum; "
-                "run it to convergence before reading the intervals."
-            )
-    if model.hard:
-        notes.append(
-            "These parameters come from hard EM, which does not maximise log p(x | theta); the intervals assume a "
-            "maximum-likelihood estimate."
-        )
+    notes += _information_notes(r, block, singular, lo, hi, gradient, cov, model.hard)
     fixed = tuple(lay.names[i] for i in boundary)
     if fixed:
         notes.append(
@@ -646,6 +639,153 @@ def observed_information(model, data: Annotations, params: ClassParams, *, block
         _layout=lay,
         _B=B,
         _A=A,
+    )
+
+
+def _information_notes(r, block, singular, lo, hi, gradient, cov, hard) -> list[str]:
+    """The warnings every observed information carries (singular, ill-conditioned, not concave, not converged)."""
+    notes = []
+    if singular:
+        notes.append(
+            "The observed information is singular or not positive definite: some parameters are not identified "
+            "by these data (or the fit is not at a maximum); the pseudo-inverse was used, so standard errors "
+            "along those directions are missing, not small."
+        )
+    if lo > 0 and hi / lo > 1e8:
+        notes.append(
+            f"The observed information is ill-conditioned (condition number {hi / lo:.2g}): some combinations of "
+            "parameters are barely identified, and their standard errors are large and unreliable."
+        )
+    if lo < 0 and abs(lo) > EIG_RTOL * max(hi, 1e-300):
+        notes.append("The log-likelihood is not concave here (negative curvature): this may not be a maximum.")
+    if r and not singular and block == "full":
+        decrement = float(gradient @ cov @ gradient)
+        if decrement > 1e-2:
+            notes.append(
+                f"The gradient is not zero (Newton decrement {decrement:.3g}): EM has not converged to a maximum; "
+                "run it to convergence before reading the intervals."
+            )
+    if hard:
+        notes.append(
+            "These parameters come from hard EM, which does not maximise log p(x | theta); the intervals assume a "
+            "maximum-likelihood estimate."
+        )
+    return notes
+
+
+def _scores_information(model: GoodBadScores, data: Annotations, params, block: str) -> ObservedInformation:
+    """Observed information of the good/bad scores model in phi = (mu_1..mu_N, sigma, pi_good) (module docstring).
+
+    Louis' identity per annotator, with w_a = P(good | s_a): -d^2 log p(s | phi) = sum_a [w_a (-H_good,a) +
+    (1 - w_a) (-H_bad,a)] - sum_a w_a (1 - w_a) d_a d_a^T, d_a = g_good,a - g_bad,a, where g / H are the gradient
+    and Hessian of log p(s_a, z_a | phi). With r = s_ia - mu_i, n_a scores and S2_a = sum_i r^2 of annotator a:
+    g_good,a = (r_ia / sigma^2 summed per item, S2_a / sigma^3 - n_a / sigma, 1 / pi), g_bad,a = (0, 0,
+    -1 / (1 - pi)); -H_good,a has mu-mu diagonal c_ia / sigma^2 (c_ia scores of a on i), mu_i-sigma
+    2 sum r_ia / sigma^3, sigma-sigma 3 S2_a / sigma^4 - n_a / sigma^2, pi-pi 1 / pi^2; -H_bad,a only
+    1 / (1 - pi)^2. The Beta(1 + s, 1 + s) prior adds s / pi^2 + s / (1 - pi)^2.
+    """
+    model.check(data)
+    if not isinstance(params, ScoreParams):
+        raise ModelError("params must be the ScoreParams of a fitted good/bad scores model (run.params).")
+    N, M = data.n_items, data.n_workers
+    if params.mu.shape != (N,):
+        raise ModelError(f"params have {params.mu.size} item means; the data have {N} items.")
+    if block not in ("auto", "full", "worker"):
+        raise ValueError(f"block must be 'auto', 'full' or 'worker', got {block!r}.")
+    mu, sig, pi = np.asarray(params.mu, np.float64), float(params.sigma), float(params.pi_good)
+    lo_s, hi_s = params.low, params.high
+    q = softmax_rows(model.log_joint(data, params))
+    w = q[:, 1]
+    it, wk = data.item, data.worker
+    res = data.value - mu[it]
+    w_obs = w[wk]
+    n_a = np.bincount(wk, minlength=M).astype(np.float64)
+    S2 = np.bincount(wk, weights=res * res, minlength=M)
+    cnt_w = np.bincount(it, weights=w_obs, minlength=N)  # sum_a w_a c_ia
+    res_w = np.bincount(it, weights=w_obs * res, minlength=N)  # sum_a w_a sum r_ia
+    R = N + 2
+    s_pr = model.prior
+    pi_free = BOUNDARY < pi < 1.0 - BOUNDARY
+    floor = model._sigma_min(lo_s, hi_s)
+    sig_free = sig > floor * (1.0 + SIGMA_FLOOR_RTOL)
+    mu_free = cnt_w > MU_WEIGHT_MIN
+
+    # E_q[-H]: mu-mu diagonal, mu-sigma column, sigma-sigma and pi-pi
+    info = np.zeros((R, R))
+    info[np.arange(N), np.arange(N)] = cnt_w / sig**2
+    info[:N, N] = info[N, :N] = 2.0 * res_w / sig**3
+    info[N, N] = float((w * (3.0 * S2 / sig**4 - n_a / sig**2)).sum())
+    grad = np.zeros(R)
+    grad[:N] = res_w / sig**2
+    grad[N] = float((w * (S2 / sig**3 - n_a / sig)).sum())
+    # complete-data score differences d_a = g_good,a - g_bad,a, (M, R); the mu part by np.add.at over scores
+    D = np.zeros((M, R))
+    np.add.at(D, (wk, it), res / sig**2)
+    D[:, N] = S2 / sig**3 - n_a / sig
+    if pi_free:
+        info[N + 1, N + 1] = w.sum() / pi**2 + (1.0 - w).sum() / (1.0 - pi) ** 2 + s_pr / pi**2 + s_pr / (1 - pi) ** 2
+        grad[N + 1] = w.sum() / pi - (1.0 - w).sum() / (1.0 - pi) + s_pr / pi - s_pr / (1.0 - pi)
+        D[:, N + 1] = 1.0 / pi + 1.0 / (1.0 - pi)
+    info -= (D * (w * (1.0 - w))[:, None]).T @ D  # minus Var_q of the complete-data score
+
+    free = np.flatnonzero(np.concatenate([mu_free, [sig_free, pi_free]]))
+    info = info[np.ix_(free, free)]
+    gradient = grad[free]
+    cov, singular, lo, hi = _symmetric_inverse(info)
+    r = free.size
+    if r == 0:
+        lo = hi = 0.0
+    names = [f"mu[{n}]" for n in data.item_names] + ["sigma", "pi_good"]
+    nu0 = np.concatenate([mu, [sig, pi]])
+
+    def build(nu: np.ndarray) -> ScoreParams:
+        return ScoreParams(mu=nu[:N].copy(), sigma=float(nu[N]), pi_good=float(nu[N + 1]), low=lo_s, high=hi_s)
+
+    lay = _Layout(
+        kind="scores",
+        nu0=nu0,
+        names=names,
+        worker=np.full(R, -1, np.int64),
+        groups=[],
+        scalars=free,
+        model_fixed=np.zeros(R, bool),
+        C=sp.identity(R, format="csr"),
+        c0=np.zeros(R),
+        P=sp.csr_matrix((0, R)),
+        x0=np.zeros(0),
+        coef=np.zeros(0),
+        build=build,
+    )
+    B = _coo(free, np.arange(r), np.ones(r), (R, r))
+    notes = _information_notes(r, "full", singular, lo, hi, gradient, cov, model.hard)
+    fixed_idx = np.setdiff1d(np.arange(R), free)
+    fixed = tuple(names[i] for i in fixed_idx)
+    if not mu_free.all():
+        notes.append(
+            f"{int((~mu_free).sum())} item mean(s) scored by no annotator judged good are not identified: held "
+            "fixed (their interval is the whole score range)."
+        )
+    if not sig_free:
+        notes.append(f"sigma is at its floor sigma_min = {floor:.3g}: held fixed (no Wald interval).")
+    if not pi_free:
+        notes.append(f"pi_good = {pi:.6g} is on the boundary of [0, 1]: held fixed (no Wald interval).")
+    return ObservedInformation(
+        names=tuple(names[i] for i in free),
+        worker=np.full(r, -1, np.int64),
+        phi=nu0[free].copy(),
+        information=info,
+        covariance=cov,
+        gradient=gradient,
+        block="full",
+        singular=singular,
+        min_eigenvalue=float(lo),
+        max_eigenvalue=float(hi),
+        fixed=fixed,
+        notes=tuple(notes),
+        expected_counts=q,
+        _layout=lay,
+        _B=B,
+        _A=sp.identity(R, format="csr"),
     )
 
 
@@ -683,6 +823,9 @@ def worker_intervals(
     it depends on is fixed) gets the exact Clopper-Pearson interval of its expected counts instead (treating the
     posterior labels as known), with a note. Returns a DataFrame with columns worker, parameter, estimate, se,
     lower, upper, n_labels, note; ``df.attrs["notes"]`` holds the notes of :func:`observed_information`.
+
+    Good/bad scores model: rows of the item means ("mu", ``worker`` = the item name, clipped to [low, high]), then
+    "sigma" and "pi_good"; ``what`` is ignored (no per-worker accuracy exists), see :func:`_score_intervals`.
     """
     if data is None and params is None and hasattr(run_or_model, "model"):
         run = run_or_model
@@ -699,6 +842,8 @@ def worker_intervals(
         raise ValueError(f"scale must be 'linear' or 'logit', got {scale!r}.")
     if not 0.0 < level < 1.0:
         raise ValueError(f"level must lie strictly between 0 and 1, got {level}.")
+    if isinstance(model, GoodBadScores):
+        return _score_intervals(model, data, params, level, scale, block, extra_notes)
     info = observed_information(model, data, params, block=block)
     lay = info._layout
     M, K = data.n_workers, data.n_classes
@@ -781,4 +926,67 @@ def worker_intervals(
     df.attrs["block"] = info.block
     df.attrs["level"] = level
     df.attrs["scale"] = scale
+    return df
+
+
+def _score_intervals(model, data, params, level, scale, block, extra_notes) -> pd.DataFrame:
+    """worker_intervals for the good/bad scores model: rows "mu" (one per item, ``worker`` = the item name), then
+    "sigma" and "pi_good" (``worker`` = "(all annotators)"). ``what`` does not matter (the model has no per-worker
+    accuracy: every choice gives these native rows). ``n_labels``: the item's number of scores for a mean, every
+    score for sigma and pi_good. mu intervals are clipped to [low, high], sigma's to [0, inf), pi_good's to
+    [0, 1]; ``scale="logit"`` puts pi_good on the logit and sigma on the log scale (mu stays linear). Held-fixed
+    parameters: an unidentified mean gets [low, high]; sigma at its floor a zero-width interval; pi_good on the
+    boundary the exact binomial interval of sum_a P(good) out of M annotators. All with a note."""
+    info = observed_information(model, data, params, block=block)
+    N, M = data.n_items, data.n_workers
+    R = N + 2
+    full_idx = np.full(R, -1)
+    free_pos = np.flatnonzero(np.asarray(info._B.sum(axis=1)).ravel() > 0)
+    full_idx[free_pos] = np.arange(free_pos.size)
+    se = np.zeros(R)
+    se[free_pos] = info.se()
+    est = info._layout.nu0
+    z = float(norm.ppf(0.5 + level / 2))
+    lo, hi = est - z * se, est + z * se
+    lo[:N], hi[:N] = np.clip(lo[:N], params.low, params.high), np.clip(hi[:N], params.low, params.high)
+    lo[N], lo[N + 1], hi[N + 1] = max(lo[N], 0.0), max(lo[N + 1], 0.0), min(hi[N + 1], 1.0)
+    note = np.full(R, "", dtype=object)
+    held = full_idx < 0
+    if scale == "logit":
+        if not held[N]:
+            lo[N], hi[N] = est[N] * np.exp(-z * se[N] / est[N]), est[N] * np.exp(z * se[N] / est[N])
+        if not held[N + 1]:
+            e = est[N + 1]
+            half = z * se[N + 1] / (e * (1.0 - e))
+            lo[N + 1], hi[N + 1] = expit(logit(e) - half), expit(logit(e) + half)
+    mu_held = held[:N]
+    lo[:N][mu_held], hi[:N][mu_held] = params.low, params.high
+    note[:N][mu_held] = "not identified (no annotator judged good scored it): held fixed, the whole score range"
+    if held[N]:
+        lo[N] = hi[N] = est[N]
+        note[N] = "at its floor sigma_min: held fixed, no Wald interval"
+    if held[N + 1]:
+        w_sum = float(info.expected_counts[:, 1].sum())
+        cp_lo, cp_hi = _clopper_pearson(np.array([w_sum]), np.array([float(M)]), level)
+        lo[N + 1], hi[N + 1] = float(cp_lo[0]), float(cp_hi[0])
+        note[N + 1] = "on the boundary: no Wald interval; exact binomial interval of sum P(good) of M annotators"
+    n_scores = float(data.n_obs)
+    df = pd.DataFrame(
+        {
+            "worker": list(data.item_names) + ["(all annotators)"] * 2,
+            "parameter": ["mu"] * N + ["sigma", "pi_good"],
+            "estimate": est,
+            "se": se,
+            "lower": lo,
+            "upper": hi,
+            "n_labels": np.concatenate([data.labels_per_item, [n_scores, n_scores]]).astype(np.int64),
+            "note": note.astype(str),
+        }
+    )
+    df.attrs["notes"] = list(info.notes) + extra_notes
+    df.attrs["block"] = info.block
+    df.attrs["level"] = level
+    df.attrs["scale"] = scale
+    df.attrs["kind"] = "scores"
+    df.attrs["score_range"] = (params.low, params.high)
     return df

@@ -2,7 +2,9 @@
 
 :func:`worker_intervals_panel` draws :func:`crowdlab.fisher.worker_intervals` (observed information, Louis'
 identity; exact binomial intervals for estimates on the boundary) for Dawid-Skene, one-coin and two-coin runs:
-a dot-and-whisker chart sorted by estimate and the table. Other models get a note instead.
+a dot-and-whisker chart sorted by estimate and the table. For the good/bad scores model (seed 004) it draws the
+item means mu_i instead (the ``SCORES_ROWS`` with the widest intervals, on the score range) with sigma and pi_good
+in a small table. Other models get a note instead.
 
 Self-contained: its view choices (accuracy or the model's own parameters, linear or logit scale, which parameter)
 are widgets ``stepper.intervals.*`` mirrored under the plain key ``stepper.intervals.view``, so they survive a page
@@ -21,6 +23,7 @@ from crowdlab import fisher
 from crowdlab.em import Run
 from crowdlab.errors import CrowdlabError
 from crowdlab.models.params import ClassParams
+from crowdlab.models.scores import ScoreParams
 from crowdlab.plots import risk as figs
 
 SUPPORTED = ("ds", "one_coin", "two_coin")
@@ -34,6 +37,7 @@ WHAT = {"accuracy": "Accuracy Σ_k π_k Γ(k, k)", "native": "The model's own pa
 SCALE = {"linear": "Wald, linear (clipped to [0, 1])", "logit": "Wald on the logit scale"}
 DEFAULTS = {W_WHAT: "accuracy", W_SCALE: "linear", W_PARAM: None}
 MAX_ROWS = 40  # workers in the chart (the lowest and highest estimates); the table has every one
+SCORES_ROWS = 40  # item means in the scores model's chart: the widest intervals
 CALLS = {"n": 0}  # computations done in this process (tests read it)
 
 
@@ -54,7 +58,9 @@ def _mirrored(key: str, valid, default=None) -> dict:
 
 
 def supported(run: Run) -> bool:
-    """Intervals exist for Dawid-Skene, one-coin and two-coin runs (with parameters at the cursor)."""
+    """Intervals exist for Dawid-Skene, one-coin, two-coin and scores runs (with parameters at the cursor)."""
+    if run.model.info.key == "scores":
+        return isinstance(run.params, ScoreParams)
     return run.model.info.key in SUPPORTED and isinstance(run.params, ClassParams)
 
 
@@ -79,8 +85,12 @@ def worker_intervals_panel(run: Run) -> None:
     if not supported(run):
         st.info(
             "Standard errors and 95 % intervals per worker are available for Dawid-Skene, one-coin and two-coin "
-            "only (from the observed information of their likelihood). Pick one of them to see them."
+            "only (and item means for the good/bad scores model), from the observed information of their "
+            "likelihood. Pick one of them to see them."
         )
+        return
+    if run.model.info.key == "scores":
+        _scores_panel(run)
         return
     c1, c2, c3 = st.columns([2, 2, 3])
     what = c1.radio("Interval for", list(WHAT), format_func=WHAT.get, **_mirrored(W_WHAT, WHAT.__contains__))
@@ -141,6 +151,62 @@ def worker_intervals_panel(run: Run) -> None:
         notes.append(f"the chart shows the {MAX_ROWS // 2} lowest and highest of {len(rows):,} workers")
     if exact.any():
         notes.append(f"hollow: {int(exact.sum())} estimate(s) on the boundary, exact binomial interval")
+    st.caption("; ".join(notes) + ".")
+    for note in df.attrs.get("notes", []):
+        st.caption(f"⚠️ {note}")
+
+
+def _scores_panel(run: Run) -> None:
+    """Good/bad scores model: item means with their intervals (the widest ones), sigma and pi_good in a table."""
+    try:
+        df = intervals(run, "native", "linear")
+    except (CrowdlabError, ValueError, np.linalg.LinAlgError) as exc:
+        st.warning(f"No intervals at this snapshot: {exc}")
+        return
+    level = df.attrs.get("level", 0.95)
+    low, high = df.attrs.get("score_range", (0.0, 1.0))
+    mu = df[df["parameter"] == "mu"]
+    widest = mu.assign(width=mu["upper"] - mu["lower"]).sort_values("width", ascending=False, kind="stable")
+    shown = widest.head(SCORES_ROWS)
+    fig = figs.interval_chart(
+        shown["worker"].tolist(),
+        shown["estimate"].to_numpy(),
+        shown["lower"].to_numpy(),
+        shown["upper"].to_numpy(),
+        n_labels=shown["n_labels"].to_numpy(),
+        exact=shown["note"].to_numpy() != "",
+        x_title="item mean μ_i",
+        title=f"Item means: estimate and {level:.0%} interval (snapshot {run.index})",
+        max_rows=SCORES_ROWS,
+    )
+    fig.update_xaxes(range=[low, high])
+    left, right = st.columns([3, 2])
+    left.plotly_chart(fig, key="stepper.intervals_chart")
+    glob = df[df["parameter"] != "mu"][["parameter", "estimate", "se", "lower", "upper", "note"]]
+    right.dataframe(
+        glob,
+        hide_index=True,
+        key="stepper.intervals_scores_table",
+        column_config={
+            "estimate": st.column_config.NumberColumn(format="%.4f"),
+            "se": st.column_config.NumberColumn("SE", format="%.4f"),
+            "lower": st.column_config.NumberColumn(format="%.4f"),
+            "upper": st.column_config.NumberColumn(format="%.4f"),
+        },
+    )
+    right.download_button(
+        "Download all intervals (CSV)",
+        df.to_csv(index=False).encode(),
+        file_name="item_mean_intervals.csv",
+        mime="text/csv",
+        key="stepper.intervals_download",
+    )
+    notes = [
+        "From the observed information at this snapshot (Louis' identity over the annotators' good/bad posterior): "
+        "SE = √(diagonal of its inverse); Wald intervals clipped to the score range"
+    ]
+    if len(mu) > SCORES_ROWS:
+        notes.append(f"the chart shows the {SCORES_ROWS} widest of {len(mu):,} item intervals (the CSV has all)")
     st.caption("; ".join(notes) + ".")
     for note in df.attrs.get("notes", []):
         st.caption(f"⚠️ {note}")

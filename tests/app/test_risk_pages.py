@@ -363,3 +363,30 @@ def test_intervals_panel_notes_an_unconverged_run_and_declines_other_models():
     at = _intervals("mv")
     assert any("Dawid-Skene, one-coin and two-coin only" in i.value for i in at.info)
     assert _chart(at, "stepper.intervals_chart") is None
+
+
+def _scores_intervals_app() -> None:
+    import streamlit as st
+
+    from crowdlab.api import fit
+    from crowdlab.simulate import simulate_scores
+    from crowdlab.ui.intervals import worker_intervals_panel
+
+    if "run" not in st.session_state:
+        st.session_state["run"] = fit(simulate_scores(60, 5, 3, seed=1).annotations, "scores", init="all_good")
+    worker_intervals_panel(st.session_state["run"])
+
+
+def test_intervals_panel_draws_the_item_means_of_the_scores_model():
+    at = _ok(AppTest.from_function(_scores_intervals_app, default_timeout=TIMEOUT).run())
+    assert not at.info
+    spec = _chart(at, "stepper.intervals_chart")
+    est = np.concatenate([_arr(t["x"]) for t in spec["data"]])
+    assert len(est) == iv.SCORES_ROWS  # the 40 widest of 60 item intervals
+    run = at.session_state["run"]
+    assert spec["layout"]["xaxis"]["range"] == pytest.approx([run.params.low, run.params.high])  # the score range
+    glob = [d.value for d in at.dataframe if "parameter" in d.value.columns]
+    assert len(glob) == 1 and list(glob[0]["parameter"]) == ["sigma", "pi_good"]
+    t = glob[0]
+    assert np.all((t["lower"] <= t["estimate"]) & (t["estimate"] <= t["upper"]))
+    assert any("40 widest of 60" in c.value for c in at.caption)

@@ -3,6 +3,8 @@ differences of model.log_likelihood; coverage of the per-worker Wald intervals."
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 import pytest
 
@@ -231,10 +233,10 @@ def test_hard_em_and_unsupported_models():
     sim = simulate_crowd(100, 4, 2, seed=1)
     run = fit(sim.annotations, "ds", hard=True)
     assert any("hard EM" in n for n in fisher.worker_intervals(run).attrs["notes"])
-    with pytest.raises(ModelError, match="Dawid-Skene, one-coin and two-coin"):
+    with pytest.raises(ModelError, match="Dawid-Skene, one-coin, two-coin and the good/bad scores"):
         fisher.observed_information(MajorityVote(), sim.annotations, run.params)
     scores = simulate_scores(seed=0).annotations
-    with pytest.raises(ModelError):
+    with pytest.raises(ModelError, match="ScoreParams"):
         fisher.observed_information(GoodBadScores(), scores, None)
 
 
@@ -251,3 +253,78 @@ def test_awkward_designs_give_finite_tables(design):
             vals = df[["estimate", "se", "lower", "upper"]].to_numpy()
             assert np.all(np.isfinite(vals)), (method, design)
             assert np.all((df.lower <= df.estimate + 1e-12) & (df.estimate <= df.upper + 1e-12))
+
+
+# ---------------------------------------------------------------------- the good/bad scores model (seed 004)
+@pytest.mark.parametrize("prior", [0.0, 1.0])
+@pytest.mark.parametrize("seed", [0, 1, 3])
+def test_scores_observed_information_equals_finite_difference_hessian(seed, prior):
+    data = simulate_scores(8, 3, 2, seed=seed).annotations
+    model = GoodBadScores(prior=prior)
+    run = Run(data, model, "all_good")
+    run.run(tol=1e-13, max_iter=20_000)
+    # at the maximum (w_a near 0 / 1) and away from it (w_a in between: the Var_q term matters)
+    for at_max, params in ((True, run.params), (False, replace(run.params, sigma=0.3, pi_good=0.55))):
+        info = fisher.observed_information(model, data, params)
+        assert info.phi.size == 10 and not info.fixed and info.singular != at_max  # indefinite away from it
+        assert info.names[-2:] == ("sigma", "pi_good")
+        f = lambda phi, info=info: model.log_likelihood(data, info.params_at(phi))  # noqa: E731
+        H = _fd_hessian(f, info.phi)
+        assert np.abs(-H - info.information).max() <= 1e-5 * np.abs(info.information).max()
+        h = 1e-6
+        fd = np.array([(f(info.phi + h * e) - f(info.phi - h * e)) / (2 * h) for e in np.eye(info.phi.size)])
+        np.testing.assert_allclose(info.gradient, fd, rtol=1e-5, atol=1e-4)
+    w = info.expected_counts[:, 1]
+    assert ((w > 0.05) & (w < 0.95)).any()
+
+
+def test_scores_boundary_parameters_are_held_fixed():
+    data = simulate_scores(8, 3, 2, seed=0).annotations
+    model = GoodBadScores(sigma_min=0.2)
+    run = Run(data, model, "all_good")
+    run.run()
+    assert run.params.sigma == 0.2
+    info = fisher.observed_information(model, data, replace(run.params, pi_good=1.0))
+    assert info.fixed == ("sigma", "pi_good") and info.phi.size == 8
+    assert any("floor" in n for n in info.notes) and any("boundary" in n for n in info.notes)
+    df = fisher.worker_intervals(model, data, replace(run.params, pi_good=1.0))
+    assert np.all(np.isfinite(df[["estimate", "se", "lower", "upper"]].to_numpy()))
+    sig, pig = df.iloc[-2], df.iloc[-1]
+    assert sig.lower == sig.upper == 0.2 and "floor" in sig.note
+    assert pig.upper == 1.0 and 0 < pig.lower < 1 and "boundary" in pig.note
+
+
+def test_scores_interval_table():
+    sim = simulate_scores(30, 5, 2, sigma=0.1, seed=2)
+    run = fit(sim.annotations, "scores", init="all_good")
+    df = fisher.worker_intervals(run)  # "accuracy" maps to the native rows: the model has no per-worker accuracy
+    assert list(df.columns) == ["worker", "parameter", "estimate", "se", "lower", "upper", "n_labels", "note"]
+    assert list(df.parameter) == ["mu"] * 30 + ["sigma", "pi_good"]
+    assert list(df.worker[:30]) == list(sim.annotations.item_names)
+    assert df.attrs["kind"] == "scores"
+    np.testing.assert_allclose(df.estimate[:30], run.params.mu)
+    np.testing.assert_array_equal(df.n_labels[:30], sim.annotations.labels_per_item)
+    assert np.all((df.lower <= df.estimate) & (df.estimate <= df.upper) & (df.se > 0))
+    assert np.all((df.lower[:30] >= 0) & (df.upper[:30] <= 1)) and 0 <= df.lower.iloc[-1] <= df.upper.iloc[-1] <= 1
+    native = fisher.worker_intervals(run, what="native")
+    np.testing.assert_allclose(native.se, df.se)
+    lg = fisher.worker_intervals(run, scale="logit")
+    np.testing.assert_allclose(lg.lower[:30], df.lower[:30])
+    assert np.all(lg.lower.iloc[-2:] < lg.estimate.iloc[-2:]) and np.all(lg.estimate.iloc[-2:] < lg.upper.iloc[-2:])
+
+
+def test_scores_mean_intervals_cover_the_truth():
+    """200 seeded runs of the lecture's simulation: the 95% intervals of the item means cover the true means
+    90-99% of the time (over all 40 items of the runs where EM found the true good annotators)."""
+    hits, skipped = [], 0
+    for rep in range(200):
+        sim = simulate_scores(40, 6, 3, sigma=0.1, seed=rep)
+        run = fit(sim.annotations, "scores", init="all_good")
+        if not np.array_equal(run.posterior[:, 1] > 0.5, sim.good):
+            skipped += 1
+            continue
+        mu = fisher.worker_intervals(run, what="native").iloc[:40]
+        hits.append((mu.lower.to_numpy() <= sim.true_means) & (sim.true_means <= mu.upper.to_numpy()))
+    assert skipped < 20, skipped
+    coverage = float(np.mean(hits))
+    assert 0.90 <= coverage <= 0.99, coverage

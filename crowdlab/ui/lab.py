@@ -21,7 +21,7 @@ Two layers, used by the Step page and by the pages for dependent data (Sequences
   ``<ns>.view.<name>``         view choices (picked sequence, open tab); forgotten when the dataset changes
   ==========================  ===================================================================
 
-Every change happens in a callback (no ``st.rerun()``); widget keys are views of the plain keys and are written
+Every change happens in a callback (no explicit reruns); widget keys are views of the plain keys and are written
 back before the widgets are drawn, so a page switch keeps everything.
 """
 

@@ -20,7 +20,7 @@ page is not showing, so widget keys are only views of the plain keys, written ba
                             worker, surface coordinates); forgotten when the dataset changes
 ==========================  ==========================================================================
 
-Every change happens in an ``on_click`` / ``on_change`` callback (never ``st.rerun()``). Changing the dataset or
+Every change happens in an ``on_click`` / ``on_change`` callback (never an explicit rerun). Changing the dataset or
 the method config replaces the run and sets a notice. Widget keys are namespaced per page (``stepper.method``).
 The stepping callbacks and widgets are the shared ones of :mod:`crowdlab.ui.lab`, on the slot :data:`MAIN` (these
 keys); the Sequences and Networks pages keep their own dataset and run under ``seq.*`` and ``net.*`` instead.

@@ -4,7 +4,8 @@ Prior (seed 003 eq. (28)): a Potts model, V(y_n, y_n') = 0 when the labels agree
 weight) when they differ; local energy U_n(k) = 1/2 sum_{n' in N_n} V(k, y_n') (eq. (29)). We take the joint
 energy U(y) = 1/2 sum over undirected edges of V, which makes eq. (29) exactly the energy of node n's
 conditional, so p(y_n = k | F, y_N) ∝ exp(-U_n(k) + sum_m log Gamma_m(f_m(x_n), k)) (eq. (31)). delta defaults
-to M, the number of workers (the seed's synthetic setting; it suggests M_n / 2 for graphs built from features).
+to M, the number of workers (the seed's synthetic setting); ``delta="labels"`` sets delta_nn' = (M_n + M_n') / 4,
+the mean of the two nodes' M_n / 2, the seed's choice for graphs built from features.
 
 The exact E-step is intractable (the posterior couples all nodes), so two approximate E-steps are offered; the
 UI says so, and each run reports the quantity its E-step actually improves:
@@ -32,6 +33,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
+import scipy.sparse as sp
 
 from crowdlab.data import Annotations
 from crowdlab.errors import ModelError
@@ -86,8 +88,8 @@ class NetworkCrowd(LatentModel):
     ) -> None:
         if e_step not in ("icm", "mean_field"):
             raise ValueError("e_step must be 'icm' or 'mean_field'.")
-        if delta is not None and delta < 0:
-            raise ValueError("delta must be >= 0.")
+        if delta is not None and delta != "labels" and float(delta) < 0:
+            raise ValueError("delta must be >= 0 (or 'labels' for delta_nn' = (M_n + M_n') / 4).")
         if prior < 0:
             raise ValueError("prior strength must be >= 0.")
         self.delta = delta
@@ -97,7 +99,7 @@ class NetworkCrowd(LatentModel):
         self.max_sweeps = int(max_sweeps)
         self.tol = float(tol)
         self.seed = seed
-        self._classes: dict[int, list[tuple[np.ndarray, object]]] = {}
+        self._classes: dict = {}  # per graph: penalties and colour blocks
 
     # -- description --------------------------------------------------------------------
     @property
@@ -121,20 +123,43 @@ class NetworkCrowd(LatentModel):
             raise ModelError("The MRF model needs a graph over the items (an edge list or a simulated network).")
 
     def delta_for(self, data: Annotations) -> float:
+        """The scalar delta (None -> M); for ``delta="labels"`` the mean of the per-edge values."""
+        if self.delta == "labels":
+            D = self.penalties(data)
+            return float(D.sum() / max(data.graph.sum(), 1e-300))
         return float(data.n_workers if self.delta is None else self.delta)
+
+    def penalties(self, data: Annotations):
+        """The graph with every edge weight multiplied by its Potts penalty delta_nn' (seed 003 eq. (28)).
+
+        A number (default M) is one delta for every edge; ``"labels"`` gives delta_nn' = (M_n + M_n') / 4, the mean
+        of the two nodes' M_n / 2 (M_n = labels on node n), the seed's setting for graphs built from features.
+        Computed once per graph.
+        """
+        key = ("penalties", id(data.graph), self.delta)
+        if key not in self._classes:
+            A = data.graph.tocsr()
+            if self.delta == "labels":
+                m = data.labels_per_item.astype(np.float64)
+                C = A.tocoo()
+                D = sp.csr_matrix((C.data * (m[C.row] + m[C.col]) / 4.0, (C.row, C.col)), shape=A.shape)
+            else:
+                D = A * float(data.n_workers if self.delta is None else self.delta)
+            self._classes[key] = D
+        return self._classes[key]
 
     def _blocks(self, data: Annotations) -> tuple[np.ndarray, np.ndarray, list]:
         """Nodes reordered so every colour class is a contiguous block: (perm, bounds, rows of the permuted
         adjacency per block). Computed once per graph; the sweeps then work on slices, not fancy indexing."""
-        key = id(data.graph)
+        key = ("blocks", id(data.graph), self.delta)
         if key not in self._classes:
-            A = data.graph.tocsr()
-            classes = color_classes(A, self.seed)
+            A = self.penalties(data)
+            classes = color_classes(data.graph.tocsr(), self.seed)
             perm = np.concatenate(classes)
             bounds = np.concatenate([[0], np.cumsum([c.size for c in classes])])
             Ap = A[perm][:, perm].tocsr()
             rows = [Ap[bounds[i] : bounds[i + 1]] for i in range(len(classes))]
-            self._classes = {key: (perm, bounds, rows)}
+            self._classes[key] = (perm, bounds, rows)
         return self._classes[key]
 
     # -- E-step -------------------------------------------------------------------------
@@ -144,7 +169,7 @@ class NetworkCrowd(LatentModel):
 
     def e_step(self, data: Annotations, params: MRFParams) -> MRFPosterior:
         logE = emission_logs(data, params.gamma)
-        half = 0.5 * self.delta_for(data)
+        half = 0.5  # the rows carry delta_nn' (see ``penalties``)
         perm, bounds, rows = self._blocks(data)
         inv = np.empty_like(perm)
         inv[perm] = np.arange(perm.size)
@@ -199,7 +224,7 @@ class NetworkCrowd(LatentModel):
         if self.hard:
             q = Y
         else:
-            q = _softmax(logE + half * (data.graph @ Y))  # eq. (34) with U from the ICM labels (eq. (35))
+            q = _softmax(logE + half * (self.penalties(data) @ Y))  # eq. (34) with U from the ICM labels (eq. (35))
         return MRFPosterior(q, labels, tuple(trace), sweeps)
 
     # -- M-step -------------------------------------------------------------------------
@@ -218,10 +243,10 @@ class NetworkCrowd(LatentModel):
 
     def potts_energy(self, data: Annotations, Y: np.ndarray) -> float:
         """U for (soft) labels Y: delta/2 * sum over undirected edges of w (1 - y_n . y_n')."""
-        A = data.graph
-        total_w = A.sum() / 2.0
-        agree = float((Y * (A @ Y)).sum()) / 2.0
-        return 0.5 * self.delta_for(data) * (total_w - agree)
+        D = self.penalties(data)
+        total_w = D.sum() / 2.0
+        agree = float((Y * (D @ Y)).sum()) / 2.0
+        return 0.5 * (total_w - agree)
 
     def _icm_value(self, data, labels, params, logE=None) -> float:
         logE = emission_logs(data, params.gamma) if logE is None else logE

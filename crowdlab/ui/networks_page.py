@@ -68,6 +68,7 @@ IMAGE_SHAPE = (36, 48)
 UPLOAD_LABELS, UPLOAD_EDGES, UPLOAD_GOLD = "net.upload.labels", "net.upload.edges", "net.upload.gold"
 # settings and view widgets
 W_ESTEP, W_DELTA, W_INIT = "net.e_step", "net.delta", "net.init"
+W_DELTA_LABELS = "net.delta_labels"
 W_SEED, W_TOL, W_MAX_ITER = "net.seed", "net.tol", "net.max_iter"
 W_TAB, W_COLOUR = "net.tab", "net.colour_by"
 CURSOR = "net.cursor"  # plain key: the comparison at the cursor, {"key": (run id, index), "table": ...}
@@ -216,6 +217,8 @@ def drawing() -> dict:
 def delta_now(data: Annotations) -> float:
     """delta of the current settings (the default: M, the number of workers)."""
     d = NET.config().delta
+    if d == "labels":  # delta_nn' = (M_n + M_n') / 4: show the mean of M_n / 2 on the slider
+        return float(data.labels_per_item.mean() / 2.0)
     return float(data.n_workers if d is None else d)
 
 
@@ -275,6 +278,10 @@ def _on_load() -> None:
 
 def _on_delta() -> None:
     NET.set_config(delta=float(st.session_state[W_DELTA]))
+
+
+def _on_delta_labels() -> None:
+    NET.set_config(delta="labels" if st.session_state[W_DELTA_LABELS] else None)
 
 
 # ---------------------------------------------------------------------------- derived
@@ -373,6 +380,8 @@ def settings_section() -> None:
     NET.sync_config_widgets()
     M = data.n_workers
     st.session_state[W_DELTA] = min(delta_now(data), 3.0 * M)
+    per_edge = NET.config().delta == "labels"
+    st.session_state[W_DELTA_LABELS] = per_edge
     c1, c2, c3 = st.columns([3, 3, 3], vertical_alignment="bottom")
     c1.radio("E-step", list(E_STEPS), format_func=E_STEPS.get, horizontal=True, **NET.config_widget("e_step"))
     c2.slider(
@@ -382,7 +391,15 @@ def settings_section() -> None:
         step=0.5,
         key=W_DELTA,
         on_change=_on_delta,
+        disabled=per_edge,
         help=f"0: no graph (i.i.d. Dawid-Skene with a uniform prior); the default is M = {M} workers.",
+    )
+    c2.checkbox(
+        "δ per edge from the labels: (M_n + M_n′) / 4",
+        key=W_DELTA_LABELS,
+        on_change=_on_delta_labels,
+        help="The seed's choice for graphs built from features: each node contributes M_n / 2, half its number "
+        "of labels, so well-labelled nodes trust their neighbours more.",
     )
     c3.selectbox("Start from", list(INITS), format_func=INITS.get, **NET.config_widget("init"))
     with st.expander("Seed and stopping rule"):

@@ -228,3 +228,17 @@ def test_state_survives_switching_pages():
     assert at.radio(key=npg.W_ESTEP).value == "mean_field" and at.slider(key=npg.W_DELTA).value == 5.0
     assert _label(at) == "iteration 2, after E-step"
     assert at.session_state["seq.run.obj"].index == 2  # the Sequences page kept its run too
+
+
+def test_per_edge_delta_from_labels_resets_and_runs():
+    at = AppTest.from_file(str(ROOT / "pages" / "7_Networks.py"), default_timeout=30)
+    at.run()
+    assert not at.exception
+    at.checkbox(key="net.delta_labels").check().run()
+    assert not at.exception
+    assert at.session_state["net.delta_labels"] is True
+    at.button(key="net.stepper.step").click().run()
+    assert not at.exception and not at.error
+    assert at.session_state["net.delta_labels"] is True  # survives the rerun
+    caption = " ".join(str(c.value) for c in at.caption)
+    assert "δ =" in caption or at.get("plotly_chart")

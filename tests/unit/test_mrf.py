@@ -166,3 +166,21 @@ def test_symmetric_and_positions():
 def test_annotations_keep_the_graph():
     net = small_network(3)
     assert isinstance(net.annotations, Annotations) and net.annotations.graph.shape == (40, 40)
+
+
+def test_delta_from_labels_per_node():
+    """delta="labels": delta_nn' = (M_n + M_n') / 4 on every edge; mean-field EM stays monotone."""
+    net = simulate_sbm(60, 3, 6, avg_degree=3.0, ratio=0.2, density=0.5, seed=8)
+    data = net.annotations
+    model = NetworkCrowd(delta="labels", e_step="mean_field")
+    D = model.penalties(data).tocoo()
+    m = data.labels_per_item
+    np.testing.assert_allclose(D.data, (m[D.row] + m[D.col]) / 4.0)
+    run = Run(data, model, max_iter=20)
+    run.run()
+    obj = run.history()["objective"]
+    assert np.all(np.diff(obj) >= -1e-9 * np.abs(obj[:-1])) and run.violations == []
+    q = run.e_step().q if run.next_kind == "E" else run.current.q
+    assert np.allclose(q.sum(axis=1), 1.0)
+    with pytest.raises(ValueError):
+        NetworkCrowd(delta=-1.0)

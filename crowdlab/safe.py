@@ -1,0 +1,108 @@
+"""User-supplied text made safe for every place it is shown or written: the one escaping helper.
+
+Names of items, workers and classes, file names and gold labels come from the user's files. They are *text*: an
+item called ``$x^2$`` must not render as math, a worker called ``**bold**`` must not render bold,
+``<script>alert(1)</script>`` must never become an element, ``![t](https://example.org/t.png)`` must not load an
+image, and a class called ``=HYPERLINK(...)`` must not run as a formula when an exported CSV is opened in a
+spreadsheet. Each function below escapes for one target; every page, figure builder, formula and writer uses them
+(nothing else in crowdlab escapes by hand):
+
+=================  =============================================================================================
+``md(s)``          Markdown as Streamlit renders it (``st.markdown``, ``st.caption``, labels, ``st.info`` ...):
+                   every ASCII punctuation character is backslash-escaped (CommonMark), so no emphasis, link,
+                   image, code span, ``$`` math, ``:color[...]`` directive or HTML survives; newlines fold to spaces.
+``tex(s)``         text inside ``\\text{...}`` of a KaTeX formula (``st.latex``): the ten LaTeX specials escaped.
+``html(s)``        text that plotly renders (tick labels, hover text, legends, titles, annotations): ``< > & " '``
+                   as entities, so plotly's tag subset (``<a href>``, ``<b>``, ``<br>``, ``<span style>``) is inert.
+``csv_cell(x)``    one cell written to a CSV: a string that a spreadsheet would run as a formula (it starts with
+                   ``=``, ``+``, ``-``, ``@``, tab or CR) gets the usual leading apostrophe; numbers, and strings
+                   that are plain numbers such as ``-3.5``, stay as they are (OWASP's CSV-injection advice).
+``csv_frame(df)``  :func:`csv_cell` over every text cell, column name and index label of a DataFrame (a copy).
+=================  =============================================================================================
+
+:func:`shorten` cuts a long name for a narrow place (a tick label, a formula) with an ellipsis; escape after
+shortening, never before (an entity or escape cut in half would show as garbage).
+"""
+
+from __future__ import annotations
+
+import html as _html
+import re
+from collections.abc import Iterable
+from typing import Any
+
+__all__ = ["md", "tex", "html", "html_all", "csv_cell", "csv_frame", "shorten", "FORMULA_START"]
+
+_MD_SPECIAL = re.compile(r"([\\`*_{}\[\]()<>#+\-.!|~$:=&\"'^%@;/,?])")
+_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f\u200b-\u200f\u2028-\u202e\u2060-\u2064\ufeff]")
+_NEWLINES = re.compile(r"[\r\n\t]+")
+
+# LaTeX text-mode specials and their KaTeX-supported text forms
+_TEX = {
+    "\\": r"\textbackslash{}",
+    "{": r"\{",
+    "}": r"\}",
+    "$": r"\$",
+    "&": r"\&",
+    "%": r"\%",
+    "#": r"\#",
+    "_": r"\_",
+    "^": r"\textasciicircum{}",
+    "~": r"\textasciitilde{}",
+}
+_TEX_RE = re.compile(r"[\\{}$&%#_^~]")
+
+FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
+_PLAIN_NUMBER = re.compile(r"^[+-]?(\d+(\.\d*)?|\.\d+)([eE][+-]?\d+)?$")
+
+
+def _clean(s: Any) -> str:
+    """str(s) with line breaks folded to one space and invisible control/format characters made visible as
+    nothing (they cannot carry meaning in a name shown on a page)."""
+    return _CONTROL.sub("", _NEWLINES.sub(" ", str(s)))
+
+
+def shorten(s: Any, n: int = 24) -> str:
+    """``s`` cut to at most ``n`` characters, the last one an ellipsis when it was cut (n >= 2)."""
+    s = str(s)
+    return s if len(s) <= n else s[: max(n - 1, 1)] + "…"
+
+
+def md(s: Any) -> str:
+    """``s`` as literal text inside Streamlit Markdown (see the module docstring)."""
+    return _MD_SPECIAL.sub(r"\\\1", _clean(s))
+
+
+def tex(s: Any) -> str:
+    """``s`` as literal text inside ``\\text{...}`` of a KaTeX formula."""
+    return _TEX_RE.sub(lambda m: _TEX[m.group(0)], _clean(s))
+
+
+def html(s: Any) -> str:
+    """``s`` as literal text in plotly (tick labels, hover text, legends, titles, annotations)."""
+    return _html.escape(_clean(s), quote=True)
+
+
+def html_all(names: Iterable[Any]) -> list[str]:
+    """:func:`html` over a sequence of names (tick labels, hover rows)."""
+    return [html(n) for n in names]
+
+
+def csv_cell(x: Any) -> Any:
+    """One CSV cell: a string a spreadsheet would run as a formula gets a leading apostrophe; all else as is."""
+    if isinstance(x, str) and x.startswith(FORMULA_START) and not _PLAIN_NUMBER.match(x):
+        return "'" + x
+    return x
+
+
+def csv_frame(df):
+    """A copy of the pandas DataFrame ``df`` with :func:`csv_cell` applied to every text cell, to the column
+    names and to the index labels (numbers untouched)."""
+    out = df.copy()
+    for col in out.columns:
+        if out[col].dtype == object or str(out[col].dtype) in ("string", "str"):
+            out[col] = out[col].map(csv_cell)
+    out.columns = [csv_cell(c) if isinstance(c, str) else c for c in out.columns]
+    if out.index.dtype == object or str(out.index.dtype) in ("string", "str"):
+        out.index = [csv_cell(i) for i in out.index]
+    return out

@@ -75,21 +75,23 @@ def cmd_fit(args: argparse.Namespace) -> int:
         model_options=options,
     )
     out = Path(args.out)
-    out.mkdir(parents=True, exist_ok=True)
     post = posterior_frame(run)
     if args.method == "hmm":
         names = list(data.class_names)
         post["viterbi"] = [names[k] for k in run.model.decode(data, run.params)]
+    workers = worker_frame(run)
+    metrics = metrics_dict(run)
+    # every file's content first (each writer refuses non-finite numbers), so a refusal leaves no partial output
+    texts = {"params.json": to_json(params_dict(run)), "history.json": to_json(history_dict(run))}
+    if metrics:
+        texts["metrics.json"] = to_json(metrics)
+    out.mkdir(parents=True, exist_ok=True)
     post.to_csv(out / "posteriors.csv", index=False)
     if "label" in post:
         post[["item", "label"]].to_csv(out / "labels.csv", index=False)
-    workers = worker_frame(run)
     workers.to_csv(out / "workers.csv", index=False)
-    (out / "params.json").write_text(to_json(params_dict(run)))
-    (out / "history.json").write_text(to_json(history_dict(run)))
-    metrics = metrics_dict(run)
-    if metrics:
-        (out / "metrics.json").write_text(to_json(metrics))
+    for name, text in texts.items():
+        (out / name).write_text(text)
     _print_summary(run, workers, metrics, out)
     return 0
 

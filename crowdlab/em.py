@@ -7,7 +7,9 @@ forward over snapshots already computed reuses them.
 Every new snapshot is checked: exact EM never decreases its objective (log p(x | theta) (+ log prior)) nor the
 lower bound F(q, theta) = E_q[log p(x, z | theta)] + H(q); hard EM never decreases its complete-data objective.
 A drop beyond a relative 1e-9 is recorded on the snapshot (``violation``) and in ``Run.violations``; it is never
-hidden.
+hidden. A non-finite objective, bound, posterior or parameter is never recorded: the half-step that produced it
+raises :class:`crowdlab.errors.ModelError` naming that half-step and the value, and the run stays at the last
+good snapshot (nothing non-finite leaves the engine).
 
 Typical use::
 
@@ -26,10 +28,33 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from crowdlab.data import Annotations
+from crowdlab.errors import ModelError
 from crowdlab.init import Start, initialise
 from crowdlab.models.majority import MajorityVote, majority_labels
 
 REL_TOL_MONOTONE = 1e-9
+
+
+def nonfinite_entries(params, prefix: str = "") -> list[str]:
+    """Names (with the first bad value) of the parameters of ``params`` that hold NaN or +-inf.
+
+    Walks the fields of a parameter dataclass (arrays, floats, and the arrays of an ``extra`` dict); nested
+    posterior objects (the MRF's E-step state) are left to the posterior check."""
+    out: list[str] = []
+    fields = getattr(params, "__dataclass_fields__", None)
+    items = params.items() if isinstance(params, dict) else ((f, getattr(params, f)) for f in fields or ())
+    for name, v in items:
+        if isinstance(v, dict):
+            out += nonfinite_entries(v, f"{prefix}{name}.")
+            continue
+        if isinstance(v, bool | str) or v is None:
+            continue
+        if isinstance(v, float | int | np.floating | np.integer | np.ndarray):
+            a = np.asarray(v)
+            if a.dtype.kind in "fc" and not np.all(np.isfinite(a)):
+                bad = a[~np.isfinite(a)].ravel()[0]
+                out.append(f"{prefix}{name} ({bad})")
+    return out
 
 
 def _split(full) -> tuple[np.ndarray, object]:
@@ -112,6 +137,7 @@ class Run:
         q0, post0 = _split(start.q0)
         obj = self.model.objective(self.data, start.q0, start.params0)
         bound = self._bound(start.q0, start.params0)
+        self._check_finite("initialisation", start.params0, q0, obj, bound)
         self.snapshots = [Snapshot(0, "init", 0, start.params0, q0, obj, bound, np.zeros(0, np.int64), None, post0)]
 
     def _bound(self, q, params) -> float:
@@ -187,6 +213,7 @@ class Run:
         else:
             obj = self.model.objective(self.data, full, params)
         bound = self._bound(full, params)
+        self._check_finite(f"{kind}-step {len(self.snapshots)} (iteration {iteration})", params, q, obj, bound)
         changed = np.flatnonzero(np.argmax(q, axis=1) != np.argmax(prev.q, axis=1))
         violation = self._check(prev, obj, bound, kind)
         snap = Snapshot(len(self.snapshots), kind, iteration, params, q, obj, bound, changed, violation, post)
@@ -222,11 +249,30 @@ class Run:
         self.snapshots[i] = replace(s, q=q, posterior=post)
         return self.snapshots[i]
 
+    def _check_finite(self, where: str, params, q: np.ndarray, obj: float, bound: float) -> None:
+        """Raise ModelError when the half-step ``where`` produced a non-finite value (it is not recorded)."""
+        bad = []
+        if obj is None or not np.isfinite(obj):
+            bad.append(f"objective ({obj})")
+        if bound is None or not np.isfinite(bound):
+            bad.append(f"bound F(q, theta) ({bound})")
+        if not np.all(np.isfinite(q)):
+            rows = np.flatnonzero(~np.isfinite(q).all(axis=1))
+            bad.append(f"posterior of {rows.size} unit(s), first row {int(rows[0])}")
+        bad += [f"parameter {p}" for p in nonfinite_entries(params)]
+        if bad:
+            title = getattr(getattr(self.model, "info", None), "title", type(self.model).__name__)
+            stop = (
+                "The run cannot start."
+                if where == "initialisation"
+                else f"The run stops at snapshot {len(self.snapshots) - 1}; nothing was recorded."
+            )
+            raise ModelError(
+                f"{title}: the {where} gave non-finite values: {', '.join(bad)}. {stop} Rescale extreme inputs "
+                "(scores, edge weights) or try another start."
+            )
+
     def _check(self, prev: Snapshot, obj: float, bound: float, kind: str) -> str | None:
-        if not np.isfinite(obj) or not np.isfinite(bound):
-            msg = f"non-finite objective after {kind}-step {len(self.snapshots)}"
-            self.violations.append(msg)
-            return msg
         if not getattr(self.model, "monotone", True):
             return None
         problems = []

@@ -1,4 +1,11 @@
-"""Results a person takes away: tables and JSON built from a Run (used by the CLI and the Export page)."""
+"""Results a person takes away: tables and JSON built from a Run (used by the CLI and the Export page).
+
+Nothing non-finite is written: the models and the engine never produce NaN or inf (`crowdlab.em` stops a run
+with a ModelError instead), and the writers check once more. :func:`to_json` refuses NaN and +-inf with a
+ModelError naming the key (``null`` only ever means "not applicable": majority vote has no objective, a Pearson
+r of constant estimates is undefined); :func:`posterior_frame` and :func:`worker_frame` refuse a non-finite
+number naming the column and row.
+"""
 
 from __future__ import annotations
 
@@ -9,6 +16,7 @@ import numpy as np
 import pandas as pd
 
 from crowdlab.em import Run
+from crowdlab.errors import ModelError
 from crowdlab.metrics import accuracy, log_loss, macro_f, pearson
 from crowdlab.models.params import ClassParams
 from crowdlab.models.scores import ScoreParams
@@ -21,8 +29,8 @@ def posterior_frame(run: Run) -> pd.DataFrame:
     if isinstance(snap.params, ScoreParams):
         out = pd.DataFrame({"item": data.item_names, "estimate": snap.params.mu})
         if data.gold is not None:
-            out["gold"] = data.gold
-        return out
+            out["gold"] = data.gold  # NaN = no gold for that item (written as an empty cell)
+        return check_finite_frame(out, "posteriors", skip=("gold",))
     labels = run.labels()
     cols = {f"p_{c}": snap.q[:, k] for k, c in enumerate(data.class_names)}
     out = pd.DataFrame({"item": data.item_names, **cols})
@@ -31,7 +39,7 @@ def posterior_frame(run: Run) -> pd.DataFrame:
     if data.gold is not None:
         names = np.asarray(data.class_names + ("",), dtype=object)
         out["gold"] = names[np.where(data.gold >= 0, data.gold, len(data.class_names))]
-    return out
+    return check_finite_frame(out, "posteriors")
 
 
 def worker_frame(run: Run) -> pd.DataFrame:
@@ -41,7 +49,7 @@ def worker_frame(run: Run) -> pd.DataFrame:
     p = snap.params
     if isinstance(p, ScoreParams):
         out["p_good"] = snap.q[:, 1]
-        return out
+        return check_finite_frame(out, "workers")
     if isinstance(p, ClassParams):
         out["accuracy"] = p.worker_accuracy()
         for k, v in p.extra.items():
@@ -50,7 +58,26 @@ def worker_frame(run: Run) -> pd.DataFrame:
         lab = run.labels()
         agree = np.bincount(data.worker, weights=(data.label == lab[data.item]), minlength=data.n_workers)
         out["agreement_with_majority"] = agree / np.maximum(data.labels_per_worker, 1)
-    return out
+    return check_finite_frame(out, "workers")
+
+
+def check_finite_frame(frame: pd.DataFrame, what: str, skip: tuple[str, ...] = ()) -> pd.DataFrame:
+    """``frame`` itself, after checking that every number in it is finite (else ModelError naming the column and
+    the first row's first-column value); columns in ``skip`` may hold NaN for "unknown"."""
+    for col in frame.columns:
+        if col in skip:
+            continue
+        v = frame[col].to_numpy()
+        if v.dtype.kind not in "fc":
+            continue
+        bad = ~np.isfinite(v)
+        if bad.any():
+            i = int(np.flatnonzero(bad)[0])
+            raise ModelError(
+                f"{what}: column '{col}' is {v[i]} in the row of {frame.iloc[i, 0]!s} ({int(bad.sum())} such "
+                "row(s)); nothing non-finite is written."
+            )
+    return frame
 
 
 def params_dict(run: Run) -> dict:
@@ -70,7 +97,6 @@ def params_dict(run: Run) -> dict:
 
 def history_dict(run: Run) -> dict:
     """The objective after each half-step, plus what the run was."""
-    h = run.history()
     return {
         "method": run.model.info.key,
         "objective_name": getattr(run.model, "objective_name", None),
@@ -83,8 +109,14 @@ def history_dict(run: Run) -> dict:
         "converged": bool(run.converged),
         "tol": run.tol,
         "snapshots": [
-            {"index": int(i), "iteration": int(it), "kind": str(k), "objective": _num(o), "bound": _num(b)}
-            for i, it, k, o, b in zip(h["index"], h["iteration"], h["kind"], h["objective"], h["bound"])
+            {
+                "index": int(s.index),
+                "iteration": int(s.iteration),
+                "kind": str(s.kind),
+                "objective": _num(s.objective, f"objective of snapshot {s.index}"),
+                "bound": _num(s.bound, f"bound of snapshot {s.index}"),
+            }
+            for s in run.snapshots
         ],
         "violations": list(run.violations),
     }
@@ -96,25 +128,46 @@ def metrics_dict(run: Run) -> dict:
     if not data.has_gold:
         return {}
     if isinstance(run.current.params, ScoreParams):
-        return {"pearson_r": _num(pearson(run.current.params.mu, data.gold)), "gold_items": int(data.gold_mask.sum())}
+        r = pearson(run.current.params.mu, data.gold)  # NaN: undefined (constant estimates or gold)
+        return {"pearson_r": None if math.isnan(r) else _num(r, "pearson_r"), "gold_items": int(data.gold_mask.sum())}
     lab = run.labels()
     return {
-        "accuracy": _num(accuracy(lab, data.gold)),
-        "macro_f": _num(macro_f(lab, data.gold, data.n_classes)),
-        "log_loss": _num(log_loss(run.current.q, data.gold)),
+        "accuracy": _num(accuracy(lab, data.gold), "accuracy"),
+        "macro_f": _num(macro_f(lab, data.gold, data.n_classes), "macro_f"),
+        "log_loss": _num(log_loss(run.current.q, data.gold), "log_loss"),
         "gold_items": int(data.gold_mask.sum()),
     }
 
 
 def to_json(obj: dict) -> str:
+    """``obj`` as indented JSON; a NaN or +-inf anywhere raises ModelError naming where (never ``null``)."""
+    _check_json(obj, "")
     return json.dumps(obj, indent=2, allow_nan=False, default=_default)
 
 
-def _num(x) -> float | None:
+def _check_json(obj, path: str) -> None:
+    if isinstance(obj, dict):
+        for k, v in obj.items():
+            _check_json(v, f"{path}.{k}" if path else str(k))
+    elif isinstance(obj, list | tuple):
+        for i, v in enumerate(obj):
+            _check_json(v, f"{path}[{i}]")
+    elif isinstance(obj, np.ndarray):
+        if obj.dtype.kind in "fc" and not np.all(np.isfinite(obj)):
+            i = np.argwhere(~np.isfinite(obj))[0]
+            raise ModelError(f"'{path}{list(i.tolist())}' is {obj[tuple(i)]}: a non-finite number is never written.")
+    elif isinstance(obj, float | np.floating) and not math.isfinite(obj):
+        raise ModelError(f"'{path}' is {obj}: a non-finite number is never written.")
+
+
+def _num(x, what: str = "value") -> float | None:
+    """A finite float, None for None (not applicable); NaN or +-inf raises ModelError naming ``what``."""
     if x is None:
         return None
     x = float(x)
-    return None if math.isnan(x) or math.isinf(x) else x
+    if not math.isfinite(x):
+        raise ModelError(f"{what} is {x}: a non-finite number is never written.")
+    return x
 
 
 def _default(o):

@@ -190,8 +190,11 @@ def pearson(x: np.ndarray, y: np.ndarray) -> float:
     mask = np.isfinite(x) & np.isfinite(y)
     if mask.sum() < 2:
         return float("nan")
-    xc = x[mask] - x[mask].mean()
-    yc = y[mask] - y[mask].mean()
+    xs, ys = x[mask], y[mask]
+    xs = xs / max(float(np.abs(xs).max()), 1e-300)  # r is scale-free: |x| <= 1 keeps 1e308-sized inputs finite
+    ys = ys / max(float(np.abs(ys).max()), 1e-300)
+    xc = xs - xs.mean()
+    yc = ys - ys.mean()
     den = np.sqrt((xc * xc).sum() * (yc * yc).sum())
     if den == 0:
         return float("nan")

@@ -36,7 +36,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from crowdlab.data import Annotations
-from crowdlab.errors import ModelError
+from crowdlab.errors import DataError, ModelError
 from crowdlab.graph import color_classes
 from crowdlab.models.base import LatentModel, ModelInfo, entropy_rows, log_dirichlet, normalise_columns
 from crowdlab.models.dawid_skene import expected_counts
@@ -121,12 +121,45 @@ class NetworkCrowd(LatentModel):
         super().check(data)
         if data.graph is None:
             raise ModelError("The MRF model needs a graph over the items (an edge list or a simulated network).")
+        self.check_penalties(data)
+
+    def check_penalties(self, data: Annotations) -> None:
+        """Raise DataError when the Potts penalties delta_nn' w_nn' are not finite, negative, or so large that
+        the total energy of the graph passes the largest float (then the objective could not be represented);
+        the message names the heaviest edge."""
+        D = self.penalties(data)
+        vals = D.data
+        with np.errstate(over="ignore", invalid="ignore"):
+            total = float(vals.sum()) if vals.size else 0.0
+        if vals.size and np.all(np.isfinite(vals)) and vals.min() >= 0 and np.isfinite(total) and total < 1e300:
+            return
+        C = D.tocoo()
+        A = data.graph.tocoo()
+        bad = ~np.isfinite(C.data) | (C.data < 0)
+        i = int(np.flatnonzero(bad)[0]) if bad.any() else int(np.argmax(C.data))
+        a, b = int(C.row[i]), int(C.col[i])
+        w = A.tocsr()[a, b]
+        names = data.item_names
+        raise DataError(
+            f"the edge between items '{names[a]}' and '{names[b]}' has weight {w:.6g}; with delta = "
+            f"{self.delta_label(data)} its Potts penalty is {C.data[i]:.6g} and the graph's total penalty "
+            f"{total:.6g}, beyond what a float can hold (1e300 is the limit here).",
+            hint="Rescale the edge weights (only their product with delta matters) or lower delta.",
+        )
+
+    def delta_label(self, data: Annotations) -> str:
+        """delta as a person set it: a number, or "(M_n + M_n') / 4"."""
+        if self.delta == "labels":
+            return "(M_n + M_n') / 4"
+        return f"{float(data.n_workers if self.delta is None else self.delta):.6g}"
 
     def delta_for(self, data: Annotations) -> float:
         """The scalar delta (None -> M); for ``delta="labels"`` the mean of the per-edge values."""
         if self.delta == "labels":
             D = self.penalties(data)
-            return float(D.sum() / max(data.graph.sum(), 1e-300))
+            g = data.graph.data
+            top = float(g.max()) if g.size else 1.0
+            return float((D / top).sum() / max(float((g / top).sum()), 1e-300)) if top > 0 else 0.0
         return float(data.n_workers if self.delta is None else self.delta)
 
     def penalties(self, data: Annotations):
@@ -142,9 +175,11 @@ class NetworkCrowd(LatentModel):
             if self.delta == "labels":
                 m = data.labels_per_item.astype(np.float64)
                 C = A.tocoo()
-                D = sp.csr_matrix((C.data * (m[C.row] + m[C.col]) / 4.0, (C.row, C.col)), shape=A.shape)
+                with np.errstate(over="ignore"):
+                    D = sp.csr_matrix((C.data * (m[C.row] + m[C.col]) / 4.0, (C.row, C.col)), shape=A.shape)
             else:
-                D = A * float(data.n_workers if self.delta is None else self.delta)
+                with np.errstate(over="ignore", invalid="ignore"):
+                    D = A * float(data.n_workers if self.delta is None else self.delta)
             self._classes[key] = D
         return self._classes[key]
 

@@ -18,6 +18,14 @@ item i is s_ia ~ N(mu_i, sigma) (one sigma for all items); a bad one's is Unifor
 
 Objective: sum_a log sum_z p(s_a, z_a | theta) (+ log prior), exactly what EM climbs.
 Shapes: mu (N,), q (M, 2) with q[:, 1] = w (good), q[:, 0] = 1 - w.
+
+Numerics (any finite scores, 1e-300 or 1e308 alike): the E- and M-steps work on standardised scores
+z = (s - c) / h with c the midpoint and h the half-width of [low, high], both computed without overflow
+(c = low/2 + high/2, h = high/2 - low/2), so |z| <= 1. Rescaling or shifting all scores leaves z, the posteriors
+and the standardised parameters unchanged; the objective only moves by the Jacobian -n_obs log(scale). The
+parameters are stored in score units (mu = c + h mu_z, sigma = h sigma_z, both finite). When all scores are
+equal (or closer than 2e-290) the range is [s, s + width] with width = 1, or a relative 2^-30 of |s| when s + 1
+would round back to s.
 """
 
 from __future__ import annotations
@@ -30,6 +38,48 @@ from crowdlab.data import Annotations
 from crowdlab.models.base import LatentModel, ModelInfo, log_beta_pdf, safe_log
 
 LOG_2PI = float(np.log(2 * np.pi))
+LOG_2 = float(np.log(2.0))
+LOGPDF_FLOOR = -1e200  # a score absurdly far from a given mean (user-supplied parameters) stays finite
+
+
+def score_range(values: np.ndarray) -> tuple[float, float]:
+    """(low, high) of the scores with high > low for any finite scores (see the module docstring)."""
+    lo, hi = float(np.min(values)), float(np.max(values))
+    if hi / 2.0 - lo / 2.0 >= 1e-290:  # a half-width that log and division handle (else: as one value)
+        return lo, hi
+    width = max(1.0, abs(lo) * 2.0**-30)
+    if np.isfinite(lo + width) and lo + width > lo:
+        return lo, lo + width
+    return lo - width, lo
+
+
+def standard_frame(low: float, high: float) -> tuple[float, float]:
+    """(c, h): midpoint and half-width of [low, high], computed without overflow (h > 0 when high > low)."""
+    return low / 2.0 + high / 2.0, high / 2.0 - low / 2.0
+
+
+def standard_diff(s: np.ndarray, m: np.ndarray, h: float) -> np.ndarray:
+    """(s - m) / h without overflow for any finite s, m (|s - m| may exceed the largest float)."""
+    return (s / 2.0 - m / 2.0) / (h / 2.0) if h >= 2e-300 else (s - m) / h
+
+
+def weighted_item_means(data: Annotations, weights: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(mu, den): per item sum_a w s / sum_a w over its scores (den = sum_a w), to full precision and without
+    overflow: each item's scores are divided by a power of two t_i >= its largest |score| (exact) before summing.
+    Items with den = 0 get their plain mean."""
+    N = data.n_items
+    v = data.value
+    big = np.zeros(N)
+    np.maximum.at(big, data.item, np.abs(v))
+    t = np.minimum(np.exp2(np.minimum(np.ceil(np.log2(np.where(big > 0, big, 1.0))), 1023.0)), 2.0**1023)
+    u = v / t[data.item]  # |u| <= 2 (<= 1 below 2^1023)
+    den = np.bincount(data.item, weights=weights, minlength=N)
+    num = np.bincount(data.item, weights=weights * u, minlength=N)
+    plain = np.bincount(data.item, weights=u, minlength=N) / np.maximum(data.labels_per_item, 1)
+    with np.errstate(invalid="ignore", divide="ignore", over="ignore"):
+        mean_u = np.where(den > 0, num / np.where(den > 0, den, 1.0), plain)
+        mu = mean_u * t
+    return np.clip(mu, -np.finfo(np.float64).max, np.finfo(np.float64).max), den
 
 
 @dataclass(frozen=True, eq=False)
@@ -82,24 +132,32 @@ class GoodBadScores(LatentModel):
             lo, hi = map(float, self.score_range)
             if not hi > lo:
                 raise ValueError("score range needs high > low.")
+            if not (np.isfinite(lo) and np.isfinite(hi)):
+                raise ValueError("score range needs finite bounds.")
             if data.value.min() < lo or data.value.max() > hi:
                 raise ValueError(f"scores fall outside the range [{lo}, {hi}].")
             return lo, hi
-        return data.value_range
+        return score_range(data.value)
 
     def _sigma_min(self, lo: float, hi: float) -> float:
-        return self.sigma_min if self.sigma_min is not None else 1e-3 * (hi - lo)
+        """The floor of sigma in score units: 1e-3 (high - low) unless given (computed without overflow)."""
+        return self.sigma_min if self.sigma_min is not None else 2e-3 * standard_frame(lo, hi)[1]
 
     def obs_log_normal(self, data: Annotations, params: ScoreParams) -> np.ndarray:
-        """(n_obs,) log N(s_ia; mu_i, sigma) of every observed score."""
-        r = (data.value - params.mu[data.item]) / params.sigma
-        return -0.5 * r * r - np.log(params.sigma) - 0.5 * LOG_2PI
+        """(n_obs,) log N(s_ia; mu_i, sigma) of every observed score, evaluated on the standardised scale:
+        log N(z; mu_z, sigma_z) - log h (floored at -1e200 for absurd user-given parameters)."""
+        h = standard_frame(params.low, params.high)[1]
+        with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
+            sigma_z = max(params.sigma / h, 1e-300)
+            r = standard_diff(data.value, params.mu[data.item], h) / sigma_z
+            out = -0.5 * r * r - (np.log(sigma_z) + np.log(h) + 0.5 * LOG_2PI)
+        return np.fmax(out, LOGPDF_FLOOR)
 
     def log_joint(self, data: Annotations, params: ScoreParams) -> np.ndarray:
         M = data.n_workers
         good = np.bincount(data.worker, weights=self.obs_log_normal(data, params), minlength=M)
         n_a = data.labels_per_worker
-        bad = -n_a * np.log(params.high - params.low)
+        bad = -n_a * (LOG_2 + np.log(standard_frame(params.low, params.high)[1]))  # log 1 / (high - low)
         out = np.empty((M, 2))
         out[:, 0] = safe_log(1.0 - params.pi_good) + bad
         out[:, 1] = safe_log(params.pi_good) + good
@@ -107,18 +165,16 @@ class GoodBadScores(LatentModel):
 
     def m_step(self, data: Annotations, q: np.ndarray) -> ScoreParams:
         lo, hi = self._range(data)
+        h = standard_frame(lo, hi)[1]
         w = q[:, 1]
         w_obs = w[data.worker]
-        N = data.n_items
-        den = np.bincount(data.item, weights=w_obs, minlength=N)
-        num = np.bincount(data.item, weights=w_obs * data.value, minlength=N)
-        plain = np.bincount(data.item, weights=data.value, minlength=N) / np.maximum(data.labels_per_item, 1)
-        with np.errstate(invalid="ignore", divide="ignore"):
-            mu = np.where(den > 0, num / np.where(den > 0, den, 1.0), plain)
-        resid = data.value - mu[data.item]
+        mu, _ = weighted_item_means(data, w_obs)
+        mu = np.clip(mu, lo, hi)
+        resid = standard_diff(data.value, mu[data.item], h)  # |resid| <= 2
         tot = w_obs.sum()
         var = float((w_obs * resid * resid).sum() / tot) if tot > 0 else float(np.var(resid))
-        sigma = max(float(np.sqrt(var)), self._sigma_min(lo, hi))
+        sigma_z = max(float(np.sqrt(var)), self._sigma_min(lo, hi) / h)
+        sigma = h * sigma_z
         s = self.prior
         pi_good = float((w.sum() + s) / (w.shape[0] + 2 * s))
         return ScoreParams(mu=mu, sigma=sigma, pi_good=pi_good, low=lo, high=hi)

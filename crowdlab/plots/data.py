@@ -20,6 +20,7 @@ import plotly.graph_objects as go
 
 from crowdlab.data import Annotations
 from crowdlab.describe import worker_agreement
+from crowdlab.models.scores import score_range
 
 __all__ = [
     "AGREEMENT_COLOR_SCALE",
@@ -212,11 +213,11 @@ def score_histogram(
     g = None if gold is None else np.asarray(gold, dtype=np.float64)
     g = None if g is None or not np.isfinite(g).any() else g[np.isfinite(g)]
     both = v if g is None else np.concatenate([v, g])
-    lo, hi = float(both.min()), float(both.max())
-    if hi <= lo:
-        hi = lo + 1.0
-    edges = np.linspace(lo, hi, bins + 1)
-    centres = (edges[:-1] + edges[1:]) / 2
+    lo, hi = score_range(both)  # hi > lo for any finite scores (1e308 included)
+    width = hi / bins - lo / bins  # hi - lo may overflow; its bins-th part does not
+    t = np.arange(bins + 1) / bins
+    edges = np.maximum.accumulate(lo * (1.0 - t) + hi * t)  # between lo and hi: no overflow
+    centres = edges[:-1] + width / 2
     traces = []
     for arr, name, meta, color in ((v, "crowd scores", "scores", BAR_COLOR), (g, "gold means", "gold", GOLD_COLOR)):
         if arr is None:
@@ -227,7 +228,7 @@ def score_histogram(
                 type="bar",
                 x=centres,
                 y=freq / max(arr.size, 1),
-                width=(hi - lo) / bins,
+                width=width,
                 name=name,
                 meta=meta,
                 opacity=0.6,
@@ -363,7 +364,8 @@ def score_correlation(data: Annotations, limit: int = 30) -> tuple[np.ndarray, n
     W, N = workers.size, data.n_items
     total = np.zeros((N, W))
     cnt = np.zeros((N, W))
-    np.add.at(total, (item, col), data.value[keep])
+    v = data.value[keep]
+    np.add.at(total, (item, col), v / max(float(np.abs(v).max(initial=0.0)), 1e-300))  # r is scale-free; |v| <= 1
     np.add.at(cnt, (item, col), 1.0)
     M = (cnt > 0).astype(np.float64)
     X = np.divide(total, cnt, out=np.zeros_like(total), where=cnt > 0)

@@ -131,7 +131,7 @@ class NetworkCrowd(LatentModel):
         vals = D.data
         with np.errstate(over="ignore", invalid="ignore"):
             total = float(vals.sum()) if vals.size else 0.0
-        if vals.size and np.all(np.isfinite(vals)) and vals.min() >= 0 and np.isfinite(total) and total < 1e300:
+        if not vals.size or (np.all(np.isfinite(vals)) and vals.min() >= 0 and total < 1e300):
             return
         C = D.tocoo()
         A = data.graph.tocoo()

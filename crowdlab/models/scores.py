@@ -91,6 +91,15 @@ class ScoreParams:
     pi_good: float
     low: float
     high: float
+    mu_z: np.ndarray | None = None  # the means on the standardised scale (see below); None: derived from mu
+
+    def standard_means(self) -> np.ndarray:
+        """(N,) mu_z = (mu - c) / h in the frame of [low, high]. The M-step keeps them as computed, so EM stays
+        exact when the scores' spread is near the float resolution of their size (mu itself then rounds)."""
+        if self.mu_z is not None:
+            return self.mu_z
+        c, h = standard_frame(self.low, self.high)
+        return standard_diff(self.mu, c, h)
 
     def to_dict(self, worker_names=None, item_names=None) -> dict:
         out = {
@@ -146,10 +155,10 @@ class GoodBadScores(LatentModel):
     def obs_log_normal(self, data: Annotations, params: ScoreParams) -> np.ndarray:
         """(n_obs,) log N(s_ia; mu_i, sigma) of every observed score, evaluated on the standardised scale:
         log N(z; mu_z, sigma_z) - log h (floored at -1e200 for absurd user-given parameters)."""
-        h = standard_frame(params.low, params.high)[1]
+        c, h = standard_frame(params.low, params.high)
         with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
             sigma_z = max(params.sigma / h, 1e-300)
-            r = standard_diff(data.value, params.mu[data.item], h) / sigma_z
+            r = (standard_diff(data.value, c, h) - params.standard_means()[data.item]) / sigma_z
             out = -0.5 * r * r - (np.log(sigma_z) + np.log(h) + 0.5 * LOG_2PI)
         return np.fmax(out, LOGPDF_FLOOR)
 
@@ -165,19 +174,25 @@ class GoodBadScores(LatentModel):
 
     def m_step(self, data: Annotations, q: np.ndarray) -> ScoreParams:
         lo, hi = self._range(data)
-        h = standard_frame(lo, hi)[1]
+        c, h = standard_frame(lo, hi)
         w = q[:, 1]
         w_obs = w[data.worker]
-        mu, _ = weighted_item_means(data, w_obs)
+        mu, den = weighted_item_means(data, w_obs)  # in score units, to full precision (what is exported)
         mu = np.clip(mu, lo, hi)
-        resid = standard_diff(data.value, mu[data.item], h)  # |resid| <= 2
+        z = standard_diff(data.value, c, h)  # about [-1, 1]
+        N = data.n_items
+        num = np.bincount(data.item, weights=w_obs * z, minlength=N)
+        plain = np.bincount(data.item, weights=z, minlength=N) / np.maximum(data.labels_per_item, 1)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            mu_z = np.where(den > 0, num / np.where(den > 0, den, 1.0), plain)  # what EM uses
+        resid = z - mu_z[data.item]
         tot = w_obs.sum()
         var = float((w_obs * resid * resid).sum() / tot) if tot > 0 else float(np.var(resid))
         sigma_z = max(float(np.sqrt(var)), self._sigma_min(lo, hi) / h)
         sigma = h * sigma_z
         s = self.prior
         pi_good = float((w.sum() + s) / (w.shape[0] + 2 * s))
-        return ScoreParams(mu=mu, sigma=sigma, pi_good=pi_good, low=lo, high=hi)
+        return ScoreParams(mu=mu, sigma=sigma, pi_good=pi_good, low=lo, high=hi, mu_z=mu_z)
 
     def log_prior(self, params: ScoreParams) -> float:
         if not self.has_prior:

@@ -1,0 +1,113 @@
+"""EM fuzz for every model: thousands of generated problems (tests/unit/fuzz_problems.py), adversarial ones
+included; no decrease of an exact objective, nothing non-finite, posteriors on the simplex.
+
+Marked ``slow`` (CI runs it). The counts are chosen so the whole file takes about a minute on two cores.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from crowdlab.em import Run
+from crowdlab.features import features_from_array
+from crowdlab.models import DawidSkene, GoodBadScores, HMMCrowd, MajorityVote, NetworkCrowd, OneCoin, TwoCoin
+from crowdlab.models.majority import majority_labels, majority_posterior, vote_fractions
+from crowdlab.models.raykar import RaykarModel
+from tests.unit.fuzz_problems import check_run, class_problem, network_problem, score_problem, sequence_problem
+
+pytestmark = pytest.mark.slow
+
+N_CLASS = 150  # per (model, soft/hard)
+N_SEQ = 150  # per soft/hard
+N_NET = 150  # per E-step variant
+N_SCORES = 300  # per soft/hard
+N_RAYKAR = 200
+N_MAJORITY = 500
+
+
+@pytest.mark.parametrize("model_cls", [DawidSkene, OneCoin, TwoCoin])
+@pytest.mark.parametrize("hard", [False, True])
+def test_class_models_adversarial(model_cls, hard):
+    for seed in range(N_CLASS):
+        data = class_problem(seed, K=2 if model_cls is TwoCoin else None)
+        prior = (0.0, 0.5, 3.0)[seed % 3]
+        init = ("majority", "random", "all_good")[(seed // 3) % 3]
+        run = Run(data, model_cls(prior=prior, hard=hard), init, seed=seed, max_iter=30)
+        run.run()
+        check_run(run)
+
+
+@pytest.mark.parametrize("hard", [False, True])
+def test_hmm(hard):
+    for seed in range(N_SEQ):
+        data = sequence_problem(seed)
+        init = ("majority", "random")[seed % 2]
+        run = Run(data, HMMCrowd(prior=(0.0, 1.0)[(seed // 2) % 2], hard=hard), init, seed=seed, max_iter=30)
+        run.run()
+        check_run(run)
+
+
+@pytest.mark.parametrize(("e_step", "hard"), [("mean_field", False), ("icm", True)])
+def test_mrf_monotone_variants(e_step, hard):
+    for seed in range(N_NET):
+        data = network_problem(seed)
+        delta = None if seed % 4 == 3 else (None, 0.0, 1e3, "labels")[(seed // 4) % 4]
+        model = NetworkCrowd(delta=delta, e_step=e_step, hard=hard, prior=(0.0, 1.0)[seed % 2], seed=seed)
+        run = Run(data, model, ("majority", "random")[(seed // 2) % 2], seed=seed, max_iter=20)
+        run.run()
+        check_run(run, bound_below_objective=False)
+
+
+def test_mrf_soft_icm_stays_finite():
+    """Alg. 3 with soft q (not guaranteed monotone): still nothing non-finite, q on the simplex."""
+    for seed in range(N_NET // 3):
+        data = network_problem(seed)
+        run = Run(data, NetworkCrowd(e_step="icm", seed=seed), seed=seed, max_iter=15)
+        run.run()
+        check_run(run, bound_below_objective=False)
+
+
+@pytest.mark.parametrize("hard", [False, True])
+def test_scores_model(hard):
+    for seed in range(N_SCORES):
+        data = score_problem(seed)
+        init = ("all_good", "random")[seed % 2]
+        run = Run(data, GoodBadScores(prior=(0.0, 1.0)[(seed // 2) % 2], hard=hard), init, seed=seed, max_iter=30)
+        run.run()
+        check_run(run)
+        p = run.params
+        lo, hi = p.low, p.high
+        assert np.all((p.mu >= lo) & (p.mu <= hi)) and 0 < p.sigma < np.inf and 0 <= p.pi_good <= 1
+
+
+def test_raykar():
+    for seed in range(N_RAYKAR):
+        data = class_problem(seed, K=2, max_items=25, max_workers=4)
+        rng = np.random.default_rng(seed)
+        d_raw = int(rng.integers(1, 4))
+        X = rng.normal(size=(data.n_items, d_raw)) * (1e6 if seed % 5 == 0 else 1.0)
+        if seed % 4 == 1 and data.gold is not None:  # separable: the first feature is the truth
+            X[:, 0] = np.where(data.gold == 1, 1.0, -1.0)
+        feats = features_from_array(
+            X, data.item_names, add_intercept=bool(seed % 2 == 0), standardize=bool(seed % 3 == 0)
+        )
+        model = RaykarModel(feats, l2=(0.0, 0.5, 2.0)[seed % 3], prior=(0.0, 1.0)[(seed // 3) % 2], hard=seed % 7 == 0)
+        run = Run(data, model, ("majority", "random")[(seed // 2) % 2], seed=seed, max_iter=25)
+        run.run()
+        check_run(run)
+        assert np.all(np.isfinite(run.params.w))
+
+
+def test_majority_vote():
+    for seed in range(N_MAJORITY):
+        data = class_problem(seed)
+        for q in (majority_posterior(data), vote_fractions(data)):
+            assert np.all(np.isfinite(q)) and q.min() >= 0
+            np.testing.assert_allclose(q.sum(axis=1), 1.0, atol=1e-12)
+        lab = majority_labels(data)
+        assert lab.shape == (data.n_items,) and lab.min() >= 0 and lab.max() < data.n_classes
+        top = data.vote_counts.max(axis=1)
+        assert np.all(data.vote_counts[np.arange(data.n_items), lab] == top)  # the label has the most votes
+        run = Run(data, MajorityVote())
+        assert run.history()["objective"].size == 1 and run.violations == []

@@ -649,10 +649,34 @@ def _predictions(F, ndim: int) -> np.ndarray:
     return a
 
 
+def _pow2(x: float) -> float:
+    """The power of two at or above |x| (1 for 0): dividing by it is exact and brings |x| to (1/2, 1]."""
+    x = abs(float(x))
+    return 1.0 if x == 0 else float(np.ldexp(1.0, int(np.frexp(x)[1])))
+
+
+def _reg_units(F: np.ndarray, mu: float, sigma: float, tau: float) -> tuple[np.ndarray, float]:
+    """Scale factors that make the regression model's numbers O(1): ``c`` (k,) per prediction column and ``b``
+    for the units of y (mu_y, sigma_y, tau), all powers of two. The model is invariant under them: with
+    yhat_j / c_j and (mu_y, sigma_y, tau) / b the maximiser is theta_j b / c_j and the log-likelihood moves by
+    n sum_j log c_j; so 1e300-sized predictions are estimated as precisely as their rescaled versions."""
+    c = np.array([_pow2(np.abs(col).max()) for col in F.T]) if F.size else np.ones(F.shape[1])
+    b = _pow2(max(abs(mu), sigma, tau))
+    return c, b
+
+
+def _reg_finite(what: str, value, hint: str) -> None:
+    if not np.all(np.isfinite(value)):
+        raise DataError(f"{what} is not representable as a float64 ({value}).", hint=hint)
+
+
+UNITS_HINT = "Express the predictions and y in units closer to 1 (only their ratio matters to theta)."
+
+
 def regression_risk(theta, mu_y: float, sigma_y: float, tau: float) -> np.ndarray:
     """R(f) = theta^2 tau^2 + (1 - theta)^2 E[y^2] with E[y^2] = mu_y^2 + sigma_y^2 (Sec. 2.1.2); vectorised."""
     th = np.asarray(theta, dtype=np.float64)
-    return th * th * tau * tau + (1.0 - th) ** 2 * (mu_y * mu_y + sigma_y * sigma_y)
+    return (th * tau) ** 2 + ((1.0 - th) * np.hypot(mu_y, sigma_y)) ** 2  # products first: no needless overflow
 
 
 def _reg_stats(y: np.ndarray) -> tuple[int, float, float]:
@@ -676,11 +700,15 @@ def regression_loglik(theta, yhat, mu_y: float, sigma_y: float, tau: float) -> n
     + mu_y sum yhat / ((tau^2 + sigma_y^2) theta) - n mu_y^2 / (2 (tau^2 + sigma_y^2)).
     """
     y = _predictions(yhat, 1)
-    V = _positive("tau", tau) ** 2 + _positive("sigma_y", sigma_y) ** 2
+    tau, sigma_y, mu = _positive("tau", tau), _positive("sigma_y", sigma_y), float(mu_y)
     th = np.asarray(theta, dtype=np.float64)
     if not np.all(np.isfinite(th)) or (th == 0).any():
         raise DataError("theta must be finite and non-zero (theta = 0 predicts a constant).")
-    return _reg_ll(th, *_reg_stats(y), float(mu_y), V)
+    (c,), b = _reg_units(y[:, None], mu, sigma_y, tau)
+    V = (tau / b) ** 2 + (sigma_y / b) ** 2
+    with np.errstate(over="ignore", under="ignore"):
+        th_n = th * b / c
+    return _reg_ll(th_n, *_reg_stats(y / c), mu / b, V) - y.size * np.log(c)
 
 
 def regression_closed_form(yhat, mu_y: float, sigma_y: float, tau: float, sign: str = "best") -> RegressionEstimate:
@@ -695,15 +723,21 @@ def regression_closed_form(yhat, mu_y: float, sigma_y: float, tau: float, sign: 
     tau = _positive("tau", tau)
     sigma_y = _positive("sigma_y", sigma_y)
     mu = float(mu_y)
-    V = tau * tau + sigma_y * sigma_y
-    n, s1, s2 = _reg_stats(y)
-    if s2 <= 0:
+    (c,), b = _reg_units(y[:, None], mu, sigma_y, tau)
+    V = (tau / b) ** 2 + (sigma_y / b) ** 2  # in the rescaled units (see _reg_units)
+    n, s1, s2 = _reg_stats(y / c)
+    mu_n = mu / b
+    if not np.any(y != 0):
         raise DataError("every prediction is 0: theta = a'/a would be 0, outside the model (a' must be non-zero).")
-    b = mu * s1 / V
-    disc = np.sqrt(b * b / (4.0 * n * n) + s2 / (n * V))
-    neg, pos = -b / (2.0 * n) - disc, -b / (2.0 * n) + disc
-    ll_neg, ll_pos = (float(v) for v in _reg_ll(np.array([neg, pos]), n, s1, s2, mu, V))
+    B = mu_n * s1 / V
+    disc = np.sqrt(B * B / (4.0 * n * n) + s2 / (n * V))
+    neg, pos = -B / (2.0 * n) - disc, -B / (2.0 * n) + disc
+    ll_neg, ll_pos = (float(v) for v in _reg_ll(np.array([neg, pos]), n, s1, s2, mu_n, V))
     tie = abs(ll_pos - ll_neg) <= 1e-12 * max(1.0, abs(ll_pos))
+    with np.errstate(over="ignore"):
+        neg, pos = neg * (c / b), pos * (c / b)  # back to the original units
+    ll_neg, ll_pos = ll_neg - n * np.log(c), ll_pos - n * np.log(c)
+    _reg_finite(f"theta (predictions up to {c:.3g}, y on a scale of {b:.3g})", np.array([neg, pos]), UNITS_HINT)
     if sign == "positive":
         theta, ll = pos, ll_pos
     elif sign == "negative":
@@ -725,9 +759,12 @@ def regression_closed_form(yhat, mu_y: float, sigma_y: float, tau: float, sign: 
             f"Identifiable (Prop. 8 / Corollary 9, a != 0): theta = {theta:.4f} (log-likelihood {ll:.6g}); the root "
             f"of the other sign, {other:.4f}, has log-likelihood {ll_other:.6g}."
         )
+    with np.errstate(over="ignore", invalid="ignore"):
+        r = float(regression_risk(theta, mu, sigma_y, tau))
+    _reg_finite("the risk E[(f(x) - y)^2]", r, UNITS_HINT)
     return RegressionEstimate(
         float(theta),
-        float(regression_risk(theta, mu, sigma_y, tau)),
+        r,
         (float(neg), float(pos)),
         ll,
         ident,
@@ -769,8 +806,12 @@ def collaborative_regression_loglik(theta, F, mu_y: float, sigma_y: float, tau: 
     th = np.asarray(theta, dtype=np.float64)
     if th.shape[-1:] != (X.shape[1],) or not np.all(np.isfinite(th)) or (th == 0).any():
         raise DataError(f"theta needs {X.shape[1]} finite non-zero entries per row, got shape {th.shape}.")
-    stats = _coll_reg_terms(X, float(mu_y), _positive("sigma_y", sigma_y), _positive("tau", tau))
-    return _coll_reg_ll_u(1.0 / th, stats, float(tau))
+    mu, sigma, tau = float(mu_y), _positive("sigma_y", sigma_y), _positive("tau", tau)
+    c, b = _reg_units(X, mu, sigma, tau)
+    stats = _coll_reg_terms(X / c, mu / b, sigma / b, tau / b)
+    with np.errstate(over="ignore", under="ignore", divide="ignore"):
+        u = c / (th * b)  # 1 / theta in the rescaled units
+    return _coll_reg_ll_u(u, stats, tau / b) - X.shape[0] * np.log(c).sum()
 
 
 def collaborative_regression_mle(
@@ -809,14 +850,17 @@ def collaborative_regression_mle(
         th0 = np.asarray(theta0, dtype=np.float64).ravel()
         if th0.shape != (k,) or (np.sign(th0) != s).any():
             raise DataError("theta0 needs k non-zero entries with the signs given by `signs`.")
-    stats = _coll_reg_terms(X, mu, sigma_y, tau)
+    c, b = _reg_units(X, mu, sigma_y, tau)  # work in O(1) units; theta_j = theta_n_j c_j / b
+    stats = _coll_reg_terms(X / c, mu / b, sigma_y / b, tau / b)
     _, _, P, a, _, s1, Q = stats
-    t2 = tau * tau
+    t2 = (tau / b) ** 2
+    with np.errstate(over="ignore", under="ignore"):
+        th0 = th0 * b / c
     dQ = np.diag(Q)
 
     def fun(v: np.ndarray):
         u = s * np.exp(v)
-        ll = float(_coll_reg_ll_u(u, stats, tau))
+        ll = float(_coll_reg_ll_u(u, stats, tau / b))
         g = n / u + (a * s1 / t2 + Q @ u / (t2 * t2)) / P - u * dQ / t2
         return -ll, -(g * u)
 
@@ -834,8 +878,14 @@ def collaborative_regression_mle(
         method="trust-exact",
         options={"gtol": gtol * max(1.0, n), "maxiter": max_iter},
     )
-    theta = s * np.exp(-res.x)
-    ll = float(_coll_reg_ll_u(1.0 / theta, stats, tau))
+    theta_n = s * np.exp(-res.x)
+    ll = float(_coll_reg_ll_u(1.0 / theta_n, stats, tau / b)) - n * float(np.log(c).sum())
+    with np.errstate(over="ignore"):
+        theta = theta_n * (c / b)
+    _reg_finite(f"theta (predictions up to {c.max():.3g}, y on a scale of {b:.3g})", theta, UNITS_HINT)
+    with np.errstate(over="ignore", invalid="ignore"):
+        risk_ = regression_risk(theta, mu, sigma_y, tau)
+    _reg_finite("the risk E[(f(x) - y)^2]", risk_, UNITS_HINT)
     if mu == 0.0:
         ident = False
         verdict = (
@@ -847,7 +897,7 @@ def collaborative_regression_mle(
         verdict = f"Identifiable (Prop. 8, a != 0); maximiser on the orthant signs = {s.astype(int).tolist()}."
     return RegressionFit(
         theta=theta,
-        risk=regression_risk(theta, mu, sigma_y, tau),
+        risk=risk_,
         loglik=ll,
         signs=s,
         n_iter=int(res.nit),

@@ -82,7 +82,7 @@ from crowdlab.models.base import softmax_rows
 from crowdlab.models.dawid_skene import DawidSkene, expected_counts
 from crowdlab.models.one_coin import OneCoin
 from crowdlab.models.params import ClassParams
-from crowdlab.models.scores import GoodBadScores, ScoreParams
+from crowdlab.models.scores import GoodBadScores, ScoreParams, standard_diff, standard_frame
 from crowdlab.models.two_coin import TwoCoin
 
 __all__ = [
@@ -673,7 +673,9 @@ def _information_notes(r, block, singular, lo, hi, gradient, cov, hard) -> list[
     return notes
 
 
-def _scores_information(model: GoodBadScores, data: Annotations, params, block: str) -> ObservedInformation:
+def _scores_information(
+    model: GoodBadScores, data: Annotations, params, block: str, standard: bool = False
+) -> ObservedInformation:
     """Observed information of the good/bad scores model in phi = (mu_1..mu_N, sigma, pi_good) (module docstring).
 
     Louis' identity per annotator, with w_a = P(good | s_a): -d^2 log p(s | phi) = sum_a [w_a (-H_good,a) +
@@ -683,6 +685,12 @@ def _scores_information(model: GoodBadScores, data: Annotations, params, block: 
     -1 / (1 - pi)); -H_good,a has mu-mu diagonal c_ia / sigma^2 (c_ia scores of a on i), mu_i-sigma
     2 sum r_ia / sigma^3, sigma-sigma 3 S2_a / sigma^4 - n_a / sigma^2, pi-pi 1 / pi^2; -H_bad,a only
     1 / (1 - pi)^2. The Beta(1 + s, 1 + s) prior adds s / pi^2 + s / (1 - pi)^2.
+
+    ``standard=True``: in the standardised coordinates (mu_z, sigma_z, pi_good) of `crowdlab.models.scores`
+    (mu = c + h mu_z, sigma = h sigma_z), where every number is O(1) for scores of any size; standard errors of
+    mu and sigma in score units are then h times theirs (what :func:`worker_intervals` does). In score units
+    (the default) the information scales as 1 / h^2: for score ranges beyond 1e-60 .. 1e60 that is refused with
+    a ModelError (the matrix would under- or overflow).
     """
     model.check(data)
     if not isinstance(params, ScoreParams):
@@ -692,12 +700,22 @@ def _scores_information(model: GoodBadScores, data: Annotations, params, block: 
         raise ModelError(f"params have {params.mu.size} item means; the data have {N} items.")
     if block not in ("auto", "full", "worker"):
         raise ValueError(f"block must be 'auto', 'full' or 'worker', got {block!r}.")
-    mu, sig, pi = np.asarray(params.mu, np.float64), float(params.sigma), float(params.pi_good)
     lo_s, hi_s = params.low, params.high
+    c_s, h_s = standard_frame(lo_s, hi_s)
+    if not standard and not 1e-60 <= h_s <= 1e60:
+        raise ModelError(
+            f"the scores span [{lo_s:.3g}, {hi_s:.3g}]: their observed information in score units (about 1 / "
+            f"{h_s:.3g}^2) is beyond float64.",
+        )
+    pi = float(params.pi_good)
+    if standard:
+        mu, sig = np.asarray(params.standard_means(), np.float64), float(params.sigma) / h_s
+    else:
+        mu, sig = np.asarray(params.mu, np.float64), float(params.sigma)
     q = softmax_rows(model.log_joint(data, params))
     w = q[:, 1]
     it, wk = data.item, data.worker
-    res = data.value - mu[it]
+    res = (standard_diff(data.value, c_s, h_s) if standard else data.value) - mu[it]
     w_obs = w[wk]
     n_a = np.bincount(wk, minlength=M).astype(np.float64)
     S2 = np.bincount(wk, weights=res * res, minlength=M)
@@ -706,7 +724,8 @@ def _scores_information(model: GoodBadScores, data: Annotations, params, block: 
     R = N + 2
     s_pr = model.prior
     pi_free = BOUNDARY < pi < 1.0 - BOUNDARY
-    floor = model._sigma_min(lo_s, hi_s)
+    floor_s = model._sigma_min(lo_s, hi_s)  # in score units
+    floor = floor_s / h_s if standard else floor_s
     sig_free = sig > floor * (1.0 + SIGMA_FLOOR_RTOL)
     mu_free = cnt_w > MU_WEIGHT_MIN
 
@@ -731,6 +750,11 @@ def _scores_information(model: GoodBadScores, data: Annotations, params, block: 
     free = np.flatnonzero(np.concatenate([mu_free, [sig_free, pi_free]]))
     info = info[np.ix_(free, free)]
     gradient = grad[free]
+    if not (np.all(np.isfinite(info)) and np.all(np.isfinite(grad))):
+        raise ModelError(
+            f"the observed information of the scores model is not finite at these parameters (sigma = {sig:.3g}"
+            f"{' in units of ' + format(h_s, '.3g') if standard else ''}); nothing was computed."
+        )
     cov, singular, lo, hi = _symmetric_inverse(info)
     r = free.size
     if r == 0:
@@ -739,6 +763,9 @@ def _scores_information(model: GoodBadScores, data: Annotations, params, block: 
     nu0 = np.concatenate([mu, [sig, pi]])
 
     def build(nu: np.ndarray) -> ScoreParams:
+        if standard:
+            mu_s = np.clip(c_s + h_s * nu[:N], lo_s, hi_s)
+            return ScoreParams(mu_s, h_s * float(nu[N]), float(nu[N + 1]), lo_s, hi_s, mu_z=nu[:N].copy())
         return ScoreParams(mu=nu[:N].copy(), sigma=float(nu[N]), pi_good=float(nu[N + 1]), low=lo_s, high=hi_s)
 
     lay = _Layout(
@@ -766,7 +793,7 @@ def _scores_information(model: GoodBadScores, data: Annotations, params, block: 
             "fixed (their interval is the whole score range)."
         )
     if not sig_free:
-        notes.append(f"sigma is at its floor sigma_min = {floor:.3g}: held fixed (no Wald interval).")
+        notes.append(f"sigma is at its floor sigma_min = {floor_s:.3g}: held fixed (no Wald interval).")
     if not pi_free:
         notes.append(f"pi_good = {pi:.6g} is on the boundary of [0, 1]: held fixed (no Wald interval).")
     return ObservedInformation(
@@ -937,17 +964,26 @@ def _score_intervals(model, data, params, level, scale, block, extra_notes) -> p
     [0, 1]; ``scale="logit"`` puts pi_good on the logit and sigma on the log scale (mu stays linear). Held-fixed
     parameters: an unidentified mean gets [low, high]; sigma at its floor a zero-width interval; pi_good on the
     boundary the exact binomial interval of sum_a P(good) out of M annotators. All with a note."""
-    info = observed_information(model, data, params, block=block)
+    model.check(data)
+    if not isinstance(params, ScoreParams):
+        raise ModelError("params must be the ScoreParams of a fitted good/bad scores model (run.params).")
+    # in standardised units (finite for scores of any size), then h times the mu and sigma standard errors
+    info = _scores_information(model, data, params, block, standard=True)
     N, M = data.n_items, data.n_workers
     R = N + 2
+    h_s = standard_frame(params.low, params.high)[1]
     full_idx = np.full(R, -1)
     free_pos = np.flatnonzero(np.asarray(info._B.sum(axis=1)).ravel() > 0)
     full_idx[free_pos] = np.arange(free_pos.size)
     se = np.zeros(R)
     se[free_pos] = info.se()
-    est = info._layout.nu0
+    with np.errstate(over="ignore"):
+        se[: N + 1] *= h_s
+    est = np.concatenate([np.asarray(params.mu, np.float64), [float(params.sigma), float(params.pi_good)]])
     z = float(norm.ppf(0.5 + level / 2))
-    lo, hi = est - z * se, est + z * se
+    big = np.finfo(np.float64).max
+    with np.errstate(over="ignore"):
+        lo, hi = np.clip(est - z * se, -big, big), np.clip(est + z * se, -big, big)  # 1e308-sized scores
     lo[:N], hi[:N] = np.clip(lo[:N], params.low, params.high), np.clip(hi[:N], params.low, params.high)
     lo[N], lo[N + 1], hi[N + 1] = max(lo[N], 0.0), max(lo[N + 1], 0.0), min(hi[N + 1], 1.0)
     note = np.full(R, "", dtype=object)

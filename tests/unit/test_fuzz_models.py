@@ -24,6 +24,7 @@ N_NET = 150  # per E-step variant
 N_SCORES = 300  # per soft/hard
 N_RAYKAR = 200
 N_MAJORITY = 500
+N_FISHER = 80
 
 
 @pytest.mark.parametrize("model_cls", [DawidSkene, OneCoin, TwoCoin])
@@ -111,3 +112,17 @@ def test_majority_vote():
         assert np.all(data.vote_counts[np.arange(data.n_items), lab] == top)  # the label has the most votes
         run = Run(data, MajorityVote())
         assert run.history()["objective"].size == 1 and run.violations == []
+
+
+def test_fisher_intervals_finite():
+    """Wald intervals from the observed information: finite for scores of any size and adversarial crowds."""
+    from crowdlab.fisher import worker_intervals
+
+    for seed in range(N_FISHER):
+        for data, model in ((score_problem(seed), GoodBadScores()), (class_problem(seed), DawidSkene())):
+            run = Run(data, model, "all_good" if data.is_continuous else "majority", max_iter=30)
+            run.run()
+            df = worker_intervals(run)
+            num = df[["estimate", "se", "lower", "upper"]].to_numpy(np.float64)
+            assert np.all(np.isfinite(num)), (seed, df)
+            assert np.all(df["lower"] <= df["estimate"] + 1e-12 * np.abs(df["estimate"]))

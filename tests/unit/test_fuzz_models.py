@@ -19,9 +19,9 @@ from tests.unit.fuzz_problems import check_run, class_problem, network_problem, 
 pytestmark = pytest.mark.slow
 
 N_CLASS = 150  # per (model, soft/hard)
-N_SEQ = 150  # per soft/hard
-N_NET = 150  # per E-step variant
-N_SCORES = 300  # per soft/hard
+N_SEQ = 250  # per soft/hard
+N_NET = 250  # per E-step variant
+N_SCORES = 400  # per soft/hard
 N_RAYKAR = 200
 N_MAJORITY = 500
 N_FISHER = 80

@@ -146,17 +146,24 @@ def _design(
     mean, scale, notes = np.zeros(d_raw), np.ones(d_raw), ()
     if standardize:
         base = raw if fit_rows is None else raw[fit_rows]
-        mean = base.mean(axis=0)
-        sd = base.std(axis=0)
-        const = ~(sd > 1e-12 * np.maximum(1.0, np.abs(mean)))
-        scale = np.where(const, 1.0, sd)
+        # statistics of base / m (m: a power of two >= the column's largest |value|): finite for 1e308-sized values
+        top = np.abs(base).max(axis=0) if base.shape[0] else np.zeros(d_raw)
+        exps = np.minimum(np.frexp(np.where(top > 0, top, 1.0))[1], 1023)
+        m = np.where(top > 0, np.ldexp(1.0, exps), 1.0)
+        mean_m, sd_m = (base / m).mean(axis=0), (base / m).std(axis=0)
+        mean = mean_m * m
+        const = ~(sd_m > 1e-12 * np.maximum(1.0 / m, np.abs(mean_m)))
+        scale = np.where(const, 1.0, sd_m * m)
         if const.any():
             cols = [names[j] for j in np.flatnonzero(const)]
             notes = (
                 f"{_count(len(cols), 'feature column')} {'is' if len(cols) == 1 else 'are'} constant "
                 f"({_listing(cols)}); centred but not scaled.",
             )
-    Z = (raw - mean) / scale
+    with np.errstate(over="ignore", invalid="ignore"):
+        Z = (raw - mean) / scale
+    if not np.all(np.isfinite(Z)):  # raw - mean overflowed (values near 1e308 of both signs)
+        Z = (raw / 2 - mean / 2) / (scale / 2)
     if add_intercept:
         Z = np.hstack([np.ones((Z.shape[0], 1)), Z])
     return Z, mean, scale, notes

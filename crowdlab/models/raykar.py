@@ -111,10 +111,41 @@ def newton_logistic(
     y = np.asarray(y, dtype=np.float64)
     d = X.shape[1]
     pen = _penalty_mask(d, penalised)
+    # Newton is affine invariant: iterate on columns scaled by powers of two (X_j / s_j, |entries| <= 1, exact)
+    # so that feature values from 1e-300 to 1e300 give finite Hessians; w = w_s / s at the end.
+    s = _column_scales(X)
+    with np.errstate(over="ignore", invalid="ignore"):  # the precision of w_s = w s is l2 / s^2
+        reg_s = np.where(l2 * pen > 0, l2 * pen * (1.0 / s) ** 2, 0.0)
+    # a column so tiny that l2 / s^2 passes 1e300 has its optimum |w_j| < 1e-300 |gradient|: w_j = 0 exactly
+    free = reg_s <= 1e300
+    w0_s = None if w0 is None else (np.asarray(w0, float) * s)[free]
+    w_out = _newton_scaled(X[:, free] / s[free], y, reg_s[free], w0_s, max_steps, tol)
+    w = np.zeros(d)
+    with np.errstate(over="ignore"):
+        w[free] = w_out.w / s[free]
+    if not np.all(np.isfinite(w)):
+        raise ModelError(
+            f"the logistic regression's weights overflow ({w.tolist()}): the features are separable at a scale "
+            "float64 cannot hold. Standardise the features or set l2 > 0."
+        )
+    return NewtonResult(w, w_out.objective, w_out.steps, w_out.converged)
+
+
+def _column_scales(X: np.ndarray) -> np.ndarray:
+    """(d,) the power of two at or above each column's largest |entry| (1 for an all-zero column)."""
+    top = np.abs(X).max(axis=0) if X.shape[0] else np.zeros(X.shape[1])
+    exps = np.frexp(np.where(top > 0, top, 1.0))[1]
+    return np.where(top > 0, np.ldexp(1.0, exps), 1.0)
+
+
+def _newton_scaled(
+    X: np.ndarray, y: np.ndarray, reg: np.ndarray, w0: np.ndarray | None, max_steps: int, tol: float
+) -> NewtonResult:
+    """`newton_logistic` on O(1) columns with the per-weight penalty precisions ``reg`` (d,)."""
+    d = X.shape[1]
     w = np.zeros(d) if w0 is None else np.array(w0, dtype=np.float64)
     z = X @ w
-    f = float(y @ z - np.logaddexp(0.0, z).sum() - 0.5 * l2 * (pen * w * w).sum())
-    reg = l2 * pen
+    f = float(y @ z - np.logaddexp(0.0, z).sum() - 0.5 * (reg * w * w).sum())
     for step in range(1, max_steps + 1):
         p = expit(z)
         g = X.T @ (y - p) - reg * w
@@ -133,7 +164,7 @@ def newton_logistic(
         while True:
             w_new = w + t * delta
             z_new = z + t * Xd
-            f_new = float(y @ z_new - np.logaddexp(0.0, z_new).sum() - 0.5 * l2 * (pen * w_new * w_new).sum())
+            f_new = float(y @ z_new - np.logaddexp(0.0, z_new).sum() - 0.5 * (reg * w_new * w_new).sum())
             if f_new >= f or last or t < 1e-12:
                 break
             t *= 0.5

@@ -87,7 +87,7 @@ def test_raykar():
         data = class_problem(seed, K=2, max_items=25, max_workers=4)
         rng = np.random.default_rng(seed)
         d_raw = int(rng.integers(1, 4))
-        X = rng.normal(size=(data.n_items, d_raw)) * (1e6 if seed % 5 == 0 else 1.0)
+        X = rng.normal(size=(data.n_items, d_raw)) * (1.0, 1e6, 1e300, 1e-300, 1.0)[seed % 5]
         if seed % 4 == 1 and data.gold is not None:  # separable: the first feature is the truth
             X[:, 0] = np.where(data.gold == 1, 1.0, -1.0)
         feats = features_from_array(

@@ -91,6 +91,26 @@ def test_score_range_is_wide_enough_for_any_finite_value():
         assert lo <= min(v) and max(v) <= hi
 
 
+@pytest.mark.parametrize("l2", [0.0, 1.0])
+def test_raykar_features_on_any_scale(l2):
+    """Features of size 1e300 (or 1e-300 without a prior) fit as their O(1) versions, weights rescaled."""
+    from crowdlab.features import features_from_array
+    from crowdlab.models.raykar import RaykarModel
+
+    data = random_problem(np.random.default_rng(4), 30, 4, 2, "dense")
+    X = np.random.default_rng(5).normal(size=(30, 2))
+    runs = {}
+    for scale in (1.0, 1e300, 1e-300, 1e17):
+        feats = features_from_array(X * scale, data.item_names, add_intercept=True)
+        run = Run(data, RaykarModel(feats, l2=l2), max_iter=40)
+        run.run()
+        assert run.violations == [] and np.isfinite(run.params.w).all()
+        runs[scale] = run
+    for scale in () if l2 else (1e300, 1e-300, 1e17):  # the L2 prior is not scale-free: finite is all we ask
+        np.testing.assert_allclose(runs[scale].posterior, runs[1.0].posterior, atol=1e-6)
+        np.testing.assert_allclose(runs[scale].params.w[1:] * scale, runs[1.0].params.w[1:], rtol=1e-5)
+
+
 # ---------------------------------------------------------------------- the engine
 def test_engine_stops_on_a_nan_with_a_model_error_naming_the_half_step():
     class Broken(DawidSkene):
@@ -114,6 +134,7 @@ def test_engine_stops_on_a_nan_with_a_model_error_naming_the_half_step():
     assert run.violations == []
 
 
+@pytest.mark.filterwarnings("ignore::RuntimeWarning")
 def test_engine_refuses_a_non_finite_start():
     class BadStart(DawidSkene):
         def m_step(self, data, q):

@@ -15,6 +15,11 @@ product ``X @ log Gamma`` for all positions.
   columns of T and Gamma_m and on pi0.
 - Viterbi (eq. (19)): the most probable label sequence, batched the same way.
 
+Numerics: the scaled pass is the fast path. When a scale factor falls below 1e-200 (zeros in pi0 or T meet
+labels that want exactly those states, e.g. deterministic workers or given parameters), the same quantities are
+computed by a log-space forward-backward instead, with pi0 and T floored at 1e-300 inside the logs as everywhere
+else (`safe_log`): the posteriors and the objective stay finite and consistent with E_q[log p(F, y)].
+
 Conventions: T[k_new, k_old] = P(y_{n+1} = k_new | y_n = k_old) (columns sum to one, as T(k_n, k_{n-1}) in
 eq. (19) and 1^T T = 1^T in eq. (22)); eq. (26) is printed with the indices the other way round. The objective is
 the exact log-likelihood log p(F | theta) (+ log prior); the EM bound's entropy term is the entropy of the chain
@@ -148,6 +153,57 @@ def _scaled_emissions(data: Annotations, gamma: np.ndarray, lay: _Layout) -> tup
     return logE, np.exp(logE - m), float(m.sum())
 
 
+SCALE_MIN = 1e-200  # a scaled-forward factor below this switches to the log-space pass
+
+
+def _needs_log_space(c: np.ndarray) -> bool:
+    return bool(c.size) and not (np.all(np.isfinite(c)) and c.min() >= SCALE_MIN)
+
+
+def _log_forward_backward(logE: np.ndarray, pi0: np.ndarray, T: np.ndarray, lay: _Layout, pairs: bool = False):
+    """Log-space forward-backward on packed rows: (q packed (N, K), xi (K, K), log_lik[, (first, xi_pairs)]).
+
+    log alpha_t(k) = log e_t(k) + logsumexp_j (log alpha_{t-1}(j) + log T(k, j)); log beta likewise backwards;
+    q = exp(log alpha + log beta - log p(F_s)) per sequence s. O(N K^2), a loop over time steps only."""
+    from scipy.special import logsumexp
+
+    N, K = logE.shape
+    lpi, lT = safe_log(pi0), safe_log(T)
+    la = np.empty((N, K))
+    sl = lay.step(0)
+    la[sl] = lpi[None, :] + logE[sl]
+    for t in range(1, lay.count.size):
+        prev, sl = lay.step(t - 1, lay.count[t]), lay.step(t)
+        la[sl] = logE[sl] + logsumexp(la[prev][:, None, :] + lT[None, :, :], axis=2)
+    S = lay.lengths.size
+    last = lay.offsets[np.sort(lay.lengths)[::-1] - 1] + np.arange(S)  # packed row of each sequence's end
+    ll_seq = logsumexp(la[last], axis=1)  # per sequence, in sorted order
+    t_of = np.repeat(np.arange(lay.count.size), lay.count)
+    j_of = np.arange(N) - lay.offsets[t_of]  # which sorted sequence a packed row belongs to
+    lb = np.zeros((N, K))
+    xi = np.zeros((K, K))
+    firsts, pair_list = [], []
+    for t in range(lay.count.size - 2, -1, -1):
+        n = lay.count[t + 1]
+        nxt, cur = lay.step(t + 1), lay.step(t, n)
+        w = logE[nxt] + lb[nxt]  # (n, K_new)
+        lb[cur] = logsumexp(w[:, :, None] + lT[None, :, :], axis=1)
+        pair = np.exp(la[cur][:, None, :] + lT[None, :, :] + w[:, :, None] - ll_seq[:n, None, None])  # [s, new, old]
+        xi += pair.sum(axis=0)
+        if pairs:
+            firsts.append(lay.perm[cur])
+            pair_list.append(np.swapaxes(pair, 1, 2))
+    lq = la + lb - ll_seq[j_of][:, None]
+    q = np.exp(lq - lq.max(axis=1, keepdims=True))
+    q /= q.sum(axis=1, keepdims=True)
+    out = (q, xi, float(ll_seq.sum()))
+    if not pairs:
+        return out
+    first = np.concatenate(firsts) if firsts else np.zeros(0, dtype=np.int64)
+    xp = np.concatenate(pair_list) if pair_list else np.zeros((0, K, K))
+    return (*out, (first, xp))
+
+
 def forward_backward(data: Annotations, params: HMMParams, pairs: bool = False, _cache=None):
     """Scaled forward-backward over all sequences at once (seed 003 App. A).
 
@@ -160,6 +216,14 @@ def forward_backward(data: Annotations, params: HMMParams, pairs: bool = False, 
     else:
         logE, E, msum = _scaled_emissions(data, params.gamma, lay)
         alpha, c = _forward(E, params.pi, params.T, lay)
+    if _needs_log_space(c):
+        res = _log_forward_backward(logE, params.pi, params.T, lay, pairs)
+        q = res[0][lay.inv]
+        if not pairs:
+            return q, res[1], res[2]
+        first, xp = res[3]
+        order = np.argsort(first)
+        return q, res[1], res[2], (first[order], xp[order])
     T = params.T
     log_lik = float(np.log(np.maximum(c, 1e-300)).sum() + msum)
     beta = np.ones_like(alpha)
@@ -189,8 +253,10 @@ def forward_backward(data: Annotations, params: HMMParams, pairs: bool = False, 
 def forward_log_likelihood(data: Annotations, params: HMMParams) -> float:
     """log p(F | theta) by the scaled forward pass alone."""
     lay = layout(data)
-    _, E, msum = _scaled_emissions(data, params.gamma, lay)
+    logE, E, msum = _scaled_emissions(data, params.gamma, lay)
     _, c = _forward(E, params.pi, params.T, lay)
+    if _needs_log_space(c):
+        return _log_forward_backward(logE, params.pi, params.T, lay)[2]
     return float(np.log(np.maximum(c, 1e-300)).sum() + msum)
 
 
@@ -324,7 +390,9 @@ class HMMCrowd(LatentModel):
         )
 
     def log_likelihood(self, data: Annotations, params: HMMParams) -> float:
-        _, _, msum, _, c = self._state(data, params)
+        logE, _, msum, _, c = self._state(data, params)
+        if _needs_log_space(c):
+            return _log_forward_backward(logE, params.pi, params.T, layout(data))[2] + self.log_prior(params)
         return float(np.log(np.maximum(c, 1e-300)).sum() + msum) + self.log_prior(params)
 
     def complete_objective(self, data: Annotations, post, params: HMMParams) -> float:

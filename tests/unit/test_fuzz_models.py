@@ -12,6 +12,7 @@ import pytest
 from crowdlab.em import Run
 from crowdlab.features import features_from_array
 from crowdlab.models import DawidSkene, GoodBadScores, HMMCrowd, MajorityVote, NetworkCrowd, OneCoin, TwoCoin
+from crowdlab.models.hmm import HMMParams
 from crowdlab.models.majority import majority_labels, majority_posterior, vote_fractions
 from crowdlab.models.raykar import RaykarModel
 from tests.unit.fuzz_problems import check_run, class_problem, network_problem, score_problem, sequence_problem
@@ -43,8 +44,16 @@ def test_class_models_adversarial(model_cls, hard):
 def test_hmm(hard):
     for seed in range(N_SEQ):
         data = sequence_problem(seed)
-        init = ("majority", "random")[seed % 2]
-        run = Run(data, HMMCrowd(prior=(0.0, 1.0)[(seed // 2) % 2], hard=hard), init, seed=seed, max_iter=30)
+        model = HMMCrowd(prior=(0.0, 1.0)[(seed // 2) % 2], hard=hard)
+        if seed % 4 == 3:  # deterministic given parameters: exact zeros in pi0, T and Gamma (the log-space path)
+            rng = np.random.default_rng(seed)
+            K, M = data.n_classes, data.n_workers
+            pi = np.eye(K)[int(rng.integers(K))]
+            T = np.eye(K)[:, rng.permutation(K)]
+            gamma = np.stack([np.eye(K)[:, rng.permutation(K)] for _ in range(M)])
+            run = Run(data, model, "params", params=HMMParams(pi=pi, gamma=gamma, T=T), max_iter=30)
+        else:
+            run = Run(data, model, ("majority", "random")[seed % 2], seed=seed, max_iter=30)
         run.run()
         check_run(run)
 

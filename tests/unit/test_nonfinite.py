@@ -111,6 +111,42 @@ def test_raykar_features_on_any_scale(l2):
         np.testing.assert_allclose(runs[scale].params.w[1:] * scale, runs[1.0].params.w[1:], rtol=1e-5)
 
 
+def test_hmm_log_space_pass_equals_the_scaled_one():
+    from crowdlab.models.hmm import _log_forward_backward, emission_logs, forward_backward, layout
+    from tests.unit.test_hmm import random_params, tiny_chains
+
+    rng = np.random.default_rng(6)
+    for _ in range(30):
+        data = tiny_chains(rng, rng.integers(1, 6, size=rng.integers(1, 5)), 3, 3)
+        p = random_params(rng, 3, 3)
+        q, xi, ll, (first, xp) = forward_backward(data, p, pairs=True)
+        lay = layout(data)
+        q2, xi2, ll2, (first2, xp2) = _log_forward_backward(
+            emission_logs(data, p.gamma)[lay.perm], p.pi, p.T, lay, True
+        )
+        o = np.argsort(first2)
+        np.testing.assert_allclose(q2[lay.inv], q, atol=1e-12)
+        np.testing.assert_allclose(xi2, xi, atol=1e-12)
+        np.testing.assert_allclose(xp2[o], xp, atol=1e-12)
+        assert ll2 == pytest.approx(ll, rel=1e-12) and np.array_equal(first2[o], first)
+
+
+def test_hmm_with_deterministic_parameters_stays_finite():
+    """pi0 = one-hot, T a permutation, every worker deterministic: the scaled pass meets 0/0; the log-space pass
+    takes over (before: NaN posteriors)."""
+    from crowdlab.models import HMMCrowd
+    from crowdlab.models.hmm import HMMParams
+    from tests.unit.test_hmm import tiny_chains
+
+    rng = np.random.default_rng(7)
+    data = tiny_chains(rng, [5, 3, 1], 2, 3, p_obs=0.9)
+    params = HMMParams(pi=np.eye(3)[0], gamma=np.stack([np.eye(3)[:, [2, 0, 1]]] * 2), T=np.eye(3)[:, [1, 2, 0]])
+    run = Run(data, HMMCrowd(), "params", params=params, max_iter=30)
+    run.run()
+    assert np.isfinite(run.objective_history()).all() and run.violations == []
+    assert np.isfinite(run.posterior).all()
+
+
 # ---------------------------------------------------------------------- the engine
 def test_engine_stops_on_a_nan_with_a_model_error_naming_the_half_step():
     class Broken(DawidSkene):

@@ -279,21 +279,23 @@ class NetworkCrowd(LatentModel):
     def potts_energy(self, data: Annotations, Y: np.ndarray) -> float:
         """U for (soft) labels Y: delta/2 * sum over undirected edges of w (1 - y_n . y_n').
 
-        Summed edge by edge as w * sum_{k != j} y_nk y_n'j (no "total minus agreement" cancellation): an edge whose
-        ends agree adds exactly 0, so unit-weight edges still count next to a 1e295-weight one."""
-        key = ("edges", id(data.graph), self.delta)
-        if key not in self._classes:
-            C = self.penalties(data).tocoo()
-            self._classes[key] = (C.row, C.col, C.data)
-        row, col, d = self._classes[key]
-        if not d.size:
-            return 0.0
+        Computed as a sum of non-negative terms, w * sum_{k != j} y_nk y_n'j = sum(Y * (D @ other)) with
+        other[n, k] = sum_{j != k} y_nj (prefix plus suffix sums, no "1 - y" cancellation): an edge whose ends
+        agree adds exactly 0, so unit-weight edges still count next to a 1e295-weight one."""
+        D = self.penalties(data)
         Y = np.asarray(Y, dtype=np.float64)
-        before = np.cumsum(Y, axis=1) - Y  # sum_{j < k} y_j, exact for one-hot rows
-        after = np.cumsum(Y[:, ::-1], axis=1)[:, ::-1] - Y  # sum_{j > k} y_j
-        other = before + after  # 1 - y_k without the cancellation
-        dis = np.einsum("ek,ek->e", Y[row], other[col])
-        return 0.25 * float(d @ dis)  # both directions stored: 1/2 * 1/2 * sum over directed entries
+        YT = np.ascontiguousarray(Y.T)  # (K, N): the prefix sums run over contiguous rows
+        other = np.empty_like(YT)
+        acc = np.zeros(YT.shape[1])
+        for k in range(YT.shape[0]):  # K row operations: other[k] = sum_{j < k} y_j ...
+            other[k] = acc
+            acc += YT[k]
+        acc[:] = 0.0
+        for k in range(YT.shape[0] - 1, -1, -1):  # ... + sum_{j > k} y_j
+            other[k] += acc
+            acc += YT[k]
+        # both directions stored: 1/2 (undirected) * 1/2 (the Potts prior's factor)
+        return 0.25 * float((Y * (D @ np.ascontiguousarray(other.T))).sum())
 
     def _icm_value(self, data, labels, params, logE=None) -> float:
         logE = emission_logs(data, params.gamma) if logE is None else logE

@@ -73,6 +73,9 @@ _SPACE_BYTES = (
     b"\xe3\x80\x80",
 )
 
+_SPACE_LEADS = np.asarray(sorted({b[0] for b in _SPACE_BYTES + _INVISIBLE_BYTES}), dtype=np.int64)
+_INVISIBLE_LEADS = np.asarray(sorted({b[0] for b in _INVISIBLE_BYTES}), dtype=np.int64)
+
 DELIMITERS = (",", ";", "\t")
 _SNIFF_LINES = 50
 _SNIFF_BYTES = 1 << 20  # the delimiter sample: at most 1 MB after the header line
@@ -80,6 +83,7 @@ _MAX_HEADER_BYTES = 64 << 20
 _WIDE_COLUMNS = 2000  # more columns than this: csv-module tokenizer into one block
 _CHUNK = 16 << 20
 SHOW = 5  # how many offending rows / names a message lists
+csv.field_size_limit(max(csv.field_size_limit(), _MAX_HEADER_BYTES))  # a cell is bounded by the file size limit
 
 UTF8_HINT = (
     "Save the file as UTF-8 (Excel: Save As > 'CSV UTF-8'; LibreOffice: Save As > CSV, "
@@ -552,7 +556,7 @@ def _parse_wide(data: bytes, delim: str, lead: int, n_cols: int, file: str, wher
     arr = np.empty((len(out), n_cols), dtype=object)
     if out:
         arr[:] = out
-    return pd.DataFrame(arr, columns=range(n_cols))
+    return pd.DataFrame(arr, columns=range(n_cols), dtype=object, copy=False)
 
 
 def _strip(frame: pd.DataFrame) -> pd.DataFrame:
@@ -560,7 +564,9 @@ def _strip(frame: pd.DataFrame) -> pd.DataFrame:
     if frame.shape[1] > _WIDE_COLUMNS:
         values = frame.to_numpy(dtype=object)
         flat = [v.strip(INVISIBLE) for v in values.ravel().tolist()]
-        return pd.DataFrame(np.asarray(flat, dtype=object).reshape(values.shape), columns=frame.columns)
+        block = np.empty(values.shape, dtype=object)
+        block.ravel()[:] = flat
+        return pd.DataFrame(block, columns=frame.columns, dtype=object, copy=False)
     return pd.DataFrame({j: frame[j].str.strip(INVISIBLE) for j in frame.columns}, index=frame.index)
 
 
@@ -641,9 +647,10 @@ def read_table(
         except pd.errors.EmptyDataError:
             frame = pd.DataFrame({j: pd.Series([], dtype="str") for j in range(n_cols)})
     notes: tuple[str, ...] = ()
-    if any(b in data for b in _SPACE_BYTES + _INVISIBLE_BYTES):
+    byte_counts = np.bincount(np.frombuffer(data, dtype=np.uint8), minlength=256)
+    if byte_counts[_SPACE_LEADS].any() and any(b in data for b in _SPACE_BYTES + _INVISIBLE_BYTES):
         frame = _strip(frame)
-        if any(b in data for b in _INVISIBLE_BYTES):
+        if byte_counts[_INVISIBLE_LEADS].any() and any(b in data for b in _INVISIBLE_BYTES):
             notes += ("Removed invisible characters (zero-width spaces or byte-order marks) around cell values.",)
     rows = np.arange(len(frame), dtype=np.int64) + skip + 1
     if not header:

@@ -22,6 +22,8 @@ and what to do; nothing is dropped without a sentence in `Annotations.notes`.
 
 from __future__ import annotations
 
+import io
+import os
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
@@ -53,6 +55,7 @@ from crowdlab.readers import (
 from crowdlab.readers import Table as _Table
 from crowdlab.readers import count as _count
 from crowdlab.readers import listing as _listing
+from crowdlab.readers import load_source as _load_source
 from crowdlab.readers import rows_error as _rows_error
 from crowdlab.readers import rows_phrase as _rows_phrase
 
@@ -644,7 +647,19 @@ def _class_annotations(
     _check_sizes(file, where, items=int(items.uniq.size), workers=int(workers.uniq.size), classes=len(class_names))
     item_names, item = _encode_col(items)
     worker_names, worker = _encode_col(workers)
+    notes = notes + _merge_note(labels, class_names)
     return Annotations(item, worker, label, item_names, worker_names, class_names, name=name, notes=notes)
+
+
+def _merge_note(labels: Column, class_names: tuple[str, ...]) -> tuple[str, ...]:
+    """A note when spellings of one number ("1", "1.0") were read as one class."""
+    if labels.uniq.size == len(class_names):
+        return ()
+    merged = sorted(set(labels.uniq.tolist()) - set(class_names))
+    return (
+        f"Read {_listing([repr(m) for m in merged], len(merged))} as the same number as another label's spelling "
+        f"(classes {_listing([repr(c) for c in class_names], len(class_names))}).",
+    )
 
 
 def _continuous_annotations(
@@ -1003,7 +1018,52 @@ def read_annotations(
         ann = _long_from_table(table, kind=kind, name=name, score_column=score_column)
     else:
         ann = _wide_from_table(table, kind=kind, name=name)
-    return ann if gold is None else read_gold(gold, ann, where=where)
+    if gold is None:
+        return ann
+    gold = _rereadable(gold)
+    if kind == "auto" and not ann.is_continuous:
+        example = _gold_says_scores(gold, ann)
+        if example is not None:
+            note = (
+                f"Read the labels as continuous scores: they are numbers and the gold file holds numbers that are "
+                f"not among them (e.g. {example!r}). To read them as classes, use {spell('kind', 'classes', where)}."
+            )
+            again = _long_from_table if fmt == "long" else None
+            ann = (
+                again(table, kind="continuous", name=name, score_column=score_column)
+                if again
+                else _wide_from_table(table, kind="continuous", name=name)
+            )
+            ann = replace(ann, notes=ann.notes + (note,))
+    return read_gold(gold, ann, where=where)
+
+
+def _rereadable(source: Source) -> Source:
+    """A source that can be read twice (a stream with only ``read()`` becomes named bytes)."""
+    if isinstance(source, str | os.PathLike | bytes | bytearray | memoryview) or hasattr(source, "getvalue"):
+        return source
+    data, file, _ = _load_source(source)
+    out = io.BytesIO(data)
+    out.name = file
+    return out
+
+
+def _gold_says_scores(gold: Source, ann: Annotations) -> str | None:
+    """A gold value that shows numeric class labels are scores (a number not among them), else None."""
+    if _as_numbers(np.asarray(ann.class_names, dtype=object)) is None:
+        return None
+    try:
+        table = _read_table(gold, needs="a gold file needs item and label columns", allow_no_rows=True)
+        _, gold_j = _gold_columns(table)
+    except DataError:
+        return None  # read_gold will say what is wrong
+    col = table.col(gold_j)
+    values = col.uniq[~missing_values(col.uniq)]
+    if not values.size or _as_numbers(values) is None:
+        return None
+    known = {_number_key(c) for c in ann.class_names}
+    unseen = [v for v in values.tolist() if _number_key(v) not in known]
+    return unseen[0] if unseen else None
 
 
 def _gold_columns(table: _Table) -> tuple[int, int]:
@@ -1243,7 +1303,7 @@ def read_sequences(
     worker_names, worker = _encode_col(workers)
     seq_of_item = np.repeat(np.arange(len(seq_names)), np.diff(starts))
     item_names = tuple(f"{seq_names[s]}:{p}" for s, p in zip(seq_of_item.tolist(), item_pos.tolist()))
-    notes = table.notes + _ignored_note(table, list(cols.values()))
+    notes = table.notes + _ignored_note(table, list(cols.values())) + _merge_note(labels, class_names)
     if gaps:
         notes += (f"{_count(gaps, 'position')} inside sequences had no labels; kept as unlabelled items.",)
     ann = Annotations(

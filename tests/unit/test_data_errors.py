@@ -266,7 +266,7 @@ def test_bad_arguments_are_value_errors() -> None:
         read_annotations(DATA / "small_long.csv", kind="ordinal")
 
 
-@pytest.mark.parametrize("file", sorted(p.name for p in DATA.iterdir()))
+@pytest.mark.parametrize("file", sorted(p.name for p in DATA.iterdir() if p.is_file()))
 @pytest.mark.parametrize("fmt", ["auto", "long", "wide"])
 @pytest.mark.parametrize("kind", ["auto", "classes", "continuous"])
 def test_every_fixture_reads_or_raises_data_error(file: str, fmt: str, kind: str) -> None:

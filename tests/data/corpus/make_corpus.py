@@ -1,4 +1,6 @@
-"""Write the malformed-and-adversarial corpus (small files) and its manifest: ``python tests/data/corpus/make_corpus.py``.
+"""Write the malformed-and-adversarial corpus (small files) and its manifest.
+
+Run ``python tests/data/corpus/make_corpus.py`` after changing it (it rewrites every .csv here).
 
 Each entry of ``manifest.json`` names a file, its kind (labels, gold, sequences, sequence_gold, edges, features),
 the label file it belongs to (``base``, for gold, edges and features), reader options, and the expected outcome:
@@ -58,7 +60,8 @@ def labels_corpus() -> None:
         ("utf-32-be", codecs.BOM_UTF32_BE, "utf32be"),
     ):
         put(f"{tag}_bom.csv", bom + BASE.encode(codec), loads(BASE_ROWS, classes=2, workers=2))
-        put(f"{tag}_nobom.csv", BASE.encode(codec), error(tag[:3].upper() + "-" + tag[3:5], "without a byte-order mark"))
+        guess = tag[:3].upper() + "-" + tag[3:5]
+        put(f"{tag}_nobom.csv", BASE.encode(codec), error(guess, "without a byte-order mark"))
     put("crlf.csv", BASE.replace("\n", "\r\n"), loads(BASE_ROWS, classes=2))
     put("cr_only.csv", BASE.replace("\n", "\r"), loads(BASE_ROWS, classes=2))
     put("no_final_newline.csv", BASE.rstrip("\n"), loads(BASE_ROWS))
@@ -79,7 +82,8 @@ def labels_corpus() -> None:
     put("header_only.csv", "item,worker,label\n", error("no data rows"))
     put("one_column.csv", "item worker label\na w1 x\n", error("only one column"))
     put("pipe_separated.csv", "item|worker|label\na|w1|x\n", error("only one column"))
-    put("json_lines.csv", '{"item": "a", "worker": "w1", "label": "x"}\n{"item": "a", "worker": "w2"}\n', error("JSON lines"))
+    jsonl = '{"item": "a", "worker": "w1", "label": "x"}\n{"item": "a", "worker": "w2"}\n'
+    put("json_lines.csv", jsonl, error("JSON lines"))
     put("json_array.csv", '[{"item": "a", "worker": "w1", "label": "x"}]', error("JSON"))
     put("html.csv", "<!DOCTYPE html><html><body>404</body></html>", error("HTML"))
     put("xml.csv", '<?xml version="1.0"?><rows/>', error("XML"))
@@ -122,7 +126,8 @@ def labels_corpus() -> None:
         put(name, magic, error(what))
     # ---- encoding damage anywhere in the file
     late = "".join(f"i{k},w{k % 3},{'xy'[k % 2]}\n" for k in range(600))
-    put("latin1.csv", "item,worker,label\na,Ren\xe9,x\nb,w2,y\n".encode("latin-1"), error("not UTF-8", "row 2", "worker"))
+    latin1 = "item,worker,label\na,Ren\xe9,x\nb,w2,y\n".encode("latin-1")
+    put("latin1.csv", latin1, error("not UTF-8", "row 2", "worker"))
     put("cp1252_late.csv", ("item,worker,label\n" + late).encode() + "z,Ren\xe9,x\n".encode("cp1252"),
         error("not UTF-8", "row 602"))
     put("nul_after_4k.csv", ("item,worker,label\n" + late).encode() + b"z,w\x001,x\n",
@@ -163,7 +168,8 @@ def labels_corpus() -> None:
         loads(6, "spelled like a missing value", "Read as a wide table", classes=2, workers=3))
     # ---- numbers
     big = 2**53
-    put("int_labels_beyond_2_53.csv", f"item,worker,label\na,w1,{big}\na,w2,{big + 1}\nb,w1,{big}\n", loads(3, classes=2))
+    huge = f"item,worker,label\na,w1,{big}\na,w2,{big + 1}\nb,w1,{big}\n"
+    put("int_labels_beyond_2_53.csv", huge, loads(3, classes=2))
     put("number_spellings.csv", "item,worker,label\na,w1,1\na,w2,1.0\nb,w1,2\n", loads(3, "same number", classes=2))
     affect = "".join(f"i{k // 3},w{k % 3},{(k * 7) % 61 - 30}\n" for k in range(90))
     put("affect_like.csv", "item,worker,label\n" + affect, loads(90, "continuous scores", continuous=True))

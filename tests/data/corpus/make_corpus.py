@@ -87,23 +87,23 @@ def labels_corpus() -> None:
     put("json_array.csv", '[{"item": "a", "worker": "w1", "label": "x"}]', error("JSON"))
     put("html.csv", "<!DOCTYPE html><html><body>404</body></html>", error("HTML"))
     put("xml.csv", '<?xml version="1.0"?><rows/>', error("XML"))
-    put("gzip.csv", gzip.compress(BASE.encode()), error("gzip archive", "Decompress it first"))
+    put("gzip.csv", gzip.compress(BASE.encode(), mtime=0), error("gzip archive", "Decompress it first"))
     buf = BytesIO()
     with zipfile.ZipFile(buf, "w") as z:
-        z.writestr("[Content_Types].xml", "<Types/>")
-        z.writestr("xl/workbook.xml", "<workbook/>")
+        z.writestr(zipfile.ZipInfo("[Content_Types].xml", (2020, 1, 1, 0, 0, 0)), "<Types/>")
+        z.writestr(zipfile.ZipInfo("xl/workbook.xml", (2020, 1, 1, 0, 0, 0)), "<workbook/>")
     put("xlsx_renamed.csv", buf.getvalue(), error("Excel .xlsx workbook", "save it as CSV"))
     buf = BytesIO()
     with zipfile.ZipFile(buf, "w") as z:
-        z.writestr("labels.csv", BASE)
+        z.writestr(zipfile.ZipInfo("labels.csv", (2020, 1, 1, 0, 0, 0)), BASE)
     put("zip.csv", buf.getvalue(), error("ZIP archive", "Unzip it"))
     buf = BytesIO()
     with zipfile.ZipFile(buf, "w") as z:
-        z.writestr("mimetype", "application/vnd.oasis.opendocument.spreadsheet")
+        z.writestr(zipfile.ZipInfo("mimetype", (2020, 1, 1, 0, 0, 0)), "application/vnd.oasis.opendocument.spreadsheet")
     put("ods.csv", buf.getvalue(), error("OpenDocument"))
     buf = BytesIO()
     with zipfile.ZipFile(buf, "w") as z:
-        z.writestr("word/document.xml", "<w/>")
+        z.writestr(zipfile.ZipInfo("word/document.xml", (2020, 1, 1, 0, 0, 0)), "<w/>")
     put("docx.csv", buf.getvalue(), error("Word .docx"))
     for name, magic, what in (
         ("xls.csv", b"\xd0\xcf\x11\xe0\xa1\xb1\x1a\xe1" + b"\x00" * 64, "old Excel .xls"),
@@ -205,7 +205,7 @@ def gold_corpus() -> None:
         what="gold", base="base.csv")
     put("gold_header_only.csv", "item,label\n", loads(BASE_ROWS, "no rows; no gold attached", gold=0), what="gold",
         base="base.csv")
-    put("gold_gzip.csv", gzip.compress(b"item,label\na,x\n"), error("gzip"), what="gold", base="base.csv")
+    put("gold_gzip.csv", gzip.compress(b"item,label\na,x\n", mtime=0), error("gzip"), what="gold", base="base.csv")
     put("scores_base.csv", "item,worker,score\na,w1,1\na,w2,2\nb,w1,3\n", loads(3, continuous=True))
     put("gold_score_1e308.csv", "item,label\na,1e308\n", error("larger in size"), what="gold", base="scores_base.csv")
     put("gold_utf16.csv", codecs.BOM_UTF16_LE + "item,label\na,x\n".encode("utf-16-le"), loads(BASE_ROWS, gold=1),
@@ -230,7 +230,7 @@ def sequence_corpus() -> None:
     seq_classes = "".join(f"s1,{k},w1,t{k}\n" for k in range(1000))
     put("seq_1000_classes.csv", "sequence,position,worker,label\n" + seq_classes, error("max_classes"),
         what="sequences")
-    put("seq_gzip.csv", gzip.compress(SEQ.encode()), error("gzip"), what="sequences")
+    put("seq_gzip.csv", gzip.compress(SEQ.encode(), mtime=0), error("gzip"), what="sequences")
     put("seq_gold_ok.csv", "sequence,position,label\ns1,0,A\ns2,1,B\n", loads(6, gold=2), what="sequence_gold",
         base="seq_ok.csv")
     put("seq_gold_conflict.csv", "sequence,position,label\ns1,0,A\ns1,0,B\n", error("contradicts", "rows 2, 3"),
@@ -255,7 +255,7 @@ def edges_corpus() -> None:
         base="base.csv")
     put("edges_unknown.csv", "source,target\na,zz\n", error("no labels", "row 2"), what="edges", base="base.csv")
     put("edges_self_loop.csv", "source,target\na,a\na,b\n", loads(1, "self-loop"), what="edges", base="base.csv")
-    put("edges_gzip.csv", gzip.compress(b"source,target\na,b\n"), error("gzip"), what="edges", base="base.csv")
+    put("edges_gzip.csv", gzip.compress(b"source,target\na,b\n", mtime=0), error("gzip"), what="edges", base="base.csv")
     put("edges_header_repeated.csv", "source,target\na,b\nsource,target\nb,c\n", loads(2, "repeat the header"),
         what="edges", base="base.csv")
 

@@ -128,19 +128,31 @@ def labels_corpus() -> None:
     late = "".join(f"i{k},w{k % 3},{'xy'[k % 2]}\n" for k in range(600))
     latin1 = "item,worker,label\na,Ren\xe9,x\nb,w2,y\n".encode("latin-1")
     put("latin1.csv", latin1, error("not UTF-8", "row 2", "worker"))
-    put("cp1252_late.csv", ("item,worker,label\n" + late).encode() + "z,Ren\xe9,x\n".encode("cp1252"),
-        error("not UTF-8", "row 602"))
-    put("nul_after_4k.csv", ("item,worker,label\n" + late).encode() + b"z,w\x001,x\n",
-        error("NUL", "row 602", "column 'worker'"))
+    put(
+        "cp1252_late.csv",
+        ("item,worker,label\n" + late).encode() + "z,Ren\xe9,x\n".encode("cp1252"),
+        error("not UTF-8", "row 602"),
+    )
+    put(
+        "nul_after_4k.csv",
+        ("item,worker,label\n" + late).encode() + b"z,w\x001,x\n",
+        error("NUL", "row 602", "column 'worker'"),
+    )
     put("nul_in_header.csv", b"item,wor\x00ker,label\na,w1,x\n", error("NUL", "row 1", "in the header"))
     put("binary_garbage.csv", bytes(range(256)) * 8, error("binary data"))
-    put("utf16_bom_broken.csv", codecs.BOM_UTF16_LE + "item,worker,label\n".encode("utf-16-le") + b"\x00\xd8",
-        error("UTF-16"))
+    put(
+        "utf16_bom_broken.csv",
+        codecs.BOM_UTF16_LE + "item,worker,label\n".encode("utf-16-le") + b"\x00\xd8",
+        error("UTF-16"),
+    )
     # ---- rows and cells
     put("blank_rows.csv", "item,worker,label\na,w1,x\n\n,,\na,w2,y\n", loads(2, "Skipped 2 empty rows (rows 3, 4)"))
     put("header_repeated.csv", BASE + BASE, loads(2 * BASE_ROWS, "repeat the header row (row 8)"))
-    put("header_repeated_spaced.csv", BASE + " item , worker , label \n" + BASE.split("\n", 1)[1],
-        loads(2 * BASE_ROWS, "repeat the header row (row 8)"))
+    put(
+        "header_repeated_spaced.csv",
+        BASE + " item , worker , label \n" + BASE.split("\n", 1)[1],
+        loads(2 * BASE_ROWS, "repeat the header row (row 8)"),
+    )
     put("ragged_row.csv", "item,worker,label\na,w1,x\na,w2,y,extra\n", error("4 cells", "header has 3", "row 3"))
     put("short_row.csv", "item,worker,label\na,w1,x\na,w2\n", error("blank or NaN label", "row 3"))
     put("unclosed_quote.csv", 'item,worker,label\na,w1,"x\na,w2,y\n', error("never closed"))
@@ -148,8 +160,11 @@ def labels_corpus() -> None:
     put("blank_worker.csv", "item,worker,label\na,w1,x\nb,,y\n", error("blank worker id", "row 3"))
     put("two_label_columns.csv", "item,worker,label,answer\na,w1,x,y\n", error("more than one column"))
     put("missing_worker_column.csv", "item,label\na,x\n", error("no worker column"))
-    put("zero_width_around.csv", "item,worker,label\na,w1,x\u200b\na,w2,\u200by\nb,w1,x\n",
-        loads(3, "invisible characters", classes=2))
+    put(
+        "zero_width_around.csv",
+        "item,worker,label\na,w1,x\u200b\na,w2,\u200by\nb,w1,x\n",
+        loads(3, "invisible characters", classes=2),
+    )
     # ---- labels that spell a missing value
     for name, token in (
         ("label_None.csv", "None"),
@@ -164,8 +179,11 @@ def labels_corpus() -> None:
         ("label_nbsp.csv", "\xa0"),
     ):
         put(name, f"item,worker,label\na,w1,x\na,w2,{token}\nb,w1,y\n", error("row 3", "label"))
-    put("wide_missing_spellings.csv", "item,w1,w2,w3\na,x,None,y\nb,NULL,x,-\nc,y,y,x\n",
-        loads(6, "spelled like a missing value", "Read as a wide table", classes=2, workers=3))
+    put(
+        "wide_missing_spellings.csv",
+        "item,w1,w2,w3\na,x,None,y\nb,NULL,x,-\nc,y,y,x\n",
+        loads(6, "spelled like a missing value", "Read as a wide table", classes=2, workers=3),
+    )
     # ---- numbers
     big = 2**53
     huge = f"item,worker,label\na,w1,{big}\na,w2,{big + 1}\nb,w1,{big}\n"
@@ -187,8 +205,12 @@ def labels_corpus() -> None:
     classes = "".join(f"i{k},w{k % 7},c{k}\n" for k in range(1000))
     put("classes_1000.csv", "item,worker,label\n" + classes, error("1,000 classes", "max_classes"))
     num_classes = "".join(f"i{k},w{k % 7},{k}\n" for k in range(1000))
-    put("numeric_classes_1000_as_classes.csv", "item,worker,label\n" + num_classes,
-        error("1,000 classes", "max_classes"), kind="classes")
+    put(
+        "numeric_classes_1000_as_classes.csv",
+        "item,worker,label\n" + num_classes,
+        error("1,000 classes", "max_classes"),
+        kind="classes",
+    )
     put("single_class.csv", "item,worker,label\na,w1,x\nb,w2,x\n", error("same class"))
     put("wide_ok.csv", "item,w1,w2\na,x,y\nb,,x\nc,y,\n", loads(4, "Read as a wide table", workers=2))
     put("wide_duplicate_worker.csv", "item,w1,w1\na,x,y\n", error("two columns"))
@@ -201,15 +223,30 @@ def gold_corpus() -> None:
     put("gold_conflict.csv", "item,label\na,x\na,y\n", error("conflicting gold"), what="gold", base="base.csv")
     put("gold_is_labels.csv", BASE, error("label file, not a gold file"), what="gold", base="base.csv")
     put("gold_unknown_item.csv", "item,label\nzz,x\n", error("no labels", "'zz'"), what="gold", base="base.csv")
-    put("gold_none.csv", "item,label\na,x\nb,None\n", loads(BASE_ROWS, "blank label read as unknown", gold=1),
-        what="gold", base="base.csv")
-    put("gold_header_only.csv", "item,label\n", loads(BASE_ROWS, "no rows; no gold attached", gold=0), what="gold",
-        base="base.csv")
+    put(
+        "gold_none.csv",
+        "item,label\na,x\nb,None\n",
+        loads(BASE_ROWS, "blank label read as unknown", gold=1),
+        what="gold",
+        base="base.csv",
+    )
+    put(
+        "gold_header_only.csv",
+        "item,label\n",
+        loads(BASE_ROWS, "no rows; no gold attached", gold=0),
+        what="gold",
+        base="base.csv",
+    )
     put("gold_gzip.csv", gzip.compress(b"item,label\na,x\n", mtime=0), error("gzip"), what="gold", base="base.csv")
     put("scores_base.csv", "item,worker,score\na,w1,1\na,w2,2\nb,w1,3\n", loads(3, continuous=True))
     put("gold_score_1e308.csv", "item,label\na,1e308\n", error("larger in size"), what="gold", base="scores_base.csv")
-    put("gold_utf16.csv", codecs.BOM_UTF16_LE + "item,label\na,x\n".encode("utf-16-le"), loads(BASE_ROWS, gold=1),
-        what="gold", base="base.csv")
+    put(
+        "gold_utf16.csv",
+        codecs.BOM_UTF16_LE + "item,label\na,x\n".encode("utf-16-le"),
+        loads(BASE_ROWS, gold=1),
+        what="gold",
+        base="base.csv",
+    )
 
 
 SEQ = "sequence,position,worker,label\ns1,0,w1,A\ns1,1,w1,B\ns1,0,w2,A\ns1,1,w2,A\ns2,0,w1,B\ns2,1,w2,B\n"
@@ -217,59 +254,129 @@ SEQ = "sequence,position,worker,label\ns1,0,w1,A\ns1,1,w1,B\ns1,0,w2,A\ns1,1,w2,
 
 def sequence_corpus() -> None:
     put("seq_ok.csv", SEQ, loads(6, classes=2), what="sequences")
-    put("seq_gap_1e9.csv", SEQ + "s2,1000000000,w1,A\n", error("gap of", "max_position_gap", "row 8"),
-        what="sequences")
-    put("seq_beyond_int64.csv", SEQ + "s2,99999999999999999999,w1,A\n", error("max_position", "row 8"),
-        what="sequences")
+    put("seq_gap_1e9.csv", SEQ + "s2,1000000000,w1,A\n", error("gap of", "max_position_gap", "row 8"), what="sequences")
+    put(
+        "seq_beyond_int64.csv", SEQ + "s2,99999999999999999999,w1,A\n", error("max_position", "row 8"), what="sequences"
+    )
     put("seq_negative.csv", SEQ + "s2,-1,w1,A\n", error("not a whole number", "row 8"), what="sequences")
     put("seq_fraction.csv", SEQ + "s2,1.5,w1,A\n", error("not a whole number", "'1.5'"), what="sequences")
-    put("seq_small_gap.csv", SEQ + "s2,4,w1,A\n", loads(7, "2 positions inside sequences had no labels"),
-        what="sequences")
+    put(
+        "seq_small_gap.csv",
+        SEQ + "s2,4,w1,A\n",
+        loads(7, "2 positions inside sequences had no labels"),
+        what="sequences",
+    )
     put("seq_none_label.csv", SEQ + "s2,2,w1,None\n", error("missing value", "row 8"), what="sequences")
     put("seq_header_repeated.csv", SEQ + SEQ, loads(12, "repeat the header row (row 8)"), what="sequences")
     seq_classes = "".join(f"s1,{k},w1,t{k}\n" for k in range(1000))
-    put("seq_1000_classes.csv", "sequence,position,worker,label\n" + seq_classes, error("max_classes"),
-        what="sequences")
+    put(
+        "seq_1000_classes.csv", "sequence,position,worker,label\n" + seq_classes, error("max_classes"), what="sequences"
+    )
     put("seq_gzip.csv", gzip.compress(SEQ.encode(), mtime=0), error("gzip"), what="sequences")
-    put("seq_gold_ok.csv", "sequence,position,label\ns1,0,A\ns2,1,B\n", loads(6, gold=2), what="sequence_gold",
-        base="seq_ok.csv")
-    put("seq_gold_conflict.csv", "sequence,position,label\ns1,0,A\ns1,0,B\n", error("contradicts", "rows 2, 3"),
-        what="sequence_gold", base="seq_ok.csv")
-    put("seq_gold_repeated.csv", "sequence,position,label\ns1,0,A\ns1,0,A\n", loads(6, "read once", gold=1),
-        what="sequence_gold", base="seq_ok.csv")
+    put(
+        "seq_gold_ok.csv",
+        "sequence,position,label\ns1,0,A\ns2,1,B\n",
+        loads(6, gold=2),
+        what="sequence_gold",
+        base="seq_ok.csv",
+    )
+    put(
+        "seq_gold_conflict.csv",
+        "sequence,position,label\ns1,0,A\ns1,0,B\n",
+        error("contradicts", "rows 2, 3"),
+        what="sequence_gold",
+        base="seq_ok.csv",
+    )
+    put(
+        "seq_gold_repeated.csv",
+        "sequence,position,label\ns1,0,A\ns1,0,A\n",
+        loads(6, "read once", gold=1),
+        what="sequence_gold",
+        base="seq_ok.csv",
+    )
     put("seq_gold_is_labels.csv", SEQ, error("label file, not a gold file"), what="sequence_gold", base="seq_ok.csv")
-    put("seq_gold_unknown.csv", "sequence,position,label\ns9,0,A\n", error("no crowd labels"), what="sequence_gold",
-        base="seq_ok.csv")
+    put(
+        "seq_gold_unknown.csv",
+        "sequence,position,label\ns9,0,A\n",
+        error("no crowd labels"),
+        what="sequence_gold",
+        base="seq_ok.csv",
+    )
 
 
 def edges_corpus() -> None:
     put("edges_ok.csv", "source,target\na,b\nb,c\n", loads(2), what="edges", base="base.csv")
     put("edges_no_header.csv", "a,b\nb,c\n", loads(2, "no header"), what="edges", base="base.csv")
-    put("edges_unnamed_columns.csv", "from_item,to_item\na,b\nb,c\n", loads(2, "no column named source/target"),
-        what="edges", base="base.csv")
-    put("edges_weight_1e308.csv", "source,target,weight\na,b,1e308\n", error("max_weight", "row 2"), what="edges",
-        base="base.csv")
-    put("edges_weight_zero.csv", "source,target,weight\na,b,0\n", error("weight", "row 2"), what="edges",
-        base="base.csv")
-    put("edges_weight_nan.csv", "source,target,weight\na,b,nan\nb,c,1\n", error("weight", "row 2"), what="edges",
-        base="base.csv")
+    put(
+        "edges_unnamed_columns.csv",
+        "from_item,to_item\na,b\nb,c\n",
+        loads(2, "no column named source/target"),
+        what="edges",
+        base="base.csv",
+    )
+    put(
+        "edges_weight_1e308.csv",
+        "source,target,weight\na,b,1e308\n",
+        error("max_weight", "row 2"),
+        what="edges",
+        base="base.csv",
+    )
+    put(
+        "edges_weight_zero.csv",
+        "source,target,weight\na,b,0\n",
+        error("weight", "row 2"),
+        what="edges",
+        base="base.csv",
+    )
+    put(
+        "edges_weight_nan.csv",
+        "source,target,weight\na,b,nan\nb,c,1\n",
+        error("weight", "row 2"),
+        what="edges",
+        base="base.csv",
+    )
     put("edges_unknown.csv", "source,target\na,zz\n", error("no labels", "row 2"), what="edges", base="base.csv")
     put("edges_self_loop.csv", "source,target\na,a\na,b\n", loads(1, "self-loop"), what="edges", base="base.csv")
     put("edges_gzip.csv", gzip.compress(b"source,target\na,b\n", mtime=0), error("gzip"), what="edges", base="base.csv")
-    put("edges_header_repeated.csv", "source,target\na,b\nsource,target\nb,c\n", loads(2, "repeat the header"),
-        what="edges", base="base.csv")
+    put(
+        "edges_header_repeated.csv",
+        "source,target\na,b\nsource,target\nb,c\n",
+        loads(2, "repeat the header"),
+        what="edges",
+        base="base.csv",
+    )
 
 
 def features_corpus() -> None:
     put("features_ok.csv", "item,f1,f2\na,1,2\nb,3,4\nc,5,6\n", loads(3), what="features", base="base.csv")
-    put("features_1e308.csv", "item,f1\na,1e308\nb,1\nc,2\n", error("max_abs_value", "row 2"), what="features",
-        base="base.csv")
-    put("features_nan.csv", "item,f1\na,nan\nb,1\nc,2\n", error("not a number", "row 2"), what="features",
-        base="base.csv")
-    put("features_utf16.csv", codecs.BOM_UTF16_LE + "item,f1\na,1\nb,2\nc,3\n".encode("utf-16-le"), loads(3),
-        what="features", base="base.csv")
-    put("features_missing_item.csv", "item,f1\na,1\nb,2\n", error("no row of features", "'c'"), what="features",
-        base="base.csv")
+    put(
+        "features_1e308.csv",
+        "item,f1\na,1e308\nb,1\nc,2\n",
+        error("max_abs_value", "row 2"),
+        what="features",
+        base="base.csv",
+    )
+    put(
+        "features_nan.csv",
+        "item,f1\na,nan\nb,1\nc,2\n",
+        error("not a number", "row 2"),
+        what="features",
+        base="base.csv",
+    )
+    put(
+        "features_utf16.csv",
+        codecs.BOM_UTF16_LE + "item,f1\na,1\nb,2\nc,3\n".encode("utf-16-le"),
+        loads(3),
+        what="features",
+        base="base.csv",
+    )
+    put(
+        "features_missing_item.csv",
+        "item,f1\na,1\nb,2\n",
+        error("no row of features", "'c'"),
+        what="features",
+        base="base.csv",
+    )
     put("features_json.csv", '{"item": "a", "f1": 1}\n', error("JSON"), what="features", base="base.csv")
 
 

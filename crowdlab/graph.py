@@ -49,7 +49,7 @@ def read_edges(source: Source, annotations: Annotations, *, where: str = "python
     numbers in (0, ``limits.max_weight``], raise `DataError` listing the rows.
     """
     needs = "an edge list needs source and target columns"
-    table = read_table(source, needs=needs, where=check_where(where))
+    table = read_table(source, needs=needs, allow_no_rows=True, where=check_where(where))
     s, t, w = _edge_columns(table.header)
     notes: tuple[str, ...] = ()
     if s is None and t is None and len(table.header) >= 2:
@@ -58,7 +58,12 @@ def read_edges(source: Source, annotations: Annotations, *, where: str = "python
             table = read_table(source, needs=needs, header=False, where=where)
             notes += (
                 f"Edge list '{table.file}' has no header: row 1 names two items, so it was read as an edge "
-                "(columns 1 and 2 are source and target).",
+                "(columns 1 and 2 are source and target"
+                + (
+                    "; later columns are ignored: name a column 'weight' in a header row to use weights)."
+                    if len(table.header) > 2
+                    else ")."
+                ),
             )
         else:
             notes += (
@@ -67,6 +72,8 @@ def read_edges(source: Source, annotations: Annotations, *, where: str = "python
             )
         s, t = 0, 1
         w = 2 if len(table.header) >= 3 and table.header[2].strip().lower() in WEIGHT_ALIASES else None
+    if not table.n_rows:
+        raise DataError("the edge list has a header row but no edges.", file=table.file, hint="Add one edge per row.")
     if s is None or t is None or s == t:
         raise DataError(
             "no source and target columns found.",
@@ -105,8 +112,14 @@ def read_edges(source: Source, annotations: Annotations, *, where: str = "python
         weight = wu[col.codes]
     u, v = u.astype(np.int64), v.astype(np.int64)
     loops = int((u == v).sum())
-    A = symmetric(sp.coo_matrix((weight, (u, v)), shape=(annotations.n_items,) * 2))
+    pairs = pd.DataFrame({"a": np.minimum(u, v), "b": np.maximum(u, v), "w": weight})
+    best = pairs.groupby(["a", "b"], sort=False)["w"].max()
+    repeated = len(pairs) - len(best)
+    a, b = best.index.get_level_values(0).to_numpy(), best.index.get_level_values(1).to_numpy()
+    A = symmetric(sp.coo_matrix((best.to_numpy(), (a, b)), shape=(annotations.n_items,) * 2))
     notes = annotations.notes + table.notes + notes
+    if repeated:
+        notes += (f"{repeated} repeated edge(s) (either direction) used once, with the largest weight.",)
     if loops:
         notes += (f"Dropped {loops} self-loop(s) from the edge list.",)
     return replace(annotations, graph=A, notes=notes)

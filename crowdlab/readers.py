@@ -15,7 +15,8 @@ with `read_table`, which does all the checks that do not depend on what the colu
 5. cells: parsed by pandas' C tokenizer into Arrow strings; surrounding white space and invisible characters
    (zero-width spaces, byte-order marks, no-break spaces) are stripped (noted when invisible ones were there);
    fully blank rows and rows that repeat the header are skipped, each with a note naming the rows. Files with
-   very many columns (wide files) are tokenised by the csv module into one block, so 100,000 columns load fast.
+   very many columns (wide files) and small files are tokenised by the csv module into one block (100,000
+   columns load in about a second; a small file in a millisecond).
 
 Work per line is bounded: the sniffing sample is at most ~1 MB, and no per-cell Python loop runs over a long
 file (checks work on each column's distinct values). Rows are numbered as a spreadsheet shows them (header =
@@ -81,6 +82,7 @@ _SNIFF_LINES = 50
 _SNIFF_BYTES = 1 << 20  # the delimiter sample: at most 1 MB after the header line
 _MAX_HEADER_BYTES = 64 << 20
 _WIDE_COLUMNS = 2000  # more columns than this: csv-module tokenizer into one block
+_SMALL_BYTES = 1 << 18  # smaller files: the csv module too (pandas' parser costs milliseconds to start)
 _CHUNK = 16 << 20
 SHOW = 5  # how many offending rows / names a message lists
 csv.field_size_limit(max(csv.field_size_limit(), _MAX_HEADER_BYTES))  # a cell is bounded by the file size limit
@@ -153,7 +155,13 @@ class Column:
         return self.uniq[self.codes]
 
     def take(self, mask: np.ndarray) -> Column:
-        return Column(self.codes[mask], self.uniq)
+        """The rows where ``mask`` is set (distinct values no longer used are dropped)."""
+        codes = self.codes[mask]
+        used = np.bincount(codes, minlength=self.uniq.size) > 0
+        if used.all():
+            return Column(codes, self.uniq)
+        new = np.cumsum(used) - 1
+        return Column(new[codes], self.uniq[used])
 
 
 @dataclass(frozen=True)
@@ -206,6 +214,8 @@ def missing_values(values: np.ndarray) -> np.ndarray:
     """Boolean mask: which (stripped) strings spell a missing value, case-insensitively (see `MISSING_LOWER`)."""
     if not len(values):
         return np.zeros(0, dtype=bool)
+    if len(values) < 5000:
+        return np.fromiter((str(v).lower() in MISSING_LOWER for v in values), dtype=bool, count=len(values))
     s = pd.Series(values, dtype="str")
     return s.str.lower().isin(MISSING_LOWER).to_numpy(dtype=bool)
 
@@ -625,7 +635,8 @@ def read_table(
     if n_lines - 1 > lim.max_rows:
         raise limit_error(f"the file has about {n_lines - 1:,} rows, which", "max_rows", where, file=file)
     skip = lead + (1 if header else 0)
-    if n_cols > _WIDE_COLUMNS:
+    small = len(data) < _SMALL_BYTES and data.count(b'"') % 2 == 0  # (an odd count: let pandas name the row)
+    if n_cols > _WIDE_COLUMNS or small:
         frame = _parse_wide(data, delim, skip - 1, n_cols, file, where)
     else:
         try:
@@ -656,12 +667,13 @@ def read_table(
     if not header:
         names = tuple(f"column {j + 1}" for j in range(n_cols))
     keep = np.ones(len(frame), dtype=bool)
-    blank = _all_equal(frame, ("",) * n_cols)
+    first = _factorize(frame[0])
+    blank = _all_equal(frame, first, ("",) * n_cols)
     if blank.any():
         notes += (f"Skipped {count(int(blank.sum()), 'empty row')} ({rows_phrase(rows[blank])}).",)
         keep &= ~blank
     if header and any(names):
-        repeat = _all_equal(frame, names) & keep
+        repeat = _all_equal(frame, first, names) & keep
         if repeat.any():
             notes += (
                 f"Skipped {count(int(repeat.sum()), 'row')} that repeat the header row ({rows_phrase(rows[repeat])}).",
@@ -670,6 +682,7 @@ def read_table(
     if not keep.all():
         frame = frame[keep].reset_index(drop=True)
         rows = rows[keep]
+        first = first.take(keep)
     if not len(frame) and not allow_no_rows:
         one_line = " (the file has no line break after row 1)" if head_end < 0 else ""
         raise DataError(
@@ -677,18 +690,22 @@ def read_table(
             file=file,
             hint="Add the labels below the header, one row per label.",
         )
-    return Table(file, path, names, frame, rows, delim, notes, where)
+    return Table(file, path, names, frame, rows, delim, notes, where, {0: first})
 
 
-def _all_equal(frame: pd.DataFrame, values: Sequence[str]) -> np.ndarray:
-    """Rows whose every cell equals ``values`` (cell by cell); checks column 0 first, then only the candidates."""
+def _factorize(series: pd.Series) -> Column:
+    codes, uniq = pd.factorize(series, use_na_sentinel=False)
+    return Column(np.asarray(codes, dtype=np.int64), np.asarray(uniq, dtype=object))
+
+
+def _all_equal(frame: pd.DataFrame, first: Column, values: Sequence[str]) -> np.ndarray:
+    """Rows whose every cell equals ``values`` (cell by cell); checks column 0 (factorised) first, then only the
+    candidates."""
     n = len(frame)
-    if not n:
-        return np.zeros(0, dtype=bool)
-    mask = (frame[0] == values[0]).to_numpy(dtype=bool)
-    if not mask.any():
-        return mask
-    idx = np.flatnonzero(mask)
+    hit = np.flatnonzero(first.uniq == values[0])
+    if not n or not hit.size:
+        return np.zeros(n, dtype=bool)
+    idx = np.flatnonzero(first.codes == hit[0])
     sub = frame.iloc[idx].to_numpy(dtype=object)
     same = (sub == np.asarray(values, dtype=object)[None, :]).all(axis=1)
     out = np.zeros(n, dtype=bool)

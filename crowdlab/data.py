@@ -71,7 +71,9 @@ __all__ = [
 
 
 def _names(values: Sequence | np.ndarray) -> tuple[str, ...]:
-    return tuple(str(v) for v in values)
+    if type(values) is tuple and all(type(v) is str for v in values):
+        return values  # already names (the readers' case: no copy of 10^6 strings)
+    return tuple(map(str, values))
 
 
 @dataclass(frozen=True, eq=False)
@@ -442,19 +444,21 @@ def _as_numbers(strings: np.ndarray) -> np.ndarray | None:
     return nums if np.isfinite(nums).all() else None
 
 
-def _string_order(names: np.ndarray) -> np.ndarray:
-    """Stable sorting permutation of strings by code point (Arrow's sort: fast on 10^6 names)."""
+def _string_order(names: np.ndarray, arrow=None) -> np.ndarray:
+    """Stable sorting permutation of strings by code point (Arrow's sort: fast on 10^6 names); ``arrow``: the same
+    strings as an Arrow array, when there is one (no conversion)."""
     import pyarrow as pa
     import pyarrow.compute as pc
 
-    return np.asarray(pc.array_sort_indices(pa.array(names, type=pa.large_string())), dtype=np.int64)
+    values = arrow if arrow is not None else pa.array(names, type=pa.large_string())
+    return np.asarray(pc.array_sort_indices(values), dtype=np.int64)
 
 
-def _name_order(names: np.ndarray, nums: np.ndarray | None = None) -> np.ndarray:
+def _name_order(names: np.ndarray, nums: np.ndarray | None = None, arrow=None) -> np.ndarray:
     """Sorting permutation of names: numeric order when all are numbers (exact beyond 2^53), else string order."""
     nums = _as_numbers(names) if nums is None else nums
     if nums is None:
-        return _string_order(names)
+        return _string_order(names, arrow)
     order = np.lexsort((_string_order(names).argsort(), nums))
     big = np.abs(nums) >= 2.0**53
     if big.any() and big.sum() <= 1_000_000:
@@ -487,18 +491,18 @@ def _encode_col(col: Column, *, merge_numbers: bool = False) -> tuple[tuple[str,
         first: dict = {}
         for u, k in zip(uniq.tolist(), keys):
             first.setdefault(k, u)
-        rank = np.asarray([code_of[k] for k in keys], dtype=np.int64)
-        return tuple(first[k] for k in distinct), rank[col.codes].astype(np.int32)
-    order = _name_order(uniq, nums)
-    rank = np.empty(len(uniq), dtype=np.int64)
-    rank[order] = np.arange(len(uniq))
-    return tuple(uniq[order].tolist()), rank[col.codes].astype(np.int32)
+        rank = np.asarray([code_of[k] for k in keys], dtype=np.int32)
+        return tuple(first[k] for k in distinct), rank[col.codes]
+    order = _name_order(uniq, nums, col.arrow)
+    rank = np.empty(len(uniq), dtype=np.int32)
+    rank[order] = np.arange(len(uniq), dtype=np.int32)
+    return tuple(uniq[order].tolist()), rank[col.codes]
 
 
 def _encode_names(values: np.ndarray, *, merge_numbers: bool = False) -> tuple[tuple[str, ...], np.ndarray]:
     """`_encode_col` of an array of strings."""
     codes, uniq = pd.factorize(np.asarray(values, dtype=object))
-    return _encode_col(Column(codes.astype(np.int64), np.asarray(uniq, dtype=object)), merge_numbers=merge_numbers)
+    return _encode_col(Column(codes.astype(np.int32), np.asarray(uniq, dtype=object)), merge_numbers=merge_numbers)
 
 
 def _to_float(values: np.ndarray | Column, decimal_comma: bool) -> np.ndarray:
@@ -593,7 +597,7 @@ def _as_col(values: np.ndarray | Column) -> Column:
     if isinstance(values, Column):
         return values
     codes, uniq = pd.factorize(np.asarray(values, dtype=object))
-    return Column(codes.astype(np.int64), np.asarray(uniq, dtype=object))
+    return Column(codes.astype(np.int32), np.asarray(uniq, dtype=object))
 
 
 def _check_sizes(file: str, where: str, *, items: int = 0, workers: int = 0, classes: int = 0) -> None:

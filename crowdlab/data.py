@@ -411,7 +411,11 @@ def _long_columns(table: _Table, score_column: str | None) -> tuple[int, int, in
         if j is None
     }
     if missing:
-        hint = f" If rows are items and columns are workers, read it as a wide file ({table.spell('fmt', 'wide')})."
+        keys = {_norm(h) for h in table.header}
+        if keys & set(SEQUENCE_ALIASES) and keys & set(POSITION_ALIASES):
+            hint = f" This looks like a file of label sequences: read it with {table.spell('sequences', '')}."
+        else:
+            hint = f" If rows are items and columns are workers, read it as a wide file ({table.spell('fmt', 'wide')})."
         raise _missing_columns_error(table, missing, hint)
     gold = _find(table, GOLD_ALIASES, "gold", skip=(item, worker, label))
     return item, worker, label, gold

@@ -100,8 +100,21 @@ def test_a_gap_is_refused_before_anything_is_allocated():
     text = "sequence,position,worker,label\ns,0,w,A\ns,1,w,B\ns,1000000000,w,A\n"
     with pytest.raises(DataError) as err:
         read_sequences(text.encode(), where="cli")
-    assert err.value.row == 4 and err.value.column == "position" and "999,999,998 unlabelled positions" in str(err.value)
+    assert (
+        err.value.row == 4 and err.value.column == "position" and "999,999,998 unlabelled positions" in str(err.value)
+    )
 
 
 def test_plurals():
     assert count(54, "class") == "54 classes" and count(1, "class") == "1 class" and count(2, "row") == "2 rows"
+
+
+@pytest.mark.parametrize(
+    "where, spelled",
+    [("python", "read_sequences"), ("cli", "--format sequences"), ("app", "Sequences page")],
+)
+def test_a_sequence_file_read_as_labels_points_to_the_sequence_reader(where, spelled):
+    text = b"sequence,position,worker,tag\ns,0,w,A\ns,1,w,B\n"
+    with pytest.raises(DataError) as err:
+        read_annotations(text, where=where)
+    assert spelled in str(err.value)

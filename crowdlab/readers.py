@@ -546,27 +546,34 @@ def _parse_wide(data: bytes, delim: str, lead: int, n_cols: int, file: str, wher
     out: list[list[str]] = []
     for _ in range(lead + 1):
         next(reader, None)
-    lim = get_limits()
-    for fields in reader:
-        if len(fields) > n_cols:
-            raise DataError(
-                f"this row has {len(fields)} cells but the header has {n_cols}.",
-                file=file,
-                row=reader.line_num,
-                hint="A value probably contains the delimiter: put that value in double quotes, "
-                "or remove the extra delimiter.",
-            )
-        if len(fields) < n_cols:
-            fields = fields + [""] * (n_cols - len(fields))
-        out.append(fields)
-        if len(out) * n_cols > lim.max_cells:
-            raise limit_error(
-                f"a wide file of more than {len(out):,} rows x {n_cols:,} columns", "max_cells", where, file=file
-            )
+    try:
+        for fields in reader:
+            _add_row(out, fields, n_cols, reader.line_num, file, where)
+    except csv.Error as exc:
+        raise DataError(f"the CSV parser failed: {exc}.", file=file, row=reader.line_num, hint=EXPORT_HINT) from None
     arr = np.empty((len(out), n_cols), dtype=object)
     if out:
         arr[:] = out
     return pd.DataFrame(arr, columns=range(n_cols), dtype=object, copy=False)
+
+
+def _add_row(out: list, fields: list[str], n_cols: int, line: int, file: str, where: str) -> None:
+    """Append one tokenised row, padded to ``n_cols``; raise for extra cells or past the cell limit."""
+    if len(fields) > n_cols:
+        raise DataError(
+            f"this row has {len(fields)} cells but the header has {n_cols}.",
+            file=file,
+            row=line,
+            hint="A value probably contains the delimiter: put that value in double quotes, "
+            "or remove the extra delimiter.",
+        )
+    if len(fields) < n_cols:
+        fields = fields + [""] * (n_cols - len(fields))
+    out.append(fields)
+    if len(out) * n_cols > get_limits().max_cells:
+        raise limit_error(
+            f"a wide file of more than {len(out):,} rows x {n_cols:,} columns", "max_cells", where, file=file
+        )
 
 
 def _parse_arrow(data: bytes, start: int, delim: str, n_cols: int) -> pd.DataFrame | None:

@@ -53,14 +53,14 @@ def cmd_fit(args: argparse.Namespace) -> int:
 
     kind = "continuous" if args.method == "scores" and args.kind == "auto" else args.kind
     if args.fmt == "sequences" or (args.method == "hmm" and args.fmt == "auto"):
-        data = read_sequences(args.file, gold=args.gold)
+        data = read_sequences(args.file, gold=args.gold, where="cli")
     else:
-        data = read_annotations(args.file, gold=args.gold, fmt=args.fmt, kind=kind)
+        data = read_annotations(args.file, gold=args.gold, fmt=args.fmt, kind=kind, where="cli")
     options = {}
     if args.edges:
         from crowdlab.graph import read_edges
 
-        data = read_edges(args.edges, data)
+        data = read_edges(args.edges, data, where="cli")
     if args.method == "mrf":
         options = {"delta": args.delta, "e_step": args.e_step}
     run = fit(

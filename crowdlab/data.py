@@ -22,21 +22,42 @@ and what to do; nothing is dropped without a sentence in `Annotations.notes`.
 
 from __future__ import annotations
 
-import csv
 import io
 import os
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
+from decimal import Decimal, InvalidOperation
 from functools import cached_property
 from pathlib import Path
-from typing import BinaryIO
 
 import numpy as np
 import pandas as pd
 import scipy.sparse as sp
 
 from crowdlab.errors import DataError
+from crowdlab.limits import get_limits
+from crowdlab.limits import how_to_raise as limits_how
+from crowdlab.readers import (
+    SHOW as _SHOW,
+)
+from crowdlab.readers import (
+    UPLOADED,
+    Column,
+    Source,
+    check_where,
+    limit_error,
+    missing_values,
+    no_worker_columns_error,
+    read_table,
+    spell,
+)
+from crowdlab.readers import Table as _Table
+from crowdlab.readers import count as _count
+from crowdlab.readers import listing as _listing
+from crowdlab.readers import load_source as _load_source
+from crowdlab.readers import rows_error as _rows_error
+from crowdlab.readers import rows_phrase as _rows_phrase
 
 __all__ = [
     "Annotations",
@@ -50,7 +71,9 @@ __all__ = [
 
 
 def _names(values: Sequence | np.ndarray) -> tuple[str, ...]:
-    return tuple(str(v) for v in values)
+    if type(values) is tuple and all(type(v) is str for v in values):
+        return values  # already names (the readers' case: no copy of 10^6 strings)
+    return tuple(map(str, values))
 
 
 @dataclass(frozen=True, eq=False)
@@ -309,17 +332,10 @@ def _fmt_number(x) -> str:
 
 # ====================================================================== readers
 #
-# Rules (see ``read_annotations``):
-# - Bytes are decoded as UTF-8 (a BOM is fine; UTF-16 with a BOM, as Excel's "Unicode text" writes, is accepted).
-# - The delimiter (comma, semicolon or tab) is chosen from the first lines: the one that splits the header into
-#   the most columns and every sampled line into the same number of columns. One column means a bad separator.
-# - Cells are stripped of surrounding spaces. Fully blank rows are skipped and counted in ``Annotations.notes``;
-#   every other problem raises ``DataError``. Rows are numbered as a spreadsheet shows them (header = row 1).
-
-Source = str | os.PathLike | bytes | bytearray | memoryview | BinaryIO
-"""A path, raw bytes, or a binary file-like with ``getvalue()`` or ``read()`` (e.g. Streamlit's upload)."""
-
-UPLOADED = "uploaded file"
+# Rules (see ``read_annotations``): the bytes -> table checks are `crowdlab.readers.read_table` (the one reading
+# path of every file kind); this module gives the columns their meaning. Every problem raises ``DataError``;
+# every row skipped and every value reinterpreted gets a sentence in ``Annotations.notes``. Rows are numbered as
+# a spreadsheet shows them (header = row 1). ``where`` ("python", "cli", "app") chooses how hints spell options.
 
 ITEM_ALIASES = ("item", "task", "question", "item_id", "task_id", "question_id")
 WORKER_ALIASES = ("worker", "annotator", "labeler", "labeller", "rater", "worker_id", "annotator_id")
@@ -327,260 +343,8 @@ LABEL_ALIASES = ("label", "answer", "response", "class", "annotation")
 SCORE_ALIASES = ("value", "score", "rating")
 GOLD_ALIASES = ("gold", "truth", "true_label", "gold_label")
 
-MISSING_TOKENS = ("", "nan", "NaN", "NAN", "na", "NA", "n/a", "N/A", "#N/A", "null", "NULL", "Null", "<NA>")
-"""Cell values read as "no label" (blank cells and the usual spreadsheet spellings of NaN)."""
-
-_DELIMITERS = (",", ";", "\t")
-_SNIFF_LINES = 50
-_SHOW = 5  # how many offending rows / names a message lists
 _GENERIC_STEMS = {"labels", "annotations", "data"}
-_MAGIC = (
-    (b"\x89PNG", "a PNG image"),
-    (b"\xff\xd8\xff", "a JPEG image"),
-    (b"GIF8", "a GIF image"),
-    (b"%PDF", "a PDF document"),
-    (b"PK\x03\x04", "a ZIP archive (an Excel .xlsx workbook is one)"),
-    (b"\xd0\xcf\x11\xe0", "an Excel .xls workbook"),
-)
-_UTF8_HINT = (
-    "Save the file as UTF-8 (Excel: Save As > 'CSV UTF-8'; LibreOffice: Save As > CSV, "
-    "character set 'Unicode (UTF-8)') and load it again."
-)
-_EXPORT_HINT = "Export the data as CSV (comma-, semicolon- or tab-separated text) and load that file."
-
-
-@dataclass(frozen=True)
-class _Table:
-    """A CSV file read as stripped strings, keeping the spreadsheet row number of every kept row."""
-
-    file: str
-    path: Path | None
-    header: tuple[str, ...]
-    cells: pd.DataFrame  # columns 0 .. n-1, one row per non-blank data row
-    rows: np.ndarray  # (n_rows,) spreadsheet row numbers (header = 1)
-    delimiter: str
-    notes: tuple[str, ...]
-
-    def column_name(self, j: int) -> str:
-        """The header cell of column ``j`` as written, or its position when the cell is blank."""
-        return self.header[j] or f"column {j + 1} (no header)"
-
-    def values(self, j: int) -> np.ndarray:
-        """Column ``j`` as an object array of str."""
-        return self.cells[j].to_numpy(dtype=object)
-
-    def missing(self, j: int) -> np.ndarray:
-        """Boolean mask of cells in column ``j`` that hold no value (blank or a NaN spelling)."""
-        return self.cells[j].isin(MISSING_TOKENS).to_numpy(dtype=bool)
-
-
-# ---------------------------------------------------------------------- bytes -> table
-def _load_source(source: Source) -> tuple[bytes, str, Path | None]:
-    """Return the raw bytes, the file name used in messages, and the path (None for uploads)."""
-    if isinstance(source, str | os.PathLike):
-        path = Path(source)
-        if not path.is_file():
-            raise DataError(
-                "no such file.", file=str(path), hint="Check the path (it is read relative to where you started)."
-            )
-        return path.read_bytes(), path.name, path
-    if isinstance(source, bytes | bytearray | memoryview):
-        return bytes(source), UPLOADED, None
-    if hasattr(source, "getvalue"):
-        data = source.getvalue()
-    elif hasattr(source, "read"):
-        data = source.read()
-    else:
-        raise TypeError(f"cannot read annotations from {type(source).__name__}; pass a path, bytes or a file.")
-    name = getattr(source, "name", None)
-    file = Path(name).name if isinstance(name, str) and name else UPLOADED
-    if isinstance(data, str):
-        data = data.encode("utf-8")
-    return bytes(data), file, None
-
-
-def _decode(data: bytes, file: str) -> str:
-    """Decode CSV bytes, refusing binary files and naming the first byte that is not UTF-8."""
-    if not data.strip():
-        problem = "the file is empty (0 bytes)." if not data else "the file holds only blank lines."
-        raise DataError(problem, file=file, hint="Choose a CSV file with a header row and one row per label.")
-    for magic, what in _MAGIC:
-        if data.startswith(magic):
-            raise DataError(f"this is not a CSV text file; it looks like {what}.", file=file, hint=_EXPORT_HINT)
-    if data.startswith((b"\xff\xfe", b"\xfe\xff")):
-        try:
-            return data.decode("utf-16")
-        except UnicodeDecodeError:
-            raise DataError("the file starts like UTF-16 text but is not.", file=file, hint=_UTF8_HINT) from None
-    if b"\x00" in data[:4096]:
-        raise DataError("this is not a CSV text file (it holds binary data).", file=file, hint=_EXPORT_HINT)
-    try:
-        return data.decode("utf-8-sig")
-    except UnicodeDecodeError as exc:
-        offset = exc.start + (3 if data.startswith(b"\xef\xbb\xbf") else 0)
-        row = data.count(b"\n", 0, offset) + 1
-        raise DataError(
-            f"byte 0x{data[offset]:02x} at byte offset {offset} is not UTF-8 text "
-            "(the file was probably saved as Latin-1/Windows-1252).",
-            file=file,
-            row=row,
-            hint=_UTF8_HINT,
-        ) from None
-
-
-def _sniff_delimiter(lines: list[str]) -> str | None:
-    """The delimiter that splits the header into the most columns and the sample lines consistently.
-
-    Returns None when no candidate gives the header two or more columns.
-    """
-    best, best_score = None, (0.0, 1)
-    for delim in _DELIMITERS:
-        counts = [len(fields) for fields in csv.reader(lines, delimiter=delim)]
-        if counts[0] < 2:
-            continue
-        score = (sum(c == counts[0] for c in counts) / len(counts), counts[0])
-        if score > best_score:
-            best, best_score = delim, score
-    return best
-
-
-def _parser_error(exc: Exception, file: str) -> DataError:
-    """Turn a pandas tokenizer error into a DataError with the row it names."""
-    text = str(exc)
-    fields = re.search(r"Expected (\d+) fields in line (\d+), saw (\d+)", text)
-    if fields:
-        expected, line, saw = (int(g) for g in fields.groups())
-        return DataError(
-            f"this row has {saw} cells but the header has {expected}.",
-            file=file,
-            row=line,
-            hint="A value probably contains the delimiter: put that value in double quotes, "
-            "or remove the extra delimiter.",
-        )
-    quote = re.search(r"EOF inside string starting at row (\d+)", text)
-    if quote:
-        return DataError(
-            "a double quote opened in this row is never closed.",
-            file=file,
-            row=int(quote.group(1)) + 1,
-            hint='Close the quote, or write a literal quote as two quotes ("").',
-        )
-    return DataError(f"the CSV parser failed: {text}", file=file, hint=_EXPORT_HINT)
-
-
-def _one_column_error(file: str, header_line: str, needs: str) -> DataError:
-    return DataError(
-        f"found only one column ({header_line[:60]!r}); {needs}.",
-        file=file,
-        row=1,
-        hint="Separate the columns with commas, semicolons or tabs (spaces and other separators are not "
-        "read), with the column names in row 1.",
-    )
-
-
-def _no_worker_columns_error(file: str) -> DataError:
-    return DataError(
-        "this wide file has no worker columns.",
-        file=file,
-        row=1,
-        hint="A wide file has one row per item: the item id in the first column, then one column per worker "
-        "(worker name in row 1, the worker's label in each cell, blank when missing). For one row per label "
-        "use a long file with columns item, worker, label.",
-    )
-
-
-def _strip_cells(frame: pd.DataFrame) -> pd.DataFrame:
-    """Strip surrounding spaces from every cell, column by column (vectorised)."""
-    frame = frame.fillna("")
-    return pd.DataFrame({j: frame[j].str.strip() for j in frame.columns}, index=frame.index)
-
-
-def _read_table(source: Source, *, needs: str, wide: bool = False, allow_no_rows: bool = False) -> _Table:
-    """Read a CSV source into a `_Table` of stripped strings, dropping (and counting) fully blank rows."""
-    data, file, path = _load_source(source)
-    text = _decode(data, file)
-    body = text.lstrip()
-    lead = text[: len(text) - len(body)].count("\n")
-    sample = [line for line in body[:65536].splitlines()[:_SNIFF_LINES] if line.strip()]
-    if not sample:
-        raise DataError("the file holds only blank lines.", file=file, hint="Choose a CSV file with a header row.")
-    delim = _sniff_delimiter(sample)
-    if delim is None:
-        raise _no_worker_columns_error(file) if wide else _one_column_error(file, sample[0], needs)
-    try:
-        frame = pd.read_csv(
-            io.StringIO(text),
-            sep=delim,
-            dtype=str,
-            keep_default_na=False,
-            skip_blank_lines=False,
-            skiprows=lead,
-            header=0,
-            engine="c",
-        )
-    except pd.errors.ParserError as exc:
-        raise _parser_error(exc, file) from None
-    header = tuple(h.strip() for h in next(csv.reader([sample[0]], delimiter=delim)))
-    if len(header) != frame.shape[1]:
-        header = tuple(str(c).strip() for c in frame.columns)
-    frame.columns = range(frame.shape[1])
-    cells = _strip_cells(frame)
-    rows = np.arange(len(cells), dtype=np.int64) + lead + 2
-    blank = (cells == "").all(axis=1).to_numpy(dtype=bool)
-    notes: tuple[str, ...] = ()
-    if blank.any():
-        notes = (f"Skipped {_count(int(blank.sum()), 'empty row')} ({_rows_phrase(rows[blank])}).",)
-        cells, rows = cells[~blank].reset_index(drop=True), rows[~blank]
-    if not len(cells) and not allow_no_rows:
-        raise DataError(
-            "the file has a header row but no data rows." + (f" ({notes[0]})" if notes else ""),
-            file=file,
-            hint="Add the labels below the header, one row per label.",
-        )
-    return _Table(file, path, header, cells, rows, delim, notes)
-
-
-# ---------------------------------------------------------------------- message helpers
-def _count(n: int, noun: str) -> str:
-    """'1 row', '3 rows'."""
-    return f"{n} {noun}" if n == 1 else f"{n} {noun}s"
-
-
-def _listing(things: Sequence, total: int | None = None) -> str:
-    """'a, b, c and 4 more' from the first few of ``things``."""
-    things = [str(t) for t in things]
-    total = len(things) if total is None else total
-    shown = ", ".join(things[:_SHOW])
-    return shown if total <= _SHOW else f"{shown} and {total - _SHOW} more"
-
-
-def _rows_phrase(rows: np.ndarray) -> str:
-    """'row 4' or 'rows 4, 7, 9 and 2 more'."""
-    return f"row {rows[0]}" if rows.size == 1 else f"rows {_listing(rows.tolist())}"
-
-
-def _rows_error(
-    table: _Table, mask: np.ndarray, column: int, problem: str, hint: str, *, show_values: bool = False
-) -> DataError:
-    """A DataError listing the spreadsheet rows where ``mask`` is set: "3 rows have {problem} (rows ...)".
-
-    A single row goes into the error's ``row``; several are listed in the message (the first few and a count).
-    With ``show_values`` the offending cells are quoted too.
-    """
-    rows = table.rows[mask]
-    single = rows.size == 1
-    text = f"{'1 row has' if single else f'{rows.size} rows have'} {problem}"
-    if not single:
-        text += f" ({_rows_phrase(rows)})"
-    if show_values:
-        text += ": " + _listing([repr(v) for v in table.values(column)[mask][:_SHOW]], rows.size)
-    return DataError(
-        text + ".",
-        file=table.file,
-        row=int(rows[0]) if single else None,
-        column=table.column_name(column),
-        hint=hint,
-    )
+_read_table = read_table
 
 
 # ---------------------------------------------------------------------- columns
@@ -647,7 +411,11 @@ def _long_columns(table: _Table, score_column: str | None) -> tuple[int, int, in
         if j is None
     }
     if missing:
-        hint = " If rows are items and columns are workers, read it as a wide file (fmt='wide')."
+        keys = {_norm(h) for h in table.header}
+        if keys & set(SEQUENCE_ALIASES) and keys & set(POSITION_ALIASES):
+            hint = f" This looks like a file of label sequences: read it with {table.spell('sequences', '')}."
+        else:
+            hint = f" If rows are items and columns are workers, read it as a wide file ({table.spell('fmt', 'wide')})."
         raise _missing_columns_error(table, missing, hint)
     gold = _find(table, GOLD_ALIASES, "gold", skip=(item, worker, label))
     return item, worker, label, gold
@@ -669,42 +437,82 @@ def _ignored_note(table: _Table, used: Sequence[int]) -> tuple[str, ...]:
 
 # ---------------------------------------------------------------------- values
 def _as_numbers(strings: np.ndarray) -> np.ndarray | None:
-    """Float values of ``strings`` when every one is a finite number, else None."""
+    """Float values of ``strings`` when every one is a finite number, else None (rejects fast on text)."""
     if not len(strings):
+        return None
+    try:
+        float(strings[0])
+    except (TypeError, ValueError):
         return None
     nums = pd.to_numeric(pd.Series(strings, dtype=object), errors="coerce").to_numpy(dtype=np.float64)
     return nums if np.isfinite(nums).all() else None
 
 
-def _name_order(names: np.ndarray) -> np.ndarray:
-    """Sorting permutation of names: numeric order when all are numbers, else string order."""
-    nums = _as_numbers(names)
-    strs = names.astype(str)
+def _string_order(names: np.ndarray, arrow=None) -> np.ndarray:
+    """Stable sorting permutation of strings by code point (Arrow's sort: fast on 10^6 names); ``arrow``: the same
+    strings as an Arrow array, when there is one (no conversion)."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    values = arrow if arrow is not None else pa.array(names, type=pa.large_string())
+    return np.asarray(pc.array_sort_indices(values), dtype=np.int64)
+
+
+def _name_order(names: np.ndarray, nums: np.ndarray | None = None, arrow=None) -> np.ndarray:
+    """Sorting permutation of names: numeric order when all are numbers (exact beyond 2^53), else string order."""
+    nums = _as_numbers(names) if nums is None else nums
     if nums is None:
-        return np.argsort(strs, kind="stable")
-    return np.lexsort((strs, nums))
+        return _string_order(names, arrow)
+    order = np.lexsort((_string_order(names).argsort(), nums))
+    big = np.abs(nums) >= 2.0**53
+    if big.any() and big.sum() <= 1_000_000:
+        # floats tie beyond 2^53: order those exactly
+        keys = [Decimal(str(v)) for v in names[order]]
+        order = order[np.asarray(sorted(range(len(keys)), key=lambda i: (keys[i], i)), dtype=np.int64)]
+    return order
+
+
+def _number_key(text: str) -> Decimal | str:
+    """The exact value of a number written as text (so '1' and '1.0' match, 2^53 and 2^53 + 1 do not)."""
+    try:
+        return Decimal(text).normalize()
+    except InvalidOperation:
+        return text
+
+
+def _encode_col(col: Column, *, merge_numbers: bool = False) -> tuple[tuple[str, ...], np.ndarray]:
+    """Sorted distinct names and int32 codes of a factorised column.
+
+    With ``merge_numbers`` (class labels), spellings of the same number ("1", "1.0") are one name, kept as first
+    written; numbers are compared exactly (integers beyond 2^53 stay apart).
+    """
+    uniq = col.uniq
+    nums = _as_numbers(uniq)
+    if merge_numbers and nums is not None:
+        keys = [_number_key(str(u)) for u in uniq.tolist()]
+        distinct = sorted(set(keys))
+        code_of = {k: i for i, k in enumerate(distinct)}
+        first: dict = {}
+        for u, k in zip(uniq.tolist(), keys):
+            first.setdefault(k, u)
+        rank = np.asarray([code_of[k] for k in keys], dtype=np.int32)
+        return tuple(first[k] for k in distinct), rank[col.codes]
+    order = _name_order(uniq, nums, col.arrow)
+    rank = np.empty(len(uniq), dtype=np.int32)
+    rank[order] = np.arange(len(uniq), dtype=np.int32)
+    return tuple(uniq[order].tolist()), rank[col.codes]
 
 
 def _encode_names(values: np.ndarray, *, merge_numbers: bool = False) -> tuple[tuple[str, ...], np.ndarray]:
-    """Sorted distinct names and int32 codes, hashing once (fast on 10^6 rows).
-
-    With ``merge_numbers`` (class labels), spellings of the same number ("1", "1.0") are one name, kept as first
-    written.
-    """
-    codes, uniq = pd.factorize(values)
-    uniq = np.asarray(uniq, dtype=object)
-    nums = _as_numbers(uniq) if merge_numbers else None
-    if nums is not None:
-        _, first, inverse = np.unique(nums, return_index=True, return_inverse=True)
-        return tuple(uniq[first]), inverse[codes].astype(np.int32)
-    order = _name_order(uniq)
-    rank = np.empty(len(uniq), dtype=np.int64)
-    rank[order] = np.arange(len(uniq))
-    return tuple(uniq[order]), rank[codes].astype(np.int32)
+    """`_encode_col` of an array of strings."""
+    codes, uniq = pd.factorize(np.asarray(values, dtype=object))
+    return _encode_col(Column(codes.astype(np.int32), np.asarray(uniq, dtype=object)), merge_numbers=merge_numbers)
 
 
-def _to_float(values: np.ndarray, decimal_comma: bool) -> np.ndarray:
-    """Parse strings as floats; NaN where a cell is not a finite number."""
+def _to_float(values: np.ndarray | Column, decimal_comma: bool) -> np.ndarray:
+    """Parse strings as floats; NaN where a cell is not a finite number (a Column is parsed once per value)."""
+    if isinstance(values, Column):
+        return _to_float(values.uniq, decimal_comma)[values.codes]
     series = pd.Series(values, dtype=object)
     if decimal_comma:
         series = series.str.replace(",", ".", regex=False)
@@ -713,25 +521,74 @@ def _to_float(values: np.ndarray, decimal_comma: bool) -> np.ndarray:
     return nums
 
 
-def _number_hint(kind_hint: bool) -> str:
+def _number_hint(kind_hint: bool, where: str = "python") -> str:
     hint = "Write each score as a number such as 3 or 0.75."
     if kind_hint:
-        hint += " To read text labels as classes, use kind='classes'."
+        hint += f" To read text labels as classes, use {spell('kind', 'classes', where)}."
     return hint
 
 
+def _checked_scores(table: _Table, j: int, col: Column | None = None, *, what: str = "a score") -> np.ndarray:
+    """Column ``j`` (or ``col``, a subset of its rows) as finite floats within the limit, raising naming rows."""
+    col = table.col(j) if col is None else col
+    nums_u = _to_float(col.uniq, decimal_comma=table.delimiter == ";")
+    bad_u = np.isnan(nums_u)
+    if bad_u.any():
+        raise _rows_error(
+            table,
+            bad_u[col.codes],
+            j,
+            f"{what} that is not a number",
+            _number_hint(True, table.where),
+            show_values=True,
+        )
+    lim = get_limits().max_abs_value
+    big_u = np.abs(nums_u) > lim
+    if big_u.any():
+        raise _rows_error(
+            table,
+            big_u[col.codes],
+            j,
+            f"{what} larger in size than {lim:g} (max_abs_value)",
+            "Rescale the scores (e.g. to 0..100), or raise the limit: " + limits_how("max_abs_value", table.where),
+            show_values=True,
+        )
+    return nums_u[col.codes]
+
+
+def _required_col(table: _Table, j: int, what: str) -> Column:
+    """Column ``j`` factorised, raising when any cell is blank."""
+    col = table.col(j)
+    blank_u = col.uniq == ""
+    if blank_u.any():
+        raise _rows_error(table, blank_u[col.codes], j, f"a blank {what}", f"Fill in the {what}, or delete the row(s).")
+    return col
+
+
 def _required_ids(table: _Table, j: int, what: str) -> np.ndarray:
-    """Column ``j`` as ids, raising when any cell is blank."""
-    blank = (table.cells[j] == "").to_numpy(dtype=bool)
-    if blank.any():
-        raise _rows_error(table, blank, j, f"a blank {what}", f"Fill in the {what}, or delete the row(s).")
-    return table.values(j)
+    """Column ``j`` as ids (object array of str), raising when any cell is blank."""
+    return _required_col(table, j, what).array()
 
 
-def _resolve_kind(kind: str, label_header: str, score_column: str | None) -> str:
+def _resolve_kind(
+    kind: str, label_header: str, score_column: str | None, labels: Column | None = None, where: str = "python"
+) -> tuple[str, tuple[str, ...]]:
+    """(kind, notes): "auto" is continuous for a score-named column or for numbers with many distinct values."""
     if kind != "auto":
-        return kind
-    return "continuous" if score_column is not None or _norm(label_header) in SCORE_ALIASES else "classes"
+        return kind, ()
+    if score_column is not None or _norm(label_header) in SCORE_ALIASES:
+        return "continuous", ()
+    if labels is not None:
+        nums = _as_numbers(labels.uniq)
+        threshold = get_limits().continuous_threshold
+        if nums is not None:
+            distinct = np.unique(nums).size
+            if distinct > threshold:
+                return "continuous", (
+                    f"Read the labels as continuous scores: they are {distinct:,} distinct numbers (more than "
+                    f"{threshold}). To read them as classes, use {spell('kind', 'classes', where)}.",
+                )
+    return "classes", ()
 
 
 def _check_choice(arg: str, value: str, choices: Sequence[str]) -> None:
@@ -740,35 +597,92 @@ def _check_choice(arg: str, value: str, choices: Sequence[str]) -> None:
 
 
 # ---------------------------------------------------------------------- building Annotations
+def _as_col(values: np.ndarray | Column) -> Column:
+    if isinstance(values, Column):
+        return values
+    codes, uniq = pd.factorize(np.asarray(values, dtype=object))
+    return Column(codes.astype(np.int32), np.asarray(uniq, dtype=object))
+
+
+def _check_sizes(file: str, where: str, *, items: int = 0, workers: int = 0, classes: int = 0) -> None:
+    """Raise past the limits on items, workers, classes and the workers' confusion matrices."""
+    lim = get_limits()
+    if items > lim.max_items:
+        raise limit_error(f"{items:,} items", "max_items", where, file=file)
+    if workers > lim.max_workers:
+        raise limit_error(f"{workers:,} workers", "max_workers", where, file=file)
+    if classes > lim.max_classes:
+        raise limit_error(
+            f"{classes:,} classes",
+            "max_classes",
+            where,
+            file=file,
+            hint=f"If the labels are scores on a scale, read them with {spell('kind', 'continuous', where)}.",
+        )
+    if workers * classes * classes > lim.max_confusion_cells:
+        raise limit_error(
+            f"{workers:,} workers x {classes:,}^2 classes ({workers * classes * classes:,} confusion-matrix entries)",
+            "max_confusion_cells",
+            where,
+            file=file,
+        )
+
+
 def _class_annotations(
     file: str,
     column: str,
-    items: np.ndarray,
-    workers: np.ndarray,
-    labels: np.ndarray,
+    items: np.ndarray | Column,
+    workers: np.ndarray | Column,
+    labels: np.ndarray | Column,
     name: str,
     notes: tuple[str, ...],
+    where: str = "python",
 ) -> Annotations:
-    """Annotations with class codes; raises when there is only one class."""
-    class_names, label = _encode_names(labels, merge_numbers=True)
+    """Annotations with class codes; raises when there is only one class or past the limits."""
+    labels, items, workers = _as_col(labels), _as_col(items), _as_col(workers)
+    lim = get_limits()
+    if labels.uniq.size > 20 * lim.max_classes:
+        _check_sizes(file, where, classes=int(labels.uniq.size))
+    class_names, label = _encode_col(labels, merge_numbers=True)
     if len(class_names) < 2:
         raise DataError(
-            f"all {len(labels)} labels are the same class ({class_names[0]!r}); EM needs at least two classes.",
+            f"all {label.size:,} labels are the same class ({class_names[0]!r}); EM needs at least two classes.",
             file=file,
             column=column,
             hint="Check that this is the label column, or add the labels of the other classes. "
-            "For numeric scores use kind='continuous'.",
+            f"For numeric scores use {spell('kind', 'continuous', where)}.",
         )
-    item_names, item = _encode_names(items)
-    worker_names, worker = _encode_names(workers)
+    _check_sizes(file, where, items=int(items.uniq.size), workers=int(workers.uniq.size), classes=len(class_names))
+    item_names, item = _encode_col(items)
+    worker_names, worker = _encode_col(workers)
+    notes = notes + _merge_note(labels, class_names)
     return Annotations(item, worker, label, item_names, worker_names, class_names, name=name, notes=notes)
 
 
+def _merge_note(labels: Column, class_names: tuple[str, ...]) -> tuple[str, ...]:
+    """A note when spellings of one number ("1", "1.0") were read as one class."""
+    if labels.uniq.size == len(class_names):
+        return ()
+    merged = sorted(set(labels.uniq.tolist()) - set(class_names))
+    return (
+        f"Read {_listing([repr(m) for m in merged], len(merged))} as the same number as another label's spelling "
+        f"(classes {_listing([repr(c) for c in class_names], len(class_names))}).",
+    )
+
+
 def _continuous_annotations(
-    items: np.ndarray, workers: np.ndarray, values: np.ndarray, name: str, notes: tuple[str, ...]
+    items: np.ndarray | Column,
+    workers: np.ndarray | Column,
+    values: np.ndarray,
+    name: str,
+    notes: tuple[str, ...],
+    file: str = UPLOADED,
+    where: str = "python",
 ) -> Annotations:
-    item_names, item = _encode_names(items)
-    worker_names, worker = _encode_names(workers)
+    items, workers = _as_col(items), _as_col(workers)
+    _check_sizes(file, where, items=int(items.uniq.size), workers=int(workers.uniq.size))
+    item_names, item = _encode_col(items)
+    worker_names, worker = _encode_col(workers)
     return Annotations(item, worker, None, item_names, worker_names, value=values, name=name, notes=notes)
 
 
@@ -778,15 +692,14 @@ def _class_lookup(class_names: tuple[str, ...], values: np.ndarray) -> np.ndarra
     codes = np.array([index.get(str(v), -1) for v in values], dtype=np.int64)
     class_nums = _as_numbers(np.asarray(class_names, dtype=object))
     if class_nums is not None and (codes < 0).any():
-        by_number = {float(x): i for i, x in enumerate(class_nums)}
-        value_nums = _to_float(values, decimal_comma=False)
+        by_number = {_number_key(c): i for i, c in enumerate(class_names)}
         for k in np.flatnonzero(codes < 0):
-            codes[k] = by_number.get(float(value_nums[k]), -1)
+            codes[k] = by_number.get(_number_key(str(values[k])), -1)
     return codes
 
 
 def _gold_classes(
-    ann: Annotations, values: np.ndarray, file: str, column: str
+    ann: Annotations, values: np.ndarray, file: str, column: str, where: str = "python"
 ) -> tuple[tuple[str, ...], np.ndarray, np.ndarray, tuple[str, ...]]:
     """Map gold class names to codes, adding classes no worker used.
 
@@ -807,7 +720,7 @@ def _gold_classes(
             file=file,
             column=column,
             hint="Check that the gold file belongs to this label file and spells the classes the same way. "
-            "For numeric scores read the labels with kind='continuous'.",
+            f"For numeric scores read the labels with {spell('kind', 'continuous', where)}.",
         )
     names = np.asarray(ann.class_names + tuple(unseen), dtype=object)
     order = _name_order(names)
@@ -837,16 +750,25 @@ def _check_gold_conflicts(ann: Annotations, codes: np.ndarray, gold: np.ndarray,
 
 
 def _attach_gold(
-    ann: Annotations, codes: np.ndarray, values: np.ndarray, rows: np.ndarray, file: str, column: str
+    ann: Annotations,
+    codes: np.ndarray,
+    values: np.ndarray,
+    rows: np.ndarray,
+    file: str,
+    column: str,
+    where: str = "python",
 ) -> Annotations:
     """Annotations with gold ``values`` (strings) for the items ``codes``; other items stay unknown."""
     if ann.is_continuous:
         nums = _to_float(values, decimal_comma=False)
-        bad = np.isnan(nums)
+        lim = get_limits().max_abs_value
+        big = np.abs(nums) > lim
+        bad = np.isnan(nums) | big
         if bad.any():
-            where = _listing([f"{v!r} (row {r})" for v, r in zip(values[bad][:_SHOW], rows[bad][:_SHOW])])
+            cells = _listing([f"{v!r} (row {r})" for v, r in zip(values[bad][:_SHOW], rows[bad][:_SHOW])])
+            problem = "not a number" if not big.any() else f"not a number or larger in size than {lim:g}"
             raise DataError(
-                f"{_count(int(bad.sum()), 'gold value')} {'is' if bad.sum() == 1 else 'are'} not a number: {where}.",
+                f"{_count(int(bad.sum()), 'gold value')} {'is' if bad.sum() == 1 else 'are'} {problem}: {cells}.",
                 file=file,
                 column=column,
                 hint=_number_hint(kind_hint=False),
@@ -855,7 +777,7 @@ def _attach_gold(
         gold = np.full(ann.n_items, np.nan)
         gold[codes] = nums
         return replace(ann, gold=gold)
-    class_names, label, gold_codes, notes = _gold_classes(ann, values, file, column)
+    class_names, label, gold_codes, notes = _gold_classes(ann, values, file, column, where)
     _check_gold_conflicts(ann, codes, gold_codes, file, column)
     gold = np.full(ann.n_items, -1, dtype=np.int32)
     gold[codes] = gold_codes
@@ -864,43 +786,49 @@ def _attach_gold(
 
 # ---------------------------------------------------------------------- long and wide
 def _check_labels_present(table: _Table, j: int) -> None:
-    """Raise listing the rows of a long file whose label cell is blank or NaN."""
+    """Raise listing the rows of a long file whose label cell is blank or spells a missing value."""
     missing = table.missing(j)
     if missing.any():
+        c = table.col(j)
+        spelled = sorted({repr(v) for v in c.uniq[missing_values(c.uniq)] if v})
+        what = (
+            "a blank or NaN label"
+            if not spelled
+            else f"a blank label or one that spells a missing value ({', '.join(spelled[:_SHOW])})"
+        )
         raise _rows_error(
             table,
             missing,
             j,
-            "a blank or NaN label",
+            what,
             "Fill in those labels, or delete the rows (a long file lists only the labels that were given). "
-            "If 'NA' is a real class, give it another name.",
+            "If a spelling such as 'None' or 'NA' is a real class, give it another name.",
         )
 
 
 def _long_from_table(table: _Table, *, kind: str, name: str, score_column: str | None) -> Annotations:
     """Long format: one row per (item, worker, label), optionally a per-item gold column."""
     item_j, worker_j, label_j, gold_j = _long_columns(table, score_column)
-    kind = _resolve_kind(kind, table.header[label_j], score_column)
-    items = _required_ids(table, item_j, "item id")
-    workers = _required_ids(table, worker_j, "worker id")
+    items = _required_col(table, item_j, "item id")
+    workers = _required_col(table, worker_j, "worker id")
     _check_labels_present(table, label_j)
+    labels = table.col(label_j)
+    kind, kind_notes = _resolve_kind(kind, table.header[label_j], score_column, labels, table.where)
     used = [item_j, worker_j, label_j] + ([gold_j] if gold_j is not None else [])
-    notes = table.notes + _ignored_note(table, used)
-    labels = table.values(label_j)
+    notes = table.notes + _ignored_note(table, used) + kind_notes
     column = table.column_name(label_j)
     if kind == "continuous":
-        values = _to_float(labels, decimal_comma=table.delimiter == ";")
-        bad = np.isnan(values)
-        if bad.any():
-            raise _rows_error(table, bad, label_j, "a score that is not a number", _number_hint(True), show_values=True)
-        ann = _continuous_annotations(items, workers, values, name, notes)
+        values = _checked_scores(table, label_j)
+        ann = _continuous_annotations(items, workers, values, name, notes, table.file, table.where)
     else:
-        ann = _class_annotations(table.file, column, items, workers, labels, name, notes)
+        ann = _class_annotations(table.file, column, items, workers, labels, name, notes, table.where)
     if gold_j is None:
         return ann
     known = ~table.missing(gold_j)
     gold_values = table.values(gold_j)[known]
-    return _attach_gold(ann, ann.item[known], gold_values, table.rows[known], table.file, table.header[gold_j])
+    return _attach_gold(
+        ann, ann.item[known], gold_values, table.rows[known], table.file, table.header[gold_j], table.where
+    )
 
 
 def _wide_worker_columns(table: _Table, gold_j: int | None) -> tuple[list[int], tuple[str, ...]]:
@@ -936,24 +864,36 @@ def _wide_worker_columns(table: _Table, gold_j: int | None) -> tuple[list[int], 
     return workers, notes
 
 
-def _wide_present(table: _Table, worker_cols: list[int]) -> tuple[np.ndarray, tuple[str, ...]]:
-    """(n_rows, n_workers) mask of cells holding a label, after checking rows; notes on rows without labels."""
-    present = ~table.cells[worker_cols].isin(MISSING_TOKENS).to_numpy(dtype=bool)
+def _wide_present(table: _Table, worker_cols: list[int]) -> tuple[np.ndarray, np.ndarray, tuple[str, ...]]:
+    """(cells, present): the worker block as an object array and the mask of cells holding a label, after
+    checking rows; notes on rows without labels and on cells that spell a missing value."""
+    cells = table.cells[worker_cols].to_numpy(dtype=object)
+    codes, uniq = pd.factorize(cells.ravel())
+    uniq = np.asarray(uniq, dtype=object)
+    miss_u = missing_values(uniq)
+    present = ~miss_u[codes].reshape(cells.shape)
     labelled = present.any(axis=1)
     if not labelled.any():
         raise DataError("no cell holds a label.", file=table.file, hint="Fill in the workers' labels.")
-    blank_item = (table.cells[0] == "").to_numpy(dtype=bool) & labelled
+    blank_item = table.blank(0) & labelled
     if blank_item.any():
         raise _rows_error(table, blank_item, 0, "labels but a blank item id", "Fill in the item id(s).")
     notes: tuple[str, ...] = ()
     if not labelled.all():
         skipped = table.rows[~labelled]
         notes += (f"Skipped {_count(skipped.size, 'row')} with no labels ({_rows_phrase(skipped)}).",)
+    spelled = miss_u & (uniq != "")
+    if spelled.any():
+        n = int(np.isin(codes, np.flatnonzero(spelled)).sum())
+        notes += (
+            f"Read {_count(n, 'cell')} spelled like a missing value "
+            f"({', '.join(sorted(repr(v) for v in uniq[spelled][:_SHOW]))}) as no label.",
+        )
     notes += (
         f"Read as a wide table: {int(labelled.sum())} item rows x {len(worker_cols)} worker columns, item ids "
         f"from column {table.column_name(0)!r}.",
     )
-    return present, notes
+    return cells, present, notes
 
 
 def _wide_from_table(table: _Table, *, kind: str, name: str) -> Annotations:
@@ -961,24 +901,27 @@ def _wide_from_table(table: _Table, *, kind: str, name: str) -> Annotations:
     gold_j = _find(table, GOLD_ALIASES, "gold", skip=(0,))
     worker_cols, column_notes = _wide_worker_columns(table, gold_j)
     if not worker_cols:
-        raise _no_worker_columns_error(table.file)
-    present, row_notes = _wide_present(table, worker_cols)
+        raise no_worker_columns_error(table.file)
+    cells, present, row_notes = _wide_present(table, worker_cols)
     labelled = present.any(axis=1)
     notes = table.notes + column_notes + row_notes
     r, c = np.nonzero(present)
     items = table.values(0)[r]
     workers = np.asarray([table.header[j] for j in worker_cols], dtype=object)[c]
-    labels = table.cells[worker_cols].to_numpy(dtype=object)[r, c]
+    labels = cells[r, c]
+    if kind == "auto":
+        kind, kind_notes = _resolve_kind(kind, "", None, _as_col(labels), table.where)
+        notes += kind_notes
     if kind == "continuous":
         ann = _wide_continuous(table, worker_cols, r, c, items, workers, labels, name, notes)
     else:
-        ann = _class_annotations(table.file, "worker columns", items, workers, labels, name, notes)
+        ann = _class_annotations(table.file, "worker columns", items, workers, labels, name, notes, table.where)
     if gold_j is None:
         return ann
     known = ~table.missing(gold_j) & labelled
     codes = pd.Index(ann.item_names).get_indexer(table.values(0)[known])
     gold_values = table.values(gold_j)[known]
-    return _attach_gold(ann, codes, gold_values, table.rows[known], table.file, table.header[gold_j])
+    return _attach_gold(ann, codes, gold_values, table.rows[known], table.file, table.header[gold_j], table.where)
 
 
 def _wide_continuous(
@@ -994,18 +937,19 @@ def _wide_continuous(
 ) -> Annotations:
     """Continuous scores from the present cells of a wide table; raises naming the non-number cells."""
     values = _to_float(labels, decimal_comma=table.delimiter == ";")
-    bad = np.flatnonzero(np.isnan(values))
+    lim = get_limits().max_abs_value
+    bad = np.flatnonzero(np.isnan(values) | (np.abs(values) > lim))
     if bad.size:
         cells = [
             f"{labels[k]!r} (row {table.rows[r[k]]}, worker {table.header[worker_cols[c[k]]]!r})" for k in bad[:_SHOW]
         ]
         raise DataError(
-            f"{_count(bad.size, 'score')} {'is' if bad.size == 1 else 'are'} not a number: "
-            f"{_listing(cells, bad.size)}.",
+            f"{_count(bad.size, 'score')} {'is' if bad.size == 1 else 'are'} not a number (or larger in size than "
+            f"{lim:g}): {_listing(cells, bad.size)}.",
             file=table.file,
-            hint=_number_hint(True),
+            hint=_number_hint(True, table.where),
         )
-    return _continuous_annotations(items, workers, values, name, notes)
+    return _continuous_annotations(items, workers, values, name, notes, table.file, table.where)
 
 
 def _default_name(table: _Table) -> str:
@@ -1022,27 +966,36 @@ _LONG_NEEDS = "a label file needs item, worker and label columns (or a wide tabl
 
 # ---------------------------------------------------------------------- public readers
 def read_long_csv(
-    source: Source, *, kind: str = "auto", name: str | None = None, score_column: str | None = None
+    source: Source,
+    *,
+    kind: str = "auto",
+    name: str | None = None,
+    score_column: str | None = None,
+    where: str = "python",
 ) -> Annotations:
     """Read a long CSV (one row per label: item, worker, label; optional per-item gold column).
 
     ``kind``: "classes", "continuous" or "auto" (continuous when the label column is named value, score or
-    rating, or when ``score_column`` names it). ``score_column`` names the label/score column when it is not
-    one of the accepted aliases.
+    rating, when ``score_column`` names it, or when the labels are numbers with more than
+    ``limits.continuous_threshold`` (20) distinct values; a note says so). ``score_column`` names the label/score
+    column when it is not one of the accepted aliases. ``where`` ("python", "cli", "app") only changes how
+    messages spell options.
     """
     _check_choice("kind", kind, ("auto", "classes", "continuous"))
-    table = _read_table(source, needs=_LONG_NEEDS)
+    table = _read_table(source, needs=_LONG_NEEDS, where=check_where(where))
     return _long_from_table(table, kind=kind, name=name or _default_name(table), score_column=score_column)
 
 
-def read_wide_csv(source: Source, *, kind: str = "classes", name: str | None = None) -> Annotations:
+def read_wide_csv(
+    source: Source, *, kind: str = "classes", name: str | None = None, where: str = "python"
+) -> Annotations:
     """Read a wide CSV: one row per item, the item id in the first column, one column per worker.
 
     Blank (or NaN) cells are missing labels. A column named gold/truth/true_label/gold_label holds gold.
-    ``kind`` "auto" means "classes".
+    ``kind`` "auto": continuous for numbers with many distinct values (see `read_long_csv`), else classes.
     """
     _check_choice("kind", kind, ("auto", "classes", "continuous"))
-    table = _read_table(source, needs=_LONG_NEEDS, wide=True)
+    table = _read_table(source, needs=_LONG_NEEDS, wide=True, where=check_where(where))
     return _wide_from_table(table, kind=kind, name=name or _default_name(table))
 
 
@@ -1054,24 +1007,71 @@ def read_annotations(
     kind: str = "auto",
     name: str | None = None,
     score_column: str | None = None,
+    where: str = "python",
 ) -> Annotations:
     """Read crowd labels from a CSV path, bytes or uploaded file; every bad input raises `DataError`.
 
     ``fmt``: "long", "wide" or "auto" (long when row 1 names a worker or label column by one of the accepted
-    aliases, else wide). ``kind``: "classes", "continuous" or "auto" (see `read_long_csv`; wide files default to
-    classes). ``gold``: an optional gold CSV (see `read_gold`). ``name``: display name, default the file stem.
+    aliases, else wide). ``kind``: "classes", "continuous" or "auto" (see `read_long_csv`). ``gold``: an optional
+    gold CSV (see `read_gold`). ``name``: display name, default the file stem. ``where``: "python", "cli" or
+    "app", how messages spell options (``kind="continuous"``, ``--kind continuous``, the widget's name).
     """
     _check_choice("fmt", fmt, ("auto", "long", "wide"))
     _check_choice("kind", kind, ("auto", "classes", "continuous"))
-    table = _read_table(source, needs=_LONG_NEEDS, wide=fmt == "wide")
+    table = _read_table(source, needs=_LONG_NEEDS, wide=fmt == "wide", where=check_where(where))
     if fmt == "auto":
         fmt = "long" if _looks_long(table.header, score_column) else "wide"
     name = name or _default_name(table)
     if fmt == "long":
         ann = _long_from_table(table, kind=kind, name=name, score_column=score_column)
     else:
-        ann = _wide_from_table(table, kind="continuous" if kind == "continuous" else "classes", name=name)
-    return ann if gold is None else read_gold(gold, ann)
+        ann = _wide_from_table(table, kind=kind, name=name)
+    if gold is None:
+        return ann
+    gold = _rereadable(gold)
+    if kind == "auto" and not ann.is_continuous:
+        example = _gold_says_scores(gold, ann)
+        if example is not None:
+            note = (
+                f"Read the labels as continuous scores: they are numbers and the gold file holds numbers that are "
+                f"not among them (e.g. {example!r}). To read them as classes, use {spell('kind', 'classes', where)}."
+            )
+            again = _long_from_table if fmt == "long" else None
+            ann = (
+                again(table, kind="continuous", name=name, score_column=score_column)
+                if again
+                else _wide_from_table(table, kind="continuous", name=name)
+            )
+            ann = replace(ann, notes=ann.notes + (note,))
+    return read_gold(gold, ann, where=where)
+
+
+def _rereadable(source: Source) -> Source:
+    """A source that can be read twice (a stream with only ``read()`` becomes named bytes)."""
+    if isinstance(source, str | os.PathLike | bytes | bytearray | memoryview) or hasattr(source, "getvalue"):
+        return source
+    data, file, _ = _load_source(source)
+    out = io.BytesIO(data)
+    out.name = file
+    return out
+
+
+def _gold_says_scores(gold: Source, ann: Annotations) -> str | None:
+    """A gold value that shows numeric class labels are scores (a number not among them), else None."""
+    if _as_numbers(np.asarray(ann.class_names, dtype=object)) is None:
+        return None
+    try:
+        table = _read_table(gold, needs="a gold file needs item and label columns", allow_no_rows=True)
+        _, gold_j = _gold_columns(table)
+    except DataError:
+        return None  # read_gold will say what is wrong
+    col = table.col(gold_j)
+    values = col.uniq[~missing_values(col.uniq)]
+    if not values.size or _as_numbers(values) is None:
+        return None
+    known = {_number_key(c) for c in ann.class_names}
+    unseen = [v for v in values.tolist() if _number_key(v) not in known]
+    return unseen[0] if unseen else None
 
 
 def _gold_columns(table: _Table) -> tuple[int, int]:
@@ -1101,7 +1101,7 @@ def _gold_columns(table: _Table) -> tuple[int, int]:
     return item, label
 
 
-def read_gold(source: Source, annotations: Annotations) -> Annotations:
+def read_gold(source: Source, annotations: Annotations, *, where: str = "python") -> Annotations:
     """Return ``annotations`` with the gold labels of a gold CSV (columns item and label) attached.
 
     The label column may be named gold, truth, true_label, gold_label, or any label alias. Gold may cover only
@@ -1111,7 +1111,9 @@ def read_gold(source: Source, annotations: Annotations) -> Annotations:
     names sorted) unless that looks like a mismatch (see `_gold_classes`). A gold file with a header but no rows
     attaches nothing and says so in the notes.
     """
-    table = _read_table(source, needs="a gold file needs item and label columns", allow_no_rows=True)
+    table = _read_table(
+        source, needs="a gold file needs item and label columns", allow_no_rows=True, where=check_where(where)
+    )
     item_j, gold_j = _gold_columns(table)
     notes = annotations.notes + table.notes + _ignored_note(table, (item_j, gold_j))
     if annotations.gold is not None:
@@ -1138,7 +1140,13 @@ def read_gold(source: Source, annotations: Annotations) -> Annotations:
             "(e.g. leading zeros), or delete those rows.",
         )
     return _attach_gold(
-        base, codes, table.values(gold_j)[known], table.rows[known], table.file, table.column_name(gold_j)
+        base,
+        codes,
+        table.values(gold_j)[known],
+        table.rows[known],
+        table.file,
+        table.column_name(gold_j),
+        table.where,
     )
 
 
@@ -1182,19 +1190,63 @@ _SEQ_NEEDS = "a sequence label file needs sequence, position, worker and label c
 
 
 def _positions(table: _Table, j: int) -> np.ndarray:
-    """Column ``j`` as non-negative integer positions, raising with the offending rows."""
-    raw = _required_ids(table, j, "position")
-    pos = _to_float(raw, decimal_comma=False)
-    bad = ~np.isfinite(pos) | (pos < 0) | (pos != np.round(pos))
-    if bad.any():
-        raise _rows_error(table, bad, j, "a position that is not a whole number >= 0", "Number positions 0, 1, 2, ...")
-    return pos.astype(np.int64)
+    """Column ``j`` as whole positions 0 .. max_position, raising with the offending rows (checked per value)."""
+    col = _required_col(table, j, "position")
+    pos_u = _to_float(col.uniq, decimal_comma=False)
+    bad_u = ~np.isfinite(pos_u) | (pos_u < 0) | (pos_u != np.round(pos_u))
+    if bad_u.any():
+        raise _rows_error(
+            table,
+            bad_u[col.codes],
+            j,
+            "a position that is not a whole number >= 0",
+            "Number positions 0, 1, 2, ...",
+            show_values=True,
+        )
+    lim = get_limits().max_position
+    big_u = pos_u > lim
+    if big_u.any():
+        raise _rows_error(
+            table,
+            big_u[col.codes],
+            j,
+            f"a position beyond {lim:,} (max_position)",
+            "Number the positions of each sequence 0, 1, 2, ...",
+            show_values=True,
+        )
+    return pos_u.astype(np.int64)[col.codes]
 
 
 def _sequence_keys(table: _Table, seq_col: int, pos_col: int) -> tuple[tuple[str, ...], np.ndarray, np.ndarray]:
     """(sequence names, sequence code per row, position per row)."""
-    seq_names, seq = _encode_names(_required_ids(table, seq_col, "sequence id"))
+    seq_names, seq = _encode_col(_required_col(table, seq_col, "sequence id"))
     return seq_names, seq.astype(np.int64), _positions(table, pos_col)
+
+
+def _check_layout(table: _Table, pos_col: int, seq: np.ndarray, pos: np.ndarray) -> None:
+    """Refuse gaps longer than ``max_position_gap`` and layouts past ``max_items`` before allocating them."""
+    lim = get_limits()
+    order = np.lexsort((pos, seq))
+    s, p = seq[order], pos[order]
+    same = s[1:] == s[:-1]
+    gap = np.where(same, p[1:] - p[:-1] - 1, 0)
+    if gap.size and gap.max() > lim.max_position_gap:
+        k = int(np.argmax(gap))
+        row = int(table.rows[order[k + 1]])
+        raise DataError(
+            f"position {int(p[k + 1]):,} follows position {int(p[k]):,} of the same sequence: a gap of {int(gap[k]):,} "
+            f"unlabelled positions, more than the {lim.max_position_gap:,} crowdlab lays out (max_position_gap).",
+            file=table.file,
+            row=row,
+            column=table.column_name(pos_col),
+            hint="Number the positions of each sequence 0, 1, 2, ... without large jumps. "
+            + limits_how("max_position_gap", table.where),
+        )
+    starts = np.flatnonzero(np.r_[True, ~same])
+    ends = np.r_[starts[1:], s.size] - 1
+    total = int((p[ends] - p[starts] + 1).sum())
+    if total > lim.max_items:
+        raise limit_error(f"the sequences span {total:,} positions, which", "max_items", table.where, file=table.file)
 
 
 def _sequence_items(seq: np.ndarray, pos: np.ndarray, n_seq: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, int]:
@@ -1213,14 +1265,18 @@ def _sequence_items(seq: np.ndarray, pos: np.ndarray, n_seq: int) -> tuple[np.nd
     return item, starts, item_pos, gaps
 
 
-def read_sequences(source: Source, *, gold: Source | None = None, name: str | None = None) -> Annotations:
+def read_sequences(
+    source: Source, *, gold: Source | None = None, name: str | None = None, where: str = "python"
+) -> Annotations:
     """Read crowd labels of sequences: a long CSV with columns sequence, position, worker, label.
 
     Items are the (sequence, position) pairs, ordered by sequence (names sorted, numerically when numbers) and
     position; ``sequence_starts`` marks the boundaries. A position inside a sequence that nobody labelled becomes
-    an item without labels (noted). ``gold``: a CSV with columns sequence, position, label.
+    an item without labels (noted); gaps longer than ``limits.max_position_gap`` and positions beyond
+    ``limits.max_position`` raise before anything is allocated. ``gold``: a CSV with columns sequence, position,
+    label. ``where``: how messages spell options ("python", "cli", "app").
     """
-    table = _read_table(source, needs=_SEQ_NEEDS)
+    table = _read_table(source, needs=_SEQ_NEEDS, where=check_where(where))
     cols = {
         "sequence": _find(table, SEQUENCE_ALIASES, "sequence"),
         "position": _find(table, POSITION_ALIASES, "position"),
@@ -1237,23 +1293,25 @@ def read_sequences(source: Source, *, gold: Source | None = None, name: str | No
     if missing:
         raise _missing_columns_error(table, missing)
     seq_names, seq, pos = _sequence_keys(table, cols["sequence"], cols["position"])
-    workers = _required_ids(table, cols["worker"], "worker id")
-    blank = table.missing(cols["label"])
-    if blank.any():
-        raise _rows_error(table, blank, cols["label"], "no label", "Fill in the label, or delete the row(s).")
-    labels = table.values(cols["label"])
-    item, starts, item_pos, gaps = _sequence_items(seq, pos, len(seq_names))
-    class_names, label = _encode_names(labels, merge_numbers=True)
+    workers = _required_col(table, cols["worker"], "worker id")
+    _check_labels_present(table, cols["label"])
+    _check_layout(table, cols["position"], seq, pos)
+    labels = table.col(cols["label"])
+    if labels.uniq.size > 20 * get_limits().max_classes:
+        _check_sizes(table.file, table.where, classes=int(labels.uniq.size))
+    class_names, label = _encode_col(labels, merge_numbers=True)
     if len(class_names) < 2:
         raise DataError(
-            f"all {len(labels)} labels are the same class ({class_names[0]!r}); EM needs at least two classes.",
+            f"all {label.size:,} labels are the same class ({class_names[0]!r}); EM needs at least two classes.",
             file=table.file,
             column=table.column_name(cols["label"]),
         )
-    worker_names, worker = _encode_names(workers)
+    _check_sizes(table.file, table.where, workers=int(workers.uniq.size), classes=len(class_names))
+    item, starts, item_pos, gaps = _sequence_items(seq, pos, len(seq_names))
+    worker_names, worker = _encode_col(workers)
     seq_of_item = np.repeat(np.arange(len(seq_names)), np.diff(starts))
     item_names = tuple(f"{seq_names[s]}:{p}" for s, p in zip(seq_of_item.tolist(), item_pos.tolist()))
-    notes = table.notes
+    notes = table.notes + _ignored_note(table, list(cols.values())) + _merge_note(labels, class_names)
     if gaps:
         notes += (f"{_count(gaps, 'position')} inside sequences had no labels; kept as unlabelled items.",)
     ann = Annotations(
@@ -1268,12 +1326,26 @@ def read_sequences(source: Source, *, gold: Source | None = None, name: str | No
         sequence_starts=starts,
         sequence_names=seq_names,
     )
-    return ann if gold is None else read_sequence_gold(gold, ann)
+    return ann if gold is None else read_sequence_gold(gold, ann, where=where)
 
 
-def read_sequence_gold(source: Source, annotations: Annotations) -> Annotations:
-    """Attach gold from a CSV with columns sequence, position, label (items not in the labels raise)."""
-    table = _read_table(source, needs="a sequence gold file needs sequence, position and label columns")
+def read_sequence_gold(source: Source, annotations: Annotations, *, where: str = "python") -> Annotations:
+    """Attach gold from a CSV with columns sequence, position, label.
+
+    Raises for a label file given as gold (it has a worker column), positions not in the labels, gold labels no
+    worker used, and one position given two different gold labels; repeated identical rows are read once (noted).
+    """
+    table = _read_table(
+        source, needs="a sequence gold file needs sequence, position and label columns", where=check_where(where)
+    )
+    worker = _find(table, WORKER_ALIASES, "worker")
+    if worker is not None:
+        raise DataError(
+            f"this looks like a label file, not a gold file (it has a worker column, {table.header[worker]!r}).",
+            file=table.file,
+            row=1,
+            hint="A sequence gold file has three columns: sequence, position and the true label.",
+        )
     s_col = _find(table, SEQUENCE_ALIASES, "sequence")
     p_col = _find(table, POSITION_ALIASES, "position")
     l_col = _find(table, LABEL_ALIASES + GOLD_ALIASES, "label")
@@ -1281,6 +1353,7 @@ def read_sequence_gold(source: Source, annotations: Annotations) -> Annotations:
     missing = {k: v for k, v in missing.items() if {"sequence": s_col, "position": p_col, "label": l_col}[k] is None}
     if missing:
         raise _missing_columns_error(table, missing)
+    _check_labels_present(table, l_col)
     index = {n: i for i, n in enumerate(annotations.item_names)}
     keys = [f"{s}:{p}" for s, p in zip(_required_ids(table, s_col, "sequence id"), _positions(table, p_col))]
     codes = np.array([index.get(k, -1) for k in keys], dtype=np.int64)
@@ -1298,6 +1371,24 @@ def read_sequence_gold(source: Source, annotations: Annotations) -> Annotations:
         raise _rows_error(
             table, lookup < 0, l_col, "a gold label that no worker used", "Use the same tag set as the labels."
         )
+    pairs = pd.DataFrame({"item": codes, "gold": lookup})
+    dup_pair = pairs.duplicated().to_numpy()
+    distinct = pairs.drop_duplicates()
+    conflict = pairs["item"].isin(distinct["item"][distinct["item"].duplicated()]).to_numpy()
+    if conflict.any():
+        raise _rows_error(
+            table,
+            conflict,
+            l_col,
+            "a gold label that contradicts another row for the same (sequence, position)",
+            "Give each position one gold label.",
+        )
+    notes = annotations.notes
+    if dup_pair.any():
+        notes += (
+            f"Gold file '{table.file}': {_count(int(dup_pair.sum()), 'repeated row')} "
+            f"({_rows_phrase(table.rows[dup_pair])}) read once.",
+        )
     gold = np.full(annotations.n_items, -1, dtype=np.int32)
     gold[codes] = lookup
-    return replace(annotations, gold=gold)
+    return replace(annotations, gold=gold, notes=notes + table.notes)

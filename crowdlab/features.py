@@ -39,6 +39,8 @@ from crowdlab.data import (
     _to_float,
 )
 from crowdlab.errors import DataError
+from crowdlab.limits import get_limits
+from crowdlab.readers import check_where
 
 __all__ = ["INTERCEPT", "ItemFeatures", "features_from_array", "read_features"]
 
@@ -176,6 +178,7 @@ def features_from_array(
     *,
     add_intercept: bool = True,
     standardize: bool = False,
+    where: str = "python",
 ) -> ItemFeatures:
     """`ItemFeatures` from a raw (n_items, d_raw) array (rows in item code order); names default to f1..fd."""
     raw = np.asarray(raw, dtype=np.float64)
@@ -225,6 +228,7 @@ def read_features(
     *,
     add_intercept: bool = True,
     standardize: bool = False,
+    where: str = "python",
 ) -> ItemFeatures:
     """Read a features CSV (``item,f1,...,fd``) and align it with ``annotations``' items (see the module doc).
 
@@ -233,7 +237,7 @@ def read_features(
     unlabelled items go to ``X_new``; with ``standardize`` the statistics are those of the labelled items.
     """
     try:
-        table = _read_table(source, needs=_NEEDS, allow_no_rows=True)
+        table = _read_table(source, needs=_NEEDS, allow_no_rows=True, where=check_where(where))
     except DataError as exc:
         if exc.problem.startswith(("the file is empty", "the file holds only blank lines")):
             raise DataError(exc.problem, file=exc.file, row=exc.row, column=exc.column, hint=_HINT) from None
@@ -279,8 +283,9 @@ def read_features(
             column=table.column_name(item_j),
             hint="Keep one row of features per item.",
         )
-    raw = np.column_stack([_to_float(table.values(j), decimal_comma=table.delimiter == ";") for j in feat_cols])
-    bad_r, bad_c = np.nonzero(np.isnan(raw))
+    raw = np.column_stack([_to_float(table.col(j), decimal_comma=table.delimiter == ";") for j in feat_cols])
+    lim = get_limits().max_abs_value
+    bad_r, bad_c = np.nonzero(np.isnan(raw) | (np.abs(raw) > lim))
     if bad_r.size:
         cells = [
             f"{table.values(feat_cols[c])[r]!r} (row {table.rows[r]}, column {names[c]!r})"
@@ -289,7 +294,8 @@ def read_features(
         rows = np.unique(table.rows[bad_r])
         cols = [names[c] for c in np.unique(bad_c)]
         raise DataError(
-            f"{_count(bad_r.size, 'feature cell')} {'is' if bad_r.size == 1 else 'are'} blank or not a number: "
+            f"{_count(bad_r.size, 'feature cell')} {'is' if bad_r.size == 1 else 'are'} blank, not a number or "
+            f"larger in size than {lim:g} (max_abs_value): "
             f"{_listing(cells, bad_r.size)}.",
             file=table.file,
             row=int(rows[0]) if rows.size == 1 else None,

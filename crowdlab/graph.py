@@ -6,12 +6,17 @@ are kept when the edge list has them (the MRF multiplies the Potts penalty delta
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 import pandas as pd
 import scipy.sparse as sp
 
-from crowdlab.data import Annotations, Source, _load_source, _read_table
+from crowdlab.data import Annotations, Source
 from crowdlab.errors import DataError
+from crowdlab.limits import get_limits
+from crowdlab.limits import how_to_raise as limits_how
+from crowdlab.readers import check_where, read_table, rows_error
 
 SOURCE_ALIASES = ("source", "src", "from", "u", "node1", "item1")
 TARGET_ALIASES = ("target", "dst", "to", "v", "node2", "item2")
@@ -27,17 +32,48 @@ def symmetric(A: sp.spmatrix) -> sp.csr_matrix:
     return A
 
 
-def read_edges(source: Source, annotations: Annotations) -> Annotations:
+def _edge_columns(header: tuple[str, ...]) -> tuple[int | None, int | None, int | None]:
+    norm = [h.strip().lower() for h in header]
+    s = next((j for j, h in enumerate(norm) if h in SOURCE_ALIASES), None)
+    t = next((j for j, h in enumerate(norm) if h in TARGET_ALIASES), None)
+    w = next((j for j, h in enumerate(norm) if h in WEIGHT_ALIASES), None)
+    return s, t, w
+
+
+def read_edges(source: Source, annotations: Annotations, *, where: str = "python") -> Annotations:
     """Attach a graph from an edge-list CSV ``source,target[,weight]`` naming items of ``annotations``.
 
     Undirected: each edge is used once in both directions; repeated edges keep the largest weight; self-loops
-    are dropped (noted). Edges naming unknown items raise `DataError` listing the rows.
+    are dropped (noted). Without named columns the first two columns are source and target (noted); when row 1
+    names two items it is an edge, not a header (noted). Edges naming unknown items, and weights that are not
+    numbers in (0, ``limits.max_weight``], raise `DataError` listing the rows.
     """
-    _load_source(source)  # raises the usual errors for empty / binary / non-UTF-8 files
-    table = _read_table(source, needs="an edge list needs source and target columns")
-    norm = [h.strip().lower() for h in table.header]
-    s = next((j for j, h in enumerate(norm) if h in SOURCE_ALIASES), 0 if len(norm) >= 2 else None)
-    t = next((j for j, h in enumerate(norm) if h in TARGET_ALIASES), 1 if len(norm) >= 2 else None)
+    needs = "an edge list needs source and target columns"
+    table = read_table(source, needs=needs, allow_no_rows=True, where=check_where(where))
+    s, t, w = _edge_columns(table.header)
+    notes: tuple[str, ...] = ()
+    if s is None and t is None and len(table.header) >= 2:
+        known = set(annotations.item_names)
+        if table.header[0] in known and table.header[1] in known:
+            table = read_table(source, needs=needs, header=False, where=where)
+            notes += (
+                f"Edge list '{table.file}' has no header: row 1 names two items, so it was read as an edge "
+                "(columns 1 and 2 are source and target"
+                + (
+                    "; later columns are ignored: name a column 'weight' in a header row to use weights)."
+                    if len(table.header) > 2
+                    else ")."
+                ),
+            )
+        else:
+            notes += (
+                f"Edge list '{table.file}': no column named source/target; read columns "
+                f"{table.column_name(0)!r} and {table.column_name(1)!r} as source and target.",
+            )
+        s, t = 0, 1
+        w = 2 if len(table.header) >= 3 and table.header[2].strip().lower() in WEIGHT_ALIASES else None
+    if not table.n_rows:
+        raise DataError("the edge list has a header row but no edges.", file=table.file, hint="Add one edge per row.")
     if s is None or t is None or s == t:
         raise DataError(
             "no source and target columns found.",
@@ -45,37 +81,47 @@ def read_edges(source: Source, annotations: Annotations) -> Annotations:
             row=1,
             hint="Name the columns source,target (and optionally weight).",
         )
-    w = next((j for j, h in enumerate(norm) if h in WEIGHT_ALIASES), None)
     index = pd.Series(np.arange(annotations.n_items), index=pd.Index(annotations.item_names))
     u = index.reindex(table.values(s)).to_numpy()
     v = index.reindex(table.values(t)).to_numpy()
     bad = np.isnan(u) | np.isnan(v)
     if bad.any():
-        rows = table.rows[bad]
-        raise DataError(
-            f"{int(bad.sum())} edge(s) name items that have no labels (rows {', '.join(map(str, rows[:5]))}"
-            + (" ..." if bad.sum() > 5 else "")
-            + ").",
-            file=table.file,
-            hint="Every source and target must be an item of the label file.",
+        raise rows_error(
+            table,
+            bad,
+            s if np.isnan(u).any() else t,
+            "an edge naming an item that has no labels",
+            "Every source and target must be an item of the label file (spelt the same way).",
+            show_values=True,
         )
     weight = np.ones(u.size)
     if w is not None:
-        weight = pd.to_numeric(pd.Series(table.values(w)), errors="coerce").to_numpy()
-        badw = ~np.isfinite(weight) | (weight <= 0)
-        if badw.any():
-            raise DataError(
-                f"{int(badw.sum())} weight(s) are not positive numbers (rows "
-                f"{', '.join(map(str, table.rows[badw][:5]))}).",
-                file=table.file,
-                column=table.header[w],
+        col = table.col(w)
+        wu = pd.to_numeric(pd.Series(col.uniq, dtype=object), errors="coerce").to_numpy(dtype=np.float64)
+        lim = get_limits().max_weight
+        badw_u = ~np.isfinite(wu) | (wu <= 0) | (wu > lim)
+        if badw_u.any():
+            raise rows_error(
+                table,
+                badw_u[col.codes],
+                w,
+                f"a weight that is not a number in (0, {lim:g}] (max_weight)",
+                "Write each weight as a positive number such as 1 or 0.5. " + limits_how("max_weight", table.where),
+                show_values=True,
             )
+        weight = wu[col.codes]
     u, v = u.astype(np.int64), v.astype(np.int64)
     loops = int((u == v).sum())
-    A = symmetric(sp.coo_matrix((weight, (u, v)), shape=(annotations.n_items,) * 2))
-    notes = annotations.notes + ((f"Dropped {loops} self-loop(s) from the edge list.",) if loops else ())
-    from dataclasses import replace
-
+    pairs = pd.DataFrame({"a": np.minimum(u, v), "b": np.maximum(u, v), "w": weight})
+    best = pairs.groupby(["a", "b"], sort=False)["w"].max()
+    repeated = len(pairs) - len(best)
+    a, b = best.index.get_level_values(0).to_numpy(), best.index.get_level_values(1).to_numpy()
+    A = symmetric(sp.coo_matrix((best.to_numpy(), (a, b)), shape=(annotations.n_items,) * 2))
+    notes = annotations.notes + table.notes + notes
+    if repeated:
+        notes += (f"{repeated} repeated edge(s) (either direction) used once, with the largest weight.",)
+    if loops:
+        notes += (f"Dropped {loops} self-loop(s) from the edge list.",)
     return replace(annotations, graph=A, notes=notes)
 
 

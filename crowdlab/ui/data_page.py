@@ -19,6 +19,7 @@ import numpy as np
 import pandas as pd
 import streamlit as st
 
+from crowdlab import limits
 from crowdlab.data import Annotations, read_annotations, to_gold_dataframe, to_long_dataframe
 from crowdlab.describe import class_balance, worker_table
 from crowdlab.errors import DataError
@@ -88,7 +89,7 @@ def read_upload_cached(
 ) -> Annotations:
     """:func:`crowdlab.data.read_annotations` on uploaded bytes, cached on the bytes and the options."""
     gold_src = None if gold is None else _named(gold, gold_name or "gold file")
-    return read_annotations(_named(content, name), gold=gold_src, fmt=fmt, kind=kind, name=Path(name).stem)
+    return read_annotations(_named(content, name), gold=gold_src, fmt=fmt, kind=kind, name=Path(name).stem, where="app")
 
 
 @st.cache_data(max_entries=8, show_spinner="Simulating a crowd...")
@@ -279,6 +280,7 @@ def upload_tab() -> None:
         "a **wide** CSV has one row per item and one column per worker (blank = not labelled). "
         "Gold is optional: a CSV `item,label`, or a `gold` column in the label file."
     )
+    st.caption(f"Limits: {limits.describe()} (set by the person who started the app).")
     left, right = st.columns(2)
     left.file_uploader("Label file", type=["csv", "tsv", "txt"], key=UPLOAD_FILE, on_change=_on_file_change)
     right.file_uploader("Gold file (optional)", type=["csv", "tsv", "txt"], key=UPLOAD_GOLD, on_change=_on_file_change)

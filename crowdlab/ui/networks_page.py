@@ -137,8 +137,8 @@ def read_upload_cached(
 ) -> Annotations:
     """:func:`crowdlab.data.read_annotations` then :func:`crowdlab.graph.read_edges`, cached on the bytes."""
     g = None if gold is None else _named(gold, gold_name or "gold file")
-    data = read_annotations(_named(labels, name), gold=g, kind="classes", name=Path(name).stem)
-    return read_edges(_named(edges, edges_name), data)
+    data = read_annotations(_named(labels, name), gold=g, kind="classes", name=Path(name).stem, where="app")
+    return read_edges(_named(edges, edges_name), data, where="app")
 
 
 @st.cache_data(max_entries=6, show_spinner="Fitting majority vote and i.i.d. Dawid-Skene once for this graph...")

@@ -120,7 +120,7 @@ def read_upload_cached(
             + ".",
             hint="Upload a label file with two classes (e.g. 0/1 or no/yes); the second is the positive class.",
         )
-    feats = read_features(_named(features, features_name), data, standardize=True)
+    feats = read_features(_named(features, features_name), data, standardize=True, where="app")
     return data, feats
 
 

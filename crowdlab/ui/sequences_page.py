@@ -97,7 +97,7 @@ def simulate_cached(S: int, length: int, K: int, M: int, stay: float, labels: in
 def read_upload_cached(content: bytes, gold: bytes | None, name: str, gold_name: str | None) -> Annotations:
     """:func:`crowdlab.data.read_sequences` on uploaded bytes, cached on the bytes."""
     g = None if gold is None else _named(gold, gold_name or "gold file")
-    return read_sequences(_named(content, name), gold=g, name=Path(name).stem)
+    return read_sequences(_named(content, name), gold=g, name=Path(name).stem, where="app")
 
 
 @st.cache_data(max_entries=6, show_spinner="Fitting majority vote and i.i.d. Dawid-Skene once for this dataset...")

@@ -177,7 +177,7 @@ def test_a_bad_upload_shows_the_readers_message_and_keeps_the_dataset(wrapper, n
             g.name = gold
         f = io.BytesIO((DATA_DIR / name).read_bytes())
         f.name = name
-        read_annotations(f, gold=g)
+        read_annotations(f, gold=g, where="app")  # the app spells options by its widgets
     assert [e.value for e in at.error] == [str(info.value)]
     assert f"'{gold or name}'" in at.error[0].value  # the message names the uploaded file
     assert at.session_state[state.DATA_ID] == "sample:bluebirds"

@@ -152,7 +152,7 @@ def test_read_edges(tmp_path):
     with pytest.raises(DataError, match="no labels") as e:
         read_edges(DATA / "edges_unknown.csv", data)
     assert "rows 3, 4" in str(e.value)
-    with pytest.raises(DataError, match="not positive"):
+    with pytest.raises(DataError, match="not a number in"):
         read_edges(DATA / "edges_bad_weight.csv", data)
 
 

@@ -55,13 +55,13 @@ def sigmoid(x: np.ndarray) -> np.ndarray:
 
 @dataclass(frozen=True, eq=False)
 class GladParams(ClassParams):
-    """GLAD parameters: ``extra["alpha"]`` (M,) abilities; ``beta`` (N,) inverse difficulties (beta_i > 0)."""
+    """GLAD parameters: ``extra["ability"]`` (M,) abilities; ``beta`` (N,) inverse difficulties (beta_i > 0)."""
 
     beta: np.ndarray = None
 
     @property
     def alpha(self) -> np.ndarray:
-        return self.extra["alpha"]
+        return self.extra["ability"]
 
     @property
     def difficulty(self) -> np.ndarray:
@@ -81,7 +81,7 @@ def glad_params(pi: np.ndarray, alpha: np.ndarray, beta: np.ndarray) -> GladPara
     alpha = np.asarray(alpha, dtype=np.float64)
     beta = np.asarray(beta, dtype=np.float64)
     acc = sigmoid(alpha * float(np.median(beta)))
-    return GladParams(pi=pi, gamma=one_coin_gamma(acc, pi.shape[0]), extra={"alpha": alpha}, beta=beta)
+    return GladParams(pi=pi, gamma=one_coin_gamma(acc, pi.shape[0]), extra={"ability": alpha}, beta=beta)
 
 
 def _obs_terms(data: Annotations, alpha: np.ndarray, b: np.ndarray, w: np.ndarray, K: int) -> np.ndarray:

@@ -104,7 +104,8 @@ class GLAD(LatentModel):
         beta_prior: tuple[float, float] = (1.0, 1.0),
         m_rounds: int = 5,
     ) -> None:
-        """``prior``: Dirichlet(1 + prior) pseudo-counts on an estimated class prior. ``alpha_prior`` and
+        """``prior`` (strength s >= 0): Dirichlet(1 + s) pseudo-counts on an estimated class prior, and the Gaussian
+        priors' variances divided by 1 + s (a stronger pull towards the prior means). ``alpha_prior`` and
         ``beta_prior``: (mean, variance) of the Gaussian priors on alpha_j and on log beta_i (variance > 0).
         ``m_rounds``: ability/difficulty ascent rounds per M-step (more at the start, which has no warm start)."""
         if prior < 0:
@@ -116,8 +117,8 @@ class GLAD(LatentModel):
         self.prior = float(prior)
         self.hard = bool(hard)
         self.class_prior = class_prior
-        self.alpha_prior = (float(alpha_prior[0]), float(alpha_prior[1]))
-        self.beta_prior = (float(beta_prior[0]), float(beta_prior[1]))
+        self.alpha_prior = (float(alpha_prior[0]), float(alpha_prior[1]) / (1.0 + self.prior))
+        self.beta_prior = (float(beta_prior[0]), float(beta_prior[1]) / (1.0 + self.prior))
         self.m_rounds = int(m_rounds)
 
     @property

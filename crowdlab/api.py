@@ -18,15 +18,24 @@ def fit(
     tol: float = 1e-8,
     max_iter: int = 500,
     model_options: dict | None = None,
+    known=None,
+    reveal: float | None = None,
+    reveal_seed: int = 0,
     **init_kwargs,
 ) -> Run:
-    """Fit ``method`` ("mv", "ds", "one_coin", "two_coin", "scores", "hmm", "mrf") and run EM to convergence.
+    """Fit ``method`` ("mv", "ds", "one_coin", "two_coin", "glad", "mace", "ibcc", "scores", "hmm", "mrf") and
+    run EM to convergence.
+
+    Semi-supervised EM: ``known`` (a mapping item -> class, or (n_items,) class codes with -1 for unknown) and/or
+    ``reveal`` (a fraction of the gold labels, drawn with ``reveal_seed``) keep those items' classes fixed in every
+    E-step.
 
     The run keeps the posteriors of its last two snapshots only (older ones are recomputed on demand), so a
     long fit on 10^7 labels does not hold one posterior per half-step; build a :class:`Run` yourself to keep all.
     ``model_options`` go to the model's constructor (e.g. ``{"delta": 5.0, "e_step": "mean_field"}`` for "mrf").
     """
-    model = make_model(method, prior=prior, hard=hard, **(model_options or {}))
+    semi = {"known": known, "reveal": reveal, "reveal_seed": reveal_seed} if known is not None or reveal else {}
+    model = make_model(method, prior=prior, hard=hard, **(model_options or {}), **semi)
     run = Run(data, model, init, seed=seed, tol=tol, max_iter=max_iter, keep_posteriors=2, **init_kwargs)
     run.run()
     return run

@@ -43,6 +43,9 @@ def build_parser() -> argparse.ArgumentParser:
     f.add_argument("--delta", type=float, help="MRF: Potts penalty for disagreeing neighbours (default: #workers)")
     f.add_argument("--e-step", dest="e_step", default="icm", choices=["icm", "mean_field"], help="MRF E-step")
     f.add_argument("--kind", default="auto", choices=["auto", "classes", "continuous"])
+    f.add_argument("--known", help="semi-supervised EM: CSV item,label of items whose class is known (kept fixed)")
+    f.add_argument("--reveal", type=float, help="semi-supervised EM: fix the classes of this fraction of --gold")
+    f.add_argument("--reveal-seed", dest="reveal_seed", type=int, default=0, help="which gold items --reveal picks")
     sub.add_parser("samples", help="list the bundled sample datasets")
     return p
 
@@ -63,6 +66,7 @@ def cmd_fit(args: argparse.Namespace) -> int:
         data = read_edges(args.edges, data, where="cli")
     if args.method == "mrf":
         options = {"delta": args.delta, "e_step": args.e_step}
+    known = _known_codes(args.known, data) if args.known else None
     run = fit(
         data,
         args.method,
@@ -73,6 +77,9 @@ def cmd_fit(args: argparse.Namespace) -> int:
         tol=args.tol,
         max_iter=args.max_iter,
         model_options=options,
+        known=known,
+        reveal=args.reveal,
+        reveal_seed=args.reveal_seed,
     )
     out = Path(args.out)
     post = posterior_frame(run)
@@ -96,6 +103,18 @@ def cmd_fit(args: argparse.Namespace) -> int:
     return 0
 
 
+def _known_codes(path: str, data):
+    """(n_items,) class codes of the items in the known-labels file (-1 elsewhere), read like a gold file."""
+    from crowdlab.data import read_gold
+    from crowdlab.errors import DataError
+
+    with_known = read_gold(path, data)
+    if tuple(with_known.class_names) != tuple(data.class_names):
+        extra = sorted(set(with_known.class_names) - set(data.class_names))
+        raise DataError(f"{path}: known labels name classes no worker used ({', '.join(map(str, extra))}).")
+    return with_known.gold
+
+
 def _print_summary(run, workers, metrics: dict, out: Path) -> None:
     d = run.data
     kind = "continuous scores" if d.is_continuous else f"{d.n_classes} classes"
@@ -103,6 +122,9 @@ def _print_summary(run, workers, metrics: dict, out: Path) -> None:
     for note in d.notes:
         print(f"note: {note}")
     print(f"method: {run.model.info.title}; start: {run.start_description}")
+    if getattr(run.model, "semi_supervised", False):
+        n_known = int((run.model.known_classes(d) >= 0).sum())
+        print(f"semi-supervised: {n_known} items keep their known class (they count in the metrics below)")
     if run.iterative:
         state = "converged" if run.converged else "stopped at max-iter (not converged)"
         print(f"EM: {run.last.iteration} iterations, {state}; {run.model.objective_name} = {run.last.objective:.6f}")

@@ -134,3 +134,184 @@ def m_step_scores(data: Annotations, q: np.ndarray, item: int) -> list[str]:
         r"{\sum_{i,a} w_a},\qquad \pi_{good} = \frac{1}{M}\sum_a w_a",
         rf"\text{{item {_name(data.item_names[item])}}}:\ \mu = \frac{{{shown}}}{{{_f(den)}}} = {_f(mu)}",
     ]
+
+
+# ---------------------------------------------------------------------------- GLAD, MACE, IBCC (models/glad.py ...)
+def _tex_name(s) -> str:
+    from crowdlab import safe
+
+    return safe.tex(safe.shorten(s, 24))
+
+
+def _class_lines(data: Annotations, lj_row: np.ndarray, parts: list[list[str]], lead: list[str]) -> list[str]:
+    """Per class: its factors and the log of the product, then the normalised posterior."""
+    q = softmax_rows(lj_row[None, :])[0]
+    out = []
+    for k in range(min(data.n_classes, 6)):
+        out.append(rf"\text{{class {_tex_name(data.class_names[k])}}}:\ {lead[k]} {_product(parts[k])}")
+    if data.n_classes > 6:
+        out.append(rf"\cdots\ (\text{{{data.n_classes - 6} more classes}})")
+    out.append(r"\log(\text{unnormalised}) = (" + ",\\ ".join(f"{v:.4g}" for v in lj_row[:6]) + ")")
+    out.append(r"\Rightarrow\ q = (" + ",\\ ".join(_f(v) for v in q) + ")")
+    return out
+
+
+def e_step_glad(data: Annotations, params, item: int) -> list[str]:
+    """GLAD E-step for item i (Whitehill et al. 2009, Sec. 3): each label is right with sigma(alpha_j beta_i)."""
+    from crowdlab.models.glad import GLAD, sigmoid
+
+    K = data.n_classes
+    obs = np.flatnonzero(data.item == item)
+    beta = float(params.beta[item])
+    acc = sigmoid(params.alpha[data.worker[obs]] * beta)
+    lines = [
+        r"q_{ik} \propto \pi_k \prod_j \sigma(\alpha_j\beta_i)^{I(L_{ij}=k)}"
+        r"\Big(\frac{1-\sigma(\alpha_j\beta_i)}{K-1}\Big)^{I(L_{ij}\neq k)},\qquad \sigma(x)=\frac{1}{1+e^{-x}}",
+        rf"\text{{item {_tex_name(data.item_names[item])}}}:\ \beta_i = {_f(beta)}\ "
+        rf"(\text{{difficulty}}\ 1/\beta_i = {_f(1 / beta)}),\ {len(obs)}\ \text{{labels}}",
+    ]
+    shown = [
+        rf"\text{{{_tex_name(data.worker_names[data.worker[o]])}}}:\ \sigma({_f(params.alpha[data.worker[o]])}"
+        rf"\cdot {_f(beta)}) = {_f(a)}"
+        for o, a in zip(obs[:SHOW], acc[:SHOW])
+    ]
+    if shown:
+        lines.append(",\\ ".join(shown) + (r",\ \ldots" if len(obs) > SHOW else ""))
+    parts = [[_f(a) if data.label[o] == k else _f((1 - a) / (K - 1)) for o, a in zip(obs, acc)] for k in range(K)]
+    lead = [rf"{_f(params.pi[k])} \cdot" for k in range(K)]
+    lj = GLAD(class_prior="estimate").log_joint(data, params)[item]
+    return lines + _class_lines(data, lj, parts, lead)
+
+
+def m_step_glad(data: Annotations, q: np.ndarray, params, worker: int) -> list[str]:
+    """GLAD M-step for worker j: the gradient of Q in alpha_j (ascended, not solved: generalised EM)."""
+    from crowdlab.models.glad import sigmoid
+
+    obs = np.flatnonzero(data.worker == worker)
+    a = float(params.alpha[worker])
+    beta = params.beta[data.item[obs]]
+    w = q[data.item[obs], data.label[obs]]
+    s = sigmoid(a * beta)
+    grad = float(((w - s) * beta).sum())
+    med = float(np.median(params.beta))
+    terms = [rf"({_f(wi)} - {_f(si)})\cdot {_f(bi)}" for wi, si, bi in zip(w, s, beta)]
+    shown = " + ".join(terms[:SHOW]) + (rf" + \cdots (\text{{{len(terms) - SHOW} more}})" if len(terms) > SHOW else "")
+    return [
+        r"\frac{\partial Q}{\partial \alpha_j} = \sum_i \big(q_{i,L_{ij}} - \sigma(\alpha_j\beta_i)\big)\,\beta_i"
+        r" - \frac{\alpha_j-\mu_\alpha}{\sigma^2_\alpha},\qquad "
+        r"\frac{\partial Q}{\partial \log\beta_i} = \sum_j \big(q_{i,L_{ij}} - \sigma(\alpha_j\beta_i)\big)"
+        r"\,\alpha_j\beta_i"
+        r" - \frac{\log\beta_i-\mu_\beta}{\sigma^2_\beta}",
+        r"\text{No closed form: the M-step climbs } Q \text{ (Newton steps, halved until } Q \text{ does not fall)}",
+        rf"\text{{worker {_tex_name(data.worker_names[worker])}}}\ ({len(obs)}\ \text{{labels}}):\ "
+        rf"\alpha_j = {_f(a)},\quad \sum_i (q - \sigma)\beta_i = {shown} = {_f(grad)}",
+        rf"\text{{P(right) on an item of median difficulty}} = \sigma({_f(a)} \cdot {_f(med)})"
+        rf" = {_f(float(sigmoid(a * med)))}",
+    ]
+
+
+def e_step_mace(data: Annotations, params, item: int) -> list[str]:
+    """MACE E-step for item i (Hovy et al. 2013): a label is the truth unless its worker is spamming."""
+    from crowdlab.models.dawid_skene import class_log_joint
+
+    K = data.n_classes
+    obs = np.flatnonzero(data.item == item)
+    th, xi = params.theta, params.xi
+    lines = [
+        r"q_{it} \propto \pi_t \prod_j \big(\theta_j\, I(A_{ij}=t) + (1-\theta_j)\,\xi_j(A_{ij})\big)",
+        rf"\text{{item {_tex_name(data.item_names[item])}}}\ ({len(obs)}\ \text{{labels}}):",
+    ]
+    parts = []
+    for k in range(K):
+        parts.append(
+            [
+                rf"({_f(th[data.worker[o]]) + ' + ' if data.label[o] == k else ''}"
+                rf"{_f(1 - th[data.worker[o]])}\cdot{_f(xi[data.worker[o], data.label[o]])})"
+                for o in obs
+            ]
+        )
+    lead = [rf"{_f(params.pi[k])} \cdot" for k in range(K)]
+    lj = class_log_joint(data, params.pi, params.gamma)[item]
+    return lines + _class_lines(data, lj, parts, lead)
+
+
+def m_step_mace(data: Annotations, q: np.ndarray, params, worker: int) -> list[str]:
+    """MACE M-step for worker j: expected honest labels and the spam strategy (Hovy et al. 2013, Sec. 2.1)."""
+    from crowdlab.models.mace import spam_responsibility
+
+    K = data.n_classes
+    obs = np.flatnonzero(data.worker == worker)
+    D = np.bincount(data.label[obs], weights=q[data.item[obs], data.label[obs]], minlength=K)
+    n_lab = np.bincount(data.label[obs], minlength=K).astype(float)
+    r = spam_responsibility(params.theta[worker : worker + 1], params.xi[worker : worker + 1])[0]
+    honest = float((D * r).sum())
+    spam = D * (1 - r) + (n_lab - D)
+    top = np.argsort(-params.xi[worker])[:3]
+    return [
+        r"P(S_{ij}=0 \mid A_{ij}=a, T_i=a) = \frac{\theta_j}{\theta_j + (1-\theta_j)\xi_j(a)},\qquad "
+        r"\theta_j = \frac{E[\#\text{honest labels}]}{\#\text{labels}},\qquad "
+        r"\xi_j(a) = \frac{E[\#\text{spam labels } a]}{E[\#\text{spam labels}]}",
+        rf"\text{{worker {_tex_name(data.worker_names[worker])}}}:\ E[\#\text{{honest}}] = {_f(honest)}"
+        rf"\ \text{{of}}\ {len(obs)}\ \Rightarrow\ \theta_j \approx {_f(honest / max(len(obs), 1))},\quad"
+        rf"\text{{stored}}\ \theta_j = {_f(float(params.theta[worker]))}\ (\text{{P(spamming)}} = "
+        rf"{_f(float(1 - params.theta[worker]))})",
+        r"\text{spam strategy } \xi_j:\ "
+        + ",\\ ".join(
+            rf"\text{{{_tex_name(data.class_names[k])}}}\ {_f(float(params.xi[worker, k]))}"
+            rf"\ (E[\#] = {_f(float(spam[k]))})"
+            for k in top
+        ),
+        r"\text{(the stored values include the prior's pseudo-counts and the inner EM over } S"
+        r"\text{, run from the previous } \theta, \xi)",
+    ]
+
+
+def e_step_ibcc(data: Annotations, params, item: int) -> list[str]:
+    """IBCC's variational E-step for item n (Kim & Ghahramani 2012): expected logs under the Dirichlets."""
+    from crowdlab.models.ibcc import IBCC, expected_log
+
+    K = data.n_classes
+    obs = np.flatnonzero(data.item == item)
+    el = expected_log(params.A, axis=1)
+    ek = expected_log(params.nu)
+    lines = [
+        r"q_{nk} \propto \exp\Big(E[\log\kappa_k] + \sum_m E[\log\Gamma_m(f_m(x_n), k)]\Big),\qquad "
+        r"E[\log x_a] = \psi(a_a) - \psi\big(\textstyle\sum_b a_b\big)",
+        rf"\text{{item {_tex_name(data.item_names[item])}}}\ ({len(obs)}\ \text{{labels}}),"
+        r"\ \text{terms written as } e^{E\log}:",
+    ]
+    parts = [[_f(float(np.exp(el[data.worker[o], data.label[o], k]))) for o in obs] for k in range(K)]
+    lead = [rf"e^{{E\log\kappa}} = {_f(float(np.exp(ek[k])))} \cdot" for k in range(K)]
+    lj = IBCC().log_joint(data, params)[item]
+    return lines + _class_lines(data, lj, parts, lead)
+
+
+def m_step_ibcc(data: Annotations, q: np.ndarray, params, worker: int) -> list[str]:
+    """IBCC's update of worker m's Dirichlet posteriors: prior plus expected counts (Kim & Ghahramani 2012)."""
+    K = data.n_classes
+    obs = np.flatnonzero(data.worker == worker)
+    counts = np.zeros((K, K))
+    np.add.at(counts, data.label[obs], q[data.item[obs]])
+    A = params.A[worker]
+    A0 = A - counts
+    lines = [
+        r"A_m(k', k) = A^0_m(k', k) + \sum_n q_{nk}\, I(f_m(x_n) = k'),\qquad "
+        r"E[\Gamma_m(k', k)] = \frac{A_m(k', k)}{\sum_{k''} A_m(k'', k)},\qquad \nu_k = \nu^0_k + \sum_n q_{nk}",
+        rf"\text{{worker {_tex_name(data.worker_names[worker])}}}\ ({len(obs)}\ \text{{labels}}),\ "
+        r"\text{column = true class, prior + counts = } A:",
+    ]
+    for k in range(min(K, 6)):
+        cells = ",\\ ".join(rf"{_f(A0[kp, k])}+{_f(counts[kp, k])}" for kp in range(min(K, 6)))
+        lines.append(
+            rf"A(\cdot, \text{{{_tex_name(data.class_names[k])}}}) = ({cells}),\quad "
+            rf"E[\Gamma(k,k)] = {_f(A[k, k] / A[:, k].sum())}"
+        )
+    return lines
+
+
+NEW_MODEL_EXPLAINERS = {
+    "glad": (e_step_glad, m_step_glad),
+    "mace": (e_step_mace, m_step_mace),
+    "ibcc": (e_step_ibcc, m_step_ibcc),
+}
+"""model key -> (e_lines(data, params, item), m_lines(data, q, params_after_the_M_step, worker))."""

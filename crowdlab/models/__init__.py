@@ -5,7 +5,10 @@ from __future__ import annotations
 from crowdlab.data import Annotations
 from crowdlab.errors import ModelError
 from crowdlab.models.dawid_skene import DawidSkene
+from crowdlab.models.glad import GLAD, GladParams
 from crowdlab.models.hmm import HMMCrowd, HMMParams, HMMPosterior
+from crowdlab.models.ibcc import IBCC, IbccParams
+from crowdlab.models.mace import MACE, MaceParams
 from crowdlab.models.majority import MajorityVote
 from crowdlab.models.mrf import MRFParams, MRFPosterior, NetworkCrowd
 from crowdlab.models.one_coin import OneCoin
@@ -19,29 +22,52 @@ MODELS = {
     "ds": DawidSkene,
     "one_coin": OneCoin,
     "two_coin": TwoCoin,
+    "glad": GLAD,
+    "mace": MACE,
+    "ibcc": IBCC,
     "scores": GoodBadScores,
     "hmm": HMMCrowd,
     "mrf": NetworkCrowd,
 }
-ALIASES = {"dawid_skene": "ds", "majority": "mv", "onecoin": "one_coin", "twocoin": "two_coin"}
+ALIASES = {
+    "dawid_skene": "ds",
+    "majority": "mv",
+    "onecoin": "one_coin",
+    "twocoin": "two_coin",
+    "bayesian_ds": "ibcc",
+    "vb_ds": "ibcc",
+}
+SEMI_SUPERVISED = ("known", "reveal", "reveal_seed")
+"""``make_model`` options of semi-supervised EM (``LatentModel.with_known``), for every item-latent class model."""
 FEATURE_MODELS = {"raykar": RaykarModel}
 """Models that also need item features (``make_model(key, features=...)``); not in ``MODELS``, whose entries are
 built from the labels alone, and listed by ``applicable_models`` only when features are given."""
 
 
 def make_model(key: str, **options):
-    """Build model ``key`` (see ``MODELS``) with options such as ``prior=`` and ``hard=``."""
+    """Build model ``key`` (see ``MODELS``) with options such as ``prior=`` and ``hard=``.
+
+    Semi-supervised EM: ``known=`` (item -> class, or an (n_items,) array of codes with -1 for unknown) and/or
+    ``reveal=`` (a fraction of the gold labels, drawn with ``reveal_seed=``) fix those items' classes in every
+    E-step (see ``crowdlab.models.base.LatentModel.with_known``).
+    """
     key = ALIASES.get(key, key)
+    semi = {k: options.pop(k) for k in SEMI_SUPERVISED if k in options}
     if key in FEATURE_MODELS:
         if options.get("features") is None:
             raise ModelError(f"Method {key!r} needs item features (features=...; see crowdlab.features).")
-        return FEATURE_MODELS[key](**options)
-    if key not in MODELS:
+        model = FEATURE_MODELS[key](**options)
+    elif key not in MODELS:
         raise ModelError(f"Unknown method {key!r}; choose one of {', '.join(MODELS)}.")
-    cls = MODELS[key]
-    if cls is MajorityVote:
-        return cls()
-    return cls(**options)
+    elif MODELS[key] is MajorityVote:
+        model = MajorityVote()
+    else:
+        model = MODELS[key](**options)
+    if semi.get("known") is not None or semi.get("reveal"):
+        if not hasattr(model, "with_known"):
+            raise ModelError(f"{model.info.title} has no semi-supervised version (known= / reveal=).")
+        model.with_known(semi.get("known"), semi.get("reveal"), semi.get("reveal_seed", 0))
+    return model
 
 
 def applicable_models(data: Annotations, features=None) -> list[str]:
@@ -70,10 +96,16 @@ __all__ = [
     "MODELS",
     "ClassParams",
     "DawidSkene",
+    "GLAD",
+    "GladParams",
     "GoodBadScores",
     "HMMCrowd",
     "HMMParams",
     "HMMPosterior",
+    "IBCC",
+    "IbccParams",
+    "MACE",
+    "MaceParams",
     "MRFParams",
     "MRFPosterior",
     "MajorityVote",

@@ -17,6 +17,12 @@ from ``log_joint(data, params)``: the (n_latent, n_states) array of log p(x_unit
 
 Hard EM (seed 004, "Hard EM") replaces the posterior by its arg-max (a one-hot q). Its objective is the
 complete-data log-likelihood log p(x, z_hat | theta) (+ log prior), which hard EM never decreases.
+
+Semi-supervised EM (every item-latent class model): items whose class is known (``with_known(known=...)`` or a
+revealed fraction of the gold, ``with_known(reveal=0.1, seed=0)``) keep a one-hot q at their known class in every
+E-step (and in the start). The objective becomes log p(x, y_known | theta) = sum over unknown items of
+log sum_s p(x_n, s | theta) + sum over known items of log p(x_n, y_n | theta) (+ log prior), which EM still never
+decreases; the M-steps are unchanged (a known item's labels count, with weight one, towards its class).
 """
 
 from __future__ import annotations
@@ -104,6 +110,18 @@ def normalise_columns(counts: np.ndarray, pseudo: float = 0.0) -> np.ndarray:
     return out
 
 
+@dataclass(frozen=True, eq=False)
+class WarmPosterior:
+    """A posterior q (n, K) together with the parameters of the E-step that produced it (None at the start).
+
+    Models whose M-step is iterative (GLAD's gradient ascent, MACE's inner EM over the spam indicators) start it
+    from those parameters, so every M-step provably raises E_q[log p(x, z | theta)] + log prior (generalised EM).
+    """
+
+    q: np.ndarray
+    params: object = None
+
+
 @dataclass(frozen=True)
 class ModelInfo:
     """What the UI and the CLI need to know about a model."""
@@ -124,6 +142,9 @@ class LatentModel:
 
     info: ModelInfo
     hard: bool = False
+    known: object = None  # semi-supervised EM: item -> class (see ``with_known``)
+    reveal: float | None = None
+    reveal_seed: int = 0
 
     # -- to implement ------------------------------------------------------------------
     def log_joint(self, data: Annotations, params) -> np.ndarray:  # pragma: no cover - abstract
@@ -136,10 +157,52 @@ class LatentModel:
     def log_prior(self, params) -> float:
         return 0.0
 
+    # -- semi-supervised EM --------------------------------------------------------------
+    def with_known(self, known=None, reveal: float | None = None, seed: int = 0):
+        """Semi-supervised EM: fix the class of some items in every E-step; returns ``self``.
+
+        ``known``: a mapping item -> class (item and class names as in the data, or integer codes), or an
+        (n_items,) integer array of class codes with -1 for unknown. ``reveal``: a fraction in [0, 1] of the items
+        with gold whose gold class is revealed (drawn with ``seed``); both may be given (the union is known).
+        """
+        if reveal is not None and not 0.0 <= float(reveal) <= 1.0:
+            raise ValueError("reveal must be a fraction between 0 and 1.")
+        self.known = known
+        self.reveal = None if reveal is None else float(reveal)
+        self.reveal_seed = int(seed)
+        self.__dict__.pop("_known_memo", None)
+        return self
+
+    @property
+    def semi_supervised(self) -> bool:
+        return self.known is not None or bool(self.reveal)
+
+    def known_classes(self, data: Annotations) -> np.ndarray:
+        """(n_items,) int: the fixed class of each item, -1 where it is not known (memoised per dataset)."""
+        memo = self.__dict__.get("_known_memo")
+        if memo is not None and memo[0] is data:
+            return memo[1]
+        out = resolve_known(data, self.known, self.reveal, self.reveal_seed)
+        self.__dict__["_known_memo"] = (data, out)
+        return out
+
+    def clamp(self, data: Annotations, q: np.ndarray) -> np.ndarray:
+        """q with the rows of the known items replaced by one-hot rows at their class (a copy when any)."""
+        if not self.semi_supervised:
+            return q
+        kc = self.known_classes(data)
+        idx = np.flatnonzero(kc >= 0)
+        if idx.size == 0:
+            return q
+        q = np.array(q, dtype=np.float64, copy=True)
+        q[idx] = 0.0
+        q[idx, kc[idx]] = 1.0
+        return q
+
     # -- shared ------------------------------------------------------------------------
     def as_posterior(self, data: Annotations, q: np.ndarray):
-        """The posterior object the M-step takes, from marginals q (here: q itself)."""
-        return q
+        """The posterior object the M-step takes, from marginals q (here: q itself, known items clamped)."""
+        return self.clamp(data, q)
 
     @property
     def exact(self) -> bool:
@@ -176,21 +239,29 @@ class LatentModel:
         """Posterior q (n_latent, n_states); one-hot arg-max under hard EM."""
         lj = self._lj(data, params)
         if self.hard:
-            return one_hot_argmax(lj)
-        return softmax_rows(lj)
+            return self.clamp(data, one_hot_argmax(lj))
+        return self.clamp(data, softmax_rows(lj))
 
     def log_likelihood(self, data: Annotations, params) -> float:
-        """Observed-data log-likelihood sum_n log sum_s p(x_n, z_n = s | theta) (+ log prior)."""
+        """Observed-data log-likelihood sum_n log sum_s p(x_n, z_n = s | theta) (+ log prior); a known item
+        contributes log p(x_n, y_n | theta) instead (semi-supervised EM)."""
         lj = self._lj(data, params)
-        return float(logsumexp_rows(lj).sum()) + self.log_prior(params)
+        rows = logsumexp_rows(lj)
+        if self.semi_supervised:
+            kc = self.known_classes(data)
+            idx = np.flatnonzero(kc >= 0)
+            rows[idx] = lj[idx, kc[idx]]
+        return float(rows.sum()) + self.log_prior(params)
 
     def complete_objective(self, data: Annotations, q: np.ndarray, params) -> float:
         """E_q[log p(x, z | theta)] + log prior (hard EM's objective when q is one-hot)."""
+        q = q.q if isinstance(q, WarmPosterior) else q
         lj = self._lj(data, params)
         return float((q * lj).sum()) + self.log_prior(params)
 
     def bound(self, data: Annotations, q: np.ndarray, params) -> float:
         """The EM lower bound F(q, theta) = E_q[log p(x, z | theta)] + H(q) (+ log prior) <= objective."""
+        q = q.q if isinstance(q, WarmPosterior) else q
         return self.complete_objective(data, q, params) + entropy_rows(q)
 
     def objective(self, data: Annotations, q: np.ndarray | None, params) -> float:
@@ -214,3 +285,47 @@ class LatentModel:
             raise ModelError(f"{self.info.title} needs continuous scores; this dataset has class labels.")
         if self.info.binary_only and data.n_classes != 2:
             raise ModelError(f"{self.info.title} is for two classes; this dataset has {data.n_classes}.")
+        if self.semi_supervised:
+            if self.info.latent != "item" or data.is_continuous:
+                raise ModelError(f"{self.info.title} has no item classes to fix: semi-supervised EM needs classes.")
+            self.known_classes(data)  # raises on items or classes the data does not have
+
+
+def resolve_known(data: Annotations, known, reveal: float | None, seed: int) -> np.ndarray:
+    """(n_items,) int class codes fixed by semi-supervised EM (-1: unknown); see ``LatentModel.with_known``."""
+    from crowdlab.errors import ModelError
+
+    N, K = data.n_items, data.n_classes
+    out = np.full(N, -1, dtype=np.int64)
+    if known is not None:
+        if isinstance(known, dict):
+            items = {name: n for n, name in enumerate(data.item_names)}
+            classes = {name: k for k, name in enumerate(data.class_names)}
+            for key, value in known.items():
+                n = items.get(key, items.get(str(key)))
+                if n is None and isinstance(key, int | np.integer) and 0 <= int(key) < N:
+                    n = int(key)
+                if n is None:
+                    raise ModelError(f"Known label for item {key!r}, which is not in the data.")
+                k = classes.get(value, classes.get(str(value)))
+                if k is None and isinstance(value, int | np.integer) and 0 <= int(value) < K:
+                    k = int(value)
+                if k is None:
+                    raise ModelError(f"Known label {value!r} for item {key!r} is not one of the classes.")
+                out[n] = k
+        else:
+            arr = np.asarray(known)
+            if arr.shape != (N,) or not np.issubdtype(arr.dtype, np.integer):
+                raise ModelError(f"known= must be a mapping item -> class or {N} integer class codes (-1: unknown).")
+            if ((arr < -1) | (arr >= K)).any():
+                raise ModelError(f"known class codes must lie in -1..{K - 1}.")
+            out[:] = arr
+    if reveal:
+        if data.gold is None or not data.has_gold:
+            raise ModelError("reveal= needs gold labels to reveal; this dataset has none.")
+        gold = np.asarray(data.gold)
+        with_gold = np.flatnonzero(gold >= 0)
+        n_reveal = int(round(float(reveal) * with_gold.size))
+        pick = np.random.default_rng(seed).choice(with_gold, size=n_reveal, replace=False)
+        out[pick] = gold[pick]
+    return out

@@ -25,8 +25,17 @@ from crowdlab.models import ClassParams, ScoreParams
 from crowdlab.models.majority import majority_labels
 from crowdlab.ui import state
 from crowdlab.ui.intervals import worker_intervals_panel
+from crowdlab.ui.model_panels import model_details_panel
 
-TABS = ("Posterior", "Workers", "Class priors", "What just happened", "Likelihood surface", "How sure? (intervals)")
+TABS = (
+    "Posterior",
+    "Workers",
+    "Class priors",
+    "What just happened",
+    "Likelihood surface",
+    "How sure? (intervals)",
+    "Model details",
+)
 W_TAB = "stepper.tab"
 W_ORDER = "stepper.post_order"
 W_PAGE = "stepper.post_page"
@@ -107,7 +116,15 @@ def tab_bar() -> Sequence:
 
 
 def draw_tabs(run: Run) -> None:
-    panels = (posterior_panel, workers_panel, class_prior_panel, explain_panel, surface_panel, worker_intervals_panel)
+    panels = (
+        posterior_panel,
+        workers_panel,
+        class_prior_panel,
+        explain_panel,
+        surface_panel,
+        worker_intervals_panel,
+        model_details_panel,
+    )
     for tab, panel in zip(tab_bar(), panels):
         if tab.open:
             with tab:
@@ -376,12 +393,18 @@ def explain_panel(run: Run) -> None:
         return
     prev = run.snapshots[snap.index - 1] if snap.index > 0 else None
 
+    own = explain.NEW_MODEL_EXPLAINERS.get(key)  # GLAD, MACE, IBCC: their own formulas
+
     def e_lines(params) -> list[str]:
+        if own:
+            return own[0](data, params, int(item))
         if scores:
             return explain.e_step_scores(data, params, int(worker))
         return explain.e_step_classes(data, params, int(item), key)
 
-    def m_lines(q) -> list[str]:
+    def m_lines(q, result=None) -> list[str]:
+        if own:  # the M-step's result for q: the next snapshot's, or computed now for the preview
+            return own[1](data, q, result if result is not None else run.model.m_step(data, snap.post), int(worker))
         if scores:
             return explain.m_step_scores(data, q, int(item))
         return explain.m_step_classes(data, q, int(worker), key)
@@ -394,7 +417,7 @@ def explain_panel(run: Run) -> None:
             if not scores:
                 st.latex(r"q_0(\text{this item}) = (" + ",\\ ".join(f"{v:.3g}" for v in snap.q[item]) + ")")
             st.markdown(f"Then θ₀ = M-step(q₀); for {m_unit}:")
-            _latex(m_lines(snap.q))
+            _latex(m_lines(snap.q, snap.params))
         else:
             st.markdown(f"Then q₀ = E-step(θ₀); for {e_unit}:")
             _latex(e_lines(snap.params))
@@ -411,7 +434,7 @@ def explain_panel(run: Run) -> None:
             f"**M-step just done** (snapshot {prev.index} → {snap.index}): the parameters θ from the posterior q of "
             f"snapshot {prev.index}, here for {m_unit}."
         )
-        _latex(m_lines(prev.q))
+        _latex(m_lines(prev.q, snap.params))
     if getattr(run.model, "prior", 0.0) > 0 and snap.kind != "E":
         st.caption(
             f"With prior strength {run.model.prior:g} the M-step also adds pseudo-counts (MAP); the fractions shown "

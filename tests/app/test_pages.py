@@ -280,7 +280,9 @@ def test_compare_bluebirds_table_agreement_and_disagreements():
     _click(at, "compare.run")
     table = at.dataframe[0].value
     assert list(table["method"]) == ["Majority vote", "Dawid-Skene", "One-coin (symmetric noise)",
-                                      "Two-coin (sensitivity / specificity)"]  # fmt: skip
+                                      "Two-coin (sensitivity / specificity)", "GLAD (ability and difficulty)",
+                                      "MACE (competence and spamming)",
+                                      "Bayesian Dawid-Skene (IBCC, variational)"]  # fmt: skip
     ds = table.set_index("method").loc["Dawid-Skene"]
     assert round(ds["accuracy"], 3) == 0.898
     assert round(table.set_index("method").loc["Majority vote", "accuracy"], 3) == 0.759

@@ -129,3 +129,29 @@ def test_mrf_without_edges_is_a_clear_error(tmp_path, capsys):
     labels, _ = sample_paths("bluebirds")
     assert main(["fit", str(labels), "--method", "mrf", "--out", str(tmp_path)]) == 2
     assert "graph" in capsys.readouterr().err
+
+
+def test_new_methods_and_semi_supervised_options(tmp_path, capsys):
+    """--method glad|mace|ibcc run; --reveal 1 fixes every gold item; --known takes a gold-style file."""
+    labels, gold = sample_paths("bluebirds")
+    for method in ("glad", "mace", "ibcc"):
+        out = tmp_path / method
+        assert main(["fit", str(labels), "--method", method, "--gold", str(gold), "--out", str(out)]) == 0
+        hist = json.loads((out / "history.json").read_text())
+        objs = [s["objective"] for s in hist["snapshots"]]
+        assert hist["violations"] == [] and all(b >= a - 1e-9 * abs(a) for a, b in zip(objs, objs[1:]))
+        assert json.loads((out / "metrics.json").read_text())["accuracy"] > 0.7
+    out = tmp_path / "reveal"
+    assert main(["fit", str(labels), "--method", "mace", "--gold", str(gold), "--reveal", "1", "--out", str(out)]) == 0
+    assert json.loads((out / "metrics.json").read_text())["accuracy"] == 1.0
+    assert "108 items keep their known class" in capsys.readouterr().out
+    g = pd.read_csv(gold).head(10)
+    known = tmp_path / "known.csv"
+    g.to_csv(known, index=False)
+    out = tmp_path / "known"
+    assert main(["fit", str(labels), "--method", "ds", "--known", str(known), "--out", str(out)]) == 0
+    post = pd.read_csv(out / "labels.csv").set_index("item")
+    assert (post.loc[g.iloc[:, 0], "label"].astype(str).to_numpy() == g.iloc[:, 1].astype(str).to_numpy()).all()
+    bad = tmp_path / "bad.csv"
+    bad.write_text("item,label\nnot_an_item,1\n")
+    assert main(["fit", str(labels), "--known", str(bad), "--out", str(tmp_path / "bad")]) == 2

@@ -1,0 +1,125 @@
+"""Figures of the models' own parameters: GLAD's abilities and item difficulties (Whitehill et al. 2009) and MACE's
+spamming probabilities (Hovy et al. 2013). Pure functions from arrays to ``go.Figure``; names are escaped with
+:func:`crowdlab.safe.html` here, so callers pass them as they are."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+import plotly.graph_objects as go
+
+from crowdlab import safe
+from crowdlab.plots.run import CURRENT_COLOR, OBJECTIVE_COLOR, _axis, _empty, _layout
+
+GREY = "#7f7f7f"
+
+
+def _extremes(values: np.ndarray, max_rows: int) -> np.ndarray:
+    """Indices sorted by value; at most ``max_rows``: the lowest and the highest half each."""
+    order = np.argsort(values, kind="stable")
+    if order.size > max_rows:
+        order = np.concatenate([order[: max_rows // 2], order[-(max_rows - max_rows // 2) :]])
+    return order
+
+
+def _labels(names: Sequence, order: np.ndarray) -> list[str]:
+    names = [safe.html(safe.shorten(n, 24)) for n in names]
+    return [names[i] if names.count(names[i]) == 1 else f"{names[i]} #{i}" for i in order]
+
+
+def ability_chart(
+    alpha: np.ndarray, names: Sequence, n_labels: np.ndarray, *, max_rows: int = 40, title: str | None = None
+) -> go.Figure:
+    """GLAD's worker abilities alpha_j as dots, sorted (highest on top); 0 (guessing) dotted; negative alpha
+    (adversarial: right less often than chance) in red. Trace ``meta``: "ability"."""
+    alpha = np.asarray(alpha, dtype=np.float64)
+    if alpha.size == 0:
+        return _empty(title or "Worker ability", "No workers to show.")
+    order = _extremes(alpha, max_rows)
+    labels = _labels(names, order)
+    colors = [CURRENT_COLOR if alpha[i] < 0 else OBJECTIVE_COLOR for i in order]
+    trace = dict(
+        type="scatter",
+        x=alpha[order],
+        y=labels,
+        mode="markers",
+        meta="ability",
+        name="ability α_j",
+        marker=dict(size=9, color=colors),
+        customdata=np.asarray(n_labels, dtype=np.float64)[order],
+        hovertemplate="%{y}<br>α = %{x:.3f}<br>labels: %{customdata:,.0f}<extra></extra>",
+    )
+    shapes = [dict(type="line", x0=0, x1=0, y0=0, y1=1, xref="x", yref="paper", line=dict(color=GREY, dash="dot"))]
+    shown = "" if order.size == alpha.size else f" (the {order.size} lowest and highest of {alpha.size:,})"
+    layout = _layout(
+        title or f"Worker ability α_j{shown}",
+        int(min(max(140 + 22 * order.size, 260), 1000)),
+        shapes=shapes,
+        showlegend=False,
+        xaxis=_axis(title=dict(text="ability α_j (0: guessing, < 0: adversarial)", standoff=6)),
+        yaxis=_axis(type="category", categoryorder="array", categoryarray=labels, automargin=True),
+    )
+    return go.Figure(data=[trace], layout=layout)
+
+
+def difficulty_histogram(beta: np.ndarray, *, title: str = "Item difficulty 1/β_i") -> go.Figure:
+    """Histogram of GLAD's item difficulties 1/beta_i on a log axis (bins in log10). Trace ``meta``: "difficulty"."""
+    beta = np.asarray(beta, dtype=np.float64)
+    if beta.size == 0:
+        return _empty(title, "No items to show.")
+    logd = np.log10(1.0 / beta)
+    edges = np.linspace(logd.min() - 1e-9, logd.max() + 1e-9, 31) if np.ptp(logd) > 0 else np.array([-0.5, 0.5])
+    counts, edges = np.histogram(logd, bins=edges)
+    mid = 10 ** (0.5 * (edges[:-1] + edges[1:]))
+    trace = dict(
+        type="bar",
+        x=mid,
+        y=counts,
+        meta="difficulty",
+        marker=dict(color=OBJECTIVE_COLOR),
+        hovertemplate="difficulty ≈ %{x:.3g}<br>%{y} items<extra></extra>",
+    )
+    layout = _layout(
+        title,
+        320,
+        showlegend=False,
+        bargap=0.05,
+        xaxis=_axis(type="log", title=dict(text="1/β_i (larger: harder)", standoff=6)),
+        yaxis=_axis(title=dict(text="items", standoff=6)),
+    )
+    return go.Figure(data=[trace], layout=layout)
+
+
+def spam_chart(
+    spamming: np.ndarray, names: Sequence, n_labels: np.ndarray, *, max_rows: int = 40, title: str | None = None
+) -> go.Figure:
+    """MACE's P(spamming) = 1 - theta_j per worker as horizontal bars on [0, 1], the most spamming on top; bars
+    above 0.5 (a worker who spams more often than not) in red. Trace ``meta``: "spam"."""
+    p = np.asarray(spamming, dtype=np.float64)
+    if p.size == 0:
+        return _empty(title or "Spamming", "No workers to show.")
+    order = _extremes(p, max_rows)
+    labels = _labels(names, order)
+    trace = dict(
+        type="bar",
+        orientation="h",
+        x=p[order],
+        y=labels,
+        meta="spam",
+        marker=dict(color=[CURRENT_COLOR if p[i] > 0.5 else OBJECTIVE_COLOR for i in order]),
+        customdata=np.asarray(n_labels, dtype=np.float64)[order],
+        hovertemplate="%{y}<br>P(spamming) = %{x:.3f}<br>labels: %{customdata:,.0f}<extra></extra>",
+    )
+    shown = "" if order.size == p.size else f" (the {order.size} lowest and highest of {p.size:,})"
+    layout = _layout(
+        title or f"P(spamming) = 1 − θ_j per worker{shown}",
+        int(min(max(140 + 22 * order.size, 260), 1000)),
+        showlegend=False,
+        shapes=[
+            dict(type="line", x0=0.5, x1=0.5, y0=0, y1=1, xref="x", yref="paper", line=dict(color=GREY, dash="dot"))
+        ],
+        xaxis=_axis(title=dict(text="P(spamming)", standoff=6), range=[0, 1]),
+        yaxis=_axis(type="category", categoryorder="array", categoryarray=labels, automargin=True),
+    )
+    return go.Figure(data=[trace], layout=layout)

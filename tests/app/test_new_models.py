@@ -1,0 +1,90 @@
+"""GLAD, MACE and IBCC on the Step page (AppTest): the method picker offers them, Step moves EM and the objective
+never falls, "What just happened" shows each model's own formulas with numbers, and the "Model details" tab shows
+abilities and difficulties (GLAD), spammers (MACE) and credible intervals (IBCC)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from crowdlab.models.ibcc import accuracy_intervals
+from tests.app.test_step_lab import _arr, _chart, _click, _latex, _method, _ok, _open, _run, _tab, _trace
+
+NEW = ("glad", "mace", "ibcc")
+
+
+@pytest.mark.parametrize("sample", ["bluebirds", "dogs"])
+def test_the_picker_offers_the_new_models(sample):
+    at = _open(sample)
+    options = at.selectbox(key="stepper.method").options
+    assert {"GLAD (ability and difficulty)", "MACE (competence and spamming)"} <= set(options)
+    assert "Bayesian Dawid-Skene (IBCC, variational)" in options
+
+
+@pytest.mark.parametrize("method", NEW)
+def test_step_explain_and_details(method):
+    at = _method(_open("dogs"), method)
+    run = _run(at)
+    assert run.model.info.key == method
+    for _ in range(3):
+        _click(at, "stepper.step")
+    _click(at, "stepper.e_step")
+    run = _run(at)
+    assert run.current.kind == "E" and run.iteration == 3
+    obj = run.history()["objective"]
+    assert np.all(np.diff(obj) >= -1e-9 * np.abs(obj[:-1])) and run.violations == []
+
+    _tab(at, "What just happened")
+    tex = " ".join(_latex(at))
+    assert {"glad": r"\sigma(\alpha_j\beta_i)", "mace": r"\theta_j\, I(A_{ij}=t)", "ibcc": r"\psi(a_a)"}[method] in tex
+    assert r"\Rightarrow\ q = (" in tex  # the numbers for the picked item
+    # the expander previews the M-step with the model's own update
+    assert {"glad": r"\partial Q}{\partial \alpha_j}", "mace": r"E[\#\text{honest", "ibcc": "A^0_m"}[method] in tex
+
+    _click(at, "stepper.m_step")
+    tex = " ".join(_latex(at))
+    assert any("M-step just done" in m.value for m in at.markdown)
+    assert {"glad": r"\alpha_j = ", "mace": r"\text{stored}\ \theta_j", "ibcc": r"E[\Gamma(k,k)]"}[method] in tex
+
+    _tab(at, "Model details")
+    run = _run(at)
+    p = run.params
+    if method == "glad":
+        ability = _trace(_chart(at, "stepper.details.ability"), "ability")
+        a = np.sort(p.alpha)  # 109 workers: the 20 lowest and the 20 highest abilities
+        assert _arr(ability["x"]) == pytest.approx(np.concatenate([a[:20], a[-20:]]))
+        hist = _trace(_chart(at, "stepper.details.difficulty"), "difficulty")
+        assert _arr(hist["y"]).sum() == run.data.n_items
+        table = at.dataframe[0].value
+        assert table["difficulty 1/β"].iloc[0] == pytest.approx(p.difficulty.max())
+    elif method == "mace":
+        spam = _trace(_chart(at, "stepper.details.spam"), "spam")
+        sp = np.sort(p.spamming)
+        assert _arr(spam["x"]) == pytest.approx(np.concatenate([sp[:20], sp[-20:]]))
+        n_spam = int((p.spamming > 0.5).sum())
+        assert at.metric[0].value == f"{n_spam} of {run.data.n_workers:,}"
+    else:
+        spec = _chart(at, "stepper.details.credible")
+        dots = _trace(spec, "wald")
+        assert "credible" in dots["name"]
+        ci = accuracy_intervals(p, draws=4000, seed=0)
+        table = at.dataframe[0].value.set_index("worker")
+        name = run.data.worker_names[0]
+        assert table.loc[name, "2.5 %"] == pytest.approx(ci["lo"][0])
+        assert table.loc[name, "mean"] == pytest.approx(ci["mean"][0])
+
+
+def test_details_tab_explains_itself_for_other_models():
+    at = _method(_open("bluebirds"), "ds")
+    _click(at, "stepper.step")
+    _tab(at, "Model details")
+    assert any("GLAD" in i.value and "MACE" in i.value for i in at.info)
+
+
+def test_ibcc_with_hard_em_says_why_it_cannot_start():
+    at = _method(_open("bluebirds"), "ibcc")
+    at.checkbox(key="stepper.hard").check().run()
+    assert not at.exception
+    assert any("no hard version" in e.value for e in at.error)
+    _ok(at.checkbox(key="stepper.hard").uncheck().run())
+    _click(at, "stepper.step")

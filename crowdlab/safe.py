@@ -10,10 +10,13 @@ spreadsheet. Each function below escapes for one target; every page, figure buil
 =================  =============================================================================================
 ``md(s)``          Markdown as Streamlit renders it (``st.markdown``, ``st.caption``, labels, ``st.info`` ...):
                    every ASCII punctuation character is backslash-escaped (CommonMark), so no emphasis, link,
-                   image, code span, ``$`` math, ``:color[...]`` directive or HTML survives; newlines fold to spaces.
+                   image, code span, ``$`` math, ``:color[...]`` directive, bare URL or HTML survives; newlines
+                   fold to spaces and the ends are trimmed (leading spaces would start a code block).
 ``tex(s)``         text inside ``\\text{...}`` of a KaTeX formula (``st.latex``): the ten LaTeX specials escaped.
-``html(s)``        text that plotly renders (tick labels, hover text, legends, titles, annotations): ``< > & " '``
-                   as entities, so plotly's tag subset (``<a href>``, ``<b>``, ``<br>``, ``<span style>``) is inert.
+``html(s)``        text that plotly renders (tick labels, hover text, legends, titles, annotations): ``< > &``
+                   as entities, so plotly's tag subset (``<a href>``, ``<b>``, ``<br>``, ``<span style>``) is inert;
+                   also ``" ' { } $`` as numeric entities (plotly.js decodes only a few named ones), so a name
+                   cannot close an attribute, start a ``%{...}`` hover-template field or a ``$...$`` formula.
 ``csv_cell(x)``    one cell written to a CSV: a string that a spreadsheet would run as a formula (it starts with
                    ``=``, ``+``, ``-``, ``@``, tab or CR) gets the usual leading apostrophe; numbers, and strings
                    that are plain numbers such as ``-3.5``, stay as they are (OWASP's CSV-injection advice).
@@ -26,7 +29,6 @@ shortening, never before (an entity or escape cut in half would show as garbage)
 
 from __future__ import annotations
 
-import html as _html
 import re
 from collections.abc import Iterable
 from typing import Any
@@ -52,6 +54,10 @@ _TEX = {
 }
 _TEX_RE = re.compile(r"[\\{}$&%#_^~]")
 
+# plotly.js decodes numeric entities and only amp, lt, gt, nbsp, mu, times, plusmn, deg by name
+_HTML = {"&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&#34;", "'": "&#39;", "{": "&#123;", "}": "&#125;", "$": "&#36;"}
+_HTML_RE = re.compile("[&<>\"'{}$]")
+
 FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
 _PLAIN_NUMBER = re.compile(r"^[+-]?(\d+(\.\d*)?|\.\d+)([eE][+-]?\d+)?$")
 
@@ -70,7 +76,7 @@ def shorten(s: Any, n: int = 24) -> str:
 
 def md(s: Any) -> str:
     """``s`` as literal text inside Streamlit Markdown (see the module docstring)."""
-    return _MD_SPECIAL.sub(r"\\\1", _clean(s))
+    return _MD_SPECIAL.sub(r"\\\1", _clean(s).strip())
 
 
 def tex(s: Any) -> str:
@@ -80,7 +86,7 @@ def tex(s: Any) -> str:
 
 def html(s: Any) -> str:
     """``s`` as literal text in plotly (tick labels, hover text, legends, titles, annotations)."""
-    return _html.escape(_clean(s), quote=True)
+    return _HTML_RE.sub(lambda m: _HTML[m.group(0)], _clean(s))
 
 
 def html_all(names: Iterable[Any]) -> list[str]:

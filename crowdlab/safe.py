@@ -17,6 +17,8 @@ spreadsheet. Each function below escapes for one target; every page, figure buil
                    as entities, so plotly's tag subset (``<a href>``, ``<b>``, ``<br>``, ``<span style>``) is inert;
                    also ``" ' { } $`` as numeric entities (plotly.js decodes only a few named ones), so a name
                    cannot close an attribute, start a ``%{...}`` hover-template field or a ``$...$`` formula.
+``plain(s)``       plain text for a terminal (the CLI's summary): line breaks folded, control characters (ANSI
+                   escape sequences start with one) removed.
 ``csv_cell(x)``    one cell written to a CSV: a string that a spreadsheet would run as a formula (it starts with
                    ``=``, ``+``, ``-``, ``@``, tab or CR) gets the usual leading apostrophe; numbers, and strings
                    that are plain numbers such as ``-3.5``, stay as they are (OWASP's CSV-injection advice).
@@ -33,10 +35,10 @@ import re
 from collections.abc import Iterable
 from typing import Any
 
-__all__ = ["md", "tex", "html", "html_all", "csv_cell", "csv_frame", "shorten", "FORMULA_START"]
+__all__ = ["md", "tex", "html", "html_all", "plain", "csv_cell", "csv_frame", "shorten", "FORMULA_START"]
 
 _MD_SPECIAL = re.compile(r"([\\`*_{}\[\]()<>#+\-.!|~$:=&\"'^%@;/,?])")
-_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f\u200b-\u200f\u2028-\u202e\u2060-\u2064\ufeff]")
+_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f\u200b-\u200f\u2028-\u202e\u2060-\u2064\ufeff]")
 _NEWLINES = re.compile(r"[\r\n\t]+")
 
 # LaTeX text-mode specials and their KaTeX-supported text forms
@@ -92,6 +94,11 @@ def html(s: Any) -> str:
 def html_all(names: Iterable[Any]) -> list[str]:
     """:func:`html` over a sequence of names (tick labels, hover rows)."""
     return [html(n) for n in names]
+
+
+def plain(s: Any) -> str:
+    """``s`` as one line of plain text without control characters (for a terminal)."""
+    return _clean(s)
 
 
 def csv_cell(x: Any) -> Any:

@@ -10,8 +10,10 @@ spreadsheet. Each function below escapes for one target; every page, figure buil
 =================  =============================================================================================
 ``md(s)``          Markdown as Streamlit renders it (``st.markdown``, ``st.caption``, labels, ``st.info`` ...):
                    every ASCII punctuation character is backslash-escaped (CommonMark), so no emphasis, link,
-                   image, code span, ``$`` math, ``:color[...]`` directive, bare URL or HTML survives; newlines
-                   fold to spaces and the ends are trimmed (leading spaces would start a code block).
+                   image, code span, ``$`` math, ``:color[...]`` directive or HTML survives; newlines fold to
+                   spaces and the ends are trimmed (leading spaces would start a code block). GitHub's bare-URL
+                   autolinks (``https://...``, ``www.``, ``a@b.org``) are found in the text *after* escapes are
+                   resolved, so an invisible word joiner (U+2060) goes where one would start.
 ``tex(s)``         text inside ``\\text{...}`` of a KaTeX formula (``st.latex``): the ten LaTeX specials escaped.
 ``html(s)``        text that plotly renders (tick labels, hover text, legends, titles, annotations): ``< > &``
                    as entities, so plotly's tag subset (``<a href>``, ``<b>``, ``<br>``, ``<span style>``) is inert;
@@ -40,6 +42,9 @@ __all__ = ["md", "tex", "html", "html_all", "plain", "csv_cell", "csv_frame", "s
 _MD_SPECIAL = re.compile(r"([\\`*_{}\[\]()<>#+\-.!|~$:=&\"'^%@;/,?])")
 _CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f\u200b-\u200f\u2028-\u202e\u2060-\u2064\ufeff]")
 _NEWLINES = re.compile(r"[\r\n\t]+")
+# where a GFM autolink literal would start: a protocol's "://", "www.", an e-mail's "@"
+_AUTOLINK = re.compile(r"(?<=[A-Za-z])(?=://)|(?<=[wW]{3})(?=\.)|(?<=[-.+\w])(?=@)")
+WORD_JOINER = "\u2060"
 
 # LaTeX text-mode specials and their KaTeX-supported text forms
 _TEX = {
@@ -78,7 +83,7 @@ def shorten(s: Any, n: int = 24) -> str:
 
 def md(s: Any) -> str:
     """``s`` as literal text inside Streamlit Markdown (see the module docstring)."""
-    return _MD_SPECIAL.sub(r"\\\1", _clean(s).strip())
+    return _MD_SPECIAL.sub(r"\\\1", _AUTOLINK.sub(WORD_JOINER, _clean(s).strip()))
 
 
 def tex(s: Any) -> str:

@@ -281,6 +281,7 @@ def agreement_heatmap(
     labels = [wrap_name(n) if wrap_names else safe.html(n) for n in names]
     if len(labels) != W:
         raise ValueError(f"{len(labels)} names for a {W} x {W} matrix.")
+    long_names = max(map(len, labels), default=0) > 12  # slanted ticks, so long names do not overlap
     zlist = z.astype(object)
     zlist[~np.isfinite(z)] = None  # plotly leaves None cells blank
     show_text = W <= text_max
@@ -320,7 +321,7 @@ def agreement_heatmap(
         xaxis=dict(
             type="category",
             title=dict(text=axis_title),
-            tickangle=tickangle if tickangle is not None else (-45 if W > 6 else 0),
+            tickangle=tickangle if tickangle is not None else (-45 if W > 6 or long_names else 0),
             dtick=1,
             tickfont=dict(size=10 if W > 15 else 12),
             automargin=True,

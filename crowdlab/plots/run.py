@@ -310,6 +310,8 @@ def confusion_grid(
     if not idx:
         return _empty(title, "No workers to show.")
     names = safe.html_all(class_names)
+    # long names would squeeze the small matrices: ticks and titles shortened (the hover keeps the whole name)
+    ticks = dict(tickvals=names, ticktext=[safe.html(safe.shorten(c, 12)) for c in class_names])
     n = len(idx)
     cols = max(1, min(cols, n))
     rows = math.ceil(n / cols)
@@ -337,6 +339,7 @@ def confusion_grid(
             type="category",
             visible=used,
             title=dict(text="true class" if r == rows - 1 or j + cols >= n else "", standoff=4),
+            **ticks,
         )
         layout["yaxis" + s] = dict(
             domain=yd,
@@ -346,6 +349,7 @@ def confusion_grid(
             visible=used,
             showticklabels=c == 0,  # every matrix has the same classes: label the rows once per grid row
             title=dict(text="says" if c == 0 else "", standoff=4),
+            **ticks,
         )
         if not used:
             continue
@@ -373,7 +377,7 @@ def confusion_grid(
         )
         layout["annotations"].append(
             dict(
-                text=wname,
+                text=safe.html(safe.shorten(worker_names[m], 24)),
                 x=(xd[0] + xd[1]) / 2,
                 y=yd[1],
                 xref="paper",

@@ -191,7 +191,9 @@ def class_balance_bars(balance: pd.DataFrame, *, title: str = "Class balance", h
         height,
         barmode="group",
         legend=dict(orientation="h", yanchor="top", y=-0.12, xanchor="left", x=0),
-        xaxis=_axis(type="category"),
+        xaxis=_axis(
+            type="category", tickvals=classes, ticktext=[safe.html(safe.shorten(c, 14)) for c in balance["class"]]
+        ),
         yaxis=_axis(title=dict(text="share"), tickformat=".0%", rangemode="tozero"),
     )
     return go.Figure(data=traces, layout=layout)
@@ -281,7 +283,10 @@ def agreement_heatmap(
     labels = [wrap_name(n) if wrap_names else safe.html(n) for n in names]
     if len(labels) != W:
         raise ValueError(f"{len(labels)} names for a {W} x {W} matrix.")
-    long_names = max(map(len, labels), default=0) > 12  # slanted ticks, so long names do not overlap
+    # long names: ticks shortened (the hover keeps the whole name) and slanted, so they do not overlap
+    raw = [str(n) for n in names]
+    long_names = not wrap_names and max(map(len, raw), default=0) > 12
+    ticks = dict(tickvals=labels, ticktext=[safe.html(safe.shorten(n, 14)) for n in raw]) if long_names else {}
     zlist = z.astype(object)
     zlist[~np.isfinite(z)] = None  # plotly leaves None cells blank
     show_text = W <= text_max
@@ -325,6 +330,7 @@ def agreement_heatmap(
             dtick=1,
             tickfont=dict(size=10 if W > 15 else 12),
             automargin=True,
+            **ticks,
         ),
         yaxis=dict(
             type="category",
@@ -333,6 +339,7 @@ def agreement_heatmap(
             dtick=1,
             tickfont=dict(size=10 if W > 15 else 12),
             automargin=True,
+            **ticks,
         ),
     )
     return go.Figure(data=[heat], layout=layout)

@@ -114,8 +114,8 @@ def test_hostile_names_upload_step_and_export(server, page):
     page.get_by_text(f"Loaded '{FILE_NAME}' with gold from '{GOLD_NAME}'").wait_for()
     ticks = svg_texts(page)
     for name in ("**markdown**", "<script>alert(1)</script>", '<a href="https://example.org/">x</a>', "@SUM(A1)"):
-        assert name in ticks, name
-    assert "![t](https://example.org/t.png)" in ticks  # a class on the class-balance bars
+        assert safe.shorten(name, 14) in ticks, name  # long names are shortened on ticks (the hover has them all)
+    assert "![t](https://…" in ticks  # a class on the class-balance bars
     screenshot(page, "hostile_data")
 
     sidebar_link(page, "Step through EM")

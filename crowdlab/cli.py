@@ -3,7 +3,9 @@
 Writes ``posteriors.csv`` (posterior per class, hard label, confidence; scores model: estimated item means),
 ``labels.csv`` (item, label), ``workers.csv`` and ``params.json`` (worker parameters, class prior),
 ``history.json`` (the objective after every half-step, convergence, violations) and ``metrics.json`` (against
-gold, when given), then prints a summary. A bad file prints the reader's message and exits with status 2.
+gold, when given), then prints a summary. A bad file prints the reader's message and exits with status 2. CSV
+cells that a spreadsheet would run as a formula are escaped (:func:`crowdlab.export.write_csv`); names printed in
+the summary lose control characters (:func:`crowdlab.safe.plain`).
 """
 
 from __future__ import annotations
@@ -12,8 +14,17 @@ import argparse
 import sys
 from pathlib import Path
 
+from crowdlab import safe
 from crowdlab.errors import CrowdlabError
-from crowdlab.export import history_dict, metrics_dict, params_dict, posterior_frame, to_json, worker_frame
+from crowdlab.export import (
+    history_dict,
+    metrics_dict,
+    params_dict,
+    posterior_frame,
+    to_json,
+    worker_frame,
+    write_csv,
+)
 from crowdlab.init import INITS
 from crowdlab.models import MODELS
 
@@ -93,10 +104,10 @@ def cmd_fit(args: argparse.Namespace) -> int:
     if metrics:
         texts["metrics.json"] = to_json(metrics)
     out.mkdir(parents=True, exist_ok=True)
-    post.to_csv(out / "posteriors.csv", index=False)
+    write_csv(post, out / "posteriors.csv")
     if "label" in post:
-        post[["item", "label"]].to_csv(out / "labels.csv", index=False)
-    workers.to_csv(out / "workers.csv", index=False)
+        write_csv(post[["item", "label"]], out / "labels.csv")
+    write_csv(workers, out / "workers.csv")
     for name, text in texts.items():
         (out / name).write_text(text)
     _print_summary(run, workers, metrics, out)
@@ -118,9 +129,9 @@ def _known_codes(path: str, data):
 def _print_summary(run, workers, metrics: dict, out: Path) -> None:
     d = run.data
     kind = "continuous scores" if d.is_continuous else f"{d.n_classes} classes"
-    print(f"{d.name or 'data'}: {d.n_items} items, {d.n_workers} workers, {d.n_obs} labels, {kind}")
+    print(f"{safe.plain(d.name or 'data')}: {d.n_items} items, {d.n_workers} workers, {d.n_obs} labels, {kind}")
     for note in d.notes:
-        print(f"note: {note}")
+        print(f"note: {safe.plain(note)}")
     print(f"method: {run.model.info.title}; start: {run.start_description}")
     if getattr(run.model, "semi_supervised", False):
         n_known = int((run.model.known_classes(d) >= 0).sum())
@@ -133,7 +144,7 @@ def _print_summary(run, workers, metrics: dict, out: Path) -> None:
     col = next((c for c in ("accuracy", "p_good", "agreement_with_majority") if c in workers), None)
     if col:
         ranked = workers.sort_values(col, ascending=False)
-        fmt = lambda r: f"{r['worker']} ({r[col]:.2f}, {int(r['n_labels'])} labels)"  # noqa: E731
+        fmt = lambda r: f"{safe.plain(r['worker'])} ({r[col]:.2f}, {int(r['n_labels'])} labels)"  # noqa: E731
         print(f"most reliable ({col}): " + ", ".join(fmt(r) for _, r in ranked.head(3).iterrows()))
         print(f"least reliable ({col}): " + ", ".join(fmt(r) for _, r in ranked.tail(3)[::-1].iterrows()))
     for k, v in metrics.items():

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from crowdlab import safe
 from crowdlab.data import Annotations
 from crowdlab.models.base import softmax_rows
 from crowdlab.models.dawid_skene import class_log_joint
@@ -24,11 +25,8 @@ def _f(x: float) -> str:
 
 
 def _name(s: str) -> str:
-    """A name safe inside \\text{...}."""
-    for a, b in (("\\", "/"), ("{", "("), ("}", ")"), ("_", "\\_"), ("&", "\\&"), ("%", "\\%"), ("#", "\\#")):
-        s = s.replace(a, b)
-    s = s.replace("$", "\\$")
-    return s[:24]
+    """A user-supplied name as literal text inside \\text{...}: shortened, then escaped (:func:`crowdlab.safe.tex`)."""
+    return safe.tex(safe.shorten(s, 24))
 
 
 def _product(factors: list[str]) -> str:

@@ -5,21 +5,37 @@ with a ModelError instead), and the writers check once more. :func:`to_json` ref
 ModelError naming the key (``null`` only ever means "not applicable": majority vote has no objective, a Pearson
 r of constant estimates is undefined); :func:`posterior_frame` and :func:`worker_frame` refuse a non-finite
 number naming the column and row.
+
+Every CSV that crowdlab writes (here, on the Export and Data pages, from the command line) goes through
+:func:`csv_bytes`: text cells a spreadsheet would run as a formula get a leading apostrophe
+(:func:`crowdlab.safe.csv_frame`); numbers stay numbers. JSON needs no such care.
 """
 
 from __future__ import annotations
 
 import json
 import math
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
+from crowdlab import safe
 from crowdlab.em import Run
 from crowdlab.errors import ModelError
 from crowdlab.metrics import accuracy, log_loss, macro_f, pearson
 from crowdlab.models.params import ClassParams
 from crowdlab.models.scores import ScoreParams
+
+
+def csv_bytes(frame: pd.DataFrame, *, index: bool = False) -> bytes:
+    """``frame`` as UTF-8 CSV bytes, safe to open in a spreadsheet (:func:`crowdlab.safe.csv_frame`)."""
+    return safe.csv_frame(frame).to_csv(index=index).encode()
+
+
+def write_csv(frame: pd.DataFrame, path: str | Path) -> None:
+    """Write ``frame`` (no index) to ``path`` as :func:`csv_bytes` does."""
+    Path(path).write_bytes(csv_bytes(frame))
 
 
 def posterior_frame(run: Run) -> pd.DataFrame:

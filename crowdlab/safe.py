@@ -10,10 +10,17 @@ spreadsheet. Each function below escapes for one target; every page, figure buil
 =================  =============================================================================================
 ``md(s)``          Markdown as Streamlit renders it (``st.markdown``, ``st.caption``, labels, ``st.info`` ...):
                    every ASCII punctuation character is backslash-escaped (CommonMark), so no emphasis, link,
-                   image, code span, ``$`` math, ``:color[...]`` directive or HTML survives; newlines fold to spaces.
+                   image, code span, ``$`` math, ``:color[...]`` directive or HTML survives; newlines fold to
+                   spaces and the ends are trimmed (leading spaces would start a code block). GitHub's bare-URL
+                   autolinks (``https://...``, ``www.``, ``a@b.org``) are found in the text *after* escapes are
+                   resolved, so an invisible word joiner (U+2060) goes where one would start.
 ``tex(s)``         text inside ``\\text{...}`` of a KaTeX formula (``st.latex``): the ten LaTeX specials escaped.
-``html(s)``        text that plotly renders (tick labels, hover text, legends, titles, annotations): ``< > & " '``
-                   as entities, so plotly's tag subset (``<a href>``, ``<b>``, ``<br>``, ``<span style>``) is inert.
+``html(s)``        text that plotly renders (tick labels, hover text, legends, titles, annotations): ``< > &``
+                   as entities, so plotly's tag subset (``<a href>``, ``<b>``, ``<br>``, ``<span style>``) is inert;
+                   also ``" ' { } $`` as numeric entities (plotly.js decodes only a few named ones), so a name
+                   cannot close an attribute, start a ``%{...}`` hover-template field or a ``$...$`` formula.
+``plain(s)``       plain text for a terminal (the CLI's summary): line breaks folded, control characters (ANSI
+                   escape sequences start with one) removed.
 ``csv_cell(x)``    one cell written to a CSV: a string that a spreadsheet would run as a formula (it starts with
                    ``=``, ``+``, ``-``, ``@``, tab or CR) gets the usual leading apostrophe; numbers, and strings
                    that are plain numbers such as ``-3.5``, stay as they are (OWASP's CSV-injection advice).
@@ -26,16 +33,18 @@ shortening, never before (an entity or escape cut in half would show as garbage)
 
 from __future__ import annotations
 
-import html as _html
 import re
 from collections.abc import Iterable
 from typing import Any
 
-__all__ = ["md", "tex", "html", "html_all", "csv_cell", "csv_frame", "shorten", "FORMULA_START"]
+__all__ = ["md", "tex", "html", "html_all", "plain", "csv_cell", "csv_frame", "shorten", "FORMULA_START"]
 
 _MD_SPECIAL = re.compile(r"([\\`*_{}\[\]()<>#+\-.!|~$:=&\"'^%@;/,?])")
-_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f\u200b-\u200f\u2028-\u202e\u2060-\u2064\ufeff]")
+_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f\u200b-\u200f\u2028-\u202e\u2060-\u2064\ufeff]")
 _NEWLINES = re.compile(r"[\r\n\t]+")
+# where a GFM autolink literal would start: a protocol's "://", "www.", an e-mail's "@"
+_AUTOLINK = re.compile(r"(?<=[A-Za-z])(?=://)|(?<=[wW]{3})(?=\.)|(?<=[-.+\w])(?=@)")
+WORD_JOINER = "\u2060"
 
 # LaTeX text-mode specials and their KaTeX-supported text forms
 _TEX = {
@@ -51,6 +60,10 @@ _TEX = {
     "~": r"\textasciitilde{}",
 }
 _TEX_RE = re.compile(r"[\\{}$&%#_^~]")
+
+# plotly.js decodes numeric entities and only amp, lt, gt, nbsp, mu, times, plusmn, deg by name
+_HTML = {"&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&#34;", "'": "&#39;", "{": "&#123;", "}": "&#125;", "$": "&#36;"}
+_HTML_RE = re.compile("[&<>\"'{}$]")
 
 FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
 _PLAIN_NUMBER = re.compile(r"^[+-]?(\d+(\.\d*)?|\.\d+)([eE][+-]?\d+)?$")
@@ -70,7 +83,7 @@ def shorten(s: Any, n: int = 24) -> str:
 
 def md(s: Any) -> str:
     """``s`` as literal text inside Streamlit Markdown (see the module docstring)."""
-    return _MD_SPECIAL.sub(r"\\\1", _clean(s))
+    return _MD_SPECIAL.sub(r"\\\1", _AUTOLINK.sub(WORD_JOINER, _clean(s).strip()))
 
 
 def tex(s: Any) -> str:
@@ -80,12 +93,17 @@ def tex(s: Any) -> str:
 
 def html(s: Any) -> str:
     """``s`` as literal text in plotly (tick labels, hover text, legends, titles, annotations)."""
-    return _html.escape(_clean(s), quote=True)
+    return _HTML_RE.sub(lambda m: _HTML[m.group(0)], _clean(s))
 
 
 def html_all(names: Iterable[Any]) -> list[str]:
     """:func:`html` over a sequence of names (tick labels, hover rows)."""
     return [html(n) for n in names]
+
+
+def plain(s: Any) -> str:
+    """``s`` as one line of plain text without control characters (for a terminal)."""
+    return _clean(s)
 
 
 def csv_cell(x: Any) -> Any:

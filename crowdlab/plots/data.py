@@ -7,7 +7,8 @@ how often pairs of methods agree.
 Conventions (as in :mod:`crowdlab.plots.run`): figures are built as plain dicts and validated by one
 ``go.Figure(...)`` call; heatmaps of agreement use a FIXED colour range ([0, 1], or [-1, 1] for correlations),
 rows run top-down in the same order as the columns (the y axis is reversed), cells without a value (NaN: the two
-workers share no item) are left blank, and numbers sit on the cells when the matrix is small.
+workers share no item) are left blank, and numbers sit on the cells when the matrix is small. Names (workers,
+classes, methods) and titles are escaped with :func:`crowdlab.safe.html` where they enter a figure.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
 
+from crowdlab import safe
 from crowdlab.data import Annotations
 from crowdlab.describe import worker_agreement
 from crowdlab.models.scores import score_range
@@ -49,7 +51,7 @@ _MARGIN = dict(l=10, r=10, t=50, b=10)
 
 def _layout(title: str, height: int, **extra) -> dict:
     out = dict(
-        title=dict(text=title),
+        title=dict(text=safe.html(title)),
         height=height,
         margin=_MARGIN,
         paper_bgcolor="white",
@@ -166,7 +168,7 @@ def class_balance_bars(balance: pd.DataFrame, *, title: str = "Class balance", h
     ``gold``). Shares (not counts) so that labels and gold, which have different totals, compare directly; the
     counts are in the hover. Traces ``meta="labels"`` and ``meta="gold"``, classes in the frame's order.
     """
-    classes = [str(c) for c in balance["class"]]
+    classes = safe.html_all(balance["class"])
     traces = []
     for col, name, color in (("labels", "crowd labels", BAR_COLOR), ("gold", "gold labels", GOLD_COLOR)):
         if col not in balance:
@@ -190,7 +192,9 @@ def class_balance_bars(balance: pd.DataFrame, *, title: str = "Class balance", h
         height,
         barmode="group",
         legend=dict(orientation="h", yanchor="top", y=-0.12, xanchor="left", x=0),
-        xaxis=_axis(type="category"),
+        xaxis=_axis(
+            type="category", tickvals=classes, ticktext=[safe.html(safe.shorten(c, 14)) for c in balance["class"]]
+        ),
         yaxis=_axis(title=dict(text="share"), tickformat=".0%", rangemode="tozero"),
     )
     return go.Figure(data=traces, layout=layout)
@@ -263,21 +267,27 @@ def agreement_heatmap(
     axis_title: str = "",
     tickangle: float | None = None,
     height: int | None = None,
+    wrap_names: bool = False,
 ) -> go.Figure:
     """A square heatmap of pairwise agreement: rows top-down in the same order as the columns.
 
     ``matrix`` (W, W), NaN where there is nothing to compare (a blank cell); ``shared`` (W, W) optional number of
     label pairs behind each cell (in the hover). The colour range is fixed to ``zrange`` (``zmin``/``zmax`` and
     the colour axis' ``cmin``/``cmax``) so colours mean the same thing on every dataset. Numbers on the cells
-    when W <= ``text_max``.
+    when W <= ``text_max``. ``names`` are raw text (escaped here); ``wrap_names`` breaks them at a parenthesis
+    (:func:`wrap_name`).
     """
     z = np.asarray(matrix, dtype=np.float64)
     if z.ndim != 2 or z.shape[0] != z.shape[1]:
         raise ValueError(f"matrix must be square, got shape {z.shape}.")
     W = z.shape[0]
-    labels = [str(n) for n in names]
+    labels = [wrap_name(n) if wrap_names else safe.html(n) for n in names]
     if len(labels) != W:
         raise ValueError(f"{len(labels)} names for a {W} x {W} matrix.")
+    # long names: ticks shortened (the hover keeps the whole name) and slanted, so they do not overlap
+    raw = [str(n) for n in names]
+    long_names = not wrap_names and max(map(len, raw), default=0) > 12
+    ticks = dict(tickvals=labels, ticktext=[safe.html(safe.shorten(n, 14)) for n in raw]) if long_names else {}
     zlist = z.astype(object)
     zlist[~np.isfinite(z)] = None  # plotly leaves None cells blank
     show_text = W <= text_max
@@ -317,10 +327,11 @@ def agreement_heatmap(
         xaxis=dict(
             type="category",
             title=dict(text=axis_title),
-            tickangle=tickangle if tickangle is not None else (-45 if W > 6 else 0),
+            tickangle=tickangle if tickangle is not None else (-45 if W > 6 or long_names else 0),
             dtick=1,
             tickfont=dict(size=10 if W > 15 else 12),
             automargin=True,
+            **ticks,
         ),
         yaxis=dict(
             type="category",
@@ -329,6 +340,7 @@ def agreement_heatmap(
             dtick=1,
             tickfont=dict(size=10 if W > 15 else 12),
             automargin=True,
+            **ticks,
         ),
     )
     return go.Figure(data=[heat], layout=layout)
@@ -405,11 +417,12 @@ def score_correlation_heatmap(data: Annotations, limit: int = 30) -> go.Figure:
 
 def method_agreement_heatmap(agreement: pd.DataFrame, *, title: str = "Agreement between methods") -> go.Figure:
     """Share of items on which two methods give the same hard label (:attr:`crowdlab.compare.Comparison.agreement`)."""
-    names = [wrap_name(str(n)) for n in agreement.index]
+    names = [str(n) for n in agreement.index]
     W = len(names)
     return agreement_heatmap(
         agreement.to_numpy(dtype=np.float64),
         names,
+        wrap_names=True,
         title=title,
         text_max=20,
         tickangle=-30,
@@ -418,6 +431,7 @@ def method_agreement_heatmap(agreement: pd.DataFrame, *, title: str = "Agreement
 
 
 def wrap_name(name: str) -> str:
-    """A long method title on two lines at its parenthesis ("One-coin<br>(symmetric noise)") for axis labels."""
-    head, sep, tail = name.partition(" (")
-    return f"{head}<br>({tail}" if sep else name
+    """A long method title on two lines at its parenthesis ("One-coin<br>(symmetric noise)") for axis labels;
+    the text is escaped (:func:`crowdlab.safe.html`), the line break is the only markup."""
+    head, sep, tail = str(name).partition(" (")
+    return f"{safe.html(head)}<br>({safe.html(tail)}" if sep else safe.html(name)

@@ -3,7 +3,8 @@ drawings and the trace of an approximate E-step. Pure functions from arrays to `
 
 Conventions (as in :mod:`crowdlab.plots.run`): probabilities use one fixed colour range [0, 1]; matrix rows run
 top-down (row 0 on top); classes always get the same colour (:func:`class_colors`), so a strip, a graph and the
-legend agree. Every trace carries ``meta`` naming its role, so tests and readers can find it.
+legend agree. Every trace carries ``meta`` naming its role, so tests and readers can find it. Names (rows, classes,
+nodes) are escaped with :func:`crowdlab.safe.html` where they enter a figure (``meta`` too).
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from collections.abc import Mapping, Sequence
 import numpy as np
 import plotly.graph_objects as go
 
+from crowdlab import safe
 from crowdlab.plots.run import COLOR_SCALE, CURRENT_COLOR, OBJECTIVE_COLOR, _axis, _cell_text, _empty, _layout
 
 __all__ = [
@@ -81,9 +83,9 @@ def _legend(class_names: Sequence[str], colors: Sequence[str], symbol: str = "sq
             x=[None],
             y=[None],
             mode="markers",
-            name=str(name),
-            meta=f"legend:{name}",
-            legendgroup=str(name),
+            name=safe.html(name),
+            meta=f"legend:{safe.html(name)}",
+            legendgroup=safe.html(name),
             marker=dict(symbol=symbol, size=12, color=color),
             hoverinfo="skip",
             showlegend=True,
@@ -123,7 +125,8 @@ def sequence_strip(
     K = len(class_names)
     x = np.arange(P) if positions is None else np.asarray(positions)
     colors = class_colors(K, background)
-    labels = np.array([str(c) for c in class_names] + [""], dtype=object)
+    labels = np.array(safe.html_all(class_names) + [""], dtype=object)
+    shown = safe.html_all(names)  # the row names as drawn (``names`` stay raw for the lookups below)
     text = labels[np.where(z >= 0, z, K)]
     zs = np.where(z >= 0, z, np.nan).astype(object)
     zs[z < 0] = None
@@ -150,7 +153,7 @@ def sequence_strip(
         meta="strip",
         name="labels",
         customdata=np.stack(
-            [np.broadcast_to(np.array(names, dtype=object)[:, None], (R, P)), *custom.transpose(2, 0, 1)], axis=-1
+            [np.broadcast_to(np.array(shown, dtype=object)[:, None], (R, P)), *custom.transpose(2, 0, 1)], axis=-1
         ).tolist(),
         hovertemplate="%{customdata[0]}, position %{x}: <b>%{customdata[1]}</b> (max q %{customdata[2]})"
         "<extra></extra>",
@@ -176,7 +179,7 @@ def sequence_strip(
                 meta="mistakes",
                 marker=dict(symbol="x", size=8, color=MISTAKE_COLOR, line=dict(width=1, color="white")),
                 legendgroup="mistakes",
-                customdata=np.stack([np.array(names, dtype=object)[ri], x[pi]], axis=-1).tolist() if ri.size else None,
+                customdata=np.stack([np.array(shown, dtype=object)[ri], x[pi]], axis=-1).tolist() if ri.size else None,
                 hovertemplate="%{customdata[0]}, position %{customdata[1]}: not the truth<extra></extra>",
                 showlegend=bool(ri.size),
             )
@@ -197,7 +200,7 @@ def sequence_strip(
         ),
         yaxis=dict(
             tickvals=rows_y.tolist(),
-            ticktext=names,
+            ticktext=shown,
             range=[R - 0.5, -0.5],  # row 0 on top
             automargin=True,
             showgrid=False,
@@ -222,7 +225,7 @@ def transition_heatmap(
     if T.ndim != 2 or T.shape[0] != T.shape[1]:
         raise ValueError(f"T must be (K, K), got shape {T.shape}.")
     K = T.shape[0]
-    names = [str(c) for c in class_names]
+    names = safe.html_all(class_names)
     show_text = K <= text_max
     heat = dict(
         type="heatmap",
@@ -284,7 +287,7 @@ def network_figure(
     n = pos.shape[0]
     if labels.shape != (n,) or conf.shape != (n,):
         raise ValueError(f"labels and confidence need one entry per node ({n}).")
-    node_names = [str(i) for i in range(n)] if names is None else [str(s) for s in names]
+    node_names = [str(i) for i in range(n)] if names is None else safe.html_all(names)
     colors = class_colors(len(class_names), background)
     e = np.asarray(edges, dtype=np.int64).reshape(-1, 2)
     ex = np.full(e.shape[0] * 3, np.nan)
@@ -304,7 +307,7 @@ def network_figure(
             showlegend=False,
         )
     ]
-    for k, cname in enumerate(class_names):
+    for k, cname in enumerate(safe.html_all(class_names)):
         idx = np.flatnonzero(labels == k)
         traces.append(
             dict(
@@ -313,14 +316,13 @@ def network_figure(
                 y=pos[idx, 1],
                 mode="markers",
                 meta=f"class:{cname}",
-                name=str(cname),
+                name=cname,
                 marker=dict(size=8, color=colors[k], opacity=conf[idx], line=dict(width=0)),
                 customdata=np.stack([np.array(node_names, dtype=object)[idx], conf[idx]], axis=-1)
                 if idx.size
                 else None,
-                hovertemplate="node %{customdata[0]}: <b>" + str(cname) + "</b> (max q %{customdata[1]:.3f})"
-                "<extra></extra>",
-                legendgroup=str(cname),
+                hovertemplate="node %{customdata[0]}: <b>" + cname + "</b> (max q %{customdata[1]:.3f})<extra></extra>",
+                legendgroup=cname,
                 showlegend=False,  # the legend's solid markers come from _legend (these carry per-node opacity)
             )
         )

@@ -16,6 +16,7 @@ from collections.abc import Mapping, Sequence
 import numpy as np
 import plotly.graph_objects as go
 
+from crowdlab import safe
 from crowdlab.plots.dependent import PALETTE
 from crowdlab.plots.run import CURRENT_COLOR, OBJECTIVE_COLOR, _axis, _empty, _layout
 
@@ -630,7 +631,8 @@ def roc_trail(
         raise ValueError("fpr and tpr need shape (snapshots, annotators), one column per name.")
     M = F.shape[1]
     colors = [PALETTE[m % len(PALETTE)] for m in range(M)]
-    labels = [str(n) + (f" ({kinds[m]})" if kinds is not None else "") for m, n in enumerate(names)]
+    names = safe.html_all(names)  # escaped where they enter the figure (labels, text, meta)
+    labels = [n + (f" ({safe.html(kinds[m])})" if kinds is not None else "") for m, n in enumerate(names)]
     traces = [_line([0, 1], [0, 1], "chance", "α = 1 − β: a spammer", line=dict(color=GREY, dash="dash", width=1))]
     for m in range(M):
         traces.append(
@@ -643,7 +645,7 @@ def roc_trail(
     traces.append(
         dict(
             type="scatter", x=F[-1], y=T[-1], mode="markers+text" if M <= 8 else "markers", meta="now",
-            name="estimate now", text=[str(n) for n in names], textposition="top center", textfont=dict(size=10),
+            name="estimate now", text=names, textposition="top center", textfont=dict(size=10),
             marker=dict(size=13, color=colors, line=dict(width=1, color="#ffffff")),
             customdata=labels, hovertemplate="%{customdata}<br>1 − β %{x:.3f}, α %{y:.3f}<extra>now</extra>",
         )
@@ -688,7 +690,8 @@ def interval_chart(
     est = np.asarray(estimate, dtype=np.float64)
     lo = np.asarray(lower, dtype=np.float64)
     hi = np.asarray(upper, dtype=np.float64)
-    names = [str(w) for w in worker]
+    names = safe.html_all(worker)
+    x_title = safe.html(x_title)
     if not (est.shape == lo.shape == hi.shape == (len(names),)):
         raise ValueError("worker, estimate, lower and upper need one entry per worker.")
     if est.size == 0:

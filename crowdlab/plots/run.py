@@ -9,6 +9,8 @@ Conventions shared by every figure:
   reversed, row 0 on top); numbers are written on the cells when the matrix is small.
 - Figures are built as plain dicts and validated once by a single ``go.Figure(...)`` call (no templates, no
   ``make_subplots``, no per-shape ``add_*`` calls): each builder costs a few milliseconds, so a Step stays instant.
+- User-supplied text (item, worker and class names; titles and axis titles that contain them) is escaped with
+  :func:`crowdlab.safe.html` inside each builder, where it enters the figure: callers pass raw names.
 - Confusion matrices follow the house convention ``gamma[m, k_said, k_true]``: columns = true class,
   rows = what the worker says.
 """
@@ -20,6 +22,8 @@ from collections.abc import Mapping, Sequence
 
 import numpy as np
 import plotly.graph_objects as go
+
+from crowdlab import safe
 
 __all__ = [
     "COLOR_SCALE",
@@ -63,9 +67,9 @@ def half_step_positions(kind: Sequence[str], iteration: Sequence[int]) -> np.nda
 
 
 def _layout(title: str, height: int, **extra) -> dict:
-    """A light layout without a template (templates cost ~10 ms per figure to build)."""
+    """A light layout without a template (templates cost ~10 ms per figure to build); the title is escaped."""
     out = dict(
-        title=dict(text=title),
+        title=dict(text=safe.html(title)),
         height=height,
         margin=_MARGIN,
         paper_bgcolor="white",
@@ -119,6 +123,7 @@ def objective_curve(
         return _empty(title, "No objective: this method is not iterative.", height)
     x = half_step_positions(kind, history["iteration"])
     i = int(np.clip(current_index, 0, obj.size - 1))
+    objective_name, bound_name = safe.html(objective_name), safe.html(bound_name)
     step_name = np.array([{"init": "init", "E": "after E-step", "M": "after M-step"}.get(k, k) for k in kind])
     e = kind == "E"
     # scalar marker symbols only: a per-point symbol array is validated point by point (~25 ms at 1,000 points)
@@ -205,10 +210,11 @@ def metric_curve(
     traces = []
     finite = []
     ys = []
-    for j, (name, values) in enumerate(values_by_name.items()):
+    for j, (raw, values) in enumerate(values_by_name.items()):
         y = np.asarray(values, dtype=np.float64)
         if y.shape != x.shape:
-            raise ValueError(f"metric {name!r} has {y.size} values for {x.size} positions.")
+            raise ValueError(f"metric {raw!r} has {y.size} values for {x.size} positions.")
+        name = safe.html(raw)
         ys.append(y)
         finite.append(y[np.isfinite(y)])
         color = METRIC_COLORS[j % len(METRIC_COLORS)]
@@ -303,7 +309,9 @@ def confusion_grid(
     idx = list(range(min(M, max_workers))) if workers is None else [int(w) for w in workers][:max_workers]
     if not idx:
         return _empty(title, "No workers to show.")
-    names = [str(c) for c in class_names]
+    names = safe.html_all(class_names)
+    # long names would squeeze the small matrices: ticks and titles shortened (the hover keeps the whole name)
+    ticks = dict(tickvals=names, ticktext=[safe.html(safe.shorten(c, 12)) for c in class_names])
     n = len(idx)
     cols = max(1, min(cols, n))
     rows = math.ceil(n / cols)
@@ -331,6 +339,7 @@ def confusion_grid(
             type="category",
             visible=used,
             title=dict(text="true class" if r == rows - 1 or j + cols >= n else "", standoff=4),
+            **ticks,
         )
         layout["yaxis" + s] = dict(
             domain=yd,
@@ -340,12 +349,13 @@ def confusion_grid(
             visible=used,
             showticklabels=c == 0,  # every matrix has the same classes: label the rows once per grid row
             title=dict(text="says" if c == 0 else "", standoff=4),
+            **ticks,
         )
         if not used:
             continue
         m = idx[j]
         z = gamma[m]
-        wname = str(worker_names[m])
+        wname = safe.html(worker_names[m])
         traces.append(
             dict(
                 type="heatmap",
@@ -367,7 +377,7 @@ def confusion_grid(
         )
         layout["annotations"].append(
             dict(
-                text=wname,
+                text=safe.html(safe.shorten(worker_names[m], 24)),
                 x=(xd[0] + xd[1]) / 2,
                 y=yd[1],
                 xref="paper",
@@ -429,8 +439,8 @@ def posterior_heatmap(
     if q.ndim != 2:
         raise ValueError(f"q must be (items, classes), got shape {q.shape}.")
     N, K = q.shape
-    items = [str(s) for s in item_names]
-    classes = [str(c) for c in class_names]
+    items = safe.html_all(item_names)
+    classes = safe.html_all(class_names)
     if len(items) != N or len(classes) != K:
         raise ValueError(f"names do not match q's shape {q.shape}: {len(items)} items, {len(classes)} classes.")
     show_text = N * K <= text_max_cells
@@ -550,7 +560,8 @@ def reliability_scatter(
     """
     n = np.asarray(n_labels, dtype=np.float64)
     acc = np.asarray(accuracy, dtype=np.float64)
-    names = np.array([str(s) for s in worker_names], dtype=object)
+    names = np.array(safe.html_all(worker_names), dtype=object)
+    y_title = safe.html(y_title)
     if n.shape != acc.shape or n.shape != names.shape:
         raise ValueError(f"need one label count, accuracy and name per worker: {n.shape}, {acc.shape}, {names.shape}.")
     mark = np.zeros(n.shape, dtype=bool)
@@ -620,7 +631,7 @@ def sens_spec_scatter(
     """
     a = np.asarray(alpha, dtype=np.float64)
     b = np.asarray(beta, dtype=np.float64)
-    names = [str(s) for s in worker_names]
+    names = safe.html_all(worker_names)
     trace = dict(
         type="scatter",
         x=b,
@@ -681,7 +692,8 @@ def class_prior_bars(
     (trace ``meta="reference"``); the bars have ``meta="pi"``.
     """
     pi = np.asarray(pi, dtype=np.float64)
-    classes = [str(c) for c in class_names]
+    classes = safe.html_all(class_names)
+    reference_name = safe.html(reference_name)
     if pi.shape != (len(classes),):
         raise ValueError(f"pi has shape {pi.shape} for {len(classes)} classes.")
     traces = [
@@ -733,7 +745,7 @@ def annotator_bars(
     of every bar (trace ``p_good_dots``) keeps an annotator with P(good) near 0 visible.
     """
     w = np.asarray(p_good, dtype=np.float64)
-    names = [str(s) for s in worker_names]
+    names = safe.html_all(worker_names)
     if w.shape != (len(names),):
         raise ValueError(f"p_good has shape {w.shape} for {len(names)} annotators.")
     trace = dict(
@@ -785,7 +797,8 @@ def item_means_scatter(
     if mu.shape != ref.shape:
         raise ValueError(f"mu {mu.shape} and reference {ref.shape} differ in shape.")
     ok = np.isfinite(ref) & np.isfinite(mu)
-    names = np.array([str(s) for s in item_names], dtype=object)
+    names = np.array(safe.html_all(item_names), dtype=object)
+    reference_name = safe.html(reference_name)
     lo = float(min(ref[ok].min(), mu[ok].min())) if ok.any() else 0.0
     hi = float(max(ref[ok].max(), mu[ok].max())) if ok.any() else 1.0
     traces = [
@@ -853,6 +866,7 @@ def objective_contour(
     py = np.asarray(path_y, dtype=np.float64)
     if px.shape != py.shape or px.size == 0:
         raise ValueError("the path needs at least one point, with as many x as y values.")
+    x_title, y_title = safe.html(x_title), safe.html(y_title)
     rel = Z - np.nanmax(Z)
     floor = float(np.nanquantile(rel, floor_quantile))
     if not floor < 0:

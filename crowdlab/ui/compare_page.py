@@ -12,6 +12,7 @@ import streamlit as st
 
 from crowdlab.compare import Comparison, compare_methods
 from crowdlab.data import Annotations
+from crowdlab.export import csv_bytes
 from crowdlab.plots import data as figs
 from crowdlab.ui import state
 
@@ -137,7 +138,7 @@ def show_disagreements(data: Annotations, comparison: Comparison) -> None:
         st.caption(f"The first {HEAD_ROWS} of {len(dis):,} disputed items; the download has them all.")
     st.download_button(
         "Download the disputed items (CSV)",
-        dis.to_csv(index=False).encode(),
+        csv_bytes(dis),
         file_name="disagreements.csv",
         mime="text/csv",
         key="compare.download",

@@ -4,6 +4,12 @@ Loading goes through callbacks (``on_click``); a bad file puts the reader's :cla
 message under the plain key ``data.upload.error`` (shown with ``st.error``) and leaves the working dataset as it
 was. Readers and simulations are cached with ``st.cache_data`` on the file bytes or the parameters.
 
+The files chosen in the upload boxes are kept, name and bytes, under the plain key ``data.upload.kept``: a page
+switch empties Streamlit's upload boxes, so on return the page says which files are kept (and the working dataset
+is still the uploaded one), and Load reads the kept files again (e.g. with another format). File names, class
+names and the reader's messages are the user's text: shown through :func:`crowdlab.safe.md`; the CSV downloads
+go through :func:`crowdlab.export.csv_bytes` (no cell a spreadsheet would run as a formula).
+
 The simulation and reader options are mirrored in the plain key ``data.widgets`` (written by each widget's
 ``on_change``, written back into the widget keys before they are drawn): Streamlit forgets a widget's value when
 its page, or its tab, is not shown.
@@ -19,10 +25,11 @@ import numpy as np
 import pandas as pd
 import streamlit as st
 
-from crowdlab import limits
+from crowdlab import limits, safe
 from crowdlab.data import Annotations, read_annotations, to_gold_dataframe, to_long_dataframe
 from crowdlab.describe import class_balance, worker_table
 from crowdlab.errors import DataError
+from crowdlab.export import csv_bytes
 from crowdlab.plots import data as figs
 from crowdlab.simulate import WORKER_TYPES, mix_from_counts, simulate_crowd, simulate_scores
 from crowdlab.ui import state
@@ -40,6 +47,7 @@ UPLOAD_FMT = "data.upload.fmt"
 UPLOAD_KIND = "data.upload.kind"
 UPLOAD_ERROR = "data.upload.error"  # the reader's message for the last bad file (plain key)
 UPLOAD_OK = "data.upload.ok"  # "Loaded 'x.csv': ..." after a good load (plain key)
+UPLOAD_KEPT = "data.upload.kept"  # {"file": (name, bytes) | None, "gold": (name, bytes) | None} (plain key)
 PREVIEW = "data.preview"  # {"id": data id, "csv": bytes, "gold": bytes | None} (plain key)
 
 # simulate-a-crowd widgets (values mirrored in WIDGETS)
@@ -145,6 +153,7 @@ def load_upload(
         st.session_state[UPLOAD_OK] = None
         return False
     st.session_state[UPLOAD_ERROR] = None
+    st.session_state[UPLOAD_KEPT] = {"file": (name, content), "gold": None if gold is None else (gold_name, gold)}
     key = content + b"\0gold\0" + (gold or b"") + f"\0{fmt}\0{kind}".encode()
     state.set_dataset(upload_id(key), data, source=upload_source(name, gold_name, fmt, kind))
     with_gold = f" with gold from '{gold_name}'" if gold is not None else ""
@@ -154,25 +163,51 @@ def load_upload(
     return True
 
 
+_BOXES = {"file": UPLOAD_FILE, "gold": UPLOAD_GOLD}
+
+
+def kept_files() -> dict:
+    """The kept uploads: ``{"file": (name, bytes) | None, "gold": (name, bytes) | None}``."""
+    return {"file": None, "gold": None, **(st.session_state.get(UPLOAD_KEPT) or {})}
+
+
+def _chosen(which: str) -> tuple[str, bytes] | None:
+    """The file in upload box ``which`` ("file" or "gold"), else the one kept from before."""
+    upload = st.session_state.get(_BOXES[which])
+    if upload is not None:
+        return upload.name, upload.getvalue()
+    return kept_files()[which]
+
+
 def _on_load() -> None:
-    upload = st.session_state.get(UPLOAD_FILE)
+    upload, gold = _chosen("file"), _chosen("gold")
     if upload is None:
         st.session_state[UPLOAD_ERROR] = "Choose a label file first (long or wide CSV)."
         st.session_state[UPLOAD_OK] = None
         return
-    gold = st.session_state.get(UPLOAD_GOLD)
     load_upload(
-        upload.getvalue(),
-        None if gold is None else gold.getvalue(),
+        upload[1],
+        None if gold is None else gold[1],
         value(UPLOAD_FMT),
         value(UPLOAD_KIND),
-        upload.name,
-        None if gold is None else gold.name,
+        upload[0],
+        None if gold is None else gold[0],
     )
 
 
-def _on_file_change() -> None:
+def _on_file_change(which: str) -> None:
+    """on_change of an upload box: keep the chosen file (name and bytes; removing it from the box forgets it)."""
     st.session_state[UPLOAD_ERROR] = None
+    st.session_state[UPLOAD_OK] = None
+    upload = st.session_state.get(_BOXES[which])
+    st.session_state[UPLOAD_KEPT] = {
+        **kept_files(),
+        which: None if upload is None else (upload.name, upload.getvalue()),
+    }
+
+
+def _on_forget() -> None:
+    st.session_state[UPLOAD_KEPT] = None
     st.session_state[UPLOAD_OK] = None
 
 
@@ -282,8 +317,11 @@ def upload_tab() -> None:
     )
     st.caption(f"Limits: {limits.describe()} (set by the person who started the app).")
     left, right = st.columns(2)
-    left.file_uploader("Label file", type=["csv", "tsv", "txt"], key=UPLOAD_FILE, on_change=_on_file_change)
-    right.file_uploader("Gold file (optional)", type=["csv", "tsv", "txt"], key=UPLOAD_GOLD, on_change=_on_file_change)
+    for col, which, label in ((left, "file", "Label file"), (right, "gold", "Gold file (optional)")):
+        col.file_uploader(
+            label, type=["csv", "tsv", "txt"], key=_BOXES[which], on_change=_on_file_change, args=(which,)
+        )
+    kept_notice()
     c1, c2, c3 = st.columns([2, 2, 1], vertical_alignment="bottom")
     c1.selectbox(
         "Format", FORMATS, help="auto: long when row 1 names a worker or label column", **_mirrored(UPLOAD_FMT)
@@ -297,10 +335,33 @@ def upload_tab() -> None:
     c3.button("Load", key="data.upload.load", type="primary", on_click=_on_load, width="stretch")
     error = st.session_state.get(UPLOAD_ERROR)
     if error:
-        st.error(error, icon=":material/error:")
-        st.caption(f"The working dataset is unchanged: {state.get_data().name or state.get_data_id()}.")
+        st.error(safe.md(error), icon=":material/error:")
+        st.caption(f"The working dataset is unchanged: {safe.md(state.get_data().name or state.get_data_id())}.")
     elif st.session_state.get(UPLOAD_OK):
-        st.success(st.session_state[UPLOAD_OK])
+        st.success(safe.md(st.session_state[UPLOAD_OK]))
+
+
+def _size(content: bytes) -> str:
+    n = len(content)
+    return f"{n:,} bytes" if n < 1024 else f"{n / 1024:,.1f} kB" if n < 1024**2 else f"{n / 1024**2:,.1f} MB"
+
+
+def kept_notice() -> None:
+    """Which kept files stand in for empty upload boxes (after a page switch), with a button to forget them."""
+    kept = kept_files()
+    shown = [
+        f"{what} **{safe.md(kept[which][0])}** ({_size(kept[which][1])})"
+        for which, what in (("file", "label file"), ("gold", "gold file"))
+        if kept[which] is not None and st.session_state.get(_BOXES[which]) is None
+    ]
+    if not shown:
+        return
+    c1, c2 = st.columns([5, 1], vertical_alignment="center")
+    c1.markdown(
+        ":material/attach_file: Kept from your last upload: " + " and ".join(shown) + ". **Load** reads them "
+        "again (with the options below); choose a file above to replace one."
+    )
+    c2.button("Forget", key="data.upload.forget", on_click=_on_forget, help="Forget the kept files", width="stretch")
 
 
 def simulate_crowd_tab() -> None:
@@ -358,8 +419,8 @@ def _preview_files(data: Annotations) -> dict:
     cached = st.session_state.get(PREVIEW)
     if cached is None or cached["id"] != data_id or cached["obj"] is not data:
         frame = to_long_dataframe(data)
-        gold = to_gold_dataframe(data).to_csv(index=False).encode() if data.has_gold else None
-        csv = frame.to_csv(index=False).encode()
+        gold = csv_bytes(to_gold_dataframe(data)) if data.has_gold else None
+        csv = csv_bytes(frame)
         cached = {"id": data_id, "obj": data, "head": frame.head(PREVIEW_ROWS), "csv": csv, "gold": gold}
         st.session_state[PREVIEW] = cached
     return cached
@@ -439,7 +500,7 @@ def worker_summary(data: Annotations) -> None:
         st.caption(f"The {PREVIEW_ROWS} most active of {len(table):,} workers; the download has them all.")
     st.download_button(
         "Download the worker table (CSV)",
-        table.to_csv(index=False).encode(),
+        csv_bytes(table),
         file_name=f"{_file_stem(data)}_workers.csv",
         mime="text/csv",
         key="data.download.workers",

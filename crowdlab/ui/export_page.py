@@ -13,10 +13,12 @@ import zipfile
 
 import streamlit as st
 
+from crowdlab import safe
 from crowdlab.api import fit
 from crowdlab.em import Run
 from crowdlab.errors import CrowdlabError
 from crowdlab.export import (
+    csv_bytes,
     history_dict,
     metrics_dict,
     params_dict,
@@ -117,12 +119,13 @@ def snippet_for(run: Run, load_code: str) -> str:
 
 # ---------------------------------------------------------------------------- the files
 def export_files(run: Run, snippet: str) -> dict[str, bytes]:
-    """File name -> content: posteriors, hard labels, workers, parameters, history, metrics (gold), snippet."""
+    """File name -> content: posteriors, hard labels, workers, parameters, history, metrics (gold), snippet.
+    CSV cells a spreadsheet would run as a formula are escaped (:func:`crowdlab.export.csv_bytes`)."""
     post = posterior_frame(run)
-    files = {"posteriors.csv": post.to_csv(index=False).encode()}
+    files = {"posteriors.csv": csv_bytes(post)}
     if "label" in post:
-        files["labels.csv"] = post[["item", "label"]].to_csv(index=False).encode()
-    files["workers.csv"] = worker_frame(run).to_csv(index=False).encode()
+        files["labels.csv"] = csv_bytes(post[["item", "label"]])
+    files["workers.csv"] = csv_bytes(worker_frame(run))
     files["params.json"] = to_json(params_dict(run)).encode()
     files["history.json"] = to_json(history_dict(run)).encode()
     metrics = metrics_dict(run)
@@ -178,7 +181,7 @@ def export_page() -> None:
 
 def no_run() -> None:
     if state.get_run() is None and state.get_run_error():
-        st.error(state.get_run_error())
+        st.error(safe.md(state.get_run_error()))
         return
     cfg = state.get_config()
     st.info(
@@ -187,7 +190,7 @@ def no_run() -> None:
     )
     st.button("Fit to convergence", key="export.fit", type="primary", on_click=_on_fit)
     if st.session_state.get(EXPORT_ERROR):
-        st.error(st.session_state[EXPORT_ERROR])
+        st.error(safe.md(st.session_state[EXPORT_ERROR]))
 
 
 def _shown(n: int, what: str, file: str) -> str:

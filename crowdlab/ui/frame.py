@@ -17,6 +17,7 @@ from pathlib import Path
 import streamlit as st
 from streamlit.errors import StreamlitPageNotFoundError
 
+from crowdlab import safe
 from crowdlab.data import Annotations
 from crowdlab.samples import SAMPLES, load_sample
 from crowdlab.simulate import simulate_crowd
@@ -130,9 +131,9 @@ def page_frame(title: str, icon: str | None = None, *, dataset: Callable[[], Ann
         navigation()
         dataset_summary(own if own is not None else data, compact=True)
         if own is not None:
+            other = safe.md(data.name or state.get_data_id())
             st.markdown(
-                f"This page has its own dataset. The other pages work on **{data.name or state.get_data_id()}** "
-                f"(items: **{data.n_items:,}**)."
+                f"This page has its own dataset. The other pages work on **{other}** (items: **{data.n_items:,}**)."
             )
     st.title(f"{icon} {title}" if icon else title)
     notice = state.pop_notice()
@@ -157,9 +158,10 @@ def summary_rows(data: Annotations) -> dict[str, str]:
 
 
 def dataset_summary(data: Annotations, *, compact: bool = False) -> None:
-    """The current dataset: name and counts (sidebar: compact lines; home: a card with metrics)."""
+    """The current dataset: name and counts (sidebar: compact lines; home: a card with metrics). The name, the
+    classes and the reader's notes are the user's text: escaped (:func:`crowdlab.safe.md`)."""
     rows = summary_rows(data)
-    name = data.name or "(unnamed dataset)"
+    name = safe.md(data.name or "(unnamed dataset)")
     if compact:
         st.markdown("**Current dataset**")
         st.markdown(f"{name}")
@@ -171,9 +173,9 @@ def dataset_summary(data: Annotations, *, compact: bool = False) -> None:
         for col, (k, v) in zip(cols, rows.items()):
             col.metric(k, v.split(" (")[0])
         if not data.is_continuous:
-            st.caption("Classes: " + ", ".join(data.class_names))
+            st.caption("Classes: " + ", ".join(safe.md(c) for c in data.class_names))
         for note in data.notes:
-            st.caption(note)
+            st.caption(safe.md(note))
 
 
 # ---------------------------------------------------------------------------- dataset picker

@@ -19,9 +19,10 @@ import numpy as np
 import pandas as pd
 import streamlit as st
 
-from crowdlab import fisher
+from crowdlab import fisher, safe
 from crowdlab.em import Run
 from crowdlab.errors import CrowdlabError
+from crowdlab.export import csv_bytes
 from crowdlab.models.params import ClassParams
 from crowdlab.models.scores import ScoreParams
 from crowdlab.plots import risk as figs
@@ -98,14 +99,14 @@ def worker_intervals_panel(run: Run) -> None:
     try:
         df = intervals(run, what, scale)
     except (CrowdlabError, ValueError, np.linalg.LinAlgError) as exc:
-        st.warning(f"No intervals at this snapshot: {exc}")
+        st.warning(f"No intervals at this snapshot: {safe.md(exc)}")
         return
     names = list(dict.fromkeys(df["parameter"]))
     if len(names) > 1:
         param = c3.selectbox("Parameter", names, **_mirrored(W_PARAM, lambda v: v in names, names[0]))
     else:
         param = names[0]
-        c3.markdown(f"**Parameter:** {param}")
+        c3.markdown(f"**Parameter:** {safe.md(param)}")
     rows = df[df["parameter"] == param]
     exact = rows["note"].to_numpy() != ""
     chance = 1.0 / run.data.n_classes if param == "accuracy" or param.startswith("theta") else None
@@ -138,7 +139,7 @@ def worker_intervals_panel(run: Run) -> None:
     )
     right.download_button(
         "Download all intervals (CSV)",
-        df.to_csv(index=False).encode(),
+        csv_bytes(df),
         file_name="worker_intervals.csv",
         mime="text/csv",
         key="stepper.intervals_download",
@@ -153,7 +154,7 @@ def worker_intervals_panel(run: Run) -> None:
         notes.append(f"hollow: {int(exact.sum())} estimate(s) on the boundary, exact binomial interval")
     st.caption("; ".join(notes) + ".")
     for note in df.attrs.get("notes", []):
-        st.caption(f"⚠️ {note}")
+        st.caption(f"⚠️ {safe.md(note)}")
 
 
 def _scores_panel(run: Run) -> None:
@@ -161,7 +162,7 @@ def _scores_panel(run: Run) -> None:
     try:
         df = intervals(run, "native", "linear")
     except (CrowdlabError, ValueError, np.linalg.LinAlgError) as exc:
-        st.warning(f"No intervals at this snapshot: {exc}")
+        st.warning(f"No intervals at this snapshot: {safe.md(exc)}")
         return
     level = df.attrs.get("level", 0.95)
     low, high = df.attrs.get("score_range", (0.0, 1.0))
@@ -196,7 +197,7 @@ def _scores_panel(run: Run) -> None:
     )
     right.download_button(
         "Download all intervals (CSV)",
-        df.to_csv(index=False).encode(),
+        csv_bytes(df),
         file_name="item_mean_intervals.csv",
         mime="text/csv",
         key="stepper.intervals_download",
@@ -209,4 +210,4 @@ def _scores_panel(run: Run) -> None:
         notes.append(f"the chart shows the {SCORES_ROWS} widest of {len(mu):,} item intervals (the CSV has all)")
     st.caption("; ".join(notes) + ".")
     for note in df.attrs.get("notes", []):
-        st.caption(f"⚠️ {note}")
+        st.caption(f"⚠️ {safe.md(note)}")

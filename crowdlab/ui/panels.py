@@ -9,6 +9,9 @@ objective evaluations) is computed once per (parameters, coordinates) and kept i
 View choices (order, page, picked item and worker, coordinates, the open tab) are widgets whose values are
 copied to plain keys ``view.<name>`` (:func:`state.on_view_widget`) and written back before the widget is drawn,
 so they survive a switch of tab or page; a choice that no longer fits the data falls back to its default.
+
+Names shown in Markdown go through :func:`crowdlab.safe.md`; the figure builders and :mod:`crowdlab.explain` escape
+their own; select-box options are plain text (Streamlit renders no Markdown there), so their labels stay raw.
 """
 
 from __future__ import annotations
@@ -19,7 +22,7 @@ from collections.abc import Callable, Sequence
 import numpy as np
 import streamlit as st
 
-from crowdlab import explain, plots, surface
+from crowdlab import explain, plots, safe, surface
 from crowdlab.em import Run, Snapshot
 from crowdlab.models import ClassParams, ScoreParams
 from crowdlab.models.majority import majority_labels
@@ -409,8 +412,9 @@ def explain_panel(run: Run) -> None:
             return explain.m_step_scores(data, q, int(item))
         return explain.m_step_classes(data, q, int(worker), key)
 
-    e_unit = f"annotator **{data.worker_names[worker]}**" if scores else f"item **{data.item_names[item]}**"
-    m_unit = f"item **{data.item_names[item]}**" if scores else f"worker **{data.worker_names[worker]}**"
+    wname, iname = safe.md(data.worker_names[worker]), safe.md(data.item_names[item])
+    e_unit = f"annotator **{wname}**" if scores else f"item **{iname}**"
+    m_unit = f"item **{iname}**" if scores else f"worker **{wname}**"
     if snap.kind == "init":
         st.markdown(f"**The start: {run.start_description}.** {_start_story(run)}")
         if run.kind_after(snap) == "E":

@@ -18,6 +18,7 @@ import pandas as pd
 import pytest
 from streamlit.testing.v1 import AppTest
 
+from crowdlab import safe
 from crowdlab.data import read_annotations
 from crowdlab.errors import DataError
 from crowdlab.simulate import simulate_crowd
@@ -112,7 +113,7 @@ def test_every_page_loads_on_an_uploaded_file(wrapper, page):
     if page != HOME:
         _goto(at, page)
     assert at.session_state[state.DATA_ID] == data_id
-    assert any("small_long" in m.value for m in at.sidebar.markdown)
+    assert any(safe.md("small_long") in m.value for m in at.sidebar.markdown)  # names are escaped Markdown
     # the page's main action works on the uploaded data too
     for key in ("stepper.run", "compare.run", "export.fit"):
         if any(b.key == key for b in at.button) and not at.button(key=key).disabled:
@@ -178,8 +179,8 @@ def test_a_bad_upload_shows_the_readers_message_and_keeps_the_dataset(wrapper, n
         f = io.BytesIO((DATA_DIR / name).read_bytes())
         f.name = name
         read_annotations(f, gold=g, where="app")  # the app spells options by its widgets
-    assert [e.value for e in at.error] == [str(info.value)]
-    assert f"'{gold or name}'" in at.error[0].value  # the message names the uploaded file
+    assert [e.value for e in at.error] == [safe.md(info.value)]  # the reader's text, escaped as Markdown
+    assert safe.md(f"'{gold or name}'") in at.error[0].value  # the message names the uploaded file
     assert at.session_state[state.DATA_ID] == "sample:bluebirds"
     assert at.session_state[state.DATA] is before
     assert not at.info  # no "dataset changed" notice
@@ -192,7 +193,7 @@ def test_a_bad_upload_after_a_good_one_keeps_the_good_one(wrapper):
     assert good_id.startswith("upload:") and at.session_state[state.DATA].n_workers == 3
     assert [i.value for i in at.info] == [state.NOTICE_DATASET]
     assert at.session_state[state.DATA_SOURCE] == 'read_annotations("small_wide.csv", fmt="wide")'
-    assert any("Loaded 'small_wide.csv'" in s.value for s in at.success)
+    assert any(safe.md("Loaded 'small_wide.csv'") in s.value for s in at.success)
     _upload(wrapper, "single_class.csv", at=at)
     assert len(at.error) == 1 and "same class" in at.error[0].value
     assert at.session_state[state.DATA_ID] == good_id
@@ -204,7 +205,7 @@ def test_a_bad_upload_after_a_good_one_keeps_the_good_one(wrapper):
 def test_load_without_a_file_says_so_and_keeps_the_dataset():
     at = _goto(_home(), DATA_PAGE)
     at.button(key="data.upload.load").click().run()
-    assert [e.value for e in at.error] == ["Choose a label file first (long or wide CSV)."]
+    assert [e.value for e in at.error] == [safe.md("Choose a label file first (long or wide CSV).")]
     assert at.session_state[state.DATA_ID] == "sample:bluebirds"
 
 

@@ -66,3 +66,94 @@ def test_csv_frame_escapes_cells_columns_and_index():
 def test_shorten():
     assert safe.shorten("abcdef", 4) == "abc…"
     assert safe.shorten("abc", 4) == "abc"
+
+
+def test_html_uses_only_entities_plotly_decodes():
+    # plotly.js decodes numeric entities and amp/lt/gt (not &quot;): a quote must come out as a numeric one
+    assert safe.html("a\"b'c") == "a&#34;b&#39;c"
+    assert safe.html("x & y") == "x &amp; y"
+    # a name cannot open a hover-template field or a $...$ formula
+    assert safe.html("%{y}") == "%&#123;y&#125;"
+    assert safe.html("$x^2$") == "&#36;x^2&#36;"
+    for s in HOSTILE:
+        out = safe.html(s)
+        assert not set("<>\"'{}$") & set(out), out
+        for entity in __import__("re").findall(r"&[^;\s]*;", out):
+            assert entity in ("&amp;", "&lt;", "&gt;") or entity[1] == "#", entity
+
+
+def test_md_trims_and_breaks_autolinks():
+    import re
+
+    assert safe.md("    indented") == "indented"
+    # GFM finds bare URLs after escapes are resolved: a word joiner breaks them
+    for url in ("https://example.org", "www.example.org", "mail a@example.org", "HTTP://x.org", "WWW.x.org"):
+        out = safe.md(url).replace("\\", "")
+        assert not re.search(r"(?i)https?://|www\.|\w@", out), out
+    assert safe.md("no url here.") == r"no url here\."
+    assert safe.md("") == ""
+
+
+def test_md_output_parses_to_the_same_text():
+    """CommonMark unescapes a backslash before ASCII punctuation: md(s) shows s itself (newlines folded, trimmed)."""
+    import re
+
+    for s in HOSTILE + ["tab\there", "  spaced  ", "ünïcödé ∑ 'quotes' \"dq\" 50% a@b.c"]:
+        shown = re.sub(r"\\([!-/:-@\[-`{-~])", r"\1", safe.md(s)).replace(safe.WORD_JOINER, "")
+        assert shown == " ".join(s.replace("\t", " ").split("\n")).strip(), (s, shown)
+
+
+def test_tex_output_has_balanced_braces_and_no_raw_specials():
+    for s in HOSTILE:
+        out = safe.tex(s)
+        depth = 0
+        i = 0
+        while i < len(out):
+            if out[i] == "\\":
+                i += 2
+                continue
+            depth += {"{": 1, "}": -1}.get(out[i], 0)
+            assert depth >= 0, out
+            assert out[i] not in "$^_&%#~", (s, out)
+            i += 1
+        assert depth == 0, out
+
+
+def test_shorten_then_escape():
+    long = "<script>alert(1)</script>" * 3
+    out = safe.html(safe.shorten(long, 24))
+    assert out.endswith("…") and "<" not in out
+    assert len(safe.shorten(long, 24)) == 24
+
+
+def test_csv_cell_hostile_names():
+    assert safe.csv_cell('=HYPERLINK("https://example.org")').startswith("'=")
+    assert safe.csv_cell("@cmd") == "'@cmd"
+    assert safe.csv_cell("<script>alert(1)</script>") == "<script>alert(1)</script>"  # not a formula
+    assert safe.csv_cell(None) is None
+
+
+def test_properties_hold_for_any_text():
+    import re
+
+    from hypothesis import given, settings
+    from hypothesis import strategies as st
+
+    @settings(max_examples=300, deadline=None)
+    @given(st.text())
+    def check(s):
+        out = safe.html(s)
+        assert not set("<>\"'{}$") & set(out)
+        md = safe.md(s)
+        # every special character of md's output is escaped
+        stripped = re.sub(r"\\[!-/:-@\[-`{-~]", "", md)
+        assert not set("*_`<>[]()$:!#|~&\\") & set(stripped), (s, md)
+        cell = safe.csv_cell(s)
+        assert not (
+            isinstance(cell, str)
+            and cell.startswith(safe.FORMULA_START)
+            and cell == s
+            and not re.match(r"^[+-]?(\d+(\.\d*)?|\.\d+)([eE][+-]?\d+)?$", s)
+        )
+
+    check()

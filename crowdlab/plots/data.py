@@ -20,6 +20,7 @@ import plotly.graph_objects as go
 
 from crowdlab.data import Annotations
 from crowdlab.describe import worker_agreement
+from crowdlab.plots.run import LEGEND_BELOW, legend_margin
 
 __all__ = [
     "AGREEMENT_COLOR_SCALE",
@@ -188,7 +189,8 @@ def class_balance_bars(balance: pd.DataFrame, *, title: str = "Class balance", h
         title,
         height,
         barmode="group",
-        legend=dict(orientation="h", yanchor="top", y=-0.12, xanchor="left", x=0),
+        legend=LEGEND_BELOW,
+        margin=legend_margin(1),
         xaxis=_axis(type="category"),
         yaxis=_axis(title=dict(text="share"), tickformat=".0%", rangemode="tozero"),
     )
@@ -241,7 +243,8 @@ def score_histogram(
         height,
         barmode="overlay",
         bargap=0,
-        legend=dict(orientation="h", yanchor="top", y=-0.3, xanchor="left", x=0),
+        legend=LEGEND_BELOW,
+        margin=legend_margin(1),
         xaxis=_axis(title=dict(text="score")),
         yaxis=_axis(title=dict(text="share"), tickformat=".0%", rangemode="tozero"),
     )

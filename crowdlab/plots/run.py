@@ -49,6 +49,14 @@ METRIC_COLORS = ("#2ca02c", "#9467bd", "#8c564b", "#e377c2", "#17becf")
 GRID_COLOR = "#e6e6e6"
 X_TITLE = "iteration (E-steps at the half)"
 _MARGIN = dict(l=10, r=10, t=50, b=10)
+# Legends sit at the very bottom of the figure (container coordinates), under the x axis title, in a bottom margin
+# kept free for them: a legend placed relative to the plot area (y = -0.2) lands on the axis title at some heights.
+LEGEND_BELOW = dict(orientation="h", yref="container", yanchor="bottom", y=0.0, xanchor="left", x=0.0)
+
+
+def legend_margin(rows: int = 2, top: int = 50) -> dict:
+    """Margins that leave room for the x tick labels and title plus ``rows`` rows of a :data:`LEGEND_BELOW`."""
+    return dict(l=10, r=10, t=top, b=58 + 24 * rows)
 
 
 def half_step_positions(kind: Sequence[str], iteration: Sequence[int]) -> np.ndarray:
@@ -179,7 +187,8 @@ def objective_curve(
     layout = _layout(
         title,
         height,
-        legend=dict(orientation="h", yanchor="top", y=-0.22, xanchor="left", x=0),
+        legend=LEGEND_BELOW,
+        margin=legend_margin(),
         xaxis=_axis(title=dict(text=X_TITLE, standoff=6), rangemode="tozero", zeroline=False),
         yaxis=_axis(tickformat=".6~g"),
     )
@@ -254,7 +263,8 @@ def metric_curve(
         title,
         height,
         shapes=[vline],
-        legend=dict(orientation="h", yanchor="top", y=-0.22, xanchor="left", x=0),
+        legend=LEGEND_BELOW,
+        margin=legend_margin(),
         xaxis=_axis(title=dict(text=X_TITLE, standoff=6), rangemode="tozero"),
         yaxis=_axis(range=list(y_range) if y_range is not None else None),
     )
@@ -414,6 +424,7 @@ def posterior_heatmap(
     changed: np.ndarray | None = None,
     title: str = "Posterior q (rows: items, columns: classes)",
     text_max_cells: int = 400,
+    gold_name: str = "gold",
 ) -> go.Figure:
     """Heatmap of the posterior q (N, K): items as rows (top-down), classes as columns, fixed range [0, 1].
 
@@ -510,7 +521,7 @@ def posterior_heatmap(
             traces.append(
                 dict(
                     type="scatter",
-                    x=["gold"] * sel.size,
+                    x=[gold_name] * sel.size,
                     y=[items[n] for n in sel],
                     text=[classes[int(g[n])] for n in sel],
                     mode="text",
@@ -520,7 +531,7 @@ def posterior_heatmap(
                     meta=meta,
                     name="gold",
                     showlegend=False,
-                    hovertemplate="item %{y}: gold %{text} (" + note + ")<extra></extra>",
+                    hovertemplate="item %{y}: " + gold_name + " %{text} (" + note + ")<extra></extra>",
                 )
             )
         layout["xaxis2"] = dict(
@@ -539,14 +550,20 @@ def reliability_scatter(
     chance: float | None = None,
     title: str = "Worker reliability",
     y_title: str = "estimated accuracy",
+    x_title: str = "number of labels",
+    counts: bool = True,
+    label_max: int = 12,
     height: int = 380,
 ) -> go.Figure:
-    """One point per worker: number of labels (x) against estimated accuracy (y, fixed range [0, 1] with a small
-    margin so points at 0 and 1 show whole).
+    """One point per worker: ``n_labels`` (x; any per-worker quantity when ``counts`` is False, titled
+    ``x_title``) against estimated accuracy (y, fixed range [0, 1] with a small margin so points at 0 and 1
+    show whole).
 
     Traces: ``workers`` (everyone not highlighted) and ``highlight`` (the workers in ``highlight``, e.g. those
-    shown in the confusion grid), hover = worker name. The x axis turns logarithmic when the label counts span
-    a factor of 20 or more. ``chance`` draws a dotted horizontal line (e.g. 1/K) named ``chance``.
+    shown in the confusion grid), hover = worker name. With at most ``label_max`` workers every point carries its
+    name, so points that coincide are still told apart. For counts, the x axis turns logarithmic when they span
+    a factor of 20 or more; a quantity in [0, 1] gets the fixed range [0, 1]. ``chance`` draws a dotted
+    horizontal line (e.g. 1/K) named ``chance``.
     """
     n = np.asarray(n_labels, dtype=np.float64)
     acc = np.asarray(accuracy, dtype=np.float64)
@@ -556,8 +573,10 @@ def reliability_scatter(
     mark = np.zeros(n.shape, dtype=bool)
     if highlight is not None:
         mark[np.asarray(list(highlight), dtype=int)] = True
+    labelled = n.size <= label_max
     traces = []
-    for meta, sel, color, size in (("workers", ~mark, OBJECTIVE_COLOR, 8), ("highlight", mark, CURRENT_COLOR, 10)):
+    x_hover = "%{x:,} labels" if counts else x_title + " %{x:.3f}"
+    for meta, sel, color, size in (("workers", ~mark, OBJECTIVE_COLOR, 9), ("highlight", mark, CURRENT_COLOR, 11)):
         if not sel.any():
             continue
         traces.append(
@@ -565,16 +584,19 @@ def reliability_scatter(
                 type="scatter",
                 x=n[sel],
                 y=acc[sel],
-                mode="markers",
+                mode="markers+text" if labelled else "markers",
                 meta=meta,
                 name="shown in the grid" if meta == "highlight" else "workers",
                 text=names[sel],
+                textposition="top center",
+                textfont=dict(size=12, color="#333333"),
                 marker=dict(size=size, color=color, opacity=0.75, line=dict(width=1, color="white")),
-                hovertemplate="%{text}<br>%{x:,} labels<br>" + y_title + " %{y:.3f}<extra></extra>",
+                hovertemplate="%{text}<br>" + x_hover + "<br>" + y_title + " %{y:.3f}<extra></extra>",
             )
         )
     positive = n[n > 0]
-    log_x = positive.size > 0 and positive.max() / positive.min() >= 20
+    log_x = counts and positive.size > 0 and positive.max() / positive.min() >= 20
+    unit = not counts and n.size > 0 and n.min() >= 0 and n.max() <= 1
     shapes = []
     if chance is not None:
         shapes.append(
@@ -594,13 +616,16 @@ def reliability_scatter(
         title,
         height,
         shapes=shapes,
-        legend=dict(orientation="h", yanchor="top", y=-0.2, xanchor="left", x=0),
+        legend=LEGEND_BELOW,
+        margin=legend_margin(1),
+        showlegend=bool(mark.any()),
         xaxis=_axis(
-            title=dict(text="number of labels", standoff=6),
+            title=dict(text=x_title, standoff=6),
             type="log" if log_x else "linear",
-            rangemode="normal" if log_x else "tozero",
+            rangemode="normal" if log_x or not counts else "tozero",
+            range=[-0.04, 1.04] if unit else None,
         ),
-        yaxis=_axis(title=dict(text=y_title), range=[-0.02, 1.02]),
+        yaxis=_axis(title=dict(text=y_title), range=[-0.06, 1.1] if labelled else [-0.02, 1.02]),
     )
     return go.Figure(data=traces, layout=layout)
 
@@ -713,7 +738,8 @@ def class_prior_bars(
     layout = _layout(
         title,
         height,
-        legend=dict(orientation="h", yanchor="top", y=-0.15, xanchor="left", x=0),
+        legend=LEGEND_BELOW,
+        margin=legend_margin(),
         xaxis=_axis(type="category"),
         yaxis=_axis(range=[0.0, 1.0], title=dict(text="probability")),
     )
@@ -833,16 +859,19 @@ def objective_contour(
     x_title: str = "x",
     y_title: str = "y",
     title: str = "Objective over two parameters",
+    end_label: str = "now",
     floor_quantile: float = 0.2,
-    height: int = 520,
+    height: int = 540,
 ) -> go.Figure:
-    """Contours of Z[iy, ix] (the objective on the grid xs x ys) with the path EM took drawn on top.
+    """Contours of Z[iy, ix] (the objective on the grid xs x ys) with the path EM took drawn on top, made to read
+    on a projector: a thick path with large markers, the start and the end (``end_label``) written beside them.
 
     Z is shown relative to its maximum on the grid (0 = the best point of this slice), clipped from below at
     its ``floor_quantile`` quantile so the contours resolve the region around the maximum rather than the
     steep walls near 0 and 1. Traces (``meta``): ``surface`` (contour), ``path`` (lines+markers through
-    ``path_x``, ``path_y``), ``start`` (the first path point), ``current`` (the last path point) and
-    ``max`` (the grid's best point). Both axes span [0, 1] (with a small margin, so points on the edge show).
+    ``path_x``, ``path_y``), ``start`` (the first path point, labelled "start"), ``current`` (the last path
+    point, labelled ``end_label``) and ``max`` (the grid's best point). The axes span the grid (with a 2 %
+    margin, so points on the edge show): [0, 1] for probabilities.
     """
     xs = np.asarray(xs, dtype=np.float64)
     ys = np.asarray(ys, dtype=np.float64)
@@ -860,6 +889,15 @@ def objective_contour(
     shown = np.maximum(rel, floor)
     iy, ix = np.unravel_index(int(np.nanargmax(Z)), Z.shape)
     idx = np.arange(px.size) if path_index is None else np.asarray(path_index)
+
+    def span(v: np.ndarray) -> list[float]:
+        lo, hi = float(v.min()), float(v.max())
+        if lo >= 0.0 and hi <= 1.0 and lo <= 0.01 and hi >= 0.99:
+            return [-0.02, 1.02]
+        pad = 0.02 * (hi - lo or 1.0)
+        return [lo - pad, hi + pad]
+
+    label_font = dict(size=16, color="black")
     traces = [
         dict(
             type="contour",
@@ -874,8 +912,9 @@ def objective_contour(
             colorscale="Viridis",
             contours=dict(coloring="heatmap", showlines=True),
             line=dict(width=0.5, color="rgba(255,255,255,0.4)"),
-            colorbar=dict(title=dict(text="Δ objective"), thickness=12),
-            hovertemplate="x %{x:.3f}, y %{y:.3f}<br>objective − slice max: %{z:.4g}<extra></extra>",
+            colorbar=dict(title=dict(text="Δ objective"), thickness=14),
+            hovertemplate="x %{x:.4g}, y %{y:.4g}<br>objective − slice max: %{z:.4g}<extra></extra>",
+            showlegend=False,
         ),
         dict(
             type="scatter",
@@ -883,31 +922,37 @@ def objective_contour(
             y=py,
             mode="lines+markers",
             meta="path",
-            name="EM path",
+            name="EM path (init and every M-step)",
             customdata=idx,
-            line=dict(color="white", width=2),
-            marker=dict(size=7, color="#ff7f0e", line=dict(width=1, color="white")),
-            hovertemplate="snapshot %{customdata}<br>(%{x:.3f}, %{y:.3f})<extra>EM path</extra>",
+            line=dict(color="white", width=5),
+            marker=dict(size=13, color="#ff7f0e", line=dict(width=2, color="black")),
+            hovertemplate="snapshot %{customdata}<br>(%{x:.4g}, %{y:.4g})<extra>EM path</extra>",
         ),
         dict(
             type="scatter",
             x=[px[0]],
             y=[py[0]],
-            mode="markers",
+            mode="markers+text",
             meta="start",
             name="start",
-            marker=dict(symbol="square", size=11, color="white", line=dict(width=2, color="black")),
-            hovertemplate="start (%{x:.3f}, %{y:.3f})<extra></extra>",
+            text=["start"],
+            textposition="top left",
+            textfont=label_font,
+            marker=dict(symbol="square", size=20, color="white", line=dict(width=3, color="black")),
+            hovertemplate="start (%{x:.4g}, %{y:.4g})<extra></extra>",
         ),
         dict(
             type="scatter",
             x=[px[-1]],
             y=[py[-1]],
-            mode="markers",
+            mode="markers+text",
             meta="current",
-            name="current",
-            marker=dict(symbol="circle-open", size=18, color=CURRENT_COLOR, line=dict(width=3)),
-            hovertemplate="current (%{x:.3f}, %{y:.3f})<extra></extra>",
+            name=end_label,
+            text=[end_label],
+            textposition="bottom right",
+            textfont=label_font,
+            marker=dict(symbol="circle-open", size=28, color=CURRENT_COLOR, line=dict(width=5)),
+            hovertemplate=end_label + " (%{x:.4g}, %{y:.4g})<extra></extra>",
         ),
         dict(
             type="scatter",
@@ -916,16 +961,18 @@ def objective_contour(
             mode="markers",
             meta="max",
             name="best point of this slice",
-            marker=dict(symbol="star", size=14, color="yellow", line=dict(width=1, color="black")),
-            hovertemplate="slice maximum (%{x:.3f}, %{y:.3f})<extra></extra>",
+            marker=dict(symbol="star", size=22, color="yellow", line=dict(width=2, color="black")),
+            hovertemplate="slice maximum (%{x:.4g}, %{y:.4g})<extra></extra>",
         ),
     ]
     layout = _layout(
         title,
         height,
-        legend=dict(orientation="h", yanchor="top", y=-0.12, xanchor="left", x=0),
-        xaxis=_axis(title=dict(text=x_title, standoff=6), range=[-0.02, 1.02]),
-        yaxis=_axis(title=dict(text=y_title), range=[-0.02, 1.02]),
+        font=dict(size=14),
+        margin=legend_margin(),
+        legend=LEGEND_BELOW,
+        xaxis=_axis(title=dict(text=x_title, standoff=6, font=dict(size=16)), range=span(xs)),
+        yaxis=_axis(title=dict(text=y_title, font=dict(size=16)), range=span(ys)),
     )
     return go.Figure(data=traces, layout=layout)
 
@@ -993,7 +1040,8 @@ def restart_scatter(table, title: str = "Restarts: final objective vs accuracy")
     layout = _layout(
         title,
         400,
-        legend=dict(orientation="h", yanchor="top", y=-0.2, xanchor="left", x=0),
+        legend=LEGEND_BELOW,
+        margin=legend_margin(),
         xaxis=_axis(title=dict(text="final objective", standoff=6), tickformat=".6~g"),
         yaxis=_axis(title=dict(text=ycol), range=[0.0, 1.02] if unit else None),
     )
@@ -1075,7 +1123,8 @@ def prior_sweep_figure(table, title: str = "Prior strength: quality and objectiv
     layout = _layout(
         title,
         400,
-        legend=dict(orientation="h", yanchor="top", y=-0.2, xanchor="left", x=0),
+        legend=LEGEND_BELOW,
+        margin=legend_margin(),
         xaxis=_axis(title=dict(text="prior strength (pseudo-counts)", standoff=6), type="category"),
         yaxis=_axis(title=dict(text="against gold / worker accuracy"), range=[0.0, 1.02]),
         yaxis2=dict(

@@ -2,10 +2,11 @@
 
 Each function returns a list of LaTeX lines (one ``st.latex`` each): the general formula with the papers' symbols,
 then the same formula evaluated for the item or worker the user picked. KaTeX display math does not wrap, so every
-line is kept narrow enough for a 1024 x 768 projector (:data:`MAX_WIDTH` characters as estimated by
-:func:`visible_width`, about 800 px): long formulas are split over several lines, long sums and products are
-written out a few factors per line, and the printed result is always the exact one. Small and large numbers are
-written as ``2.91 \\times 10^{-15}``, never ``2.91e-15``.
+line is kept narrow enough for a 1024 x 768 projector: at most :data:`MAX_WIDTH` characters as estimated by
+:func:`visible_width` (about 500 px, the narrowest box the lines are shown in with the sidebar open). Long
+formulas are split over several lines, long sums and products are written out as far as they fit with the rest
+counted ("(35 more)"), and the printed result is always the exact one. Small and large numbers are written as
+``2.91 \\times 10^{-15}``, never ``2.91e-15``.
 """
 
 from __future__ import annotations
@@ -22,10 +23,10 @@ from crowdlab.models.dawid_skene import class_log_joint
 from crowdlab.models.params import ClassParams
 from crowdlab.models.scores import ScoreParams, range_note
 
-SHOW = 4  # factors of a long product written out before "(n more)"
-ALL_TERMS = 8  # a weighted mean with at most this many terms is written out in full
-PER_LINE = 4  # terms per line of a long sum
-MAX_WIDTH = 72  # estimated characters per line (about 800 px of KaTeX at Streamlit's size)
+SHOW = 4  # at most this many factors of a long product are written out before "(n more)"
+ALL_TERMS = 8  # a sum with at most this many terms (a weighted mean over few scorers) is written out in full
+MAX_WIDTH = 56  # estimated characters per line: about 500 px of KaTeX at Streamlit's size (8.6-9 px each), so a
+# line fits the narrowest place it is shown at 1024 x 768 (the next half-step's expander beside the sidebar)
 
 
 # ---------------------------------------------------------------------------- numbers and names
@@ -70,7 +71,7 @@ _SYMBOL_WIDTH = {
     "Rightarrow": 2.5,
     "prod": 2.0,
     "sum": 2.0,
-    "times": 2.0,
+    "times": 2.4,
     "cdot": 1.5,
     "approx": 2.0,
     "le": 2.0,
@@ -116,9 +117,9 @@ def _group(s: str, i: int) -> tuple[str, int]:
 
 
 def visible_width(latex: str) -> float:
-    """An estimate of the rendered width of a KaTeX line, in characters of the main font (about 11 px each at
-    Streamlit's ``st.latex`` size): text and digits count one each, fractions their wider part, sub- and
-    superscripts 0.7, binary operators and relations their spacing, layout commands nothing."""
+    """An estimate of the rendered width of a KaTeX line in characters of the main font (measured in Chromium:
+    about 8.6 px each at Streamlit's ``st.latex`` size): text and digits count one each, fractions their wider
+    part, sub- and superscripts 0.7, binary operators and relations their spacing, layout commands nothing."""
     width, i, s = 0.0, 0, latex
     while i < len(s):
         c = s[i]
@@ -144,7 +145,7 @@ def visible_width(latex: str) -> float:
                 width += _SYMBOL_WIDTH.get(cmd, 1.0)
         elif c in "^_":
             a, i = _group(s, i + 1)
-            width += 0.7 * visible_width(a)
+            width += 0.75 * visible_width(a)
         elif c == "{" or c == "}":
             i += 1
         elif c == " " or c == "&":
@@ -155,38 +156,60 @@ def visible_width(latex: str) -> float:
     return width
 
 
-def _rows(terms: list[str], joiner: str, first: str, per_line: int = PER_LINE, cont: str = r"\quad") -> list[str]:
-    """``first`` followed by ``terms`` joined with ``joiner``, ``per_line`` terms per line (later lines indented)."""
-    out = []
-    for j in range(0, max(len(terms), 1), per_line):
-        chunk = joiner.join(terms[j : j + per_line])
-        head = first if j == 0 else cont + " " + joiner.strip()
-        sep = "" if head.endswith("(") else " "
-        out.append(f"{head}{sep}{chunk}")
-    return out
+def _fits(line: str) -> bool:
+    return visible_width(line) <= MAX_WIDTH
 
 
-def _product(factors: list[str]) -> str:
-    if not factors:
-        return "1"
-    shown = r" \cdot ".join(factors[:SHOW])
-    if len(factors) > SHOW:
-        shown += rf" \cdots (\text{{{len(factors) - SHOW} more}})"
-    return shown
+def _pack(first: str, terms: list[str], joiner: str, end: str = "", cont: str = r"\quad") -> list[str]:
+    """``first`` then every term joined with ``joiner``, as many per line as fit, then ``end``; a continuation
+    line starts with ``cont`` and the joiner. ``end`` (e.g. ``" = 0.42"``) goes on a line of its own when it
+    does not fit on the last one."""
+    lines, cur = [], first
+    for j, t in enumerate(terms):
+        glue = ("" if first.endswith("(") else " ") if j == 0 else joiner
+        cand = cur + glue + t
+        if j > 0 and not _fits(cand):
+            lines.append(cur + joiner.rstrip())
+            cur = f"{cont} {t}"
+        else:
+            cur = cand
+    if end:
+        if _fits(cur + end):
+            cur += end
+        else:
+            lines.append(cur)
+            cur = r"\qquad" + end
+    lines.append(cur)
+    return lines
+
+
+def _product_line(head: str, factors: list[str], result: str) -> list[str]:
+    """``head`` times the first factors (at most :data:`SHOW`, as many as fit) with "(n more)", then
+    ``= result``, on one line when it fits, else the result on the next."""
+    more = lambda n: rf" \cdots (\text{{{n} more}})" if n else ""  # noqa: E731
+    shown = 1 if factors else 0
+    while shown < min(len(factors), SHOW):
+        cand = head + r" \cdot ".join(factors[: shown + 1]) + more(len(factors) - shown - 1)
+        if not _fits(cand):
+            break
+        shown += 1
+    line = head + (r" \cdot ".join(factors[:shown]) if factors else "1") + more(len(factors) - shown)
+    end = f" = {result}"
+    return [line + end] if _fits(line + end) else [line, r"\qquad" + end]
 
 
 # ---------------------------------------------------------------------------- class models
 def e_step_classes(data: Annotations, params: ClassParams, item: int, model_key: str = "ds") -> list[str]:
     """E-step for item n (Traganitis & Giannakis eq. (9); Raykar et al. 2010's mu_i for two-coin): q_nk from pi
-    and Gamma. One line per class: the prior, the first few factors Gamma_m(f_m(x_n), k), the product."""
+    and Gamma. Per class: the prior, the first few factors Gamma_m(f_m(x_n), k), the product."""
     K = data.n_classes
     obs = np.flatnonzero(data.item == item)
     q = softmax_rows(class_log_joint(data, params.pi, params.gamma)[item : item + 1])[0]
     if model_key == "two_coin":
         lines = [
             r"\mu_i = \frac{a_i\,p}{a_i\,p + b_i\,(1-p)}",
-            r"a_i = \prod_j \alpha_j^{y_{ij}}(1-\alpha_j)^{1-y_{ij}},\qquad"
-            r" b_i = \prod_j \beta_j^{1-y_{ij}}(1-\beta_j)^{y_{ij}}",
+            r"a_i = \prod_j \alpha_j^{y_{ij}}(1-\alpha_j)^{1-y_{ij}}",
+            r"b_i = \prod_j \beta_j^{1-y_{ij}}(1-\beta_j)^{y_{ij}}",
         ]
     else:
         lines = [
@@ -194,18 +217,12 @@ def e_step_classes(data: Annotations, params: ClassParams, item: int, model_key:
             r"{\sum_{k'} \pi_{k'} \prod_{m} \Gamma_m(f_m(x_n), k')}"
         ]
     lines.append(rf"\text{{item {_name(data.item_names[item])}}}\ ({len(obs)}\ \text{{labels}}):")
-    log_un = np.empty(K)
     for k in range(K):
         g = params.gamma[data.worker[obs], data.label[obs], k]
-        factors = [_f(v) for v in g]
-        log_un[k] = np.log(max(params.pi[k], 1e-300)) + float(np.sum(np.log(np.maximum(g, 1e-300))))
-        lines.append(
-            rf"\text{{class {_name(data.class_names[k])}}}:\ {_f(params.pi[k])} \cdot {_product(factors)}"
-            rf" = {num(math.exp(log_un[k]) if log_un[k] > -700 else 0.0, 4)}"
-        )
-    rows = _rows([_f(v) for v in q], r",\ ", r"\Rightarrow\ q = (", per_line=6)
-    rows[-1] += ")"
-    lines.extend(rows)
+        log_un = float(np.log(max(params.pi[k], 1e-300)) + np.sum(np.log(np.maximum(g, 1e-300))))
+        head = rf"\text{{class {_name(data.class_names[k])}}}:\ {_f(params.pi[k])} \cdot "
+        lines += _product_line(head, [_f(v) for v in g], num(math.exp(log_un) if log_un > -700 else 0.0, 4))
+    lines += _pack(r"\Rightarrow\ q = (", [_f(v) for v in q], r",\ ", end=")")
     return lines
 
 
@@ -230,7 +247,8 @@ def m_step_classes(data: Annotations, q: np.ndarray, worker: int, model_key: str
         return [
             r"\alpha_j = \frac{\sum_i \mu_i y_{ij}}{\sum_i \mu_i},\qquad"
             r" \beta_j = \frac{\sum_i (1-\mu_i)(1-y_{ij})}{\sum_i (1-\mu_i)}",
-            rf"\text{{worker {wname}}}:\ \alpha = \frac{{{_f(counts[1, 1])}}}{{{_f(col[1])}}} = {_f(a)},\quad"
+            rf"\text{{worker {wname}}}:",
+            rf"\alpha = \frac{{{_f(counts[1, 1])}}}{{{_f(col[1])}}} = {_f(a)},\qquad"
             rf" \beta = \frac{{{_f(counts[0, 0])}}}{{{_f(col[0])}}} = {_f(b)}",
         ]
     lines = [r"\Gamma_m(k', k) = \frac{\sum_n q_{nk}\, I(f_m(x_n) = k')}{\sum_{k''} \sum_n q_{nk}\, I(f_m(x_n) = k'')}"]
@@ -239,9 +257,7 @@ def m_step_classes(data: Annotations, q: np.ndarray, worker: int, model_key: str
     for k in range(shown):
         entries = [rf"\frac{{{_f(counts[kp, k])}}}{{{_f(col[k])}}}" for kp in range(shown)]
         head = rf"\Gamma(\cdot, \text{{{_name(data.class_names[k])}}}) = ("
-        rows = _rows(entries, r",\ ", head, per_line=6)
-        rows[-1] += r",\ \ldots)" if K > shown else ")"
-        lines.extend(rows)
+        lines += _pack(head, entries, r",\ ", end=r",\ \ldots)" if K > shown else ")")
     if K > shown:
         lines.append(rf"\text{{(the first {shown} of {K} classes)}}")
     return lines
@@ -265,17 +281,24 @@ def e_step_scores(data: Annotations, p: ScoreParams, annotator: int) -> list[str
     w = 1.0 / (1.0 + np.exp(np.clip(lb - lg, -700, 700)))
     name = _name(data.worker_names[annotator])
     dens = _bad_density(p)
-    factors = [rf"\mathcal{{N}}({_f(a)}; {_f(b)}, {_f(p.sigma)})" for a, b in zip(s, mu)]
-    shown = r" + ".join(rf"\log {f}" for f in factors[:2])
-    if len(factors) > 2:
-        shown += rf" + \cdots (\text{{{len(factors) - 2} more}})"
+    terms = [rf"\log \mathcal{{N}}({_f(a)}; {_f(b)}, {_f(p.sigma)})" for a, b in zip(s, mu)]
+    shown = 1
+    head = rf"\log G_a = \log {_f(p.pi_good)} + "
+    while shown < min(len(terms), SHOW) and _fits(
+        head + " + ".join(terms[: shown + 1]) + rf" + \cdots (\text{{{len(terms) - shown - 1} more}})"
+    ):
+        shown += 1
+    line = head + " + ".join(terms[:shown])
+    if len(terms) > shown:
+        line += rf" + \cdots (\text{{{len(terms) - shown} more}})"
     return [
         r"w_a = \frac{G_a}{G_a + B_a}",
-        r"G_a = \pi_{good} \prod_i \mathcal{N}(s_{ia}; \mu_i, \sigma),\qquad B_a = (1-\pi_{good}) \prod_i b",
+        r"G_a = \pi_{good} \prod_i \mathcal{N}(s_{ia}; \mu_i, \sigma)",
+        r"B_a = (1-\pi_{good}) \prod_i b",
         rf"b = {dens}\ \text{{on}}\ [{_f(p.low)}, {_f(p.high)}]\ \text{{({range_note(p)})}}",
-        rf"\text{{annotator {name}}}\ ({len(obs)}\ \text{{scores}}):\ \pi_{{good}} = {_f(p.pi_good)},\ "
-        rf"\sigma = {num(p.sigma, 4)}",
-        rf"\log G_a = \log {_f(p.pi_good)} + {shown}",
+        rf"\text{{annotator {name}}}\ ({len(obs)}\ \text{{scores}}):",
+        rf"\pi_{{good}} = {_f(p.pi_good)},\qquad \sigma = {num(p.sigma, 4)}",
+        line,
         rf"\qquad = {num(lg, 4)}",
         rf"\log B_a = \log {_f(1 - p.pi_good)} + {len(obs)} \cdot \log {dens} = {num(lb, 4)}",
         rf"\Rightarrow\ w_a = \frac{{1}}{{1 + e^{{\log B_a - \log G_a}}}} = {_f(w)}",
@@ -284,7 +307,7 @@ def e_step_scores(data: Annotations, p: ScoreParams, annotator: int) -> list[str
 
 def m_step_scores(data: Annotations, q: np.ndarray, item: int, prior: float = 0.0) -> list[str]:
     """M-step (the EM lecture on bad annotators): mu_i for item i with every term when there are few scorers,
-    then sigma^2 and pi_good from all scores, each with its numbers."""
+    then sigma^2 and pi_good from all scores, each with its numbers (``prior``: the Beta prior's strength s)."""
     obs = np.flatnonzero(data.item == item)
     w, s = q[data.worker[obs], 1], data.value[obs]
     num_i, den_i = float((w * s).sum()), float(w.sum())
@@ -294,22 +317,18 @@ def m_step_scores(data: Annotations, q: np.ndarray, item: int, prior: float = 0.
         r"\mu_i = \frac{\sum_a w_a s_{ia}}{\sum_a w_a},\qquad"
         r" \sigma^2 = \frac{\sum_{i,a} w_a (s_{ia}-\mu_i)^2}{\sum_{i,a} w_a}",
         r"\pi_{good} = \frac{1}{M}\sum_a w_a"
-        + (rf"\quad \text{{(with the prior: }}\frac{{s + \sum_a w_a}}{{2s + M}},\ s = {prior:g})" if prior > 0 else ""),
+        if prior <= 0
+        else rf"\pi_{{good}} = \frac{{s + \sum_a w_a}}{{2s + M}}\quad (\text{{prior}}\ s = {prior:g})",
         rf"\text{{item {iname}}}\ ({len(obs)}\ \text{{scores}}),\ w_a \cdot s_{{ia}}:",
     ]
-    if len(obs) <= ALL_TERMS:
-        top = [rf"{_f(a)} \cdot {_f(b)}" for a, b in zip(w, s)]
-        bottom = [_f(a) for a in w]
-        lines += _rows(top, " + ", r"\textstyle\sum_a w_a s_{ia} =")
-        lines[-1] += rf" = {num(num_i, 4)}"
-        lines += _rows(bottom, " + ", r"\textstyle\sum_a w_a =", per_line=6)
-        lines[-1] += rf" = {num(den_i, 4)}"
-    else:
-        top = [rf"{_f(a)} \cdot {_f(b)}" for a, b in zip(w[:PER_LINE], s[:PER_LINE])]
-        lines.append(
-            r"\textstyle\sum_a w_a s_{ia} = " + " + ".join(top) + rf" + \cdots (\text{{{len(obs) - PER_LINE} more}})"
-        )
-        lines.append(rf"\qquad = {num(num_i, 4)},\qquad \textstyle\sum_a w_a = {num(den_i, 4)}")
+    few = len(obs) <= ALL_TERMS
+    k = len(obs) if few else 2
+    top = [rf"{_f(a)} \cdot {_f(b)}" for a, b in zip(w[:k], s[:k])]
+    if not few:
+        top.append(rf"\cdots (\text{{{len(obs) - k} more}})")
+    lines += _pack(r"\textstyle\sum_a w_a s_{ia} =", top, " + ", end=f" = {num(num_i, 4)}")
+    bottom = [_f(a) for a in w[:k]] + ([] if few else [rf"\cdots (\text{{{len(obs) - k} more}})"])
+    lines += _pack(r"\textstyle\sum_a w_a =", bottom, " + ", end=f" = {num(den_i, 4)}")
     lines.append(rf"\Rightarrow\ \mu_i = \frac{{{num(num_i, 4)}}}{{{num(den_i, 4)}}} = {num(mu_i, 4)}")
     # sigma^2 and pi_good from every score, with the new means
     wa = q[:, 1]
@@ -321,18 +340,18 @@ def m_step_scores(data: Annotations, q: np.ndarray, item: int, prior: float = 0.
     mu = np.where(den > 0, nm / np.where(den > 0, den, 1.0), plain)
     ss = float((w_obs * (data.value - mu[data.item]) ** 2).sum())
     tot = float(w_obs.sum())
-    var = ss / tot if tot > 0 else float("nan")
-    lines.append(
-        rf"\sigma^2 = \frac{{{num(ss, 4)}}}{{{num(tot, 4)}}} = {num(var, 4)},\qquad \sigma = {num(math.sqrt(var), 4)}"
-        if tot > 0
-        else r"\sigma^2:\ \text{no weight on any score (every } w_a = 0\text{); the spread of all scores is kept}"
-    )
+    if tot > 0:
+        var = ss / tot
+        lines.append(rf"\sigma^2 = \frac{{{num(ss, 4)}}}{{{num(tot, 4)}}} = {num(var, 4)}")
+        lines.append(rf"\sigma = {num(math.sqrt(var), 4)}")
+    else:
+        lines.append(r"\sigma:\ \text{every } w_a = 0\text{; the spread of all scores is kept}")
     M = wa.shape[0]
     pi_new = num((wa.sum() + prior) / (M + 2 * prior), 4)
-    top = " + ".join(_f(v) for v in wa) if M <= ALL_TERMS else num(wa.sum(), 4)
-    if prior > 0:
-        top, bottom = rf"({top}) + {prior:g}", rf"{M} + {2 * prior:g}"
-    else:
-        bottom = str(M)
+    if M <= ALL_TERMS:
+        terms = [_f(v) for v in wa]
+        lines += _pack(r"\textstyle\sum_{a=1}^{M} w_a =", terms, " + ", end=f" = {num(wa.sum(), 4)}")
+    bottom = str(M) if prior <= 0 else f"{M} + {2 * prior:g}"
+    top = num(wa.sum(), 4) if prior <= 0 else f"{prior:g} + {num(wa.sum(), 4)}"
     lines.append(rf"\pi_{{good}} = \frac{{{top}}}{{{bottom}}} = {pi_new}")
     return lines

@@ -38,7 +38,9 @@ __all__ = [
     "prior_sweep_figure",
     "reliability_scatter",
     "restart_scatter",
+    "scores_vs_means",
     "sens_spec_scatter",
+    "wrap_title",
 ]
 
 COLOR_SCALE = "Blues"
@@ -70,10 +72,27 @@ def half_step_positions(kind: Sequence[str], iteration: Sequence[int]) -> np.nda
     return np.where(kind == "E", it + 0.5, it)
 
 
-def _layout(title: str, height: int, **extra) -> dict:
-    """A light layout without a template (templates cost ~10 ms per figure to build)."""
+def wrap_title(text: str, width: int = 36) -> str:
+    """``text`` broken at spaces into lines of at most ``width`` characters (joined by ``<br>``): plotly never
+    wraps a title, and a chart in a narrow column at 1024 px would cut it off."""
+    words, lines, cur = str(text).split(" "), [], ""
+    for w in words:
+        if cur and len(cur) + 1 + len(w) > width:
+            lines.append(cur)
+            cur = w
+        else:
+            cur = f"{cur} {w}" if cur else w
+    lines.append(cur)
+    return "<br>".join(lines)
+
+
+def _layout(title: str, height: int, *, title_width: int = 36, **extra) -> dict:
+    """A light layout without a template (templates cost ~10 ms per figure to build). Long titles wrap
+    (:func:`wrap_title`) and the top margin grows with their lines."""
+    text = wrap_title(title, title_width)
+    n_lines = text.count("<br>") + 1
     out = dict(
-        title=dict(text=title),
+        title=dict(text=text, font=dict(size=15)),
         height=height,
         margin=_MARGIN,
         paper_bgcolor="white",
@@ -81,6 +100,10 @@ def _layout(title: str, height: int, **extra) -> dict:
         font=dict(size=12),
     )
     out.update(extra)
+    if n_lines > 1:
+        margin = dict(out["margin"])
+        margin["t"] = max(margin.get("t", 50), 30 + 20 * n_lines)
+        out["margin"] = margin
     return out
 
 
@@ -340,7 +363,7 @@ def confusion_grid(
             anchor="y" + s,
             type="category",
             visible=used,
-            title=dict(text="true class" if r == rows - 1 or j + cols >= n else "", standoff=4),
+            title=dict(text="true class" if (r == rows - 1 or j + cols >= n) and c == 0 else "", standoff=4),
         )
         layout["yaxis" + s] = dict(
             domain=yd,
@@ -635,7 +658,7 @@ def sens_spec_scatter(
     beta: np.ndarray,
     worker_names: Sequence[str],
     *,
-    title: str = "Two-coin workers: sensitivity α vs specificity β",
+    title: str = "Two-coin workers: sensitivity α = P(says 1 | true 1) vs specificity β = P(says 0 | true 0)",
     height: int = 380,
 ) -> go.Figure:
     """Specificity beta (x) against sensitivity alpha (y), both on [0, 1]; the spammer line alpha + beta = 1.
@@ -685,8 +708,8 @@ def sens_spec_scatter(
                 yshift=10,
             )
         ],
-        xaxis=_axis(title=dict(text="specificity β = P(says 0 | true 0)", standoff=6), range=[-0.02, 1.02]),
-        yaxis=_axis(title=dict(text="sensitivity α = P(says 1 | true 1)"), range=[-0.02, 1.02]),
+        xaxis=_axis(title=dict(text="specificity β = P(0 | 0)", standoff=6), range=[-0.02, 1.02]),
+        yaxis=_axis(title=dict(text="sensitivity α = P(1 | 1)"), range=[-0.02, 1.02]),
     )
     return go.Figure(data=[trace], layout=layout)
 
@@ -847,6 +870,86 @@ def item_means_scatter(
     return go.Figure(data=traces, layout=layout)
 
 
+def scores_vs_means(
+    values: np.ndarray,
+    means: np.ndarray,
+    p_good: np.ndarray,
+    worker_names: Sequence[str],
+    *,
+    sigma: float,
+    title: str = "Every score against its item's mean μ_i",
+    height: int = 420,
+) -> go.Figure:
+    """The lecture model at a glance: one point per score, x = the item's estimated mean, y = the score, coloured
+    by the annotator's P(good) on a fixed [0, 1] scale (red = bad, blue = good). A good annotator's scores lie in
+    the band mu_i +- 2 sigma around the diagonal; a bad one's spread over the whole range.
+
+    ``values``, ``means``, ``p_good`` and ``worker_names``: one entry per score (the annotator's P(good) and
+    name repeated). Traces (``meta``): ``scores``, ``diagonal``, ``band`` (the +-2 sigma lines).
+    """
+    v = np.asarray(values, dtype=np.float64)
+    m = np.asarray(means, dtype=np.float64)
+    w = np.asarray(p_good, dtype=np.float64)
+    names = np.array([str(s) for s in worker_names], dtype=object)
+    if not (v.shape == m.shape == w.shape == names.shape):
+        raise ValueError(f"need one value, mean, P(good) and name per score: {v.shape}, {m.shape}, {w.shape}.")
+    lo = float(min(v.min(), m.min())) if v.size else 0.0
+    hi = float(max(v.max(), m.max())) if v.size else 1.0
+    line = [lo, hi]
+    traces = [
+        dict(
+            type="scattergl" if v.size > 3000 else "scatter",
+            x=m,
+            y=v,
+            mode="markers",
+            meta="scores",
+            name="scores",
+            text=names,
+            marker=dict(
+                size=7 if v.size <= 3000 else 4,
+                color=w,
+                cmin=0.0,
+                cmax=1.0,
+                colorscale="RdBu",
+                opacity=0.8,
+                line=dict(width=0.5, color="#444"),
+                colorbar=dict(title=dict(text="P(good)"), thickness=12),
+            ),
+            hovertemplate="%{text}<br>μ_i %{x:.3g}, score %{y:.3g}<br>P(good) %{marker.color:.3f}<extra></extra>",
+        ),
+        dict(
+            type="scatter",
+            x=line,
+            y=line,
+            mode="lines",
+            meta="diagonal",
+            name="score = μ_i",
+            line=dict(color="#444444", width=1.5),
+            hoverinfo="skip",
+        ),
+        dict(
+            type="scatter",
+            x=[lo, hi, None, lo, hi],
+            y=[lo + 2 * sigma, hi + 2 * sigma, None, lo - 2 * sigma, hi - 2 * sigma],
+            mode="lines",
+            meta="band",
+            name="μ_i ± 2σ (a good annotator)",
+            line=dict(color="#888888", width=1, dash="dash"),
+            hoverinfo="skip",
+        ),
+    ]
+    pad = 0.03 * (hi - lo or 1.0)
+    layout = _layout(
+        title,
+        height,
+        legend=LEGEND_BELOW,
+        margin=legend_margin(1),
+        xaxis=_axis(title=dict(text="estimated item mean μ_i", standoff=6), range=[lo - pad, hi + pad]),
+        yaxis=_axis(title=dict(text="score s_ia"), range=[lo - pad, hi + pad]),
+    )
+    return go.Figure(data=traces, layout=layout)
+
+
 # ---------------------------------------------------------------------------- the likelihood surface
 def objective_contour(
     xs: np.ndarray,
@@ -898,6 +1001,15 @@ def objective_contour(
         return [lo - pad, hi + pad]
 
     label_font = dict(size=16, color="black")
+    xr, yr = span(xs), span(ys)
+
+    def away(dx: float, dy: float) -> str:
+        """A text position on the side opposite to the direction (dx, dy) (in axis-range units)."""
+        dx, dy = dx / (xr[1] - xr[0]), dy / (yr[1] - yr[0])
+        return ("bottom" if dy > 0 else "top") + " " + ("left" if dx > 0 else "right")
+
+    start_pos = away(px[1] - px[0], py[1] - py[0]) if px.size > 1 else "top right"
+    end_pos = away(px[-2] - px[-1], py[-2] - py[-1]) if px.size > 1 else "bottom right"
     traces = [
         dict(
             type="contour",
@@ -935,8 +1047,9 @@ def objective_contour(
             mode="markers+text",
             meta="start",
             name="start",
+            showlegend=False,
             text=["start"],
-            textposition="top left",
+            textposition=start_pos,
             textfont=label_font,
             marker=dict(symbol="square", size=20, color="white", line=dict(width=3, color="black")),
             hovertemplate="start (%{x:.4g}, %{y:.4g})<extra></extra>",
@@ -948,8 +1061,9 @@ def objective_contour(
             mode="markers+text",
             meta="current",
             name=end_label,
+            showlegend=False,
             text=[end_label],
-            textposition="bottom right",
+            textposition=end_pos,
             textfont=label_font,
             marker=dict(symbol="circle-open", size=28, color=CURRENT_COLOR, line=dict(width=5)),
             hovertemplate=end_label + " (%{x:.4g}, %{y:.4g})<extra></extra>",
@@ -968,11 +1082,12 @@ def objective_contour(
     layout = _layout(
         title,
         height,
+        title_width=64,
         font=dict(size=14),
-        margin=legend_margin(),
+        margin=legend_margin(1),
         legend=LEGEND_BELOW,
-        xaxis=_axis(title=dict(text=x_title, standoff=6, font=dict(size=16)), range=span(xs)),
-        yaxis=_axis(title=dict(text=y_title, font=dict(size=16)), range=span(ys)),
+        xaxis=_axis(title=dict(text=x_title, standoff=6, font=dict(size=16)), range=xr),
+        yaxis=_axis(title=dict(text=y_title, font=dict(size=16)), range=yr),
     )
     return go.Figure(data=traces, layout=layout)
 

@@ -291,20 +291,19 @@ def _scores_workers(run: Run) -> None:
     rms = _rms_residual(data, p)
     truth = current_truth(data)
     good = None if truth is None else truth.get("good")
-    fig = plots.reliability_scatter(
-        rms,
-        snap.q[:, 1],
-        data.worker_names,
-        title="Annotators: P(good) vs how far their scores lie from μ",
-        y_title="P(good)",
-        x_title="RMS(s − μ) of the annotator's scores",
-        counts=False,
+    fig = plots.scores_vs_means(
+        data.value,
+        p.mu[data.item],
+        snap.q[data.worker, 1],
+        [data.worker_names[m] for m in data.worker],
+        sigma=p.sigma,
+        title=f"Every score against its item's mean μ_i (snapshot {snap.index})",
     )
     left, right = st.columns([3, 2])
-    left.plotly_chart(fig, key="stepper.reliability_chart")
+    left.plotly_chart(fig, key="stepper.scores_chart")
     left.caption(
-        f"A good annotator's scores scatter around μ_i with σ = {p.sigma:.4g}; a bad one's spread over the whole "
-        f"range [{p.low:g}, {p.high:g}]."
+        f"Colour: the annotator's P(good). A good annotator's scores lie around the diagonal, within ±2σ "
+        f"(σ = {p.sigma:.4g}, dashed); a bad one's spread over the whole range [{p.low:g}, {p.high:g}]."
     )
     order = np.argsort(snap.q[:, 1], kind="stable")
     table = {

@@ -110,7 +110,7 @@ def test_every_tab_renders_for_every_method(sample, method):
         assert len(heat["y"]) == min(panels.PAGE_SIZE, data.n_items)
 
     _tab(at, "Workers")
-    assert _chart(at, "stepper.reliability_chart") is not None
+    assert _chart(at, "stepper.scores_chart" if scores else "stepper.reliability_chart") is not None
     if method in ("ds", "one_coin", "two_coin"):
         grid = _chart(at, "stepper.confusion_chart")
         names = [a["text"] for a in grid["layout"]["annotations"]]

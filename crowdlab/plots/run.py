@@ -773,13 +773,15 @@ def annotator_bars(
     p_good: np.ndarray,
     worker_names: Sequence[str],
     *,
+    truth: np.ndarray | None = None,
     title: str = "P(annotator is good | scores)",
     height: int = 340,
 ) -> go.Figure:
     """One bar per annotator: the posterior probability of being a good annotator, fixed range [0, 1].
 
     The bar colour follows the same probability on a fixed [0, 1] scale (red = bad, blue = good); a dot on top
-    of every bar (trace ``p_good_dots``) keeps an annotator with P(good) near 0 visible.
+    of every bar (trace ``p_good_dots``) keeps an annotator with P(good) near 0 visible. ``truth`` (bool, True =
+    good), e.g. from a simulation, writes "good" / "bad" above every bar (trace ``truth``).
     """
     w = np.asarray(p_good, dtype=np.float64)
     names = [str(s) for s in worker_names]
@@ -805,15 +807,35 @@ def annotator_bars(
         marker=dict(color=w, cmin=0.0, cmax=1.0, colorscale="RdBu", size=8, line=dict(width=1, color="#444")),
         hoverinfo="skip",
     )
+    traces = [trace, dots]
+    top = 1.04
+    if truth is not None:
+        good = np.asarray(truth, dtype=bool)
+        if good.shape != w.shape:
+            raise ValueError(f"truth has shape {good.shape} for {w.size} annotators.")
+        traces.append(
+            dict(
+                type="scatter",
+                x=names,
+                y=np.full(w.size, 1.1),
+                mode="text",
+                meta="truth",
+                name="truth",
+                text=np.where(good, "good", "bad"),
+                textfont=dict(size=12, color=np.where(good, "#2166ac", "#b2182b").tolist()),
+                hovertemplate="%{x}: truly %{text}<extra>simulation</extra>",
+            )
+        )
+        top = 1.18
     layout = _layout(
         title,
         height,
         showlegend=False,
         xaxis=_axis(type="category", tickangle=-60 if len(names) > 12 else 0),
-        yaxis=_axis(range=[-0.04, 1.04], title=dict(text="P(good)")),
+        yaxis=_axis(range=[-0.04, top], title=dict(text="P(good)"), tickvals=[0, 0.2, 0.4, 0.6, 0.8, 1]),
         bargap=0.15,
     )
-    return go.Figure(data=[trace, dots], layout=layout)
+    return go.Figure(data=traces, layout=layout)
 
 
 def item_means_scatter(
@@ -1008,8 +1030,19 @@ def objective_contour(
         dx, dy = dx / (xr[1] - xr[0]), dy / (yr[1] - yr[0])
         return ("bottom" if dy > 0 else "top") + " " + ("left" if dx > 0 else "right")
 
+    def inside(pos: str, x: float, y: float, label: str) -> str:
+        """Keep a label on the side of its point that faces the middle of the plot when the point is too near
+        an edge for the label (about 2 % of the plot's width per character) to fit there."""
+        v, h = pos.split(" ")
+        fx, fy = (x - xr[0]) / (xr[1] - xr[0]), (y - yr[0]) / (yr[1] - yr[0])
+        room = min(0.4, 0.022 * len(label) + 0.03)
+        h = "right" if fx < room else "left" if fx > 1 - room else h
+        v = "top" if fy < 0.15 else "bottom" if fy > 0.85 else v
+        return f"{v} {h}"
+
     start_pos = away(px[1] - px[0], py[1] - py[0]) if px.size > 1 else "top right"
     end_pos = away(px[-2] - px[-1], py[-2] - py[-1]) if px.size > 1 else "bottom right"
+    start_pos, end_pos = inside(start_pos, px[0], py[0], "start"), inside(end_pos, px[-1], py[-1], end_label)
     traces = [
         dict(
             type="contour",
@@ -1051,6 +1084,7 @@ def objective_contour(
             text=["start"],
             textposition=start_pos,
             textfont=label_font,
+            cliponaxis=False,
             marker=dict(symbol="square", size=20, color="white", line=dict(width=3, color="black")),
             hovertemplate="start (%{x:.4g}, %{y:.4g})<extra></extra>",
         ),
@@ -1065,6 +1099,7 @@ def objective_contour(
             text=[end_label],
             textposition=end_pos,
             textfont=label_font,
+            cliponaxis=False,
             marker=dict(symbol="circle-open", size=28, color=CURRENT_COLOR, line=dict(width=5)),
             hovertemplate=end_label + " (%{x:.4g}, %{y:.4g})<extra></extra>",
         ),

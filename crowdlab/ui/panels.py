@@ -237,15 +237,17 @@ def _scores_posterior(run: Run) -> None:
     left, right = st.columns(2)
     with left:
         order = np.argsort(snap.q[:, 1], kind="stable")
-        names = [data.worker_names[m] for m in order]
-        if good is not None:  # the simulation's truth in the tick labels: "A3 (bad)"
-            names = [f"{n} ({'good' if good[m] else 'bad'})" for n, m in zip(names, order)]
-        fig = plots.annotator_bars(snap.q[order, 1], names, title=f"P(annotator is good) at snapshot {snap.index}")
+        fig = plots.annotator_bars(
+            snap.q[order, 1],
+            [data.worker_names[m] for m in order],
+            truth=None if good is None else good[order],
+            title=f"P(annotator is good) at snapshot {snap.index}",
+        )
         st.plotly_chart(fig, key="stepper.annotator_chart")
         st.caption(
             "The posterior of the scores model is one number per annotator: P(good | their scores); "
             "the least trusted annotators first."
-            + (" In brackets: the simulation's truth." if good is not None else "")
+            + (" Above the bars: what the simulation drew (good or bad)." if good is not None else "")
         )
     with right:
         params: ScoreParams = snap.params
@@ -328,44 +330,47 @@ def _scores_workers(run: Run) -> None:
 
 
 def _truth_workers(data, params: ClassParams, truth: dict, picked: list[int]) -> None:
-    """A simulation's worker types and true confusion matrices next to the estimated ones."""
+    """A simulation's worker types and true confusion matrices beside the estimated ones (each picked worker's
+    estimate, then its truth, side by side)."""
     gamma = truth["gamma"]
     acc_true = np.diagonal(gamma, axis1=1, axis2=2) @ truth["pi"]
     acc_est = params.worker_accuracy()
     order = by_activity(data)
     st.markdown("**The simulation's truth** (the crowd was drawn from these)")
-    left, right = st.columns([3, 2])
+    left, right = st.columns([1, 1] if data.n_classes > 2 else [3, 2])
     with left:
         if picked:
+            shown = picked[: MAX_WORKERS // 2]
+            pairs = np.stack([g for m in shown for g in (params.gamma[m], gamma[m])])
+            names = [f"{data.worker_names[m]}: {side}" for m in shown for side in ("estimate", "truth")]
             fig = plots.confusion_grid(
-                gamma,
-                data.worker_names,
+                pairs,
+                names,
                 data.class_names,
                 max_workers=MAX_WORKERS,
-                workers=picked,
-                cols=4 if data.n_classes <= 2 else 3,
-                title="True confusion matrices Γ_m (columns: true class, rows: worker says)",
+                cols=4 if data.n_classes <= 2 else 2,
+                title="Estimated and true Γ_m side by side (columns: true class)",
             )
             st.plotly_chart(fig, key="stepper.true_confusion_chart")
     with right:
         st.dataframe(
             {
                 "worker": [data.worker_names[m] for m in order],
-                "true type": [truth["worker_types"][m] for m in order],
-                "true accuracy": acc_true[order],
-                "estimated accuracy": acc_est[order],
+                "type": [truth["worker_types"][m] for m in order],
+                "true acc.": acc_true[order],
+                "est. acc.": acc_est[order],
             },
             hide_index=True,
             key="stepper.truth_table",
             column_config={
-                "true accuracy": st.column_config.NumberColumn(format="%.3f"),
-                "estimated accuracy": st.column_config.NumberColumn(format="%.3f"),
+                "true acc.": st.column_config.NumberColumn(format="%.3f"),
+                "est. acc.": st.column_config.NumberColumn(format="%.3f"),
             },
         )
         err = float(np.abs(np.asarray(gamma) - params.gamma).sum(axis=1).mean() / 2)
         st.caption(
             f"Mean distance between true and estimated confusion columns (total variation): {err:.3f}. "
-            "Accuracy = Σ_k π_k Γ_m(k, k) under each one's own class prior."
+            "Accuracy = Σ_k π_k Γ_m(k, k), each under its own class prior (true π, estimated π)."
         )
 
 

@@ -8,8 +8,6 @@ the estimates; the reliability chart never stacks every worker on one x.
 
 from __future__ import annotations
 
-import json
-
 import numpy as np
 import pytest
 from streamlit.testing.v1 import AppTest
@@ -100,8 +98,9 @@ def test_simulated_scores_show_which_annotators_are_good():
     expect = {n: "good" if g else "bad" for n, g in zip(names, truth)}
     assert dict(zip(table["annotator"], table["truth"])) == expect
     _tab(at, "Posterior")
-    ticks = json.dumps(_chart(at, "stepper.annotator_chart")["data"][0]["x"])
-    assert "(good)" in ticks and "(bad)" in ticks
+    spec = _chart(at, "stepper.annotator_chart")
+    bars, said = _trace(spec, "p_good"), _trace(spec, "truth")
+    assert dict(zip(bars["x"], said["text"])) == expect
     _tab(at, "Class priors")
     assert any(m.label.startswith("Truth") for m in at.metric)
 
@@ -115,10 +114,13 @@ def test_simulated_crowd_shows_true_types_and_confusion_matrices():
     assert held[0] == at.session_state[state.DATA_ID]
     true_grid = _chart(at, "stepper.true_confusion_chart")
     picked = at.multiselect(key=panels.W_WORKERS).value
-    z = _arr(true_grid["data"][0]["z"])
-    np.testing.assert_allclose(z, held[1]["gamma"][picked[0]])
-    table = _frame(at, "true type")
-    assert set(table["true type"]) <= {"expert", "novice", "spammer", "adversary"}
+    est, true = _arr(true_grid["data"][0]["z"]), _arr(true_grid["data"][1]["z"])  # side by side
+    np.testing.assert_allclose(true, held[1]["gamma"][picked[0]])
+    np.testing.assert_allclose(est, _run(at).current.params.gamma[picked[0]])
+    names = [a["text"] for a in true_grid["layout"]["annotations"]]
+    assert names[:2] == [f"{_run(at).data.worker_names[picked[0]]}: {s}" for s in ("estimate", "truth")]
+    table = _frame(at, "type")
+    assert set(table["type"]) <= {"expert", "novice", "spammer", "adversary"}
     _tab(at, "Posterior")
     heat = _chart(at, "stepper.posterior_chart")
     assert any(t.get("meta") == "gold_agrees" and t["x"][0] == "truth" for t in heat["data"])

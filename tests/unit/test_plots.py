@@ -344,17 +344,20 @@ def test_prior_sweep_figure_unit_axis_and_objective_on_the_right():
 
 # ---------------------------------------------------------------------------- projector readability
 def test_objective_contour_spans_any_grid_and_labels_the_start_and_end():
-    xs = np.linspace(0.02, 0.4, 9)  # e.g. sigma of the scores model: not a probability
+    xs = np.linspace(0.02, 0.6, 9)  # e.g. sigma of the scores model: not a probability
     ys = np.linspace(0.005, 0.995, 11)
-    Z = -((xs[None, :] - 0.1) ** 2) * 500 - (ys[:, None] - 0.6) ** 2 * 10
-    fig = plots.objective_contour(xs, ys, Z, [0.3, 0.15, 0.1], [0.5, 0.58, 0.6], end_label="end (converged)")
-    assert fig.layout.xaxis.range[0] < 0.02 < 0.4 < fig.layout.xaxis.range[1] < 0.5
+    Z = -((xs[None, :] - 0.25) ** 2) * 500 - (ys[:, None] - 0.6) ** 2 * 10
+    fig = plots.objective_contour(xs, ys, Z, [0.4, 0.3, 0.25], [0.5, 0.58, 0.6], end_label="end (converged)")
+    assert fig.layout.xaxis.range[0] < 0.02 < 0.6 < fig.layout.xaxis.range[1] < 0.7
     assert tuple(fig.layout.yaxis.range) == (-0.02, 1.02)
     start, end, path = _by_meta(fig, "start"), _by_meta(fig, "current"), _by_meta(fig, "path")
     assert list(start.text) == ["start"] and list(end.text) == ["end (converged)"]
     assert path.line.width >= 4 and path.marker.size >= 12 and end.marker.size >= 24  # reads on a projector
     # the labels sit on the side away from the path: it leaves the start to the left, so "start" is on the right
     assert start.textposition.endswith("right") and end.textposition.endswith("left")
+    # ... unless that side is too near the edge for the label: then it faces the middle of the plot
+    fig = plots.objective_contour(xs, ys, Z, [0.4, 0.1, 0.03], [0.5, 0.58, 0.6], end_label="end (converged)")
+    assert _by_meta(fig, "current").textposition.endswith("right") and _by_meta(fig, "current").cliponaxis is False
 
 
 def test_scores_vs_means_colours_by_p_good_with_the_two_sigma_band():

@@ -99,6 +99,8 @@ def _layout(title: str, height: int, *, title_width: int = 36, **extra) -> dict:
         plot_bgcolor="white",
         font=dict(size=12),
     )
+    if (extra.get("legend") or {}).get("yref") == "container" and "margin" not in extra:
+        extra["margin"] = legend_margin()  # room under the x axis title for a LEGEND_BELOW
     out.update(extra)
     if n_lines > 1:
         margin = dict(out["margin"])

@@ -147,7 +147,7 @@ def label_switch_notice(run: Run) -> None:
         "**Label switching: this run sits at a mirror image of the sensible optimum.** EM's objective does not "
         "change when the classes are renamed, so EM can converge to an optimum where every class means another; "
         f"{evidence}. Restart from majority vote, or read the classes through the renaming.",
-        icon="🔁",
+        icon=":material/swap_horiz:",
     )
 
 

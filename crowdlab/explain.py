@@ -305,9 +305,12 @@ def e_step_scores(data: Annotations, p: ScoreParams, annotator: int) -> list[str
     ]
 
 
-def m_step_scores(data: Annotations, q: np.ndarray, item: int, prior: float = 0.0) -> list[str]:
+def m_step_scores(
+    data: Annotations, q: np.ndarray, item: int, prior: float = 0.0, sigma_floor: float = 0.0
+) -> list[str]:
     """M-step (the EM lecture on bad annotators): mu_i for item i with every term when there are few scorers,
-    then sigma^2 and pi_good from all scores, each with its numbers (``prior``: the Beta prior's strength s)."""
+    then sigma^2 and pi_good from all scores, each with its numbers (``prior``: the Beta prior's strength s;
+    ``sigma_floor``: the model's lower guard on sigma, shown when it applies)."""
     obs = np.flatnonzero(data.item == item)
     w, s = q[data.worker[obs], 1], data.value[obs]
     num_i, den_i = float((w * s).sum()), float(w.sum())
@@ -343,7 +346,13 @@ def m_step_scores(data: Annotations, q: np.ndarray, item: int, prior: float = 0.
     if tot > 0:
         var = ss / tot
         lines.append(rf"\sigma^2 = \frac{{{num(ss, 4)}}}{{{num(tot, 4)}}} = {num(var, 4)}")
-        lines.append(rf"\sigma = {num(math.sqrt(var), 4)}")
+        sd = math.sqrt(var)
+        if sd < sigma_floor:
+            lines.append(
+                rf"\sigma = \max({num(sd, 4)},\ {num(sigma_floor, 4)}) = {num(sigma_floor, 4)}\ \text{{(the floor)}}"
+            )
+        else:
+            lines.append(rf"\sigma = {num(sd, 4)}")
     else:
         lines.append(r"\sigma:\ \text{every } w_a = 0\text{; the spread of all scores is kept}")
     M = wa.shape[0]

@@ -465,6 +465,10 @@ def class_prior_panel(run: Run) -> None:
         cols = st.columns(3 if truth is not None and "good" in truth else 2)
         cols[0].metric("π_good", f"{p.pi_good:.3f}")
         cols[1].metric("σ (good annotators' noise)", f"{p.sigma:.4g}")
+        st.caption(
+            f"A bad annotator's scores are uniform on [{p.low:g}, {p.high:g}] ({explain.range_note(p)}): "
+            f"density {1 / (p.high - p.low):.4g}."
+        )
         if len(cols) == 3:
             cols[2].metric("Truth: share good, σ", f"{truth['good'].mean():.3f}, {truth['sigma']:.4g}", border=False)
         return
@@ -540,7 +544,10 @@ def explain_panel(run: Run) -> None:
 
     def m_lines(q) -> list[str]:
         if scores:
-            return explain.m_step_scores(data, q, int(item), prior=getattr(run.model, "prior", 0.0))
+            lo, hi = run.model._range(data)
+            return explain.m_step_scores(
+                data, q, int(item), prior=getattr(run.model, "prior", 0.0), sigma_floor=run.model._sigma_min(lo, hi)
+            )
         return explain.m_step_classes(data, q, int(worker), key)
 
     e_unit = f"annotator **{data.worker_names[worker]}**" if scores else f"item **{data.item_names[item]}**"

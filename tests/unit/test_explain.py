@@ -147,3 +147,12 @@ def test_bad_annotator_density_follows_the_lecture_unless_the_data_say_otherwise
     model = GoodBadScores(score_range=(0.0, 2.0))
     q, p = model.all_good(inside)
     assert (p.low, p.high) == (0.0, 2.0)
+
+
+def test_sigma_floor_is_shown_when_it_applies():
+    same = _scores([0.5, 0.5, 0.5, 0.2, 0.2, 0.2], ["a", "b"])  # every annotator agrees: the spread is 0
+    run = cl.fit(same, "scores")
+    assert run.params.sigma == pytest.approx(1e-3)
+    lines = explain.m_step_scores(same, run.posterior, 0, sigma_floor=1e-3)
+    assert r"\sigma = \max(0,\ 0.001) = 0.001\ \text{(the floor)}" in lines
+    assert not any("floor" in x for x in explain.m_step_scores(same, run.posterior, 0))

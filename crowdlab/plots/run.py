@@ -21,6 +21,8 @@ from collections.abc import Mapping, Sequence
 import numpy as np
 import plotly.graph_objects as go
 
+from crowdlab import safe
+
 __all__ = [
     "COLOR_SCALE",
     "parse_rect_path",
@@ -914,7 +916,7 @@ def scores_vs_means(
     v = np.asarray(values, dtype=np.float64)
     m = np.asarray(means, dtype=np.float64)
     w = np.asarray(p_good, dtype=np.float64)
-    names = np.array([str(s) for s in worker_names], dtype=object)
+    names = np.array(safe.html_all(worker_names), dtype=object)  # user-supplied: text, never markup
     if not (v.shape == m.shape == w.shape == names.shape):
         raise ValueError(f"need one value, mean, P(good) and name per score: {v.shape}, {m.shape}, {w.shape}.")
     lo = float(min(v.min(), m.min())) if v.size else 0.0

@@ -369,6 +369,8 @@ def test_scores_vs_means_colours_by_p_good_with_the_two_sigma_band():
     assert (pts.marker.cmin, pts.marker.cmax) == (0.0, 1.0) and list(pts.marker.color) == [1.0, 0.0, 1.0]
     band = _by_meta(fig, "band")
     assert band.y[0] == pytest.approx(0.2 + 0.1) and band.y[3] == pytest.approx(0.2 - 0.1)
+    fig = plots.scores_vs_means(np.zeros(1), np.zeros(1), np.ones(1), ["<b>x</b>"], sigma=1.0)
+    assert list(_by_meta(fig, "scores").text) == ["&lt;b&gt;x&lt;/b&gt;"]  # a name is text, never markup
     with pytest.raises(ValueError, match="one value"):
         plots.scores_vs_means(np.zeros(2), np.zeros(3), np.zeros(3), ["a"] * 3, sigma=1.0)
 

@@ -9,6 +9,11 @@ objective evaluations) is computed once per (parameters, coordinates) and kept i
 View choices (order, page, picked item and worker, coordinates, the open tab) are widgets whose values are
 copied to plain keys ``view.<name>`` (:func:`state.on_view_widget`) and written back before the widget is drawn,
 so they survive a switch of tab or page; a choice that no longer fits the data falls back to its default.
+
+Above the tabs, a run that converged to a relabelled (mirror) optimum is called out with the evidence
+(:func:`crowdlab.sweep.label_switch`). A dataset simulated on the Data page brings its truth along
+(:func:`remember_truth`, plain key ``data.truth``): worker types and true confusion matrices beside the estimated
+ones, good/bad annotators above P(good), "truth" instead of "gold" on the posterior view.
 """
 
 from __future__ import annotations

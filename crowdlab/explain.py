@@ -1,11 +1,18 @@
 """ "What just happened": the E-step and M-step formulas of each model, with the current numbers filled in.
 
-Each function returns a list of LaTeX lines (for ``st.latex``): the general formula with the seed's symbols,
-then the same formula evaluated for the item or worker the user picked. Only the first few factors of long
-products are written out; the rest are summarised, and the printed result is the exact one.
+Each function returns a list of LaTeX lines (one ``st.latex`` each): the general formula with the papers' symbols,
+then the same formula evaluated for the item or worker the user picked. KaTeX display math does not wrap, so every
+line is kept narrow enough for a 1024 x 768 projector: at most :data:`MAX_WIDTH` characters as estimated by
+:func:`visible_width` (about 500 px, the narrowest box the lines are shown in with the sidebar open). Long
+formulas are split over several lines, long sums and products are written out as far as they fit with the rest
+counted ("(35 more)"), and the printed result is always the exact one. Small and large numbers are written as
+``2.91 \\times 10^{-15}``, never ``2.91e-15``.
 """
 
 from __future__ import annotations
+
+import math
+import re
 
 import numpy as np
 
@@ -14,14 +21,35 @@ from crowdlab.data import Annotations
 from crowdlab.models.base import softmax_rows
 from crowdlab.models.dawid_skene import class_log_joint
 from crowdlab.models.params import ClassParams
-from crowdlab.models.scores import ScoreParams
+from crowdlab.models.scores import ScoreParams, range_note
 
-SHOW = 4  # factors written out before "... (n more)"
+SHOW = 4  # at most this many factors of a long product are written out before "(n more)"
+ALL_TERMS = 8  # a sum with at most this many terms (a weighted mean over few scorers) is written out in full
+MAX_WIDTH = 56  # estimated characters per line: about 500 px of KaTeX at Streamlit's size (8.6-9 px each), so a
+# line fits the narrowest place it is shown at 1024 x 768 (the next half-step's expander beside the sidebar)
+
+
+# ---------------------------------------------------------------------------- numbers and names
+def num(x: float, digits: int = 3) -> str:
+    """``x`` with ``digits`` significant digits as LaTeX; exponents as ``m \\times 10^{e}`` (never ``e-15``).
+
+    Magnitudes below 1e-300 (the log floor of the models) print as 0.
+    """
+    x = float(x)
+    if not math.isfinite(x):
+        return r"\infty" if x > 0 else (r"-\infty" if x < 0 else r"\text{NaN}")
+    if abs(x) < 1e-300:
+        return "0"
+    s = f"{x:.{digits}g}"
+    if "e" not in s:
+        return s
+    mant, exp = s.split("e")
+    return rf"{mant} \times 10^{{{int(exp)}}}"
 
 
 def _f(x: float) -> str:
-    """3 significant digits; magnitudes below 1e-12 (the log floor of the models) print as 0."""
-    return "0" if abs(x) < 1e-12 else f"{x:.3g}"
+    """3 significant digits (see :func:`num`)."""
+    return num(x, 3)
 
 
 def _name(s: str) -> str:
@@ -29,47 +57,178 @@ def _name(s: str) -> str:
     return safe.tex(safe.shorten(s, 24))
 
 
-def _product(factors: list[str]) -> str:
-    if not factors:
-        return "1"
-    shown = " \\cdot ".join(factors[:SHOW])
-    if len(factors) > SHOW:
-        shown += f" \\cdots (\\text{{{len(factors) - SHOW} more}})"
-    return shown
+# ---------------------------------------------------------------------------- line width
+_SYMBOL_WIDTH = {
+    "quad": 2.0,
+    "qquad": 4.0,
+    ",": 0.3,
+    ";": 0.5,
+    ":": 0.4,
+    " ": 0.5,
+    "!": -0.3,
+    "cdots": 3.0,
+    "ldots": 3.0,
+    "Rightarrow": 2.5,
+    "prod": 2.0,
+    "sum": 2.0,
+    "times": 2.4,
+    "cdot": 1.5,
+    "approx": 2.0,
+    "le": 2.0,
+    "ge": 2.0,
+    "in": 2.0,
+    "mapsto": 2.5,
+    "to": 2.5,
+    "left": 0.0,
+    "right": 0.0,
+    "big": 0.0,
+    "Big": 0.0,
+    "mathcal": 0.0,
+    "mathrm": 0.0,
+    "boldsymbol": 0.0,
+}
+_SPACED = {"=": 2.0, "+": 2.0, "-": 1.6, "<": 2.0, ">": 2.0, ",": 1.3}
 
 
+def _group(s: str, i: int) -> tuple[str, int]:
+    """The brace group starting at s[i] == '{' (its content) and the index after it; a single token otherwise."""
+    while i < len(s) and s[i] == " ":
+        i += 1
+    if i >= len(s):
+        return "", i
+    if s[i] != "{":
+        if s[i] == "\\":
+            m = re.match(r"\\([A-Za-z]+|.)", s[i:])
+            return m.group(0), i + len(m.group(0))
+        return s[i], i + 1
+    depth, j = 0, i
+    while j < len(s):
+        if s[j] == "\\":
+            j += 2
+            continue
+        if s[j] == "{":
+            depth += 1
+        elif s[j] == "}":
+            depth -= 1
+            if depth == 0:
+                return s[i + 1 : j], j + 1
+        j += 1
+    return s[i + 1 :], len(s)
+
+
+def visible_width(latex: str) -> float:
+    """An estimate of the rendered width of a KaTeX line in characters of the main font (measured in Chromium:
+    about 8.6 px each at Streamlit's ``st.latex`` size): text and digits count one each, fractions their wider
+    part, sub- and superscripts 0.7, binary operators and relations their spacing, layout commands nothing."""
+    width, i, s = 0.0, 0, latex
+    while i < len(s):
+        c = s[i]
+        if c == "\\":
+            m = re.match(r"\\([A-Za-z]+|.)", s[i:])
+            cmd = m.group(1)
+            i += len(m.group(0))
+            if cmd == "frac":
+                a, i = _group(s, i)
+                b, i = _group(s, i)
+                width += max(visible_width(a), visible_width(b)) + 0.5
+            elif cmd in ("text", "textbf", "textit", "operatorname"):
+                a, i = _group(s, i)
+                width += len(re.sub(r"\\textbackslash\{\}|\\textasciicircum\{\}|\\textasciitilde\{\}", "x", a)) - (
+                    a.count("\\") - len(re.findall(r"\\text[a-z]+\{\}", a))
+                )
+            elif cmd in ("mathcal", "mathrm", "boldsymbol", "sqrt"):
+                a, i = _group(s, i)
+                width += visible_width(a) + (1.0 if cmd == "sqrt" else 0.0)
+            elif cmd in ("begin", "end"):
+                _, i = _group(s, i)
+            else:
+                width += _SYMBOL_WIDTH.get(cmd, 1.0)
+        elif c in "^_":
+            a, i = _group(s, i + 1)
+            width += 0.75 * visible_width(a)
+        elif c == "{" or c == "}":
+            i += 1
+        elif c == " " or c == "&":
+            i += 1
+        else:
+            width += _SPACED.get(c, 1.0)
+            i += 1
+    return width
+
+
+def _fits(line: str) -> bool:
+    return visible_width(line) <= MAX_WIDTH
+
+
+def _pack(first: str, terms: list[str], joiner: str, end: str = "", cont: str = r"\quad") -> list[str]:
+    """``first`` then every term joined with ``joiner``, as many per line as fit, then ``end``; a continuation
+    line starts with ``cont`` and the joiner. ``end`` (e.g. ``" = 0.42"``) goes on a line of its own when it
+    does not fit on the last one."""
+    lines, cur = [], first
+    for j, t in enumerate(terms):
+        glue = ("" if first.endswith("(") else " ") if j == 0 else joiner
+        cand = cur + glue + t
+        if j > 0 and not _fits(cand):
+            lines.append(cur + joiner.rstrip())
+            cur = f"{cont} {t}"
+        else:
+            cur = cand
+    if end:
+        if _fits(cur + end):
+            cur += end
+        else:
+            lines.append(cur)
+            cur = r"\qquad" + end
+    lines.append(cur)
+    return lines
+
+
+def _product_line(head: str, factors: list[str], result: str) -> list[str]:
+    """``head`` times the first factors (at most :data:`SHOW`, as many as fit) with "(n more)", then
+    ``= result``, on one line when it fits, else the result on the next."""
+    more = lambda n: rf" \cdots (\text{{{n} more}})" if n else ""  # noqa: E731
+    shown = 1 if factors else 0
+    while shown < min(len(factors), SHOW):
+        cand = head + r" \cdot ".join(factors[: shown + 1]) + more(len(factors) - shown - 1)
+        if not _fits(cand):
+            break
+        shown += 1
+    line = head + (r" \cdot ".join(factors[:shown]) if factors else "1") + more(len(factors) - shown)
+    end = f" = {result}"
+    return [line + end] if _fits(line + end) else [line, r"\qquad" + end]
+
+
+# ---------------------------------------------------------------------------- class models
 def e_step_classes(data: Annotations, params: ClassParams, item: int, model_key: str = "ds") -> list[str]:
-    """E-step for item n (seed 003 eq. (9); seed 000's mu_i for two-coin): q_nk from pi and Gamma."""
+    """E-step for item n (Traganitis & Giannakis eq. (9); Raykar et al. 2010's mu_i for two-coin): q_nk from pi
+    and Gamma. Per class: the prior, the first few factors Gamma_m(f_m(x_n), k), the product."""
     K = data.n_classes
     obs = np.flatnonzero(data.item == item)
     q = softmax_rows(class_log_joint(data, params.pi, params.gamma)[item : item + 1])[0]
     if model_key == "two_coin":
         lines = [
-            r"\mu_i = \frac{a_i\,p}{a_i\,p + b_i\,(1-p)},\quad a_i = \prod_j \alpha_j^{y_{ij}}(1-\alpha_j)^{1-y_{ij}},"
-            r"\quad b_i = \prod_j \beta_j^{1-y_{ij}}(1-\beta_j)^{y_{ij}}"
+            r"\mu_i = \frac{a_i\,p}{a_i\,p + b_i\,(1-p)}",
+            r"a_i = \prod_j \alpha_j^{y_{ij}}(1-\alpha_j)^{1-y_{ij}}",
+            r"b_i = \prod_j \beta_j^{1-y_{ij}}(1-\beta_j)^{y_{ij}}",
         ]
     else:
         lines = [
             r"q_{nk} = \frac{\pi_k \prod_{m} \Gamma_m(f_m(x_n), k)}"
             r"{\sum_{k'} \pi_{k'} \prod_{m} \Gamma_m(f_m(x_n), k')}"
         ]
-    iname = _name(data.item_names[item])
-    terms = []
+    lines.append(rf"\text{{item {_name(data.item_names[item])}}}\ ({len(obs)}\ \text{{labels}}):")
     for k in range(K):
-        factors = [_f(params.gamma[data.worker[j], data.label[j], k]) for j in obs]
-        unnorm = params.pi[k] * np.prod(params.gamma[data.worker[obs], data.label[obs], k])
-        terms.append(
-            rf"\text{{class {_name(data.class_names[k])}}}:\ {_f(params.pi[k])} \cdot {_product(factors)}"
-            rf" = {unnorm:.3e}"
-        )
-    lines.append(rf"\text{{item {iname}}}\ ({len(obs)}\ \text{{labels}}):")
-    lines.extend(terms)
-    lines.append(r"\Rightarrow\ q = (" + ",\\ ".join(_f(v) for v in q) + ")")
+        g = params.gamma[data.worker[obs], data.label[obs], k]
+        log_un = float(np.log(max(params.pi[k], 1e-300)) + np.sum(np.log(np.maximum(g, 1e-300))))
+        head = rf"\text{{class {_name(data.class_names[k])}}}:\ {_f(params.pi[k])} \cdot "
+        lines += _product_line(head, [_f(v) for v in g], num(math.exp(log_un) if log_un > -700 else 0.0, 4))
+    lines += _pack(r"\Rightarrow\ q = (", [_f(v) for v in q], r",\ ", end=")")
     return lines
 
 
 def m_step_classes(data: Annotations, q: np.ndarray, worker: int, model_key: str = "ds") -> list[str]:
-    """M-step for worker m (seed 003 eq. (11); one-coin theta; two-coin alpha/beta of seed 000)."""
+    """M-step for worker m (Traganitis & Giannakis eq. (11); one-coin theta; Raykar et al. 2010's alpha and
+    beta for two-coin), the expected counts written out as fractions."""
     K = data.n_classes
     obs = np.flatnonzero(data.worker == worker)
     counts = np.zeros((K, K))
@@ -88,50 +247,123 @@ def m_step_classes(data: Annotations, q: np.ndarray, worker: int, model_key: str
         return [
             r"\alpha_j = \frac{\sum_i \mu_i y_{ij}}{\sum_i \mu_i},\qquad"
             r" \beta_j = \frac{\sum_i (1-\mu_i)(1-y_{ij})}{\sum_i (1-\mu_i)}",
-            rf"\text{{worker {wname}}}:\ \alpha = \frac{{{_f(counts[1, 1])}}}{{{_f(col[1])}}} = {_f(a)},\quad"
+            rf"\text{{worker {wname}}}:",
+            rf"\alpha = \frac{{{_f(counts[1, 1])}}}{{{_f(col[1])}}} = {_f(a)},\qquad"
             rf" \beta = \frac{{{_f(counts[0, 0])}}}{{{_f(col[0])}}} = {_f(b)}",
         ]
     lines = [r"\Gamma_m(k', k) = \frac{\sum_n q_{nk}\, I(f_m(x_n) = k')}{\sum_{k''} \sum_n q_{nk}\, I(f_m(x_n) = k'')}"]
     lines.append(rf"\text{{worker {wname}}}\ ({len(obs)}\ \text{{labels}}),\ \text{{column = true class}}:")
-    for k in range(min(K, 6)):
-        entries = ",\\ ".join(rf"\frac{{{_f(counts[kp, k])}}}{{{_f(col[k])}}}" for kp in range(min(K, 6)))
-        lines.append(rf"\Gamma(\cdot, \text{{{_name(data.class_names[k])}}}) = ({entries})")
+    shown = min(K, 6)
+    for k in range(shown):
+        entries = [rf"\frac{{{_f(counts[kp, k])}}}{{{_f(col[k])}}}" for kp in range(shown)]
+        head = rf"\Gamma(\cdot, \text{{{_name(data.class_names[k])}}}) = ("
+        lines += _pack(head, entries, r",\ ", end=r",\ \ldots)" if K > shown else ")")
+    if K > shown:
+        lines.append(rf"\text{{(the first {shown} of {K} classes)}}")
     return lines
 
 
+# ---------------------------------------------------------------------------- the lecture's scores model
+def _bad_density(p: ScoreParams) -> str:
+    return num(1.0 / (p.high - p.low), 3)
+
+
 def e_step_scores(data: Annotations, p: ScoreParams, annotator: int) -> list[str]:
-    """E-step for annotator a (seed 004): w_a = P(good | scores)."""
+    """E-step for annotator a (the EM lecture on bad annotators): w_a = P(good | their scores), with pi_good,
+    sigma and the bad-annotator density as numbers, and the two log-terms that are compared."""
     obs = np.flatnonzero(data.worker == annotator)
     s, mu = data.value[obs], p.mu[data.item[obs]]
-    log_good = float(np.sum(-0.5 * ((s - mu) / p.sigma) ** 2 - np.log(p.sigma) - 0.5 * np.log(2 * np.pi)))
-    log_bad = -len(obs) * np.log(p.high - p.low)
-    lg = np.log(max(p.pi_good, 1e-300)) + log_good
-    lb = np.log(max(1 - p.pi_good, 1e-300)) + log_bad
+    logn = -0.5 * ((s - mu) / p.sigma) ** 2 - np.log(p.sigma) - 0.5 * np.log(2 * np.pi)
+    log_good = float(np.sum(logn))
+    log_bad = -len(obs) * float(np.log(p.high - p.low))
+    lg = float(np.log(max(p.pi_good, 1e-300))) + log_good
+    lb = float(np.log(max(1 - p.pi_good, 1e-300))) + log_bad
     w = 1.0 / (1.0 + np.exp(np.clip(lb - lg, -700, 700)))
-    factors = [rf"\mathcal{{N}}({_f(a)}; {_f(b)}, {_f(p.sigma)})" for a, b in zip(s, mu)]
     name = _name(data.worker_names[annotator])
+    dens = _bad_density(p)
+    terms = [rf"\log \mathcal{{N}}({_f(a)}; {_f(b)}, {_f(p.sigma)})" for a, b in zip(s, mu)]
+    shown = 1
+    head = rf"\log G_a = \log {_f(p.pi_good)} + "
+    while shown < min(len(terms), SHOW) and _fits(
+        head + " + ".join(terms[: shown + 1]) + rf" + \cdots (\text{{{len(terms) - shown - 1} more}})"
+    ):
+        shown += 1
+    line = head + " + ".join(terms[:shown])
+    if len(terms) > shown:
+        line += rf" + \cdots (\text{{{len(terms) - shown} more}})"
     return [
-        r"w_a = \frac{\pi_{good} \prod_i \mathcal{N}(s_{ia}; \mu_i, \sigma)}"
-        r"{\pi_{good} \prod_i \mathcal{N}(s_{ia}; \mu_i, \sigma) + (1-\pi_{good}) \prod_i \frac{1}{high-low}}",
-        rf"\text{{annotator {name}}}\ ({len(obs)}\ \text{{scores}}):\ \log[\pi_{{good}} {_product(factors)}]"
-        rf" = {lg:.4g},\quad \log[(1-\pi_{{good}}) \cdot ({_f(1 / (p.high - p.low))})^{{{len(obs)}}}] = {lb:.4g}",
-        rf"\Rightarrow\ w_a = {_f(w)}",
+        r"w_a = \frac{G_a}{G_a + B_a}",
+        r"G_a = \pi_{good} \prod_i \mathcal{N}(s_{ia}; \mu_i, \sigma)",
+        r"B_a = (1-\pi_{good}) \prod_i b",
+        rf"b = {dens}\ \text{{on}}\ [{_f(p.low)}, {_f(p.high)}]\ \text{{({range_note(p)})}}",
+        rf"\text{{annotator {name}}}\ ({len(obs)}\ \text{{scores}}):",
+        rf"\pi_{{good}} = {_f(p.pi_good)},\qquad \sigma = {num(p.sigma, 4)}",
+        line,
+        rf"\qquad = {num(lg, 4)}",
+        rf"\log B_a = \log {_f(1 - p.pi_good)} + {len(obs)} \cdot \log {dens} = {num(lb, 4)}",
+        rf"\Rightarrow\ w_a = \frac{{1}}{{1 + e^{{\log B_a - \log G_a}}}} = {_f(w)}",
     ]
 
 
-def m_step_scores(data: Annotations, q: np.ndarray, item: int) -> list[str]:
-    """M-step for item i (seed 004): mu_i = sum_a w_a s_ia / sum_a w_a."""
+def m_step_scores(
+    data: Annotations, q: np.ndarray, item: int, prior: float = 0.0, sigma_floor: float = 0.0
+) -> list[str]:
+    """M-step (the EM lecture on bad annotators): mu_i for item i with every term when there are few scorers,
+    then sigma^2 and pi_good from all scores, each with its numbers (``prior``: the Beta prior's strength s;
+    ``sigma_floor``: the model's lower guard on sigma, shown when it applies)."""
     obs = np.flatnonzero(data.item == item)
     w, s = q[data.worker[obs], 1], data.value[obs]
-    num, den = float((w * s).sum()), float(w.sum())
-    mu = num / den if den > 0 else float(s.mean())
-    terms = [rf"{_f(a)} \cdot {_f(b)}" for a, b in zip(w, s)]
-    shown = " + ".join(terms[:SHOW]) + (rf" + \cdots (\text{{{len(terms) - SHOW} more}})" if len(terms) > SHOW else "")
-    return [
-        r"\mu_i = \frac{\sum_a w_a s_{ia}}{\sum_a w_a},\qquad \sigma^2 = \frac{\sum_{i,a} w_a (s_{ia}-\mu_i)^2}"
-        r"{\sum_{i,a} w_a},\qquad \pi_{good} = \frac{1}{M}\sum_a w_a",
-        rf"\text{{item {_name(data.item_names[item])}}}:\ \mu = \frac{{{shown}}}{{{_f(den)}}} = {_f(mu)}",
+    num_i, den_i = float((w * s).sum()), float(w.sum())
+    mu_i = num_i / den_i if den_i > 0 else float(s.mean())
+    iname = _name(data.item_names[item])
+    lines = [
+        r"\mu_i = \frac{\sum_a w_a s_{ia}}{\sum_a w_a},\qquad"
+        r" \sigma^2 = \frac{\sum_{i,a} w_a (s_{ia}-\mu_i)^2}{\sum_{i,a} w_a}",
+        r"\pi_{good} = \frac{1}{M}\sum_a w_a"
+        if prior <= 0
+        else rf"\pi_{{good}} = \frac{{s + \sum_a w_a}}{{2s + M}}\quad (\text{{prior}}\ s = {prior:g})",
+        rf"\text{{item {iname}}}\ ({len(obs)}\ \text{{scores}}),\ w_a \cdot s_{{ia}}:",
     ]
+    few = len(obs) <= ALL_TERMS
+    k = len(obs) if few else 2
+    top = [rf"{_f(a)} \cdot {_f(b)}" for a, b in zip(w[:k], s[:k])]
+    if not few:
+        top.append(rf"\cdots (\text{{{len(obs) - k} more}})")
+    lines += _pack(r"\textstyle\sum_a w_a s_{ia} =", top, " + ", end=f" = {num(num_i, 4)}")
+    bottom = [_f(a) for a in w[:k]] + ([] if few else [rf"\cdots (\text{{{len(obs) - k} more}})"])
+    lines += _pack(r"\textstyle\sum_a w_a =", bottom, " + ", end=f" = {num(den_i, 4)}")
+    lines.append(rf"\Rightarrow\ \mu_i = \frac{{{num(num_i, 4)}}}{{{num(den_i, 4)}}} = {num(mu_i, 4)}")
+    # sigma^2 and pi_good from every score, with the new means
+    wa = q[:, 1]
+    w_obs = wa[data.worker]
+    N = data.n_items
+    den = np.bincount(data.item, weights=w_obs, minlength=N)
+    nm = np.bincount(data.item, weights=w_obs * data.value, minlength=N)
+    plain = np.bincount(data.item, weights=data.value, minlength=N) / np.maximum(data.labels_per_item, 1)
+    mu = np.where(den > 0, nm / np.where(den > 0, den, 1.0), plain)
+    ss = float((w_obs * (data.value - mu[data.item]) ** 2).sum())
+    tot = float(w_obs.sum())
+    if tot > 0:
+        var = ss / tot
+        lines.append(rf"\sigma^2 = \frac{{{num(ss, 4)}}}{{{num(tot, 4)}}} = {num(var, 4)}")
+        sd = math.sqrt(var)
+        if sd < sigma_floor:
+            lines.append(
+                rf"\sigma = \max({num(sd, 4)},\ {num(sigma_floor, 4)}) = {num(sigma_floor, 4)}\ \text{{(the floor)}}"
+            )
+        else:
+            lines.append(rf"\sigma = {num(sd, 4)}")
+    else:
+        lines.append(r"\sigma:\ \text{every } w_a = 0\text{; the spread of all scores is kept}")
+    M = wa.shape[0]
+    pi_new = num((wa.sum() + prior) / (M + 2 * prior), 4)
+    if M <= ALL_TERMS:
+        terms = [_f(v) for v in wa]
+        lines += _pack(r"\textstyle\sum_{a=1}^{M} w_a =", terms, " + ", end=f" = {num(wa.sum(), 4)}")
+    bottom = str(M) if prior <= 0 else f"{M} + {2 * prior:g}"
+    top = num(wa.sum(), 4) if prior <= 0 else f"{prior:g} + {num(wa.sum(), 4)}"
+    lines.append(rf"\pi_{{good}} = \frac{{{top}}}{{{bottom}}} = {pi_new}")
+    return lines
 
 
 # ---------------------------------------------------------------------------- GLAD, MACE, IBCC (models/glad.py ...)
@@ -146,11 +378,13 @@ def _class_lines(data: Annotations, lj_row: np.ndarray, parts: list[list[str]], 
     q = softmax_rows(lj_row[None, :])[0]
     out = []
     for k in range(min(data.n_classes, 6)):
-        out.append(rf"\text{{class {_tex_name(data.class_names[k])}}}:\ {lead[k]} {_product(parts[k])}")
+        extra = len(parts[k]) - SHOW
+        factors = parts[k][:SHOW] + ([rf"\cdots (\text{{{extra} more}})"] if extra > 0 else [])
+        out += _pack(rf"\text{{class {_tex_name(data.class_names[k])}}}:\ {lead[k]}", factors or ["1"], r" \cdot ")
     if data.n_classes > 6:
         out.append(rf"\cdots\ (\text{{{data.n_classes - 6} more classes}})")
-    out.append(r"\log(\text{unnormalised}) = (" + ",\\ ".join(f"{v:.4g}" for v in lj_row[:6]) + ")")
-    out.append(r"\Rightarrow\ q = (" + ",\\ ".join(_f(v) for v in q) + ")")
+    out += _pack(r"\log(\text{unnormalised}) = (", [num(v, 4) for v in lj_row[:6]], ",\\ ", end=")")
+    out += _pack(r"\Rightarrow\ q = (", [_f(v) for v in q], ",\\ ", end=")")
     return out
 
 

@@ -9,6 +9,7 @@ stopped between fits (``should_stop``), returning what they have.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
+from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
@@ -36,6 +37,57 @@ def class_permutation(labels: np.ndarray, reference: np.ndarray, n_classes: int)
     perm = np.empty(n_classes, dtype=int)
     perm[rows] = cols
     return perm
+
+
+@dataclass(frozen=True)
+class LabelSwitch:
+    """Evidence that a run's classes are a relabelling (a mirror optimum) of the majority vote's.
+
+    ``perm[k]`` is the majority-vote class that EM's class k matches; ``agree`` / ``agree_mapped`` are the shares
+    of items whose EM label equals the majority vote as it is / after mapping through ``perm``; ``accuracy`` /
+    ``accuracy_mapped`` the same against gold (None without gold).
+    """
+
+    perm: np.ndarray
+    agree: float
+    agree_mapped: float
+    accuracy: float | None = None
+    accuracy_mapped: float | None = None
+
+    def mapping(self, class_names) -> list[tuple[str, str]]:
+        """(EM's class, the class it stands for) for every class that moved."""
+        return [(class_names[k], class_names[int(j)]) for k, j in enumerate(self.perm) if int(j) != k]
+
+
+def label_switch(data: Annotations, labels: np.ndarray, min_gain: float = 0.1) -> LabelSwitch | None:
+    """A :class:`LabelSwitch` when the hard labels ``labels`` (N,) are a relabelling of the majority vote's
+    classes, else None.
+
+    EM's objective is unchanged when the latent classes are renamed, so a run can converge to the mirror image of
+    the sensible optimum (every worker "adversarial", accuracy against gold near 0 for two classes). The classes
+    are matched to the majority vote's by :func:`class_permutation`; the run counts as label-switched when the best
+    matching is not the identity and agrees with the majority vote on at least ``min_gain`` more of the items than
+    the labels as they are (so a minor class that EM merely renames by a few items does not fire).
+    """
+    from crowdlab.models.majority import majority_labels
+
+    if data.is_continuous:
+        return None
+    K = data.n_classes
+    labels = np.asarray(labels, dtype=int)
+    mv = majority_labels(data)
+    perm = class_permutation(labels, mv, K)
+    if (perm == np.arange(K)).all():
+        return None
+    agree = float(np.mean(labels == mv))
+    agree_mapped = float(np.mean(perm[labels] == mv))
+    if agree_mapped < agree + min_gain:
+        return None
+    acc = acc_mapped = None
+    if data.has_gold:
+        acc = accuracy(labels, data.gold)
+        acc_mapped = accuracy(perm[labels], data.gold)
+    return LabelSwitch(perm, agree, agree_mapped, acc, acc_mapped)
 
 
 def _score(data: Annotations, run: Run, reference: np.ndarray | None = None) -> dict:

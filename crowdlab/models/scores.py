@@ -2,7 +2,9 @@
 
 Each annotator a is good (z_a = 1) with prior probability pi_good or bad (z_a = 0). A good annotator's score of
 item i is s_ia ~ N(mu_i, sigma) (one sigma for all items); a bad one's is Uniform over the score range
-[low, high] (density 1 / (high - low); the slides use [0, 1]). The latent variable is per annotator.
+[low, high] (density 1 / (high - low)). The range follows the lecture, [0, 1] (density 1), unless a
+``score_range`` is given or the data fall outside [0, 1]: then it is the data's own range [min, max]
+(:func:`range_note` says which). The latent variable is per annotator.
 
 - E-step (slides, "Example: Inference for Annotator Labels"):
   w_a = P(z_a = 1 | s, theta) = pi_good prod_i N(s_ia; mu_i, sigma) / (that + (1 - pi_good) prod_i 1/(high - low)),
@@ -82,6 +84,9 @@ def weighted_item_means(data: Annotations, weights: np.ndarray) -> tuple[np.ndar
     return np.clip(mu, -np.finfo(np.float64).max, np.finfo(np.float64).max), den
 
 
+LECTURE_RANGE = (0.0, 1.0)
+
+
 @dataclass(frozen=True, eq=False)
 class ScoreParams:
     """Item means ``mu`` (N,), common ``sigma``, ``pi_good`` and the score range of the uniform."""
@@ -111,6 +116,13 @@ class ScoreParams:
         if item_names is not None:
             out["items"] = list(item_names)
         return out
+
+
+def range_note(params: ScoreParams) -> str:
+    """Where the bad annotators' uniform range comes from, in words: the lecture's [0, 1] or the data's range."""
+    if (params.low, params.high) == LECTURE_RANGE:
+        return "the lecture's range"
+    return "the data's range"
 
 
 class GoodBadScores(LatentModel):
@@ -146,6 +158,9 @@ class GoodBadScores(LatentModel):
             if data.value.min() < lo or data.value.max() > hi:
                 raise ValueError(f"scores fall outside the range [{lo}, {hi}].")
             return lo, hi
+        lo, hi = float(data.value.min()), float(data.value.max())
+        if LECTURE_RANGE[0] <= lo and hi <= LECTURE_RANGE[1]:
+            return LECTURE_RANGE
         return score_range(data.value)
 
     def _sigma_min(self, lo: float, hi: float) -> float:

@@ -23,6 +23,7 @@ from crowdlab import safe
 from crowdlab.data import Annotations
 from crowdlab.describe import worker_agreement
 from crowdlab.models.scores import score_range
+from crowdlab.plots.run import LEGEND_BELOW, legend_margin
 
 __all__ = [
     "AGREEMENT_COLOR_SCALE",
@@ -191,7 +192,8 @@ def class_balance_bars(balance: pd.DataFrame, *, title: str = "Class balance", h
         title,
         height,
         barmode="group",
-        legend=dict(orientation="h", yanchor="top", y=-0.12, xanchor="left", x=0),
+        legend=LEGEND_BELOW,
+        margin=legend_margin(1),
         xaxis=_axis(
             type="category", tickvals=classes, ticktext=[safe.html(safe.shorten(c, 14)) for c in balance["class"]]
         ),
@@ -246,7 +248,8 @@ def score_histogram(
         height,
         barmode="overlay",
         bargap=0,
-        legend=dict(orientation="h", yanchor="top", y=-0.3, xanchor="left", x=0),
+        legend=LEGEND_BELOW,
+        margin=legend_margin(1),
         xaxis=_axis(title=dict(text="score")),
         yaxis=_axis(title=dict(text="share"), tickformat=".0%", rangemode="tozero"),
     )

@@ -18,7 +18,7 @@ import plotly.graph_objects as go
 
 from crowdlab import safe
 from crowdlab.plots.dependent import PALETTE
-from crowdlab.plots.run import CURRENT_COLOR, OBJECTIVE_COLOR, _axis, _empty, _layout
+from crowdlab.plots.run import CURRENT_COLOR, LEGEND_BELOW, OBJECTIVE_COLOR, _axis, _empty, _layout
 
 __all__ = [
     "ERROR_ZMAX",
@@ -46,7 +46,7 @@ MU_COLORSCALE = [[0.0, "#2166ac"], [0.5, "#f7f7f7"], [1.0, "#b2182b"]]  # P(y = 
 TRUTH_COLOR = "#111111"
 MV_COLOR = "#ff7f0e"
 GREY = "#888888"
-_LEGEND_BELOW = dict(orientation="h", yanchor="top", y=-0.2, xanchor="left", x=0)
+_LEGEND_BELOW = LEGEND_BELOW  # at the bottom of the figure, under the x axis title (never on it)
 _UNIT = [-0.02, 1.02]
 
 

@@ -42,7 +42,9 @@ __all__ = [
     "prior_sweep_figure",
     "reliability_scatter",
     "restart_scatter",
+    "scores_vs_means",
     "sens_spec_scatter",
+    "wrap_title",
 ]
 
 COLOR_SCALE = "Blues"
@@ -53,6 +55,14 @@ METRIC_COLORS = ("#2ca02c", "#9467bd", "#8c564b", "#e377c2", "#17becf")
 GRID_COLOR = "#e6e6e6"
 X_TITLE = "iteration (E-steps at the half)"
 _MARGIN = dict(l=10, r=10, t=50, b=10)
+# Legends sit at the very bottom of the figure (container coordinates), under the x axis title, in a bottom margin
+# kept free for them: a legend placed relative to the plot area (y = -0.2) lands on the axis title at some heights.
+LEGEND_BELOW = dict(orientation="h", yref="container", yanchor="bottom", y=0.0, xanchor="left", x=0.0)
+
+
+def legend_margin(rows: int = 2, top: int = 50) -> dict:
+    """Margins that leave room for the x tick labels and title plus ``rows`` rows of a :data:`LEGEND_BELOW`."""
+    return dict(l=10, r=10, t=top, b=58 + 24 * rows)
 
 
 def half_step_positions(kind: Sequence[str], iteration: Sequence[int]) -> np.ndarray:
@@ -66,17 +76,41 @@ def half_step_positions(kind: Sequence[str], iteration: Sequence[int]) -> np.nda
     return np.where(kind == "E", it + 0.5, it)
 
 
-def _layout(title: str, height: int, **extra) -> dict:
-    """A light layout without a template (templates cost ~10 ms per figure to build); the title is escaped."""
+def wrap_title(text: str, width: int = 36) -> str:
+    """``text`` broken at spaces into lines of at most ``width`` characters (joined by ``<br>``): plotly never
+    wraps a title, and a chart in a narrow column at 1024 px would cut it off."""
+    words, lines, cur = str(text).split(" "), [], ""
+    for w in words:
+        if cur and len(cur) + 1 + len(w) > width:
+            lines.append(cur)
+            cur = w
+        else:
+            cur = f"{cur} {w}" if cur else w
+    lines.append(cur)
+    return "<br>".join(lines)
+
+
+def _layout(title: str, height: int, *, title_width: int = 36, **extra) -> dict:
+    """A light layout without a template (templates cost ~10 ms per figure to build). Long titles wrap
+    (:func:`wrap_title`) and the top margin grows with their lines; the title is escaped (:func:`crowdlab.safe.html`)
+    before wrapping, so builders take plain text."""
+    text = wrap_title(safe.html(title), title_width)
+    n_lines = text.count("<br>") + 1
     out = dict(
-        title=dict(text=safe.html(title)),
+        title=dict(text=text, font=dict(size=15)),
         height=height,
         margin=_MARGIN,
         paper_bgcolor="white",
         plot_bgcolor="white",
         font=dict(size=12),
     )
+    if (extra.get("legend") or {}).get("yref") == "container" and "margin" not in extra:
+        extra["margin"] = legend_margin()  # room under the x axis title for a LEGEND_BELOW
     out.update(extra)
+    if n_lines > 1:
+        margin = dict(out["margin"])
+        margin["t"] = max(margin.get("t", 50), 30 + 20 * n_lines)
+        out["margin"] = margin
     return out
 
 
@@ -184,7 +218,8 @@ def objective_curve(
     layout = _layout(
         title,
         height,
-        legend=dict(orientation="h", yanchor="top", y=-0.22, xanchor="left", x=0),
+        legend=LEGEND_BELOW,
+        margin=legend_margin(),
         xaxis=_axis(title=dict(text=X_TITLE, standoff=6), rangemode="tozero", zeroline=False),
         yaxis=_axis(tickformat=".6~g"),
     )
@@ -260,7 +295,8 @@ def metric_curve(
         title,
         height,
         shapes=[vline],
-        legend=dict(orientation="h", yanchor="top", y=-0.22, xanchor="left", x=0),
+        legend=LEGEND_BELOW,
+        margin=legend_margin(),
         xaxis=_axis(title=dict(text=X_TITLE, standoff=6), rangemode="tozero"),
         yaxis=_axis(range=list(y_range) if y_range is not None else None),
     )
@@ -338,7 +374,7 @@ def confusion_grid(
             anchor="y" + s,
             type="category",
             visible=used,
-            title=dict(text="true class" if r == rows - 1 or j + cols >= n else "", standoff=4),
+            title=dict(text="true class" if (r == rows - 1 or j + cols >= n) and c == 0 else "", standoff=4),
             **ticks,
         )
         layout["yaxis" + s] = dict(
@@ -424,6 +460,7 @@ def posterior_heatmap(
     changed: np.ndarray | None = None,
     title: str = "Posterior q (rows: items, columns: classes)",
     text_max_cells: int = 400,
+    gold_name: str = "gold",
 ) -> go.Figure:
     """Heatmap of the posterior q (N, K): items as rows (top-down), classes as columns, fixed range [0, 1].
 
@@ -520,7 +557,7 @@ def posterior_heatmap(
             traces.append(
                 dict(
                     type="scatter",
-                    x=["gold"] * sel.size,
+                    x=[gold_name] * sel.size,
                     y=[items[n] for n in sel],
                     text=[classes[int(g[n])] for n in sel],
                     mode="text",
@@ -530,7 +567,7 @@ def posterior_heatmap(
                     meta=meta,
                     name="gold",
                     showlegend=False,
-                    hovertemplate="item %{y}: gold %{text} (" + note + ")<extra></extra>",
+                    hovertemplate="item %{y}: " + gold_name + " %{text} (" + note + ")<extra></extra>",
                 )
             )
         layout["xaxis2"] = dict(
@@ -549,14 +586,20 @@ def reliability_scatter(
     chance: float | None = None,
     title: str = "Worker reliability",
     y_title: str = "estimated accuracy",
+    x_title: str = "number of labels",
+    counts: bool = True,
+    label_max: int = 12,
     height: int = 380,
 ) -> go.Figure:
-    """One point per worker: number of labels (x) against estimated accuracy (y, fixed range [0, 1] with a small
-    margin so points at 0 and 1 show whole).
+    """One point per worker: ``n_labels`` (x; any per-worker quantity when ``counts`` is False, titled
+    ``x_title``) against estimated accuracy (y, fixed range [0, 1] with a small margin so points at 0 and 1
+    show whole).
 
     Traces: ``workers`` (everyone not highlighted) and ``highlight`` (the workers in ``highlight``, e.g. those
-    shown in the confusion grid), hover = worker name. The x axis turns logarithmic when the label counts span
-    a factor of 20 or more. ``chance`` draws a dotted horizontal line (e.g. 1/K) named ``chance``.
+    shown in the confusion grid), hover = worker name. With at most ``label_max`` workers every point carries its
+    name, so points that coincide are still told apart. For counts, the x axis turns logarithmic when they span
+    a factor of 20 or more; a quantity in [0, 1] gets the fixed range [0, 1]. ``chance`` draws a dotted
+    horizontal line (e.g. 1/K) named ``chance``.
     """
     n = np.asarray(n_labels, dtype=np.float64)
     acc = np.asarray(accuracy, dtype=np.float64)
@@ -567,8 +610,10 @@ def reliability_scatter(
     mark = np.zeros(n.shape, dtype=bool)
     if highlight is not None:
         mark[np.asarray(list(highlight), dtype=int)] = True
+    labelled = n.size <= label_max
     traces = []
-    for meta, sel, color, size in (("workers", ~mark, OBJECTIVE_COLOR, 8), ("highlight", mark, CURRENT_COLOR, 10)):
+    x_hover = "%{x:,} labels" if counts else x_title + " %{x:.3f}"
+    for meta, sel, color, size in (("workers", ~mark, OBJECTIVE_COLOR, 9), ("highlight", mark, CURRENT_COLOR, 11)):
         if not sel.any():
             continue
         traces.append(
@@ -576,16 +621,19 @@ def reliability_scatter(
                 type="scatter",
                 x=n[sel],
                 y=acc[sel],
-                mode="markers",
+                mode="markers+text" if labelled else "markers",
                 meta=meta,
                 name="shown in the grid" if meta == "highlight" else "workers",
                 text=names[sel],
+                textposition="top center",
+                textfont=dict(size=12, color="#333333"),
                 marker=dict(size=size, color=color, opacity=0.75, line=dict(width=1, color="white")),
-                hovertemplate="%{text}<br>%{x:,} labels<br>" + y_title + " %{y:.3f}<extra></extra>",
+                hovertemplate="%{text}<br>" + x_hover + "<br>" + y_title + " %{y:.3f}<extra></extra>",
             )
         )
     positive = n[n > 0]
-    log_x = positive.size > 0 and positive.max() / positive.min() >= 20
+    log_x = counts and positive.size > 0 and positive.max() / positive.min() >= 20
+    unit = not counts and n.size > 0 and n.min() >= 0 and n.max() <= 1
     shapes = []
     if chance is not None:
         shapes.append(
@@ -605,13 +653,16 @@ def reliability_scatter(
         title,
         height,
         shapes=shapes,
-        legend=dict(orientation="h", yanchor="top", y=-0.2, xanchor="left", x=0),
+        legend=LEGEND_BELOW,
+        margin=legend_margin(1),
+        showlegend=bool(mark.any()),
         xaxis=_axis(
-            title=dict(text="number of labels", standoff=6),
+            title=dict(text=x_title, standoff=6),
             type="log" if log_x else "linear",
-            rangemode="normal" if log_x else "tozero",
+            rangemode="normal" if log_x or not counts else "tozero",
+            range=[-0.04, 1.04] if unit else None,
         ),
-        yaxis=_axis(title=dict(text=y_title), range=[-0.02, 1.02]),
+        yaxis=_axis(title=dict(text=y_title), range=[-0.06, 1.1] if labelled else [-0.02, 1.02]),
     )
     return go.Figure(data=traces, layout=layout)
 
@@ -621,7 +672,7 @@ def sens_spec_scatter(
     beta: np.ndarray,
     worker_names: Sequence[str],
     *,
-    title: str = "Two-coin workers: sensitivity α vs specificity β",
+    title: str = "Two-coin workers: sensitivity α = P(says 1 | true 1) vs specificity β = P(says 0 | true 0)",
     height: int = 380,
 ) -> go.Figure:
     """Specificity beta (x) against sensitivity alpha (y), both on [0, 1]; the spammer line alpha + beta = 1.
@@ -671,8 +722,8 @@ def sens_spec_scatter(
                 yshift=10,
             )
         ],
-        xaxis=_axis(title=dict(text="specificity β = P(says 0 | true 0)", standoff=6), range=[-0.02, 1.02]),
-        yaxis=_axis(title=dict(text="sensitivity α = P(says 1 | true 1)"), range=[-0.02, 1.02]),
+        xaxis=_axis(title=dict(text="specificity β = P(0 | 0)", standoff=6), range=[-0.02, 1.02]),
+        yaxis=_axis(title=dict(text="sensitivity α = P(1 | 1)"), range=[-0.02, 1.02]),
     )
     return go.Figure(data=[trace], layout=layout)
 
@@ -725,7 +776,8 @@ def class_prior_bars(
     layout = _layout(
         title,
         height,
-        legend=dict(orientation="h", yanchor="top", y=-0.15, xanchor="left", x=0),
+        legend=LEGEND_BELOW,
+        margin=legend_margin(),
         xaxis=_axis(type="category"),
         yaxis=_axis(range=[0.0, 1.0], title=dict(text="probability")),
     )
@@ -736,13 +788,15 @@ def annotator_bars(
     p_good: np.ndarray,
     worker_names: Sequence[str],
     *,
+    truth: np.ndarray | None = None,
     title: str = "P(annotator is good | scores)",
     height: int = 340,
 ) -> go.Figure:
     """One bar per annotator: the posterior probability of being a good annotator, fixed range [0, 1].
 
     The bar colour follows the same probability on a fixed [0, 1] scale (red = bad, blue = good); a dot on top
-    of every bar (trace ``p_good_dots``) keeps an annotator with P(good) near 0 visible.
+    of every bar (trace ``p_good_dots``) keeps an annotator with P(good) near 0 visible. ``truth`` (bool, True =
+    good), e.g. from a simulation, writes "good" / "bad" above every bar (trace ``truth``).
     """
     w = np.asarray(p_good, dtype=np.float64)
     names = safe.html_all(worker_names)
@@ -768,15 +822,35 @@ def annotator_bars(
         marker=dict(color=w, cmin=0.0, cmax=1.0, colorscale="RdBu", size=8, line=dict(width=1, color="#444")),
         hoverinfo="skip",
     )
+    traces = [trace, dots]
+    top = 1.04
+    if truth is not None:
+        good = np.asarray(truth, dtype=bool)
+        if good.shape != w.shape:
+            raise ValueError(f"truth has shape {good.shape} for {w.size} annotators.")
+        traces.append(
+            dict(
+                type="scatter",
+                x=names,
+                y=np.full(w.size, 1.1),
+                mode="text",
+                meta="truth",
+                name="truth",
+                text=np.where(good, "good", "bad"),
+                textfont=dict(size=12, color=np.where(good, "#2166ac", "#b2182b").tolist()),
+                hovertemplate="%{x}: truly %{text}<extra>simulation</extra>",
+            )
+        )
+        top = 1.18
     layout = _layout(
         title,
         height,
         showlegend=False,
         xaxis=_axis(type="category", tickangle=-60 if len(names) > 12 else 0),
-        yaxis=_axis(range=[-0.04, 1.04], title=dict(text="P(good)")),
+        yaxis=_axis(range=[-0.04, top], title=dict(text="P(good)"), tickvals=[0, 0.2, 0.4, 0.6, 0.8, 1]),
         bargap=0.15,
     )
-    return go.Figure(data=[trace, dots], layout=layout)
+    return go.Figure(data=traces, layout=layout)
 
 
 def item_means_scatter(
@@ -834,6 +908,86 @@ def item_means_scatter(
     return go.Figure(data=traces, layout=layout)
 
 
+def scores_vs_means(
+    values: np.ndarray,
+    means: np.ndarray,
+    p_good: np.ndarray,
+    worker_names: Sequence[str],
+    *,
+    sigma: float,
+    title: str = "Every score against its item's mean μ_i",
+    height: int = 420,
+) -> go.Figure:
+    """The lecture model at a glance: one point per score, x = the item's estimated mean, y = the score, coloured
+    by the annotator's P(good) on a fixed [0, 1] scale (red = bad, blue = good). A good annotator's scores lie in
+    the band mu_i +- 2 sigma around the diagonal; a bad one's spread over the whole range.
+
+    ``values``, ``means``, ``p_good`` and ``worker_names``: one entry per score (the annotator's P(good) and
+    name repeated). Traces (``meta``): ``scores``, ``diagonal``, ``band`` (the +-2 sigma lines).
+    """
+    v = np.asarray(values, dtype=np.float64)
+    m = np.asarray(means, dtype=np.float64)
+    w = np.asarray(p_good, dtype=np.float64)
+    names = np.array(safe.html_all(worker_names), dtype=object)  # user-supplied: text, never markup
+    if not (v.shape == m.shape == w.shape == names.shape):
+        raise ValueError(f"need one value, mean, P(good) and name per score: {v.shape}, {m.shape}, {w.shape}.")
+    lo = float(min(v.min(), m.min())) if v.size else 0.0
+    hi = float(max(v.max(), m.max())) if v.size else 1.0
+    line = [lo, hi]
+    traces = [
+        dict(
+            type="scattergl" if v.size > 3000 else "scatter",
+            x=m,
+            y=v,
+            mode="markers",
+            meta="scores",
+            name="scores",
+            text=names,
+            marker=dict(
+                size=7 if v.size <= 3000 else 4,
+                color=w,
+                cmin=0.0,
+                cmax=1.0,
+                colorscale="RdBu",
+                opacity=0.8,
+                line=dict(width=0.5, color="#444"),
+                colorbar=dict(title=dict(text="P(good)"), thickness=12),
+            ),
+            hovertemplate="%{text}<br>μ_i %{x:.3g}, score %{y:.3g}<br>P(good) %{marker.color:.3f}<extra></extra>",
+        ),
+        dict(
+            type="scatter",
+            x=line,
+            y=line,
+            mode="lines",
+            meta="diagonal",
+            name="score = μ_i",
+            line=dict(color="#444444", width=1.5),
+            hoverinfo="skip",
+        ),
+        dict(
+            type="scatter",
+            x=[lo, hi, None, lo, hi],
+            y=[lo + 2 * sigma, hi + 2 * sigma, None, lo - 2 * sigma, hi - 2 * sigma],
+            mode="lines",
+            meta="band",
+            name="μ_i ± 2σ (a good annotator)",
+            line=dict(color="#888888", width=1, dash="dash"),
+            hoverinfo="skip",
+        ),
+    ]
+    pad = 0.03 * (hi - lo or 1.0)
+    layout = _layout(
+        title,
+        height,
+        legend=LEGEND_BELOW,
+        margin=legend_margin(1),
+        xaxis=_axis(title=dict(text="estimated item mean μ_i", standoff=6), range=[lo - pad, hi + pad]),
+        yaxis=_axis(title=dict(text="score s_ia"), range=[lo - pad, hi + pad]),
+    )
+    return go.Figure(data=traces, layout=layout)
+
+
 # ---------------------------------------------------------------------------- the likelihood surface
 def objective_contour(
     xs: np.ndarray,
@@ -846,16 +1000,19 @@ def objective_contour(
     x_title: str = "x",
     y_title: str = "y",
     title: str = "Objective over two parameters",
+    end_label: str = "now",
     floor_quantile: float = 0.2,
-    height: int = 520,
+    height: int = 540,
 ) -> go.Figure:
-    """Contours of Z[iy, ix] (the objective on the grid xs x ys) with the path EM took drawn on top.
+    """Contours of Z[iy, ix] (the objective on the grid xs x ys) with the path EM took drawn on top, made to read
+    on a projector: a thick path with large markers, the start and the end (``end_label``) written beside them.
 
     Z is shown relative to its maximum on the grid (0 = the best point of this slice), clipped from below at
     its ``floor_quantile`` quantile so the contours resolve the region around the maximum rather than the
     steep walls near 0 and 1. Traces (``meta``): ``surface`` (contour), ``path`` (lines+markers through
-    ``path_x``, ``path_y``), ``start`` (the first path point), ``current`` (the last path point) and
-    ``max`` (the grid's best point). Both axes span [0, 1] (with a small margin, so points on the edge show).
+    ``path_x``, ``path_y``), ``start`` (the first path point, labelled "start"), ``current`` (the last path
+    point, labelled ``end_label``) and ``max`` (the grid's best point). The axes span the grid (with a 2 %
+    margin, so points on the edge show): [0, 1] for probabilities.
     """
     xs = np.asarray(xs, dtype=np.float64)
     ys = np.asarray(ys, dtype=np.float64)
@@ -874,6 +1031,35 @@ def objective_contour(
     shown = np.maximum(rel, floor)
     iy, ix = np.unravel_index(int(np.nanargmax(Z)), Z.shape)
     idx = np.arange(px.size) if path_index is None else np.asarray(path_index)
+
+    def span(v: np.ndarray) -> list[float]:
+        lo, hi = float(v.min()), float(v.max())
+        if lo >= 0.0 and hi <= 1.0 and lo <= 0.01 and hi >= 0.99:
+            return [-0.02, 1.02]
+        pad = 0.02 * (hi - lo or 1.0)
+        return [lo - pad, hi + pad]
+
+    label_font = dict(size=16, color="black")
+    xr, yr = span(xs), span(ys)
+
+    def away(dx: float, dy: float) -> str:
+        """A text position on the side opposite to the direction (dx, dy) (in axis-range units)."""
+        dx, dy = dx / (xr[1] - xr[0]), dy / (yr[1] - yr[0])
+        return ("bottom" if dy > 0 else "top") + " " + ("left" if dx > 0 else "right")
+
+    def inside(pos: str, x: float, y: float, label: str) -> str:
+        """Keep a label on the side of its point that faces the middle of the plot when the point is too near
+        an edge for the label (about 2 % of the plot's width per character) to fit there."""
+        v, h = pos.split(" ")
+        fx, fy = (x - xr[0]) / (xr[1] - xr[0]), (y - yr[0]) / (yr[1] - yr[0])
+        room = min(0.4, 0.022 * len(label) + 0.03)
+        h = "right" if fx < room else "left" if fx > 1 - room else h
+        v = "top" if fy < 0.15 else "bottom" if fy > 0.85 else v
+        return f"{v} {h}"
+
+    start_pos = away(px[1] - px[0], py[1] - py[0]) if px.size > 1 else "top right"
+    end_pos = away(px[-2] - px[-1], py[-2] - py[-1]) if px.size > 1 else "bottom right"
+    start_pos, end_pos = inside(start_pos, px[0], py[0], "start"), inside(end_pos, px[-1], py[-1], end_label)
     traces = [
         dict(
             type="contour",
@@ -888,8 +1074,9 @@ def objective_contour(
             colorscale="Viridis",
             contours=dict(coloring="heatmap", showlines=True),
             line=dict(width=0.5, color="rgba(255,255,255,0.4)"),
-            colorbar=dict(title=dict(text="Δ objective"), thickness=12),
-            hovertemplate="x %{x:.3f}, y %{y:.3f}<br>objective − slice max: %{z:.4g}<extra></extra>",
+            colorbar=dict(title=dict(text="Δ objective"), thickness=14),
+            hovertemplate="x %{x:.4g}, y %{y:.4g}<br>objective − slice max: %{z:.4g}<extra></extra>",
+            showlegend=False,
         ),
         dict(
             type="scatter",
@@ -897,31 +1084,41 @@ def objective_contour(
             y=py,
             mode="lines+markers",
             meta="path",
-            name="EM path",
+            name="EM path (init and every M-step)",
             customdata=idx,
-            line=dict(color="white", width=2),
-            marker=dict(size=7, color="#ff7f0e", line=dict(width=1, color="white")),
-            hovertemplate="snapshot %{customdata}<br>(%{x:.3f}, %{y:.3f})<extra>EM path</extra>",
+            line=dict(color="white", width=5),
+            marker=dict(size=13, color="#ff7f0e", line=dict(width=2, color="black")),
+            hovertemplate="snapshot %{customdata}<br>(%{x:.4g}, %{y:.4g})<extra>EM path</extra>",
         ),
         dict(
             type="scatter",
             x=[px[0]],
             y=[py[0]],
-            mode="markers",
+            mode="markers+text",
             meta="start",
             name="start",
-            marker=dict(symbol="square", size=11, color="white", line=dict(width=2, color="black")),
-            hovertemplate="start (%{x:.3f}, %{y:.3f})<extra></extra>",
+            showlegend=False,
+            text=["start"],
+            textposition=start_pos,
+            textfont=label_font,
+            cliponaxis=False,
+            marker=dict(symbol="square", size=20, color="white", line=dict(width=3, color="black")),
+            hovertemplate="start (%{x:.4g}, %{y:.4g})<extra></extra>",
         ),
         dict(
             type="scatter",
             x=[px[-1]],
             y=[py[-1]],
-            mode="markers",
+            mode="markers+text",
             meta="current",
-            name="current",
-            marker=dict(symbol="circle-open", size=18, color=CURRENT_COLOR, line=dict(width=3)),
-            hovertemplate="current (%{x:.3f}, %{y:.3f})<extra></extra>",
+            name=end_label,
+            showlegend=False,
+            text=[end_label],
+            textposition=end_pos,
+            textfont=label_font,
+            cliponaxis=False,
+            marker=dict(symbol="circle-open", size=28, color=CURRENT_COLOR, line=dict(width=5)),
+            hovertemplate=end_label + " (%{x:.4g}, %{y:.4g})<extra></extra>",
         ),
         dict(
             type="scatter",
@@ -930,16 +1127,19 @@ def objective_contour(
             mode="markers",
             meta="max",
             name="best point of this slice",
-            marker=dict(symbol="star", size=14, color="yellow", line=dict(width=1, color="black")),
-            hovertemplate="slice maximum (%{x:.3f}, %{y:.3f})<extra></extra>",
+            marker=dict(symbol="star", size=22, color="yellow", line=dict(width=2, color="black")),
+            hovertemplate="slice maximum (%{x:.4g}, %{y:.4g})<extra></extra>",
         ),
     ]
     layout = _layout(
         title,
         height,
-        legend=dict(orientation="h", yanchor="top", y=-0.12, xanchor="left", x=0),
-        xaxis=_axis(title=dict(text=x_title, standoff=6), range=[-0.02, 1.02]),
-        yaxis=_axis(title=dict(text=y_title), range=[-0.02, 1.02]),
+        title_width=64,
+        font=dict(size=14),
+        margin=legend_margin(1),
+        legend=LEGEND_BELOW,
+        xaxis=_axis(title=dict(text=x_title, standoff=6, font=dict(size=16)), range=xr),
+        yaxis=_axis(title=dict(text=y_title, font=dict(size=16)), range=yr),
     )
     return go.Figure(data=traces, layout=layout)
 
@@ -1007,7 +1207,8 @@ def restart_scatter(table, title: str = "Restarts: final objective vs accuracy")
     layout = _layout(
         title,
         400,
-        legend=dict(orientation="h", yanchor="top", y=-0.2, xanchor="left", x=0),
+        legend=LEGEND_BELOW,
+        margin=legend_margin(),
         xaxis=_axis(title=dict(text="final objective", standoff=6), tickformat=".6~g"),
         yaxis=_axis(title=dict(text=ycol), range=[0.0, 1.02] if unit else None),
     )
@@ -1089,7 +1290,8 @@ def prior_sweep_figure(table, title: str = "Prior strength: quality and objectiv
     layout = _layout(
         title,
         400,
-        legend=dict(orientation="h", yanchor="top", y=-0.2, xanchor="left", x=0),
+        legend=LEGEND_BELOW,
+        margin=legend_margin(),
         xaxis=_axis(title=dict(text="prior strength (pseudo-counts)", standoff=6), type="category"),
         yaxis=_axis(title=dict(text="against gold / worker accuracy"), range=[0.0, 1.02]),
         yaxis2=dict(

@@ -32,7 +32,7 @@ from crowdlab.errors import DataError
 from crowdlab.export import csv_bytes
 from crowdlab.plots import data as figs
 from crowdlab.simulate import WORKER_TYPES, mix_from_counts, simulate_crowd, simulate_scores
-from crowdlab.ui import state
+from crowdlab.ui import panels, state
 from crowdlab.ui.frame import dataset_summary, sample_picker, upload_id
 
 PREVIEW_ROWS = 20
@@ -103,17 +103,19 @@ def read_upload_cached(
 @st.cache_data(max_entries=8, show_spinner="Simulating a crowd...")
 def simulate_crowd_cached(
     n_items: int, n_workers: int, n_classes: int, labels_per_item: int, counts: tuple[int, ...], seed: int
-) -> Annotations:
-    """:func:`crowdlab.simulate.simulate_crowd`; ``counts`` = workers per type in ``WORKER_TYPES`` order."""
+):
+    """:func:`crowdlab.simulate.simulate_crowd` (data and truth); ``counts`` = workers per type in
+    ``WORKER_TYPES`` order."""
     return simulate_crowd(
         n_items, n_workers, n_classes, labels_per_item=labels_per_item, mix=crowd_mix(counts), seed=seed
-    ).annotations
+    )
 
 
 @st.cache_data(max_entries=8, show_spinner="Simulating scores...")
 def simulate_scores_cached(n_items: int, n_good: int, n_bad: int, sigma: float, missing: float, seed: int):
-    """:func:`crowdlab.simulate.simulate_scores` (the lecture's good and bad scorers), cached on the parameters."""
-    return simulate_scores(n_items, n_good, n_bad, sigma=sigma, missing=missing, seed=seed).annotations
+    """:func:`crowdlab.simulate.simulate_scores` (the lecture's good and bad scorers, data and truth), cached on
+    the parameters."""
+    return simulate_scores(n_items, n_good, n_bad, sigma=sigma, missing=missing, seed=seed)
 
 
 def crowd_mix(counts: tuple[int, ...]) -> dict[str, float]:
@@ -225,18 +227,20 @@ def use_simulated_crowd(
 ) -> None:
     """Simulate a Dawid-Skene crowd and make it the working dataset (the run resets)."""
     counts = tuple(int(c) for c in counts)
-    data = simulate_crowd_cached(n_items, n_workers, n_classes, labels_per_item, counts, seed)
+    sim = simulate_crowd_cached(n_items, n_workers, n_classes, labels_per_item, counts, seed)
     data_id = f"sim:crowd:{n_items}:{n_workers}:{n_classes}:{labels_per_item}:{'-'.join(map(str, counts))}:{seed}"
     src = simulate_crowd_source(n_items, n_workers, n_classes, labels_per_item, counts, seed)
-    state.set_dataset(data_id, data, source=src)
+    state.set_dataset(data_id, sim.annotations, source=src)
+    panels.remember_truth(data_id, sim)  # worker types and true confusion matrices, for the Step page
 
 
 def use_simulated_scores(n_items: int, n_good: int, n_bad: int, sigma: float, missing: float, seed: int) -> None:
     """Simulate the lecture's good/bad scorers and make them the working dataset (the run resets)."""
-    data = simulate_scores_cached(n_items, n_good, n_bad, sigma, missing, seed)
+    sim = simulate_scores_cached(n_items, n_good, n_bad, sigma, missing, seed)
     data_id = f"sim:scores:{n_items}:{n_good}:{n_bad}:{sigma:g}:{missing:g}:{seed}"
     src = f"simulate_scores({n_items}, {n_good}, {n_bad}, sigma={sigma!r}, missing={missing!r}, seed={seed})"
-    state.set_dataset(data_id, data, source=src)
+    state.set_dataset(data_id, sim.annotations, source=src)
+    panels.remember_truth(data_id, sim)  # which annotators are good, for the Step page
 
 
 def value(key: str):

@@ -12,6 +12,11 @@ so they survive a switch of tab or page; a choice that no longer fits the data f
 
 Names shown in Markdown go through :func:`crowdlab.safe.md`; the figure builders and :mod:`crowdlab.explain` escape
 their own; select-box options are plain text (Streamlit renders no Markdown there), so their labels stay raw.
+
+Above the tabs, a run that converged to a relabelled (mirror) optimum is called out with the evidence
+(:func:`crowdlab.sweep.label_switch`). A dataset simulated on the Data page brings its truth along
+(:func:`remember_truth`, plain key ``data.truth``): worker types and true confusion matrices beside the estimated
+ones, good/bad annotators above P(good), "truth" instead of "gold" on the posterior view.
 """
 
 from __future__ import annotations
@@ -22,7 +27,7 @@ from collections.abc import Callable, Sequence
 import numpy as np
 import streamlit as st
 
-from crowdlab import explain, plots, safe, surface
+from crowdlab import explain, plots, safe, surface, sweep
 from crowdlab.em import Run, Snapshot
 from crowdlab.models import ClassParams, ScoreParams
 from crowdlab.models.majority import majority_labels
@@ -47,14 +52,15 @@ W_ITEM = "stepper.explain_item"
 W_WORKER = "stepper.explain_worker"
 W_SURF_X = "stepper.surface_x"
 W_SURF_Y = "stepper.surface_y"
-SURFACE_CACHE = "stepper.surface_cache"  # plain key: [(params, x, y, (xs, ys, Z)), ...], newest last
+SURFACE_CACHE = "stepper.surface_cache"  # plain key: [(params, x, y, ranges, (xs, ys, Z)), ...], newest last
+TRUTH = "data.truth"  # plain key: (data id, truth dict) of a simulated dataset (see remember_truth)
 
 PAGE_SIZE = 25
 DEFAULT_WORKERS = 8
 MAX_WORKERS = 16
 SURFACE_N = 41
 SURFACE_CACHE_SIZE = 6
-SURFACE_MODELS = ("one_coin", "two_coin")
+SURFACE_MODELS = ("one_coin", "two_coin", "ds", "scores")
 
 ORDER_UNCERTAIN = "most uncertain first"
 ORDER_CHANGED = "changed in this step first"
@@ -112,6 +118,56 @@ def _item_label(data) -> Callable[[int], str]:
     return lambda n: str(data.item_names[n])
 
 
+# ---------------------------------------------------------------------------- a simulation's truth
+def remember_truth(data_id: str, sim) -> None:
+    """Keep what a simulation knows beyond the data (the Data page calls this when it makes a simulated dataset
+    the working one): worker types and true confusion matrices of a crowd, good/bad flags of the lecture's
+    scorers. The items' true classes / means are the dataset's gold already."""
+    truth: dict = {}
+    if hasattr(sim, "gamma"):
+        truth.update(gamma=np.asarray(sim.gamma), pi=np.asarray(sim.pi), worker_types=tuple(sim.worker_types))
+    if hasattr(sim, "good"):
+        truth.update(good=np.asarray(sim.good, dtype=bool), sigma=float(sim.sigma))
+    st.session_state[TRUTH] = (data_id, truth)
+
+
+def current_truth(data) -> dict | None:
+    """The truth of the working dataset when it is a simulation made on the Data page (None otherwise)."""
+    held = st.session_state.get(TRUTH)
+    if not held or held[0] != state.get_data_id():
+        return None
+    truth = held[1]
+    if "gamma" in truth and truth["gamma"].shape[:2] != (data.n_workers, data.n_classes):
+        return None
+    if "good" in truth and truth["good"].shape != (data.n_workers,):
+        return None
+    return truth
+
+
+def label_switch_notice(run: Run) -> None:
+    """Say so when the run's classes are a relabelling (mirror optimum) of the majority vote's, with the
+    evidence: agreement with the majority vote and accuracy against gold, as they are and mapped back."""
+    data = run.data
+    if not run.iterative or data.is_continuous or run.model.info.latent != "item":
+        return
+    found = sweep.label_switch(data, np.argmax(run.current.q, axis=1))
+    if found is None:
+        return
+    pairs = ", ".join(f"{safe.md(a)} → {safe.md(b)}" for a, b in found.mapping(data.class_names))
+    evidence = (
+        f"its labels agree with the majority vote on {found.agree:.0%} of the items as they are, on "
+        f"{found.agree_mapped:.0%} after renaming the classes ({pairs})"
+    )
+    if found.accuracy is not None:
+        evidence += f"; accuracy against gold {found.accuracy:.1%} as they are, {found.accuracy_mapped:.1%} renamed"
+    st.warning(
+        "**Label switching: this run sits at a mirror image of the sensible optimum.** EM's objective does not "
+        "change when the classes are renamed, so EM can converge to an optimum where every class means another; "
+        f"{evidence}. Restart from majority vote, or read the classes through the renaming.",
+        icon=":material/swap_horiz:",
+    )
+
+
 def tab_bar() -> Sequence:
     """The lazy tabs of the stepper (only the open one runs); the open tab survives page switches."""
     _restore(W_TAB, "tab", lambda v: v in TABS, TABS[0])
@@ -128,6 +184,7 @@ def draw_tabs(run: Run) -> None:
         worker_intervals_panel,
         model_details_panel,
     )
+    label_switch_notice(run)
     for tab, panel in zip(tab_bar(), panels):
         if tab.open:
             with tab:
@@ -169,6 +226,7 @@ def posterior_panel(run: Run) -> None:
     _restore(W_PAGE, "post_page", lambda v: isinstance(v, int) and 1 <= v <= n_pages, 1)
     page = int(c2.number_input(f"Page (of {n_pages})", 1, n_pages, step=1, **_remember(W_PAGE, "post_page")))
     rows = posterior_order(q, changed, order, gold)[(page - 1) * PAGE_SIZE : page * PAGE_SIZE]
+    simulated = current_truth(data) is not None
     fig = plots.posterior_heatmap(
         q[rows],
         [data.item_names[n] for n in rows],
@@ -176,6 +234,7 @@ def posterior_panel(run: Run) -> None:
         gold=None if gold is None else gold[rows],
         changed=changed[rows],
         title=f"Posterior q at snapshot {snap.index} (rows: items, columns: classes)",
+        gold_name="truth" if simulated else "gold",
     )
     st.plotly_chart(fig, key="stepper.posterior_chart")
     notes = [f"Items {(page - 1) * PAGE_SIZE + 1}–{(page - 1) * PAGE_SIZE + len(rows)} of {N:,}, {order}"]
@@ -184,7 +243,12 @@ def posterior_panel(run: Run) -> None:
         notes.append(
             f"★ and a dotted outline: hard label changed in this step's E-step ({changed.sum():,} items in all)"
         )
-    if gold is not None:
+    if gold is not None and simulated:
+        notes.append(
+            "red outlines mark each item's true class (the simulation knows it); the truth column is green where "
+            "the arg-max agrees"
+        )
+    elif gold is not None:
         notes.append("red outlines mark the gold class; the gold column is green where the arg-max agrees")
     st.caption("; ".join(notes) + ".")
 
@@ -193,23 +257,27 @@ def _scores_posterior(run: Run) -> None:
     """Scores model: the latent variable is per annotator (good or bad); the items carry means mu."""
     data = run.data
     snap = run.current
+    truth = current_truth(data)
+    good = None if truth is None else truth.get("good")
     left, right = st.columns(2)
     with left:
         order = np.argsort(snap.q[:, 1], kind="stable")
         fig = plots.annotator_bars(
             snap.q[order, 1],
             [data.worker_names[m] for m in order],
+            truth=None if good is None else good[order],
             title=f"P(annotator is good) at snapshot {snap.index}",
         )
         st.plotly_chart(fig, key="stepper.annotator_chart")
         st.caption(
             "The posterior of the scores model is one number per annotator: P(good | their scores); "
             "the least trusted annotators first."
+            + (" Above the bars: what the simulation drew (good or bad)." if good is not None else "")
         )
     with right:
         params: ScoreParams = snap.params
         if data.has_gold:
-            ref, ref_name = data.gold, "gold score"
+            ref, ref_name = data.gold, ("true mean" if truth is not None else "gold score")
         else:
             ref = np.bincount(data.item, weights=data.value, minlength=data.n_items) / np.maximum(
                 data.labels_per_item, 1
@@ -221,50 +289,136 @@ def _scores_posterior(run: Run) -> None:
 
 
 # ---------------------------------------------------------------------------- workers
+def majority_agreement(data) -> np.ndarray:
+    """(M,) the share of each worker's labels that agree with the (hard) majority vote."""
+    mv = majority_labels(data)
+    agree = np.bincount(data.worker, weights=(data.label == mv[data.item]), minlength=data.n_workers)
+    return agree / np.maximum(data.labels_per_worker, 1)
+
+
+def reliability_x(data) -> tuple[np.ndarray, str, bool]:
+    """x of the reliability chart: the number of labels, or, when every worker labelled equally many items (a
+    constant x would stack every point on one vertical line), the raw agreement with the majority vote."""
+    n = data.labels_per_worker
+    if n.min() != n.max():
+        return n.astype(float), "number of labels", True
+    return majority_agreement(data), "agreement with the majority vote", False
+
+
+def _rms_residual(data, p: ScoreParams) -> np.ndarray:
+    resid = data.value - p.mu[data.item]
+    n = np.maximum(data.labels_per_worker, 1)
+    return np.sqrt(np.bincount(data.worker, weights=resid * resid, minlength=data.n_workers) / n)
+
+
+def _scores_workers(run: Run) -> None:
+    data = run.data
+    snap = run.current
+    p: ScoreParams = snap.params
+    rms = _rms_residual(data, p)
+    truth = current_truth(data)
+    good = None if truth is None else truth.get("good")
+    fig = plots.scores_vs_means(
+        data.value,
+        p.mu[data.item],
+        snap.q[data.worker, 1],
+        [data.worker_names[m] for m in data.worker],
+        sigma=p.sigma,
+        title=f"Every score against its item's mean μ_i (snapshot {snap.index})",
+    )
+    left, right = st.columns([3, 2])
+    left.plotly_chart(fig, key="stepper.scores_chart")
+    left.caption(
+        f"Colour: the annotator's P(good). A good annotator's scores lie around the diagonal, within ±2σ "
+        f"(σ = {p.sigma:.4g}, dashed); a bad one's spread over the whole range [{p.low:g}, {p.high:g}]."
+    )
+    order = np.argsort(snap.q[:, 1], kind="stable")
+    table = {
+        "annotator": [data.worker_names[m] for m in order],
+        "scores": data.labels_per_worker[order],
+        "P(good)": snap.q[order, 1],
+        "RMS(s − μ)": rms[order],
+    }
+    if good is not None:
+        table["truth"] = ["good" if good[m] else "bad" for m in order]
+    right.dataframe(
+        table,
+        hide_index=True,
+        key="stepper.annotator_table",
+        column_config={
+            "P(good)": st.column_config.ProgressColumn(min_value=0.0, max_value=1.0, format="%.3f"),
+            "RMS(s − μ)": st.column_config.NumberColumn(format="%.3g"),
+        },
+    )
+    note = " The truth column is what the simulation drew." if good is not None else ""
+    right.caption("The least trusted first." + note)
+
+
+def _truth_workers(data, params: ClassParams, truth: dict, picked: list[int]) -> None:
+    """A simulation's worker types and true confusion matrices beside the estimated ones (each picked worker's
+    estimate, then its truth, side by side)."""
+    gamma = truth["gamma"]
+    acc_true = np.diagonal(gamma, axis1=1, axis2=2) @ truth["pi"]
+    acc_est = params.worker_accuracy()
+    order = by_activity(data)
+    st.markdown("**The simulation's truth** (the crowd was drawn from these)")
+    left, right = st.columns([1, 1] if data.n_classes > 2 else [3, 2])
+    with left:
+        if picked:
+            shown = picked[: MAX_WORKERS // 2]
+            pairs = np.stack([g for m in shown for g in (params.gamma[m], gamma[m])])
+            names = [f"{data.worker_names[m]}: {side}" for m in shown for side in ("estimate", "truth")]
+            fig = plots.confusion_grid(
+                pairs,
+                names,
+                data.class_names,
+                max_workers=MAX_WORKERS,
+                cols=4 if data.n_classes <= 2 else 2,
+                title="Estimated and true Γ_m side by side (columns: true class)",
+            )
+            st.plotly_chart(fig, key="stepper.true_confusion_chart")
+    with right:
+        st.dataframe(
+            {
+                "worker": [data.worker_names[m] for m in order],
+                "type": [truth["worker_types"][m] for m in order],
+                "true acc.": acc_true[order],
+                "est. acc.": acc_est[order],
+            },
+            hide_index=True,
+            key="stepper.truth_table",
+            column_config={
+                "true acc.": st.column_config.NumberColumn(format="%.3f"),
+                "est. acc.": st.column_config.NumberColumn(format="%.3f"),
+            },
+        )
+        err = float(np.abs(np.asarray(gamma) - params.gamma).sum(axis=1).mean() / 2)
+        st.caption(
+            f"Mean distance between true and estimated confusion columns (total variation): {err:.3f}. "
+            "Accuracy = Σ_k π_k Γ_m(k, k), each under its own class prior (true π, estimated π)."
+        )
+
+
 def workers_panel(run: Run) -> None:
-    """Confusion matrices of the picked workers (fixed [0, 1] colours) and the reliability chart."""
+    """Confusion matrices of the picked workers (fixed [0, 1] colours), the reliability chart, and for a
+    simulation the true worker types and confusion matrices beside the estimates."""
     data = run.data
     snap = run.current
     K = 2 if data.is_continuous else data.n_classes
     if run.model.info.latent == "annotator":
-        fig = plots.reliability_scatter(
-            data.labels_per_worker.astype(float),
-            snap.q[:, 1],
-            data.worker_names,
-            title="Annotators: P(good) vs number of scores",
-            y_title="P(good)",
-        )
-        left, right = st.columns([3, 2])
-        left.plotly_chart(fig, key="stepper.reliability_chart")
-        p: ScoreParams = snap.params
-        resid = data.value - p.mu[data.item]
-        n = np.maximum(data.labels_per_worker, 1)
-        rms = np.sqrt(np.bincount(data.worker, weights=resid * resid, minlength=data.n_workers) / n)
-        order = np.argsort(snap.q[:, 1], kind="stable")
-        right.dataframe(
-            {
-                "annotator": [data.worker_names[m] for m in order],
-                "scores": data.labels_per_worker[order],
-                "P(good)": snap.q[order, 1],
-                "RMS(s − μ)": rms[order],
-            },
-            hide_index=True,
-            key="stepper.annotator_table",
-            column_config={
-                "P(good)": st.column_config.ProgressColumn(min_value=0.0, max_value=1.0, format="%.3f"),
-                "RMS(s − μ)": st.column_config.NumberColumn(format="%.3g"),
-            },
-        )
-        right.caption(f"The least trusted first. A good annotator's scores scatter around μ_i with σ = {p.sigma:.4g}.")
+        _scores_workers(run)
         return
+    x, x_title, counts = reliability_x(data)
+    x_note = (
+        "every worker labelled the same number of items, so x is the raw agreement with the majority vote"
+        if not counts
+        else "x: the number of labels"
+    )
     if not isinstance(snap.params, ClassParams):
-        mv = majority_labels(data)
-        agree = np.bincount(data.worker, weights=(data.label == mv[data.item]), minlength=data.n_workers)
-        rate = agree / np.maximum(data.labels_per_worker, 1)
         st.info("Majority vote estimates no confusion matrices; here is how often each worker agrees with it.")
         fig = plots.reliability_scatter(
             data.labels_per_worker.astype(float),
-            rate,
+            majority_agreement(data),
             data.worker_names,
             chance=1.0 / K,
             title="Workers: agreement with the majority vote",
@@ -304,17 +458,22 @@ def workers_panel(run: Run) -> None:
             st.info("Pick at least one worker to see a confusion matrix.")
     with right:
         fig = plots.reliability_scatter(
-            data.labels_per_worker.astype(float),
+            x,
             params.worker_accuracy(),
             data.worker_names,
             highlight=picked,
             chance=1.0 / K,
+            x_title=x_title,
+            counts=counts,
         )
         st.plotly_chart(fig, key="stepper.reliability_chart")
-        st.caption("Estimated accuracy Σ_k π_k Γ_m(k, k) against the number of labels; dotted: chance (1/K).")
+        st.caption(f"Estimated accuracy Σ_k π_k Γ_m(k, k) per worker; {x_note}; dotted: chance (1/K).")
         if "alpha" in params.extra:
             fig = plots.sens_spec_scatter(params.extra["alpha"], params.extra["beta"], data.worker_names)
             st.plotly_chart(fig, key="stepper.sens_spec_chart")
+    truth = current_truth(data)
+    if truth is not None and "gamma" in truth:
+        _truth_workers(data, params, truth, picked)
 
 
 # ---------------------------------------------------------------------------- class priors
@@ -327,9 +486,16 @@ def class_prior_panel(run: Run) -> None:
             np.array([1.0 - p.pi_good, p.pi_good]), ["bad", "good"], title="Prior of an annotator being bad / good"
         )
         st.plotly_chart(fig, key="stepper.prior_chart")
-        c1, c2 = st.columns(2)
-        c1.metric("π_good", f"{p.pi_good:.3f}")
-        c2.metric("σ (good annotators' noise)", f"{p.sigma:.4g}")
+        truth = current_truth(data)
+        cols = st.columns(3 if truth is not None and "good" in truth else 2)
+        cols[0].metric("π_good", f"{p.pi_good:.3f}")
+        cols[1].metric("σ (good annotators' noise)", f"{p.sigma:.4g}")
+        st.caption(
+            f"A bad annotator's scores are uniform on [{p.low:g}, {p.high:g}] ({explain.range_note(p)}): "
+            f"density {1 / (p.high - p.low):.4g}."
+        )
+        if len(cols) == 3:
+            cols[2].metric("Truth: share good, σ", f"{truth['good'].mean():.3f}, {truth['sigma']:.4g}", border=False)
         return
     reference = None
     if data.has_gold:
@@ -409,7 +575,10 @@ def explain_panel(run: Run) -> None:
         if own:  # the M-step's result for q: the next snapshot's, or computed now for the preview
             return own[1](data, q, result if result is not None else run.model.m_step(data, snap.post), int(worker))
         if scores:
-            return explain.m_step_scores(data, q, int(item))
+            lo, hi = run.model._range(data)
+            return explain.m_step_scores(
+                data, q, int(item), prior=getattr(run.model, "prior", 0.0), sigma_floor=run.model._sigma_min(lo, hi)
+            )
         return explain.m_step_classes(data, q, int(worker), key)
 
     wname, iname = safe.md(data.worker_names[worker]), safe.md(data.item_names[item])
@@ -481,11 +650,15 @@ def _explain_majority(data, item: int) -> None:
 
 # ---------------------------------------------------------------------------- likelihood surface
 def surface_defaults(model_key: str, data, coords: list[surface.Coord]) -> tuple[int, int]:
-    """Indices into ``coords``: alpha and beta of the most active worker (two-coin); the accuracies theta of the
-    two most active workers (one-coin; theta and p with a single worker)."""
+    """Indices into ``coords``: alpha and beta of the most active worker (two-coin), Gamma(1|1) and Gamma(0|0) of
+    the most active worker (binary Dawid-Skene); the accuracies theta of the two most active workers (one-coin;
+    theta and p with a single worker); sigma and pi_good (the scores model)."""
+    if model_key == "scores":
+        return coords.index(surface.Coord("sigma")), coords.index(surface.Coord("pi_good"))
     active = by_activity(data)
-    if model_key == "two_coin":
-        return coords.index(surface.Coord("alpha", int(active[0]))), coords.index(surface.Coord("beta", int(active[0])))
+    if model_key in ("two_coin", "ds"):
+        a, b = ("alpha", "beta") if model_key == "two_coin" else ("g11", "g00")
+        return coords.index(surface.Coord(a, int(active[0]))), coords.index(surface.Coord(b, int(active[0])))
     x = coords.index(surface.Coord("theta", int(active[0])))
     y = coords.index(surface.Coord("theta", int(active[1]))) if len(active) > 1 else len(coords) - 1
     return x, y
@@ -499,29 +672,41 @@ def _params_snapshot(run: Run) -> Snapshot:
     return run.snapshots[i]
 
 
-def cached_surface(run: Run, params, x: surface.Coord, y: surface.Coord):
-    """(xs, ys, Z) for these parameters and coordinates, from the session's small cache or computed now."""
+def cached_surface(run: Run, params, x: surface.Coord, y: surface.Coord, ranges: tuple):
+    """(xs, ys, Z) for these parameters, coordinates and grid ranges, from the session's small cache or computed
+    now."""
     cache = st.session_state.setdefault(SURFACE_CACHE, [])
-    for p, cx, cy, value in cache:
-        if p is params and cx == x and cy == y:
+    for p, cx, cy, rg, value in cache:
+        if p is params and cx == x and cy == y and rg == ranges:
             return value
-    with st.spinner("Evaluating the objective on a 41 × 41 grid..."):
-        value = surface.objective_surface(run.data, run.model, params, x, y, n=SURFACE_N)
-    cache.append((params, x, y, value))
+    with st.spinner(f"Evaluating the objective on a {SURFACE_N} × {SURFACE_N} grid..."):
+        value = surface.objective_surface(
+            run.data, run.model, params, x, y, n=SURFACE_N, x_range=ranges[0], y_range=ranges[1]
+        )
+    cache.append((params, x, y, ranges, value))
     del cache[:-SURFACE_CACHE_SIZE]
     return value
+
+
+def surface_applies(run: Run) -> bool:
+    data = run.data
+    key = run.model.info.key
+    if key == "scores":
+        return True
+    return key in SURFACE_MODELS and not data.is_continuous and data.n_classes == 2
 
 
 def surface_panel(run: Run) -> None:
     data = run.data
     key = run.model.info.key
-    if key not in SURFACE_MODELS or data.is_continuous or data.n_classes != 2:
+    if not surface_applies(run):
         st.info(
-            "The likelihood surface is drawn for the one-coin and two-coin models on two-class data "
-            "(e.g. bluebirds or textual entailment): pick one of them to watch EM climb."
+            "The likelihood surface is drawn for Dawid-Skene, one-coin and two-coin on two-class data (e.g. "
+            "bluebirds or textual entailment) and for the lecture's scores model: pick one of them to watch EM "
+            "climb."
         )
         return
-    coords = surface.coords_for(key, data.n_workers)
+    coords = surface.coords_for(key, data.n_workers, data.n_items)
     labels = [c.label(data) for c in coords]
     dx, dy = surface_defaults(key, data, coords)
     valid = lambda v: isinstance(v, int) and 0 <= v < len(coords)  # noqa: E731
@@ -539,9 +724,11 @@ def surface_panel(run: Run) -> None:
         return
     cx, cy = coords[ix], coords[iy]
     base = _params_snapshot(run)
-    xs, ys, Z = cached_surface(run, base.params, cx, cy)
+    ranges = (surface.coord_range(run, cx), surface.coord_range(run, cy))
+    xs, ys, Z = cached_surface(run, base.params, cx, cy, ranges)
     px, py, idx = surface.em_path(run, cx, cy)
     keep = idx <= base.index
+    done = run.converged and base.index == idx[-1]
     fig = plots.objective_contour(
         xs,
         ys,
@@ -551,27 +738,34 @@ def surface_panel(run: Run) -> None:
         path_index=idx[keep],
         x_title=labels[ix],
         y_title=labels[iy],
-        title=f"Objective over {labels[ix]} and {labels[iy]} (other parameters as at snapshot {base.index})",
+        title=f"Objective over {labels[ix]} and {labels[iy]} (snapshot {base.index})",
+        end_label="end (converged)" if done else f"now (snapshot {base.index})",
     )
-    left, right = st.columns([3, 1])
-    left.plotly_chart(fig, key="stepper.surface_chart")
+    st.plotly_chart(fig, key="stepper.surface_chart")
     objective = np.array([run.snapshots[i].objective for i in idx[keep]])
-    right.markdown("**The EM path**")
-    right.dataframe(
-        {"snapshot": idx[keep], labels[ix]: px[keep], labels[iy]: py[keep], "objective": objective},
-        hide_index=True,
-        key="stepper.surface_path",
-        column_config={
-            labels[ix]: st.column_config.NumberColumn(format="%.3f"),
-            labels[iy]: st.column_config.NumberColumn(format="%.3f"),
-            "objective": st.column_config.NumberColumn(format="%.2f"),
-        },
-    )
+    with st.expander("The EM path in numbers"):
+        st.dataframe(
+            {"snapshot": idx[keep], labels[ix]: px[keep], labels[iy]: py[keep], "objective": objective},
+            hide_index=True,
+            key="stepper.surface_path",
+            column_config={
+                labels[ix]: st.column_config.NumberColumn(format="%.4g"),
+                labels[iy]: st.column_config.NumberColumn(format="%.4g"),
+                "objective": st.column_config.NumberColumn(format="%.2f"),
+            },
+        )
     hard = " Hard EM climbs the complete-data objective, not this one." if run.model.hard else ""
+    density = ""
+    if key == "scores":
+        p = base.params
+        density = (
+            f" Bad annotators' density: {1 / (p.high - p.low):.4g} on [{p.low:g}, {p.high:g}] "
+            f"({explain.range_note(p)})."
+        )
     st.caption(
         "Colours: the objective (log-likelihood" + (" + log prior" if run.model.has_prior else "") + ") relative "
-        "to the best point of this slice. Every other parameter is held at its value at the current snapshot, so "
-        "this is one 2-D slice of a surface over all parameters, and the EM path (init and every M-step, up to now) "
-        "is its projection: EM moves all parameters at once, so the path need not climb this slice step by step; "
-        "at convergence it ends at the slice's best point." + hard
+        f"to the best point of this slice (yellow star). Every other parameter is held at its value at snapshot "
+        f"{base.index}, so this is one 2-D slice of a surface over all parameters, and the EM path (the start, "
+        "then every M-step up to now) is its projection: EM moves all parameters at once, so the path need not "
+        "climb this slice step by step; at convergence it ends at the slice's best point." + hard + density
     )

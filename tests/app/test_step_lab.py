@@ -110,7 +110,7 @@ def test_every_tab_renders_for_every_method(sample, method):
         assert len(heat["y"]) == min(panels.PAGE_SIZE, data.n_items)
 
     _tab(at, "Workers")
-    assert _chart(at, "stepper.reliability_chart") is not None
+    assert _chart(at, "stepper.scores_chart" if scores else "stepper.reliability_chart") is not None
     if method in ("ds", "one_coin", "two_coin"):
         grid = _chart(at, "stepper.confusion_chart")
         names = [a["text"] for a in grid["layout"]["annotations"]]
@@ -132,7 +132,7 @@ def test_every_tab_renders_for_every_method(sample, method):
         assert len(at.latex) >= 3  # the formula, the numbers, and the next half-step's formula
 
     _tab(at, "Likelihood surface")
-    if method in ("one_coin", "two_coin") and data.n_classes == 2:
+    if method in ("one_coin", "two_coin", "ds") and data.n_classes == 2 or method == "scores":
         assert _chart(at, "stepper.surface_chart") is not None
     else:
         assert _chart(at, "stepper.surface_chart") is None

@@ -126,15 +126,17 @@ def test_scores_explanations_match_the_model():
     run = cl.fit(sim.annotations, "scores")
     w = run.model.e_step(sim.annotations, run.params)[0, 1]
     assert explain.e_step_scores(sim.annotations, run.params, 0)[-1].endswith(explain._f(w))
-    mu = run.model.m_step(sim.annotations, run.posterior).mu[3]
-    assert explain.m_step_scores(sim.annotations, run.posterior, 3)[-1].endswith(explain._f(mu))
+    new = run.model.m_step(sim.annotations, run.posterior)
+    lines = explain.m_step_scores(sim.annotations, run.posterior, 3)
+    assert any(x.startswith(r"\Rightarrow\ \mu_i") and x.endswith(explain.num(new.mu[3], 4)) for x in lines)
+    assert lines[-1].endswith(explain.num(new.pi_good, 4))
 
 
 def test_names_with_latex_characters_are_escaped():
     data = cl.Annotations.from_labels(["a_1", "b&2", "a_1"], ["w{1}", "w%2", "w%2"], ["x", "y", "x"])
     run = cl.fit(data, "ds")
     text = " ".join(explain.e_step_classes(data, run.params, 0) + explain.m_step_classes(data, run.posterior, 1))
-    assert "item a\\_1" in text and "worker w(1)" in text and "w{1}" not in text
+    assert "item a\\_1" in text and "worker w\\{1\\}" in text and "w{1}" not in text
 
 
 # ------------------------------------------------------------------ surface
@@ -162,8 +164,9 @@ def test_converged_em_sits_at_the_top_of_the_slice():
 
 def test_surface_coordinates():
     assert len(surface.coords_for("two_coin", 3)) == 7 and len(surface.coords_for("one_coin", 3)) == 4
+    assert len(surface.coords_for("ds", 3)) == 7 and len(surface.coords_for("scores", 3, 10)) == 12
     with pytest.raises(ValueError):
-        surface.coords_for("ds", 3)
+        surface.coords_for("mv", 3)
 
 
 @pytest.mark.parametrize(

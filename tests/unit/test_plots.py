@@ -212,7 +212,9 @@ def test_reliability_scatter_points_highlight_fixed_range_and_log_axis():
     rest, shown = _by_meta(fig, "workers"), _by_meta(fig, "highlight")
     assert list(rest.x) == [10, 40] and list(rest.y) == [0.5, 0.7] and list(rest.text) == ["a", "c"]
     assert list(shown.x) == [500, 1000] and list(shown.text) == ["b", "d"]
-    assert tuple(fig.layout.yaxis.range) == (-0.02, 1.02)
+    lo, hi = fig.layout.yaxis.range  # [0, 1] with room for points at 0 and 1 (and their name labels)
+    assert lo <= -0.02 and hi >= 1.02 and hi - lo < 1.2
+    assert rest.mode == "markers+text"  # few workers: every point carries its name
     assert fig.layout.xaxis.type == "log"  # counts span a factor of 100
     assert [s.y0 for s in fig.layout.shapes] == [0.25]
     # equal counts: a linear axis from zero (not a range of 107 .. 109)
@@ -338,3 +340,82 @@ def test_prior_sweep_figure_unit_axis_and_objective_on_the_right():
     assert obj.yaxis == "y2" and list(obj.x) == ["0", "0.5", "10"] and list(obj.y) == [-100.0, -110.0, -150.0]
     assert tuple(fig.layout.yaxis.range) == (0.0, 1.02)
     assert fig.layout.yaxis2.overlaying == "y" and fig.layout.xaxis.type == "category"
+
+
+# ---------------------------------------------------------------------------- projector readability
+def test_objective_contour_spans_any_grid_and_labels_the_start_and_end():
+    xs = np.linspace(0.02, 0.6, 9)  # e.g. sigma of the scores model: not a probability
+    ys = np.linspace(0.005, 0.995, 11)
+    Z = -((xs[None, :] - 0.25) ** 2) * 500 - (ys[:, None] - 0.6) ** 2 * 10
+    fig = plots.objective_contour(xs, ys, Z, [0.4, 0.3, 0.25], [0.5, 0.58, 0.6], end_label="end (converged)")
+    assert fig.layout.xaxis.range[0] < 0.02 < 0.6 < fig.layout.xaxis.range[1] < 0.7
+    assert tuple(fig.layout.yaxis.range) == (-0.02, 1.02)
+    start, end, path = _by_meta(fig, "start"), _by_meta(fig, "current"), _by_meta(fig, "path")
+    assert list(start.text) == ["start"] and list(end.text) == ["end (converged)"]
+    assert path.line.width >= 4 and path.marker.size >= 12 and end.marker.size >= 24  # reads on a projector
+    # the labels sit on the side away from the path: it leaves the start to the left, so "start" is on the right
+    assert start.textposition.endswith("right") and end.textposition.endswith("left")
+    # ... unless that side is too near the edge for the label: then it faces the middle of the plot
+    fig = plots.objective_contour(xs, ys, Z, [0.4, 0.1, 0.03], [0.5, 0.58, 0.6], end_label="end (converged)")
+    assert _by_meta(fig, "current").textposition.endswith("right") and _by_meta(fig, "current").cliponaxis is False
+
+
+def test_scores_vs_means_colours_by_p_good_with_the_two_sigma_band():
+    fig = plots.scores_vs_means(
+        np.array([0.2, 0.9, 0.4]), np.array([0.25, 0.3, 0.4]), np.array([1.0, 0.0, 1.0]), ["a", "b", "a"], sigma=0.05
+    )
+    pts = _by_meta(fig, "scores")
+    assert list(pts.x) == [0.25, 0.3, 0.4] and list(pts.y) == [0.2, 0.9, 0.4]
+    assert (pts.marker.cmin, pts.marker.cmax) == (0.0, 1.0) and list(pts.marker.color) == [1.0, 0.0, 1.0]
+    band = _by_meta(fig, "band")
+    assert band.y[0] == pytest.approx(0.2 + 0.1) and band.y[3] == pytest.approx(0.2 - 0.1)
+    fig = plots.scores_vs_means(np.zeros(1), np.zeros(1), np.ones(1), ["<b>x</b>"], sigma=1.0)
+    assert list(_by_meta(fig, "scores").text) == ["&lt;b&gt;x&lt;/b&gt;"]  # a name is text, never markup
+    with pytest.raises(ValueError, match="one value"):
+        plots.scores_vs_means(np.zeros(2), np.zeros(3), np.zeros(3), ["a"] * 3, sigma=1.0)
+
+
+def test_long_titles_wrap_and_make_room():
+    assert plots.wrap_title("a b c", 3) == "a b<br>c"
+    fig = plots.confusion_grid(np.tile(np.eye(2), (2, 1, 1)), ["w0", "w1"], ["0", "1"])
+    assert "<br>" in fig.layout.title.text and fig.layout.margin.t >= 70
+
+
+def test_legends_sit_below_the_axis_titles(run):
+    """Every figure with a legend puts it at the bottom of the figure (container coordinates), in a margin kept
+    for it, so it never lands on the x axis title."""
+    import pandas as pd
+
+    from crowdlab.plots import data as figs
+
+    table = pd.DataFrame(
+        {
+            "init": ["majority", "random"],
+            "seed": [0, 1],
+            "objective": [-1.0, -2.0],
+            "iterations": [3, 4],
+            "optimum": [0, 1],
+            "accuracy": [0.9, 0.1],
+            "relabelled": [False, True],
+        }
+    )
+    sweep = pd.DataFrame({"prior": [0.0, 1.0], "objective": [-1.0, -1.5], "accuracy": [0.8, 0.85]})
+    balance = pd.DataFrame({"class": ["a", "b"], "labels": [3, 4], "gold": [1, 2]})
+    xs = np.linspace(0, 1, 5)
+    figures = [
+        plots.objective_curve(run.history(), 1),
+        plots.metric_curve([0, 1], {"accuracy": [0.5, 0.6], "macro F": [0.4, 0.5]}, 1),
+        plots.reliability_scatter(np.arange(1.0, 5.0), np.full(4, 0.5), list("abcd"), highlight=[1]),
+        plots.class_prior_bars(np.array([0.4, 0.6]), ["a", "b"], reference=np.array([0.5, 0.5])),
+        plots.objective_contour(xs, xs, -np.add.outer(xs, xs), [0.5, 0.6], [0.5, 0.4]),
+        plots.restart_scatter(table),
+        plots.prior_sweep_figure(sweep),
+        plots.scores_vs_means(np.zeros(2), np.ones(2), np.ones(2), ["a", "b"], sigma=0.1),
+        figs.class_balance_bars(balance),
+        figs.score_histogram(np.linspace(0, 1, 20), np.linspace(0.2, 0.8, 5)),
+    ]
+    for fig in figures:
+        assert sum(t.showlegend is not False for t in fig.data) >= 2
+        legend = fig.layout.legend
+        assert (legend.yref, legend.yanchor, legend.y, legend.orientation) == ("container", "bottom", 0, "h")
+        assert fig.layout.margin.b >= 80, fig.layout.title.text

@@ -1,0 +1,149 @@
+"""The Step page explains every step with every number (``streamlit.testing.v1.AppTest``).
+
+Every method's "What just happened" lines fit the projector; the lecture model shows its numbers and density;
+a mirrored run is called out as label-switched; the likelihood surface is drawn for binary Dawid-Skene and the
+scores model; a simulation's truth (worker types, true confusion matrices, good/bad annotators) is shown beside
+the estimates; the reliability chart never stacks every worker on one x.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from streamlit.testing.v1 import AppTest
+
+from crowdlab import explain
+from crowdlab.ui import panels, state
+from tests.app.test_step_lab import HOME, STEP_PAGE, _arr, _chart, _click, _method, _ok, _open, _run, _tab, _trace
+
+DATA_PAGE = "pages/1_Data.py"
+
+
+def _latex(at: AppTest) -> list[str]:
+    return [x.value.strip().removeprefix("$$").removesuffix("$$").strip() for x in at.latex]
+
+
+def _frame(at: AppTest, column: str):
+    """The one dataframe on the page with ``column``."""
+    found = [d.value for d in at.dataframe if column in d.value.columns]
+    assert len(found) == 1
+    return found[0]
+
+
+def _simulated(button: str) -> AppTest:
+    at = _ok(AppTest.from_file(HOME, default_timeout=30).run())
+    at = _ok(at.switch_page(DATA_PAGE).run())
+    _click(at, button)
+    return _ok(at.switch_page(STEP_PAGE).run())
+
+
+@pytest.mark.parametrize(
+    ("sample", "method"),
+    [(s, m) for s in ("bluebirds", "patients") for m in ("ds", "one_coin", "two_coin", "mv")] + [("affect", "scores")],
+)
+def test_every_explanation_line_fits_and_every_new_panel_renders(sample, method):
+    at = _open(sample)
+    if method == "two_coin" and sample == "patients":
+        return  # two-coin is for two classes
+    _method(at, method)
+    _tab(at, "What just happened")
+    for _ in range(2):
+        if method != "mv":
+            _click(at, "stepper.e_step")
+        lines = _latex(at)
+        assert lines
+        wide = [x for x in lines if explain.visible_width(x) > explain.MAX_WIDTH]
+        assert not wide, wide[:2]
+        assert not any("e-" in x for x in lines)
+        if method != "mv":
+            _click(at, "stepper.m_step")
+    _tab(at, "Likelihood surface")
+    applies = method == "scores" or (method != "mv" and _run(at).data.n_classes == 2)
+    assert (_chart(at, "stepper.surface_chart") is not None) == applies
+    _tab(at, "Workers")
+    assert _chart(at, "stepper.scores_chart" if method == "scores" else "stepper.reliability_chart") is not None
+
+
+def test_lecture_model_shows_pi_good_sigma_and_its_density():
+    at = _simulated("data.scores.run")
+    _method(at, "scores")
+    _tab(at, "What just happened")
+    _click(at, "stepper.step")
+    _click(at, "stepper.e_step")
+    text = " ".join(_latex(at))
+    p = _run(at).current.params
+    assert rf"\pi_{{good}} = {explain._f(p.pi_good)}" in text and r"\text{(the lecture's range)}" in text
+    _click(at, "stepper.m_step")
+    lines = _latex(at)
+    assert any(x.startswith(r"\sigma^2 = \frac") for x in lines)
+    sums = [x for x in lines if x.startswith((r"\textstyle\sum_a", r"\quad"))]
+    assert sums and not any("more" in x for x in sums)  # 5 annotators: every term of mu_i written out
+    _tab(at, "Likelihood surface")
+    spec = _chart(at, "stepper.surface_chart")
+    assert "σ" in spec["layout"]["xaxis"]["title"]["text"] and "π_good" in spec["layout"]["yaxis"]["title"]["text"]
+    path = _trace(spec, "path")
+    run = _run(at)
+    assert len(_arr(path["x"])) == run.current.iteration + 1
+    assert _arr(_trace(spec, "current")["x"])[0] == pytest.approx(run.current.params.sigma)
+    assert any("lecture's range" in c.value for c in at.caption)
+
+
+def test_simulated_scores_show_which_annotators_are_good():
+    at = _simulated("data.scores.run")
+    truth = at.session_state[panels.TRUTH][1]["good"]
+    _click(at, "stepper.step")
+    _tab(at, "Workers")
+    table = _frame(at, "truth")
+    names = at.session_state[state.DATA].worker_names
+    expect = {n: "good" if g else "bad" for n, g in zip(names, truth)}
+    assert dict(zip(table["annotator"], table["truth"])) == expect
+    _tab(at, "Posterior")
+    spec = _chart(at, "stepper.annotator_chart")
+    bars, said = _trace(spec, "p_good"), _trace(spec, "truth")
+    assert dict(zip(bars["x"], said["text"])) == expect
+    _tab(at, "Class priors")
+    assert any(m.label.startswith("Truth") for m in at.metric)
+
+
+def test_simulated_crowd_shows_true_types_and_confusion_matrices():
+    at = _simulated("data.sim.run")
+    _method(at, "ds")
+    _click(at, "stepper.step")
+    _tab(at, "Workers")
+    held = at.session_state[panels.TRUTH]
+    assert held[0] == at.session_state[state.DATA_ID]
+    true_grid = _chart(at, "stepper.true_confusion_chart")
+    picked = at.multiselect(key=panels.W_WORKERS).value
+    est, true = _arr(true_grid["data"][0]["z"]), _arr(true_grid["data"][1]["z"])  # side by side
+    np.testing.assert_allclose(true, held[1]["gamma"][picked[0]])
+    np.testing.assert_allclose(est, _run(at).current.params.gamma[picked[0]])
+    names = [a["text"] for a in true_grid["layout"]["annotations"]]
+    assert names[:2] == [f"{_run(at).data.worker_names[picked[0]]}: {s}" for s in ("estimate", "truth")]
+    table = _frame(at, "type")
+    assert set(table["type"]) <= {"expert", "novice", "spammer", "adversary"}
+    _tab(at, "Posterior")
+    heat = _chart(at, "stepper.posterior_chart")
+    assert any(t.get("meta") == "gold_agrees" and t["x"][0] == "truth" for t in heat["data"])
+    # a bundled dataset has no simulation truth
+    at = _open("bluebirds")
+    _tab(at, "Workers")
+    assert _chart(at, "stepper.true_confusion_chart") is None
+
+
+def test_reliability_x_is_never_constant():
+    at = _method(_open("bluebirds"), "ds")  # every bluebirds worker labelled all 108 items
+    _tab(at, "Workers")
+    spec = _chart(at, "stepper.reliability_chart")
+    xs = np.concatenate([_arr(t["x"]) for t in spec["data"]])
+    assert np.ptp(xs) > 0.1 and "majority" in spec["layout"]["xaxis"]["title"]["text"]
+
+
+def test_a_mirrored_run_is_called_label_switched():
+    at = _method(_open("bluebirds"), "ds")
+    _click(at, "stepper.run")
+    assert not any("Label switching" in w.value for w in at.warning)
+    _ok(at.selectbox(key=state.W_INIT).set_value("random").run())
+    _ok(at.number_input(key=state.W_SEED).set_value(0).run())
+    _click(at, "stepper.run")
+    warn = [w.value for w in at.warning if "Label switching" in w.value]
+    assert warn and "0 → 1" in warn[0] and "accuracy against gold" in warn[0]

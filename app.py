@@ -42,6 +42,6 @@ st.caption("Items on a graph: MRF-crowd EM with ICM or mean-field E-steps, again
 
 st.subheader("Estimation and learning")
 st.page_link("pages/8_Error_rates_without_labels.py", label="Error rates without labels", icon=":material/rule:")
-st.caption("Classifiers' error rates from unlabelled outputs: identifiability, Fisher information, the seed's figures.")
+st.caption("Classifiers' error rates from unlabelled outputs: identifiability, Fisher information, figures.")
 st.page_link("pages/9_Learning_from_crowds.py", label="Learning from crowds", icon=":material/scatter_plot:")
 st.caption("Raykar's EM learns a classifier and every annotator's sensitivity and specificity; the boundary moves.")

@@ -4,7 +4,7 @@ import streamlit as st
 
 from crowdlab.ui import method_picker, page_frame, stepper_panel
 
-page_frame("Step through EM", icon=":material/stairs:")
+page_frame("Step through EM", icon=":material/stairs:", notice=False)
 st.caption(
     "The E-step updates the posterior q over the true labels; the M-step re-estimates the parameters θ. "
     "Exact EM never lowers the objective, and the bound F(q, θ) touches it right after each E-step."

@@ -1,4 +1,5 @@
-"""Error rates without labels: estimate classifiers' accuracies from unlabelled outputs (seed 002), live."""
+"""Error rates without labels: classifiers' accuracies from unlabelled outputs (Donmez, Lebanon & Balasubramanian
+2010), live."""
 
 import streamlit as st
 

@@ -1,7 +1,7 @@
-"""The Networks page: crowd labels on a graph with a Potts prior (seed 003 Sec. 5), MRF-crowd EM step by step.
+"""The Networks page: crowd labels on a graph with a Potts prior (Traganitis & Giannakis, Sec. 5), MRF-crowd EM.
 
 The page keeps its own dataset, settings and run under ``net.*`` (a :class:`crowdlab.ui.lab.Lab`). Cold start: a
-stochastic block model of 1,000 nodes in K = 4 communities, average degree 5, labelled by the seed's crowd
+stochastic block model of 1,000 nodes in K = 4 communities, average degree 5, labelled by Traganitis & Giannakis' crowd
 (10 workers: 6 experts with accuracy U(0.35, 0.6), 4 spammers). Other sources: a simulated SBM with other
 parameters, an uploaded label file with an edge list, and a small noisy image on its pixel grid.
 
@@ -90,7 +90,7 @@ class NetConfig:
 # ---------------------------------------------------------------------------- loaders (cached on small keys)
 @st.cache_data(max_entries=8, show_spinner="Simulating a network...")
 def simulate_cached(N: int, K: int, M: int, degree: float, ratio: float, seed: int):
-    """:func:`crowdlab.simulate.simulate_sbm` with the seed's crowd, cached on its parameters."""
+    """:func:`crowdlab.simulate.simulate_sbm` with Traganitis & Giannakis' crowd, cached on its parameters."""
     return simulate_sbm(N, K, M, avg_degree=degree, ratio=ratio, seed=seed, **seed_crowd(M))
 
 
@@ -325,9 +325,7 @@ def _sweeps(n: int) -> str:
 
 # ---------------------------------------------------------------------------- the page
 def networks_page() -> None:
-    notice = NET.pop_notice()
-    if notice:
-        st.info(notice, icon="ℹ️")
+    """Dataset, settings, then the stepper (its notice, buttons, Play, curves and the tabs)."""
     source_section()
     settings_section()
     stepper_panel()
@@ -341,7 +339,8 @@ def source_section() -> None:
             st.markdown(
                 "A **stochastic block model**: communities = classes, an edge inside a community with probability "
                 "p_in, between communities with p_out = ratio × p_in, set by the average degree. Every node is "
-                "labelled by every worker of the seed's crowd (40 % spammers, experts with accuracy U(0.35, 0.6))."
+                "labelled by every worker of Traganitis & Giannakis' crowd (40 % spammers, experts with accuracy "
+                "U(0.35, 0.6))."
             )
             c1, c2, c3 = st.columns(3)
             c1.slider("Nodes", 100, 5000, step=100, **NET.mirrored(SIM_N))
@@ -398,8 +397,8 @@ def settings_section() -> None:
         "δ per edge from the labels: (M_n + M_n′) / 4",
         key=W_DELTA_LABELS,
         on_change=_on_delta_labels,
-        help="The seed's choice for graphs built from features: each node contributes M_n / 2, half its number "
-        "of labels, so well-labelled nodes trust their neighbours more.",
+        help="Traganitis & Giannakis' choice for graphs built from features: each node contributes M_n / 2, half "
+        "its number of labels, so well-labelled nodes trust their neighbours more.",
     )
     c3.selectbox("Start from", list(INITS), format_func=INITS.get, **NET.config_widget("init"))
     with st.expander("Seed and stopping rule"):
@@ -410,18 +409,22 @@ def settings_section() -> None:
     st.info(APPROXIMATE[NET.config().e_step], icon=":material/warning:")
 
 
-@st.fragment
 def stepper_panel() -> None:
-    run = lab.stepper_head(NET)
-    if run is None:
-        return
-    c1, c2, c3 = st.columns([5, 3, 4])
+    """The one stepper (:func:`crowdlab.ui.lab.stepper`): the objective, the sweeps of the last E-step and the
+    metrics as curves, the graph, workers and comparison as tabs."""
+    lab.stepper(NET.slot, curves=curves_panel, panels=tabs_panel)
+
+
+def curves_panel(run: Run) -> None:
+    c1, c2, c3 = lab.curve_columns([5, 3, 4])
     with c1:
         lab.objective_chart(NET.slot, run, title=f"Objective: {run.model.objective_name}", show_bound=False)
     with c2:
         trace, at = last_trace(run)
         name = "F" if run.model.method == "mean_field" else "J"
-        st.plotly_chart(figs.sweep_trace(trace, title="Sweeps of the last E-step", y_title=name), key="net.trace_chart")
+        fig = figs.sweep_trace(trace, title="Sweeps of the last E-step", y_title=name)
+        fig.update_layout(height=lab.chart_height(fig.layout.height or 360))
+        st.plotly_chart(fig, key="net.trace_chart")
         if at is not None:
             st.caption(
                 f"{name} over the {_sweeps(len(trace) - 1)} of the E-step to snapshot {at}, as the gain over its "
@@ -429,6 +432,9 @@ def stepper_panel() -> None:
             )
     with c3:
         lab.metric_chart(NET.slot, run)
+
+
+def tabs_panel(run: Run) -> None:
     panels = (graph_panel, workers_panel, comparison_panel)
     for tab, panel in zip(st.tabs(TABS, **NET.view_widget(W_TAB, "tab", lambda v: v in TABS, TABS[0])), panels):
         if tab.open:

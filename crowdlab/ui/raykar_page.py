@@ -1,4 +1,4 @@
-"""The "Learning a classifier from crowds" page (seed 000: Raykar et al. 2010), one EM half-step at a time.
+"""The "Learning a classifier from crowds" page (Raykar et al. 2010), one EM half-step at a time.
 
 EM learns a logistic classifier p_i = sigma(w^T x_i) together with every annotator's sensitivity alpha_j and
 specificity beta_j: the E-step turns the labels and the classifier into posteriors mu_i, the M-step re-fits alpha,
@@ -294,10 +294,7 @@ def snapshot_metrics(run: Run) -> pd.DataFrame | None:
 
 # ---------------------------------------------------------------------------- the page
 def raykar_page() -> None:
-    """Dataset, settings, then the stepping panel (a fragment)."""
-    notice = RAY.pop_notice()
-    if notice:
-        st.info(notice, icon="ℹ️")
+    """Dataset, settings, then the stepper (its notice, buttons, Play, curves and the pictures)."""
     source_section()
     settings_section()
     stepper_panel()
@@ -358,32 +355,40 @@ def settings_section() -> None:
     c3.number_input("Max iterations", min_value=1, step=10, **RAY.config_widget("max_iter"))
 
 
-@st.fragment
 def stepper_panel() -> None:
-    """Buttons, position; the items and boundaries beside the annotators; objective and scores; the table."""
-    run = lab.stepper_head(RAY)
-    if run is None:
-        return
-    data = run.data
+    """The one stepper (:func:`crowdlab.ui.lab.stepper`): the objective and the accuracy as curves; the items and
+    boundaries beside the annotators, and the table, as the page's pictures."""
+    lab.stepper(RAY.slot, curves=curves_panel, panels=pictures_panel)
+
+
+def _context(run: Run) -> tuple[dict, dict, dict]:
+    """(extra, majority-vote baseline, drawing plane) of the page's dataset (cached)."""
     extra = RAY.extra()
-    cfg = RAY.config()
-    base = mv_baseline(f"{NS}:{RAY.data_id()}", cfg.l2, data, extra)
-    pl = RAY.derived("plane", lambda: plane(extra["features"]))
-    snap = run.current
-    left, right = st.columns([3, 2])
-    with left:
-        scatter_panel(run, pl, base, extra)
-    with right:
-        roc_panel(run, extra)
+    base = mv_baseline(f"{NS}:{RAY.data_id()}", RAY.config().l2, run.data, extra)
+    return extra, base, RAY.derived("plane", lambda: plane(extra["features"]))
+
+
+def curves_panel(run: Run) -> None:
+    _, base, _ = _context(run)
     table = snapshot_metrics(run)
-    c1, c2 = st.columns(2)
+    c1, c2 = lab.curve_columns(2)
     with c1:
         lab.objective_chart(RAY.slot, run, height=340)
     with c2:
         if table is None:
             st.info("No truth (no gold labels in the upload): there is nothing to score the classifiers against.")
         else:
-            metric_chart(table, base, float(table["x"][snap.index]))
+            metric_chart(table, base, float(table["x"][run.index]))
+
+
+def pictures_panel(run: Run) -> None:
+    extra, base, pl = _context(run)
+    left, right = st.columns([3, 2])
+    with left:
+        scatter_panel(run, pl, base, extra)
+    with right:
+        roc_panel(run, extra)
+    table = snapshot_metrics(run)
     if table is not None:
         metrics_table(run, table, base)
 
@@ -402,7 +407,8 @@ def metric_chart(table: pd.DataFrame, base: dict, x_now: float) -> None:
     values["Raykar posterior labels"] = table["posterior accuracy"].to_numpy(float)
     if "mv_acc" in base:
         values["majority-vote labels"] = np.full(n, base["mv_acc"])
-    fig = plots.metric_curve(table["x"].to_numpy(float), values, x_now, title="Accuracy against the truth", height=340)
+    x = table["x"].to_numpy(float)
+    fig = plots.metric_curve(x, values, x_now, title="Accuracy against the truth", height=lab.chart_height(340))
     st.plotly_chart(fig, key="raykar.metric_chart")
 
 

@@ -1,10 +1,10 @@
-"""The Sequences page: crowd labels that form Markov chains (seed 003 Sec. 4), HMM-crowd EM one half-step at a time.
+"""The Sequences page: labels that form Markov chains (Traganitis & Giannakis, Sec. 4), HMM-crowd EM step by step.
 
 The page keeps its own dataset, settings and run under ``seq.*`` (a :class:`crowdlab.ui.lab.Lab`), so the working
-dataset of the other pages stays as it was. Cold start: a simulated set (50 sequences of 40 positions, K = 4, the
-seed's crowd of 6 experts and 4 spammers), which steps instantly; the bundled CoNLL NER validation split (39,025
-tokens) is one click away. Majority vote and i.i.d. Dawid-Skene, the baselines of the strip view and of the
-comparison, are fitted once per dataset (``st.cache_data`` on the dataset id, then kept under ``seq.derived``);
+dataset of the other pages stays as it was. Cold start: a simulated set (50 sequences of 40 positions, K = 4,
+Traganitis & Giannakis' crowd of 6 experts and 4 spammers), which steps instantly; the bundled CoNLL NER validation
+split (39,025 tokens) is one click away. Majority vote and i.i.d. Dawid-Skene, the baselines of the strip view and of
+the comparison, are fitted once per dataset (``st.cache_data`` on the dataset id, then kept under ``seq.derived``);
 Viterbi and the comparison at the cursor once per (run, snapshot), kept under ``seq.cursor``.
 """
 
@@ -33,7 +33,8 @@ from crowdlab.ui import lab
 from crowdlab.ui.frame import load_sample_cached, upload_id
 
 NS = "seq"
-SEED_CROWD_ACCURACY = (0.35, 0.6)  # the seed's experiments: experts a little better than chance, and spammers
+# Traganitis & Giannakis' experiments: experts a little better than chance, and spammers
+SEED_CROWD_ACCURACY = (0.35, 0.6)
 SPAMMER_SHARE = 0.4
 MAX_POSITIONS = 60  # positions drawn in one strip (a window of a longer sequence)
 DEFAULT_WORKERS = 8
@@ -79,7 +80,7 @@ class SeqConfig:
 
 # ---------------------------------------------------------------------------- loaders (cached on small keys)
 def seed_crowd(n_workers: int) -> dict:
-    """The seed's crowd for ``n_workers``: 40 % spammers, the rest experts with accuracy U(0.35, 0.6)."""
+    """Traganitis & Giannakis' crowd for ``n_workers``: 40 % spammers, the rest experts with accuracy U(0.35, 0.6)."""
     spammers = min(int(round(SPAMMER_SHARE * n_workers)), n_workers - 1)
     return {
         "mix": mix_from_counts({"expert": n_workers - spammers, "spammer": spammers}),
@@ -89,7 +90,7 @@ def seed_crowd(n_workers: int) -> dict:
 
 @st.cache_data(max_entries=8, show_spinner="Simulating sequences...")
 def simulate_cached(S: int, length: int, K: int, M: int, stay: float, labels: int, seed: int):
-    """:func:`crowdlab.simulate.simulate_sequences` with the seed's crowd, cached on its parameters."""
+    """:func:`crowdlab.simulate.simulate_sequences` with Traganitis & Giannakis' crowd, cached on its parameters."""
     return simulate_sequences(S, length, K, M, self_transition=stay, labels_per_item=labels, seed=seed, **seed_crowd(M))
 
 
@@ -233,7 +234,7 @@ def at_cursor(run: Run) -> dict:
 
 
 def transition_error(T_true: np.ndarray, T_est: np.ndarray) -> float:
-    """||T - T_hat||_1, the induced 1-norm (largest absolute column sum), as in the seed's experiments."""
+    """||T - T_hat||_1, the induced 1-norm (largest absolute column sum), as in Traganitis & Giannakis' experiments."""
     return float(np.abs(np.asarray(T_true) - np.asarray(T_est)).sum(axis=0).max())
 
 
@@ -297,10 +298,7 @@ def default_sequence(data: Annotations, mv: np.ndarray) -> int:
 
 # ---------------------------------------------------------------------------- the page
 def sequences_page() -> None:
-    """Dataset, settings, then the stepping panel (a fragment)."""
-    notice = SEQ.pop_notice()
-    if notice:
-        st.info(notice, icon="ℹ️")
+    """Dataset, settings, then the stepper (its notice, buttons, Play, curves and the tabs)."""
     source_section()
     settings_section()
     stepper_panel()
@@ -325,8 +323,8 @@ def source_section() -> None:
 def simulate_tab() -> None:
     st.markdown(
         "Markov chains of labels with a sticky transition matrix (stay with the given probability, else move to "
-        "another class at random); each position labelled by the seed's crowd: **40 % spammers**, the rest "
-        "experts with accuracy U(0.35, 0.6)."
+        "another class at random); each position labelled by Traganitis & Giannakis' crowd: **40 % spammers**, "
+        "the rest experts with accuracy U(0.35, 0.6)."
     )
     c1, c2, c3, c4 = st.columns(4)
     c1.slider("Sequences", 5, 500, step=5, **SEQ.mirrored(SIM_S))
@@ -380,17 +378,13 @@ def settings_section() -> None:
         d3.number_input("Max iterations", min_value=1, step=10, **SEQ.config_widget("max_iter"))
 
 
-@st.fragment
 def stepper_panel() -> None:
-    """Buttons, position, objective and metrics, then the open tab (strip, transitions, workers, comparison)."""
-    run = lab.stepper_head(SEQ)
-    if run is None:
-        return
-    left, right = st.columns(2)
-    with left:
-        lab.objective_chart(SEQ.slot, run)
-    with right:
-        lab.metric_chart(SEQ.slot, run)
+    """The one stepper (:func:`crowdlab.ui.lab.stepper`) on the page's run, with the tabs below the curves."""
+    lab.stepper(SEQ.slot, panels=tabs_panel)
+
+
+def tabs_panel(run: Run) -> None:
+    """The open tab: strip view, transitions, workers or the comparison (only the open one runs)."""
     panels = (strip_panel, transitions_panel, workers_panel, comparison_panel)
     for tab, panel in zip(st.tabs(TABS, **SEQ.view_widget(W_TAB, "tab", lambda v: v in TABS, TABS[0])), panels):
         if tab.open:
@@ -525,5 +519,5 @@ def comparison_panel(run: Run) -> None:
         f"i.i.d. Dawid-Skene fitted to convergence once ({baselines()['ds_iterations']} iterations)",
     ]
     if data.has_gold:
-        notes.append("macro F = seed 003 eq. 37 over the classes")
+        notes.append("macro F = Traganitis & Giannakis eq. 37 over the classes")
     st.caption("; ".join(notes) + ".")

@@ -61,32 +61,18 @@ def method_picker() -> None:
         d3.number_input("Max iterations", min_value=1, step=10, key=state.W_MAX_ITER, on_change=state.on_config_widget)
 
 
-@st.fragment
 def stepper_panel() -> None:
-    """Buttons, scrubber, position, objective curve, metrics against gold, and the parameter heatmaps."""
-    slot = state.MAIN
-    run = slot.get()
-    if run is None:
-        st.error(state.get_run_error() or "No run: pick a dataset and a method.")
-        return
-    lab.do_pending(slot)
-    lab.buttons(slot, run)
-    lab.position(slot, run)
-    lab.violations(run)
-    if run.iterative:
-        _curves(run)
-    else:
-        _baseline(run)
-    panels.draw_tabs(run)
+    """The one stepper (:func:`crowdlab.ui.lab.stepper`) on the Step page's run: buttons and shortcuts, Play,
+    scrubber, the objective and the metrics against gold, then the parameter tabs."""
+    lab.stepper(state.MAIN, curves=_curves, panels=panels.draw_tabs)
 
 
 def _curves(run: Run) -> None:
     """The objective (both half-steps, the bound dashed) and the metrics against gold, current point marked."""
-    left, right = st.columns(2)
-    with left:
-        lab.objective_chart(state.MAIN, run)
-    with right:
-        lab.metric_chart(state.MAIN, run)
+    if run.iterative:
+        lab.default_curves(state.MAIN, run)
+    else:
+        _baseline(run)
 
 
 def _baseline(run: Run) -> None:

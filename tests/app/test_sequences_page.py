@@ -101,6 +101,8 @@ def test_cold_load_has_its_own_simulated_dataset_and_leaves_the_working_one():
         "seq.stepper.run": False,
         "seq.stepper.back": True,
         "seq.stepper.reset": True,
+        "seq.stepper.next": False,
+        "seq.stepper.play": False,
     }
     # the strip view: truth, the baselines, the HMM's posterior and its Viterbi path, top-down
     strip = _chart(at, "seq.strip_chart")
@@ -121,6 +123,8 @@ def test_step_e_m_back_scrub_run_reset_move_the_run():
     assert at.button(key="seq.stepper.e_step").disabled
     _click(at, "seq.stepper.m_step")
     assert (run.index, run.iteration) == (4, 2)
+    _click(at, "seq.stepper.back")  # one half-step back: after E, M gives "after E"
+    assert run.index == 3 and run.current.kind == "E"
     _click(at, "seq.stepper.back")
     assert run.index == 2 and len(run.snapshots) == 5
     _ok(at.slider(key="seq.stepper.scrub").set_value(3).run())

@@ -375,14 +375,14 @@ def buttons(slot: RunSlot, run: Run) -> None:
     )
     st.session_state[k("speed")] = st.session_state.get(k("speed_value"), DEFAULT_SPEED)
     row.selectbox(
-        "Play speed",
+        "Play speed (seconds per half-step)",
         list(SPEEDS),
-        format_func=lambda s: f"{s}: {SPEEDS[s]:g} s per half-step",
+        format_func=lambda s: f"{SPEEDS[s]:g} s",
         key=k("speed"),
         on_change=on_speed,
         args=a,
         label_visibility="collapsed",
-        width=230,
+        width=95,
     )
 
 
@@ -392,12 +392,22 @@ def position(slot: RunSlot, run: Run) -> None:
     tail = " · converged" if run.iterative and run.converged and run.at_end else ""
     if playing(slot):
         tail += f" · playing, {speed(slot):g} s per half-step"
-    st.markdown(f"#### {step_label(run)}")
-    st.caption(f"snapshot {run.index} of {n - 1} · {run.start_description}{tail}")
+    compact = presenter.is_on()
+    where, scrub = st.columns([2, 3], vertical_alignment="center") if compact else (st.container(), st.container())
+    where.markdown(f"#### {step_label(run)}")
+    where.caption(f"snapshot {run.index} of {n - 1} · {run.start_description}{tail}")
     if n > 1:
         key = slot.key("scrub")
         st.session_state[key] = run.index
-        st.slider("Scrub through the computed snapshots", 0, n - 1, key=key, on_change=on_scrub, args=(slot,))
+        scrub.slider(
+            "Scrub through the computed snapshots",
+            0,
+            n - 1,
+            key=key,
+            on_change=on_scrub,
+            args=(slot,),
+            label_visibility="collapsed" if compact else "visible",
+        )
 
 
 def chart_height(default: int = 360) -> int:
@@ -411,6 +421,25 @@ def curve_columns(spec: int | list[float]) -> list:
     if presenter.is_on():
         return [st.container() for _ in range(spec if isinstance(spec, int) else len(spec))]
     return list(st.columns(spec))
+
+
+def wrap_title(fig, chars: int = 40):
+    """Break a figure's title into lines of at most ``chars`` characters (plotly cuts a long title at the edge of a
+    narrow chart instead of wrapping it), growing the top margin to fit; returns the figure."""
+    title = fig.layout.title.text
+    if not title or len(title) <= chars or "<br>" in title:
+        return fig
+    lines, line = [], ""
+    for word in title.split(" "):
+        if line and len(line) + 1 + len(word) > chars:
+            lines.append(line)
+            line = word
+        else:
+            line = f"{line} {word}" if line else word
+    lines.append(line)
+    top = fig.layout.margin.t if fig.layout.margin.t is not None else 80
+    fig.update_layout(title_text="<br>".join(lines), margin_t=max(top, 30 + 22 * len(lines)))
+    return fig
 
 
 def objective_chart(
@@ -428,7 +457,7 @@ def objective_chart(
         show_bound=show_bound,
         height=chart_height(height),
     )
-    st.plotly_chart(fig, key=slot.key("objective_chart"))
+    st.plotly_chart(wrap_title(fig), key=slot.key("objective_chart"))
 
 
 def metric_chart(slot: RunSlot, run: Run, *, height: int = 360) -> None:
@@ -438,7 +467,7 @@ def metric_chart(slot: RunSlot, run: Run, *, height: int = 360) -> None:
     if values:
         x_now = float(m["x"][run.index])
         fig = plots.metric_curve(m["x"], values, x_now, height=chart_height(height))
-        st.plotly_chart(fig, key=slot.key("metric_chart"))
+        st.plotly_chart(wrap_title(fig), key=slot.key("metric_chart"))
         st.caption(" · ".join(f"{k} now: **{v[run.index]:.3f}**" for k, v in values.items()))
     else:
         st.info("This dataset has no gold labels, so there is no accuracy to track.")

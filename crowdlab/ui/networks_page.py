@@ -34,7 +34,7 @@ from crowdlab.models.majority import majority_labels
 from crowdlab.plots import confusion_grid
 from crowdlab.plots import dependent as figs
 from crowdlab.simulate import simulate_sbm
-from crowdlab.ui import lab
+from crowdlab.ui import lab, presenter
 from crowdlab.ui.frame import upload_id
 from crowdlab.ui.sequences_page import seed_crowd
 
@@ -375,6 +375,12 @@ def source_section() -> None:
 
 
 def settings_section() -> None:
+    """The page's settings (a change resets the run), folded into an expander in presenter mode."""
+    with presenter.settings(f"Settings: {E_STEPS[NET.config().e_step]} E-step, δ and start"):
+        _settings_widgets()
+
+
+def _settings_widgets() -> None:
     data = NET.ensure()
     NET.sync_config_widgets()
     M = data.n_workers
@@ -424,7 +430,7 @@ def curves_panel(run: Run) -> None:
         name = "F" if run.model.method == "mean_field" else "J"
         fig = figs.sweep_trace(trace, title="Sweeps of the last E-step", y_title=name)
         fig.update_layout(height=lab.chart_height(fig.layout.height or 360))
-        st.plotly_chart(fig, key="net.trace_chart")
+        st.plotly_chart(lab.wrap_title(fig, 28), key="net.trace_chart")
         if at is not None:
             st.caption(
                 f"{name} over the {_sweeps(len(trace) - 1)} of the E-step to snapshot {at}, as the gain over its "
@@ -473,7 +479,7 @@ def graph_panel(run: Run) -> None:
         title=f"Nodes coloured by {by}" + (f", snapshot {snap.index}" if by == COLOUR_BY[0] else ""),
         height=560 if "grid" in NET.extra() else 620,
     )
-    st.plotly_chart(fig, key="net.graph_chart")
+    st.plotly_chart(lab.wrap_title(fig, 60), key="net.graph_chart")
     notes = ["opacity = the posterior's max q (faint: unsure)"]
     if wrong is not None:
         notes.append(f"black rings: wrong against gold ({int(wrong.sum()):,} of {data.n_items:,} nodes)")
@@ -499,7 +505,7 @@ def workers_panel(run: Run) -> None:
         cols=4,
         title=f"Confusion matrices Γ_m at snapshot {run.index} (columns: true class, rows: worker says)",
     )
-    st.plotly_chart(fig, key="net.confusion_chart")
+    st.plotly_chart(lab.wrap_title(fig, 60), key="net.confusion_chart")
     st.caption(f"The {len(active)} most active of {data.n_workers:,} workers; colours fixed to [0, 1].")
 
 

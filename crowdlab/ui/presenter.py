@@ -31,9 +31,8 @@ html { font-size: 17px; }
 [data-testid="stMain"] h4 { font-size: 1.25rem; padding: 0.2rem 0; }
 [data-testid="stMain"] [data-testid="stCaptionContainer"] { font-size: 0.95rem; }
 .js-plotly-plot .heatmaplayer text, .js-plotly-plot .textpoint text { font-size: 15px !important; }
-.js-plotly-plot .gtitle { font-size: 18px !important; }
 .js-plotly-plot .xtick text, .js-plotly-plot .ytick text { font-size: 14px !important; }
-[data-baseweb="tab-list"] { flex-wrap: wrap; }
+[data-testid="stTabs"] [role="tablist"] { flex-wrap: wrap; overflow: visible; }
 </style>
 """
 
@@ -80,3 +79,15 @@ def presenter() -> bool:
             st.query_params[PARAM] = "1"
         st.html(CSS)
     return on
+
+
+def intro(text: str) -> None:
+    """A page's introduction (a caption); left out in presenter mode, where the lecturer says it."""
+    if not is_on():
+        st.caption(text)
+
+
+def settings(summary: str):
+    """Where a page draws its settings: in place, or folded into an expander labelled ``summary`` in presenter
+    mode (the stepper then starts higher on the screen). Use as ``with presenter.settings("..."):``."""
+    return st.expander(summary) if is_on() else st.container()

@@ -38,7 +38,7 @@ from crowdlab.models.majority import majority_labels
 from crowdlab.models.raykar import RaykarModel, logistic_regression
 from crowdlab.plots import risk as figs
 from crowdlab.simulate import simulate_raykar
-from crowdlab.ui import lab
+from crowdlab.ui import lab, presenter
 from crowdlab.ui.frame import load_upload_cached, upload_id
 
 NS = "raykar"
@@ -336,6 +336,12 @@ def source_section() -> None:
 
 
 def settings_section() -> None:
+    """The page's settings (a change resets the run), folded into an expander in presenter mode."""
+    with presenter.settings("Settings: priors on w, α and β; max iterations"):
+        _settings_widgets()
+
+
+def _settings_widgets() -> None:
     RAY.sync_config_widgets()
     c1, c2, c3 = st.columns(3)
     c1.number_input(
@@ -409,7 +415,7 @@ def metric_chart(table: pd.DataFrame, base: dict, x_now: float) -> None:
         values["majority-vote labels"] = np.full(n, base["mv_acc"])
     x = table["x"].to_numpy(float)
     fig = plots.metric_curve(x, values, x_now, title="Accuracy against the truth", height=lab.chart_height(340))
-    st.plotly_chart(fig, key="raykar.metric_chart")
+    st.plotly_chart(lab.wrap_title(fig), key="raykar.metric_chart")
 
 
 def scatter_panel(run: Run, pl: dict, base: dict, extra: dict) -> None:
@@ -430,7 +436,7 @@ def scatter_panel(run: Run, pl: dict, base: dict, extra: dict) -> None:
         y_title=pl["y_name"],
         title=f"Items coloured by μᵢ at snapshot {snap.index}; boundaries wᵀx = 0",
     )
-    st.plotly_chart(fig, key="raykar.scatter_chart")
+    st.plotly_chart(lab.wrap_title(fig, 36), key="raykar.scatter_chart")
     notes = [
         "Colour: the posterior μᵢ = P(yᵢ = 1 | labels, xᵢ) after the last E-step (fixed scale [0, 1])",
         "solid: Raykar's classifier at this snapshot; dashed: the same logistic regression trained on majority-vote "
@@ -460,7 +466,7 @@ def roc_panel(run: Run, extra: dict) -> None:
         true_tpr=None if "alpha" not in extra else np.asarray(extra["alpha"])[shown],
         kinds=None if kinds is None else [kinds[m] for m in shown],
     )
-    st.plotly_chart(fig, key="raykar.roc_chart")
+    st.plotly_chart(lab.wrap_title(fig, 26), key="raykar.roc_chart")
     note = "Each annotator's (1 − β, α) at init and every M-step up to the cursor; top left is perfect"
     if "alpha" in extra:
         note += "; hollow circles: the true values"

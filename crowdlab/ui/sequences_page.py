@@ -29,7 +29,7 @@ from crowdlab.plots import confusion_grid
 from crowdlab.plots import dependent as figs
 from crowdlab.samples import SEQUENCE_SAMPLES
 from crowdlab.simulate import mix_from_counts, simulate_sequences
-from crowdlab.ui import lab
+from crowdlab.ui import lab, presenter
 from crowdlab.ui.frame import load_sample_cached, upload_id
 
 NS = "seq"
@@ -353,6 +353,12 @@ def upload_tab() -> None:
 
 
 def settings_section() -> None:
+    """The page's settings (a change resets the run), folded into an expander in presenter mode."""
+    with presenter.settings(f"Settings: start from {INITS.get(SEQ.config().init)}"):
+        _settings_widgets()
+
+
+def _settings_widgets() -> None:
     SEQ.sync_config_widgets()
     c1, c2, c3 = st.columns([4, 2, 2], vertical_alignment="bottom")
     c1.selectbox(
@@ -444,7 +450,7 @@ def strip_panel(run: Run) -> None:
         background=SEQ.derived("background", lambda: background_class(base["mv"], data.n_classes)),
         title=f"{fmt(s)} at snapshot {snap.index}: truth, baselines and the HMM",
     )
-    st.plotly_chart(fig, key="seq.strip_chart")
+    st.plotly_chart(lab.wrap_title(fig, 60), key="seq.strip_chart")
     notes = [f"HMM rows at the cursor ({lab.step_label(run)}); majority vote and i.i.d. DS are fitted once"]
     if ROW_TRUTH in rows:
         truth = rows[ROW_TRUTH]
@@ -463,7 +469,9 @@ def transitions_panel(run: Run) -> None:
     truth = SEQ.extra()
     left, right = st.columns(2)
     left.plotly_chart(
-        figs.transition_heatmap(base.params.T, data.class_names, title=f"Estimated T at snapshot {base.index}"),
+        lab.wrap_title(
+            figs.transition_heatmap(base.params.T, data.class_names, title=f"Estimated T at snapshot {base.index}"), 28
+        ),
         key="seq.transition_chart",
     )
     if "T" in truth:
@@ -472,7 +480,8 @@ def transitions_panel(run: Run) -> None:
         ref = SEQ.derived("gold_T", lambda: gold_transitions(data))
         ref_title = "T counted from the gold labels"
     if ref is not None:
-        right.plotly_chart(figs.transition_heatmap(ref, data.class_names, title=ref_title), key="seq.transition_ref")
+        fig = lab.wrap_title(figs.transition_heatmap(ref, data.class_names, title=ref_title), 28)
+        right.plotly_chart(fig, key="seq.transition_ref")
     else:
         right.info("No gold labels: nothing to compare the estimated transitions with.")
     notes = [
@@ -496,7 +505,7 @@ def workers_panel(run: Run) -> None:
         cols=4,
         title=f"Confusion matrices Γ_m at snapshot {base.index} (columns: true class, rows: worker says)",
     )
-    st.plotly_chart(fig, key="seq.confusion_chart")
+    st.plotly_chart(lab.wrap_title(fig, 60), key="seq.confusion_chart")
     notes = [f"The {len(active)} most active of {data.n_workers:,} workers; colours fixed to [0, 1]"]
     truth = SEQ.extra()
     if "gamma" in truth:

@@ -14,11 +14,18 @@ import streamlit as st
 
 from crowdlab.em import Run
 from crowdlab.init import INITS
-from crowdlab.ui import lab, panels, state
+from crowdlab.ui import lab, panels, presenter, state
 
 
 def method_picker() -> None:
-    """Method, initialisation, prior strength, hard EM, seed and stopping rule (a change resets the run)."""
+    """Method, initialisation, prior strength, hard EM, seed and stopping rule (a change resets the run); folded
+    into an expander in presenter mode."""
+    cfg = state.get_config()
+    with presenter.settings(f"Method: {state.method_title(cfg.method)} · start: {INITS.get(cfg.init, cfg.init)}"):
+        _method_widgets()
+
+
+def _method_widgets() -> None:
     data = state.get_data()
     options = state.method_options(data)
     state.sync_config_widgets()

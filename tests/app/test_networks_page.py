@@ -244,3 +244,24 @@ def test_per_edge_delta_from_labels_resets_and_runs():
     assert at.session_state["net.delta_labels"] is True  # survives the rerun
     caption = " ".join(str(c.value) for c in at.caption)
     assert "δ =" in caption or at.get("plotly_chart")
+
+
+def test_play_and_the_shortcuts_drive_the_pages_run_and_a_settings_notice_goes_with_the_next_step():
+    at = _page()
+    run = _run(at)
+    assert {k: at.button(key=f"net.stepper.{k}").proto.shortcut for k in ("next", "back", "e_step")} == {
+        "next": "right",
+        "back": "left",
+        "e_step": "e",
+    }
+    _click(at, "net.stepper.play")
+    assert (run.index, run.current.kind) == (1, "E")
+    at.session_state["net.stepper.play_last"] = 0.0
+    _ok(at.run())
+    assert (run.index, run.current.kind) == (2, "M")
+    _click(at, "net.stepper.play")  # Pause
+    assert not at.session_state["net.stepper.playing"]
+    _ok(at.radio(key=npg.W_ESTEP).set_value("mean_field").run())
+    assert "Settings changed: the run was reset." in [i.value for i in at.info]
+    _click(at, "net.stepper.next")
+    assert "Settings changed: the run was reset." not in [i.value for i in at.info]

@@ -18,6 +18,7 @@ import pandas as pd
 import pytest
 from streamlit.testing.v1 import AppTest
 
+from crowdlab import safe
 from crowdlab.data import read_annotations
 from crowdlab.errors import DataError
 from crowdlab.simulate import simulate_crowd
@@ -112,7 +113,7 @@ def test_every_page_loads_on_an_uploaded_file(wrapper, page):
     if page != HOME:
         _goto(at, page)
     assert at.session_state[state.DATA_ID] == data_id
-    assert any("small_long" in m.value for m in at.sidebar.markdown)
+    assert any(safe.md("small_long") in m.value for m in at.sidebar.markdown)  # escaped: text, not markup
     # the page's main action works on the uploaded data too
     for key in ("stepper.run", "compare.run", "export.fit"):
         if any(b.key == key for b in at.button) and not at.button(key=key).disabled:

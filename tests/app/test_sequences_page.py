@@ -270,3 +270,47 @@ def test_state_survives_switching_pages():
     assert at.selectbox(key=sp.W_INIT).value == "ds"  # restored from the plain key
     assert at.selectbox(key=sp.W_SEQUENCE).value == 3
     assert _label(at) == "iteration 1, after M-step"
+
+
+def _path(at: AppTest, key: str) -> tuple[int, ...]:
+    """Where the widget ``key`` sits in the page's element tree (the delta path its fragment is known by)."""
+
+    def walk(node, path):
+        for i, child in getattr(node, "children", {}).items():
+            if getattr(child, "key", None) == key:
+                return (*path, i)
+            found = walk(child, (*path, i))
+            if found:
+                return found
+        return None
+
+    found = walk(at._tree, ())
+    assert found, key
+    return found
+
+
+def test_a_step_right_after_simulate_finds_its_stepper():
+    """A Step clicked while Simulate's rerun is still running is sent to the stepper's fragment as it was before
+    that rerun: the "Dataset changed" notice must not move the stepper (a moved fragment gets a new id, and the
+    click was lost with "Couldn't find fragment with id"). The notice then goes with the next action."""
+    at = _page()
+    before = _path(at, "seq.stepper.step")
+    at.slider(key=sp.SIM_S).set_value(20)
+    _click(at, "seq.sim.run")
+    assert [i.value for i in at.info] == ["Dataset changed: the run was reset."]
+    assert _path(at, "seq.stepper.step") == before
+    _click(at, "seq.stepper.step")
+    assert _run(at).iteration == 1 and not at.info
+
+
+def test_play_and_the_shortcuts_drive_the_pages_run():
+    at = _page()
+    run = _run(at)
+    assert at.button(key="seq.stepper.next").proto.shortcut == "right"
+    _click(at, "seq.stepper.play")
+    assert at.session_state["seq.stepper.playing"] and (run.index, run.current.kind) == (1, "E")
+    at.session_state["seq.stepper.play_last"] = 0.0
+    _ok(at.run())
+    assert (run.index, run.current.kind) == (2, "M")
+    _click(at, "seq.stepper.back")  # pauses, one half-step back
+    assert not at.session_state["seq.stepper.playing"] and _label(at) == "iteration 1, after E-step"

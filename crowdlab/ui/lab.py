@@ -426,6 +426,8 @@ def curve_columns(spec: int | list[float]) -> list:
 def wrap_title(fig, chars: int = 40):
     """Break a figure's title into lines of at most ``chars`` characters (plotly cuts a long title at the edge of a
     narrow chart instead of wrapping it), growing the top margin to fit; returns the figure."""
+    if presenter.is_on():
+        chars = int(chars * 0.85)  # presenter mode draws at a larger scale in narrower columns
     title = fig.layout.title.text
     if not title or len(title) <= chars or "<br>" in title:
         return fig
@@ -439,6 +441,14 @@ def wrap_title(fig, chars: int = 40):
     lines.append(line)
     top = fig.layout.margin.t if fig.layout.margin.t is not None else 80
     fig.update_layout(title_text="<br>".join(lines), margin_t=max(top, 30 + 22 * len(lines)))
+    return fig
+
+
+def _narrow(fig):
+    """A curve in presenter mode's narrow column: its legend (wrapped onto two lines there) moves clear of the
+    x-axis title."""
+    if presenter.is_on() and fig.layout.legend.y is not None and fig.layout.legend.y < 0:
+        fig.update_layout(legend_y=-0.34)
     return fig
 
 
@@ -457,7 +467,7 @@ def objective_chart(
         show_bound=show_bound,
         height=chart_height(height),
     )
-    st.plotly_chart(wrap_title(fig), key=slot.key("objective_chart"))
+    st.plotly_chart(_narrow(wrap_title(fig)), key=slot.key("objective_chart"))
 
 
 def metric_chart(slot: RunSlot, run: Run, *, height: int = 360) -> None:
@@ -467,7 +477,7 @@ def metric_chart(slot: RunSlot, run: Run, *, height: int = 360) -> None:
     if values:
         x_now = float(m["x"][run.index])
         fig = plots.metric_curve(m["x"], values, x_now, height=chart_height(height))
-        st.plotly_chart(wrap_title(fig), key=slot.key("metric_chart"))
+        st.plotly_chart(_narrow(wrap_title(fig)), key=slot.key("metric_chart"))
         st.caption(" · ".join(f"{k} now: **{v[run.index]:.3f}**" for k, v in values.items()))
     else:
         st.info("This dataset has no gold labels, so there is no accuracy to track.")
@@ -552,7 +562,7 @@ def _body(slot: RunSlot, curves: Panel | None, panels: Panel | None) -> None:
     violations(run)
     draw_curves = curves or (lambda r: default_curves(slot, r))
     if presenter.is_on() and panels is not None:
-        left, right = st.columns([2, 3])
+        left, right = st.columns([1, 2])
         with left:
             draw_curves(run)
         with right:

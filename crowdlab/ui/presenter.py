@@ -5,7 +5,7 @@ and a toggle in the sidebar. The state is the plain session key ``presenter`` (i
 URL is kept in step with it). :func:`presenter` is called once per page by :func:`crowdlab.ui.frame.page_frame`.
 
 In presenter mode the sidebar starts collapsed (its arrow brings the toggle back), the page's chrome shrinks, the
-text grows, the numbers on the heatmaps' cells are drawn at 15 px, tab bars wrap instead of scrolling, and the
+text grows, the numbers on the heatmaps' cells are drawn at 14 px, tab bars wrap instead of scrolling, and the
 stepper (:func:`crowdlab.ui.lab.stepper`) puts its curves in a column beside the model's main panel so both are on
 the first screen.
 """
@@ -30,7 +30,7 @@ html { font-size: 17px; }
 [data-testid="stMain"] h1 { font-size: 1.9rem; padding: 0 0 0.2rem 0; }
 [data-testid="stMain"] h4 { font-size: 1.25rem; padding: 0.2rem 0; }
 [data-testid="stMain"] [data-testid="stCaptionContainer"] { font-size: 0.95rem; }
-.js-plotly-plot .heatmaplayer text, .js-plotly-plot .textpoint text { font-size: 15px !important; }
+.js-plotly-plot .heatmaplayer text, .js-plotly-plot .textpoint text { font-size: 14px !important; }
 .js-plotly-plot .xtick text, .js-plotly-plot .ytick text { font-size: 14px !important; }
 [data-testid="stTabs"] [role="tablist"] { flex-wrap: wrap; overflow: visible; }
 </style>

@@ -14,12 +14,9 @@ st.markdown(
     "Start with a bundled dataset below; every page works on the current dataset shown here and in the sidebar."
 )
 
-left, right = st.columns([3, 2])
-with left:
-    dataset_summary(data)
-with right:
-    st.markdown("**Pick a dataset**")
+with st.columns([3, 2])[0]:  # wide enough for the longest dataset name at 1024 px
     sample_picker()
+dataset_summary(data)
 
 st.subheader("Where to go next")
 st.page_link("pages/1_Data.py", label="Data", icon=":material/table_chart:")

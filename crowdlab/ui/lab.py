@@ -320,6 +320,24 @@ def progress_bar(box=None) -> tuple[object, Callable[[int, int], None]]:
     return bar, update
 
 
+def with_progress(text: str, work: Callable[[Callable[[int, int], None]], Any]) -> Any:
+    """``work(progress)`` under a progress bar labelled ``text`` (``progress(iteration, max_iter)``; an
+    iterative fit stops well before max_iter, so the bar shows the iteration count); the bar goes when done."""
+    bar = st.progress(0.0, text=f"{text}...")
+    last = [0.0]
+
+    def progress(iteration: int, max_iter: int) -> None:
+        now = time.perf_counter()
+        if now - last[0] > 0.1:
+            last[0] = now
+            bar.progress(min(iteration / max(max_iter, 1), 1.0), text=f"{text}: iteration {iteration}")
+
+    try:
+        return work(progress)
+    finally:
+        bar.empty()
+
+
 def do_pending(slot: RunSlot, box=None) -> None:
     """Do the requested move now: a run to convergence under a progress bar, a new half-step or iteration under a
     spinner (shown after 0.5 s). ``box`` (an ``st.empty()``) holds them, so the page's layout does not shift."""

@@ -23,13 +23,12 @@ import numpy as np
 import pandas as pd
 import streamlit as st
 
-from crowdlab.api import fit
 from crowdlab.data import Annotations, read_annotations
 from crowdlab.em import Run
 from crowdlab.errors import DataError
 from crowdlab.graph import grid_graph, read_edges, spectral_positions
 from crowdlab.metrics import accuracy, confusion_error, macro_f
-from crowdlab.models import NetworkCrowd
+from crowdlab.models import NetworkCrowd, make_model
 from crowdlab.models.majority import majority_labels
 from crowdlab.plots import confusion_grid
 from crowdlab.plots import dependent as figs
@@ -141,9 +140,11 @@ def read_upload_cached(
     return read_edges(_named(edges, edges_name), data)
 
 
-@st.cache_data(max_entries=6, show_spinner="Fitting majority vote and i.i.d. Dawid-Skene once for this graph...")
-def baselines_cached(data_id: str, _data: Annotations) -> dict:
-    ds = fit(_data, "ds")
+def baselines_fit(data_id: str, _data: Annotations, _progress=None) -> dict:
+    """Majority vote and i.i.d. Dawid-Skene to convergence (``_progress`` follows the fit); kept once per graph
+    under ``net.derived``."""
+    ds = Run(_data, make_model("ds"), keep_posteriors=2)
+    ds.run(progress=_progress)
     return {"mv": majority_labels(_data), "ds": ds.labels(), "ds_q": ds.posterior, "ds_gamma": ds.params.gamma}
 
 
@@ -205,7 +206,10 @@ NET = lab.Lab(
 
 def baselines() -> dict:
     data = NET.ensure()
-    return NET.derived("baselines", lambda: baselines_cached(f"{NS}:{NET.data_id()}", data))
+    return NET.derived("baselines", lambda: lab.with_progress(
+        "Fitting i.i.d. Dawid-Skene once for this graph (the baseline)",
+        lambda progress: baselines_fit(f"{NS}:{NET.data_id()}", data, progress),
+    ))  # fmt: skip
 
 
 def drawing() -> dict:

@@ -4,7 +4,7 @@ The page keeps its own dataset, settings and run under ``seq.*`` (a :class:`crow
 dataset of the other pages stays as it was. Cold start: a simulated set (50 sequences of 40 positions, K = 4,
 Traganitis & Giannakis' crowd of 6 experts and 4 spammers), which steps instantly; the bundled CoNLL NER validation
 split (39,025 tokens) is one click away. Majority vote and i.i.d. Dawid-Skene, the baselines of the strip view and of
-the comparison, are fitted once per dataset (``st.cache_data`` on the dataset id, then kept under ``seq.derived``);
+the comparison, are fitted once per dataset (kept under ``seq.derived``, under a progress bar);
 Viterbi and the comparison at the cursor once per (run, snapshot), kept under ``seq.cursor``.
 """
 
@@ -18,12 +18,11 @@ import numpy as np
 import pandas as pd
 import streamlit as st
 
-from crowdlab.api import fit
 from crowdlab.data import Annotations, read_sequences
 from crowdlab.em import Run, Snapshot
 from crowdlab.errors import DataError
 from crowdlab.metrics import accuracy, confusion_error, macro_f
-from crowdlab.models import HMMCrowd
+from crowdlab.models import HMMCrowd, make_model
 from crowdlab.models.majority import majority_labels
 from crowdlab.plots import confusion_grid
 from crowdlab.plots import dependent as figs
@@ -101,10 +100,12 @@ def read_upload_cached(content: bytes, gold: bytes | None, name: str, gold_name:
     return read_sequences(_named(content, name), gold=g, name=Path(name).stem)
 
 
-@st.cache_data(max_entries=6, show_spinner="Fitting majority vote and i.i.d. Dawid-Skene once for this dataset...")
-def baselines_cached(data_id: str, _data: Annotations) -> dict:
-    """Majority vote and i.i.d. Dawid-Skene to convergence (keyed on the dataset id, never on the arrays)."""
-    ds = fit(_data, "ds")
+def baselines_fit(data_id: str, _data: Annotations, _progress=None) -> dict:
+    """Majority vote and i.i.d. Dawid-Skene to convergence; ``_progress(iteration, max_iter)`` follows the fit
+    (the full CoNLL data take a while). Kept once per dataset under ``seq.derived`` (not ``st.cache_data``: a
+    cached function may not draw the progress bar it reports to)."""
+    ds = Run(_data, make_model("ds"), keep_posteriors=2)
+    ds.run(progress=_progress)
     return {
         "mv": majority_labels(_data),
         "ds": ds.labels(),
@@ -158,9 +159,13 @@ SEQ = lab.Lab(
 
 
 def baselines() -> dict:
-    """Majority vote and i.i.d. DS of the page's dataset, computed once per dataset."""
+    """Majority vote and i.i.d. DS of the page's dataset, computed once per dataset (under a progress bar the
+    first time: on the full CoNLL data it takes seconds)."""
     data = SEQ.ensure()
-    return SEQ.derived("baselines", lambda: baselines_cached(f"{NS}:{SEQ.data_id()}", data))
+    return SEQ.derived("baselines", lambda: lab.with_progress(
+        "Fitting i.i.d. Dawid-Skene once for this dataset (the baseline)",
+        lambda progress: baselines_fit(f"{NS}:{SEQ.data_id()}", data, progress),
+    ))  # fmt: skip
 
 
 # ---------------------------------------------------------------------------- loading (callbacks call these)

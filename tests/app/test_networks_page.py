@@ -99,7 +99,7 @@ def test_cold_load_draws_the_sbm_and_says_the_e_step_is_approximate():
     trace = _chart(at, "net.trace_chart")
     assert not trace["data"]  # no E-step yet: a message instead
     objective = _chart(at, "net.stepper.objective_chart")
-    assert "ICM labels" in objective["layout"]["title"]["text"]
+    assert "ICM labels" in objective["layout"]["title"]["text"].replace("<br>", " ")  # wrapped to fit
 
 
 def test_step_e_m_back_scrub_run_reset_and_the_sweep_trace():

@@ -14,9 +14,11 @@ in the page with ``performance.now()`` and a MutationObserver on the main area:
 - ``first change``: the first DOM change after the click, i.e. the server has run the callback and the EM step
   and sent its first element back (server time plus one round trip);
 - ``label``: the position label shows the new iteration (the stepper's body has been drawn on the server);
+- ``charts start``: plotly starts redrawing the first chart (its new figure has arrived from the server);
 - ``settled``: the last DOM change before 300 ms of quiet (every chart redrawn by plotly in the browser).
 
-``settled - label`` is mostly the browser's rendering of the charts; ``label`` is mostly the server's rerun.
+``charts start`` is mostly the server's rerun (callback, EM step, figures built and serialised) and the round
+trip; ``settled - charts start`` is the browser redrawing the charts (plotly rebuilds each SVG).
 The engine step alone (:meth:`crowdlab.em.Run.step`, no Streamlit) is printed beside them. Medians over the
 clicks; the script prints figures and asserts nothing.
 """
@@ -48,13 +50,20 @@ TREC = Path("/work/shared/datasets/trec2010_relevance")
 ARM = """
 (want) => {
   const main = document.querySelector('[data-testid="stMain"]');
-  window.__bench = {t0: performance.now(), first: null, last: null, label: null};
+  window.__bench = {t0: performance.now(), first: null, last: null, label: null, plot0: null, plot: null, other: null};
   const b = window.__bench;
   if (window.__obs) window.__obs.disconnect();
-  window.__obs = new MutationObserver(() => {
+  window.__obs = new MutationObserver((records) => {
     const now = performance.now();
     if (b.first === null) b.first = now;
     b.last = now;
+    for (const r of records) {
+      const el = r.target.nodeType === 1 ? r.target : r.target.parentElement;
+      if (el && el.closest('.js-plotly-plot')) {
+        if (b.plot0 === null) b.plot0 = now;
+        b.plot = now;
+      } else b.other = now;
+    }
     if (b.label === null && main.innerText.includes(want)) b.label = now;
   });
   window.__obs.observe(main, {subtree: true, childList: true, characterData: true, attributes: true});
@@ -62,7 +71,8 @@ ARM = """
 """
 READ = (
     "() => { const b = window.__bench; return {first: b.first - b.t0, label: b.label === null ? null : "
-    "b.label - b.t0, last: b.last - b.t0, quiet: performance.now() - b.last}; }"
+    "b.label - b.t0, last: b.last - b.t0, plot0: (b.plot0 || b.t0) - b.t0, plot: (b.plot || b.t0) - b.t0, "
+    "other: (b.other || b.t0) - b.t0}; }"
 )
 
 
@@ -146,7 +156,10 @@ def main() -> None:
     try:
         with sync_playwright() as p:
             browser = p.chromium.launch(executable_path=CHROMIUM, args=ARGS, headless=True)
-            print(f"{'dataset':<22}{'first change':>14}{'label':>10}{'settled':>10}{'engine step':>13}  (median ms)")
+            print(
+                f"{'dataset':<20}{'first change':>13}{'label':>7}{'charts start':>14}{'settled':>9}"
+                f"{'engine step':>13}  (median ms after the click)"
+            )
             for name in args.datasets.split(","):
                 page = browser.new_page(viewport={"width": 1024, "height": 768})
                 page.set_default_timeout(120_000)
@@ -161,9 +174,13 @@ def main() -> None:
                 page.get_by_text("iteration 0, initialisation").first.wait_for()
                 _idle(page)
                 times = _click_times(page, args.clicks)
-                med = {k: statistics.median(t[k] for t in times) for k in ("first", "label", "last")}
+                keys = ("first", "label", "plot0", "last")
+                med = {k: statistics.median(t[k] for t in times) for k in keys}
                 engine = _engine(data, args.clicks) * 1000
-                print(f"{name:<22}{med['first']:>14.0f}{med['label']:>10.0f}{med['last']:>10.0f}{engine:>13.0f}")
+                print(
+                    f"{name:<20}{med['first']:>13.0f}{med['label']:>7.0f}{med['plot0']:>14.0f}{med['last']:>9.0f}"
+                    f"{engine:>13.0f}"
+                )
                 page.close()
             browser.close()
     finally:

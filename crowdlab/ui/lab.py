@@ -576,19 +576,21 @@ def _body(slot: RunSlot, curves: Panel | None, panels: Panel | None) -> None:
     run = slot.get()
     if run is None:
         return
-    position(slot, run)
-    violations(run)
-    draw_curves = curves or (lambda r: default_curves(slot, r))
-    if presenter.is_on() and panels is not None:
-        left, right = st.columns([1, 2])
-        with left:
-            draw_curves(run)
-        with right:
+    # a transient spinner (it takes no place in the layout) that shows when drawing takes over 0.5 s (a big graph)
+    with st.spinner("Drawing this step..."):
+        position(slot, run)
+        violations(run)
+        draw_curves = curves or (lambda r: default_curves(slot, r))
+        if presenter.is_on() and panels is not None:
+            left, right = st.columns([1, 2])
+            with left:
+                draw_curves(run)
+            with right:
+                panels(run)
+            return
+        draw_curves(run)
+        if panels is not None:
             panels(run)
-        return
-    draw_curves(run)
-    if panels is not None:
-        panels(run)
 
 
 # ---------------------------------------------------------------------------- a page with its own data and run

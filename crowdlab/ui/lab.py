@@ -1,12 +1,17 @@
-"""A reusable EM stepper: a run kept under named session-state keys, its callbacks, and the shared widgets.
+"""The one EM stepper: a run kept under named session-state keys, its callbacks, and the stepping component.
 
-Two layers, used by the Step page and by the pages for dependent data (Sequences, Networks):
+Used by every stepping page (Step, Sequences, Networks, Learning from crowds, the lessons):
 
-- :class:`RunSlot` names where one run lives (plain keys for the run, its id, the per-snapshot metrics and the
-  "run to convergence" request, and the prefix of its widget keys) and how to get it. The stepping callbacks
-  (``on_step(slot)``, ``on_back(slot)``, ...) and the widgets (:func:`buttons`, :func:`position`,
-  :func:`objective_chart`, :func:`metric_chart`) take a slot. The Step page's slot is
-  :data:`crowdlab.ui.state.MAIN` (keys ``run.obj``, ``stepper.step``, ...).
+- :class:`RunSlot` names where one run lives (plain keys for the run, its id, the per-snapshot metrics, the
+  pending move, the one-time notice and the start error, and the prefix of its widget keys) and how to get it.
+- :func:`stepper` ``(slot, curves=..., panels=...)`` draws the whole stepper in one call: Back / E-step / M-step /
+  Next / Step / Run to convergence / Reset with their keyboard shortcuts (:data:`SHORTCUTS`: ← → E M G 0 P),
+  Play / Pause and its speed (one half-step per tick of ``st.fragment(run_every=...)``), the position and the
+  scrubber, a violation warning, then the page's curves (default: objective and metrics against gold) and its
+  own panels; side by side in presenter mode (:mod:`crowdlab.ui.presenter`). A model adds only its panels.
+- The callbacks (``on_next(slot)``, ``on_back(slot)``, ``on_play(slot)``, ...) and the pieces (:func:`buttons`,
+  :func:`position`, :func:`objective_chart`, :func:`metric_chart`, :func:`default_curves`) take a slot. The Step
+  page's slot is :data:`crowdlab.ui.state.MAIN` (keys ``run.obj``, ``stepper.step``, ...).
 - :class:`Lab` is a page with its own dataset, settings and run under a namespace ``ns`` (``seq``, ``net``), so
   the pages for i.i.d. items keep their working dataset untouched. Plain keys:
 

@@ -1,11 +1,11 @@
-"""The EM stepper: the method picker and the stepping panel (a fragment, so a Step reruns only the panel).
+"""The Step page: the method picker and the one stepper (:func:`crowdlab.ui.lab.stepper`) on its run.
 
-Keeping a Step instant: a click runs one half-step or two of the engine in its callback; the panel then draws
-only stored snapshots. Metrics against gold are computed once per new snapshot (:func:`state.metrics`), the
-objective curve reads :meth:`Run.history` (a few numbers per snapshot), and below them lazy tabs
-(:mod:`crowdlab.ui.panels`) run only the open panel, each of which shows a bounded number of items and workers,
-so the cost of a rerun does not grow with the dataset beyond the EM step itself
-(``benchmarks/bench_step.py`` measures it).
+Keeping a Step instant: a click moves the cursor in its callback (a new snapshot is computed at the top of the
+stepper's fragment, under a spinner); the panel then draws only stored snapshots. Metrics against gold are
+computed once per new snapshot (:func:`state.metrics`), the objective curve reads :meth:`Run.history` (a few
+numbers per snapshot), and below them lazy tabs (:mod:`crowdlab.ui.panels`) run only the open panel, each of which
+shows a bounded number of items and workers, so the cost of a rerun does not grow with the dataset
+beyond the EM step itself (``benchmarks/bench_step.py`` measures it).
 """
 
 from __future__ import annotations

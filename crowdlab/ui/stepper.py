@@ -31,9 +31,16 @@ def _method_widgets() -> None:
     state.sync_config_widgets()
     cfg = state.get_config()
     not_em = cfg.method == "mv"
-    c1, c2, c3, c4 = st.columns([3, 3, 2, 2], vertical_alignment="bottom")
+    # one row that wraps when narrow (1024 px with the sidebar): every choice stays readable in full
+    row = st.container(horizontal=True, vertical_alignment="bottom", gap="medium")
+    c1 = c2 = c3 = c4 = row
     c1.selectbox(
-        "Method", options, format_func=state.method_title, key=state.W_METHOD, on_change=state.on_config_widget
+        "Method",
+        options,
+        format_func=state.method_title,
+        key=state.W_METHOD,
+        on_change=state.on_config_widget,
+        width=250,
     )
     c2.selectbox(
         "Start from",
@@ -42,6 +49,7 @@ def _method_widgets() -> None:
         key=state.W_INIT,
         on_change=state.on_config_widget,
         disabled=not_em,
+        width=250,
     )
     c3.number_input(
         "Prior strength",
@@ -51,6 +59,7 @@ def _method_widgets() -> None:
         on_change=state.on_config_widget,
         disabled=not_em,
         help="Pseudo-counts added to every cell (MAP EM); 0 = maximum likelihood.",
+        width=130,
     )
     c4.checkbox(
         "Hard EM",

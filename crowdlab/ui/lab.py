@@ -40,7 +40,7 @@ from typing import Any
 import numpy as np
 import streamlit as st
 
-from crowdlab import plots
+from crowdlab import plots, safe
 from crowdlab.data import Annotations
 from crowdlab.em import Run
 from crowdlab.errors import CrowdlabError
@@ -791,7 +791,7 @@ class Lab:
         ok = st.session_state.get(self.k("upload.ok"))
         if error:
             st.error(error, icon=":material/error:")
-            st.caption(f"This page's dataset is unchanged: {self.data().name or self.data_id()}.")
+            st.caption(f"This page's dataset is unchanged: {safe.md(self.data().name or self.data_id())}.")
         elif ok:
             st.success(ok)
 

@@ -23,6 +23,7 @@ import numpy as np
 import pandas as pd
 import streamlit as st
 
+from crowdlab import safe
 from crowdlab.data import Annotations, read_annotations
 from crowdlab.em import Run
 from crowdlab.errors import DataError
@@ -258,8 +259,8 @@ def load_upload(
         return False
     NET.set_data(upload_id(labels + b"\0edges\0" + edges + b"\0gold\0" + (gold or b"")), data, {})
     NET.set_upload_message(
-        ok=f"Loaded '{name}' and '{edges_name}': {data.n_items:,} nodes, {int(data.graph.nnz) // 2:,} edges, "
-        f"{data.n_workers:,} workers."
+        ok=f"Loaded '{safe.md(name)}' and '{safe.md(edges_name)}': {data.n_items:,} nodes, "
+        f"{int(data.graph.nnz) // 2:,} edges, {data.n_workers:,} workers."
     )
     return True
 
@@ -337,7 +338,7 @@ def networks_page() -> None:
 
 def source_section() -> None:
     data = NET.ensure()
-    with st.expander(f"Dataset: **{data.name}** — simulate a network, a noisy image, or upload"):
+    with st.expander(f"Dataset: **{safe.md(data.name)}** — simulate a network, a noisy image, or upload"):
         sbm, image, upload = st.tabs(["Simulate (SBM)", "Noisy image (pixel grid)", "Upload"])
         with sbm:
             st.markdown(

@@ -28,7 +28,7 @@ import pandas as pd
 import streamlit as st
 from scipy.special import expit
 
-from crowdlab import plots
+from crowdlab import plots, safe
 from crowdlab.data import Annotations
 from crowdlab.em import Run
 from crowdlab.errors import DataError
@@ -200,9 +200,10 @@ def load_upload(
     key = labels + b"\0features\0" + features + b"\0gold\0" + (gold or b"")
     RAY.set_data(upload_id(key), data, {"features": feats})
     RAY.set_upload_message(
-        ok=f"Loaded '{name}' and '{features_name}': {data.n_items:,} items, {data.n_workers:,} annotators, "
-        f"{len(feats.raw_names)} features ({', '.join(feats.raw_names[:6])}{' ...' if feats.d > 7 else ''}); "
-        f"positive class '{data.class_names[1]}'."
+        ok=f"Loaded '{safe.md(name)}' and '{safe.md(features_name)}': {data.n_items:,} items, "
+        f"{data.n_workers:,} annotators, {len(feats.raw_names)} features "
+        f"({', '.join(safe.md(n) for n in feats.raw_names[:6])}{' ...' if feats.d > 7 else ''}); "
+        f"positive class '{safe.md(data.class_names[1])}'."
     )
     return True
 
@@ -302,7 +303,7 @@ def raykar_page() -> None:
 
 def source_section() -> None:
     data = RAY.ensure()
-    with st.expander(f"Dataset: **{data.name or RAY.data_id()}** — simulate or upload labels and features"):
+    with st.expander(f"Dataset: **{safe.md(data.name or RAY.data_id())}** — simulate or upload labels and features"):
         sim, upload = st.tabs(["Simulate", "Upload"])
         with sim:
             st.markdown(

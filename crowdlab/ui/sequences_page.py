@@ -18,6 +18,7 @@ import numpy as np
 import pandas as pd
 import streamlit as st
 
+from crowdlab import safe
 from crowdlab.data import Annotations, read_sequences
 from crowdlab.em import Run, Snapshot
 from crowdlab.errors import DataError
@@ -194,9 +195,9 @@ def load_upload(content: bytes, gold: bytes | None = None, name: str = "sequence
         SEQ.set_upload_message(error=str(exc))
         return False
     SEQ.set_data(upload_id(content + b"\0gold\0" + (gold or b"")), data, {})
-    with_gold = f" with gold from '{gold_name}'" if gold is not None else ""
+    with_gold = f" with gold from '{safe.md(gold_name)}'" if gold is not None else ""
     SEQ.set_upload_message(
-        ok=f"Loaded '{name}'{with_gold}: {data.n_sequences:,} sequences, {data.n_items:,} positions, "
+        ok=f"Loaded '{safe.md(name)}'{with_gold}: {data.n_sequences:,} sequences, {data.n_items:,} positions, "
         f"{data.n_workers:,} workers."
     )
     return True
@@ -311,7 +312,7 @@ def sequences_page() -> None:
 
 def source_section() -> None:
     data = SEQ.ensure()
-    with st.expander(f"Dataset: **{data.name}** — simulate, load the CoNLL NER sample, or upload"):
+    with st.expander(f"Dataset: **{safe.md(data.name)}** — simulate, load the CoNLL NER sample, or upload"):
         sim, sample, upload = st.tabs(["Simulate", "Bundled: CoNLL NER", "Upload"])
         with sim:
             simulate_tab()
@@ -453,7 +454,7 @@ def strip_panel(run: Run) -> None:
         positions=np.arange(first, first + sl.stop - sl.start),
         confidence=conf,
         background=SEQ.derived("background", lambda: background_class(base["mv"], data.n_classes)),
-        title=f"{fmt(s)} at snapshot {snap.index}: truth, baselines and the HMM",
+        title=safe.html(f"{fmt(s)} at snapshot {snap.index}: truth, baselines and the HMM"),
     )
     st.plotly_chart(lab.wrap_title(fig, 60), key="seq.strip_chart")
     notes = [f"HMM rows at the cursor ({lab.step_label(run)}); majority vote and i.i.d. DS are fitted once"]

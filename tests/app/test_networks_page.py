@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 from streamlit.testing.v1 import AppTest
 
+from crowdlab import safe
 from crowdlab.ui import networks_page as npg
 from crowdlab.ui import state
 
@@ -204,7 +205,8 @@ def test_upload_labels_and_an_edge_list_and_a_bad_edge_list(wrapper):
     _ok(at.run())
     data = at.session_state["net.data.obj"]
     assert data.n_items == 4 and data.graph.nnz == 6 and data.has_gold
-    assert any("Loaded 'lab.csv' and 'edges.csv': 4 nodes, 3 edges" in s.value for s in at.success)
+    loaded = f"Loaded '{safe.md('lab.csv')}' and '{safe.md('edges.csv')}': 4 nodes, 3 edges"  # names escaped
+    assert any(loaded in s.value for s in at.success)
     _click(at, "net.stepper.run")
     assert _run(at).data is data
     good = at.session_state["net.data.id"]

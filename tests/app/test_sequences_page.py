@@ -16,6 +16,7 @@ import numpy as np
 import pytest
 from streamlit.testing.v1 import AppTest
 
+from crowdlab import safe
 from crowdlab.ui import sequences_page as sp
 from crowdlab.ui import state
 
@@ -242,7 +243,8 @@ def test_upload_a_sequence_file_and_a_bad_one(wrapper):
     at = _ok(_upload(wrapper, "seq_small.csv", "seq_gold.csv"))
     data = at.session_state["seq.data.obj"]
     assert at.session_state["seq.data.id"].startswith("upload:") and data.n_sequences == 2
-    assert any("Loaded 'seq_small.csv' with gold from 'seq_gold.csv'" in s.value for s in at.success)
+    loaded = f"Loaded '{safe.md('seq_small.csv')}' with gold from '{safe.md('seq_gold.csv')}'"  # names escaped
+    assert any(loaded in s.value for s in at.success)
     _click(at, "seq.stepper.run")
     assert _run(at).data is data and not _run(at).violations
     good = at.session_state["seq.data.id"]

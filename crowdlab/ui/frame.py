@@ -21,7 +21,7 @@ from crowdlab import safe
 from crowdlab.data import Annotations
 from crowdlab.samples import SAMPLES, load_sample
 from crowdlab.simulate import simulate_crowd
-from crowdlab.ui import presenter, state
+from crowdlab.ui import lab, presenter, state
 
 HOME_DATASET = "home.dataset"
 
@@ -133,6 +133,7 @@ def page_frame(
     returning it (loading its default on a cold start): the sidebar then summarises that one, names the working
     dataset of the other pages, and the page's dataset is returned.
     """
+    lab.note_page()
     on = presenter.from_url()
     st.set_page_config(
         page_title=f"{title} · crowdlab",

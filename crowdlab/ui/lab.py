@@ -39,6 +39,7 @@ from typing import Any
 
 import numpy as np
 import streamlit as st
+from streamlit.runtime.scriptrunner_utils.script_run_context import get_script_run_ctx
 
 from crowdlab import plots, safe
 from crowdlab.data import Annotations
@@ -120,6 +121,21 @@ def speed(slot: RunSlot) -> float:
 
 def _pause(slot: RunSlot) -> None:
     st.session_state[_playing_key(slot)] = False
+
+
+def _page() -> str:
+    """The page being run (its script hash): Play belongs to the page it was started on."""
+    ctx = get_script_run_ctx()
+    return "" if ctx is None else str(ctx.page_script_hash)
+
+
+PAGES = "lab.pages"  # plain key: (the page of the previous full run, the page of this one)
+
+
+def note_page() -> None:
+    """Remember which page this full run draws (called by the page frame): Play stops when its page is left."""
+    previous = (st.session_state.get(PAGES) or ("", ""))[1]
+    st.session_state[PAGES] = (previous, _page())
 
 
 def can_advance(run: Run | None) -> bool:
@@ -217,6 +233,7 @@ def on_play(slot: RunSlot) -> None:
     if not can_advance(slot.get()):
         return
     st.session_state[_playing_key(slot)] = True
+    st.session_state[slot.key("play_page")] = _page()
     st.session_state[slot.key("play_last")] = time.monotonic()
     _move(slot, "next")
 
@@ -538,6 +555,10 @@ def stepper(slot: RunSlot, *, curves: Panel | None = None, panels: Panel | None 
     progress bar. When the run could not be built it shows the slot's error instead. Returns nothing useful to a
     page (the fragment runs later on its own); the run is ``slot.get()``.
     """
+    here = _page()
+    came_back = (st.session_state.get(PAGES) or (here, here))[0] != here
+    if playing(slot) and (came_back or st.session_state.get(slot.key("play_page")) != here):
+        _pause(slot)  # Play stops when its page is left (coming back does not start it again)
     st.fragment(_stepper)(slot, curves, panels)
 
 

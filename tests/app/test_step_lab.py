@@ -488,6 +488,11 @@ def test_play_advances_one_half_step_per_tick_and_pause_stops():
     assert run.index == 5
     _click(at, "stepper.back")
     assert not at.session_state["stepper.playing"] and run.index == 4
+    # leaving the page stops Play; coming back does not start it again
+    _click(at, "stepper.play")
+    _ok(at.switch_page(PRIORS_PAGE).run())
+    _ok(at.switch_page(STEP_PAGE).run())
+    assert not at.session_state["stepper.playing"] and at.button(key="stepper.play").label == "Play"
 
 
 def test_play_stops_at_convergence():

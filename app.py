@@ -14,12 +14,9 @@ st.markdown(
     "Start with a bundled dataset below; every page works on the current dataset shown here and in the sidebar."
 )
 
-left, right = st.columns([3, 2])
-with left:
-    dataset_summary(data)
-with right:
-    st.markdown("**Pick a dataset**")
+with st.columns([3, 2])[0]:  # wide enough for the longest dataset name at 1024 px
     sample_picker()
+dataset_summary(data)
 
 st.subheader("Where to go next")
 st.page_link("pages/1_Data.py", label="Data", icon=":material/table_chart:")
@@ -42,6 +39,6 @@ st.caption("Items on a graph: MRF-crowd EM with ICM or mean-field E-steps, again
 
 st.subheader("Estimation and learning")
 st.page_link("pages/8_Error_rates_without_labels.py", label="Error rates without labels", icon=":material/rule:")
-st.caption("Classifiers' error rates from unlabelled outputs: identifiability, Fisher information, the seed's figures.")
+st.caption("Classifiers' error rates from unlabelled outputs: identifiability, Fisher information, figures.")
 st.page_link("pages/9_Learning_from_crowds.py", label="Learning from crowds", icon=":material/scatter_plot:")
 st.caption("Raykar's EM learns a classifier and every annotator's sensitivity and specificity; the boundary moves.")

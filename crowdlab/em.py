@@ -16,7 +16,7 @@ Typical use::
     run = Run(data, DawidSkene())
     run.step()            # one E-step and one M-step
     run.e_step(); run.m_step()
-    run.back()            # previous complete state
+    run.back()            # one half-step back (nothing recomputed)
     run.run(tol=1e-8, max_iter=500)
 """
 
@@ -297,11 +297,8 @@ class Run:
         return self.m_step()
 
     def back(self) -> Snapshot:
-        """Go back to the previous complete state (init or after an M-step); nothing is recomputed."""
-        i = self.index - 1
-        while i > 0 and self.snapshots[i].kind == "E" and self.kind_after(self.snapshots[i]) == "M":
-            i -= 1
-        self.index = max(i, 0)
+        """Go back one half-step (after E, M: back gives "after E"), as the scrubber does; nothing is recomputed."""
+        self.index = max(self.index - 1, 0)
         return self.current
 
     def goto(self, index: int) -> Snapshot:

@@ -1,11 +1,9 @@
 """Priors and initialisations: restarts from several starts and prior-strength sweeps (stoppable)."""
 
-import streamlit as st
-
-from crowdlab.ui import page_frame, priors_lab
+from crowdlab.ui import page_frame, presenter, priors_lab
 
 page_frame("Priors and initialisations", icon=":material/tune:")
-st.caption(
+presenter.intro(
     "EM climbs to a local maximum that depends on where it starts, and a prior (pseudo-counts) changes which "
     "maximum is best. Restart from several initialisations, or sweep the prior strength, and compare the ends."
 )

@@ -21,7 +21,7 @@ from crowdlab import safe
 from crowdlab.data import Annotations
 from crowdlab.samples import SAMPLES, load_sample
 from crowdlab.simulate import simulate_crowd
-from crowdlab.ui import state
+from crowdlab.ui import lab, presenter, state
 
 HOME_DATASET = "home.dataset"
 
@@ -115,20 +115,38 @@ def navigation() -> None:
     st.divider()
 
 
-def page_frame(title: str, icon: str | None = None, *, dataset: Callable[[], Annotations] | None = None) -> Annotations:
-    """Set up a page: wide layout, restored state (default dataset on a cold start), sidebar navigation and
-    dataset summary, title. Shows the one-time notice (e.g. "Method changed: the run was reset.").
+def page_frame(
+    title: str,
+    icon: str | None = None,
+    *,
+    dataset: Callable[[], Annotations] | None = None,
+    notice: bool = True,
+) -> Annotations:
+    """Set up a page: wide layout, presenter mode (:func:`crowdlab.ui.presenter.presenter`: the URL's
+    ``?present=1`` or the sidebar toggle), restored state (default dataset on a cold start), sidebar navigation and
+    dataset summary, title. Shows the working dataset's one-time notice (e.g. "Dataset changed: the run was
+    reset.") in a slot that is always there, so nothing below it shifts; the Step page passes ``notice=False``
+    (its stepper shows the notice, and a Step clears it) and pages with their own dataset show theirs in their
+    stepper.
 
     Returns the working dataset; a page with its own dataset (Sequences, Networks) passes ``dataset``, a function
     returning it (loading its default on a cold start): the sidebar then summarises that one, names the working
     dataset of the other pages, and the page's dataset is returned.
     """
-    st.set_page_config(page_title=f"{title} · crowdlab", page_icon=icon, layout="wide")
+    lab.note_page()
+    on = presenter.from_url()
+    st.set_page_config(
+        page_title=f"{title} · crowdlab",
+        page_icon=icon,
+        layout="wide",
+        initial_sidebar_state="collapsed" if on else "auto",
+    )
     state.ensure_dataset(_default_dataset)
     data = state.get_data()
     own = dataset() if dataset is not None else None
     with st.sidebar:
         navigation()
+        presenter.presenter()
         dataset_summary(own if own is not None else data, compact=True)
         if own is not None:
             other = safe.md(data.name or state.get_data_id())
@@ -136,9 +154,10 @@ def page_frame(title: str, icon: str | None = None, *, dataset: Callable[[], Ann
                 f"This page has its own dataset. The other pages work on **{other}** (items: **{data.n_items:,}**)."
             )
     st.title(f"{icon} {title}" if icon else title)
-    notice = state.pop_notice()
-    if notice:
-        st.info(notice, icon="ℹ️")
+    box = st.container()  # always there, so the page's fragments keep their place (and their ids)
+    text = state.pop_notice() if notice and own is None else None
+    if text:
+        box.info(text, icon="ℹ️")
     return own if own is not None else data
 
 
@@ -164,14 +183,14 @@ def dataset_summary(data: Annotations, *, compact: bool = False) -> None:
     name = safe.md(data.name or "(unnamed dataset)")
     if compact:
         st.markdown("**Current dataset**")
-        st.markdown(f"{name}")
+        st.markdown(safe.md(name))
         st.markdown("\n".join(f"- {k}: **{v}**" for k, v in rows.items()))
         return
     with st.container(border=True):
-        st.subheader(name)
-        cols = st.columns(len(rows))
-        for col, (k, v) in zip(cols, rows.items()):
-            col.metric(k, v.split(" (")[0])
+        st.subheader(safe.md(name))
+        row = st.container(horizontal=True, gap="medium")  # wraps when narrow: a count is never cut to "1..."
+        for k, v in rows.items():
+            row.metric(k, v.split(" (")[0], width="content")
         if not data.is_continuous:
             st.caption("Classes: " + ", ".join(safe.md(c) for c in data.class_names))
         for note in data.notes:

@@ -1,12 +1,17 @@
-"""A reusable EM stepper: a run kept under named session-state keys, its callbacks, and the shared widgets.
+"""The one EM stepper: a run kept under named session-state keys, its callbacks, and the stepping component.
 
-Two layers, used by the Step page and by the pages for dependent data (Sequences, Networks):
+Used by every stepping page (Step, Sequences, Networks, Learning from crowds, the lessons):
 
-- :class:`RunSlot` names where one run lives (plain keys for the run, its id, the per-snapshot metrics and the
-  "run to convergence" request, and the prefix of its widget keys) and how to get it. The stepping callbacks
-  (``on_step(slot)``, ``on_back(slot)``, ...) and the widgets (:func:`buttons`, :func:`position`,
-  :func:`objective_chart`, :func:`metric_chart`) take a slot. The Step page's slot is
-  :data:`crowdlab.ui.state.MAIN` (keys ``run.obj``, ``stepper.step``, ...).
+- :class:`RunSlot` names where one run lives (plain keys for the run, its id, the per-snapshot metrics, the
+  pending move, the one-time notice and the start error, and the prefix of its widget keys) and how to get it.
+- :func:`stepper` ``(slot, curves=..., panels=...)`` draws the whole stepper in one call: Back / E-step / M-step /
+  Next / Step / Run to convergence / Reset with their keyboard shortcuts (:data:`SHORTCUTS`: ← → E M G 0 P),
+  Play / Pause and its speed (one half-step per tick of ``st.fragment(run_every=...)``), the position and the
+  scrubber, a violation warning, then the page's curves (default: objective and metrics against gold) and its
+  own panels; side by side in presenter mode (:mod:`crowdlab.ui.presenter`). A model adds only its panels.
+- The callbacks (``on_next(slot)``, ``on_back(slot)``, ``on_play(slot)``, ...) and the pieces (:func:`buttons`,
+  :func:`position`, :func:`objective_chart`, :func:`metric_chart`, :func:`default_curves`) take a slot. The Step
+  page's slot is :data:`crowdlab.ui.state.MAIN` (keys ``run.obj``, ``stepper.step``, ...).
 - :class:`Lab` is a page with its own dataset, settings and run under a namespace ``ns`` (``seq``, ``net``), so
   the pages for i.i.d. items keep their working dataset untouched. Plain keys:
 
@@ -34,12 +39,14 @@ from typing import Any
 
 import numpy as np
 import streamlit as st
+from streamlit.runtime.scriptrunner_utils.script_run_context import get_script_run_ctx
 
-from crowdlab import plots
+from crowdlab import plots, safe
 from crowdlab.data import Annotations
 from crowdlab.em import Run
 from crowdlab.errors import CrowdlabError
 from crowdlab.metrics import accuracy, macro_f, pearson
+from crowdlab.ui import presenter
 
 NOTICE_SETTINGS = "Settings changed: the run was reset."
 NOTICE_DATASET = "Dataset changed: the run was reset."
@@ -58,8 +65,11 @@ def start_error(exc: Exception) -> str:
 # ---------------------------------------------------------------------------- one run under named keys
 @dataclass(frozen=True, eq=False)
 class RunSlot:
-    """Where a run lives: plain keys ``run``, ``run_id``, ``metrics``, ``pending``; widget keys ``<widgets>.*``;
-    ``getter()`` returns the run (building it when there is none yet)."""
+    """Where a run lives: plain keys ``run``, ``run_id``, ``metrics``, ``pending`` (a requested move the stepper
+    computes next, under a spinner or a progress bar), and optionally ``notice`` (a one-time message, popped when
+    the stepper shows it) and ``error`` (why the run could not be built); widget keys ``<widgets>.*``;
+    ``getter()`` returns the run (building it when there is none yet). Play keeps its plain keys under
+    ``<widgets>.playing`` / ``.play_last`` / ``.speed_value``."""
 
     run: str
     run_id: str
@@ -67,6 +77,8 @@ class RunSlot:
     pending: str
     widgets: str
     getter: Callable[[], Run | None]
+    notice: str | None = None
+    error: str | None = None
 
     def key(self, name: str) -> str:
         """A widget key of this slot's stepper (``stepper.step``, ``seq.stepper.step``)."""
@@ -76,25 +88,112 @@ class RunSlot:
         return self.getter()
 
 
-def on_e_step(slot: RunSlot) -> None:
+# keyboard shortcuts of the stepper's buttons (Streamlit's native ``st.button(shortcut=...)``; "R" and "C" are
+# Streamlit's own rerun and clear-cache keys, so "run to convergence" is G, for "go")
+SHORTCUTS = {
+    "back": "Left",
+    "e_step": "E",
+    "m_step": "M",
+    "next": "Right",
+    "run": "G",
+    "reset": "0",
+    "play": "P",
+}
+# seconds per half-step while playing
+SPEEDS = {"slow": 2.0, "normal": 1.0, "fast": 0.5}
+DEFAULT_SPEED = "normal"
+BUSY = {"E": "Computing the E-step...", "M": "Computing the M-step...", "step": "Computing an EM iteration..."}
+
+
+def _playing_key(slot: RunSlot) -> str:
+    return slot.key("playing")
+
+
+def playing(slot: RunSlot) -> bool:
+    """Whether Play is on for this slot."""
+    return bool(st.session_state.get(_playing_key(slot)))
+
+
+def speed(slot: RunSlot) -> float:
+    """Seconds per half-step while playing."""
+    return SPEEDS.get(st.session_state.get(slot.key("speed_value"), DEFAULT_SPEED), SPEEDS[DEFAULT_SPEED])
+
+
+def _pause(slot: RunSlot) -> None:
+    st.session_state[_playing_key(slot)] = False
+
+
+def _page() -> str:
+    """The page being run (its script hash): Play belongs to the page it was started on."""
+    ctx = get_script_run_ctx()
+    return "" if ctx is None else str(ctx.page_script_hash)
+
+
+PAGES = "lab.pages"  # plain key: (the page of the previous full run, the page of this one)
+
+
+def note_page() -> None:
+    """Remember which page this full run draws (called by the page frame): Play stops when its page is left."""
+    previous = (st.session_state.get(PAGES) or ("", ""))[1]
+    st.session_state[PAGES] = (previous, _page())
+
+
+def can_advance(run: Run | None) -> bool:
+    """Whether Play has a half-step to show: stored snapshots ahead, or a new one before convergence / max_iter."""
+    if run is None or not run.iterative:
+        return False
+    if not run.at_end:
+        return True
+    return not run.converged and run.last.iteration < run.max_iter
+
+
+def _move(slot: RunSlot, kind: str) -> None:
+    """Move the cursor: "E", "M", "next" (whichever half-step is next) or "step" (to the end of the iteration).
+
+    Over snapshots already computed the cursor just moves; a new snapshot is left as a request in ``pending``, which
+    the stepper computes next under a spinner (so a slow step shows that it is working)."""
     run = slot.get()
-    if run is not None and run.next_kind == "E":
-        run.e_step()
+    if run is None or not run.iterative:
+        return
+    nk = run.next_kind
+    if kind == "next":
+        kind = nk
+    elif kind == "step" and nk == "M":
+        kind = "M"
+    if kind in ("E", "M") and kind != nk:
+        return
+    halves = 2 if kind == "step" else 1
+    if run.index + halves <= len(run.snapshots) - 1:
+        {"E": run.e_step, "M": run.m_step, "step": run.step}[kind]()
+    else:
+        st.session_state[slot.pending] = kind
+
+
+def on_e_step(slot: RunSlot) -> None:
+    _pause(slot)
+    _move(slot, "E")
 
 
 def on_m_step(slot: RunSlot) -> None:
-    run = slot.get()
-    if run is not None and run.next_kind == "M":
-        run.m_step()
+    _pause(slot)
+    _move(slot, "M")
+
+
+def on_next(slot: RunSlot) -> None:
+    """One half-step forward (the right-arrow key)."""
+    _pause(slot)
+    _move(slot, "next")
 
 
 def on_step(slot: RunSlot) -> None:
-    run = slot.get()
-    if run is not None and run.iterative:
-        run.step()
+    """Complete the EM iteration: E then M (or just M after an E-only step)."""
+    _pause(slot)
+    _move(slot, "step")
 
 
 def on_back(slot: RunSlot) -> None:
+    """One half-step back (the left-arrow key), as the scrubber moves: after E, M, back gives "after E"."""
+    _pause(slot)
     run = slot.get()
     if run is not None:
         run.back()
@@ -102,6 +201,7 @@ def on_back(slot: RunSlot) -> None:
 
 def on_reset(slot: RunSlot) -> None:
     """Forget the steps of the current run (same settings)."""
+    _pause(slot)
     run = slot.get()
     if run is not None:
         run.reset()
@@ -110,26 +210,75 @@ def on_reset(slot: RunSlot) -> None:
 
 
 def on_run_to_convergence(slot: RunSlot) -> None:
-    """Ask for a run to convergence; the stepper panel does it next, under a progress bar."""
+    """Ask for a run to convergence; the stepper does it next, under a progress bar."""
+    _pause(slot)
     run = slot.get()
     if run is not None and run.iterative:
-        st.session_state[slot.pending] = True
+        st.session_state[slot.pending] = "run"
 
 
 def on_scrub(slot: RunSlot) -> None:
+    _pause(slot)
     run = slot.get()
     key = slot.key("scrub")
     if run is not None and key in st.session_state:
         run.goto(int(st.session_state[key]))
 
 
-def run_pending(slot: RunSlot, progress: Callable[[int, int], None] | None = None) -> bool:
-    """Do a requested run to convergence now (``progress(iteration, max_iter)``); True when one ran."""
+def on_play(slot: RunSlot) -> None:
+    """Play / Pause: while playing, the stepper advances one half-step every :func:`speed` seconds."""
+    if playing(slot):
+        _pause(slot)
+        return
+    if not can_advance(slot.get()):
+        return
+    st.session_state[_playing_key(slot)] = True
+    st.session_state[slot.key("play_page")] = _page()
+    st.session_state[slot.key("play_last")] = time.monotonic()
+    _move(slot, "next")
+
+
+def on_speed(slot: RunSlot) -> None:
+    value = st.session_state.get(slot.key("speed"))
+    if value in SPEEDS:
+        st.session_state[slot.key("speed_value")] = value
+
+
+def tick(slot: RunSlot) -> bool:
+    """Play's clock: advance one half-step when one is due (True), or stop at the end.
+
+    The one state change outside a callback: Streamlit's timer (``st.fragment(run_every=...)``) reruns the panel
+    and has no callback of its own. Called at the top of the playing panel; a rerun for another reason before the
+    half-step is due does not advance."""
+    if not playing(slot) or st.session_state.get(slot.pending):
+        return False
     run = slot.get()
-    if not st.session_state.get(slot.pending) or run is None:
+    if not can_advance(run):
+        _pause(slot)
+        return False
+    now = time.monotonic()
+    last = float(st.session_state.get(slot.key("play_last"), 0.0))
+    if now - last < 0.8 * speed(slot):
+        return False
+    st.session_state[slot.key("play_last")] = now
+    _move(slot, "next")
+    return True
+
+
+def run_pending(slot: RunSlot, progress: Callable[[int, int], None] | None = None) -> bool:
+    """Do a requested move now (a run to convergence reports ``progress(iteration, max_iter)``); True when one
+    ran."""
+    request = st.session_state.get(slot.pending)
+    run = slot.get()
+    if not request or run is None:
         return False
     st.session_state[slot.pending] = False
-    run.run(progress=progress)
+    if request is True or request == "run":
+        run.run(progress=progress)
+    elif request in ("E", "M") and run.next_kind == request:
+        (run.e_step if request == "E" else run.m_step)()
+    elif request == "step":
+        run.step()
     return True
 
 
@@ -180,8 +329,8 @@ def _pearson(params, data: Annotations) -> float:
 
 
 # ---------------------------------------------------------------------------- stepper widgets
-def progress_bar() -> tuple[object, Callable[[int, int], None]]:
-    bar = st.progress(0.0, text="Running EM to convergence...")
+def progress_bar(box=None) -> tuple[object, Callable[[int, int], None]]:
+    bar = (box or st).progress(0.0, text="Running EM to convergence...")
     last = [0.0]
 
     def update(iteration: int, max_iter: int) -> None:
@@ -193,36 +342,87 @@ def progress_bar() -> tuple[object, Callable[[int, int], None]]:
     return bar, update
 
 
-def do_pending(slot: RunSlot) -> None:
-    """Run to convergence now when it was asked for, under a progress bar."""
-    if st.session_state.get(slot.pending):
-        bar, update = progress_bar()
-        run_pending(slot, progress=update)
+def with_progress(text: str, work: Callable[[Callable[[int, int], None]], Any]) -> Any:
+    """``work(progress)`` under a progress bar labelled ``text`` (``progress(iteration, max_iter)``; an
+    iterative fit stops well before max_iter, so the bar shows the iteration count); the bar goes when done."""
+    bar = st.progress(0.0, text=f"{text}...")
+    last = [0.0]
+
+    def progress(iteration: int, max_iter: int) -> None:
+        now = time.perf_counter()
+        if now - last[0] > 0.1:
+            last[0] = now
+            bar.progress(min(iteration / max(max_iter, 1), 1.0), text=f"{text}: iteration {iteration}")
+
+    try:
+        return work(progress)
+    finally:
         bar.empty()
 
 
+def do_pending(slot: RunSlot, box=None) -> None:
+    """Do the requested move now: a run to convergence under a progress bar, a new half-step or iteration under a
+    spinner (shown after 0.5 s). ``box`` (an ``st.empty()``) holds them, so the page's layout does not shift."""
+    request = st.session_state.get(slot.pending)
+    if not request:
+        return
+    box = box if box is not None else st.empty()
+    if request is True or request == "run":
+        bar, update = progress_bar(box)
+        run_pending(slot, progress=update)
+        box.empty()
+        return
+    with box.container(), st.spinner(BUSY.get(request, "Working...")):
+        run_pending(slot)
+    box.empty()
+
+
 def buttons(slot: RunSlot, run: Run) -> None:
-    """E-step, M-step, Step, Run to convergence, Back, Reset (keys ``<widgets>.e_step`` ...)."""
+    """Back, E-step, M-step, Next, Step, Run to convergence, Reset, Play / Pause and its speed, in one row that
+    wraps when narrow (keys ``<widgets>.back`` ...; shortcuts :data:`SHORTCUTS`)."""
     it = run.iterative
     nk = run.next_kind
+    play = playing(slot)
     a = (slot,)
-    cols = st.columns(6)
-    cols[0].button("E-step", key=slot.key("e_step"), on_click=on_e_step, args=a, disabled=nk != "E", width="stretch")
-    cols[1].button("M-step", key=slot.key("m_step"), on_click=on_m_step, args=a, disabled=nk != "M", width="stretch")
-    cols[2].button(
-        "Step", key=slot.key("step"), on_click=on_step, args=a, disabled=not it, type="primary", width="stretch"
-    )
-    cols[3].button(
+    k = slot.key
+    row = st.container(horizontal=True, gap="small", vertical_alignment="center")
+
+    def button(name: str, label: str, callback, disabled: bool, **kw) -> None:
+        row.button(label, key=k(name), on_click=callback, args=a, disabled=disabled, shortcut=SHORTCUTS.get(name), **kw)
+
+    # while playing the panel below reruns on its own and this row is not redrawn: every move stays enabled (the
+    # callbacks check what applies, and any move pauses Play)
+    button("back", "Back", on_back, run.index == 0 and not play, help="One half-step back (←)")
+    button("e_step", "E-step", on_e_step, nk != "E" and not play, help="The E-step: update q (E)")
+    button("m_step", "M-step", on_m_step, nk != "M" and not play, help="The M-step: update θ (M)")
+    button("next", "Next", on_next, not it, help="One half-step forward: E or M, whichever is next (→)")
+    button("step", "Step", on_step, not it, type="primary", help="A whole EM iteration: E then M")
+    button(
+        "run",
         "Run to convergence",
-        key=slot.key("run"),
-        on_click=on_run_to_convergence,
-        args=a,
-        disabled=not it or (run.converged and run.at_end),
-        width="stretch",
+        on_run_to_convergence,
+        not it or (run.converged and run.at_end and not play),
+        help="Iterate until the objective stops changing (G)",
     )
-    cols[4].button("Back", key=slot.key("back"), on_click=on_back, args=a, disabled=run.index == 0, width="stretch")
-    cols[5].button(
-        "Reset", key=slot.key("reset"), on_click=on_reset, args=a, disabled=len(run.snapshots) == 1, width="stretch"
+    button("reset", "Reset", on_reset, len(run.snapshots) == 1 and not play, help="Back to the start (0)")
+    button(
+        "play",
+        "Pause" if play else "Play",
+        on_play,
+        not play and not can_advance(run),
+        icon=":material/pause:" if play else ":material/play_arrow:",
+        help="Advance one half-step at a time, at the chosen speed (P)",
+    )
+    st.session_state[k("speed")] = st.session_state.get(k("speed_value"), DEFAULT_SPEED)
+    row.selectbox(
+        "Play speed (seconds per half-step)",
+        list(SPEEDS),
+        format_func=lambda s: f"{SPEEDS[s]:g} s",
+        key=k("speed"),
+        on_change=on_speed,
+        args=a,
+        label_visibility="collapsed",
+        width=95,
     )
 
 
@@ -230,12 +430,66 @@ def position(slot: RunSlot, run: Run) -> None:
     """Where the cursor is ("iteration 3, after M-step"), the start, and the scrubber over the snapshots."""
     n = len(run.snapshots)
     tail = " · converged" if run.iterative and run.converged and run.at_end else ""
-    st.markdown(f"#### {step_label(run)}")
-    st.caption(f"snapshot {run.index} of {n - 1} · {run.start_description}{tail}")
+    if playing(slot):
+        tail += f" · playing, {speed(slot):g} s per half-step"
+    compact = presenter.is_on()
+    where, scrub = st.columns([2, 3], vertical_alignment="center") if compact else (st.container(), st.container())
+    where.markdown(f"#### {step_label(run)}")
+    where.caption(f"snapshot {run.index} of {n - 1} · {run.start_description}{tail}")
     if n > 1:
         key = slot.key("scrub")
         st.session_state[key] = run.index
-        st.slider("Scrub through the computed snapshots", 0, n - 1, key=key, on_change=on_scrub, args=(slot,))
+        scrub.slider(
+            "Scrub through the computed snapshots",
+            0,
+            n - 1,
+            key=key,
+            on_change=on_scrub,
+            args=(slot,),
+            label_visibility="collapsed" if compact else "visible",
+        )
+
+
+def chart_height(default: int = 360) -> int:
+    """A curve's height: smaller in presenter mode, where the curves and the main panel share the first screen."""
+    return min(default, 300) if presenter.is_on() else default
+
+
+def curve_columns(spec: int | list[float]) -> list:
+    """Where to draw the curves: side by side (``st.columns(spec)``), or stacked in presenter mode (they sit in a
+    narrow column beside the main panel there)."""
+    if presenter.is_on():
+        return [st.container() for _ in range(spec if isinstance(spec, int) else len(spec))]
+    return list(st.columns(spec))
+
+
+def wrap_title(fig, chars: int = 40):
+    """Break a figure's title into lines of at most ``chars`` characters (plotly cuts a long title at the edge of a
+    narrow chart instead of wrapping it), growing the top margin to fit; returns the figure."""
+    if presenter.is_on():
+        chars = int(chars * 0.85)  # presenter mode draws at a larger scale in narrower columns
+    title = fig.layout.title.text
+    if not title or len(title) <= chars or "<br>" in title:
+        return fig
+    lines, line = [], ""
+    for word in title.split(" "):
+        if line and len(line) + 1 + len(word) > chars:
+            lines.append(line)
+            line = word
+        else:
+            line = f"{line} {word}" if line else word
+    lines.append(line)
+    top = fig.layout.margin.t if fig.layout.margin.t is not None else 80
+    fig.update_layout(title_text="<br>".join(lines), margin_t=max(top, 30 + 22 * len(lines)))
+    return fig
+
+
+def _narrow(fig):
+    """A curve in presenter mode's narrow column: its legend (wrapped onto two lines there) moves clear of the
+    x-axis title."""
+    if presenter.is_on() and fig.layout.legend.y is not None and fig.layout.legend.y < 0:
+        fig.update_layout(legend_y=-0.34)
+    return fig
 
 
 def objective_chart(
@@ -251,9 +505,9 @@ def objective_chart(
         objective_name="objective",
         bound_name=bound_name,
         show_bound=show_bound,
-        height=height,
+        height=chart_height(height),
     )
-    st.plotly_chart(fig, key=slot.key("objective_chart"))
+    st.plotly_chart(_narrow(wrap_title(fig)), key=slot.key("objective_chart"))
 
 
 def metric_chart(slot: RunSlot, run: Run, *, height: int = 360) -> None:
@@ -262,10 +516,20 @@ def metric_chart(slot: RunSlot, run: Run, *, height: int = 360) -> None:
     values = {k: v for k, v in m.items() if k != "x"}
     if values:
         x_now = float(m["x"][run.index])
-        st.plotly_chart(plots.metric_curve(m["x"], values, x_now, height=height), key=slot.key("metric_chart"))
+        fig = plots.metric_curve(m["x"], values, x_now, height=chart_height(height))
+        st.plotly_chart(_narrow(wrap_title(fig)), key=slot.key("metric_chart"))
         st.caption(" · ".join(f"{k} now: **{v[run.index]:.3f}**" for k, v in values.items()))
     else:
         st.info("This dataset has no gold labels, so there is no accuracy to track.")
+
+
+def default_curves(slot: RunSlot, run: Run) -> None:
+    """The objective (both half-steps, the bound dashed) and the metrics against gold, the cursor marked."""
+    left, right = curve_columns(2)
+    with left:
+        objective_chart(slot, run)
+    with right:
+        metric_chart(slot, run)
 
 
 def violations(run: Run) -> None:
@@ -274,6 +538,85 @@ def violations(run: Run) -> None:
             "EM check failed (exact EM never lowers its objective or the bound): " + "; ".join(run.violations[:5]),
             icon="⚠️",
         )
+
+
+# ---------------------------------------------------------------------------- the one stepper component
+Panel = Callable[[Run], None]
+
+
+def stepper(slot: RunSlot, *, curves: Panel | None = None, panels: Panel | None = None) -> Run | None:
+    """The stepping component of every stepping page, in one call.
+
+    Draws, in a fragment (a click reruns only the stepper): the slot's one-time notice, the buttons with their
+    keyboard shortcuts (:data:`SHORTCUTS`), Play / Pause and its speed, the position and the scrubber, a warning
+    if EM broke its guarantee, then ``curves(run)`` (default: the objective and the metrics against gold) and
+    ``panels(run)`` (the model's own pictures); in presenter mode the curves go in a narrow column beside the
+    panels, so both are on the first screen. A requested move is computed at the top under a spinner or a
+    progress bar. When the run could not be built it shows the slot's error instead. Returns nothing useful to a
+    page (the fragment runs later on its own); the run is ``slot.get()``.
+    """
+    here = _page()
+    came_back = (st.session_state.get(PAGES) or (here, here))[0] != here
+    if playing(slot) and (came_back or st.session_state.get(slot.key("play_page")) != here):
+        _pause(slot)  # Play stops when its page is left (coming back does not start it again)
+    st.fragment(_stepper)(slot, curves, panels)
+
+
+def _stepper(slot: RunSlot, curves: Panel | None, panels: Panel | None) -> None:
+    status = st.empty()  # a fixed slot for the spinner / progress bar: the layout below never shifts
+    run = slot.get()
+    if run is None:
+        _notice(slot)
+        error = st.session_state.get(slot.error) if slot.error else None
+        st.error(error or "No run: pick a dataset and a method.")
+        return
+    do_pending(slot, status)
+    buttons(slot, run)
+    if playing(slot):
+        st.fragment(_playing_body, run_every=speed(slot))(slot, curves, panels)
+    else:
+        st.fragment(_still_body)(slot, curves, panels)
+
+
+def _playing_body(slot: RunSlot, curves: Panel | None, panels: Panel | None) -> None:
+    """The body while playing: a fragment with a timer (a separate function, so that pausing drops its timer)."""
+    _body(slot, curves, panels)
+
+
+def _still_body(slot: RunSlot, curves: Panel | None, panels: Panel | None) -> None:
+    _body(slot, curves, panels)
+
+
+def _notice(slot: RunSlot) -> None:
+    box = st.container()  # always there: the notice never shifts what follows
+    text = st.session_state.pop(slot.notice, None) if slot.notice else None
+    if text:
+        box.info(text, icon="ℹ️")
+
+
+def _body(slot: RunSlot, curves: Panel | None, panels: Panel | None) -> None:
+    status = st.empty()
+    _notice(slot)
+    tick(slot)
+    do_pending(slot, status)
+    run = slot.get()
+    if run is None:
+        return
+    # a transient spinner (it takes no place in the layout) that shows when drawing takes over 0.5 s (a big graph)
+    with st.spinner("Drawing this step..."):
+        position(slot, run)
+        violations(run)
+        draw_curves = curves or (lambda r: default_curves(slot, r))
+        if presenter.is_on() and panels is not None:
+            left, right = st.columns([1, 2])
+            with left:
+                draw_curves(run)
+            with right:
+                panels(run)
+            return
+        draw_curves(run)
+        if panels is not None:
+            panels(run)
 
 
 # ---------------------------------------------------------------------------- a page with its own data and run
@@ -302,7 +645,10 @@ class Lab:
     @property
     def slot(self) -> RunSlot:
         k = self.k
-        return RunSlot(k("run.obj"), k("run.id"), k("run.metrics"), k("run.pending"), k("stepper"), self.get_run)
+        return RunSlot(
+            k("run.obj"), k("run.id"), k("run.metrics"), k("run.pending"), k("stepper"), self.get_run,
+            notice=k("notice"), error=k("run.error"),
+        )  # fmt: skip
 
     # -- the dataset ------------------------------------------------------------------
     def ensure(self) -> Annotations:
@@ -466,14 +812,15 @@ class Lab:
         ok = st.session_state.get(self.k("upload.ok"))
         if error:
             st.error(error, icon=":material/error:")
-            st.caption(f"This page's dataset is unchanged: {self.data().name or self.data_id()}.")
+            st.caption(f"This page's dataset is unchanged: {safe.md(self.data().name or self.data_id())}.")
         elif ok:
             st.success(ok)
 
 
 def stepper_head(lab: Lab) -> Run | None:
-    """The top of a Lab's stepping panel: a pending run to convergence, the buttons, the position and scrubber,
-    and a warning if EM broke its guarantee; None (and an error message) when the run could not be built."""
+    """The top of a stepping panel without Play or curves (kept for pages written before :func:`stepper`; new
+    code calls :func:`stepper`): a pending move, the buttons, the position and scrubber, a violation warning;
+    None (and an error message) when the run could not be built."""
     slot = lab.slot
     run = slot.get()
     if run is None:

@@ -1,7 +1,7 @@
-"""The Networks page: crowd labels on a graph with a Potts prior (seed 003 Sec. 5), MRF-crowd EM step by step.
+"""The Networks page: crowd labels on a graph with a Potts prior (Traganitis & Giannakis, Sec. 5), MRF-crowd EM.
 
 The page keeps its own dataset, settings and run under ``net.*`` (a :class:`crowdlab.ui.lab.Lab`). Cold start: a
-stochastic block model of 1,000 nodes in K = 4 communities, average degree 5, labelled by the seed's crowd
+stochastic block model of 1,000 nodes in K = 4 communities, average degree 5, labelled by Traganitis & Giannakis' crowd
 (10 workers: 6 experts with accuracy U(0.35, 0.6), 4 spammers). Other sources: a simulated SBM with other
 parameters, an uploaded label file with an edge list, and a small noisy image on its pixel grid.
 
@@ -23,18 +23,18 @@ import numpy as np
 import pandas as pd
 import streamlit as st
 
-from crowdlab.api import fit
+from crowdlab import safe
 from crowdlab.data import Annotations, read_annotations
 from crowdlab.em import Run
 from crowdlab.errors import DataError
 from crowdlab.graph import grid_graph, read_edges, spectral_positions
 from crowdlab.metrics import accuracy, confusion_error, macro_f
-from crowdlab.models import NetworkCrowd
+from crowdlab.models import NetworkCrowd, make_model
 from crowdlab.models.majority import majority_labels
 from crowdlab.plots import confusion_grid
 from crowdlab.plots import dependent as figs
 from crowdlab.simulate import simulate_sbm
-from crowdlab.ui import lab
+from crowdlab.ui import lab, presenter
 from crowdlab.ui.frame import upload_id
 from crowdlab.ui.sequences_page import seed_crowd
 
@@ -90,7 +90,7 @@ class NetConfig:
 # ---------------------------------------------------------------------------- loaders (cached on small keys)
 @st.cache_data(max_entries=8, show_spinner="Simulating a network...")
 def simulate_cached(N: int, K: int, M: int, degree: float, ratio: float, seed: int):
-    """:func:`crowdlab.simulate.simulate_sbm` with the seed's crowd, cached on its parameters."""
+    """:func:`crowdlab.simulate.simulate_sbm` with Traganitis & Giannakis' crowd, cached on its parameters."""
     return simulate_sbm(N, K, M, avg_degree=degree, ratio=ratio, seed=seed, **seed_crowd(M))
 
 
@@ -141,9 +141,11 @@ def read_upload_cached(
     return read_edges(_named(edges, edges_name), data, where="app")
 
 
-@st.cache_data(max_entries=6, show_spinner="Fitting majority vote and i.i.d. Dawid-Skene once for this graph...")
-def baselines_cached(data_id: str, _data: Annotations) -> dict:
-    ds = fit(_data, "ds")
+def baselines_fit(data_id: str, _data: Annotations, _progress=None) -> dict:
+    """Majority vote and i.i.d. Dawid-Skene to convergence (``_progress`` follows the fit); kept once per graph
+    under ``net.derived``."""
+    ds = Run(_data, make_model("ds"), keep_posteriors=2)
+    ds.run(progress=_progress)
     return {"mv": majority_labels(_data), "ds": ds.labels(), "ds_q": ds.posterior, "ds_gamma": ds.params.gamma}
 
 
@@ -205,7 +207,10 @@ NET = lab.Lab(
 
 def baselines() -> dict:
     data = NET.ensure()
-    return NET.derived("baselines", lambda: baselines_cached(f"{NS}:{NET.data_id()}", data))
+    return NET.derived("baselines", lambda: lab.with_progress(
+        "Fitting i.i.d. Dawid-Skene once for this graph (the baseline)",
+        lambda progress: baselines_fit(f"{NS}:{NET.data_id()}", data, progress),
+    ))  # fmt: skip
 
 
 def drawing() -> dict:
@@ -254,8 +259,8 @@ def load_upload(
         return False
     NET.set_data(upload_id(labels + b"\0edges\0" + edges + b"\0gold\0" + (gold or b"")), data, {})
     NET.set_upload_message(
-        ok=f"Loaded '{name}' and '{edges_name}': {data.n_items:,} nodes, {int(data.graph.nnz) // 2:,} edges, "
-        f"{data.n_workers:,} workers."
+        ok=f"Loaded '{safe.md(name)}' and '{safe.md(edges_name)}': {data.n_items:,} nodes, "
+        f"{int(data.graph.nnz) // 2:,} edges, {data.n_workers:,} workers."
     )
     return True
 
@@ -325,9 +330,7 @@ def _sweeps(n: int) -> str:
 
 # ---------------------------------------------------------------------------- the page
 def networks_page() -> None:
-    notice = NET.pop_notice()
-    if notice:
-        st.info(notice, icon="ℹ️")
+    """Dataset, settings, then the stepper (its notice, buttons, Play, curves and the tabs)."""
     source_section()
     settings_section()
     stepper_panel()
@@ -335,13 +338,14 @@ def networks_page() -> None:
 
 def source_section() -> None:
     data = NET.ensure()
-    with st.expander(f"Dataset: **{data.name}** — simulate a network, a noisy image, or upload"):
+    with st.expander(f"Dataset: **{safe.md(data.name)}** — simulate a network, a noisy image, or upload"):
         sbm, image, upload = st.tabs(["Simulate (SBM)", "Noisy image (pixel grid)", "Upload"])
         with sbm:
             st.markdown(
                 "A **stochastic block model**: communities = classes, an edge inside a community with probability "
                 "p_in, between communities with p_out = ratio × p_in, set by the average degree. Every node is "
-                "labelled by every worker of the seed's crowd (40 % spammers, experts with accuracy U(0.35, 0.6))."
+                "labelled by every worker of Traganitis & Giannakis' crowd (40 % spammers, experts with accuracy "
+                "U(0.35, 0.6))."
             )
             c1, c2, c3 = st.columns(3)
             c1.slider("Nodes", 100, 5000, step=100, **NET.mirrored(SIM_N))
@@ -376,6 +380,12 @@ def source_section() -> None:
 
 
 def settings_section() -> None:
+    """The page's settings (a change resets the run), folded into an expander in presenter mode."""
+    with presenter.settings(f"Settings: {E_STEPS[NET.config().e_step]} E-step, δ and start"):
+        _settings_widgets()
+
+
+def _settings_widgets() -> None:
     data = NET.ensure()
     NET.sync_config_widgets()
     M = data.n_workers
@@ -398,8 +408,8 @@ def settings_section() -> None:
         "δ per edge from the labels: (M_n + M_n′) / 4",
         key=W_DELTA_LABELS,
         on_change=_on_delta_labels,
-        help="The seed's choice for graphs built from features: each node contributes M_n / 2, half its number "
-        "of labels, so well-labelled nodes trust their neighbours more.",
+        help="Traganitis & Giannakis' choice for graphs built from features: each node contributes M_n / 2, half "
+        "its number of labels, so well-labelled nodes trust their neighbours more.",
     )
     c3.selectbox("Start from", list(INITS), format_func=INITS.get, **NET.config_widget("init"))
     with st.expander("Seed and stopping rule"):
@@ -410,18 +420,22 @@ def settings_section() -> None:
     st.info(APPROXIMATE[NET.config().e_step], icon=":material/warning:")
 
 
-@st.fragment
 def stepper_panel() -> None:
-    run = lab.stepper_head(NET)
-    if run is None:
-        return
-    c1, c2, c3 = st.columns([5, 3, 4])
+    """The one stepper (:func:`crowdlab.ui.lab.stepper`): the objective, the sweeps of the last E-step and the
+    metrics as curves, the graph, workers and comparison as tabs."""
+    lab.stepper(NET.slot, curves=curves_panel, panels=tabs_panel)
+
+
+def curves_panel(run: Run) -> None:
+    c1, c2, c3 = lab.curve_columns([5, 3, 4])
     with c1:
         lab.objective_chart(NET.slot, run, title=f"Objective: {run.model.objective_name}", show_bound=False)
     with c2:
         trace, at = last_trace(run)
         name = "F" if run.model.method == "mean_field" else "J"
-        st.plotly_chart(figs.sweep_trace(trace, title="Sweeps of the last E-step", y_title=name), key="net.trace_chart")
+        fig = figs.sweep_trace(trace, title="Sweeps of the last E-step", y_title=name)
+        fig.update_layout(height=lab.chart_height(fig.layout.height or 360))
+        st.plotly_chart(lab.wrap_title(fig, 28), key="net.trace_chart")
         if at is not None:
             st.caption(
                 f"{name} over the {_sweeps(len(trace) - 1)} of the E-step to snapshot {at}, as the gain over its "
@@ -429,6 +443,9 @@ def stepper_panel() -> None:
             )
     with c3:
         lab.metric_chart(NET.slot, run)
+
+
+def tabs_panel(run: Run) -> None:
     panels = (graph_panel, workers_panel, comparison_panel)
     for tab, panel in zip(st.tabs(TABS, **NET.view_widget(W_TAB, "tab", lambda v: v in TABS, TABS[0])), panels):
         if tab.open:
@@ -467,7 +484,7 @@ def graph_panel(run: Run) -> None:
         title=f"Nodes coloured by {by}" + (f", snapshot {snap.index}" if by == COLOUR_BY[0] else ""),
         height=560 if "grid" in NET.extra() else 620,
     )
-    st.plotly_chart(fig, key="net.graph_chart")
+    st.plotly_chart(lab.wrap_title(fig, 60), key="net.graph_chart")
     notes = ["opacity = the posterior's max q (faint: unsure)"]
     if wrong is not None:
         notes.append(f"black rings: wrong against gold ({int(wrong.sum()):,} of {data.n_items:,} nodes)")
@@ -493,7 +510,7 @@ def workers_panel(run: Run) -> None:
         cols=4,
         title=f"Confusion matrices Γ_m at snapshot {run.index} (columns: true class, rows: worker says)",
     )
-    st.plotly_chart(fig, key="net.confusion_chart")
+    st.plotly_chart(lab.wrap_title(fig, 60), key="net.confusion_chart")
     st.caption(f"The {len(active)} most active of {data.n_workers:,} workers; colours fixed to [0, 1].")
 
 

@@ -31,7 +31,7 @@ from crowdlab import explain, plots, safe, surface, sweep
 from crowdlab.em import Run, Snapshot
 from crowdlab.models import ClassParams, ScoreParams
 from crowdlab.models.majority import majority_labels
-from crowdlab.ui import state
+from crowdlab.ui import lab, presenter, state
 from crowdlab.ui.intervals import worker_intervals_panel
 from crowdlab.ui.model_panels import model_details_panel
 
@@ -447,9 +447,9 @@ def workers_panel(run: Run) -> None:
                 data.class_names,
                 max_workers=MAX_WORKERS,
                 workers=picked,
-                cols=4 if data.n_classes <= 2 else 3,
+                cols=2 if presenter.is_on() else 4 if data.n_classes <= 2 else 3,
             )
-            st.plotly_chart(fig, key="stepper.confusion_chart")
+            st.plotly_chart(lab.wrap_title(fig, 44), key="stepper.confusion_chart")
             st.caption(
                 f"{len(picked)} of {data.n_workers:,} workers (default: the most active). Colours fixed to [0, 1] "
                 "at every iteration; row 0 on top."

@@ -1,4 +1,4 @@
-"""The "Learning a classifier from crowds" page (seed 000: Raykar et al. 2010), one EM half-step at a time.
+"""The "Learning a classifier from crowds" page (Raykar et al. 2010), one EM half-step at a time.
 
 EM learns a logistic classifier p_i = sigma(w^T x_i) together with every annotator's sensitivity alpha_j and
 specificity beta_j: the E-step turns the labels and the classifier into posteriors mu_i, the M-step re-fits alpha,
@@ -28,7 +28,7 @@ import pandas as pd
 import streamlit as st
 from scipy.special import expit
 
-from crowdlab import plots
+from crowdlab import plots, safe
 from crowdlab.data import Annotations
 from crowdlab.em import Run
 from crowdlab.errors import DataError
@@ -38,7 +38,7 @@ from crowdlab.models.majority import majority_labels
 from crowdlab.models.raykar import RaykarModel, logistic_regression
 from crowdlab.plots import risk as figs
 from crowdlab.simulate import simulate_raykar
-from crowdlab.ui import lab
+from crowdlab.ui import lab, presenter
 from crowdlab.ui.frame import load_upload_cached, upload_id
 
 NS = "raykar"
@@ -200,9 +200,10 @@ def load_upload(
     key = labels + b"\0features\0" + features + b"\0gold\0" + (gold or b"")
     RAY.set_data(upload_id(key), data, {"features": feats})
     RAY.set_upload_message(
-        ok=f"Loaded '{name}' and '{features_name}': {data.n_items:,} items, {data.n_workers:,} annotators, "
-        f"{len(feats.raw_names)} features ({', '.join(feats.raw_names[:6])}{' ...' if feats.d > 7 else ''}); "
-        f"positive class '{data.class_names[1]}'."
+        ok=f"Loaded '{safe.md(name)}' and '{safe.md(features_name)}': {data.n_items:,} items, "
+        f"{data.n_workers:,} annotators, {len(feats.raw_names)} features "
+        f"({', '.join(safe.md(n) for n in feats.raw_names[:6])}{' ...' if feats.d > 7 else ''}); "
+        f"positive class '{safe.md(data.class_names[1])}'."
     )
     return True
 
@@ -294,10 +295,7 @@ def snapshot_metrics(run: Run) -> pd.DataFrame | None:
 
 # ---------------------------------------------------------------------------- the page
 def raykar_page() -> None:
-    """Dataset, settings, then the stepping panel (a fragment)."""
-    notice = RAY.pop_notice()
-    if notice:
-        st.info(notice, icon="ℹ️")
+    """Dataset, settings, then the stepper (its notice, buttons, Play, curves and the pictures)."""
     source_section()
     settings_section()
     stepper_panel()
@@ -305,7 +303,7 @@ def raykar_page() -> None:
 
 def source_section() -> None:
     data = RAY.ensure()
-    with st.expander(f"Dataset: **{data.name or RAY.data_id()}** — simulate or upload labels and features"):
+    with st.expander(f"Dataset: **{safe.md(data.name or RAY.data_id())}** — simulate or upload labels and features"):
         sim, upload = st.tabs(["Simulate", "Upload"])
         with sim:
             st.markdown(
@@ -339,6 +337,12 @@ def source_section() -> None:
 
 
 def settings_section() -> None:
+    """The page's settings (a change resets the run), folded into an expander in presenter mode."""
+    with presenter.settings("Settings: priors on w, α and β; max iterations"):
+        _settings_widgets()
+
+
+def _settings_widgets() -> None:
     RAY.sync_config_widgets()
     c1, c2, c3 = st.columns(3)
     c1.number_input(
@@ -358,32 +362,40 @@ def settings_section() -> None:
     c3.number_input("Max iterations", min_value=1, step=10, **RAY.config_widget("max_iter"))
 
 
-@st.fragment
 def stepper_panel() -> None:
-    """Buttons, position; the items and boundaries beside the annotators; objective and scores; the table."""
-    run = lab.stepper_head(RAY)
-    if run is None:
-        return
-    data = run.data
+    """The one stepper (:func:`crowdlab.ui.lab.stepper`): the objective and the accuracy as curves; the items and
+    boundaries beside the annotators, and the table, as the page's pictures."""
+    lab.stepper(RAY.slot, curves=curves_panel, panels=pictures_panel)
+
+
+def _context(run: Run) -> tuple[dict, dict, dict]:
+    """(extra, majority-vote baseline, drawing plane) of the page's dataset (cached)."""
     extra = RAY.extra()
-    cfg = RAY.config()
-    base = mv_baseline(f"{NS}:{RAY.data_id()}", cfg.l2, data, extra)
-    pl = RAY.derived("plane", lambda: plane(extra["features"]))
-    snap = run.current
-    left, right = st.columns([3, 2])
-    with left:
-        scatter_panel(run, pl, base, extra)
-    with right:
-        roc_panel(run, extra)
+    base = mv_baseline(f"{NS}:{RAY.data_id()}", RAY.config().l2, run.data, extra)
+    return extra, base, RAY.derived("plane", lambda: plane(extra["features"]))
+
+
+def curves_panel(run: Run) -> None:
+    _, base, _ = _context(run)
     table = snapshot_metrics(run)
-    c1, c2 = st.columns(2)
+    c1, c2 = lab.curve_columns(2)
     with c1:
         lab.objective_chart(RAY.slot, run, height=340)
     with c2:
         if table is None:
             st.info("No truth (no gold labels in the upload): there is nothing to score the classifiers against.")
         else:
-            metric_chart(table, base, float(table["x"][snap.index]))
+            metric_chart(table, base, float(table["x"][run.index]))
+
+
+def pictures_panel(run: Run) -> None:
+    extra, base, pl = _context(run)
+    left, right = st.columns([3, 2])
+    with left:
+        scatter_panel(run, pl, base, extra)
+    with right:
+        roc_panel(run, extra)
+    table = snapshot_metrics(run)
     if table is not None:
         metrics_table(run, table, base)
 
@@ -402,8 +414,9 @@ def metric_chart(table: pd.DataFrame, base: dict, x_now: float) -> None:
     values["Raykar posterior labels"] = table["posterior accuracy"].to_numpy(float)
     if "mv_acc" in base:
         values["majority-vote labels"] = np.full(n, base["mv_acc"])
-    fig = plots.metric_curve(table["x"].to_numpy(float), values, x_now, title="Accuracy against the truth", height=340)
-    st.plotly_chart(fig, key="raykar.metric_chart")
+    x = table["x"].to_numpy(float)
+    fig = plots.metric_curve(x, values, x_now, title="Accuracy against the truth", height=lab.chart_height(340))
+    st.plotly_chart(lab.wrap_title(fig), key="raykar.metric_chart")
 
 
 def scatter_panel(run: Run, pl: dict, base: dict, extra: dict) -> None:
@@ -424,7 +437,7 @@ def scatter_panel(run: Run, pl: dict, base: dict, extra: dict) -> None:
         y_title=pl["y_name"],
         title=f"Items coloured by μᵢ at snapshot {snap.index}; boundaries wᵀx = 0",
     )
-    st.plotly_chart(fig, key="raykar.scatter_chart")
+    st.plotly_chart(lab.wrap_title(fig, 36), key="raykar.scatter_chart")
     notes = [
         "Colour: the posterior μᵢ = P(yᵢ = 1 | labels, xᵢ) after the last E-step (fixed scale [0, 1])",
         "solid: Raykar's classifier at this snapshot; dashed: the same logistic regression trained on majority-vote "
@@ -454,7 +467,7 @@ def roc_panel(run: Run, extra: dict) -> None:
         true_tpr=None if "alpha" not in extra else np.asarray(extra["alpha"])[shown],
         kinds=None if kinds is None else [kinds[m] for m in shown],
     )
-    st.plotly_chart(fig, key="raykar.roc_chart")
+    st.plotly_chart(lab.wrap_title(fig, 26), key="raykar.roc_chart")
     note = "Each annotator's (1 − β, α) at init and every M-step up to the cursor; top left is perfect"
     if "alpha" in extra:
         note += "; hollow circles: the true values"

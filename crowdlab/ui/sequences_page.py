@@ -1,10 +1,10 @@
-"""The Sequences page: crowd labels that form Markov chains (seed 003 Sec. 4), HMM-crowd EM one half-step at a time.
+"""The Sequences page: labels that form Markov chains (Traganitis & Giannakis, Sec. 4), HMM-crowd EM step by step.
 
 The page keeps its own dataset, settings and run under ``seq.*`` (a :class:`crowdlab.ui.lab.Lab`), so the working
-dataset of the other pages stays as it was. Cold start: a simulated set (50 sequences of 40 positions, K = 4, the
-seed's crowd of 6 experts and 4 spammers), which steps instantly; the bundled CoNLL NER validation split (39,025
-tokens) is one click away. Majority vote and i.i.d. Dawid-Skene, the baselines of the strip view and of the
-comparison, are fitted once per dataset (``st.cache_data`` on the dataset id, then kept under ``seq.derived``);
+dataset of the other pages stays as it was. Cold start: a simulated set (50 sequences of 40 positions, K = 4,
+Traganitis & Giannakis' crowd of 6 experts and 4 spammers), which steps instantly; the bundled CoNLL NER validation
+split (39,025 tokens) is one click away. Majority vote and i.i.d. Dawid-Skene, the baselines of the strip view and of
+the comparison, are fitted once per dataset (kept under ``seq.derived``, under a progress bar);
 Viterbi and the comparison at the cursor once per (run, snapshot), kept under ``seq.cursor``.
 """
 
@@ -18,22 +18,23 @@ import numpy as np
 import pandas as pd
 import streamlit as st
 
-from crowdlab.api import fit
+from crowdlab import safe
 from crowdlab.data import Annotations, read_sequences
 from crowdlab.em import Run, Snapshot
 from crowdlab.errors import DataError
 from crowdlab.metrics import accuracy, confusion_error, macro_f
-from crowdlab.models import HMMCrowd
+from crowdlab.models import HMMCrowd, make_model
 from crowdlab.models.majority import majority_labels
 from crowdlab.plots import confusion_grid
 from crowdlab.plots import dependent as figs
 from crowdlab.samples import SEQUENCE_SAMPLES
 from crowdlab.simulate import mix_from_counts, simulate_sequences
-from crowdlab.ui import lab
+from crowdlab.ui import lab, presenter
 from crowdlab.ui.frame import load_sample_cached, upload_id
 
 NS = "seq"
-SEED_CROWD_ACCURACY = (0.35, 0.6)  # the seed's experiments: experts a little better than chance, and spammers
+# Traganitis & Giannakis' experiments: experts a little better than chance, and spammers
+SEED_CROWD_ACCURACY = (0.35, 0.6)
 SPAMMER_SHARE = 0.4
 MAX_POSITIONS = 60  # positions drawn in one strip (a window of a longer sequence)
 DEFAULT_WORKERS = 8
@@ -79,7 +80,7 @@ class SeqConfig:
 
 # ---------------------------------------------------------------------------- loaders (cached on small keys)
 def seed_crowd(n_workers: int) -> dict:
-    """The seed's crowd for ``n_workers``: 40 % spammers, the rest experts with accuracy U(0.35, 0.6)."""
+    """Traganitis & Giannakis' crowd for ``n_workers``: 40 % spammers, the rest experts with accuracy U(0.35, 0.6)."""
     spammers = min(int(round(SPAMMER_SHARE * n_workers)), n_workers - 1)
     return {
         "mix": mix_from_counts({"expert": n_workers - spammers, "spammer": spammers}),
@@ -89,7 +90,7 @@ def seed_crowd(n_workers: int) -> dict:
 
 @st.cache_data(max_entries=8, show_spinner="Simulating sequences...")
 def simulate_cached(S: int, length: int, K: int, M: int, stay: float, labels: int, seed: int):
-    """:func:`crowdlab.simulate.simulate_sequences` with the seed's crowd, cached on its parameters."""
+    """:func:`crowdlab.simulate.simulate_sequences` with Traganitis & Giannakis' crowd, cached on its parameters."""
     return simulate_sequences(S, length, K, M, self_transition=stay, labels_per_item=labels, seed=seed, **seed_crowd(M))
 
 
@@ -100,10 +101,12 @@ def read_upload_cached(content: bytes, gold: bytes | None, name: str, gold_name:
     return read_sequences(_named(content, name), gold=g, name=Path(name).stem, where="app")
 
 
-@st.cache_data(max_entries=6, show_spinner="Fitting majority vote and i.i.d. Dawid-Skene once for this dataset...")
-def baselines_cached(data_id: str, _data: Annotations) -> dict:
-    """Majority vote and i.i.d. Dawid-Skene to convergence (keyed on the dataset id, never on the arrays)."""
-    ds = fit(_data, "ds")
+def baselines_fit(data_id: str, _data: Annotations, _progress=None) -> dict:
+    """Majority vote and i.i.d. Dawid-Skene to convergence; ``_progress(iteration, max_iter)`` follows the fit
+    (the full CoNLL data take a while). Kept once per dataset under ``seq.derived`` (not ``st.cache_data``: a
+    cached function may not draw the progress bar it reports to)."""
+    ds = Run(_data, make_model("ds"), keep_posteriors=2)
+    ds.run(progress=_progress)
     return {
         "mv": majority_labels(_data),
         "ds": ds.labels(),
@@ -157,9 +160,13 @@ SEQ = lab.Lab(
 
 
 def baselines() -> dict:
-    """Majority vote and i.i.d. DS of the page's dataset, computed once per dataset."""
+    """Majority vote and i.i.d. DS of the page's dataset, computed once per dataset (under a progress bar the
+    first time: on the full CoNLL data it takes seconds)."""
     data = SEQ.ensure()
-    return SEQ.derived("baselines", lambda: baselines_cached(f"{NS}:{SEQ.data_id()}", data))
+    return SEQ.derived("baselines", lambda: lab.with_progress(
+        "Fitting i.i.d. Dawid-Skene once for this dataset (the baseline)",
+        lambda progress: baselines_fit(f"{NS}:{SEQ.data_id()}", data, progress),
+    ))  # fmt: skip
 
 
 # ---------------------------------------------------------------------------- loading (callbacks call these)
@@ -188,9 +195,9 @@ def load_upload(content: bytes, gold: bytes | None = None, name: str = "sequence
         SEQ.set_upload_message(error=str(exc))
         return False
     SEQ.set_data(upload_id(content + b"\0gold\0" + (gold or b"")), data, {})
-    with_gold = f" with gold from '{gold_name}'" if gold is not None else ""
+    with_gold = f" with gold from '{safe.md(gold_name)}'" if gold is not None else ""
     SEQ.set_upload_message(
-        ok=f"Loaded '{name}'{with_gold}: {data.n_sequences:,} sequences, {data.n_items:,} positions, "
+        ok=f"Loaded '{safe.md(name)}'{with_gold}: {data.n_sequences:,} sequences, {data.n_items:,} positions, "
         f"{data.n_workers:,} workers."
     )
     return True
@@ -233,7 +240,7 @@ def at_cursor(run: Run) -> dict:
 
 
 def transition_error(T_true: np.ndarray, T_est: np.ndarray) -> float:
-    """||T - T_hat||_1, the induced 1-norm (largest absolute column sum), as in the seed's experiments."""
+    """||T - T_hat||_1, the induced 1-norm (largest absolute column sum), as in Traganitis & Giannakis' experiments."""
     return float(np.abs(np.asarray(T_true) - np.asarray(T_est)).sum(axis=0).max())
 
 
@@ -297,10 +304,7 @@ def default_sequence(data: Annotations, mv: np.ndarray) -> int:
 
 # ---------------------------------------------------------------------------- the page
 def sequences_page() -> None:
-    """Dataset, settings, then the stepping panel (a fragment)."""
-    notice = SEQ.pop_notice()
-    if notice:
-        st.info(notice, icon="ℹ️")
+    """Dataset, settings, then the stepper (its notice, buttons, Play, curves and the tabs)."""
     source_section()
     settings_section()
     stepper_panel()
@@ -308,7 +312,7 @@ def sequences_page() -> None:
 
 def source_section() -> None:
     data = SEQ.ensure()
-    with st.expander(f"Dataset: **{data.name}** — simulate, load the CoNLL NER sample, or upload"):
+    with st.expander(f"Dataset: **{safe.md(data.name)}** — simulate, load the CoNLL NER sample, or upload"):
         sim, sample, upload = st.tabs(["Simulate", "Bundled: CoNLL NER", "Upload"])
         with sim:
             simulate_tab()
@@ -325,8 +329,8 @@ def source_section() -> None:
 def simulate_tab() -> None:
     st.markdown(
         "Markov chains of labels with a sticky transition matrix (stay with the given probability, else move to "
-        "another class at random); each position labelled by the seed's crowd: **40 % spammers**, the rest "
-        "experts with accuracy U(0.35, 0.6)."
+        "another class at random); each position labelled by Traganitis & Giannakis' crowd: **40 % spammers**, "
+        "the rest experts with accuracy U(0.35, 0.6)."
     )
     c1, c2, c3, c4 = st.columns(4)
     c1.slider("Sequences", 5, 500, step=5, **SEQ.mirrored(SIM_S))
@@ -355,6 +359,12 @@ def upload_tab() -> None:
 
 
 def settings_section() -> None:
+    """The page's settings (a change resets the run), folded into an expander in presenter mode."""
+    with presenter.settings(f"Settings: start from {INITS.get(SEQ.config().init)}"):
+        _settings_widgets()
+
+
+def _settings_widgets() -> None:
     SEQ.sync_config_widgets()
     c1, c2, c3 = st.columns([4, 2, 2], vertical_alignment="bottom")
     c1.selectbox(
@@ -380,17 +390,13 @@ def settings_section() -> None:
         d3.number_input("Max iterations", min_value=1, step=10, **SEQ.config_widget("max_iter"))
 
 
-@st.fragment
 def stepper_panel() -> None:
-    """Buttons, position, objective and metrics, then the open tab (strip, transitions, workers, comparison)."""
-    run = lab.stepper_head(SEQ)
-    if run is None:
-        return
-    left, right = st.columns(2)
-    with left:
-        lab.objective_chart(SEQ.slot, run)
-    with right:
-        lab.metric_chart(SEQ.slot, run)
+    """The one stepper (:func:`crowdlab.ui.lab.stepper`) on the page's run, with the tabs below the curves."""
+    lab.stepper(SEQ.slot, panels=tabs_panel)
+
+
+def tabs_panel(run: Run) -> None:
+    """The open tab: strip view, transitions, workers or the comparison (only the open one runs)."""
     panels = (strip_panel, transitions_panel, workers_panel, comparison_panel)
     for tab, panel in zip(st.tabs(TABS, **SEQ.view_widget(W_TAB, "tab", lambda v: v in TABS, TABS[0])), panels):
         if tab.open:
@@ -448,9 +454,9 @@ def strip_panel(run: Run) -> None:
         positions=np.arange(first, first + sl.stop - sl.start),
         confidence=conf,
         background=SEQ.derived("background", lambda: background_class(base["mv"], data.n_classes)),
-        title=f"{fmt(s)} at snapshot {snap.index}: truth, baselines and the HMM",
+        title=safe.html(f"sequence {data.sequence_names[s]} at snapshot {snap.index}: truth, baselines, the HMM"),
     )
-    st.plotly_chart(fig, key="seq.strip_chart")
+    st.plotly_chart(fig, key="seq.strip_chart")  # a one-line title: its legend sits right under it
     notes = [f"HMM rows at the cursor ({lab.step_label(run)}); majority vote and i.i.d. DS are fitted once"]
     if ROW_TRUTH in rows:
         truth = rows[ROW_TRUTH]
@@ -469,7 +475,9 @@ def transitions_panel(run: Run) -> None:
     truth = SEQ.extra()
     left, right = st.columns(2)
     left.plotly_chart(
-        figs.transition_heatmap(base.params.T, data.class_names, title=f"Estimated T at snapshot {base.index}"),
+        lab.wrap_title(
+            figs.transition_heatmap(base.params.T, data.class_names, title=f"Estimated T at snapshot {base.index}"), 28
+        ),
         key="seq.transition_chart",
     )
     if "T" in truth:
@@ -478,7 +486,8 @@ def transitions_panel(run: Run) -> None:
         ref = SEQ.derived("gold_T", lambda: gold_transitions(data))
         ref_title = "T counted from the gold labels"
     if ref is not None:
-        right.plotly_chart(figs.transition_heatmap(ref, data.class_names, title=ref_title), key="seq.transition_ref")
+        fig = lab.wrap_title(figs.transition_heatmap(ref, data.class_names, title=ref_title), 28)
+        right.plotly_chart(fig, key="seq.transition_ref")
     else:
         right.info("No gold labels: nothing to compare the estimated transitions with.")
     notes = [
@@ -502,7 +511,7 @@ def workers_panel(run: Run) -> None:
         cols=4,
         title=f"Confusion matrices Γ_m at snapshot {base.index} (columns: true class, rows: worker says)",
     )
-    st.plotly_chart(fig, key="seq.confusion_chart")
+    st.plotly_chart(lab.wrap_title(fig, 60), key="seq.confusion_chart")
     notes = [f"The {len(active)} most active of {data.n_workers:,} workers; colours fixed to [0, 1]"]
     truth = SEQ.extra()
     if "gamma" in truth:
@@ -525,5 +534,5 @@ def comparison_panel(run: Run) -> None:
         f"i.i.d. Dawid-Skene fitted to convergence once ({baselines()['ds_iterations']} iterations)",
     ]
     if data.has_gold:
-        notes.append("macro F = seed 003 eq. 37 over the classes")
+        notes.append("macro F = Traganitis & Giannakis eq. 37 over the classes")
     st.caption("; ".join(notes) + ".")

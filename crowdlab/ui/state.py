@@ -14,8 +14,10 @@ page is not showing, so widget keys are only views of the plain keys, written ba
 ``run.id``                  a counter, bumped whenever a new run replaces the old one
 ``run.error``               why the run could not be built (a message a person can act on), or None
 ``run.metrics``             per-snapshot metrics against gold, computed once per snapshot (:func:`metrics`)
-``run.pending``             "Run to convergence" was asked for; the stepper does it under a progress bar
-``notice``                  a one-time message ("Method changed: the run was reset."), popped when shown
+``run.pending``             a move the stepper computes next: "run" (to convergence, under a progress bar), "E",
+                            "M" or "step" (a new snapshot, under a spinner); False when none
+``notice``                  a one-time message ("Method changed: the run was reset."), popped when the stepper shows
+                            it (so the next action clears it)
 ``view.<name>``             the panels' view choices (tab, posterior order and page, picked item and
                             worker, surface coordinates); forgotten when the dataset changes
 ==========================  ==========================================================================
@@ -54,7 +56,7 @@ VIEW_PREFIX = "view."
 DEFAULT_SAMPLE = "bluebirds"
 DEFAULT_METHOD = "ds"
 # initialisations offered in the UI (the others need a user-given parameter set or posterior); moment matching
-# (seed 003 Alg. 2) only for the class models that take a moment-matched (pi, Gamma)
+# (Traganitis & Giannakis, Alg. 2) only for the class models that take a moment-matched (pi, Gamma)
 BASIC_INITS = ("majority", "all_good", "random")
 UI_INITS = (*BASIC_INITS, "moments")
 MOMENT_METHODS = ("ds", "one_coin", "two_coin")
@@ -265,7 +267,7 @@ def on_config_widget() -> None:
 
 
 # ---------------------------------------------------------------------------- stepper callbacks (lab.RunSlot)
-MAIN = lab.RunSlot(RUN, RUN_ID, METRICS, PENDING, "stepper", get_run)
+MAIN = lab.RunSlot(RUN, RUN_ID, METRICS, PENDING, "stepper", get_run, notice=NOTICE, error=RUN_ERROR)
 
 
 def on_e_step() -> None:

@@ -1,11 +1,11 @@
-"""The EM stepper: the method picker and the stepping panel (a fragment, so a Step reruns only the panel).
+"""The Step page: the method picker and the one stepper (:func:`crowdlab.ui.lab.stepper`) on its run.
 
-Keeping a Step instant: a click runs one half-step or two of the engine in its callback; the panel then draws
-only stored snapshots. Metrics against gold are computed once per new snapshot (:func:`state.metrics`), the
-objective curve reads :meth:`Run.history` (a few numbers per snapshot), and below them lazy tabs
-(:mod:`crowdlab.ui.panels`) run only the open panel, each of which shows a bounded number of items and workers,
-so the cost of a rerun does not grow with the dataset beyond the EM step itself
-(``benchmarks/bench_step.py`` measures it).
+Keeping a Step instant: a click moves the cursor in its callback (a new snapshot is computed at the top of the
+stepper's fragment, under a spinner); the panel then draws only stored snapshots. Metrics against gold are
+computed once per new snapshot (:func:`state.metrics`), the objective curve reads :meth:`Run.history` (a few
+numbers per snapshot), and below them lazy tabs (:mod:`crowdlab.ui.panels`) run only the open panel, each of which
+shows a bounded number of items and workers, so the cost of a rerun does not grow with the dataset
+beyond the EM step itself (``benchmarks/bench_step.py`` measures it).
 """
 
 from __future__ import annotations
@@ -14,19 +14,33 @@ import streamlit as st
 
 from crowdlab.em import Run
 from crowdlab.init import INITS
-from crowdlab.ui import lab, panels, state
+from crowdlab.ui import lab, panels, presenter, state
 
 
 def method_picker() -> None:
-    """Method, initialisation, prior strength, hard EM, seed and stopping rule (a change resets the run)."""
+    """Method, initialisation, prior strength, hard EM, seed and stopping rule (a change resets the run); folded
+    into an expander in presenter mode."""
+    cfg = state.get_config()
+    with presenter.settings(f"Method: {state.method_title(cfg.method)} · start: {INITS.get(cfg.init, cfg.init)}"):
+        _method_widgets()
+
+
+def _method_widgets() -> None:
     data = state.get_data()
     options = state.method_options(data)
     state.sync_config_widgets()
     cfg = state.get_config()
     not_em = cfg.method == "mv"
-    c1, c2, c3, c4 = st.columns([3, 3, 2, 2], vertical_alignment="bottom")
+    # one row that wraps when narrow (1024 px with the sidebar): every choice stays readable in full
+    row = st.container(horizontal=True, vertical_alignment="bottom", gap="medium")
+    c1 = c2 = c3 = c4 = row
     c1.selectbox(
-        "Method", options, format_func=state.method_title, key=state.W_METHOD, on_change=state.on_config_widget
+        "Method",
+        options,
+        format_func=state.method_title,
+        key=state.W_METHOD,
+        on_change=state.on_config_widget,
+        width=250,
     )
     c2.selectbox(
         "Start from",
@@ -35,6 +49,7 @@ def method_picker() -> None:
         key=state.W_INIT,
         on_change=state.on_config_widget,
         disabled=not_em,
+        width=250,
     )
     c3.number_input(
         "Prior strength",
@@ -44,6 +59,7 @@ def method_picker() -> None:
         on_change=state.on_config_widget,
         disabled=not_em,
         help="Pseudo-counts added to every cell (MAP EM); 0 = maximum likelihood.",
+        width=130,
     )
     c4.checkbox(
         "Hard EM",
@@ -61,32 +77,18 @@ def method_picker() -> None:
         d3.number_input("Max iterations", min_value=1, step=10, key=state.W_MAX_ITER, on_change=state.on_config_widget)
 
 
-@st.fragment
 def stepper_panel() -> None:
-    """Buttons, scrubber, position, objective curve, metrics against gold, and the parameter heatmaps."""
-    slot = state.MAIN
-    run = slot.get()
-    if run is None:
-        st.error(state.get_run_error() or "No run: pick a dataset and a method.")
-        return
-    lab.do_pending(slot)
-    lab.buttons(slot, run)
-    lab.position(slot, run)
-    lab.violations(run)
-    if run.iterative:
-        _curves(run)
-    else:
-        _baseline(run)
-    panels.draw_tabs(run)
+    """The one stepper (:func:`crowdlab.ui.lab.stepper`) on the Step page's run: buttons and shortcuts, Play,
+    scrubber, the objective and the metrics against gold, then the parameter tabs."""
+    lab.stepper(state.MAIN, curves=_curves, panels=panels.draw_tabs)
 
 
 def _curves(run: Run) -> None:
     """The objective (both half-steps, the bound dashed) and the metrics against gold, current point marked."""
-    left, right = st.columns(2)
-    with left:
-        lab.objective_chart(state.MAIN, run)
-    with right:
-        lab.metric_chart(state.MAIN, run)
+    if run.iterative:
+        lab.default_curves(state.MAIN, run)
+    else:
+        _baseline(run)
 
 
 def _baseline(run: Run) -> None:

@@ -73,6 +73,8 @@ def test_step_page_cold_start_defaults_to_dawid_skene_on_bluebirds():
         "stepper.run": False,
         "stepper.back": True,
         "stepper.reset": True,
+        "stepper.next": False,
+        "stepper.play": False,
     }
     assert not at.warning  # no monotonicity violation
 
@@ -92,8 +94,11 @@ def test_step_e_m_back_scrub_run_reset_move_the_run():
     assert _label(at) == "iteration 2, after M-step"
     _click(at, "stepper.step")
     assert (run.index, run.iteration) == (6, 3)
-    # Back: previous complete state, nothing recomputed
+    # Back: one half-step back, nothing recomputed
     n = len(run.snapshots)
+    _click(at, "stepper.back")
+    assert (run.index, run.current.kind) == (5, "E") and len(run.snapshots) == n
+    assert _label(at) == "iteration 3, after E-step"
     _click(at, "stepper.back")
     assert (run.index, run.iteration) == (4, 2) and len(run.snapshots) == n
     assert _label(at) == "iteration 2, after M-step"

@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 from streamlit.testing.v1 import AppTest
 
+from crowdlab import safe
 from crowdlab.ui import networks_page as npg
 from crowdlab.ui import state
 
@@ -99,7 +100,7 @@ def test_cold_load_draws_the_sbm_and_says_the_e_step_is_approximate():
     trace = _chart(at, "net.trace_chart")
     assert not trace["data"]  # no E-step yet: a message instead
     objective = _chart(at, "net.stepper.objective_chart")
-    assert "ICM labels" in objective["layout"]["title"]["text"]
+    assert "ICM labels" in objective["layout"]["title"]["text"].replace("<br>", " ")  # wrapped to fit
 
 
 def test_step_e_m_back_scrub_run_reset_and_the_sweep_trace():
@@ -114,6 +115,8 @@ def test_step_e_m_back_scrub_run_reset_and_the_sweep_trace():
     _click(at, "net.stepper.m_step")
     _click(at, "net.stepper.step")
     assert (run.index, run.iteration) == (4, 2)
+    _click(at, "net.stepper.back")  # one half-step back: after E, M gives "after E"
+    assert run.index == 3 and run.current.kind == "E"
     _click(at, "net.stepper.back")
     assert run.index == 2
     _ok(at.slider(key="net.stepper.scrub").set_value(1).run())
@@ -172,7 +175,7 @@ def test_simulate_and_image_sources_reset_delta_and_step():
     _click(at, "net.sim.run")
     data = at.session_state["net.data.obj"]
     assert data.n_items == 300 and data.n_workers == 6
-    assert [i.value for i in at.info][0] == "Dataset changed: the run was reset."
+    assert "Dataset changed: the run was reset." in [i.value for i in at.info]
     assert at.slider(key=npg.W_DELTA).value == 6.0 and at.slider(key=npg.W_DELTA).max == 18.0  # back to M
     _click(at, "net.stepper.step")
     _click(at, "net.img.run")
@@ -202,7 +205,8 @@ def test_upload_labels_and_an_edge_list_and_a_bad_edge_list(wrapper):
     _ok(at.run())
     data = at.session_state["net.data.obj"]
     assert data.n_items == 4 and data.graph.nnz == 6 and data.has_gold
-    assert any("Loaded 'lab.csv' and 'edges.csv': 4 nodes, 3 edges" in s.value for s in at.success)
+    loaded = f"Loaded '{safe.md('lab.csv')}' and '{safe.md('edges.csv')}': 4 nodes, 3 edges"  # names escaped
+    assert any(loaded in s.value for s in at.success)
     _click(at, "net.stepper.run")
     assert _run(at).data is data
     good = at.session_state["net.data.id"]
@@ -242,3 +246,24 @@ def test_per_edge_delta_from_labels_resets_and_runs():
     assert at.session_state["net.delta_labels"] is True  # survives the rerun
     caption = " ".join(str(c.value) for c in at.caption)
     assert "δ =" in caption or at.get("plotly_chart")
+
+
+def test_play_and_the_shortcuts_drive_the_pages_run_and_a_settings_notice_goes_with_the_next_step():
+    at = _page()
+    run = _run(at)
+    assert {k: at.button(key=f"net.stepper.{k}").proto.shortcut for k in ("next", "back", "e_step")} == {
+        "next": "right",
+        "back": "left",
+        "e_step": "e",
+    }
+    _click(at, "net.stepper.play")
+    assert (run.index, run.current.kind) == (1, "E")
+    at.session_state["net.stepper.play_last"] = 0.0
+    _ok(at.run())
+    assert (run.index, run.current.kind) == (2, "M")
+    _click(at, "net.stepper.play")  # Pause
+    assert not at.session_state["net.stepper.playing"]
+    _ok(at.radio(key=npg.W_ESTEP).set_value("mean_field").run())
+    assert "Settings changed: the run was reset." in [i.value for i in at.info]
+    _click(at, "net.stepper.next")
+    assert "Settings changed: the run was reset." not in [i.value for i in at.info]

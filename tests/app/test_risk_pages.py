@@ -231,6 +231,8 @@ def test_raykar_page_loads_cold_on_its_own_simulation():
         "raykar.stepper.run": False,
         "raykar.stepper.back": True,
         "raykar.stepper.reset": True,
+        "raykar.stepper.next": False,
+        "raykar.stepper.play": False,
     }
 
 
@@ -248,6 +250,8 @@ def test_raykar_stepper_moves_the_boundary_and_learns_a_better_classifier_than_m
     assert run.index == 4 and _boundary(at) != b1
     roc = _chart(at, "raykar.roc_chart")
     assert len(_arr(_trace(roc, "trail:w0")["x"])) == 3  # init and two M-steps
+    _click(at, "raykar.stepper.back")  # one half-step back: after E, M gives "after E"
+    assert run.index == 3 and run.current.kind == "E"
     _click(at, "raykar.stepper.back")
     assert run.index == 2 and _boundary(at) == b1
     _ok(at.slider(key="raykar.stepper.scrub").set_value(0).run())

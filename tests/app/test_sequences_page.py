@@ -16,6 +16,7 @@ import numpy as np
 import pytest
 from streamlit.testing.v1 import AppTest
 
+from crowdlab import safe
 from crowdlab.ui import sequences_page as sp
 from crowdlab.ui import state
 
@@ -101,6 +102,8 @@ def test_cold_load_has_its_own_simulated_dataset_and_leaves_the_working_one():
         "seq.stepper.run": False,
         "seq.stepper.back": True,
         "seq.stepper.reset": True,
+        "seq.stepper.next": False,
+        "seq.stepper.play": False,
     }
     # the strip view: truth, the baselines, the HMM's posterior and its Viterbi path, top-down
     strip = _chart(at, "seq.strip_chart")
@@ -121,6 +124,8 @@ def test_step_e_m_back_scrub_run_reset_move_the_run():
     assert at.button(key="seq.stepper.e_step").disabled
     _click(at, "seq.stepper.m_step")
     assert (run.index, run.iteration) == (4, 2)
+    _click(at, "seq.stepper.back")  # one half-step back: after E, M gives "after E"
+    assert run.index == 3 and run.current.kind == "E"
     _click(at, "seq.stepper.back")
     assert run.index == 2 and len(run.snapshots) == 5
     _ok(at.slider(key="seq.stepper.scrub").set_value(3).run())
@@ -238,7 +243,8 @@ def test_upload_a_sequence_file_and_a_bad_one(wrapper):
     at = _ok(_upload(wrapper, "seq_small.csv", "seq_gold.csv"))
     data = at.session_state["seq.data.obj"]
     assert at.session_state["seq.data.id"].startswith("upload:") and data.n_sequences == 2
-    assert any("Loaded 'seq_small.csv' with gold from 'seq_gold.csv'" in s.value for s in at.success)
+    loaded = f"Loaded '{safe.md('seq_small.csv')}' with gold from '{safe.md('seq_gold.csv')}'"  # names escaped
+    assert any(loaded in s.value for s in at.success)
     _click(at, "seq.stepper.run")
     assert _run(at).data is data and not _run(at).violations
     good = at.session_state["seq.data.id"]
@@ -266,3 +272,47 @@ def test_state_survives_switching_pages():
     assert at.selectbox(key=sp.W_INIT).value == "ds"  # restored from the plain key
     assert at.selectbox(key=sp.W_SEQUENCE).value == 3
     assert _label(at) == "iteration 1, after M-step"
+
+
+def _path(at: AppTest, key: str) -> tuple[int, ...]:
+    """Where the widget ``key`` sits in the page's element tree (the delta path its fragment is known by)."""
+
+    def walk(node, path):
+        for i, child in getattr(node, "children", {}).items():
+            if getattr(child, "key", None) == key:
+                return (*path, i)
+            found = walk(child, (*path, i))
+            if found:
+                return found
+        return None
+
+    found = walk(at._tree, ())
+    assert found, key
+    return found
+
+
+def test_a_step_right_after_simulate_finds_its_stepper():
+    """A Step clicked while Simulate's rerun is still running is sent to the stepper's fragment as it was before
+    that rerun: the "Dataset changed" notice must not move the stepper (a moved fragment gets a new id, and the
+    click was lost with "Couldn't find fragment with id"). The notice then goes with the next action."""
+    at = _page()
+    before = _path(at, "seq.stepper.step")
+    at.slider(key=sp.SIM_S).set_value(20)
+    _click(at, "seq.sim.run")
+    assert [i.value for i in at.info] == ["Dataset changed: the run was reset."]
+    assert _path(at, "seq.stepper.step") == before
+    _click(at, "seq.stepper.step")
+    assert _run(at).iteration == 1 and not at.info
+
+
+def test_play_and_the_shortcuts_drive_the_pages_run():
+    at = _page()
+    run = _run(at)
+    assert at.button(key="seq.stepper.next").proto.shortcut == "right"
+    _click(at, "seq.stepper.play")
+    assert at.session_state["seq.stepper.playing"] and (run.index, run.current.kind) == (1, "E")
+    at.session_state["seq.stepper.play_last"] = 0.0
+    _ok(at.run())
+    assert (run.index, run.current.kind) == (2, "M")
+    _click(at, "seq.stepper.back")  # pauses, one half-step back
+    assert not at.session_state["seq.stepper.playing"] and _label(at) == "iteration 1, after E-step"

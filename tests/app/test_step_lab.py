@@ -19,7 +19,7 @@ from streamlit.testing.v1 import AppTest
 from crowdlab import plots, sweep
 from crowdlab.models import applicable_models
 from crowdlab.samples import load_sample
-from crowdlab.ui import panels, priors_page, state
+from crowdlab.ui import lab, panels, presenter, priors_page, state
 
 ROOT = Path(__file__).resolve().parents[2]
 HOME = str(ROOT / "app.py")
@@ -406,3 +406,148 @@ def test_intervals_tab_after_a_run(method):
         assert "Dawid-Skene" in texts  # intervals exist for DS / one-coin / two-coin only
     else:
         assert at.get("plotly_chart"), "the interval chart is drawn"
+
+
+# ---------------------------------------------------------------------------- the one stepper: shortcuts, Play, Back
+def _info(at: AppTest) -> list[str]:
+    return [i.value for i in at.info]
+
+
+def test_every_shortcut_button_exists_and_does_its_action():
+    at = _open()
+    run = _run(at)
+    shortcuts = {name: at.button(key=f"stepper.{name}").proto.shortcut for name in lab.SHORTCUTS}
+    assert shortcuts == {
+        "back": "left",
+        "e_step": "e",
+        "m_step": "m",
+        "next": "right",
+        "run": "g",
+        "reset": "0",
+        "play": "p",
+    }
+    _click(at, "stepper.next")  # right arrow: one half-step, the E-step
+    assert (run.index, run.current.kind) == (1, "E")
+    _click(at, "stepper.next")  # then the M-step
+    assert (run.index, run.current.kind) == (2, "M")
+    _click(at, "stepper.e_step")  # e
+    assert (run.index, run.current.kind) == (3, "E")
+    _click(at, "stepper.m_step")  # m
+    assert (run.index, run.current.kind) == (4, "M")
+    _click(at, "stepper.back")  # left arrow: one half-step back
+    assert (run.index, run.current.kind) == (3, "E")
+    _click(at, "stepper.run")  # g: to convergence
+    assert run.converged and run.at_end and run.iteration > 2
+    _click(at, "stepper.reset")  # 0
+    assert len(run.snapshots) == 1 and run.index == 0
+    _click(at, "stepper.play")  # p: plays, and shows the first half-step at once
+    assert at.session_state["stepper.playing"] and run.index == 1
+    assert at.button(key="stepper.play").label == "Pause"
+
+
+def test_back_after_e_then_m_gives_after_e_as_the_scrubber_does():
+    at = _open()
+    run = _run(at)
+    _click(at, "stepper.e_step")
+    _click(at, "stepper.m_step")
+    _click(at, "stepper.back")
+    assert _step_label(at) == "iteration 1, after E-step" and run.index == 1
+    assert at.slider(key=state.W_SCRUB).value == 1  # the scrubber shows the same snapshot
+    _click(at, "stepper.back")
+    assert _step_label(at) == "iteration 0, initialisation" and at.button(key="stepper.back").disabled
+
+
+def _step_label(at: AppTest) -> str:
+    found = [m.value.lstrip("# ") for m in at.markdown if m.value.startswith("#### iteration")]
+    assert len(found) == 1, found
+    return found[0]
+
+
+def test_play_advances_one_half_step_per_tick_and_pause_stops():
+    at = _open()
+    run = _run(at)
+    _ok(at.selectbox(key="stepper.speed").set_value("fast").run())
+    assert lab.SPEEDS[at.session_state["stepper.speed_value"]] == 0.5
+    _click(at, "stepper.play")
+    seen = [(run.index, run.current.kind)]
+    for _ in range(3):  # each tick of Play's timer (a rerun of the panel once the half-step is due)
+        at.session_state["stepper.play_last"] = 0.0
+        _ok(at.run())
+        seen.append((run.index, run.current.kind))
+    assert seen == [(1, "E"), (2, "M"), (3, "E"), (4, "M")]
+    _ok(at.run())  # a rerun before the next half-step is due does not advance
+    assert run.index == 4
+    assert "playing, 0.5 s per half-step" in " ".join(c.value for c in at.caption)
+    _click(at, "stepper.play")  # Pause
+    assert not at.session_state["stepper.playing"] and at.button(key="stepper.play").label == "Play"
+    at.session_state["stepper.play_last"] = 0.0
+    _ok(at.run())
+    assert run.index == 4
+    # a manual move pauses Play too
+    _click(at, "stepper.play")
+    assert run.index == 5
+    _click(at, "stepper.back")
+    assert not at.session_state["stepper.playing"] and run.index == 4
+    # leaving the page stops Play; coming back does not start it again
+    _click(at, "stepper.play")
+    _ok(at.switch_page(PRIORS_PAGE).run())
+    _ok(at.switch_page(STEP_PAGE).run())
+    assert not at.session_state["stepper.playing"] and at.button(key="stepper.play").label == "Play"
+
+
+def test_play_stops_at_convergence():
+    at = _open()
+    run = _run(at)
+    _click(at, "stepper.run")
+    assert at.button(key="stepper.play").disabled  # nothing left to show
+    _ok(at.slider(key=state.W_SCRUB).set_value(len(run.snapshots) - 3).run())
+    _click(at, "stepper.play")  # replays the stored snapshots, then stops at the converged end
+    for _ in range(4):
+        at.session_state["stepper.play_last"] = 0.0
+        _ok(at.run())
+    assert run.at_end and not at.session_state["stepper.playing"]
+    assert len(run.snapshots) == run.index + 1
+
+
+def test_the_notice_disappears_after_the_next_action():
+    at = _open()
+    _ok(at.selectbox(key=state.W_METHOD).set_value("one_coin").run())
+    assert _info(at) == [state.NOTICE_METHOD]
+    _click(at, "stepper.next")  # a click in the stepper reruns only the stepper: the notice goes with it
+    assert state.NOTICE_METHOD not in _info(at)
+    _ok(at.number_input(key=state.W_PRIOR).set_value(1.0).run())
+    assert _info(at) == [state.NOTICE_METHOD]
+    _ok(at.selectbox(key="stepper.speed").set_value("slow").run())  # so does any other widget of the stepper
+    assert state.NOTICE_METHOD not in _info(at)
+
+
+@pytest.mark.parametrize("page", [None, *sorted(str(p.relative_to(ROOT)) for p in (ROOT / "pages").glob("*.py"))])
+def test_presenter_mode_from_the_url_loads_every_page(page):
+    at = AppTest.from_file(HOME, default_timeout=30)
+    at.query_params["present"] = "1"
+    _ok(at.run())
+    if page is not None:
+        _ok(at.switch_page(page).run())
+    assert at.session_state[presenter.KEY] is True
+    assert at.toggle(key=presenter.W_TOGGLE).value is True
+    assert any(presenter.CSS.strip() in h.proto.body for h in at.get("html"))
+    if page is not None and "Step_through" in page:
+        assert _info(at) == [] and at.button(key="stepper.play") is not None
+        assert not any(c.value.startswith("The E-step updates") for c in at.caption)  # the intro is left out
+        assert at.expander  # the method picker folds into an expander
+
+
+def test_presenter_toggle_turns_it_on_and_off_and_keeps_the_url_in_step():
+    at = _open()
+    assert not at.session_state[presenter.KEY] if presenter.KEY in at.session_state else True
+    assert not at.get("html")
+    _ok(at.toggle(key=presenter.W_TOGGLE).set_value(True).run())
+    assert at.session_state[presenter.KEY] is True and at.query_params["present"] in ("1", ["1"])
+    assert any("font-size" in h.proto.body for h in at.get("html"))
+    _click(at, "stepper.step")  # the stepper works in presenter mode
+    assert _run(at).iteration == 1
+    _ok(at.switch_page(PRIORS_PAGE).run())
+    assert at.session_state[presenter.KEY] is True  # survives a page switch
+    _ok(at.toggle(key=presenter.W_TOGGLE).set_value(False).run())
+    assert at.session_state[presenter.KEY] is False and "present" not in at.query_params
+    assert not at.get("html")

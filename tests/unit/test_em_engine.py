@@ -39,13 +39,16 @@ def test_e_step_keeps_params_m_step_keeps_posterior(data):
     assert not np.allclose(s2.params.gamma, s0.params.gamma)
 
 
-def test_back_goes_to_previous_complete_state_without_recomputing(data):
+def test_back_goes_back_one_half_step_without_recomputing(data):
     run = Run(data, DawidSkene())
     run.step()
     run.step()
     snaps = list(run.snapshots)
     run.back()
+    assert run.current.kind == "E" and run.current is snaps[3]  # after E, M: back gives "after E"
+    run.back()
     assert run.current.kind == "M" and run.iteration == 1
+    run.back()
     run.back()
     assert run.index == 0
     run.back()
@@ -61,6 +64,7 @@ def test_back_after_e_only_returns_to_before_it(data):
     run.e_step()
     run.back()
     assert run.current.kind == "M" and run.iteration == 1
+    assert run.back().kind == "E"  # the cursor moves like the scrubber: one snapshot
 
 
 def test_goto_and_reset(data):

@@ -240,7 +240,8 @@ def test_run_steps_e_m_and_back():
     assert m.objective >= run.snapshots[0].objective
     run.step()
     assert run.iteration == 2
-    assert run.back() is m
+    assert run.back().kind == "E" and run.back() is m  # one half-step at a time
+    run.back()
     assert run.back().kind == "init"
     assert run.e_step() is e  # forward again reuses the snapshots
     run.run(tol=1e-10)

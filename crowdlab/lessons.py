@@ -537,7 +537,8 @@ EM_LESSON = Lesson(
         ),
         Step(
             "Dawid-Skene to convergence",
-            "Run the iterations until the log-likelihood stops rising.",
+            "Run the iterations until the log-likelihood stops rising. Watch the accuracy against the bird experts' "
+            "labels: EM never sees them, yet it should beat the plain vote.",
             _DS_LL,
             "run",
             "Run to convergence",
@@ -583,7 +584,8 @@ EM_LESSON = Lesson(
         ),
         Step(
             "Hard EM to convergence",
-            "Run hard EM until the labels stop changing, and compare its answer with soft EM from the same start.",
+            "Run hard EM until the labels stop changing. Then compare its answer with soft EM from the same start, "
+            "on accuracy and on the log-likelihood soft EM maximises.",
             r"\log p(F, \hat z \mid \theta) = \sum_n \log \pi_{\hat z_n} + \sum_n \sum_m \log \Gamma_m(f_m(x_n),"
             r" \hat z_n)",
             "run",
@@ -605,7 +607,7 @@ EM_LESSON = Lesson(
         ),
         Step(
             "The everyone-is-good start gets stuck",
-            "Run EM to convergence from there.",
+            "Run EM to convergence from there. Watch whether any annotator's w_a ever leaves 1.",
             _LL_SCORES,
             "run",
             "Run to convergence",
@@ -617,7 +619,8 @@ EM_LESSON = Lesson(
         ),
         Step(
             "A random start finds the better optimum",
-            "Restart from random guesses of w_a: a handful of restarts is the usual cure for local optima.",
+            "Restart from random guesses of w_a and run to convergence. A handful of restarts, keeping the best "
+            "log-likelihood, is the usual cure for local optima.",
             _LL_SCORES,
             f"restart_from:random:{TRAP_RESTART_SEED}",
             f"Restart from a random start (seed {TRAP_RESTART_SEED})",
@@ -638,7 +641,7 @@ DEPENDENT_LESSON = Lesson(
         Step(
             "Sequences labelled by a noisy crowd",
             "{r[n_seq]} sequences of 30 tokens, 3 classes; a token usually keeps its neighbour's class. Five "
-            "workers label every token, three of them barely better than chance. First ignore the order: "
+            "workers label every token, three of them only a little better than chance. First ignore the order: "
             "Dawid-Skene treats every token on its own.",
             _DS,
             "start:sentences",
@@ -668,7 +671,8 @@ DEPENDENT_LESSON = Lesson(
         ),
         Step(
             "HMM-crowd to convergence",
-            "Baum-Welch: forward-backward, then re-count Γ_m and T from the expected labels and transitions.",
+            "This is Baum-Welch: forward-backward, then re-count Γ_m and T from the expected labels and transitions. "
+            "Every iteration still raises the log-likelihood.",
             r"T(k, k') = \frac{\sum_n \xi_n(k, k')}{\sum_n \sum_{k''} \xi_n(k'', k')}, \qquad"
             r" \xi_n(k, k') = P(y_n = k, y_{n-1} = k' \mid F)",
             "run",
@@ -689,7 +693,7 @@ DEPENDENT_LESSON = Lesson(
         ),
         Step(
             "Dawid-Skene on the network",
-            "Run it to convergence, still ignoring the edges.",
+            "Run it to convergence, still ignoring the edges. Wrong nodes are ringed in the drawing.",
             _DS_E,
             "run",
             "Run to convergence",
@@ -711,7 +715,8 @@ DEPENDENT_LESSON = Lesson(
         ),
         Step(
             "MRF-crowd to convergence",
-            "Alternate ICM and the M-step until the labels settle.",
+            "Alternate ICM and the M-step until the labels settle. ICM is greedy, so this EM is approximate: its "
+            "objective is the fit at the ICM labels, not the exact log-likelihood.",
             _DS_M,
             "run",
             "Run to convergence",
@@ -749,7 +754,7 @@ RISK_LESSON = Lesson(
         ),
         Step(
             "EM climbs to the closed form",
-            "EM with p held fixed: the E-step guesses each example's class from the output and θ, the M-step "
+            "Run EM with p held fixed. The E-step guesses each example's class from the output and θ; the M-step "
             "counts how often the output agreed with that guess.",
             _EQ9,
             "run",
@@ -794,7 +799,7 @@ RISK_LESSON = Lesson(
         ),
         Step(
             "The estimate near uniform p",
-            "Run EM on these outputs and compare its error with the p = 0.75 case.",
+            "Run EM on these outputs. Then compare its error with the p = 0.75 case.",
             _EQ9,
             "run",
             "Run EM to convergence",

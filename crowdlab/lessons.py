@@ -400,7 +400,8 @@ def fill(template: str, before: dict, after: dict, ref: dict) -> str:
 class Step:
     """One lesson step: ``narration`` (Markdown, 2-5 sentences) and ``formula`` (LaTeX) say what is about to
     happen; ``button`` names the ``action`` (see :func:`apply`); ``chart`` names the figure that shows its effect;
-    ``outcome`` (Markdown) is shown after the action, with the run's numbers filled in (:func:`fill`)."""
+    ``outcome`` (Markdown) is shown after the action, with the run's numbers filled in (:func:`fill`). A ``\\\\`` in
+    ``formula`` breaks the line (the page sets it in a ``gathered`` environment)."""
 
     title: str
     narration: str
@@ -421,29 +422,29 @@ class Lesson:
 
 # -- lesson 1: the EM lecture -----------------------------------------------------------------------------
 _GOOD_BAD = (
-    r"s_{ia} \mid z_a{=}1 \sim \mathcal{N}(\mu_i, \sigma^2), \qquad s_{ia} \mid z_a{=}0 \sim \mathrm{Uniform}[0, 1],"
-    r" \qquad P(z_a{=}1) = \pi"
+    r"s_{ia} \mid z_a{=}1 \sim \mathcal{N}(\mu_i, \sigma^2), \\ s_{ia} \mid z_a{=}0 \sim \mathrm{Uniform}[0, 1],"
+    r" \\ P(z_a{=}1) = \pi"
 )
 _W = (
     r"w_a = P(z_a{=}1 \mid s, \theta) = \frac{\pi \prod_i \mathcal{N}(s_{ia}; \mu_i, \sigma^2)}"
     r"{\pi \prod_i \mathcal{N}(s_{ia}; \mu_i, \sigma^2) + (1 - \pi) \prod_i 1}"
 )
 _M_SCORES = (
-    r"\mu_i = \frac{\sum_a w_a s_{ia}}{\sum_a w_a}, \quad \sigma^2 = \frac{\sum_{i,a} w_a (s_{ia} - \mu_i)^2}"
-    r"{\sum_{i,a} w_a}, \quad \pi = \frac{1}{M} \sum_a w_a"
+    r"\mu_i = \frac{\sum_a w_a s_{ia}}{\sum_a w_a}, \\ \sigma^2 = \frac{\sum_{i,a} w_a (s_{ia} - \mu_i)^2}"
+    r"{\sum_{i,a} w_a}, \\ \pi = \frac{1}{M} \sum_a w_a"
 )
 _LL_SCORES = (
     r"\log p(s \mid \theta) = \sum_a \log\Big(\pi \prod_i \mathcal{N}(s_{ia}; \mu_i, \sigma^2)"
     r" + (1 - \pi) \prod_i 1\Big)"
 )
-_DS = r"\Gamma_m(k', k) = P(f_m(x_n) = k' \mid y_n = k), \qquad \pi_k = P(y_n = k)"
+_DS = r"\Gamma_m(k', k) = P(f_m(x_n) = k' \mid y_n = k), \\ \pi_k = P(y_n = k)"
 _DS_E = r"q_{nk} \propto \pi_k \prod_{m} \prod_{k'} \Gamma_m(k', k)^{\mathcal{I}(f_m(x_n) = k')}"
 _DS_M = (
     r"\Gamma_m(k', k) = \frac{\sum_n q_{nk}\, \mathcal{I}(f_m(x_n) = k')}{\sum_{k''} \sum_n q_{nk}\,"
-    r" \mathcal{I}(f_m(x_n) = k'')}, \qquad \pi_k = \frac{1}{N} \sum_n q_{nk}"
+    r" \mathcal{I}(f_m(x_n) = k'')}, \\ \pi_k = \frac{1}{N} \sum_n q_{nk}"
 )
 _DS_LL = r"\log p(F \mid \theta) = \sum_n \log \sum_k \pi_k \prod_m \Gamma_m(f_m(x_n), k)"
-_HARD = r"\hat z_n = \arg\max_k q_{nk}, \qquad q_{nk} \leftarrow \mathcal{I}(k = \hat z_n)"
+_HARD = r"\hat z_n = \arg\max_k q_{nk}, \\ q_{nk} \leftarrow \mathcal{I}(k = \hat z_n)"
 
 EM_LESSON = Lesson(
     "em",
@@ -454,13 +455,13 @@ EM_LESSON = Lesson(
             "Good and bad scorers",
             "Five annotators score the same 20 images between 0 and 1. A good annotator's score scatters around "
             "the image's true mean; a bad one answers at random, uniformly over [0, 1]. Nobody tells us who is "
-            "who: whether annotator *a* is good, z_a, is the **latent variable**. EM starts by pretending every "
+            "who: whether annotator *a* is good, $z_a$, is the **latent variable**. EM starts by pretending every "
             "annotator is good.",
             _GOOD_BAD,
             "start:scores",
             "Start: assume everyone is good",
             "item_means",
-            "Every annotator counts fully, so each estimated mean μ_i is the plain average of the five scores "
+            "Every annotator counts fully, so each estimated mean $\\mu_i$ is the plain average of the five scores "
             "(correlation with the true means: **{a[pearson]:.3f}**); the random scores pull the means toward the "
             "middle. σ = **{a[sigma]:.3f}** is inflated by them; π starts at 0.5.",
         ),
@@ -468,17 +469,17 @@ EM_LESSON = Lesson(
             "E-step: who looks good?",
             "With the current means and σ, ask for every annotator how likely their scores are under the good "
             "model (a Gaussian around each mean) and under the bad one (density 1 everywhere). Bayes' rule turns "
-            "the two into w_a, the probability that the annotator is good.",
+            "the two into $w_a$, the probability that the annotator is good.",
             _W,
             "e_step",
             "E-step",
             "annotators",
-            "Annotators judged good now: **{a[good]}**; judged bad: **{a[bad]}** (the smallest w_a is "
+            "Annotators judged good now: **{a[good]}**; judged bad: **{a[bad]}** (the smallest $w_a$ is "
             "{a[w_min]:.2g}). The simulation's truth: {r[true_bad]} are the bad ones.",
         ),
         Step(
             "M-step: re-estimate, weighted by w",
-            "Now recompute the parameters as if the w_a were known: each mean becomes a weighted average in which "
+            "Now recompute the parameters as if the $w_a$ were known: each mean becomes a weighted average in which "
             "an annotator counts as much as we believe they are good. σ and π follow the same way.",
             _M_SCORES,
             "m_step",
@@ -504,13 +505,14 @@ EM_LESSON = Lesson(
         Step(
             "A real crowd: bluebirds and Dawid-Skene",
             "Now class labels: 39 people said which of two look-alike bird species each of 108 photos shows. "
-            "Dawid and Skene give every worker a confusion matrix Γ_m: the probability of saying k' when the "
+            "Dawid and Skene give every worker a confusion matrix $\\Gamma_m$: the probability of saying k' when the "
             "truth is k. The latent variable is now each photo's true class. We start from the majority vote.",
             _DS,
             "start:bluebirds",
             "Start from the majority vote",
             "accuracy",
-            "Majority vote gets **{a[accuracy]:.3f}** of the photos right ({a[wrong]} wrong). The first Γ_m are "
+            "Majority vote gets **{a[accuracy]:.3f}** of the photos right ({a[wrong]} wrong). The first "
+            "$\\Gamma_m$ are "
             "read off those votes: workers' accuracies range from {a[acc_min]:.2f} to {a[acc_max]:.2f}.",
         ),
         Step(
@@ -526,7 +528,8 @@ EM_LESSON = Lesson(
         ),
         Step(
             "M-step: count again",
-            "Each Γ_m is re-counted from the worker's answers, every photo weighted by its posterior q_nk. The "
+            "Each $\\Gamma_m$ is re-counted from the worker's answers, every photo weighted by its posterior "
+            "$q_{{nk}}$. The "
             "class prior is the average posterior.",
             _DS_M,
             "m_step",
@@ -561,7 +564,8 @@ EM_LESSON = Lesson(
         Step(
             "Why EM can go wrong (2): the mirror image",
             "Nothing in the model says which class is called 'first'. Swap the two class names everywhere, in "
-            "every Γ_m and in π, and the likelihood does not change. Start from a random posterior and see where "
+            "every $\\Gamma_m$ and in π, and the likelihood does not change. Start from a random posterior and "
+            "see where "
             "EM goes.",
             _DS_LL,
             f"restart_from:random:{MIRROR_SEED}",
@@ -580,7 +584,7 @@ EM_LESSON = Lesson(
             "Switch to hard EM (majority start)",
             "objective",
             "A hard-EM run, back at the majority-vote start: its objective is the complete-data log-likelihood "
-            "log p(F, ẑ | θ) = **{a[objective]:.2f}**.",
+            "$\\log p(F, \\hat z \\mid \\theta)$ = **{a[objective]:.2f}**.",
         ),
         Step(
             "Hard EM to convergence",
@@ -603,11 +607,11 @@ EM_LESSON = Lesson(
             "start:scores_trap",
             "Start: assume everyone is good",
             "annotators",
-            "Everyone starts with w_a = 1; π = {a[pi_good]:.2f}, σ = {a[sigma]:.3f}.",
+            "Everyone starts with $w_a$ = 1; π = {a[pi_good]:.2f}, σ = {a[sigma]:.3f}.",
         ),
         Step(
             "The everyone-is-good start gets stuck",
-            "Run EM to convergence from there. Watch whether any annotator's w_a ever leaves 1.",
+            "Run EM to convergence from there. Watch whether any annotator's $w_a$ ever leaves 1.",
             _LL_SCORES,
             "run",
             "Run to convergence",
@@ -619,7 +623,7 @@ EM_LESSON = Lesson(
         ),
         Step(
             "A random start finds the better optimum",
-            "Restart from random guesses of w_a and run to convergence. A handful of restarts, keeping the best "
+            "Restart from random guesses of $w_a$ and run to convergence. A handful of restarts, keeping the best "
             "log-likelihood, is the usual cure for local optima.",
             _LL_SCORES,
             f"restart_from:random:{TRAP_RESTART_SEED}",
@@ -651,7 +655,8 @@ DEPENDENT_LESSON = Lesson(
         ),
         Step(
             "Dawid-Skene, item by item",
-            "Run i.i.d. Dawid-Skene to convergence: it learns who is reliable, but each token is still decided alone.",
+            "Run i.i.d. Dawid-Skene to convergence. It learns who is reliable, but each token is still decided "
+            "alone, as if the sentence were shuffled.",
             _DS_E,
             "run",
             "Run to convergence",
@@ -663,7 +668,7 @@ DEPENDENT_LESSON = Lesson(
             "Let the labels form a Markov chain",
             "The HMM-crowd model adds a transition matrix T: the class of token n depends on the class of token "
             "n − 1. The E-step becomes forward-backward, which passes evidence along the sequence both ways.",
-            r"P(y_n = k \mid y_{n-1} = k') = T(k, k'), \qquad q_{nk} = P(y_n = k \mid F) \text{ by forward-backward}",
+            r"P(y_n = k \mid y_{n-1} = k') = T(k, k'), \\ q_{nk} = P(y_n = k \mid F) \text{ by forward-backward}",
             "switch_model:hmm",
             "Switch to HMM-crowd (majority start)",
             "transitions",
@@ -671,9 +676,10 @@ DEPENDENT_LESSON = Lesson(
         ),
         Step(
             "HMM-crowd to convergence",
-            "This is Baum-Welch: forward-backward, then re-count Γ_m and T from the expected labels and transitions. "
+            "This is Baum-Welch: forward-backward, then re-count $\\Gamma_m$ and T from the expected labels and "
+            "transitions. "
             "Every iteration still raises the log-likelihood.",
-            r"T(k, k') = \frac{\sum_n \xi_n(k, k')}{\sum_n \sum_{k''} \xi_n(k'', k')}, \qquad"
+            r"T(k, k') = \frac{\sum_n \xi_n(k, k')}{\sum_n \sum_{k''} \xi_n(k'', k')}, \\"
             r" \xi_n(k, k') = P(y_n = k, y_{n-1} = k' \mid F)",
             "run",
             "Run to convergence",
@@ -705,7 +711,7 @@ DEPENDENT_LESSON = Lesson(
             "A Potts prior charges δ for every edge whose two ends get different classes, so a node is pulled "
             "toward its neighbours' labels. The E-step (ICM) gives each node, in turn, the class that best trades "
             "its workers' evidence against the penalty; δ = M, the number of workers.",
-            r"P(y) \propto \exp\Big(-\sum_{(n,n') \in E} \delta\, \mathcal{I}(y_n \neq y_{n'})\Big), \qquad"
+            r"P(y) \propto \exp\Big(-\sum_{(n,n') \in E} \delta\, \mathcal{I}(y_n \neq y_{n'})\Big), \\"
             r" \hat y_n = \arg\min_k \Big[\delta \sum_{n' \in \mathcal{N}_n} \mathcal{I}(k \neq \hat y_{n'})"
             r" - \sum_m \log \Gamma_m(f_m(x_n), k)\Big]",
             "switch_model:mrf",
@@ -728,10 +734,10 @@ DEPENDENT_LESSON = Lesson(
 )
 
 # -- lesson 3: error rates without labels (Donmez, Lebanon & Balasubramanian 2010) ---------------------------
-_SYM = r"p_\theta(\hat y \mid y) = \theta^{\mathcal{I}(\hat y = y)} (1 - \theta)^{\mathcal{I}(\hat y \neq y)}, \qquad"
+_SYM = r"p_\theta(\hat y \mid y) = \theta^{\mathcal{I}(\hat y = y)} (1 - \theta)^{\mathcal{I}(\hat y \neq y)}, \\"
 _SYM += r" P(\hat y = 2) = p\,(1 - \theta) + (1 - p)\,\theta"
 _EQ9 = r"\hat\theta = \frac{p - m/n}{2p - 1} \qquad (m = \#\{\hat y = 2\})"
-_FISHER = r"J(\theta) = \frac{(2p - 1)^2}{P_1 P_2}, \qquad \mathrm{sd}(\hat\theta) \approx \frac{1}{\sqrt{n J(\theta)}}"
+_FISHER = r"J(\theta) = \frac{(2p - 1)^2}{P_1 P_2}, \\ \mathrm{sd}(\hat\theta) \approx \frac{1}{\sqrt{n J(\theta)}}"
 
 RISK_LESSON = Lesson(
     "risk",
@@ -760,7 +766,7 @@ RISK_LESSON = Lesson(
             "run",
             "Run EM to convergence",
             "objective",
-            "EM's estimate θ̂ = **{a[theta]:.4f}** after {a[iteration]} iterations, the closed form gives "
+            "EM's estimate $\\hat\\theta$ = **{a[theta]:.4f}** after {a[iteration]} iterations, the closed form gives "
             "{r[skewed][eq9]:.4f}; the truth is {r[theta]} (off by {a[error]:.3f}). Estimated error rate without "
             "a single label: **{a[error_rate]:.3f}**.",
         ),
@@ -781,7 +787,7 @@ RISK_LESSON = Lesson(
             "run",
             "Run EM to convergence",
             "objective",
-            "EM stopped at θ̂ = **{a[theta]:.4f}**, exactly its start {r[start]}, after {a[iteration]} "
+            "EM stopped at $\\hat\\theta$ = **{a[theta]:.4f}**, exactly its start {r[start]}, after {a[iteration]} "
             "iteration: a start at 0.9 would have stayed at 0.9. Not identifiable: the error rate cannot be "
             "learnt without labels when p(y) is uniform.",
         ),
@@ -795,7 +801,7 @@ RISK_LESSON = Lesson(
             f"Start EM with the guess θ = {RISK_START} (p = 0.55)",
             "fisher",
             "At p = 0.55 and θ = {r[theta]}, the Fisher information predicts a spread of about "
-            "**{r[weak][sd]:.3f}** for θ̂ with n = {r[n]}; at p = 0.75 it was {r[skewed][sd]:.3f}.",
+            "**{r[weak][sd]:.3f}** for $\\hat\\theta$ with n = {r[n]}; at p = 0.75 it was {r[skewed][sd]:.3f}.",
         ),
         Step(
             "The estimate near uniform p",
@@ -804,7 +810,8 @@ RISK_LESSON = Lesson(
             "run",
             "Run EM to convergence",
             "fisher",
-            "After {a[iteration]} iterations EM is at θ̂ = **{a[theta]:.3f}**, still creeping toward the maximum, "
+            "After {a[iteration]} iterations EM is at $\\hat\\theta$ = **{a[theta]:.3f}**, still creeping toward "
+            "the maximum, "
             "eq. (9)'s {r[weak][eq9]:.3f}: where the log-likelihood is nearly flat, EM is slow too. Even the "
             "maximum is off by **{r[weak][eq9_error]:.3f}** (truth {r[theta]}), against {r[skewed_error]:.3f} at "
             "p = 0.75 with the same classifier and n. Where J is small (dark contours), unlabelled data say "

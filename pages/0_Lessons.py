@@ -4,11 +4,8 @@ then dependent data and error rates without labels."""
 import streamlit as st
 
 from crowdlab.ui import page_frame
-from crowdlab.ui.lesson_page import lesson_page
+from crowdlab.ui.lesson_page import lesson_data, lesson_page
 
-page_frame("Lessons", icon=":material/school:")
-st.caption(
-    "Each step says what is about to happen, shows its formula, and has one button that does it on a live run; "
-    "the lesson keeps its own data, so the working dataset of the other pages is untouched."
-)
+page_frame("Lessons", icon=":material/school:", dataset=lesson_data)
+st.caption("One button per step does what the text describes, on a live run (the lesson keeps its own data).")
 lesson_page()

@@ -79,6 +79,16 @@ def _goto(key: str, i: int) -> None:
     _set_run(lessons.prepare(lesson, i))
 
 
+def lesson_data():
+    """The dataset the sidebar summarises: the live run's, or before the first start the one it will load."""
+    lesson, i = current()
+    run = get_run()
+    if run is not None:
+        return run.data
+    verb, _, arg = lesson.steps[i].action.partition(":")
+    return lessons.SETUPS[arg].data() if verb == "start" else None
+
+
 def moved() -> bool:
     """Whether the run was moved with the free controls since the lesson last moved it."""
     return _mark(get_run()) != st.session_state.get(MARK)
@@ -145,11 +155,10 @@ def lesson_page() -> None:
     step = lesson.steps[i]
     run = get_run()
     ref = lessons.reference(lesson.key)
-    st.caption(f"{lesson.title} · step {i + 1} of {n}")
-    st.progress((i + 1) / n)
+    st.caption(f"{lesson.title} · **step {i + 1} of {n}**")
     st.subheader(step.title)
     st.markdown(lessons.fill(step.narration, lessons.facts(run), {}, ref))
-    st.latex(step.formula)
+    st.latex(r"\begin{gathered}" + step.formula + r"\end{gathered}")  # "\\" in a formula breaks the line
     done = st.session_state.get(DONE)
     c1, c2, c3 = st.columns([3, 1, 1], vertical_alignment="center")
     c1.button(

@@ -38,6 +38,8 @@ def test_cold_start_is_the_first_lesson_at_its_first_step_with_no_run():
     assert at.subheader[0].value == L.EM_LESSON.steps[0].title
     assert len(at.latex) == 1 and "Uniform" in at.latex[0].value
     assert at.session_state[state.DATA_ID] == "sample:bluebirds"  # the frame's working dataset, untouched
+    sidebar = " ".join(m.value for m in at.sidebar.markdown)
+    assert "simulated scores" in sidebar and "Bluebirds" in sidebar  # the lesson's data, and the working set named
 
 
 @pytest.mark.parametrize("key", list(L.LESSONS))
@@ -62,7 +64,7 @@ def test_every_lesson_first_to_last_step_action_then_next(key):
             assert after[2] == verb[0].upper() and after[1] == before[1] + 1
         assert at.session_state[lp.DONE] and [s.value for s in at.success] == [at.session_state[lp.DONE]]
         assert at.button(key=lp.W_ACTION).disabled  # done once
-        assert "{" not in at.session_state[lp.DONE]
+        assert "{a[" not in at.session_state[lp.DONE] and "nan" not in at.session_state[lp.DONE]
         if i + 1 < len(lesson.steps):
             _ok(at.button(key=lp.W_NEXT).click().run())
     assert at.button(key=lp.W_NEXT).disabled

@@ -672,7 +672,8 @@ DEPENDENT_LESSON = Lesson(
             "switch_model:hmm",
             "Switch to HMM-crowd (majority start)",
             "transitions",
-            "The start reads T off the majority vote: the chance of staying in a class averages **{a[T_stay]:.2f}**.",
+            "The start counts T from the soft majority votes of neighbouring tokens, taken as independent: the "
+            "chance of staying in a class averages only **{a[T_stay]:.2f}**.",
         ),
         Step(
             "HMM-crowd to convergence",

@@ -172,6 +172,8 @@ def test_hmm_beats_iid_dawid_skene_on_sequences(walks):
     assert seq.worker_types.count("novice") == 3
     _, mv, _ = walks["dependent"][0]
     _, ds, _ = walks["dependent"][1]
+    _, hmm0, _ = walks["dependent"][2]
+    assert hmm0["T_stay"] < L.reference("dependent")["T_true"] - 0.2  # "only": far below the true 0.9
     _, hmm, run = walks["dependent"][3]
     assert ds["accuracy"] > mv["accuracy"] and hmm["accuracy"] > ds["accuracy"] + 0.03
     assert hmm["T_stay"] == pytest.approx(L.reference("dependent")["T_true"], abs=0.05)

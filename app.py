@@ -19,6 +19,8 @@ with st.columns([3, 2])[0]:  # wide enough for the longest dataset name at 1024 
 dataset_summary(data)
 
 st.subheader("Where to go next")
+st.page_link("pages/0_Lessons.py", label="Lessons", icon=":material/school:")
+st.caption("Guided lessons on live runs: the EM lecture from start to end, dependent data, error rates without labels.")
 st.page_link("pages/1_Data.py", label="Data", icon=":material/table_chart:")
 st.caption("Upload your own labels (long or wide CSV, optional gold) or simulate a crowd; see who labelled what.")
 st.page_link("pages/2_Step_through_EM.py", label="Step through EM", icon=":material/stairs:")

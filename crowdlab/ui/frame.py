@@ -30,6 +30,7 @@ HOME_DATASET = "home.dataset"
 ROOT = Path(__file__).resolve().parents[2]
 PAGE_ICONS = {
     "app": ":material/home:",
+    "0_Lessons": ":material/school:",
     "1_Data": ":material/table_chart:",
     "2_Step_through_EM": ":material/stairs:",
     "3_Compare_methods": ":material/compare_arrows:",

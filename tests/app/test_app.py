@@ -275,7 +275,7 @@ def test_sidebar_navigation_reads_home_then_every_page_in_order():
     pages = sorted((ROOT / "pages").glob("*.py"), key=lambda f: int(f.stem.split("_")[0]))
     assert [path for path, _, _ in NAV] == ["app.py", *(f"pages/{f.name}" for f in pages)]
     labels = [label for _, label, _ in NAV]
-    assert labels[:3] == ["Home", "Data", "Step through EM"] and {"Sequences", "Networks"} <= set(labels)
+    assert labels[:4] == ["Home", "Lessons", "Data", "Step through EM"] and {"Sequences", "Networks"} <= set(labels)
     at = _ok(AppTest.from_file(HOME, default_timeout=30).run())
     assert [link.proto.label for link in at.sidebar.get("page_link")] == labels
     main = [link.proto.label for link in at.main.get("page_link")]

@@ -1,0 +1,300 @@
+"""The Lessons page: a guided lesson told one step at a time on a live EM run (:mod:`crowdlab.lessons`).
+
+Each step shows its narration, the formula of the action about to run, ONE button that does exactly that action
+on the lesson's run, the outcome with the run's own numbers, and the chart of its effect; Previous / Next move
+through the lesson. The run lives in a :class:`crowdlab.ui.lab.RunSlot` (:data:`SLOT`), so the Step page's
+controls work on it too; every stepping control goes through :func:`_controls` (one place to swap in the shared
+stepper component).
+
+Plain keys (state survives a page switch): ``lesson.key``, ``lesson.step``, ``lesson.done`` (the outcome text once
+the step's action ran), ``lesson.mark`` (where the run stood after the lesson last moved it), and the slot's
+``lesson.run.obj`` / ``.id`` / ``.metrics`` / ``.pending``. Widget keys: ``lesson.pick``, ``lesson.action``,
+``lesson.prev``, ``lesson.next``, ``lesson.replay``, ``lesson.stepper.*``, ``lesson.chart.*``. Every change
+happens in a callback.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import streamlit as st
+
+from crowdlab import lessons, plots
+from crowdlab.em import Run
+from crowdlab.plots import dependent as dplots
+from crowdlab.plots import risk as rplots
+from crowdlab.ui import lab
+
+KEY, STEP, DONE, MARK = "lesson.key", "lesson.step", "lesson.done", "lesson.mark"
+RUN, RUN_ID, METRICS, PENDING = "lesson.run.obj", "lesson.run.id", "lesson.run.metrics", "lesson.run.pending"
+W_PICK, W_ACTION, W_PREV, W_NEXT, W_REPLAY = (
+    "lesson.pick",
+    "lesson.action",
+    "lesson.prev",
+    "lesson.next",
+    "lesson.replay",
+)
+DEFAULT = "em"
+CHART_HEIGHT = 340
+
+
+def get_run() -> Run | None:
+    return st.session_state.get(RUN)
+
+
+SLOT = lab.RunSlot(RUN, RUN_ID, METRICS, PENDING, "lesson.stepper", get_run)
+
+
+# ---------------------------------------------------------------------------- state
+def current() -> tuple[lessons.Lesson, int]:
+    """The lesson and step index (a cold start: the first lesson, step 1, no run yet)."""
+    key = st.session_state.get(KEY)
+    if key not in lessons.LESSONS:
+        key = DEFAULT
+        _goto(key, 0)
+    lesson = lessons.LESSONS[key]
+    i = int(np.clip(st.session_state.get(STEP, 0), 0, len(lesson.steps) - 1))
+    return lesson, i
+
+
+def _mark(run: Run | None) -> tuple | None:
+    """Where a run stands: moving it with the free controls changes this."""
+    return None if run is None else (id(run), run.index, len(run.snapshots))
+
+
+def _set_run(run: Run | None) -> None:
+    if run is not st.session_state.get(RUN):
+        st.session_state[RUN_ID] = st.session_state.get(RUN_ID, 0) + 1
+        st.session_state[METRICS] = None
+    st.session_state[RUN] = run
+    st.session_state[PENDING] = False
+    st.session_state[MARK] = _mark(run)
+
+
+def _goto(key: str, i: int) -> None:
+    """Arrive at step ``i`` of lesson ``key`` with the run every earlier action leads to."""
+    lesson = lessons.LESSONS[key]
+    st.session_state[KEY] = key
+    st.session_state[STEP] = i
+    st.session_state[DONE] = None
+    _set_run(lessons.prepare(lesson, i))
+
+
+def lesson_data():
+    """The dataset the sidebar summarises: the live run's, or before the first start the one it will load."""
+    lesson, i = current()
+    run = get_run()
+    if run is not None:
+        return run.data
+    verb, _, arg = lesson.steps[i].action.partition(":")
+    return lessons.SETUPS[arg].data() if verb == "start" else None
+
+
+def moved() -> bool:
+    """Whether the run was moved with the free controls since the lesson last moved it."""
+    return _mark(get_run()) != st.session_state.get(MARK)
+
+
+# ---------------------------------------------------------------------------- callbacks
+def on_pick() -> None:
+    key = st.session_state.get(W_PICK)
+    if key in lessons.LESSONS and key != st.session_state.get(KEY):
+        _goto(key, 0)
+
+
+def on_action() -> None:
+    """Do the step's action on the live run; keep the outcome sentence with the numbers it produced."""
+    lesson, i = current()
+    step = lesson.steps[i]
+    run = get_run()
+    if st.session_state.get(DONE) is not None or not lessons.applicable(run, step.action):
+        return
+    before = lessons.facts(run)
+    new = lessons.apply(run, step.action)
+    _set_run(new)
+    st.session_state[DONE] = lessons.fill(step.outcome, before, lessons.facts(new), lessons.reference(lesson.key))
+
+
+def on_next() -> None:
+    """The next step; when this step's action has not run (or the run was moved), arrive by replaying."""
+    lesson, i = current()
+    if i + 1 >= len(lesson.steps):
+        return
+    if st.session_state.get(DONE) is not None and not moved():
+        st.session_state[STEP] = i + 1
+        st.session_state[DONE] = None
+        return
+    _goto(lesson.key, i + 1)
+
+
+def on_prev() -> None:
+    lesson, i = current()
+    if i > 0:
+        _goto(lesson.key, i - 1)
+
+
+def on_replay() -> None:
+    lesson, i = current()
+    _goto(lesson.key, i)
+
+
+# ---------------------------------------------------------------------------- the page
+def lesson_page() -> None:
+    """Lesson picker, the step (narration, formula, action, outcome, chart), Previous / Next, free controls."""
+    lesson, i = current()
+    st.session_state[W_PICK] = lesson.key
+    st.segmented_control(
+        "Lesson",
+        list(lessons.LESSONS),
+        format_func=lambda k: lessons.LESSONS[k].title.split(":")[0].split(" (")[0],
+        key=W_PICK,
+        on_change=on_pick,
+        required=True,
+        label_visibility="collapsed",
+    )
+    n = len(lesson.steps)
+    step = lesson.steps[i]
+    run = get_run()
+    ref = lessons.reference(lesson.key)
+    st.caption(f"{lesson.title} · **step {i + 1} of {n}**")
+    st.subheader(step.title)
+    st.markdown(lessons.fill(step.narration, lessons.facts(run), {}, ref))
+    st.latex(r"\begin{gathered}" + step.formula + r"\end{gathered}")  # "\\" in a formula breaks the line
+    done = st.session_state.get(DONE)
+    c1, c2, c3 = st.columns([3, 1, 1], vertical_alignment="center")
+    c1.button(
+        step.button + (" ✓" if done is not None else ""),
+        key=W_ACTION,
+        on_click=on_action,
+        type="primary",
+        disabled=done is not None or not lessons.applicable(run, step.action),
+        width="stretch",
+    )
+    c2.button("Previous", key=W_PREV, on_click=on_prev, disabled=i == 0, width="stretch", icon=":material/arrow_back:")
+    c3.button(
+        "Next", key=W_NEXT, on_click=on_next, disabled=i + 1 >= n, width="stretch", icon=":material/arrow_forward:"
+    )
+    if moved():
+        st.warning("The run was moved with the controls below since this step began.", icon=":material/info:")
+        st.button("Back to this step's start", key=W_REPLAY, on_click=on_replay)
+    if done is not None:
+        st.success(done)
+    elif not lessons.applicable(run, step.action) and not moved():
+        st.info("Nothing to do at this point of the run: press Next.")
+    fresh = step.action.split(":")[0] in ("start", "switch_model")  # the action brings a new run and model
+    chart(step, None if fresh and done is None else run)
+    if run is not None:
+        with st.expander("Step freely on this run (the Step page's controls)"):
+            _controls(SLOT, run)
+
+
+def _controls(slot: lab.RunSlot, run: Run) -> None:
+    """Every stepping control of the lesson's run: the one place to swap in the shared stepper component."""
+    lab.do_pending(slot)
+    lab.buttons(slot, run)
+    lab.position(slot, run)
+    lab.violations(run)
+
+
+# ---------------------------------------------------------------------------- charts
+def chart(step: lessons.Step, run: Run | None) -> None:
+    """The figure named by ``step.chart``, drawn from the run at its cursor."""
+    if run is None:
+        st.info(f"Press **{step.button}** to begin.")
+        return
+    name = step.chart
+    if name == "objective":
+        lab.objective_chart(SLOT, run, height=CHART_HEIGHT)
+    elif name == "accuracy":
+        lab.metric_chart(SLOT, run, height=CHART_HEIGHT)
+    else:
+        fig = FIGURES[name](run)
+        st.plotly_chart(fig, key=f"lesson.chart.{name}")
+
+
+def _item_means(run: Run):
+    d = run.data
+    return plots.item_means_scatter(
+        run.params.mu, d.gold, d.item_names, reference_name="true mean", title="Estimated μ_i against the true means",
+        height=CHART_HEIGHT,
+    )  # fmt: skip
+
+
+def _annotators(run: Run):
+    return plots.annotator_bars(run.current.q[:, 1], run.data.worker_names, height=CHART_HEIGHT)
+
+
+def _confusion(run: Run):
+    d = run.data
+    acc = run.params.worker_accuracy()
+    order = np.argsort(acc)
+    show = [int(order[0]), int(order[len(order) // 2]), int(order[-1])]
+    return plots.confusion_grid(
+        run.params.gamma, d.worker_names, d.class_names, workers=show, cols=3,
+        title="Γ_m of the least, a middling and the most accurate worker",
+    )  # fmt: skip
+
+
+def _strip(run: Run):
+    d = run.data
+    lo, hi = lessons.showcase_sequence()
+    from crowdlab.models.majority import majority_labels
+
+    name = "HMM-crowd" if run.model.info.key == "hmm" else "Dawid-Skene"
+    rows = {"truth": d.gold[lo:hi], "majority vote": majority_labels(d)[lo:hi], name: run.labels()[lo:hi]}
+    return dplots.sequence_strip(
+        rows, d.class_names, confidence={name: run.current.q[lo:hi].max(axis=1)},
+        title=f"One sequence: the truth, the majority vote and {name} at snapshot {run.index}", height=260,
+    )  # fmt: skip
+
+
+def _transitions(run: Run):
+    return dplots.transition_heatmap(run.params.T, run.data.class_names, height=CHART_HEIGHT)
+
+
+def _network(run: Run):
+    d = run.data
+    pos, edges = lessons.network_layout()
+    labels = run.labels()
+    return dplots.network_figure(
+        pos, edges, labels, run.current.q.max(axis=1), d.class_names, wrong=labels != d.gold, height=420,
+        title=f"{'MRF-crowd' if run.model.info.key == 'mrf' else 'Dawid-Skene'} at snapshot {run.index}",
+    )  # fmt: skip
+
+
+def _class_prior(run: Run) -> float:
+    return float(run.model.class_prior[0])
+
+
+def _loglik(run: Run):
+    from crowdlab.risk import symmetric_loglik
+
+    p = _class_prior(run)
+    grid = np.linspace(0.0, 1.0, 201)
+    curve = symmetric_loglik(grid, run.data.label, [p, 1.0 - p])
+    return rplots.loglik_curves(
+        grid, {f"n = {run.data.n_items}, p = {p:g}": curve}, theta_true=lessons.RISK_THETA, height=CHART_HEIGHT,
+        title="Log-likelihood of the outputs as a function of θ",
+    )  # fmt: skip
+
+
+def _fisher(run: Run):
+    from crowdlab.fisher import fisher_symmetric
+
+    th = np.linspace(0.5, 1.0, 101)
+    p = np.linspace(0.51, 0.99, 97)
+    return rplots.fisher_contour(
+        th, p, fisher_symmetric(th[None, :], p[:, None]), current=(lessons.RISK_THETA, _class_prior(run)),
+        height=CHART_HEIGHT, title="Fisher information J(θ, p); the cross: this classifier",
+    )  # fmt: skip
+
+
+FIGURES = {
+    "item_means": _item_means,
+    "annotators": _annotators,
+    "confusion": _confusion,
+    "strip": _strip,
+    "transitions": _transitions,
+    "network": _network,
+    "loglik": _loglik,
+    "fisher": _fisher,
+}

@@ -1,0 +1,220 @@
+"""The lessons (crowdlab.lessons): every step's action applies and really changes the run, and every fact a
+narration tells the class holds on the very runs the lesson builds."""
+
+from __future__ import annotations
+
+import re
+
+import numpy as np
+import pytest
+
+from crowdlab import lessons as L
+from crowdlab.risk import symmetric_closed_form
+from crowdlab.sweep import class_permutation
+
+STEPS = [(key, i) for key, lesson in L.LESSONS.items() for i in range(len(lesson.steps))]
+
+
+def walk(key: str) -> list[tuple[dict, dict, object]]:
+    """(facts before, facts after, run after) of every step of lesson ``key``, actions done in order (a run
+    object may be moved on by later steps: its facts are taken at the time)."""
+    out, run = [], None
+    for step in L.LESSONS[key].steps:
+        before = L.facts(run)
+        run = L.apply(run, step.action)
+        out.append((before, L.facts(run), run))
+    return out
+
+
+@pytest.fixture(scope="module")
+def walks() -> dict[str, list]:
+    return {key: walk(key) for key in L.LESSONS}
+
+
+def after(walks, key: str, action: str, nth: int = 0) -> tuple[dict, dict, object]:
+    hits = [w for s, w in zip(L.LESSONS[key].steps, walks[key]) if s.action == action]
+    return hits[nth]
+
+
+# ---------------------------------------------------------------------------- every step
+def test_three_lessons_with_every_field_filled():
+    assert list(L.LESSONS) == ["em", "dependent", "risk"]
+    for lesson in L.LESSONS.values():
+        assert lesson.title and lesson.summary and len(lesson.steps) >= 6
+        for step in lesson.steps:
+            assert step.title and step.formula and step.button and step.outcome
+            sentences = len(re.findall(r"[.!?](?:\s|$)", step.narration))
+            assert 2 <= sentences <= 5, (lesson.key, step.title, sentences)
+            assert step.action.split(":")[0] in L.ACTIONS
+            assert step.chart in {"item_means", "annotators", "objective", "accuracy", "confusion", "strip",
+                                  "transitions", "network", "loglik", "fisher"}  # fmt: skip
+
+
+@pytest.mark.parametrize(("key", "i"), STEPS)
+def test_each_step_action_applies_and_changes_the_run(key, i):
+    lesson = L.LESSONS[key]
+    step = lesson.steps[i]
+    run = L.prepare(lesson, i)
+    assert L.applicable(run, step.action)
+    mark = None if run is None else (run, run.index, run.current.kind, len(run.snapshots), run.current.objective)
+    before = L.facts(run)
+    new = L.apply(run, step.action)
+    assert new is not None
+    after_mark = (new, new.index, new.current.kind, len(new.snapshots), new.current.objective)
+    assert after_mark != mark
+    verb = step.action.split(":")[0]
+    if verb in ("start", "restart_from", "switch_model"):
+        assert new is not run
+    if verb == "e_step":
+        assert new.current.kind == "E" and new.index == mark[1] + 1
+    if verb == "m_step":
+        assert new.current.kind == "M" and new.current.iteration == run.snapshots[mark[1]].iteration + 1
+    if verb in ("run", "restart_from"):
+        assert new.converged or new.last.iteration == new.max_iter
+    ref = L.reference(key)
+    text = L.fill(step.outcome, before, L.facts(new), ref)
+    assert not re.search(r"\{[abr]\[", text) and "nan" not in text
+    assert not re.search(r"\{[abr]\[", L.fill(step.narration, before, {}, ref))
+    if new.model.monotone:
+        assert not new.violations
+
+
+def test_prepare_is_the_fold_of_the_earlier_actions(walks):
+    lesson = L.LESSONS["em"]
+    for i in (4, 9, 12):
+        assert L.facts(L.prepare(lesson, i))["objective"] == walks["em"][i - 1][1]["objective"]
+
+
+def test_actions_that_do_not_apply_raise():
+    run = L.build("bluebirds")
+    assert not L.applicable(run, "m_step") and not L.applicable(None, "run")
+    with pytest.raises(ValueError, match="does not apply"):
+        L.apply(run, "m_step")
+    with pytest.raises(ValueError, match="unknown lesson action"):
+        L.apply(run, "jump")
+    assert L.applicable(None, "start:scores")
+
+
+# ---------------------------------------------------------------------------- lesson 1: what it tells the class
+def test_lecture_crowd_everyone_good_start_then_em_finds_the_bad_scorers(walks):
+    lec = L.lecture_scores(L.LECTURE_SEED)
+    _, start, run0 = walks["em"][0]
+    assert start["sigma"] > lec.sigma  # sigma inflated by the random scores
+    mu0 = run0.snapshots[0].params.mu
+    assert np.mean(np.abs(mu0 - 0.5)) < np.mean(np.abs(lec.true_means - 0.5))  # pulled toward the middle
+    _, e, _ = walks["em"][1]
+    truth_bad = L.reference("em")["true_bad"]
+    assert e["bad"] == truth_bad and e["w_min"] < 0.01
+    b, m, _ = walks["em"][2]
+    assert m["pearson"] > b["pearson"] + 0.1 and m["sigma"] < b["sigma"]
+    _, done, run = walks["em"][3]
+    assert done["bad"] == truth_bad and done["objective"] > done["objective0"]
+    obj = run.history()["objective"]
+    assert np.all(np.diff(obj) >= -1e-9 * np.abs(obj[:-1]))
+
+
+def test_bluebirds_em_beats_majority_vote(walks):
+    ref = L.reference("em")
+    _, mv, _ = walks["em"][4]
+    assert mv["accuracy"] == pytest.approx(ref["mv_accuracy"])
+    _, e, _ = walks["em"][5]
+    assert e["accuracy"] > mv["accuracy"]
+    _, done, _ = walks["em"][7]
+    assert done["accuracy"] > ref["mv_accuracy"] + 0.1
+    assert done == ref["soft"] | {k: done[k] for k in ("n_snapshots",)}
+
+
+def test_everyone_good_start_on_bluebirds_stops_at_a_worse_local_optimum(walks):
+    b, a, run = after(walks, "em", "restart_from:all_good")
+    assert run.converged and a["objective"] < b["objective"] - 1.0 and a["accuracy"] < b["accuracy"]
+
+
+def test_random_start_lands_on_the_mirror_optimum(walks):
+    b, a, run = after(walks, "em", f"restart_from:random:{L.MIRROR_SEED}")
+    best = L.reference("em")["soft"]
+    assert a["objective"] == pytest.approx(best["objective"], rel=1e-8, abs=1e-6)
+    assert a["accuracy"] < 0.15
+    perm = class_permutation(run.labels(), L.bluebirds().gold, 2)
+    assert list(perm) == [1, 0]  # the classes are swapped
+    best_run = L.build("bluebirds")
+    best_run.run()
+    assert np.mean(run.params.worker_accuracy()) < 0.5 < np.mean(best_run.params.worker_accuracy())
+
+
+def test_hard_em_ends_below_soft_em(walks):
+    _, switched, run0 = after(walks, "em", "switch_model:hard:majority")
+    assert run0.model.hard and run0.init == "majority" and switched["index"] == 0 and switched["hard"]
+    i = [s.action for s in L.EM_LESSON.steps].index("switch_model:hard:majority")
+    _, hard, run = walks["em"][i + 1]
+    soft = L.reference("em")["soft"]
+    assert run.model.hard and run.converged
+    assert hard["accuracy"] < soft["accuracy"] and hard["loglik"] < soft["loglik"] - 1.0
+
+
+def test_everyone_good_start_gets_stuck_on_the_harder_crowd_and_a_restart_escapes(walks):
+    trap = L.lecture_scores(L.TRAP_SEED)
+    i = [s.action for s in L.EM_LESSON.steps].index("start:scores_trap")
+    _, stuck, run = walks["em"][i + 1]
+    assert run.converged and stuck["n_good"] == 5
+    # why: at the stuck parameters the Gaussians explain the bad scorers better than the uniform (density 1)
+    d, p = run.data, run.params
+    normal = np.bincount(d.worker, weights=run.model.obs_log_normal(d, p), minlength=d.n_workers)
+    assert (normal[~trap.good] > 0).all()
+    _, escaped, run2 = walks["em"][i + 2]
+    assert escaped["objective"] > stuck["objective"] + 1.0
+    assert escaped["bad"] == L.reference("em")["trap_true_bad"]
+    assert np.array_equal(run2.current.q[:, 1] > 0.5, trap.good)
+
+
+# ---------------------------------------------------------------------------- lesson 2
+def test_hmm_beats_iid_dawid_skene_on_sequences(walks):
+    seq = L.sentences()
+    assert seq.worker_types.count("novice") == 3
+    _, mv, _ = walks["dependent"][0]
+    _, ds, _ = walks["dependent"][1]
+    _, hmm0, _ = walks["dependent"][2]
+    assert hmm0["T_stay"] < L.reference("dependent")["T_true"] - 0.2  # "only": far below the true 0.9
+    _, hmm, run = walks["dependent"][3]
+    assert ds["accuracy"] > mv["accuracy"] and hmm["accuracy"] > ds["accuracy"] + 0.03
+    assert hmm["T_stay"] == pytest.approx(L.reference("dependent")["T_true"], abs=0.05)
+    assert not run.violations and run.model.exact
+    lo, hi = L.showcase_sequence()
+    assert 0 <= lo < hi <= seq.annotations.n_items
+
+
+def test_potts_penalty_fixes_what_dawid_skene_cannot(walks):
+    net = L.network()
+    A = net.adjacency.tocoo()
+    assert np.mean(net.truth[A.row] == net.truth[A.col]) > 0.8  # edges mostly inside a community
+    _, mv, _ = walks["dependent"][4]
+    _, ds, _ = walks["dependent"][5]
+    _, mrf, run = walks["dependent"][7]
+    assert run.model.info.key == "mrf"
+    assert mrf["wrong"] < ds["wrong"] < mv["wrong"]
+    pos, edges = L.network_layout()
+    assert pos.shape == (net.annotations.n_items, 2) and edges.shape == (A.nnz // 2, 2)
+
+
+# ---------------------------------------------------------------------------- lesson 3
+def test_em_reaches_the_closed_form_when_p_is_not_uniform(walks):
+    ref = L.reference("risk")
+    _, a, _ = walks["risk"][1]
+    assert a["theta"] == pytest.approx(ref["skewed"]["eq9"], abs=1e-3)
+    assert a["error"] == pytest.approx(ref["skewed_error"]) and a["error"] < 0.05
+
+
+def test_uniform_p_is_not_identifiable_and_em_cannot_move(walks):
+    d = L.classifier_outputs(0.5)
+    assert not symmetric_closed_form(d.label, 0.5).identifiable
+    _, a, run = walks["risk"][3]
+    assert a["theta"] == pytest.approx(L.RISK_START, abs=1e-12)
+    obj = run.history()["objective"]
+    assert np.ptp(obj) < 1e-9 * abs(obj[0])
+
+
+def test_near_uniform_p_estimate_is_poor_and_em_slow(walks):
+    ref = L.reference("risk")
+    assert ref["weak"]["sd"] > 3 * ref["skewed"]["sd"]
+    _, a, run = walks["risk"][5]
+    assert not run.converged and abs(a["theta"] - ref["weak"]["eq9"]) > 0.01
+    assert ref["weak"]["eq9_error"] > 3 * ref["skewed_error"]

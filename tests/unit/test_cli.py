@@ -129,3 +129,21 @@ def test_mrf_without_edges_is_a_clear_error(tmp_path, capsys):
     labels, _ = sample_paths("bluebirds")
     assert main(["fit", str(labels), "--method", "mrf", "--out", str(tmp_path)]) == 2
     assert "graph" in capsys.readouterr().err
+
+
+def test_usage_line_says_crowdlab_when_run_as_crowdlab(monkeypatch, capsys):
+    from crowdlab.cli import build_parser, prog_name
+
+    assert prog_name("/venv/bin/crowdlab") == "crowdlab"
+    assert prog_name("crowdlab.exe") == "crowdlab" and prog_name("crowdlab-script.py") == "crowdlab"
+    assert prog_name("/repo/crowdlab/__main__.py") == "python -m crowdlab"
+    assert prog_name("") == "python -m crowdlab"
+    monkeypatch.setattr(sys, "argv", ["/home/me/.local/bin/crowdlab", "--help"])
+    assert build_parser().format_usage().startswith("usage: crowdlab ")
+    monkeypatch.setattr(sys, "argv", ["/repo/crowdlab/__main__.py"])
+    assert build_parser().format_usage().startswith("usage: python -m crowdlab ")
+
+
+def test_python_m_crowdlab_usage_line():
+    proc = subprocess.run([sys.executable, "-m", "crowdlab", "--help"], capture_output=True, text=True)
+    assert proc.returncode == 0 and proc.stdout.startswith("usage: python -m crowdlab ")

@@ -1,6 +1,6 @@
 """ "What just happened": the E-step and M-step formulas of each model, with the current numbers filled in.
 
-Each function returns a list of LaTeX lines (for ``st.latex``): the general formula with the seed's symbols,
+Each function returns a list of LaTeX lines (for ``st.latex``): the general formula with the papers' symbols,
 then the same formula evaluated for the item or worker the user picked. Only the first few factors of long
 products are written out; the rest are summarised, and the printed result is the exact one.
 """
@@ -41,7 +41,7 @@ def _product(factors: list[str]) -> str:
 
 
 def e_step_classes(data: Annotations, params: ClassParams, item: int, model_key: str = "ds") -> list[str]:
-    """E-step for item n (seed 003 eq. (9); seed 000's mu_i for two-coin): q_nk from pi and Gamma."""
+    """E-step for item n (Traganitis & Giannakis eq. (9); Raykar et al.'s mu_i for two-coin): q_nk from pi, Gamma."""
     K = data.n_classes
     obs = np.flatnonzero(data.item == item)
     q = softmax_rows(class_log_joint(data, params.pi, params.gamma)[item : item + 1])[0]
@@ -71,7 +71,7 @@ def e_step_classes(data: Annotations, params: ClassParams, item: int, model_key:
 
 
 def m_step_classes(data: Annotations, q: np.ndarray, worker: int, model_key: str = "ds") -> list[str]:
-    """M-step for worker m (seed 003 eq. (11); one-coin theta; two-coin alpha/beta of seed 000)."""
+    """M-step for worker m (Traganitis & Giannakis eq. (11); one-coin theta; Raykar et al.'s alpha/beta)."""
     K = data.n_classes
     obs = np.flatnonzero(data.worker == worker)
     counts = np.zeros((K, K))
@@ -102,7 +102,7 @@ def m_step_classes(data: Annotations, q: np.ndarray, worker: int, model_key: str
 
 
 def e_step_scores(data: Annotations, p: ScoreParams, annotator: int) -> list[str]:
-    """E-step for annotator a (seed 004): w_a = P(good | scores)."""
+    """E-step for annotator a (the EM lecture): w_a = P(good | scores)."""
     obs = np.flatnonzero(data.worker == annotator)
     s, mu = data.value[obs], p.mu[data.item[obs]]
     log_good = float(np.sum(-0.5 * ((s - mu) / p.sigma) ** 2 - np.log(p.sigma) - 0.5 * np.log(2 * np.pi)))
@@ -122,7 +122,7 @@ def e_step_scores(data: Annotations, p: ScoreParams, annotator: int) -> list[str
 
 
 def m_step_scores(data: Annotations, q: np.ndarray, item: int) -> list[str]:
-    """M-step for item i (seed 004): mu_i = sum_a w_a s_ia / sum_a w_a."""
+    """M-step for item i (the EM lecture): mu_i = sum_a w_a s_ia / sum_a w_a."""
     obs = np.flatnonzero(data.item == item)
     w, s = q[data.worker[obs], 1], data.value[obs]
     num, den = float((w * s).sum()), float(w.sum())

@@ -49,7 +49,7 @@ def hmm_case(repeat: int) -> None:
 
 def mrf_case(repeat: int, crowd: str) -> None:
     kw = {}
-    if crowd == "seed":  # seed 003's harder crowd: 6 weak workers, 4 answering at random
+    if crowd == "paper":  # Traganitis & Giannakis's harder crowd: 6 weak workers, 4 answering at random
         kw = {"mix": mix_from_counts({"expert": 6, "spammer": 4}), "expert_accuracy": (0.35, 0.6)}
     net = simulate_sbm(100_000, 4, 10, avg_degree=5.0, seed=0, **kw)
     data = net.annotations
@@ -70,7 +70,7 @@ def main() -> None:
     args = p.parse_args()
     hmm_case(args.repeat)
     mrf_case(args.repeat, "default")
-    mrf_case(args.repeat, "seed")
+    mrf_case(args.repeat, "paper")
 
 
 if __name__ == "__main__":

@@ -1,4 +1,4 @@
-"""Monte-Carlo checks of the Fisher information (seed 002, Sec. 5) and of the per-worker intervals.
+"""Monte-Carlo checks of the Fisher information (Donmez et al. 2010, Sec. 5) and of the per-worker intervals.
 
 Run from the repository root::
 

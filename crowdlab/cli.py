@@ -29,8 +29,14 @@ from crowdlab.init import INITS
 from crowdlab.models import MODELS
 
 
+def prog_name(argv0: str | None = None) -> str:
+    """``crowdlab`` when run as the installed ``crowdlab`` command, else ``python -m crowdlab``."""
+    name = Path((sys.argv or [""])[0] if argv0 is None else argv0).name.lower()
+    return "crowdlab" if name.removesuffix(".exe").removesuffix("-script.py") == "crowdlab" else "python -m crowdlab"
+
+
 def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="python -m crowdlab", description="EM for crowd labels.")
+    p = argparse.ArgumentParser(prog=prog_name(), description="EM for crowd labels.")
     sub = p.add_subparsers(dest="command", required=True)
     f = sub.add_parser("fit", help="aggregate a label file and write posteriors and worker parameters")
     f.add_argument("file", help="long CSV (item,worker,label) or wide CSV (rows = items, columns = workers)")

@@ -36,7 +36,7 @@ def compare_methods(
     """Fit each method (default: all that apply) to convergence and tabulate.
 
     Table columns: method, iterations, converged, objective, and with gold: accuracy, soft accuracy (ties
-    split), macro F (seed 003 eq. 37) and log loss for class labels; Pearson r for scores. The plain mean of
+    split), macro F (Traganitis & Giannakis eq. 37), log loss for class labels; Pearson r for scores. The plain mean of
     the scores is added as the baseline for continuous data.
     """
     methods = methods or applicable_models(data)

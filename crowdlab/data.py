@@ -4,13 +4,13 @@ One observation per row of a long label file: ``item[j]`` was labelled ``label[j
 ``int32`` indices into ``item_names``, ``worker_names`` and ``class_names``. Repeated (item, worker) pairs are kept
 as separate observations (Dawid & Skene's observer 1 rated every patient three times).
 
-Continuous scores (the lecture's "bad annotators" model, seed 004) keep a float ``value`` per observation instead
+Continuous scores (the lecture's "bad annotators" model) keep a float ``value`` per observation instead
 of a class code; ``label`` is then ``None`` and ``class_names`` is empty.
 
 Gold is optional: ``gold[n]`` is the true class code of item ``n`` or -1 when unknown (continuous data: a float,
 NaN when unknown).
 
-Sequences (seed 003, Sec. 4): items are ordered by (sequence, position) and ``sequence_starts`` (S + 1,) holds the
+Sequences (Traganitis & Giannakis Sec. 4): items in (sequence, position) order; ``sequence_starts`` (S + 1,) holds the
 offset of each sequence's first item. Networks (Sec. 5): ``graph`` is a symmetric ``scipy.sparse`` adjacency over the
 items. Both are None for independent items.
 
@@ -251,7 +251,7 @@ class Annotations:
         """Sparse (n_items, n_workers * K) count matrix X with X[n, m*K + k'] = #times worker m said k' on n.
 
         The EM hot paths are products with this matrix: the Dawid-Skene E-step is ``X @ log Gamma`` and the
-        M-step is ``X.T @ q`` (seed 003 eqs. 9 and 11), so one iteration costs O(observations x classes).
+        M-step is ``X.T @ q`` (Traganitis & Giannakis eqs. 9 and 11), so one iteration costs O(observations x classes).
         """
         if self.is_continuous:
             raise DataError("label_counts needs class labels, not continuous scores.")
@@ -1183,7 +1183,7 @@ def to_gold_dataframe(annotations: Annotations) -> pd.DataFrame:
     return pd.DataFrame({"item": items, "label": labels})
 
 
-# ---------------------------------------------------------------------- sequences (seed 003, Sec. 4)
+# ------------------------------------------------------- sequences (Traganitis & Giannakis, Sec. 4)
 SEQUENCE_ALIASES = ("sequence", "seq", "sentence", "sequence_id", "sentence_id", "chain")
 POSITION_ALIASES = ("position", "pos", "index", "token", "t", "step")
 _SEQ_NEEDS = "a sequence label file needs sequence, position, worker and label columns"

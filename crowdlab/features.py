@@ -1,4 +1,4 @@
-"""Item features for models that learn a classifier from crowd labels (seed 000, Raykar et al. 2010).
+"""Item features for models that learn a classifier from crowd labels (Raykar et al. 2010).
 
 `ItemFeatures` is a design matrix ``X`` (n_items, d) aligned row for row with an `Annotations`' items
 (``item_names``), with the column names and the transform that produced it, so new items are mapped the same way:

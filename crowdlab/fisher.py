@@ -1,9 +1,9 @@
-"""Fisher information and standard errors (seed 002, Sec. 5; eqs. (23)-(24)).
+"""Fisher information and standard errors (Donmez et al. 2010, Sec. 5; eqs. (23)-(24)).
 
 Expected (Fisher) information
 -----------------------------
 - :func:`fisher_symmetric`: J(theta) for one binary classifier under the symmetric model (8) with alpha =
-  p(y = code 0) (the seed's p(y = 1)), vectorised over arrays of theta and alpha (Fig. 3, right). With
+  p(y = code 0) (the paper's p(y = 1)), vectorised over arrays of theta and alpha (Fig. 3, right). With
   P1 = p(out = 0) = theta (2 alpha - 1) + 1 - alpha and P2 = 1 - P1 = alpha - theta (2 alpha - 1), the score is
   +-(2 alpha - 1) / P_out, so
 
@@ -48,7 +48,7 @@ crowds, but its standard errors ignore the uncertainty of the truth the other wo
 (lower bounds). ``"auto"`` uses "full" up to 2,000 free parameters. A singular or indefinite matrix is inverted on
 its positive eigen-space (pseudo-inverse) and flagged.
 
-Good/bad scores model (seed 004): phi = (mu_1..mu_N, sigma, pi_good), sigma itself (not log sigma, so its
+Good/bad scores model (the EM lecture): phi = (mu_1..mu_N, sigma, pi_good), sigma itself (not log sigma, so its
 interval is reported on the native scale). Louis' identity runs over annotators (the latent z_a is per annotator):
 with w_a = P(good | s_a), information = sum_a [w_a (-H_good,a) + (1 - w_a) (-H_bad,a)] - sum_a w_a (1 - w_a)
 d_a d_a^T, d_a = g_good,a - g_bad,a (see :func:`_scores_information`); plus the Beta prior's s / pi^2 +
@@ -116,7 +116,7 @@ def _alpha(alpha) -> np.ndarray:
 def fisher_symmetric(theta, alpha) -> np.ndarray:
     """J(theta) = (2 alpha - 1)^2 / (P1 P2) for k = 1, two classes, symmetric noise (the corrected eq. (24)).
 
-    ``theta`` and ``alpha`` = p(y = code 0) (the seed's P(y = 1)) broadcast, so a grid gives Fig. 3's contours.
+    ``theta`` and ``alpha`` = p(y = code 0) (the paper's P(y = 1)) broadcast, so a grid gives Fig. 3's contours.
     P1 = theta (2 alpha - 1) + 1 - alpha = p(out = 0), P2 = 1 - P1.
     Zero when alpha = 1/2 (not identifiable). The asymptotic variance of eq. (9) is 1 / (n J).
     """

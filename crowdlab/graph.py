@@ -1,4 +1,4 @@
-"""Graphs over items (seed 003, Sec. 5): reading edge lists, grid graphs of images, colourings, drawing positions.
+"""Graphs over items (Traganitis & Giannakis, Sec. 5): edge lists, grid graphs of images, colourings, drawing positions.
 
 Adjacency matrices are symmetric ``scipy.sparse.csr_matrix`` (n_items x n_items) with zero diagonal; weights
 are kept when the edge list has them (the MRF multiplies the Potts penalty delta by the weight).

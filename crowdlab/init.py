@@ -5,16 +5,16 @@ next. Posterior-based starts set ``params0 = m_step(q0)`` (next: E); parameter-b
 ``q0 = e_step(params0)`` (next: M). Either way the pair is a valid EM state, so the bound F(q, theta) and the
 objective are defined from the first snapshot on.
 
-- ``"majority"`` (default; seeds 000 and 003): q0 = soft majority vote (vote fractions). For the scores model,
+- ``"majority"`` (default; Raykar et al. 2010, Traganitis & Giannakis): q0 = soft majority vote. For the scores model,
   whose latent variable is per annotator, it is the same as "all_good".
-- ``"all_good"`` (seed 004, "Initialize parameters: estimate parameters assuming all annotators are good"):
+- ``"all_good"`` (the EM lecture, "Initialize parameters: estimate parameters assuming all annotators are good"):
   scores model: w_a = 1 for everyone, mu and sigma from all scores, pi_good = 0.5. Class models: q0 is the
   posterior when every worker is assumed right with probability ``good_accuracy`` (0.8) and errors spread
   evenly (a sharpened majority vote).
 - ``"random"``: q0 rows drawn from a flat Dirichlet with a seeded generator (scores: w_a ~ U(0, 1)).
 - ``"params"``: user-given parameters (``params=``), validated; q0 = e_step(params).
 - ``"posterior"``: start from another model's result (``q0=`` its posterior), e.g. DS started from one-coin.
-- ``"moments"`` (seed 003 Sec. 3.2 and Alg. 2; :mod:`crowdlab.moments`): a parameter start, pi and Gamma from
+- ``"moments"`` (Traganitis & Giannakis, Sec. 3.2, Alg. 2; :mod:`crowdlab.moments`): a parameter start, pi, Gamma from
   moment matching (eq. (17)); q0 = e_step(params0), next: M. Per model: Dawid-Skene takes (pi, Gamma) as they
   are; one-coin takes theta_m = sum_k pi_k Gamma_m(k, k) (its pi, unless the model fixes the class prior);
   two-coin takes alpha_m = Gamma_m(1, 1), beta_m = Gamma_m(0, 0), p = pi_1; the HMM adds T from the lagged
@@ -42,7 +42,7 @@ INITS = {
     "random": "Random (seeded)",
     "params": "Given parameters",
     "posterior": "Another model's result",
-    "moments": "Moment matching (seed 003 Sec. 3.2)",
+    "moments": "Moment matching (Traganitis & Giannakis, Sec. 3.2)",
 }
 MOMENT_FLOOR = 1e-3  # lower bound on the moment-matched Gamma entries used as an EM start
 

@@ -5,7 +5,7 @@ only the items with gold (NaN when there are none). For continuous scores gold i
 Confusion matrices follow the house convention ``Gamma[k', k] = P(says k' | true class k)`` (columns = true
 class), and so does :func:`confusion_matrix` (rows = predicted class, columns = true class).
 
-Seed 003 (Traganitis & Giannakis), Sec. 7: per-class precision and recall, the F-score of eq. (37), and the
+Traganitis & Giannakis, Sec. 7: per-class precision and recall, the F-score of eq. (37), and the
 average confusion-matrix estimation error of eq. (38).
 """
 
@@ -30,7 +30,7 @@ __all__ = [
 
 
 class PrecisionRecallF(NamedTuple):
-    """Per-class precision, recall and F (each (K,)) and the macro F-score of seed 003 eq. (37)."""
+    """Per-class precision, recall and F (each (K,)) and the macro F-score of Traganitis & Giannakis eq. (37)."""
 
     precision: np.ndarray
     recall: np.ndarray
@@ -97,7 +97,7 @@ def confusion_matrix(pred: np.ndarray, gold: np.ndarray, n_classes: int) -> np.n
 
 
 def precision_recall_f(pred: np.ndarray, gold: np.ndarray, n_classes: int) -> PrecisionRecallF:
-    """Per-class precision, recall, F and the F-score of seed 003 eq. (37).
+    """Per-class precision, recall, F and the F-score of Traganitis & Giannakis eq. (37).
 
     Precision_k = #(pred = k and gold = k) / #(pred = k); Recall_k = #(pred = k and gold = k) / #(gold = k);
     F_k = 2 Precision_k Recall_k / (Precision_k + Recall_k), and eq. (37):
@@ -132,7 +132,7 @@ def precision_recall_f(pred: np.ndarray, gold: np.ndarray, n_classes: int) -> Pr
 
 
 def macro_f(pred: np.ndarray, gold: np.ndarray, n_classes: int) -> float:
-    """The F-score of seed 003 eq. (37) (macro average of per-class F); see :func:`precision_recall_f`."""
+    """The F-score of Traganitis & Giannakis eq. (37) (macro average of per-class F); see :func:`precision_recall_f`."""
     return precision_recall_f(pred, gold, n_classes).macro_f
 
 
@@ -142,7 +142,7 @@ def _norm1(A: np.ndarray) -> np.ndarray:
 
 
 def confusion_error(gamma_true: np.ndarray, gamma_est: np.ndarray) -> float:
-    """Average confusion-matrix estimation error, seed 003 eq. (38).
+    """Average confusion-matrix estimation error, Traganitis & Giannakis eq. (38).
 
         eps_CM = (1/M) sum_m ||Gamma_m - Gamma_hat_m||_1 / ||Gamma_m||_1,
 

@@ -1,6 +1,6 @@
-"""Moment matching for crowd labels (seed 003, Sec. 3.2 for i.i.d. items, Sec. 4.2 for Markov-chain labels).
+"""Moment matching for crowd labels (Traganitis & Giannakis: Sec. 3.2 i.i.d. items, Sec. 4.2 Markov chains).
 
-Response vectors: worker m's answer on item n is the one-hot vector f_m(x_n) = e_k' (seed 003, Sec. 3.2); a
+Response vectors: worker m's answer on item n is the one-hot f_m(x_n) = e_k' (Traganitis & Giannakis Sec. 3.2); a
 worker who labelled the same item several times contributes its normalised counts. With labels missing, every
 moment is the average over the items on which *all* the workers involved answered:
 
@@ -27,7 +27,7 @@ simplex (vectorised sort-based Euclidean projection, :func:`project_simplex`), a
 steps and
 an Armijo backtracking line search, so g never increases (the history is returned by :func:`fit_moments`). It
 stops when g changes by less than ``tol`` (relative, default 1e-9) or after ``max_iter`` iterations. The start is
-the Dawid-Skene M-step on the soft majority vote, which also fixes the permutation ambiguity (seed 003, As2:
+the Dawid-Skene M-step on the soft majority vote, which also fixes the class permutation (Traganitis & Giannakis As2:
 workers better than random); after fitting, the class permutation that maximises the summed diagonal of the
 Gammas (linear_sum_assignment) is applied (g is invariant to it).
 
@@ -427,7 +427,7 @@ def fit_moments(
 
 
 def moment_estimates(data: Annotations, *, max_workers: int = 20, max_iter: int = 300, seed: int = 0) -> ClassParams:
-    """pi and Gamma_1..M by moment matching (seed 003, Sec. 3.2, eqs. (13)-(17)); see :func:`fit_moments`."""
+    """pi and Gamma_1..M by moment matching (Traganitis & Giannakis eqs. (13)-(17)); see :func:`fit_moments`."""
     return fit_moments(data, max_workers=max_workers, max_iter=max_iter, seed=seed).params
 
 
@@ -453,7 +453,7 @@ def lagged_moments(data: Annotations) -> tuple[np.ndarray, np.ndarray, np.ndarra
 def transition_estimate(
     data: Annotations, params, *, max_iter: int = 20000, tol: float = 1e-13, return_A: bool = False
 ) -> np.ndarray | tuple[np.ndarray, np.ndarray]:
-    """T (K, K), T[k_new, k_old], from the lagged moments (seed 003 eqs. (21)-(23)).
+    """T (K, K), T[k_new, k_old], from the lagged moments (Traganitis & Giannakis eqs. (21)-(23)).
 
     Solves the convex problem (22), min_{A in C_S} sum w_mm' ||S~_mm' - Gamma_m A Gamma_m'^T||_F^2 (weights as
     in :func:`lagged_moments`), by accelerated projected gradient (FISTA with restart) with the exact step
@@ -493,7 +493,7 @@ def transition_estimate(
 def hmm_moment_params(
     data: Annotations, *, max_workers: int = 20, max_iter: int = 300, seed: int = 0, params: ClassParams | None = None
 ) -> HMMParams:
-    """Algorithm 2, lines 3-4 (seed 003): Gamma and pi by eq. (17) (the chain treated as i.i.d. draws from its
+    """Traganitis & Giannakis Alg. 2, lines 3-4: Gamma and pi by eq. (17) (the chain treated as i.i.d. draws from its
     stationary distribution, eq. (20)), T by eqs. (22)-(23); pi0 = pi. ``params``: reuse given (pi, Gamma)."""
     if params is None:
         params = moment_estimates(data, max_workers=max_workers, max_iter=max_iter, seed=seed)

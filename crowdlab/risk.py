@@ -1,4 +1,4 @@
-"""Error rates without labels (seed 002: Donmez, Lebanon & Balasubramanian 2010, "Unsupervised supervised learning").
+"""Error rates without labels (Donmez, Lebanon & Balasubramanian 2010, "Unsupervised supervised learning").
 
 Given the outputs of k predictors on unlabelled data and the *known* marginal p(y), the risks R(f_j) are plug-in
 functions of a noise parameter theta estimated by maximum likelihood of the outputs alone (eqs. (1)-(3)).
@@ -26,7 +26,7 @@ mu_y, sigma_y and tau are assumed known. Marginally out ~ N(theta mu_y, theta^2 
 
 - :func:`regression_loglik` / :func:`regression_closed_form`: k = 1, the closed-form maximiser (the roots of
   n theta^2 + B theta - 2A = 0 from the simplified log-likelihood after eq. (11)); the two roots are the maxima
-  on theta > 0 and theta < 0 (the seed's "+-").
+  on theta > 0 and theta < 0 (the paper's "+-").
 - :func:`collaborative_regression_loglik` / :func:`collaborative_regression_mle`: eq. (13) for k predictors,
   maximised with ``scipy.optimize.minimize`` (trust-exact, analytic gradient and Hessian). In u = 1/theta the
   log-likelihood is strictly concave on each orthant (Cauchy-Schwarz: tau^4 P > k tau^2 with
@@ -38,13 +38,13 @@ confusion matrices), :func:`simulate_regression` (eq. (10), conditionally indepe
 
 Conventions
 -----------
-- Outputs are integer class codes 0 .. l-1 (crowdlab's codes); **code 0 is the seed's class 1, code 1 its class
-  2**. So for two classes ``p_y[0]`` is the seed's p(y = 1) (alpha in eq. (24)) and eq. (9)'s m counts the
+- Outputs are integer class codes 0 .. l-1 (crowdlab's codes); **code 0 is the paper's class 1, code 1 its class
+  2**. So for two classes ``p_y[0]`` is the paper's p(y = 1) (alpha in eq. (24)) and eq. (9)'s m counts the
   outputs equal to code 1. Code -1 marks a missing output (eq. (16)).
 - ``p_y``: the known marginal, an array (l,) of positive entries summing to 1, or, for two classes, one number
   p(y = code 0).
 - Arrays of classifier outputs are (n, k): one row per unlabelled example, one column per classifier.
-- Two-by-two model: ``theta11 = P(out 0 | y = 0)`` (the seed's theta_11), ``theta22 = P(out 1 | y = 1)``;
+- Two-by-two model: ``theta11 = P(out 0 | y = 0)`` (the paper's theta_11), ``theta22 = P(out 1 | y = 1)``;
   R(f) = 1 - p(y=0) theta11 - p(y=1) theta22 (eq. (7)).
 - Logs are floored at 1e-300 (:func:`crowdlab.models.base.safe_log`), so log-likelihoods are finite at the
   boundary of [0, 1] too.
@@ -262,7 +262,7 @@ def _is_uniform(p: np.ndarray) -> bool:
 def closed_form_theta(m, n, p1) -> np.ndarray:
     """Eq. (9), vectorised and unchecked: theta = (p1 - m/n) / (2 p1 - 1).
 
-    ``m``: number of outputs equal to code 1 (the seed's class 2) among ``n``; ``p1 = p(y = code 0)``. Broadcasts
+    ``m``: number of outputs equal to code 1 (the paper's class 2) among ``n``; ``p1 = p(y = code 0)``. Broadcasts
     over arrays (used for thousands of simulations at once). Not clipped to [0, 1].
     """
     m = np.asarray(m, dtype=np.float64)
@@ -424,7 +424,7 @@ def collaborative_mle(
 
     E-step: q_i(y) prop. to p(y) prod_{j observed} p_theta_j(out_ij | y). M-step: theta_j = sum_{i in S_j} q_i(out_ij)
     / |S_j|, the expected fraction of classifier j's outputs that are right (S_j: the examples j labelled; the
-    seed's update divides by n because it has no missing outputs). Both run on the distinct output rows.
+    paper's update divides by n because it has no missing outputs). Both run on the distinct output rows.
 
     ``outputs`` (n, k) codes (a (n,) array is one classifier), -1 = missing; ``p_y`` the known marginal (l,).
     ``theta0`` (k,): the start; default: each classifier's agreement with the plurality vote, clipped to

@@ -6,6 +6,7 @@ is no gold) and ``SOURCE.md`` (origin and citation). ``sample_data/README.md`` t
 
 from __future__ import annotations
 
+import errno
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
@@ -82,7 +83,7 @@ SAMPLES: dict[str, Sample] = {
 }
 
 
-# Dependent data (seed 003, Secs. 4-5) lives in its own registry: the pages for independent items list SAMPLES.
+# Dependent data (Traganitis & Giannakis, Secs. 4-5) has its own registry: the pages for independent items list SAMPLES.
 SEQUENCE_SAMPLES: dict[str, Sample] = {
     "ner": Sample(
         "ner",
@@ -95,9 +96,20 @@ SEQUENCE_SAMPLES: dict[str, Sample] = {
 }
 
 
+def _candidates() -> tuple[Path, Path]:
+    here = Path(__file__).resolve().parent
+    # installed (pip install .): the wheel maps sample_data/ into the package as crowdlab/sample_data/;
+    # a checkout (or pip install -e .): sample_data/ at the top of the repository, next to crowdlab/
+    return here / "sample_data", here.parent / "sample_data"
+
+
 def sample_root() -> Path:
-    """The repository's ``sample_data`` folder (found relative to this file)."""
-    return Path(__file__).resolve().parent.parent / "sample_data"
+    """The ``sample_data`` folder: inside the installed package, or at the top of a checkout."""
+    for folder in _candidates():
+        if (folder / "README.md").is_file():
+            return folder
+    looked = " and ".join(str(c) for c in _candidates())
+    raise FileNotFoundError(errno.ENOENT, f"crowdlab's sample_data folder is missing (looked in {looked})", looked)
 
 
 def _get(key: str) -> Sample:

@@ -3,11 +3,11 @@
 Two scenarios, both fully vectorised (no Python loop over items or observations) and reproducible from a seed
 through ``numpy.random.default_rng(seed)``:
 
-- :func:`simulate_crowd`: a Dawid-Skene crowd (seed 003, Sec. 2). True classes y_n ~ Categorical(pi); worker m
+- :func:`simulate_crowd`: a Dawid-Skene crowd (Traganitis & Giannakis Sec. 2). Classes y_n ~ Categorical(pi); worker m
   answers item n with k' drawn from column y_n of its confusion matrix, f_m(x_n) ~ gamma_{m, y_n} (the data
-  generation described in seed 003, Sec. 7). Confusion matrices follow the house convention:
+  generation described in Traganitis & Giannakis, Sec. 7). Confusion matrices follow the house convention:
   ``Gamma[m, k', k] = P(worker m says k' | true class k)`` (columns = true class, each column sums to 1).
-- :func:`simulate_scores`: the lecture's "bad annotators" scenario (seed 004). Item means mu_i; good
+- :func:`simulate_scores`: the EM lecture's "bad annotators" scenario. Item means mu_i; good
   annotators score N(mu_i, sigma^2) (clipped to the score range), bad annotators score Uniform[low, high]
   whatever the item.
 
@@ -81,7 +81,7 @@ class SimulatedCrowd:
 
 @dataclass(frozen=True, eq=False)
 class SimulatedScores:
-    """The lecture's good/bad scorers (seed 004) and the truth behind them.
+    """The EM lecture's good/bad scorers and the truth behind them.
 
     Shapes: ``true_means`` (n_items,) (also ``annotations.gold``); ``good`` (n_annotators,) bool, True for a
     good annotator. ``sigma``, ``low``, ``high`` are the generating parameters.
@@ -309,7 +309,7 @@ def simulate_crowd(
     novice_accuracy: tuple[float, float] | None = None,
     seed: int | None = 0,
 ) -> SimulatedCrowd:
-    """Simulate a Dawid-Skene crowd with experts, novices, spammers and adversaries (seed 003, Secs. 2 and 7).
+    """Simulate a Dawid-Skene crowd with experts, novices, spammers, adversaries (Traganitis & Giannakis Secs. 2, 7).
 
     Parameters
     ----------
@@ -386,7 +386,7 @@ def simulate_scores(
     missing: float = 0.0,
     seed: int | None = 0,
 ) -> SimulatedScores:
-    """Simulate the lecture's "bad annotators" scores (seed 004).
+    """Simulate the lecture's "bad annotators" scores.
 
     Item means mu_i ~ U(low + 0.2 (high - low), low + 0.8 (high - low)) (U(0.2, 0.8) on the lecture's [0, 1]).
     A good annotator scores s_ia ~ N(mu_i, sigma^2), clipped to [low, high]; a bad one s_ia ~ U[low, high],
@@ -448,7 +448,7 @@ def simulate_scores(
     return SimulatedScores(annotations=ann, true_means=mu, good=good, sigma=sigma, low=low, high=high)
 
 
-# ------------------------------------------------------------ dependent labels (seed 003, Secs. 4-6)
+# ---------------------------------------------- dependent labels (Traganitis & Giannakis, Secs. 4-6)
 def _prepare_workers(M: int, K: int, mix, expert_accuracy, novice_accuracy):
     counts = worker_type_counts(M, mix)
     expert_accuracy = _check_range("expert_accuracy", expert_accuracy)
@@ -512,12 +512,12 @@ def simulate_sequences(
     novice_accuracy: tuple[float, float] | None = None,
     seed: int | None = 0,
 ) -> SimulatedSequences:
-    """S Markov chains of labels (seed 003, Sec. 6.1.1), each position labelled by a Dawid-Skene crowd.
+    """S Markov chains of labels (Traganitis & Giannakis, Sec. 6.1.1), each position labelled by a Dawid-Skene crowd.
 
     ``length``: one length for all sequences or one per sequence. The chain: y_1 ~ pi0 (default uniform),
     y_n ~ T(., y_{n-1}) with T ``transition`` if given, else sticky with ``self_transition``, else (both None)
-    random columns ~ Dirichlet(1) as in the seed. Workers as in :func:`simulate_crowd`; by default every worker
-    labels every position (the seed's setting); ``labels_per_item`` / ``density`` leave labels missing.
+    random columns ~ Dirichlet(1) as in the paper. Workers as in :func:`simulate_crowd`; by default every worker
+    labels every position (the paper's setting); ``labels_per_item`` / ``density`` leave labels missing.
     The chains are drawn one time step at a time for all sequences at once.
     """
     S = _check_int("n_sequences", n_sequences, 1)
@@ -629,7 +629,7 @@ def simulate_sbm(
     novice_accuracy: tuple[float, float] | None = None,
     seed: int | None = 0,
 ) -> SimulatedNetwork:
-    """A stochastic block model (seed 003, Sec. 6.2.1): communities = classes, an edge within a community with
+    """A stochastic block model (Traganitis & Giannakis Sec. 6.2.1): communities = classes, edge within a community with
     probability p_in and between communities with p_out = ``ratio`` * p_in, set so the expected average degree
     is ``avg_degree``; every node labelled by a Dawid-Skene crowd (by default every worker labels every node)."""
     import scipy.sparse as sp
@@ -663,10 +663,10 @@ def simulate_sbm(
     return SimulatedNetwork(ann, truth, adj, p_in, p_out, gamma, tuple(types.tolist()))
 
 
-# ------------------------------------------------------------ Raykar et al. (seed 000): features and a classifier
+# ---------------------------------------------------------------- Raykar et al. 2010: features and a classifier
 @dataclass(frozen=True, eq=False)
 class SimulatedRaykar:
-    """Items with features, a logistic truth and two-coin annotators (seed 000, Raykar et al. 2010).
+    """Items with features, a logistic truth and two-coin annotators (Raykar et al. 2010).
 
     ``annotations`` (binary, gold = truth); ``features`` (`crowdlab.features.ItemFeatures`, intercept first, not
     standardised, so ``w`` is on the same scale); ``truth`` (N,) 0/1; ``w`` (d + 1,) true weights, intercept

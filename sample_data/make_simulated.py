@@ -88,7 +88,7 @@ long as `simulate_crowd` and NumPy's generator are unchanged.
 
 ## Model
 True class y_n ~ Categorical(pi) with pi = (0.5, 0.3, 0.2); worker m answers item n with a class drawn from
-column y_n of its confusion matrix Gamma_m (Traganitis & Giannakis, seed 003, Sec. 2).
+column y_n of its confusion matrix Gamma_m (Traganitis & Giannakis, Sec. 2).
 Worker types ({types}): experts have per-class accuracy U(0.85, 0.97);
 novices 1/3 + U(0.1, 0.3); spammers answer from one distribution whatever the truth
 (all columns of Gamma equal): {spam};

@@ -15,7 +15,7 @@ All the models here share one structure: the latent variables are independent gi
 "latent unit" (an item for the class models, an annotator for the lecture's scores model), so everything follows
 from ``log_joint(data, params)``: the (n_latent, n_states) array of log p(x_unit, z_unit = s | theta).
 
-Hard EM (seed 004, "Hard EM") replaces the posterior by its arg-max (a one-hot q). Its objective is the
+Hard EM (the EM lecture, "Hard EM") replaces the posterior by its arg-max (a one-hot q). Its objective is the
 complete-data log-likelihood log p(x, z_hat | theta) (+ log prior), which hard EM never decreases.
 
 Semi-supervised EM (every item-latent class model): items whose class is known (``with_known(known=...)`` or a

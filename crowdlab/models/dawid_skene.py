@@ -1,4 +1,4 @@
-"""Dawid-Skene: a full confusion matrix per worker (seed 003, Sec. 3.1, eqs. (9)-(11)).
+"""Dawid-Skene: a full confusion matrix per worker (Traganitis & Giannakis, Sec. 3.1, eqs. (9)-(11)).
 
 Model: y_n ~ Categorical(pi); each label of worker m on item n is k' with probability Gamma_m(k', y_n).
 
@@ -23,7 +23,7 @@ from crowdlab.models.params import ClassParams
 
 
 def class_log_joint(data: Annotations, pi: np.ndarray, gamma: np.ndarray) -> np.ndarray:
-    """(N, K): log pi_k + sum over item n's labels of log Gamma_m(label, k) -- seed 003 eq. (9) before 1/Z."""
+    """(N, K): log pi_k + sum over n's labels of log Gamma_m(label, k): Traganitis & Giannakis eq. (9) before 1/Z."""
     M, K, _ = gamma.shape
     log_g = safe_log(gamma).reshape(M * K, K)
     return np.asarray(data.label_counts @ log_g) + safe_log(pi)[None, :]

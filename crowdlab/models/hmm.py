@@ -1,6 +1,6 @@
-"""HMM-crowd: labels that form Markov chains, each position labelled by a crowd (seed 003, Sec. 4, App. A).
+"""HMM-crowd: labels forming Markov chains, each position labelled by a crowd (Traganitis & Giannakis Sec. 4, App. A).
 
-Model (seed 003 eq. (19)): in every sequence, y_1 ~ pi0 and y_n | y_{n-1} ~ T(., y_{n-1}); worker m labels
+Model (Traganitis & Giannakis eq. (19)): in every sequence, y_1 ~ pi0 and y_n | y_{n-1} ~ T(., y_{n-1}); worker m labels
 position n with f_m(x_n) ~ Gamma_m(., y_n), independently. The emission of a position is the product of its
 workers' confusion entries (eq. (39)): log e_n(k) = sum over n's labels of log Gamma_m(f_m(x_n), k), one sparse
 product ``X @ log Gamma`` for all positions.
@@ -119,7 +119,7 @@ def layout(data: Annotations) -> _Layout:
 
 
 def emission_logs(data: Annotations, gamma: np.ndarray) -> np.ndarray:
-    """(N, K) log e_n(k) = sum of log Gamma_m(f_m(x_n), k) over position n's labels (seed 003 eq. (39))."""
+    """(N, K) log e_n(k) = sum of log Gamma_m(f_m(x_n), k) over n's labels (Traganitis & Giannakis eq. (39))."""
     M, K, _ = gamma.shape
     return np.asarray(data.label_counts @ safe_log(gamma).reshape(M * K, K))
 
@@ -205,7 +205,7 @@ def _log_forward_backward(logE: np.ndarray, pi0: np.ndarray, T: np.ndarray, lay:
 
 
 def forward_backward(data: Annotations, params: HMMParams, pairs: bool = False, _cache=None):
-    """Scaled forward-backward over all sequences at once (seed 003 App. A).
+    """Scaled forward-backward over all sequences at once (Traganitis & Giannakis, App. A).
 
     Returns ``(q, xi_sum, log_lik)`` and, with ``pairs=True``, also ``(first, xi_pairs)`` where
     ``xi_pairs[p, j, k] = P(y_n = j, y_{n+1} = k | F)`` for the pair starting at item ``first[p]``.
@@ -261,7 +261,7 @@ def forward_log_likelihood(data: Annotations, params: HMMParams) -> float:
 
 
 def viterbi(data: Annotations, params: HMMParams) -> np.ndarray:
-    """(N,) the most probable labels of every sequence (seed 003 eq. (19)), in log space, all sequences at once."""
+    """(N,) the most probable labels of each sequence (Traganitis & Giannakis eq. (19)), log space, all at once."""
     lay = layout(data)
     logE = emission_logs(data, params.gamma)[lay.perm]
     logT = safe_log(params.T)
@@ -298,7 +298,7 @@ def transition_counts(data: Annotations, labels: np.ndarray, K: int) -> np.ndarr
 
 
 class HMMCrowd(LatentModel):
-    """EM for crowd-labelled Markov chains (seed 003 Alg. 1), exact (forward-backward) or hard (Viterbi)."""
+    """EM for crowd-labelled chains (Traganitis & Giannakis Alg. 1): exact (forward-backward) or hard (Viterbi)."""
 
     info = ModelInfo("hmm", "HMM-crowd (Markov-chain labels)", "classes", exact=True, latent="item")
 
@@ -413,5 +413,5 @@ class HMMCrowd(LatentModel):
         return self.log_likelihood(data, params)
 
     def decode(self, data: Annotations, params: HMMParams) -> np.ndarray:
-        """Viterbi labels (the seed's label estimate, eq. (19))."""
+        """Viterbi labels (the paper's label estimate, eq. (19))."""
         return viterbi(data, params)

@@ -1,4 +1,4 @@
-"""Majority vote: the baseline every EM run starts from (seeds 000 and 003 advise it as the initialisation).
+"""Majority vote: the baseline every EM run starts from (Raykar et al. 2010 and Traganitis & Giannakis start there).
 
 - ``vote_fractions``: q_nk = share of item n's labels that say k (Raykar's soft majority vote, the default
   starting posterior of EM).

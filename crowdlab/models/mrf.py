@@ -1,11 +1,11 @@
-"""MRF-crowd: items on a graph whose labels tend to agree with their neighbours' (seed 003, Sec. 5).
+"""MRF-crowd: items on a graph whose labels tend to agree with their neighbours' (Traganitis & Giannakis, Sec. 5).
 
-Prior (seed 003 eq. (28)): a Potts model, V(y_n, y_n') = 0 when the labels agree and delta (times the edge
+Prior (Traganitis & Giannakis eq. (28)): a Potts model, V(y_n, y_n') = 0 when the labels agree and delta (times the edge
 weight) when they differ; local energy U_n(k) = 1/2 sum_{n' in N_n} V(k, y_n') (eq. (29)). We take the joint
 energy U(y) = 1/2 sum over undirected edges of V, which makes eq. (29) exactly the energy of node n's
 conditional, so p(y_n = k | F, y_N) ∝ exp(-U_n(k) + sum_m log Gamma_m(f_m(x_n), k)) (eq. (31)). delta defaults
-to M, the number of workers (the seed's synthetic setting); ``delta="labels"`` sets delta_nn' = (M_n + M_n') / 4,
-the mean of the two nodes' M_n / 2, the seed's choice for graphs built from features.
+to M, the number of workers (the paper's synthetic setting); ``delta="labels"`` sets delta_nn' = (M_n + M_n') / 4,
+the mean of the two nodes' M_n / 2, the paper's choice for graphs built from features.
 
 The exact E-step is intractable (the posterior couples all nodes), so two approximate E-steps are offered; the
 UI says so, and each run reports the quantity its E-step actually improves:
@@ -72,7 +72,7 @@ class MRFParams(ClassParams):
 
 
 class NetworkCrowd(LatentModel):
-    """EM for crowd labels on a graph with a Potts prior (seed 003 Alg. 3), ICM or mean-field E-step."""
+    """EM for crowd labels on a graph with a Potts prior (Traganitis & Giannakis, Alg. 3), ICM or mean-field E-step."""
 
     info = ModelInfo("mrf", "MRF-crowd (networked items)", "classes", exact=False, latent="item")
 
@@ -163,10 +163,10 @@ class NetworkCrowd(LatentModel):
         return float(data.n_workers if self.delta is None else self.delta)
 
     def penalties(self, data: Annotations):
-        """The graph with every edge weight multiplied by its Potts penalty delta_nn' (seed 003 eq. (28)).
+        """The graph with every edge weight multiplied by its Potts penalty delta_nn' (Traganitis & Giannakis eq. (28)).
 
         A number (default M) is one delta for every edge; ``"labels"`` gives delta_nn' = (M_n + M_n') / 4, the mean
-        of the two nodes' M_n / 2 (M_n = labels on node n), the seed's setting for graphs built from features.
+        of the two nodes' M_n / 2 (M_n = labels on node n), the paper's setting for graphs built from features.
         Computed once per graph.
         """
         key = ("penalties", id(data.graph), self.delta)

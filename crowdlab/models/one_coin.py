@@ -1,11 +1,11 @@
 """One-coin (symmetric noise) model: one accuracy per worker, errors spread evenly.
 
-Seed 002 (Donmez et al.), eq. (8): p_theta(yhat | y) = theta^{I(yhat = y)} ((1 - theta) / (l - 1))^{I(yhat != y)}.
+Donmez et al. 2010, eq. (8): p_theta(yhat | y) = theta^{I(yhat = y)} ((1 - theta) / (l - 1))^{I(yhat != y)}.
 Here every worker m has its own theta_m, so Gamma_m = theta_m I + (1 - theta_m) / (K - 1) (1 1^T - I), and the
-class prior pi is estimated like Dawid-Skene's, or held fixed at a known marginal (``class_prior=``), as seed 002
-does.
+class prior pi is estimated like Dawid-Skene's, or held fixed at a known marginal (``class_prior=``), as Donmez et al.
+do.
 
-- E-step: seed 003 eq. (9) with that Gamma_m.
+- E-step: Traganitis & Giannakis eq. (9) with that Gamma_m.
 - M-step: theta_m = (expected correct labels of m + a - 1) / (labels of m + a + b - 2), the exact maximiser
   of sum [c log theta + (n - c) log((1 - theta) / (K - 1))] + log Beta(theta; a, b); a = b = 1 + s for prior
   strength s (s = 0: maximum likelihood). pi as in Dawid-Skene.
@@ -23,7 +23,7 @@ from crowdlab.models.params import ClassParams
 
 
 def one_coin_gamma(theta: np.ndarray, K: int) -> np.ndarray:
-    """(M, K, K) confusion matrices of seed 002 eq. (8) for accuracies ``theta`` (M,)."""
+    """(M, K, K) confusion matrices of Donmez et al. 2010 eq. (8) for accuracies ``theta`` (M,)."""
     theta = np.asarray(theta, dtype=np.float64)
     off = (1.0 - theta) / (K - 1)
     eye = np.eye(K)[None, :, :]
@@ -40,7 +40,7 @@ class OneCoin(LatentModel):
             raise ValueError("prior strength must be >= 0.")
         self.prior = float(prior)
         self.hard = bool(hard)
-        # seed 002 holds the marginal p(y) fixed and known; None estimates it like Dawid-Skene
+        # Donmez et al. hold the marginal p(y) fixed and known; None estimates it like Dawid-Skene
         self.class_prior = None if class_prior is None else np.asarray(class_prior, dtype=np.float64)
 
     @property

@@ -1,6 +1,6 @@
 """Parameter snapshots of the class-label models: immutable, with the views the UI and the export need.
 
-Conventions (seed 003): ``gamma[m, k', k] = P(worker m says k' | true class k)``, so each (K, K) matrix
+Conventions (Traganitis & Giannakis): ``gamma[m, k', k] = P(worker m says k' | true class k)``, so each (K, K) matrix
 ``gamma[m]`` has columns = true class and every column sums to one; ``pi[k] = P(y = k)``.
 """
 

@@ -1,11 +1,11 @@
-"""Raykar et al. (2010), "Learning from crowds" (seed 000): a two-coin crowd whose truth follows a classifier.
+"""Raykar et al. (2010), "Learning from crowds": a two-coin crowd whose truth follows a classifier.
 
 Binary labels; class code 1 is the positive class. Item i has a feature row x_i (a design matrix ``X`` (N, d),
 usually with an intercept column: `crowdlab.features.ItemFeatures`) and
 
     p_i = P(y_i = 1 | x_i, w) = sigma(w^T x_i),     annotator j says 1 w.p. alpha_j if y_i = 1, 0 w.p. beta_j if 0.
 
-- E-step (seed 000): mu_i = a_i p_i / (a_i p_i + b_i (1 - p_i)) with a_i = prod_j alpha_j^{y_ij} (1 - alpha_j)^
+- E-step (Raykar et al.): mu_i = a_i p_i / (a_i p_i + b_i (1 - p_i)) with a_i = prod_j alpha_j^{y_ij} (1 - alpha_j)^
   {1 - y_ij}, b_i = prod_j beta_j^{1 - y_ij} (1 - beta_j)^{y_ij} (products over the labels item i received),
   computed in log space: ``log_joint[:, 1] = log p_i + log a_i``, ``log_joint[:, 0] = log(1 - p_i) + log b_i``.
 - M-step: alpha_j = sum_i mu_i y_ij / sum_i mu_i and beta_j = sum_i (1 - mu_i)(1 - y_ij) / sum_i (1 - mu_i) (sums
@@ -22,7 +22,7 @@ usually with an intercept column: `crowdlab.features.ItemFeatures`) and
   towards 1/2. l2 = 0 means no prior on w (a flat, improper one: the term is 0); with separable data w can then
   grow without bound.
 
-Initialisation "majority" (seed 000: "majority voting as start values for mu_i") is q0 = vote fractions, then
+Initialisation "majority" (the paper: "majority voting as start values for mu_i") is q0 = vote fractions, then
 an M-step. Shapes: alpha, beta (M,), w (d,), q (N, 2) with q[:, 1] = mu.
 """
 

@@ -1,4 +1,4 @@
-"""The lecture's "bad annotators" model for continuous scores (seed 004).
+"""The "bad annotators" model for continuous scores, from the EM lecture on bad annotators.
 
 Each annotator a is good (z_a = 1) with prior probability pi_good or bad (z_a = 0). A good annotator's score of
 item i is s_ia ~ N(mu_i, sigma) (one sigma for all items); a bad one's is Uniform over the score range

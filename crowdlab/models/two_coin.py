@@ -1,12 +1,12 @@
-"""Two-coin model for binary labels (seed 000, Raykar et al. 2010, "a two coin analogy").
+"""Two-coin model for binary labels (Raykar et al. 2010, "a two coin analogy").
 
 Worker j has sensitivity alpha_j = P(says 1 | y = 1) and specificity beta_j = P(says 0 | y = 0); the prevalence
 is p = P(y = 1). In the confusion-matrix convention (columns = true class):
 Gamma_j = [[beta_j, 1 - alpha_j], [1 - beta_j, alpha_j]].
 
-- E-step (seed 000): mu_i = a_i p / (a_i p + b_i (1 - p)) with a_i = prod_j alpha_j^{y_ij} (1 - alpha_j)^{1 - y_ij}
+- E-step (Raykar): mu_i = a_i p / (a_i p + b_i (1 - p)) with a_i = prod_j alpha_j^{y_ij} (1 - alpha_j)^{1 - y_ij}
   and b_i = prod_j beta_j^{1 - y_ij} (1 - beta_j)^{y_ij}; computed in log space (q_i1 = mu_i).
-- M-step (seed 000): alpha_j = sum_i mu_i y_ij / sum_i mu_i, beta_j = sum_i (1 - mu_i)(1 - y_ij) / sum_i (1 - mu_i),
+- M-step (Raykar): alpha_j = sum_i mu_i y_ij / sum_i mu_i, beta_j = sum_i (1 - mu_i)(1 - y_ij) / sum_i (1 - mu_i),
   sums over the items j labelled; with Beta(a1, a2) and Beta(b1, b2) priors (Raykar's Bayesian version)
   alpha_j = (sum mu y + a1 - 1) / (sum mu + a1 + a2 - 2), likewise beta_j; p = mean mu_i (+ the same
   pseudo-counts). Without features, p plays the role of Raykar's sigma(w^T x).

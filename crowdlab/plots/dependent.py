@@ -1,4 +1,4 @@
-"""Figures for dependent data (seed 003, Secs. 4-5): label strips of sequences, transition matrices, graph
+"""Figures for dependent data (Traganitis & Giannakis, Secs. 4-5): label strips of sequences, transition matrices, graph
 drawings and the trace of an approximate E-step. Pure functions from arrays to ``go.Figure`` (no Streamlit).
 
 Conventions (as in :mod:`crowdlab.plots.run`): probabilities use one fixed colour range [0, 1]; matrix rows run

@@ -1,4 +1,4 @@
-"""Figures for error rates without labels (seed 002), learning a classifier from crowds (seed 000) and per-worker
+"""Figures for error rates without labels (Donmez et al. 2010), classifiers from crowds (Raykar et al. 2010), per-worker
 intervals. Pure functions from arrays to ``go.Figure`` (no Streamlit).
 
 Conventions (as in :mod:`crowdlab.plots.run`): figures are plain dicts validated once by ``go.Figure``; every trace
@@ -6,7 +6,7 @@ carries ``meta`` naming its role, so tests and readers can find it. Axes that sh
 a small margin) at every setting, and colour ranges are fixed (never taken from the data), so nothing jumps when a
 slider moves. Functions over a numeric grid (theta, p(y)) are drawn with the y axis increasing upwards.
 
-Seed 002's classes 1 and 2 are crowdlab's codes 0 and 1; ``p`` below is the seed's p(y = 1) (``p_y[0]``).
+Donmez et al.'s classes 1 and 2 are crowdlab's codes 0 and 1; ``p`` below is the paper's p(y = 1) (``p_y[0]``).
 """
 
 from __future__ import annotations
@@ -99,7 +99,7 @@ def loglik_curves(
     floor: float = LOGLIK_FLOOR,
     height: int = 420,
 ) -> go.Figure:
-    """One curve per label (e.g. "n = 100"), each shifted so its maximum is 0 (the seed aligns the maxima), clipped
+    """One curve per label (e.g. "n = 100"), each shifted so its maximum is 0 (the paper aligns the maxima), clipped
     at ``-floor``; the maximiser of each marked; the true theta as a vertical line.
 
     ``theta`` (G,) on [0, 1]; ``curves``: label -> (G,) log-likelihood values. Traces (``meta``): ``curve:<label>``,
@@ -511,7 +511,7 @@ def flat_line_profile(
     return go.Figure(data=traces, layout=layout)
 
 
-# ---------------------------------------------------------------------------- seed 000: a classifier from crowds
+# ------------------------------------------------------------------ Raykar et al. 2010: a classifier from crowds
 def boundary_segment(w: Sequence[float], box: Sequence[float]) -> tuple[list[float], list[float]] | None:
     """The part of the line w0 + w1 x + w2 y = 0 inside the box (x0, x1, y0, y1), as ([xa, xb], [ya, yb]);
     None when the line misses the box or w1 = w2 = 0 (no boundary: one class everywhere)."""

@@ -2,7 +2,7 @@
 
 :func:`worker_intervals_panel` draws :func:`crowdlab.fisher.worker_intervals` (observed information, Louis'
 identity; exact binomial intervals for estimates on the boundary) for Dawid-Skene, one-coin and two-coin runs:
-a dot-and-whisker chart sorted by estimate and the table. For the good/bad scores model (seed 004) it draws the
+a dot-and-whisker chart sorted by estimate and the table. For the good/bad scores model (the EM lecture) it draws the
 item means mu_i instead (the ``SCORES_ROWS`` with the widest intervals, on the score range) with sigma and pi_good
 in a small table. Other models get a note instead.
 

@@ -634,7 +634,7 @@ def _start_story(run: Run) -> str:
         "majority": "q₀ is each item's share of votes per class (a soft majority vote).",
         "all_good": "q₀ is the posterior if every worker were right with probability 0.8, errors spread evenly.",
         "random": "q₀ is drawn at random (a flat Dirichlet per item) from the seed.",
-        "moments": "θ₀ = (π, Γ) from matching the label statistics' moments (seed 003 Sec. 3.2, Alg. 2); "
+        "moments": "θ₀ = (π, Γ) from matching the label statistics' moments (Traganitis & Giannakis, Alg. 2); "
         "q₀ is the E-step from θ₀.",
     }.get(run.init, "")
 

@@ -1,9 +1,9 @@
-"""The "Error rates without labels" page (seed 002: Donmez, Lebanon & Balasubramanian 2010).
+"""The "Error rates without labels" page (Donmez, Lebanon & Balasubramanian 2010).
 
 k classifiers label n unlabelled examples; with the marginal p(y) known, their accuracies theta_j (risk 1 - theta_j)
 are estimated from the outputs alone. The top of the page simulates fresh outputs for the chosen p(y = 1), theta,
 n, k and missing rate and compares eq. (9) (one classifier at a time, closed form) with the collaborative maximum
-likelihood (eq. (12), EM), with Prop. 3's verdict. Below, lazy tabs draw the seed's figures live: the
+likelihood (eq. (12), EM), with Prop. 3's verdict. Below, lazy tabs draw the paper's figures live: the
 log-likelihood curves (Fig. 1), Fisher information beside the Monte-Carlo error (Fig. 3), error against n for
 k = 1, 3, 5, 10 and collaborative against non-collaborative (Figs. 4, 6), a misspecified p(y) (Fig. 8), and the
 two-population estimator (Lemma 6, Prop. 7).
@@ -437,7 +437,7 @@ def controls() -> None:
         0.0,
         0.25,
         step=0.01,
-        help="θ_j evenly spaced over [θ − spread, θ + spread]; 0: every classifier has accuracy θ (the seed's runs).",
+        help="θ_j evenly spaced over [θ − spread, θ + spread]; 0: every classifier has accuracy θ (the paper's runs).",
         **mirrored(SPREAD),
     )
     d2.slider(
@@ -506,11 +506,11 @@ def likelihood_tab(q: dict) -> None:
     )  # fmt: skip
     left.caption(
         "Nested samples: the first n/5, n/2 and n outputs of f1. As n grows the curve gets steeper and its "
-        "maximiser settles near the true θ (seed Fig. 1, left). With p(y = 1) = 0.5 every curve is flat."
+        "maximiser settles near the true θ (Donmez et al. 2010, Fig. 1, left). With p(y = 1) = 0.5 every curve is flat."
     )
     c = study["contour"]
     if c is None:
-        right.info("Set k ≥ 2 to see the collaborative log-likelihood of two classifiers (seed Fig. 1, right).")
+        right.info("Set k ≥ 2 to see two classifiers' collaborative log-likelihood (Donmez et al., Fig. 1 right).")
         return
     mle = c["mle"]
     right.plotly_chart(
@@ -537,8 +537,8 @@ def fisher_tab(q: dict) -> None:
     with np.errstate(divide="ignore"):
         predicted = np.sqrt(2.0 / (np.pi * n_eff * fisher.fisher_symmetric(th_c[None, :], p_c[:, None])))
     printed = st.toggle(
-        "Show eq. (24) as printed in the seed (not the Fisher information)",
-        help="The seed's eq. (24) weights the squared score by p(y) instead of p_θ(output).",
+        "Show eq. (24) as printed in the paper (not the Fisher information)",
+        help="The paper's eq. (24) weights the squared score by p(y) instead of p_θ(output).",
         **mirrored(PRINTED),
     )
     cur_p = max(q["p"], 1.0 - q["p"])
@@ -560,7 +560,7 @@ def fisher_tab(q: dict) -> None:
         key="risk.fig3_fisher",
     )  # fmt: skip
     st.caption(
-        f"Seed Fig. 3: where J is large the error is small. Left: {r} simulated data sets per cell, estimates "
+        f"Donmez et al. Fig. 3: where J is large the error is small. Left: {r} simulated data sets per cell, estimates "
         "clipped to [0, 1] (colours fixed to [0, 0.3]; the hover also shows the Fisher prediction √(2/(π n J))). "
         "p(y) and 1 − p(y) give the same pictures; your (θ, p) is the cross."
     )
@@ -574,7 +574,7 @@ def fisher_tab(q: dict) -> None:
         )
     else:
         st.caption(
-            "The contours are the corrected eq. (24); the seed's printed formula is not the Fisher information "
+            "The contours are the corrected eq. (24); the paper's printed formula is not the Fisher information "
             "(toggle above to compare)."
         )
     if abs(q["p"] - 0.5) < 1e-9:
@@ -670,7 +670,7 @@ def misspecified_tab(q: dict) -> None:
     st.caption(
         f"Classifier f1 (θ = {theta:.2f}) alone. A wrong p(y) makes eq. (9) consistent for the wrong value: the "
         "error stops falling with n and levels off at the gap on the right. Assuming p(y) further from 1/2 than it "
-        "is (over-specifying) hurts less than assuming it closer to 1/2 (seed Fig. 8)."
+        "is (over-specifying) hurts less than assuming it closer to 1/2 (Donmez et al. 2010, Fig. 8)."
     )
 
 

@@ -159,7 +159,8 @@ def test_tabs_colouring_and_comparison():
     table = at.session_state[npg.CURSOR]["table"].set_index("method")
     assert list(table.index)[:2] == ["Majority vote", "i.i.d. Dawid-Skene"]
     mrf = table.iloc[2]
-    assert mrf["macro F"] > table.loc["i.i.d. Dawid-Skene", "macro F"] + 0.1  # the graph helps (seed 003 Sec. 6.2)
+    # the graph helps (Traganitis & Giannakis Sec. 6.2)
+    assert mrf["macro F"] > table.loc["i.i.d. Dawid-Skene", "macro F"] + 0.1
     assert "confusion error (eq. 38)" in table.columns
     at.session_state["net.view.tab"] = "Workers"
     _ok(at.run())

@@ -1,5 +1,5 @@
-"""The pages "Error rates without labels" (seed 002) and "Learning a classifier from crowds" (seed 000), and the
-per-worker intervals panel, under ``streamlit.testing.v1.AppTest``.
+"""The pages "Error rates without labels" (Donmez et al. 2010) and "Learning a classifier from crowds" (Raykar
+et al. 2010), and the per-worker intervals panel, under ``streamlit.testing.v1.AppTest``.
 
 Error rates: a cold load, the sliders changing the verdict and the table, every tab drawn, the Monte-Carlo studies
 finishing and cached (a rerun computes no chunk again). Learning from crowds: a cold load on its own simulated
@@ -140,7 +140,7 @@ def test_fisher_tab_draws_both_panels_and_the_printed_equation_on_request():
     assert (heat["zmin"], heat["zmax"]) == (0.0, 0.3)
     assert list(err["layout"]["xaxis"]["range"]) == list(_chart(at, "risk.fig3_fisher")["layout"]["xaxis"]["range"])
     z_bottom, z_top = _arr(heat["z"])[0].mean(), _arr(heat["z"])[-1].mean()
-    assert z_bottom > 2 * z_top  # p(y) near 1/2 (bottom row) is much harder (seed Fig. 3)
+    assert z_bottom > 2 * z_top  # p(y) near 1/2 (bottom row) is much harder (Donmez et al. Fig. 3)
     corrected = _arr(_trace(_chart(at, "risk.fig3_fisher"), "fisher")["z"])
     variance = _table(at, "risk.fig3_variance")
     mc, good, printed = (float(v) for v in variance["variance"])

@@ -155,3 +155,21 @@ def test_new_methods_and_semi_supervised_options(tmp_path, capsys):
     bad = tmp_path / "bad.csv"
     bad.write_text("item,label\nnot_an_item,1\n")
     assert main(["fit", str(labels), "--known", str(bad), "--out", str(tmp_path / "bad")]) == 2
+
+
+def test_usage_line_says_crowdlab_when_run_as_crowdlab(monkeypatch, capsys):
+    from crowdlab.cli import build_parser, prog_name
+
+    assert prog_name("/venv/bin/crowdlab") == "crowdlab"
+    assert prog_name("crowdlab.exe") == "crowdlab" and prog_name("crowdlab-script.py") == "crowdlab"
+    assert prog_name("/repo/crowdlab/__main__.py") == "python -m crowdlab"
+    assert prog_name("") == "python -m crowdlab"
+    monkeypatch.setattr(sys, "argv", ["/home/me/.local/bin/crowdlab", "--help"])
+    assert build_parser().format_usage().startswith("usage: crowdlab ")
+    monkeypatch.setattr(sys, "argv", ["/repo/crowdlab/__main__.py"])
+    assert build_parser().format_usage().startswith("usage: python -m crowdlab ")
+
+
+def test_python_m_crowdlab_usage_line():
+    proc = subprocess.run([sys.executable, "-m", "crowdlab", "--help"], capture_output=True, text=True)
+    assert proc.returncode == 0 and proc.stdout.startswith("usage: python -m crowdlab ")

@@ -1,4 +1,4 @@
-"""Fisher information (seed 002, Sec. 5): eq. (24) vs enumeration and simulation; observed information vs finite
+"""Fisher information (Donmez et al. 2010, Sec. 5): eq. (24) vs enumeration, simulation; observed information vs finite
 differences of model.log_likelihood; coverage of the per-worker Wald intervals."""
 
 from __future__ import annotations
@@ -255,7 +255,7 @@ def test_awkward_designs_give_finite_tables(design):
             assert np.all((df.lower <= df.estimate + 1e-12) & (df.estimate <= df.upper + 1e-12))
 
 
-# ---------------------------------------------------------------------- the good/bad scores model (seed 004)
+# ------------------------------------------------------- the good/bad scores model (the EM lecture)
 @pytest.mark.parametrize("prior", [0.0, 1.0])
 @pytest.mark.parametrize("seed", [0, 1, 3])
 def test_scores_observed_information_equals_finite_difference_hessian(seed, prior):

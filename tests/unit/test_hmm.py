@@ -145,7 +145,7 @@ def test_hmm_em_never_decreases_its_objective(hard):
         assert run.violations == [], (seed, run.violations)
 
 
-# ------------------------------------------------------------------ seed 003 Sec. 6.1.1, reproduced
+# ---------------------------------------------------- Traganitis & Giannakis Sec. 6.1.1, reproduced
 def seed_crowd_sequences(n_items: int, seed: int):
     """K = 4, M = 10 (6 better than random, 4 answering at random), sequences of 40, random T."""
     from crowdlab.simulate import mix_from_counts, simulate_sequences

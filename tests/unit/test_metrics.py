@@ -1,4 +1,4 @@
-"""Metrics on tiny hand-computed cases (seed 003 eqs. 37 and 38, log-loss, Pearson, edge cases)."""
+"""Metrics on tiny hand-computed cases (Traganitis & Giannakis eqs. 37 and 38, log-loss, Pearson, edge cases)."""
 
 from __future__ import annotations
 

@@ -79,7 +79,7 @@ def test_patients_1979_table_runs_with_repeated_ratings():
     assert data.labels_per_worker.max() == 135
 
 
-# --------------------------------------------------------------------------- the lecture (seed 004)
+# ------------------------------------------------------------------ the EM lecture on bad annotators
 def _best_of_restarts(data, n_random=5):
     runs = [cl.fit(data, "scores", init="all_good")]
     runs += [cl.fit(data, "scores", init="random", seed=s) for s in range(n_random)]
@@ -88,7 +88,7 @@ def _best_of_restarts(data, n_random=5):
 
 @pytest.mark.parametrize("sigma", [0.05, 0.1])
 def test_lecture_demo_finds_the_good_annotators(sigma):
-    """5 annotators, 3 good, 20 items (seed 004's demo).
+    """5 annotators, 3 good, 20 items (the lecture's demo).
 
     The best of a few restarts (the slides' "everyone is good" start plus 5 random ones, chosen by the objective,
     no gold used) always finds the good ones: posterior > 0.9 for them, < 0.5 for the bad ones, and its item means

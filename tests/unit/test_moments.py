@@ -1,4 +1,4 @@
-"""Moment matching (seed 003 Secs. 3.2 and 4.2): simplex projection, sample moments, the fit of eq. (17), the
+"""Moment matching (Traganitis & Giannakis, Secs. 3.2, 4.2): simplex projection, sample moments, eq. (17)'s fit, the
 transition estimate of eqs. (21)-(23) and the "moments" initialisation of EM."""
 
 from __future__ import annotations

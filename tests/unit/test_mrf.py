@@ -1,4 +1,4 @@
-"""MRF-crowd on graphs: colourings, the two approximate E-steps, what each improves, and seed 003 Sec. 6.2.1."""
+"""MRF-crowd on graphs: colourings, the two approximate E-steps, what each improves; Traganitis & Giannakis 6.2.1."""
 
 from __future__ import annotations
 
@@ -116,7 +116,7 @@ def test_mrf_needs_a_graph():
 
 
 def seed_crowd_network(degree: float, seed: int):
-    """K = 4, M = 10 (6 better than random, 4 random), 1,000 nodes (seed 003 Sec. 6.2.1)."""
+    """K = 4, M = 10 (6 better than random, 4 random), 1,000 nodes (Traganitis & Giannakis Sec. 6.2.1)."""
     return simulate_sbm(
         1000,
         4,

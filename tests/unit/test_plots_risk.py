@@ -158,7 +158,7 @@ def test_flat_line_profile_puts_risk_on_a_second_unit_axis():
     assert fig.layout.yaxis2.overlaying == "y" and list(fig.layout.yaxis2.range) == [-0.02, 1.02]
 
 
-# ---------------------------------------------------------------------------- seed 000
+# ---------------------------------------------------------------------------- Raykar et al. 2010
 def test_raykar_scatter_splits_by_truth_fixes_colours_and_draws_the_boundaries():
     rng = np.random.default_rng(0)
     x, y = rng.normal(size=50), rng.normal(size=50)

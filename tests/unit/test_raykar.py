@@ -1,4 +1,4 @@
-"""Raykar et al. (2010), learning from crowds (seed 000): features, the model, its EM, the simulator and AUC.
+"""Raykar et al. (2010), learning from crowds: features, the model, its EM, the simulator and AUC.
 
 Exact checks (E-step and objective against enumeration and direct formulas, the IRLS against scipy), the EM
 never decreasing its objective on 100 random problems, the issue's statistical claims at N = 2,000 with 5
@@ -72,7 +72,7 @@ def enumerate_joint(data: Annotations, X: np.ndarray, params: RaykarParams) -> t
 
 
 def seed_formula_mu(data: Annotations, X: np.ndarray, params: RaykarParams) -> np.ndarray:
-    """mu_i = a_i p_i / (a_i p_i + b_i (1 - p_i)) with a_i, b_i the products of seed 000, item by item."""
+    """mu_i = a_i p_i / (a_i p_i + b_i (1 - p_i)) with a_i, b_i the products of the paper, item by item."""
     p = expit(X @ params.w)
     a = np.ones(data.n_items)
     b = np.ones(data.n_items)

@@ -1,4 +1,4 @@
-"""Error rates without labels (seed 002): closed forms vs numerical maximisers, EM vs brute force, Lemma 6, Prop. 7."""
+"""Error rates without labels (Donmez et al. 2010): closed forms vs optimisers, EM vs brute force, Lemma 6, Prop. 7."""
 
 from __future__ import annotations
 
@@ -27,7 +27,7 @@ def test_eq9_equals_numerical_maximiser(theta, p0, seed):
     # EM on eq. (12) with k = 1 reaches the same point
     em = risk.collaborative_mle(out, p0, tol=1e-12)
     assert abs(em.theta[0] - est.theta) < 1e-6
-    # the seed's m counts the outputs of its class 2 = code 1
+    # the paper's m counts the outputs of its class 2 = code 1
     assert est.m == int((out == 1).sum())
 
 

@@ -1,4 +1,4 @@
-"""Simulated crowds (seed 003 Dawid-Skene data), the lecture's good/bad scorers (seed 004), bundled samples."""
+"""Simulated crowds (Dawid-Skene data, Traganitis & Giannakis), the EM lecture's good/bad scorers, samples."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Simulators of dependent labels: Markov-chain sequences and stochastic block models (seed 003, Sec. 6)."""
+"""Simulators of dependent labels: Markov-chain sequences, stochastic block models (Traganitis & Giannakis, Sec. 6)."""
 
 from __future__ import annotations
 

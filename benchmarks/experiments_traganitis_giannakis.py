@@ -1,6 +1,6 @@
-"""Seed 003's synthetic experiments (Sec. 6.1.1 and 6.2.1) and the CoNLL NER comparison, reproduced.
+"""Traganitis & Giannakis's synthetic experiments (Sec. 6.1.1 and 6.2.1) and the CoNLL NER comparison, reproduced.
 
-Run: .venv/bin/python benchmarks/experiments_seed003.py [--seeds 3] [--skip-ner]
+Run: .venv/bin/python benchmarks/experiments_traganitis_giannakis.py [--seeds 3] [--skip-ner]
 
 Sequences: K = 4, M = 10 workers (6 better than random with accuracy ~ U(0.35, 0.6), 4 answering at random),
 sequences of 40, random transition matrix, every worker labels every position. For N = 200 ... 10,000 it reports

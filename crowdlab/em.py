@@ -27,7 +27,7 @@ import numpy as np
 
 from crowdlab.data import Annotations
 from crowdlab.init import Start, initialise
-from crowdlab.models.majority import MajorityVote, majority_labels
+from crowdlab.models.majority import MajorityVote
 
 REL_TOL_MONOTONE = 1e-9
 
@@ -306,7 +306,7 @@ class Run:
         """Hard labels at ``snap`` (default: the cursor): arg-max of q; majority vote uses its tie rule."""
         snap = snap or self.current
         if not self.iterative:
-            return majority_labels(self.data)
+            return self.model.labels(self.data)
         return np.argmax(snap.q, axis=1).astype(np.int32)
 
     def history(self) -> dict[str, np.ndarray]:

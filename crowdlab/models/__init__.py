@@ -39,8 +39,8 @@ def make_model(key: str, **options):
     if key not in MODELS:
         raise ModelError(f"Unknown method {key!r}; choose one of {', '.join(MODELS)}.")
     cls = MODELS[key]
-    if cls is MajorityVote:
-        return cls()
+    if cls is MajorityVote:  # no EM options; only its tie rule
+        return cls(**{k: v for k, v in options.items() if k in ("tie_break", "tie_seed")})
     return cls(**options)
 
 

@@ -10,6 +10,18 @@ from crowdlab.api import fit
 from crowdlab.data import Annotations
 from crowdlab.em import Run, Snapshot
 from crowdlab.errors import DataError, ModelError
+from crowdlab.frames import (
+    KOS,
+    MMSR,
+    DawidSkene,
+    MajorityVote,
+    OneCoin,
+    TwoCoin,
+    Wawa,
+    ZeroBasedSkill,
+    aggregate,
+    proba,
+)
 from crowdlab.models import MODELS, applicable_models, make_model
 
 
@@ -22,6 +34,16 @@ def __getattr__(name):  # readers live in crowdlab.data; resolved lazily while t
 
 
 __all__ = [
+    "KOS",
+    "MMSR",
+    "DawidSkene",
+    "MajorityVote",
+    "OneCoin",
+    "TwoCoin",
+    "Wawa",
+    "ZeroBasedSkill",
+    "aggregate",
+    "proba",
     "MODELS",
     "Annotations",
     "DataError",

@@ -16,7 +16,7 @@ def fit(
     hard: bool = False,
     seed: int | None = 0,
     tol: float = 1e-8,
-    max_iter: int = 500,
+    max_iter: int = 10000,
     model_options: dict | None = None,
     known=None,
     reveal: float | None = None,
@@ -32,7 +32,10 @@ def fit(
 
     The run keeps the posteriors of its last two snapshots only (older ones are recomputed on demand), so a
     long fit on 10^7 labels does not hold one posterior per half-step; build a :class:`Run` yourself to keep all.
-    ``model_options`` go to the model's constructor (e.g. ``{"delta": 5.0, "e_step": "mean_field"}`` for "mrf").
+    It stops when EM has converged (:attr:`Run.converged`: the objective has stopped changing *and* the parameters
+    are contracting to a fixed point, so a plateau is not mistaken for the end), stalls, or reaches ``max_iter``;
+    ``run.stop_reason`` says which. ``model_options`` go to the model's constructor (e.g.
+    ``{"delta": 5.0, "e_step": "mean_field"}`` for "mrf").
     """
     semi = {"known": known, "reveal": reveal, "reveal_seed": reveal_seed} if known is not None or reveal else {}
     model = make_model(method, prior=prior, hard=hard, **(model_options or {}), **semi)

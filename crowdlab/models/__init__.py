@@ -59,8 +59,8 @@ def make_model(key: str, **options):
         model = FEATURE_MODELS[key](**options)
     elif key not in MODELS:
         raise ModelError(f"Unknown method {key!r}; choose one of {', '.join(MODELS)}.")
-    elif MODELS[key] is MajorityVote:
-        model = MajorityVote()
+    elif MODELS[key] is MajorityVote:  # no EM options; only its tie rule
+        model = MajorityVote(**{k: v for k, v in options.items() if k in ("tie_break", "tie_seed")})
     else:
         model = MODELS[key](**options)
     if semi.get("known") is not None or semi.get("reveal"):

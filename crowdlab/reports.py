@@ -1,0 +1,134 @@
+"""Worker reports: who labelled how much, how well, what they confuse, who is a spammer; and the crowd's agreement.
+
+:func:`worker_report` gives one row per worker from a fitted run of a class model:
+
+==================  ==========================================================================================
+``n_labels``        how many labels the worker gave
+``accuracy``        estimated P(worker is right) = sum_k pi_k Gamma_m(k, k)
+``lower``/``upper`` its interval: Wald from the observed information (:func:`crowdlab.fisher.worker_intervals`,
+                    Louis' identity) where the model has one, else the Clopper-Pearson interval of the expected
+                    counts (the posterior labels taken as known); ``interval`` says which
+``worst_confusion`` the largest off-diagonal entry of the worker's confusion matrix: "says B when A" and its
+                    probability (``worst_rate``)
+``spammer_score``   Raykar & Yu (2012), "Eliminating spammers and ranking annotators for crowdsourced labeling
+                    tasks": S_m = 1/(K(K-1)) sum_{c<c'} sum_k (Gamma_m(k, c) - Gamma_m(k, c'))^2, the
+                    squared distance of the confusion matrix from the rank-one matrices of workers who answer
+                    without looking (0 = a spammer, whatever their bias; 1 = perfect or perfectly inverted; for
+                    K = 2 it is (alpha + beta - 1)^2)
+``agreement``       share of the worker's labels equal to the run's (hard) consensus label
+==================  ==========================================================================================
+
+:func:`krippendorff_alpha` is the nominal alpha of the whole label set (Krippendorff 2011, "Computing
+Krippendorff's alpha-reliability"): 1 - D_o / D_e from the coincidence matrix of the items with two or more labels.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+from scipy import stats
+
+from crowdlab.data import Annotations
+from crowdlab.errors import ModelError
+
+__all__ = ["krippendorff_alpha", "spammer_score", "worker_report"]
+
+
+def spammer_score(gamma: np.ndarray) -> np.ndarray:
+    """(M,) Raykar & Yu's spammer score of confusion matrices ``gamma`` (M, K, K), columns = true class."""
+    gamma = np.asarray(gamma, dtype=np.float64)
+    K = gamma.shape[-1]
+    if K < 2:
+        return np.zeros(gamma.shape[0])
+    # sum over pairs c < c' of ||column c - column c'||^2 = K * sum_c ||col_c||^2 - ||sum_c col_c||^2
+    sq = np.einsum("mkc,mkc->m", gamma, gamma)
+    tot = gamma.sum(axis=2)
+    pairs = K * sq - np.einsum("mk,mk->m", tot, tot)
+    return pairs / (K * (K - 1))
+
+
+def krippendorff_alpha(data: Annotations) -> float:
+    """Nominal Krippendorff's alpha of the labels (NaN when fewer than two items carry two or more labels, or
+    when every pairable label is the same class so no disagreement is expected)."""
+    if data.is_continuous:
+        raise ModelError("Krippendorff's alpha here is the nominal one: it needs class labels.")
+    V = data.vote_counts.astype(np.float64)  # (N, K) labels per item and class
+    m = V.sum(axis=1)
+    keep = m >= 2
+    if keep.sum() < 1:
+        return float("nan")
+    V, m = V[keep], m[keep]
+    w = 1.0 / (m - 1.0)
+    o = (V * w[:, None]).T @ V - np.diag((V * w[:, None]).sum(axis=0))  # coincidences o_ck
+    n_c = o.sum(axis=1)
+    n = n_c.sum()
+    d_o = (n - np.trace(o)) / n
+    d_e = (n * n - (n_c**2).sum()) / (n * (n - 1.0))
+    if d_e <= 0:
+        return float("nan")
+    return float(1.0 - d_o / d_e)
+
+
+def _clopper_pearson(hits: np.ndarray, n: np.ndarray, level: float) -> tuple[np.ndarray, np.ndarray]:
+    a = (1.0 - level) / 2.0
+    k = np.clip(np.round(hits), 0, n)
+    lo = np.where(k > 0, stats.beta.ppf(a, np.maximum(k, 1e-12), n - k + 1), 0.0)
+    hi = np.where(k < n, stats.beta.ppf(1 - a, k + 1, np.maximum(n - k, 1e-12)), 1.0)
+    return np.nan_to_num(lo, nan=0.0), np.nan_to_num(hi, nan=1.0)
+
+
+def worker_report(run, *, level: float = 0.95, intervals: bool = True) -> pd.DataFrame:
+    """One row per worker (see the module docstring) from ``run`` (a :class:`crowdlab.em.Run` of a class model
+    at its cursor). ``df.attrs["krippendorff_alpha"]`` holds the dataset's alpha."""
+    data: Annotations = run.data
+    params = run.params
+    if data.is_continuous or not hasattr(params, "gamma"):
+        raise ModelError("Worker reports need a class model with confusion matrices (not the scores model).")
+    gamma, pi = params.gamma, params.pi
+    M, K = data.n_workers, data.n_classes
+    n = np.bincount(data.worker, minlength=M)
+    acc = np.diagonal(gamma, axis1=1, axis2=2) @ pi
+    labels = run.labels()
+    hit = (data.label == labels[data.item]).astype(np.float64)
+    agreement = np.bincount(data.worker, weights=hit, minlength=M) / np.maximum(n, 1)
+    # expected hits under the posterior: sum over the worker's labels of q_n(said class)
+    q = run.posterior
+    exp_hits = np.bincount(data.worker, weights=q[data.item, data.label], minlength=M)
+    lower, upper = _clopper_pearson(exp_hits, n.astype(float), level)
+    how = np.full(M, "Clopper-Pearson (posterior labels as known)", dtype=object)
+    if intervals and run.iterative:
+        try:
+            from crowdlab.fisher import worker_intervals
+
+            wi = worker_intervals(run, level=level)
+            wi = wi[wi["parameter"] == "accuracy"] if "parameter" in wi else wi
+            if len(wi) == M:
+                ok = wi["note"].fillna("").eq("").to_numpy() if "note" in wi else np.ones(M, bool)
+                lower = np.where(ok, wi["lower"].to_numpy(float), lower)
+                upper = np.where(ok, wi["upper"].to_numpy(float), upper)
+                how = np.where(ok, "Wald (observed information)", how)
+        except (ModelError, ValueError, np.linalg.LinAlgError, KeyError):
+            pass  # the model has no observed information: the exact interval stays
+    off = gamma.copy()
+    off[:, np.arange(K), np.arange(K)] = -1.0
+    flat = off.reshape(M, K * K).argmax(axis=1)
+    said, true = np.divmod(flat, K)
+    worst_rate = off.reshape(M, K * K)[np.arange(M), flat]
+    names = data.class_names
+    worst = [f"says {names[s]} when {names[t]}" for s, t in zip(said.tolist(), true.tolist())]
+    df = pd.DataFrame(
+        {
+            "worker": list(data.worker_names),
+            "n_labels": n,
+            "accuracy": acc,
+            "lower": lower,
+            "upper": upper,
+            "interval": how,
+            "worst_confusion": worst,
+            "worst_rate": worst_rate,
+            "spammer_score": spammer_score(gamma),
+            "agreement": agreement,
+        }
+    )
+    df.attrs["krippendorff_alpha"] = krippendorff_alpha(data)
+    return df

@@ -206,7 +206,7 @@ def test_every_method_runs_to_convergence_on_every_dataset(sample):
             continue
         _click(at, "stepper.run")
         run = _run(at)
-        assert run.converged or run.iteration == run.max_iter, (sample, method)
+        assert run.stop_reason in ("converged", "stalled", "max_iter"), (sample, method, run.stop_reason)
         assert run.at_end and run.iteration >= 1
         assert not run.violations, (sample, method, run.violations)
         assert not at.warning

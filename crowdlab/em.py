@@ -247,6 +247,17 @@ class Run:
         gains = np.diff(np.asarray(done[-STALL_ITERATIONS - 1 :], dtype=np.float64))
         return bool(np.all(gains <= 8 * np.finfo(float).eps * max(1.0, abs(done[-1]))))
 
+    def stop_check(self) -> str | None:
+        """Why the run would stop now, or None when EM should go on: "converged" (:attr:`converged`), "max_iter"
+        (``max_iter`` iterations done) or "stalled" (no gain above rounding for STALL_ITERATIONS iterations)."""
+        if self.converged:
+            return "converged"
+        if self.last.iteration >= self.max_iter:
+            return "max_iter"
+        if self._stalled():
+            return "stalled"
+        return None
+
     def convergence_trace(self) -> dict[str, np.ndarray]:
         """Per iteration t >= 1 (the complete states): the objective gain and the largest parameter change, what
         the stopping rule watches (a plateau shows as both dipping and then rising again)."""
@@ -415,14 +426,9 @@ class Run:
         self.index = len(self.snapshots) - 1
         self.stop_reason = None
         while True:
-            if self.converged:
-                self.stop_reason = "converged"
-                break
-            if self.last.iteration >= self.max_iter:
-                self.stop_reason = "max_iter"
-                break
-            if self._stalled():
-                self.stop_reason = "stalled"
+            reason = self.stop_check()
+            if reason is not None:
+                self.stop_reason = reason
                 break
             self.step()
             if progress is not None:

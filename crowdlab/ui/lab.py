@@ -99,6 +99,13 @@ SHORTCUTS = {
     "reset": "0",
     "play": "P",
 }
+# how the position line says why a run stopped (crowdlab.em.STOP_REASONS has the long form)
+STOP_WORDS = {
+    "converged": "converged",
+    "stalled": "stalled: no gain above rounding, parameters still drifting",
+    "max_iter": "stopped at the iteration limit",
+    "stopped": "stopped",
+}
 # seconds per half-step while playing
 SPEEDS = {"slow": 2.0, "normal": 1.0, "fast": 0.5}
 DEFAULT_SPEED = "normal"
@@ -144,7 +151,7 @@ def can_advance(run: Run | None) -> bool:
         return False
     if not run.at_end:
         return True
-    return not run.converged and run.last.iteration < run.max_iter
+    return run.stop_check() is None
 
 
 def _move(slot: RunSlot, kind: str) -> None:
@@ -273,12 +280,16 @@ def run_pending(slot: RunSlot, progress: Callable[[int, int], None] | None = Non
     if not request or run is None:
         return False
     st.session_state[slot.pending] = False
-    if request is True or request == "run":
-        run.run(progress=progress)
-    elif request in ("E", "M") and run.next_kind == request:
-        (run.e_step if request == "E" else run.m_step)()
-    elif request == "step":
-        run.step()
+    try:
+        if request is True or request == "run":
+            run.run(progress=progress)
+        elif request in ("E", "M") and run.next_kind == request:
+            (run.e_step if request == "E" else run.m_step)()
+        elif request == "step":
+            run.step()
+    except CrowdlabError as exc:  # a half-step that would give NaN/inf (extreme data): the run stays where it was
+        _pause(slot)
+        st.session_state[slot.key("step_error")] = str(exc)
     return True
 
 
@@ -429,7 +440,10 @@ def buttons(slot: RunSlot, run: Run) -> None:
 def position(slot: RunSlot, run: Run) -> None:
     """Where the cursor is ("iteration 3, after M-step"), the start, and the scrubber over the snapshots."""
     n = len(run.snapshots)
-    tail = " · converged" if run.iterative and run.converged and run.at_end else ""
+    tail = ""
+    if run.iterative and run.at_end:
+        reason = run.stop_reason or ("converged" if run.converged else None)
+        tail = f" · {STOP_WORDS[reason]}" if reason in STOP_WORDS else ""
     if playing(slot):
         tail += f" · playing, {speed(slot):g} s per half-step"
     compact = presenter.is_on()
@@ -544,7 +558,9 @@ def violations(run: Run) -> None:
 Panel = Callable[[Run], None]
 
 
-def stepper(slot: RunSlot, *, curves: Panel | None = None, panels: Panel | None = None) -> Run | None:
+def stepper(
+    slot: RunSlot, *, curves: Panel | None = None, panels: Panel | None = None, whole_page: bool = False
+) -> Run | None:
     """The stepping component of every stepping page, in one call.
 
     Draws, in a fragment (a click reruns only the stepper): the slot's one-time notice, the buttons with their
@@ -553,13 +569,14 @@ def stepper(slot: RunSlot, *, curves: Panel | None = None, panels: Panel | None 
     ``panels(run)`` (the model's own pictures); in presenter mode the curves go in a narrow column beside the
     panels, so both are on the first screen. A requested move is computed at the top under a spinner or a
     progress bar. When the run could not be built it shows the slot's error instead. Returns nothing useful to a
-    page (the fragment runs later on its own); the run is ``slot.get()``.
+    page (the fragment runs later on its own); the run is ``slot.get()``. ``whole_page=True``: a click reruns the
+    whole page instead of the fragment (the lesson, whose text above the controls follows the run).
     """
     here = _page()
     came_back = (st.session_state.get(PAGES) or (here, here))[0] != here
     if playing(slot) and (came_back or st.session_state.get(slot.key("play_page")) != here):
         _pause(slot)  # Play stops when its page is left (coming back does not start it again)
-    st.fragment(_stepper)(slot, curves, panels)
+    (_stepper if whole_page else st.fragment(_stepper))(slot, curves, panels)
 
 
 def _stepper(slot: RunSlot, curves: Panel | None, panels: Panel | None) -> None:
@@ -568,7 +585,7 @@ def _stepper(slot: RunSlot, curves: Panel | None, panels: Panel | None) -> None:
     if run is None:
         _notice(slot)
         error = st.session_state.get(slot.error) if slot.error else None
-        st.error(error or "No run: pick a dataset and a method.")
+        st.error(safe.md(error) if error else "No run: pick a dataset and a method.")
         return
     do_pending(slot, status)
     buttons(slot, run)
@@ -602,6 +619,9 @@ def _body(slot: RunSlot, curves: Panel | None, panels: Panel | None) -> None:
     run = slot.get()
     if run is None:
         return
+    failed = st.session_state.pop(slot.key("step_error"), None)
+    if failed:
+        st.error(safe.md(failed), icon="⚠️")
     # a transient spinner (it takes no place in the layout) that shows when drawing takes over 0.5 s (a big graph)
     with st.spinner("Drawing this step..."):
         position(slot, run)
@@ -811,23 +831,7 @@ class Lab:
         error = st.session_state.get(self.k("upload.error"))
         ok = st.session_state.get(self.k("upload.ok"))
         if error:
-            st.error(error, icon=":material/error:")
+            st.error(safe.md(error), icon=":material/error:")
             st.caption(f"This page's dataset is unchanged: {safe.md(self.data().name or self.data_id())}.")
         elif ok:
-            st.success(ok)
-
-
-def stepper_head(lab: Lab) -> Run | None:
-    """The top of a stepping panel without Play or curves (kept for pages written before :func:`stepper`; new
-    code calls :func:`stepper`): a pending move, the buttons, the position and scrubber, a violation warning;
-    None (and an error message) when the run could not be built."""
-    slot = lab.slot
-    run = slot.get()
-    if run is None:
-        st.error(lab.run_error() or "No run: pick a dataset.")
-        return None
-    do_pending(slot)
-    buttons(slot, run)
-    position(slot, run)
-    violations(run)
-    return run
+            st.success(ok)  # built with safe.md around each name

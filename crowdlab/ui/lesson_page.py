@@ -3,8 +3,7 @@
 Each step shows its narration, the formula of the action about to run, ONE button that does exactly that action
 on the lesson's run, the outcome with the run's own numbers, and the chart of its effect; Previous / Next move
 through the lesson. The run lives in a :class:`crowdlab.ui.lab.RunSlot` (:data:`SLOT`), so the Step page's
-controls work on it too; every stepping control goes through :func:`_controls` (one place to swap in the shared
-stepper component).
+controls work on it too: the free controls under the lesson are the one stepper component (:func:`lab.stepper`).
 
 Plain keys (state survives a page switch): ``lesson.key``, ``lesson.step``, ``lesson.done`` (the outcome text once
 the step's action ran), ``lesson.mark`` (where the run stood after the lesson last moved it), and the slot's
@@ -140,6 +139,7 @@ def on_replay() -> None:
 # ---------------------------------------------------------------------------- the page
 def lesson_page() -> None:
     """Lesson picker, the step (narration, formula, action, outcome, chart), Previous / Next, free controls."""
+    lab.do_pending(SLOT)  # a move asked for by the free controls first, so the text above them follows the run
     lesson, i = current()
     st.session_state[W_PICK] = lesson.key
     st.segmented_control(
@@ -184,15 +184,12 @@ def lesson_page() -> None:
     chart(step, None if fresh and done is None else run)
     if run is not None:
         with st.expander("Step freely on this run (the Step page's controls)"):
-            _controls(SLOT, run)
+            # the one stepper of every stepping page (Play, Back, the keyboard shortcuts); the chart is above
+            lab.stepper(SLOT, curves=_no_curves, whole_page=True)
 
 
-def _controls(slot: lab.RunSlot, run: Run) -> None:
-    """Every stepping control of the lesson's run: the one place to swap in the shared stepper component."""
-    lab.do_pending(slot)
-    lab.buttons(slot, run)
-    lab.position(slot, run)
-    lab.violations(run)
+def _no_curves(run: Run) -> None:
+    """The lesson draws its own chart above the free controls."""
 
 
 # ---------------------------------------------------------------------------- charts

@@ -23,7 +23,7 @@ import pandas as pd
 import streamlit as st
 from streamlit.errors import StreamlitPageNotFoundError
 
-from crowdlab import plots, sweep
+from crowdlab import plots, safe, sweep
 from crowdlab.api import fit
 from crowdlab.init import INITS
 from crowdlab.models.majority import majority_labels
@@ -254,7 +254,7 @@ def priors_lab() -> None:
     stop_slot = b3.empty()
     error = st.session_state.get(f"{SETTINGS}.error")
     if error:
-        st.error(error)
+        st.error(safe.md(error))
     if running:
         stop_slot.button("Stop", key=B_STOP, on_click=on_stop, width="stretch")
         work(running[0], data)

@@ -16,7 +16,7 @@ import numpy as np
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from crowdlab import plots, sweep
+from crowdlab import plots, safe, sweep
 from crowdlab.models import applicable_models
 from crowdlab.samples import load_sample
 from crowdlab.ui import lab, panels, presenter, priors_page, state
@@ -318,7 +318,7 @@ def test_priors_page_prior_sweep_and_a_bad_strengths_list():
     _ok(at.text_input(key=priors_page.W_STRENGTHS).set_value("0, lots").run())
     at.button(key=priors_page.B_SWEEP).click().run()
     assert [e.value for e in at.error] == [
-        "Prior strengths must be numbers separated by commas, e.g. 0, 0.5, 1, 2, 5, 10, 20."
+        safe.md("Prior strengths must be numbers separated by commas, e.g. 0, 0.5, 1, 2, 5, 10, 20.")
     ]
     assert at.session_state[priors_page.SWEEP] is job  # the old results stay
 

@@ -184,11 +184,11 @@ def dataset_summary(data: Annotations, *, compact: bool = False) -> None:
     name = safe.md(data.name or "(unnamed dataset)")
     if compact:
         st.markdown("**Current dataset**")
-        st.markdown(safe.md(name))
+        st.markdown(name)
         st.markdown("\n".join(f"- {k}: **{v}**" for k, v in rows.items()))
         return
     with st.container(border=True):
-        st.subheader(safe.md(name))
+        st.subheader(name)
         row = st.container(horizontal=True, gap="medium")  # wraps when narrow: a count is never cut to "1..."
         for k, v in rows.items():
             row.metric(k, v.split(" (")[0], width="content")

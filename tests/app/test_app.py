@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 from streamlit.testing.v1 import AppTest
 
+from crowdlab import safe
 from crowdlab.init import INITS
 from crowdlab.models import applicable_models
 from crowdlab.samples import SAMPLES, load_sample
@@ -265,7 +266,7 @@ def test_moment_matching_start_on_the_step_page_and_a_failed_start_is_an_error(m
     assert not at.exception and at.session_state[state.RUN] is None
     assert at.session_state[state.CONFIG] == state.MethodConfig(method="two_coin", init="moments")
     assert [e.value for e in at.error] == [
-        "The run could not start (RuntimeError: the optimiser did not converge). Try another start or method."
+        safe.md("The run could not start (RuntimeError: the optimiser did not converge). Try another start or method.")
     ]
 
 

@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 from streamlit.testing.v1 import AppTest
 
+from crowdlab import safe
 from crowdlab.ui import data_page, state
 from tests.unit.test_corpus import CORPUS, MANIFEST, SECONDS, big_file, check_error
 
@@ -55,7 +56,7 @@ def check(at: AppTest, expect: dict, before: str | None) -> None:
     if "error" in expect:
         assert error, "loaded, expected an error"
         check_error(type("E", (), {"__str__": lambda self: error})(), expect)
-        assert any(error in e.value for e in at.error)
+        assert any(safe.md(error) in e.value for e in at.error)
         assert at.session_state[state.DATA_ID] == before  # the working dataset stays
         assert 'kind="' not in error and "--kind" not in error  # the app's spelling
     else:

@@ -257,7 +257,7 @@ def test_raykar_stepper_moves_the_boundary_and_learns_a_better_classifier_than_m
     _ok(at.slider(key="raykar.stepper.scrub").set_value(0).run())
     assert run.index == 0 and _boundary(at) == b0
     _click(at, "raykar.stepper.run")
-    assert run.converged and run.at_end and not run.violations
+    assert run.stop_reason in ("converged", "stalled") and run.at_end and not run.violations, run.stop_reason
     table = _table(at, "raykar.metrics_table")
     assert table["model"].iloc[0] == "trained on majority vote" and len(table) == run.iteration + 2
     last, mv = table.iloc[-1], table.iloc[0]

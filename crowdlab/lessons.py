@@ -356,6 +356,8 @@ def reference(lesson_key: str) -> dict:
         lec, trap = lecture_scores(LECTURE_SEED), lecture_scores(TRAP_SEED)
         soft = build("bluebirds")
         soft.run()
+        stall = Run(bluebirds(), soft.model, "all_good", param_tol=None)  # the objective test alone
+        stall.run()
         names = lec.annotations.worker_names
         return {
             "true_bad": _names(names, np.flatnonzero(~lec.good)),
@@ -363,6 +365,7 @@ def reference(lesson_key: str) -> dict:
             "trap_true_bad": _names(trap.annotations.worker_names, np.flatnonzero(~trap.good)),
             "mv_accuracy": accuracy(majority_labels(bluebirds()), bluebirds().gold),
             "soft": facts(soft),
+            "stall": facts(stall),
         }
     if lesson_key == "dependent":
         seq, net = sentences(), network()
@@ -550,16 +553,22 @@ EM_LESSON = Lesson(
             "**{a[accuracy]:.3f}**, against {r[mv_accuracy]:.3f} for the majority vote.",
         ),
         Step(
-            "Why EM can go wrong (1): another start, a worse optimum",
-            "EM climbs to the top of the hill it starts on. Start the same model from 'everyone is good' (every "
-            "worker right 80% of the time) instead of the majority vote and let it run.",
+            "Why EM can go wrong (1): a pause that looks like the end",
+            "Start the same model from 'everyone is good' (every worker right 80% of the time) instead of the "
+            "majority vote and let it run. Watch the curve: it climbs, then lies almost flat for dozens of "
+            "iterations before it climbs again. Near such a plateau (a saddle of the likelihood) each step gains "
+            "next to nothing, so a rule that only asks whether the objective stopped changing would stop there.",
             _DS_LL,
             "restart_from:all_good",
             "Restart from 'everyone is good'",
             "objective",
-            "This run stopped at log-likelihood **{a[objective]:.2f}**, below the {b[objective]:.2f} of the "
-            "majority start: a different, worse local optimum, with accuracy **{a[accuracy]:.3f}** instead of "
-            "{b[accuracy]:.3f}. Both runs are converged; EM alone cannot tell which hill is higher.",
+            "Had it stopped when the log-likelihood changed by less than 1e-8 (relative), this run would have "
+            "ended at iteration {r[stall][iteration]}, log-likelihood {r[stall][objective]:.2f} and accuracy "
+            "{r[stall][accuracy]:.3f}: apparently converged, yet the parameters were still drifting. crowdlab also "
+            "asks that the parameters settle, so EM went on and reached **{a[objective]:.2f}** after "
+            "**{a[iteration]}** iterations, accuracy **{a[accuracy]:.3f}**: the majority start's answer "
+            "({b[objective]:.2f}). A pause is not an optimum; a truly worse optimum is in the lecture's "
+            "scores model above.",
         ),
         Step(
             "Why EM can go wrong (2): the mirror image",

@@ -90,7 +90,7 @@ def with_value(model, params, values: dict[Coord, float]):
                 mu[c.worker] = v
             else:
                 kw[c.name] = float(v)
-        return replace(params, mu=mu, **kw)
+        return replace(params, mu=mu, mu_z=None, **kw)  # mu_z follows the new mu
     p = float(params.pi[1])
     extra = {k: np.array(v, dtype=np.float64, copy=True) for k, v in params.extra.items()}
     gamma = None

@@ -11,7 +11,10 @@ from crowdlab.data import Annotations
 from crowdlab.em import Run, Snapshot
 from crowdlab.errors import DataError, ModelError
 from crowdlab.frames import (
+    GLAD,
+    IBCC,
     KOS,
+    MACE,
     MMSR,
     DawidSkene,
     MajorityVote,
@@ -34,7 +37,10 @@ def __getattr__(name):  # readers live in crowdlab.data; resolved lazily while t
 
 
 __all__ = [
+    "GLAD",
+    "IBCC",
     "KOS",
+    "MACE",
     "MMSR",
     "DawidSkene",
     "MajorityVote",

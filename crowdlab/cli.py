@@ -14,6 +14,8 @@ import argparse
 import sys
 from pathlib import Path
 
+import numpy as np
+
 from crowdlab import safe
 from crowdlab.errors import CrowdlabError
 from crowdlab.export import (
@@ -60,6 +62,15 @@ def build_parser() -> argparse.ArgumentParser:
     f.add_argument("--delta", type=float, help="MRF: Potts penalty for disagreeing neighbours (default: #workers)")
     f.add_argument("--e-step", dest="e_step", default="icm", choices=["icm", "mean_field"], help="MRF E-step")
     f.add_argument("--kind", default="auto", choices=["auto", "classes", "continuous"])
+    f.add_argument(
+        "--tie-break",
+        dest="tie_break",
+        default="frequent",
+        choices=["frequent", "random", "first"],
+        help="majority vote: where tied items go (the most frequent class, random with --tie-seed, the first "
+        "worker's label); posteriors.csv flags tied items either way",
+    )
+    f.add_argument("--tie-seed", dest="tie_seed", type=int, default=0, help="seed of --tie-break random")
     f.add_argument("--known", help="semi-supervised EM: CSV item,label of items whose class is known (kept fixed)")
     f.add_argument("--reveal", type=float, help="semi-supervised EM: fix the classes of this fraction of --gold")
     f.add_argument("--reveal-seed", dest="reveal_seed", type=int, default=0, help="which gold items --reveal picks")
@@ -83,6 +94,8 @@ def cmd_fit(args: argparse.Namespace) -> int:
         data = read_edges(args.edges, data, where="cli")
     if args.method == "mrf":
         options = {"delta": args.delta, "e_step": args.e_step}
+    elif args.method == "mv":
+        options = {"tie_break": args.tie_break, "tie_seed": args.tie_seed}
     known = _known_codes(args.known, data) if args.known else None
     run = fit(
         data,
@@ -143,8 +156,11 @@ def _print_summary(run, workers, metrics: dict, out: Path) -> None:
         n_known = int((run.model.known_classes(d) >= 0).sum())
         print(f"semi-supervised: {n_known} items keep their known class (they count in the metrics below)")
     if run.iterative:
-        state = "converged" if run.converged else "stopped at max-iter (not converged)"
-        print(f"EM: {run.last.iteration} iterations, {state}; {run.model.objective_name} = {run.last.objective:.6f}")
+        from crowdlab.em import STOP_REASONS
+
+        state = STOP_REASONS.get(run.stop_reason or "", "converged" if run.converged else "not converged")
+        print(f"EM: {run.last.iteration} iterations; {run.model.objective_name} = {run.last.objective:.6f}")
+        print(f"stopped: {state}")
     if run.violations:
         print(f"WARNING: the objective decreased {len(run.violations)} time(s): {run.violations[0]}")
     col = next((c for c in ("accuracy", "p_good", "agreement_with_majority") if c in workers), None)
@@ -153,6 +169,14 @@ def _print_summary(run, workers, metrics: dict, out: Path) -> None:
         fmt = lambda r: f"{safe.plain(r['worker'])} ({r[col]:.2f}, {int(r['n_labels'])} labels)"  # noqa: E731
         print(f"most reliable ({col}): " + ", ".join(fmt(r) for _, r in ranked.head(3).iterrows()))
         print(f"least reliable ({col}): " + ", ".join(fmt(r) for _, r in ranked.tail(3)[::-1].iterrows()))
+    alpha = workers.attrs.get("krippendorff_alpha")
+    if alpha is not None and np.isfinite(alpha):
+        print(f"Krippendorff's alpha (nominal, all labels): {alpha:.3f}")
+    if "spammer_score" in workers:
+        spam = workers.loc[workers["spammer_score"] < 0.05, "worker"]
+        if len(spam):
+            shown = ", ".join(safe.plain(w) for w in spam.head(5))
+            print(f"likely spammers (spammer score < 0.05, Raykar & Yu 2012): {shown}{' ...' if len(spam) > 5 else ''}")
     for k, v in metrics.items():
         print(f"{k}: {v:.4f}" if isinstance(v, float) else f"{k}: {v}")
     print(f"wrote {', '.join(sorted(p.name for p in out.iterdir()))} to {out}")

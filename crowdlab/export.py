@@ -70,11 +70,31 @@ def worker_frame(run: Run) -> pd.DataFrame:
         out["accuracy"] = p.worker_accuracy()
         for k, v in p.extra.items():
             out[k] = np.asarray(v)
+        out = _with_report(run, out)
     else:  # majority vote: agreement with the majority label
         lab = run.labels()
         agree = np.bincount(data.worker, weights=(data.label == lab[data.item]), minlength=data.n_workers)
         out["agreement_with_majority"] = agree / np.maximum(data.labels_per_worker, 1)
     return check_finite_frame(out, "workers")
+
+
+REPORT_COLUMNS = ("lower", "upper", "interval", "worst_confusion", "worst_rate", "spammer_score", "agreement")
+WALD_MAX_CLASSES = 8  # beyond this the observed-information intervals cost K^2 x K^2 per worker: exact ones instead
+
+
+def _with_report(run: Run, out: pd.DataFrame) -> pd.DataFrame:
+    """``out`` with the worker report's columns (:func:`crowdlab.reports.worker_report`: interval, worst
+    confusion, Raykar & Yu's spammer score, agreement with the consensus); ``out.attrs["krippendorff_alpha"]``."""
+    from crowdlab.reports import worker_report
+
+    try:
+        rep = worker_report(run, intervals=run.data.n_classes <= WALD_MAX_CLASSES)
+    except ModelError:
+        return out
+    for col in REPORT_COLUMNS:
+        out[col] = rep[col].to_numpy()
+    out.attrs["krippendorff_alpha"] = rep.attrs.get("krippendorff_alpha")
+    return out
 
 
 def check_finite_frame(frame: pd.DataFrame, what: str, skip: tuple[str, ...] = ()) -> pd.DataFrame:
@@ -123,7 +143,9 @@ def history_dict(run: Run) -> dict:
         "seed": run.seed,
         "iterations": int(run.last.iteration),
         "converged": bool(run.converged),
+        "stop_reason": run.stop_reason,
         "tol": run.tol,
+        "param_tol": run.param_tol,
         "snapshots": [
             {
                 "index": int(s.index),

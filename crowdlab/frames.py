@@ -173,6 +173,7 @@ class _EM(_Aggregator):
         model_kw = {k: v for k, v in self.options.items() if k not in self.FIT_KEYS}
         run = fit(frame.data, self.method, model_options=model_kw or None, **fit_kw)
         self.run_ = run
+        self.stop_reason_ = run.stop_reason  # "converged", "stalled" or "max_iter" (crowdlab.em.STOP_REASONS)
         self.labels_ = frame.labels(run.labels())
         self.probas_ = frame.probas(run.posterior)
         params = run.params
@@ -195,15 +196,19 @@ class _NotEM(_Aggregator):
 
 
 class MajorityVote(_Aggregator):
-    """Majority vote: ``probas_`` split ties evenly; ``labels_`` break ties by the most frequent class overall."""
+    """Majority vote: ``probas_`` split ties evenly; ``labels_`` break ties by ``tie_break`` ("frequent": the most
+    frequent class overall, the default; "random" with ``tie_seed``; "first": the first worker's label);
+    ``tied_`` flags the tied tasks."""
 
     method = "mv"
 
     def _fit(self, frame: _Frame) -> None:
-        from crowdlab.models.majority import majority_labels, majority_posterior
+        from crowdlab.models.majority import majority_labels, majority_posterior, tied_items
 
-        labels = majority_labels(frame.data)
+        rule = self.options.get("tie_break", "frequent")
+        labels = majority_labels(frame.data, tie_break=rule, seed=self.options.get("tie_seed", 0))
         self.labels_ = frame.labels(labels)
+        self.tied_ = pd.Series(tied_items(frame.data), index=self.labels_.index, name="tied")
         self.probas_ = frame.probas(majority_posterior(frame.data))
         d = frame.data
         hit = (d.label == labels[d.item]).astype(float)
@@ -227,6 +232,38 @@ class TwoCoin(_EM):
     """Sensitivity and specificity per worker (binary labels; Raykar et al. 2010)."""
 
     method = "two_coin"
+
+
+class GLAD(_EM):
+    """GLAD (Whitehill et al. 2009): worker ability and item difficulty; ``skills_`` = abilities alpha_j,
+    ``difficulties_`` = 1 / beta_i per task."""
+
+    method = "glad"
+
+    def _fit(self, frame: _Frame) -> None:
+        super()._fit(frame)
+        p = self.run_.params
+        self.skills_ = frame.per_worker(p.alpha, "skill")
+        self.difficulties_ = pd.Series(p.difficulty, index=self.labels_.index, name="difficulty")
+
+
+class MACE(_EM):
+    """MACE (Hovy et al. 2013): ``spamming_`` = P(worker j is spamming) = 1 - theta_j; ``skills_`` = theta_j."""
+
+    method = "mace"
+
+    def _fit(self, frame: _Frame) -> None:
+        super()._fit(frame)
+        p = self.run_.params
+        self.skills_ = frame.per_worker(p.theta, "skill")
+        self.spamming_ = frame.per_worker(p.spamming, "spamming")
+
+
+class IBCC(_EM):
+    """Bayesian Dawid-Skene by variational Bayes (Kim & Ghahramani 2012): ``errors_`` are the posterior means of
+    the confusion matrices; the run's objective is the ELBO."""
+
+    method = "ibcc"
 
 
 class Wawa(_NotEM):
@@ -254,7 +291,8 @@ class MMSR(_NotEM):
 
 
 ESTIMATORS: dict[str, type[_Aggregator]] = {
-    cls.method: cls for cls in (MajorityVote, DawidSkene, OneCoin, TwoCoin, Wawa, ZeroBasedSkill, KOS, MMSR)
+    cls.method: cls
+    for cls in (MajorityVote, DawidSkene, OneCoin, TwoCoin, GLAD, MACE, IBCC, Wawa, ZeroBasedSkill, KOS, MMSR)
 }
 
 

@@ -173,3 +173,38 @@ def test_usage_line_says_crowdlab_when_run_as_crowdlab(monkeypatch, capsys):
 def test_python_m_crowdlab_usage_line():
     proc = subprocess.run([sys.executable, "-m", "crowdlab", "--help"], capture_output=True, text=True)
     assert proc.returncode == 0 and proc.stdout.startswith("usage: python -m crowdlab ")
+
+
+def test_workers_csv_is_the_worker_report_and_the_stop_reason_is_said(tmp_path, capsys):
+    labels, gold = sample_paths("bluebirds")
+    out = tmp_path / "ds"
+    assert main(["fit", str(labels), "--gold", str(gold), "--out", str(out)]) == 0
+    w = pd.read_csv(out / "workers.csv")
+    for col in ("accuracy", "lower", "upper", "worst_confusion", "spammer_score", "agreement"):
+        assert col in w, col
+    assert ((w["lower"] <= w["accuracy"] + 1e-9) & (w["accuracy"] <= w["upper"] + 1e-9)).all()
+    assert w["spammer_score"].between(0, 1).all()
+    text = capsys.readouterr().out
+    assert "stopped: converged" in text and "Krippendorff's alpha" in text
+    assert json.loads((out / "history.json").read_text())["stop_reason"] == "converged"
+
+
+def test_tie_break_rules_change_only_the_tied_items(tmp_path):
+    # items a and c are tied (one "x", one "y"); b is not; "y" is the most frequent class overall
+    labels = tmp_path / "ties.csv"
+    rows = ["item,worker,label", "a,u,x", "a,v,y", "b,u,y", "b,v,y", "b,w,y", "c,v,y", "c,w,x"]
+    rows += [f"t{n},w{n % 3},{'xy'[n % 2]}" for n in range(40)]  # 40 untied items, one label each
+    labels.write_text("\n".join(rows) + "\n")
+    got = {}
+    for rule, seed in (("frequent", 0), ("first", 0)) + tuple(("random", s) for s in range(8)):
+        out = tmp_path / f"{rule}{seed}"
+        argv = ["fit", str(labels), "--method", "mv", "--tie-break", rule, "--tie-seed", str(seed), "--out", str(out)]
+        assert main(argv) == 0
+        got[rule, seed] = pd.read_csv(out / "labels.csv").set_index("item")["label"]
+    base = got["frequent", 0]
+    assert base["a"] == "y" and base["c"] == "y"  # the most frequent class
+    assert got["first", 0]["a"] == "x" and got["first", 0]["c"] == "y"  # the first label given to each item
+    for lab in got.values():
+        assert lab.drop(["a", "c"]).equals(base.drop(["a", "c"]))  # untied items never move
+    randoms = {tuple(got["random", s][["a", "c"]]) for s in range(8)}
+    assert len(randoms) > 1  # the seed matters

@@ -85,3 +85,28 @@ CROWDKIT_P_CAT = [1.0, 1e-10, 1.0, 1e-10, 1.0, 1.0]
 def test_aggregate_matches_crowd_kits_recorded_answer():
     ours = cl.proba(TOY, method="ds", tol=1e-12, max_iter=5000)
     np.testing.assert_allclose(ours[1].to_numpy(), CROWDKIT_P_CAT, atol=1e-6)
+
+
+def test_glad_mace_ibcc_estimators_and_stop_reason():
+    from crowdlab.samples import sample_paths
+
+    labels, _ = sample_paths("bluebirds")
+    df = pd.read_csv(labels)
+    glad = cl.GLAD().fit(df)
+    assert glad.stop_reason_ in ("converged", "stalled", "max_iter")
+    assert glad.difficulties_.shape == (df["item"].nunique(),) and (glad.difficulties_ > 0).all()
+    mace = cl.MACE().fit(df)
+    assert mace.spamming_.between(0, 1).all()
+    np.testing.assert_allclose(mace.spamming_ + mace.skills_, 1.0)
+    ibcc = cl.IBCC(prior=1.0).fit(df)
+    np.testing.assert_allclose(ibcc.errors_.groupby(level="worker").sum().to_numpy(), 1.0, atol=1e-9)
+    assert (cl.aggregate(df, "mace") == mace.labels_).all()
+
+
+def test_majority_vote_tie_rule_and_tied_flags():
+    df = pd.DataFrame(
+        {"task": ["a", "a", "b", "b", "b"], "worker": ["u", "v", "u", "v", "w"], "label": [1, 2, 1, 2, 2]}
+    )
+    mv = cl.MajorityVote(tie_break="first").fit(df)
+    assert mv.tied_.to_dict() == {"a": True, "b": False}
+    assert mv.labels_["a"] == 1 and mv.labels_["b"] == 2

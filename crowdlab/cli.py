@@ -15,7 +15,7 @@ from pathlib import Path
 from crowdlab.errors import CrowdlabError
 from crowdlab.export import history_dict, metrics_dict, params_dict, posterior_frame, to_json, worker_frame
 from crowdlab.init import INITS
-from crowdlab.models import MODELS
+from crowdlab.models import MODELS, ONLINE_MODELS
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -23,11 +23,15 @@ def build_parser() -> argparse.ArgumentParser:
     sub = p.add_subparsers(dest="command", required=True)
     f = sub.add_parser("fit", help="aggregate a label file and write posteriors and worker parameters")
     f.add_argument("file", help="long CSV (item,worker,label) or wide CSV (rows = items, columns = workers)")
-    f.add_argument("--method", default="ds", choices=sorted(MODELS), help="aggregation method (default: ds)")
+    f.add_argument(
+        "--method", default="ds", choices=sorted([*MODELS, *ONLINE_MODELS]), help="aggregation method (default: ds)"
+    )
     f.add_argument("--gold", help="gold CSV (item,label) to report accuracy against")
     f.add_argument("--out", required=True, help="output directory (created if missing)")
     f.add_argument("--init", default="majority", choices=[k for k in INITS if k not in ("params", "posterior")])
-    f.add_argument("--prior", type=float, default=0.0, help="prior strength s >= 0 (pseudo-counts); 0 = ML")
+    f.add_argument(
+        "--prior", type=float, default=None, help="prior strength s >= 0 (pseudo-counts); default 0 = ML (online: 1)"
+    )
     f.add_argument("--hard", action="store_true", help="hard EM (arg-max instead of posteriors)")
     f.add_argument("--seed", type=int, default=0)
     f.add_argument("--tol", type=float, default=1e-8, help="relative change of the objective to stop at")
@@ -43,6 +47,13 @@ def build_parser() -> argparse.ArgumentParser:
     f.add_argument("--delta", type=float, help="MRF: Potts penalty for disagreeing neighbours (default: #workers)")
     f.add_argument("--e-step", dest="e_step", default="icm", choices=["icm", "mean_field"], help="MRF E-step")
     f.add_argument("--kind", default="auto", choices=["auto", "classes", "continuous"])
+    o = f.add_argument_group("online EM (--method online_ds / online_one_coin; an online-EM blog post)")
+    o.add_argument("--eta0", type=float, default=1.0, help="step size eta_t = eta0 (tau0 + t)^-rho (default 1)")
+    o.add_argument("--tau0", type=float, default=10.0, help="delay tau0 >= 0 (default 10)")
+    o.add_argument("--rho", type=float, default=0.6, help="decay rho; Robbins-Monro needs 0.5 < rho <= 1 (default 0.6)")
+    o.add_argument("--buckets", type=int, default=None, help="hash workers into this many confusion matrices")
+    o.add_argument("--passes", type=int, default=10, help="passes over the data (default 10)")
+    o.add_argument("--batch-size", dest="batch_size", type=int, default=10, help="items per update (default 10)")
     sub.add_parser("samples", help="list the bundled sample datasets")
     return p
 
@@ -63,6 +74,9 @@ def cmd_fit(args: argparse.Namespace) -> int:
         data = read_edges(args.edges, data)
     if args.method == "mrf":
         options = {"delta": args.delta, "e_step": args.e_step}
+    if args.method in ONLINE_MODELS:
+        keys = ("eta0", "tau0", "rho", "buckets", "passes", "batch_size")
+        options = {k: getattr(args, k) for k in keys}
     run = fit(
         data,
         args.method,
@@ -101,7 +115,13 @@ def _print_summary(run, workers, metrics: dict, out: Path) -> None:
     for note in d.notes:
         print(f"note: {note}")
     print(f"method: {run.model.info.title}; start: {run.start_description}")
-    if run.iterative:
+    if args_online := hasattr(run, "progress"):
+        from crowdlab.models.online import format_table
+
+        print(format_table(run.progress.rows))
+        h = run.objective_history()
+        print(f"online EM: {run.last.iteration} passes, {run.last.t} updates; {run.model.objective_name} = {h[-1]:.6f}")
+    if run.iterative and not args_online:
         state = "converged" if run.converged else "stopped at max-iter (not converged)"
         print(f"EM: {run.last.iteration} iterations, {state}; {run.model.objective_name} = {run.last.objective:.6f}")
     if run.violations:

@@ -9,6 +9,7 @@ from crowdlab.models.hmm import HMMCrowd, HMMParams, HMMPosterior
 from crowdlab.models.majority import MajorityVote
 from crowdlab.models.mrf import MRFParams, MRFPosterior, NetworkCrowd
 from crowdlab.models.one_coin import OneCoin
+from crowdlab.models.online import ONLINE_MODELS, OnlineDawidSkene, OnlineOneCoin
 from crowdlab.models.params import ClassParams
 from crowdlab.models.raykar import RaykarModel, RaykarParams
 from crowdlab.models.scores import GoodBadScores, ScoreParams
@@ -27,17 +28,23 @@ ALIASES = {"dawid_skene": "ds", "majority": "mv", "onecoin": "one_coin", "twocoi
 FEATURE_MODELS = {"raykar": RaykarModel}
 """Models that also need item features (``make_model(key, features=...)``); not in ``MODELS``, whose entries are
 built from the labels alone, and listed by ``applicable_models`` only when features are given."""
+# ONLINE_MODELS ("online_ds", "online_one_coin"; crowdlab.models.online): online EM, run by
+# crowdlab.online_run.OnlineRun rather than crowdlab.em.Run; built by make_model and cl.fit, not listed by
+# applicable_models (the Step and Compare pages step batch EM; the "Batch vs online" page steps these)
 
 
 def make_model(key: str, **options):
     """Build model ``key`` (see ``MODELS``) with options such as ``prior=`` and ``hard=``."""
     key = ALIASES.get(key, key)
+    if key in ONLINE_MODELS:
+        options.pop("hard", None)  # online EM is soft
+        return ONLINE_MODELS[key](**options)
     if key in FEATURE_MODELS:
         if options.get("features") is None:
             raise ModelError(f"Method {key!r} needs item features (features=...; see crowdlab.features).")
         return FEATURE_MODELS[key](**options)
     if key not in MODELS:
-        raise ModelError(f"Unknown method {key!r}; choose one of {', '.join(MODELS)}.")
+        raise ModelError(f"Unknown method {key!r}; choose one of {', '.join([*MODELS, *ONLINE_MODELS])}.")
     cls = MODELS[key]
     if cls is MajorityVote:
         return cls()
@@ -68,6 +75,7 @@ def applicable_models(data: Annotations, features=None) -> list[str]:
 __all__ = [
     "FEATURE_MODELS",
     "MODELS",
+    "ONLINE_MODELS",
     "ClassParams",
     "DawidSkene",
     "GoodBadScores",
@@ -79,6 +87,8 @@ __all__ = [
     "MajorityVote",
     "NetworkCrowd",
     "OneCoin",
+    "OnlineDawidSkene",
+    "OnlineOneCoin",
     "RaykarModel",
     "RaykarParams",
     "ScoreParams",

@@ -283,7 +283,10 @@ def run_pending(slot: RunSlot, progress: Callable[[int, int], None] | None = Non
 
 
 def step_label(run: Run) -> str:
-    """ "iteration 3, after M-step" for the cursor's snapshot."""
+    """ "iteration 3, after M-step" for the cursor's snapshot (a run that describes its own position, such as an
+    online run's "pass 2, block 5 of 80", says so through ``position_label()``)."""
+    if hasattr(run, "position_label"):
+        return run.position_label()
     snap = run.current
     if not run.iterative:
         return "majority vote (one step, nothing to iterate)"

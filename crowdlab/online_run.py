@@ -21,7 +21,7 @@ so a pass over 10^6 labels stays fast). The progressive values of every block ar
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -324,3 +324,112 @@ class OnlineRun:
         """The progress table's rows (vw style) up to the cursor (or record ``upto``)."""
         seen = self.snapshots[self.index if upto is None else upto].seen
         return [row for row in self.progress.rows if row["example counter"] <= seen]
+
+
+# ---------------------------------------------------------------------------- comparisons (the page, the benchmark)
+def fast_fit(data: Annotations, model: OnlineDawidSkene, on_pass: Callable[[int, OnlineState], None] | None = None):
+    """All passes on the fast path (no records): (stream, final state, progress table). ``on_pass(epoch, state)``
+    is called after every pass."""
+    stream = model.stream(data)
+    state = model.init_state(stream)
+    prog = Progress(data.class_names, data.gold if data.has_gold else None)
+    last = [None]
+
+    def seen(block: Block) -> None:
+        prog.add(block)
+        last[0] = block
+
+    while state.epoch < model.passes:
+        state = model.run_pass(stream, state, seen)
+        if on_pass is not None:
+            on_pass(state.epoch, state)
+    prog.finish(last[0])
+    return stream, state, prog
+
+
+def reference_curves(data: Annotations, model: OnlineDawidSkene) -> dict[str, np.ndarray]:
+    """A whole online run of ``model`` summarised per pass and per block (to fix the page's axes before the person
+    has stepped): ``seen`` / ``progressive`` (average F_i so far, per block) and per pass ``pass_seen``,
+    ``objective`` (batch objective) and ``accuracy`` (nan without gold)."""
+    rows: list[tuple[int, float, float]] = []
+
+    def on_pass(epoch: int, state: OnlineState) -> None:
+        params = model.params(stream_box[0], state)
+        q = model.e_step(data, params)
+        acc = accuracy(np.argmax(q, axis=1), data.gold) if data.has_gold else float("nan")
+        rows.append((epoch * data.n_items, model.log_likelihood(data, params), acc))
+
+    stream_box = [model.stream(data)]
+    _, _, prog = fast_fit(data, model, on_pass)
+    F, _, _ = prog.arrays()
+    csum = np.cumsum(F)
+    n = np.arange(1, F.size + 1)
+    return {
+        "seen": n.astype(np.float64),
+        "progressive": csum / n,
+        "pass_seen": np.array([r[0] for r in rows], dtype=np.float64),
+        "objective": np.array([r[1] for r in rows]),
+        "accuracy": np.array([r[2] for r in rows]),
+    }
+
+
+def batch_curves(data: Annotations, prior: float = 0.0, max_iter: int = 100) -> dict[str, np.ndarray]:
+    """Batch Dawid-Skene EM (:class:`crowdlab.em.Run`, majority-vote start) per complete iteration: ``iteration``,
+    ``objective`` (log p(x | theta) + log prior) and ``accuracy`` against gold (nan without gold)."""
+    from crowdlab.em import Run
+    from crowdlab.models.dawid_skene import DawidSkene
+
+    run = Run(data, DawidSkene(prior=prior), "majority", max_iter=max_iter)
+    run.run()
+    snaps = [s for s in run.snapshots if s.kind in ("init", "M")]
+    acc = [accuracy(run.labels(s), data.gold) if data.has_gold else float("nan") for s in snaps]
+    return {
+        "iteration": np.array([s.iteration for s in snaps], dtype=np.float64),
+        "objective": np.array([s.objective for s in snaps], dtype=np.float64),
+        "accuracy": np.array(acc, dtype=np.float64),
+    }
+
+
+def bucket_grid(n_workers: int) -> list[int]:
+    """B = 1, 2, 4, ... up to the first power of two at or above the number of workers."""
+    out, b = [], 1
+    while True:
+        out.append(b)
+        if b >= n_workers:
+            return out
+        b *= 2
+
+
+def bucket_sweep(
+    data: Annotations,
+    model: OnlineDawidSkene,
+    buckets: Sequence[int] | None = None,
+    seeds: Sequence[int] = (0, 1, 2),
+    progress: Callable[[int, int], None] | None = None,
+) -> dict[str, np.ndarray]:
+    """Final accuracy against gold (or, without gold, the batch objective per item) of ``model`` with each number
+    of hash buckets in ``buckets`` (default :func:`bucket_grid`) and each hash seed; plus one matrix per worker.
+    Keys: ``buckets``, ``values`` (len(buckets), len(seeds)), ``per_worker`` (len(seeds),), ``measure``."""
+    buckets = list(buckets) if buckets is not None else bucket_grid(data.n_workers)
+    measure = "accuracy" if data.has_gold else "log-likelihood per item"
+
+    def score(m: OnlineDawidSkene) -> float:
+        stream, state, _ = fast_fit(data, m)
+        params = m.params(stream, state)
+        if data.has_gold:
+            return accuracy(np.argmax(m.e_step(data, params), axis=1), data.gold)
+        return m.log_likelihood(data, params) / data.n_items
+
+    total = (len(buckets) + 1) * len(seeds)
+    done = 0
+    values = np.empty((len(buckets), len(seeds)))
+    per_worker = np.empty(len(seeds))
+    for j, seed in enumerate(seeds):
+        per_worker[j] = score(model.with_options(buckets=None, seed=seed))
+        done += 1
+        for i, b in enumerate(buckets):
+            values[i, j] = score(model.with_options(buckets=b, seed=seed))
+            done += 1
+            if progress is not None:
+                progress(done, total)
+    return {"buckets": np.array(buckets), "values": values, "per_worker": per_worker, "measure": measure}

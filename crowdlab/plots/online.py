@@ -19,7 +19,7 @@ __all__ = ["accuracy_vs_buckets", "eta_schedule", "online_curve", "padded_range"
 ONLINE_COLOR = OBJECTIVE_COLOR
 BATCH_COLOR = "#ff7f0e"
 PROGRESSIVE_COLOR = METRIC_COLORS[1]
-X_SEEN = "items seen (batch EM: one pass of N items per iteration)"
+X_SEEN = "items seen"
 
 
 def padded_range(*arrays: Sequence[float], pad: float = 0.06, floor: float | None = None, ceil: float | None = None):

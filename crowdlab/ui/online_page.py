@@ -324,28 +324,39 @@ def curves_panel(run: OnlineRun) -> None:
 
 
 def block_panel(run: OnlineRun) -> None:
-    """The current block (its ratings, q_i, F_i, prediction, gold) beside the progress table (vw style)."""
+    """Two tabs: the current block (its ratings, q_i, F_i, prediction, gold) and the progress table (vw style)."""
     data = run.data
     rec = run.snapshots[run.index]
-    left, right = st.columns([3, 2]) if not presenter.is_on() else (st.container(), st.container())
-    with left:
+    here, table_tab = st.tabs(["This block", "Progressive validation"])
+    with here:
         if rec.block is None:
-            st.markdown("**The next block**: press Step or E-step to read it.")
+            st.markdown("No block yet: press Step or E-step to read the first one.")
         else:
             blk = rec.block
-            st.markdown(f"**This block** ({len(blk.items)} items; η_t = {blk.eta:.4f}; F_i before the update)")
+            st.caption(
+                f"{len(blk.items)} items; η_t = {blk.eta:.4f}; q_i and F_i = log p(D_i | θ) (+ log prior / |I|) "
+                "under the parameters before this block's update (the blog's progressive validation)."
+            )
             names = np.asarray(data.class_names, dtype=object)
             table = pd.DataFrame({"item": [data.item_names[i] for i in blk.items], "ratings": blk.ratings})
+            cols = {}
             for k, c in enumerate(data.class_names[:6]):
                 table[f"q({c})"] = blk.q[:, k]
+                cols[f"q({c})"] = st.column_config.NumberColumn(format="%.3f")
             table["F_i"] = blk.F
+            cols["F_i"] = st.column_config.NumberColumn(format="%.2f")
             table["prediction"] = names[blk.pred]
             if data.has_gold:
                 gold = data.gold[blk.items]
                 table["gold"] = np.where(gold >= 0, names[np.maximum(gold, 0)], "?")
-            st.dataframe(table.head(200), hide_index=True, height=min(38 + 35 * len(table), 300), key="onl.block")
-    with right:
-        st.markdown("**Progressive validation** (as vowpal wabbit prints it)")
+            height = min(38 + 35 * len(table), 300)
+            st.dataframe(table.head(200), hide_index=True, height=height, column_config=cols, key="onl.block")
+    with table_tab:
+        st.caption(
+            "Rows at example counters 1, 2, 4, 8, ... (at the block that reaches them): the average F_i so far and "
+            "since the last row, the item's gold label ('?' if unknown), the prediction before the update, and its "
+            "number of ratings. The average should rise as data is consumed."
+        )
         st.code(format_table(run.table()), language=None)
     if data.has_gold and run.index > 0:
         labels = run.labels()

@@ -51,6 +51,7 @@ from dataclasses import dataclass, field, replace
 from functools import cached_property
 
 import numpy as np
+from scipy.special import gammaln
 
 from crowdlab.data import Annotations
 from crowdlab.models.base import (
@@ -137,6 +138,7 @@ class Block:
     pred: np.ndarray
     ratings: np.ndarray
     eta: float
+    rows: np.ndarray | None = None  # the block's observation rows in the stream (reused by the update)
 
 
 # ---------------------------------------------------------------------------- the model
@@ -318,18 +320,26 @@ class OnlineDawidSkene:
         rows, lengths, offsets = stream.rows(items)
         log_g = safe_log(gamma_b)
         ll = log_g[stream.bucket[rows], stream.label[rows], :]  # (rows, K)
-        lj = np.add.reduceat(ll, offsets, axis=0) + safe_log(pi)[None, :]
+        log_pi = safe_log(pi)
+        lj = np.add.reduceat(ll, offsets, axis=0) + log_pi[None, :]
         F = logsumexp_rows(lj)
+        q = np.exp(lj - F[:, None])
         if self.has_prior:
-            F = F + self.log_prior_buckets(pi, gamma_b, theta_b) / self.scale_items(stream)
-        q = np.exp(lj - logsumexp_rows(lj)[:, None])
-        return Block(items, q, F, np.argmax(lj, axis=1), lengths, self.eta(state.t + 1))
+            F = F + self._log_prior_logs(log_g, log_pi, theta_b) / self.scale_items(stream)
+        return Block(items, q, F, np.argmax(lj, axis=1), lengths, self.eta(state.t + 1), rows)
+
+    def _log_prior_logs(self, log_g: np.ndarray, log_pi: np.ndarray, theta_b) -> float:
+        """log P(theta) from the logs already computed (:meth:`log_prior_buckets` without a second log)."""
+        a = 1.0 + self.prior
+        B, K, _ = log_g.shape
+        const = gammaln(K * a) - K * gammaln(a)
+        return float((B * K + 1) * const + (a - 1.0) * (log_g.sum() + log_pi.sum()))
 
     def update(self, stream: ItemStream, state: OnlineState, block: Block) -> OnlineState:
         """Step 3: s <- (1 - eta_t) s + eta_t (|I| / |block|) s_block(q), then the position moves on."""
         K, B = stream.n_classes, stream.n_buckets
-        rows, lengths, _ = stream.rows(block.items)
-        q_rows = np.repeat(block.q, lengths, axis=0)
+        rows = block.rows if block.rows is not None else stream.rows(block.items)[0]
+        q_rows = np.repeat(block.q, block.ratings, axis=0)
         cell = stream.bucket[rows] * K + stream.label[rows]
         counts = np.empty((B * K, K))
         for k in range(K):  # K bincounts over the block's rows: O(rows + B K) each
@@ -383,6 +393,11 @@ class OnlineOneCoin(OnlineDawidSkene):
             return 0.0
         a = 1.0 + self.prior
         return log_beta_pdf(theta_b, a, a) + log_dirichlet(pi, a)
+
+    def _log_prior_logs(self, log_g: np.ndarray, log_pi: np.ndarray, theta_b) -> float:
+        a = 1.0 + self.prior
+        K = log_pi.shape[0]
+        return log_beta_pdf(theta_b, a, a) + float(gammaln(K * a) - K * gammaln(a) + (a - 1.0) * log_pi.sum())
 
 
 ONLINE_MODELS = {"online_ds": OnlineDawidSkene, "online_one_coin": OnlineOneCoin}

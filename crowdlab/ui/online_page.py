@@ -41,7 +41,7 @@ SIM_L, SIM_SEED = "onl.sim.per_item", "onl.sim.seed"
 SIM_DEFAULTS = {SIM_N: 2000, SIM_M: 40, SIM_K: 3, SIM_L: 5, SIM_SEED: 0}
 UP_LABELS, UP_GOLD = "onl.upload.labels", "onl.upload.gold"
 W = {k: f"onl.{k}" for k in ("method", "eta0", "tau0", "rho", "buckets", "passes", "batch_size", "seed", "prior")}
-BUCKET_CHOICES = (0, *(2**i for i in range(13)))  # 0: one matrix per worker (no hashing)
+BUCKET_CHOICES = (*(2**i for i in range(13)), 0)  # 0 (last, the most): one matrix per worker, no hashing
 TAU_CHOICES = (0.0, 1.0, 2.0, 5.0, 10.0, 20.0, 50.0, 100.0, 200.0, 500.0, 1000.0)
 METHODS = {"online_ds": "Dawid-Skene (a confusion matrix per bucket)", "online_one_coin": "one-coin (an accuracy)"}
 

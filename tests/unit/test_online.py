@@ -153,6 +153,24 @@ def test_block_posterior_is_the_dawid_skene_e_step(rte):
     assert block.ratings.tolist() == rte.labels_per_item[items].tolist()
 
 
+@pytest.mark.parametrize("cls", [OnlineDawidSkene, OnlineOneCoin])
+def test_block_objective_is_log_marginal_plus_prior_share(cls, bluebirds):
+    """F_i at its maximiser q_i = log p(D_i | theta) + log P(theta) / |I| (the blog's per-item objective)."""
+    model = cls(prior=2.0)
+    stream = model.stream(bluebirds)
+    state = model.init_state(stream)
+    for _ in range(3):
+        _, state = model.advance(stream, state)
+    items = np.arange(bluebirds.n_items)
+    block = model.evaluate(stream, state, items)
+    params = model.params(stream, state)
+    lj = np.asarray(bluebirds.label_counts @ np.log(params.gamma).reshape(-1, 2)) + np.log(params.pi)
+    expected = np.logaddexp(lj[:, 0], lj[:, 1]) + model.log_prior(params) / bluebirds.n_items
+    np.testing.assert_allclose(block.F, expected, rtol=1e-10)
+    total = model.log_likelihood(bluebirds, params)
+    assert block.F.sum() == pytest.approx(total, rel=1e-10)  # sum_i F_i is the batch objective
+
+
 def test_full_batch_with_unit_step_is_batch_em(rte):
     """batch_size = N and eta = 1 make one update exactly one batch EM iteration (E-step then MAP M-step)."""
     prior = 0.5

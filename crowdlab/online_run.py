@@ -347,32 +347,6 @@ def fast_fit(data: Annotations, model: OnlineDawidSkene, on_pass: Callable[[int,
     return stream, state, prog
 
 
-def reference_curves(data: Annotations, model: OnlineDawidSkene) -> dict[str, np.ndarray]:
-    """A whole online run of ``model`` summarised per pass and per block (to fix the page's axes before the person
-    has stepped): ``seen`` / ``progressive`` (average F_i so far, per block) and per pass ``pass_seen``,
-    ``objective`` (batch objective) and ``accuracy`` (nan without gold)."""
-    rows: list[tuple[int, float, float]] = []
-
-    def on_pass(epoch: int, state: OnlineState) -> None:
-        params = model.params(stream_box[0], state)
-        q = model.e_step(data, params)
-        acc = accuracy(np.argmax(q, axis=1), data.gold) if data.has_gold else float("nan")
-        rows.append((epoch * data.n_items, model.log_likelihood(data, params), acc))
-
-    stream_box = [model.stream(data)]
-    _, _, prog = fast_fit(data, model, on_pass)
-    F, _, _ = prog.arrays()
-    csum = np.cumsum(F)
-    n = np.arange(1, F.size + 1)
-    return {
-        "seen": n.astype(np.float64),
-        "progressive": csum / n,
-        "pass_seen": np.array([r[0] for r in rows], dtype=np.float64),
-        "objective": np.array([r[1] for r in rows]),
-        "accuracy": np.array([r[2] for r in rows]),
-    }
-
-
 def batch_curves(data: Annotations, prior: float = 0.0, max_iter: int = 100) -> dict[str, np.ndarray]:
     """Batch Dawid-Skene EM (:class:`crowdlab.em.Run`, majority-vote start) per complete iteration: ``iteration``,
     ``objective`` (log p(x | theta) + log prior) and ``accuracy`` against gold (nan without gold)."""

@@ -8,8 +8,9 @@ Beside it: batch EM per iteration (one iteration = one pass over the N items), o
 The page keeps its own dataset, settings and run under ``onl.*`` (a :class:`crowdlab.ui.lab.Lab`); the working
 dataset of the other pages is untouched. Sources: bluebirds and RTE (bundled, with gold), a simulated crowd
 (:func:`crowdlab.simulate.simulate_crowd`) and an upload (read by :func:`crowdlab.data.read_annotations`, the one
-reader path). Derived per dataset (``onl.derived``): batch EM's curves, a reference online run of the current
-settings (it fixes the axes before the person has stepped) and the accuracy-vs-B sweep (computed on request).
+reader path). Derived per dataset (``onl.derived``): batch EM's curves, the objective and accuracy under online
+EM's start (with batch EM's they fix the axes before anyone has stepped) and the accuracy-vs-B sweep (computed
+on request, with at most 100 updates per pass so it takes seconds).
 """
 
 from __future__ import annotations
@@ -26,7 +27,7 @@ from crowdlab.errors import DataError
 from crowdlab.metrics import accuracy
 from crowdlab.models import make_model
 from crowdlab.models.online import format_table
-from crowdlab.online_run import OnlineRun, batch_curves, bucket_sweep, reference_curves
+from crowdlab.online_run import OnlineRun, batch_curves, bucket_sweep
 from crowdlab.plots import online as figs
 from crowdlab.plots.online import padded_range
 from crowdlab.samples import SAMPLES
@@ -143,17 +144,33 @@ def batch(data: Annotations, prior: float) -> dict:
     return ONL.derived(f"batch:{prior}", lambda: batch_curves(data, prior))
 
 
-def reference(data: Annotations, cfg: OnlineConfig) -> dict:
-    return ONL.derived(f"ref:{cfg}", lambda: reference_curves(data, model_of(cfg)))
+def start(data: Annotations, cfg: OnlineConfig) -> dict:
+    """The whole-data objective per item and the accuracy under online EM's starting parameters (cheap: one
+    E-step); with batch EM's curve they fix the axes before anyone has stepped."""
+
+    def compute() -> dict:
+        model = model_of(cfg)
+        stream = model.stream(data)
+        params = model.params(stream, model.init_state(stream))
+        acc = accuracy(np.argmax(model.e_step(data, params), axis=1), data.gold) if data.has_gold else np.nan
+        return {"objective": model.log_likelihood(data, params) / data.n_items, "accuracy": acc}
+
+    return ONL.derived(f"start:{cfg}", compute)
 
 
 def _sweep_key(cfg: OnlineConfig) -> str:
     return f"sweep:{replace(cfg, buckets=0, seed=0)}"
 
 
+def sweep_model(data: Annotations, cfg: OnlineConfig):
+    """The sweep's model: the current settings with at most 100 updates per pass (mini-batches of at least N / 100
+    items), so 3 seeds x every B take seconds on any dataset the page holds."""
+    return model_of(cfg, batch_size=max(cfg.batch_size, -(-data.n_items // 100)))
+
+
 def _on_sweep() -> None:
     data, cfg = ONL.data(), ONL.config()
-    ONL.derived(_sweep_key(cfg), lambda: bucket_sweep(data, model_of(cfg), seeds=(0, 1, 2)))
+    ONL.derived(_sweep_key(cfg), lambda: bucket_sweep(data, sweep_model(data, cfg), seeds=(0, 1, 2)))
 
 
 # ---------------------------------------------------------------------------- the page
@@ -169,7 +186,7 @@ def source_section() -> None:
         sim, upload = st.tabs(["Simulate a crowd", "Upload labels"])
         with sim:
             c = st.columns(5)
-            c[0].number_input("Items", 50, 200_000, step=500, **ONL.mirrored(SIM_N))
+            c[0].number_input("Items", 50, 20_000, step=500, **ONL.mirrored(SIM_N))
             c[1].number_input("Workers", 2, 5000, step=10, **ONL.mirrored(SIM_M))
             c[2].number_input("Classes", 2, 10, **ONL.mirrored(SIM_K))
             c[3].number_input("Labels per item", 1, 50, **ONL.mirrored(SIM_L))
@@ -236,7 +253,10 @@ def hashing_tab(data: Annotations, cfg: OnlineConfig) -> None:
             f"is fixed in advance whatever the number of workers (here M = {data.n_workers:,}). Workers that "
             "collide share a matrix; with B = 1 everyone gets the population's matrix."
         )
-        st.button("Compute accuracy vs B", key="onl.sweep", on_click=_on_sweep, help="3 hash seeds per B")
+        st.button(
+            "Compute accuracy vs B", key="onl.sweep", on_click=_on_sweep,
+            help="The current settings with B = 1, 2, 4, ... and 3 hash seeds each (at most 100 updates per pass)",
+        )  # fmt: skip
     with right:
         sweep = (st.session_state.get(ONL.k("derived")) or {}).get(_sweep_key(cfg))
         if sweep is None:
@@ -284,7 +304,7 @@ def curves_panel(run: OnlineRun) -> None:
     h = run.history()
     upto = slice(0, run.index + 1)
     seen = h["seen"][upto].astype(np.float64)
-    b, ref = batch(data, cfg.prior), reference(data, cfg)
+    b, s0 = batch(data, cfg.prior), start(data, cfg)
     x_max = cfg.passes * N
     bx = b["iteration"] * N
     keep = bx <= x_max
@@ -292,7 +312,7 @@ def curves_panel(run: OnlineRun) -> None:
     x_now = float(h["seen"][run.index])
     c1, c2 = lab.curve_columns(2)
     with c1:
-        y = padded_range(ref["progressive"], ref["objective"] / N, b["objective"][keep] / N)
+        y = padded_range([s0["objective"]], b["objective"][keep] / N, pad=0.15)
         fig = figs.online_curve(
             [("progressive: average F_i so far", seen, h["progressive"][upto], "progressive"),
              ("online: log p(x | θ) / N", seen[np.isfinite(obj)], obj[np.isfinite(obj)], "online")],
@@ -306,7 +326,7 @@ def curves_panel(run: OnlineRun) -> None:
         else:
             acc = h["accuracy"][upto]
             prog = _progressive_accuracy(run, seen)
-            lo = min(np.nanmin(ref["accuracy"]), np.nanmin(b["accuracy"][keep]))
+            lo = float(np.nanmin([s0["accuracy"], *b["accuracy"][keep]]))
             fig = figs.online_curve(
                 [("online: every item, current θ", seen[np.isfinite(acc)], acc[np.isfinite(acc)], "online"),
                  ("progressive: before each update (last N)", seen, prog, "progressive")],

@@ -21,7 +21,7 @@ import numpy as np
 import pandas as pd
 import streamlit as st
 
-from crowdlab import safe
+from crowdlab import plots, safe
 from crowdlab.data import Annotations
 from crowdlab.errors import DataError
 from crowdlab.metrics import accuracy
@@ -343,11 +343,44 @@ def curves_panel(run: OnlineRun) -> None:
     )
 
 
+MAX_MATRICES = 8
+
+
+def matrices_tab(run: OnlineRun) -> None:
+    """The confusion matrices at the cursor: the most active workers, or with hashing the busiest buckets."""
+    data = run.data
+    params = run.params
+    bucket = params.extra["bucket"]
+    busy = np.argsort(-data.labels_per_worker, kind="stable")
+    if run.model.buckets is None:
+        picked = busy[:MAX_MATRICES]
+        names = safe.html_all(data.worker_names)
+        note = f"the {len(picked)} most active of {data.n_workers:,} workers"
+    else:
+        per_bucket = np.bincount(bucket, weights=data.labels_per_worker, minlength=run.model.buckets)
+        members = np.bincount(bucket, minlength=run.model.buckets)
+        top = [b for b in np.argsort(-per_bucket, kind="stable") if members[b] > 0][:MAX_MATRICES]
+        picked = [int(np.flatnonzero(bucket == b)[0]) for b in top]  # one worker stands for its bucket
+        names = [""] * data.n_workers
+        for b, m in zip(top, picked):
+            names[m] = f"bucket {b} ({members[b]} worker{'s' if members[b] != 1 else ''})"
+        note = f"the {len(picked)} busiest of B = {run.model.buckets:,} buckets; workers who collide share one"
+    fig = plots.confusion_grid(
+        params.gamma, names, safe.html_all(data.class_names), max_workers=MAX_MATRICES, workers=picked,
+        cols=2 if presenter.is_on() else 4, title="Confusion matrices Γ (columns: true class, rows: says)",
+    )  # fmt: skip
+    st.plotly_chart(lab.wrap_title(fig, 44), key="onl.confusion_chart")
+    st.caption(f"At this snapshot: {note}. Colours fixed to [0, 1]; row 0 on top.")
+
+
 def block_panel(run: OnlineRun) -> None:
-    """Two tabs: the current block (its ratings, q_i, F_i, prediction, gold) and the progress table (vw style)."""
+    """Three tabs: the confusion matrices, the current block (its ratings, q_i, F_i, prediction, gold) and the
+    progress table (vw style)."""
     data = run.data
     rec = run.snapshots[run.index]
-    here, table_tab = st.tabs(["This block", "Progressive validation"])
+    matrices, here, table_tab = st.tabs(["Confusion matrices", "This block", "Progressive validation"])
+    with matrices:
+        matrices_tab(run)
     with here:
         if rec.block is None:
             st.markdown("No block yet: press Step or E-step to read the first one.")

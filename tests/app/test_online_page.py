@@ -144,8 +144,13 @@ def test_settings_reset_the_run_and_draw_the_schedule():
     assert [t["meta"] for t in eta["data"]][:3] == ["rho_half", "rho_one", "eta"]
     _ok(at.slider(key=op.W["rho"]).set_value(0.3).run())
     assert any("outside (0.5, 1]" in c.value for c in at.caption)
+    grid = _chart(at, "onl.confusion_chart")
+    titles = [a["text"] for a in grid["layout"]["annotations"]]
+    assert {"39", "97", "175", "335"} <= set(titles)  # bluebirds' most active workers (all label every image)
     _ok(at.select_slider(key=op.W["buckets"]).set_value(4).run())
     assert _run(at).model.buckets == 4
+    titles = [a["text"] for a in _chart(at, "onl.confusion_chart")["layout"]["annotations"]]
+    assert sum(t.startswith("bucket ") for t in titles) == 4
     _ok(at.selectbox(key=op.W["method"]).set_value("online_one_coin").run())
     assert _run(at).model.info.key == "online_one_coin"
     _click(at, "onl.stepper.run")

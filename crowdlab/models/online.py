@@ -321,7 +321,9 @@ class OnlineDawidSkene:
         log_g = safe_log(gamma_b)
         ll = log_g[stream.bucket[rows], stream.label[rows], :]  # (rows, K)
         log_pi = safe_log(pi)
-        lj = np.add.reduceat(ll, offsets, axis=0) + log_pi[None, :]
+        local = np.repeat(np.arange(len(items)), lengths)  # the block's item of every row (an item may have none)
+        sums = [np.bincount(local, weights=ll[:, k], minlength=len(items)) for k in range(ll.shape[1])]
+        lj = np.stack(sums, axis=1) + log_pi[None, :]
         F = logsumexp_rows(lj)
         q = np.exp(lj - F[:, None])
         if self.has_prior:

@@ -302,3 +302,18 @@ def test_cli_online_writes_files(tmp_path, capsys):
     assert params["method"] == "online_ds" and max(params["bucket"]) < 32
     printed = capsys.readouterr().out
     assert "example" in printed and "counter" in printed and "3 passes" in printed
+
+
+def test_an_item_without_labels_gets_the_class_prior():
+    from crowdlab.data import Annotations
+
+    data = Annotations(
+        item=np.array([0, 0, 2, 2]), worker=np.array([0, 1, 0, 1]), label=np.array([0, 1, 1, 1]),
+        item_names=("a", "b", "c"), worker_names=("x", "y"), class_names=("n", "p"),
+    )  # fmt: skip
+    run = OnlineRun(data, OnlineDawidSkene(batch_size=1, passes=2, prior=0.0))
+    run.run()
+    assert not run.violations and np.all(np.isfinite(run.posterior))
+    np.testing.assert_allclose(run.posterior[1], run.params.pi)  # no labels: q = pi
+    F, _, item = run.progress.arrays()
+    np.testing.assert_allclose(F[item == 1], 0.0, atol=1e-12)  # log sum_k pi_k = 0

@@ -13,7 +13,8 @@ For each dataset:
 - online DS (:mod:`crowdlab.models.online`, default eta0 = 1, tau0 = 10, rho = 0.6, prior 1, one confusion matrix
   per worker) for each ``--batch-sizes`` value, on the fast path (:func:`crowdlab.online_run.fast_fit`: no
   snapshots, progressive values kept): seconds per pass (median over the passes, after building the item-grouped
-  arrays once) and accuracy after 1, 3 and ``--passes`` passes.
+  arrays once) and accuracy after 1, 3 and ``--passes`` passes; for b <= 10 also with a step-size clock per
+  worker (``worker_steps=True``).
 
 The simulated set is :func:`benchmarks.bench_ds.simulate` (vectorised: 10 distinct workers per item, diagonal of
 each confusion matrix ~ U(0.6, 0.95)), K = 3, n_items = obs / 10, 500 workers at 10^6 labels. The script prints
@@ -48,8 +49,8 @@ def batch_row(data) -> dict:
     return {"iters": run.last.iteration, "total": total, "per": total / it, "acc": accuracy(run.labels(), data.gold)}
 
 
-def online_row(data, batch_size: int, passes: int) -> dict:
-    model = OnlineDawidSkene(batch_size=batch_size, passes=passes)
+def online_row(data, batch_size: int, passes: int, worker_steps: bool = False) -> dict:
+    model = OnlineDawidSkene(batch_size=batch_size, passes=passes, worker_steps=worker_steps)
     t = time.perf_counter()
     stream = model.stream(data)
     state = model.init_state(stream)
@@ -74,12 +75,14 @@ def report(name: str, data, batch_sizes: list[int], passes: int) -> None:
         f"  accuracy {b['acc']:.4f}"
     )
     for bs in batch_sizes:
-        o = online_row(data, bs, passes)
-        accs = "  ".join(f"after {p}: {a:.4f}" for p, a in o["acc"].items())
-        print(
-            f"  online DS, b = {bs:<5} {o['updates']:>6} updates/pass  {o['per']:.4f} s/pass  "
-            f"(setup {o['setup']:.3f} s, {passes} passes {o['total']:.3f} s)  accuracy {accs}"
-        )
+        for ws in (False, True) if bs <= 10 else (False,):
+            o = online_row(data, bs, passes, ws)
+            accs = "  ".join(f"after {p}: {a:.4f}" for p, a in o["acc"].items())
+            print(
+                f"  online DS, b = {bs:<5}{' worker clocks' if ws else ''} {o['updates']:>6} updates/pass  "
+                f"{o['per']:.4f} s/pass  (setup {o['setup']:.3f} s, {passes} passes {o['total']:.3f} s)  "
+                f"accuracy {accs}"
+            )
 
 
 def main(argv: list[str] | None = None) -> int:

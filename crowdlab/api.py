@@ -6,7 +6,7 @@ from crowdlab.data import Annotations
 from crowdlab.em import Run
 from crowdlab.models import ONLINE_MODELS, make_model
 
-ONLINE_OPTIONS = ("eta0", "tau0", "rho", "buckets", "passes", "batch_size", "n_items", "init_accuracy")
+ONLINE_OPTIONS = ("eta0", "tau0", "rho", "buckets", "passes", "batch_size", "n_items", "init_accuracy", "worker_steps")
 
 
 def fit(

@@ -54,6 +54,9 @@ def build_parser() -> argparse.ArgumentParser:
     o.add_argument("--buckets", type=int, default=None, help="hash workers into this many confusion matrices")
     o.add_argument("--passes", type=int, default=10, help="passes over the data (default 10)")
     o.add_argument("--batch-size", dest="batch_size", type=int, default=10, help="items per update (default 10)")
+    o.add_argument(
+        "--worker-steps", dest="worker_steps", action="store_true", help="a step-size clock per worker (bucket)"
+    )
     sub.add_parser("samples", help="list the bundled sample datasets")
     return p
 
@@ -75,7 +78,7 @@ def cmd_fit(args: argparse.Namespace) -> int:
     if args.method == "mrf":
         options = {"delta": args.delta, "e_step": args.e_step}
     if args.method in ONLINE_MODELS:
-        keys = ("eta0", "tau0", "rho", "buckets", "passes", "batch_size")
+        keys = ("eta0", "tau0", "rho", "buckets", "passes", "batch_size", "worker_steps")
         options = {k: getattr(args, k) for k in keys}
     run = fit(
         data,

@@ -125,6 +125,7 @@ class OnlineState:
     seen: int = 0
     epoch: int = 0
     pos: int = 0
+    t_bucket: np.ndarray | None = None  # (B,) blocks that contained each bucket (``worker_steps`` only)
 
 
 @dataclass(frozen=True, eq=False)
@@ -150,7 +151,17 @@ class OnlineDawidSkene:
     per update); ``seed`` (the item order of every pass, and the hash salt); ``prior`` (Dirichlet pseudo-counts
     on every cell of every column and of pi, counted once against |I| items); ``n_items`` (|I|, default the
     data's); ``init_accuracy`` (the starting confusion matrices: this on the diagonal, the rest spread evenly;
-    uniform class prior).
+    uniform class prior); ``worker_steps`` (see below).
+
+    ``worker_steps=False`` (the default) is stepwise EM as Cappé & Moulines write it: one step eta_t for all the
+    statistics, the block's scaled by |I| / |block|. For a worker who labels few items that scaling lets one of
+    its labels stand for |I| items' worth, so with single-item blocks its matrix swings with its last few labels
+    (on RTE, 50 labels per worker, accuracy stays near 0.88 with ``batch_size=1``). ``worker_steps=True`` gives
+    each bucket its own clock: its statistics move only when the block holds its labels, by eta_{t_b} with t_b
+    the number of such blocks, towards the block's counts scaled to the bucket's own number of labels n_b
+    (|I| / N n_b). That is the same stepwise recursion run on each bucket's own sub-stream (and, like the blog's
+    gradient step, it moves only the parameters of the block's workers); the class prior keeps the global step.
+    It recovers batch accuracy with single-item blocks (RTE: 0.9275).
     """
 
     info = ModelInfo("online_ds", "Online Dawid-Skene (stepwise EM)", "classes", exact=False, latent="item")
@@ -171,6 +182,7 @@ class OnlineDawidSkene:
         prior: float = 1.0,
         n_items: int | None = None,
         init_accuracy: float = 0.7,
+        worker_steps: bool = False,
     ) -> None:
         if not eta0 > 0:
             raise ValueError("eta0 must be > 0.")
@@ -194,6 +206,7 @@ class OnlineDawidSkene:
         self.prior = float(prior)
         self.n_items = None if n_items is None else int(n_items)
         self.init_accuracy = float(init_accuracy)
+        self.worker_steps = bool(worker_steps)
 
     # -- description ------------------------------------------------------------------
     @property
@@ -206,7 +219,19 @@ class OnlineDawidSkene:
 
     def options(self) -> dict:
         """The constructor's keyword arguments (to rebuild the model or describe it)."""
-        keys = ("eta0", "tau0", "rho", "buckets", "passes", "batch_size", "seed", "prior", "n_items", "init_accuracy")
+        keys = (
+            "eta0",
+            "tau0",
+            "rho",
+            "buckets",
+            "passes",
+            "batch_size",
+            "seed",
+            "prior",
+            "n_items",
+            "init_accuracy",
+            "worker_steps",
+        )
         return {k: getattr(self, k) for k in keys}
 
     def with_options(self, **changes) -> OnlineDawidSkene:
@@ -256,7 +281,8 @@ class OnlineDawidSkene:
         scale = self.scale_items(stream) / max(stream.n_items, 1)
         n_b = stream.n_per_bucket * scale
         s_gamma = n_b[:, None, None] * (g0 * pi0[None, :])[None, :, :]
-        return OnlineState(s_gamma=s_gamma, s_pi=self.scale_items(stream) * pi0)
+        t_bucket = np.zeros(stream.n_buckets) if self.worker_steps else None
+        return OnlineState(s_gamma=s_gamma, s_pi=self.scale_items(stream) * pi0, t_bucket=t_bucket)
 
     # -- parameters from statistics (the M-step) --------------------------------------
     def bucket_params(self, state: OnlineState) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
@@ -348,13 +374,25 @@ class OnlineDawidSkene:
             counts[:, k] = np.bincount(cell, weights=q_rows[:, k], minlength=B * K)
         eta = block.eta
         w = eta * self.scale_items(stream) / len(block.items)
-        s_gamma = (1.0 - eta) * state.s_gamma + w * counts.reshape(B, K, K)
+        t_bucket = state.t_bucket
+        if self.worker_steps:  # each bucket on its own clock, scaled to its own number of labels
+            c = np.bincount(stream.bucket[rows], minlength=B)
+            here = np.flatnonzero(c)
+            t_bucket = t_bucket.copy()
+            t_bucket[here] += 1
+            e_b = np.asarray(self.eta(t_bucket[here]))
+            n_b = stream.n_per_bucket[here] * self.scale_items(stream) / max(stream.n_items, 1)
+            w_b = (e_b * n_b / c[here])[:, None, None]
+            s_gamma = state.s_gamma.copy()
+            s_gamma[here] = (1.0 - e_b)[:, None, None] * s_gamma[here] + w_b * counts.reshape(B, K, K)[here]
+        else:
+            s_gamma = (1.0 - eta) * state.s_gamma + w * counts.reshape(B, K, K)
         s_pi = (1.0 - eta) * state.s_pi + w * block.q.sum(axis=0)
         pos = state.pos + len(block.items)
         epoch = state.epoch
         if pos >= stream.n_items:
             epoch, pos = epoch + 1, 0
-        return OnlineState(s_gamma, s_pi, state.t + 1, state.seen + len(block.items), epoch, pos)
+        return OnlineState(s_gamma, s_pi, state.t + 1, state.seen + len(block.items), epoch, pos, t_bucket)
 
     def advance(self, stream: ItemStream, state: OnlineState, order: np.ndarray | None = None):
         """One whole update: (the block as evaluated before the update, the new state)."""

@@ -41,7 +41,10 @@ SIM_N, SIM_M, SIM_K = "onl.sim.items", "onl.sim.workers", "onl.sim.classes"
 SIM_L, SIM_SEED = "onl.sim.per_item", "onl.sim.seed"
 SIM_DEFAULTS = {SIM_N: 2000, SIM_M: 40, SIM_K: 3, SIM_L: 5, SIM_SEED: 0}
 UP_LABELS, UP_GOLD = "onl.upload.labels", "onl.upload.gold"
-W = {k: f"onl.{k}" for k in ("method", "eta0", "tau0", "rho", "buckets", "passes", "batch_size", "seed", "prior")}
+W = {
+    k: f"onl.{k}"
+    for k in ("method", "eta0", "tau0", "rho", "buckets", "passes", "batch_size", "seed", "prior", "worker_steps")
+}
 BUCKET_CHOICES = (*(2**i for i in range(13)), 0)  # 0 (last, the most): one matrix per worker, no hashing
 TAU_CHOICES = (0.0, 1.0, 2.0, 5.0, 10.0, 20.0, 50.0, 100.0, 200.0, 500.0, 1000.0)
 METHODS = {"online_ds": "Dawid-Skene (a confusion matrix per bucket)", "online_one_coin": "one-coin (an accuracy)"}
@@ -60,6 +63,7 @@ class OnlineConfig:
     batch_size: int = 10
     seed: int = 0
     prior: float = 1.0
+    worker_steps: bool = False
 
 
 def model_of(cfg: OnlineConfig, **changes):
@@ -235,9 +239,17 @@ def settings_section() -> None:
             c[2].number_input("Items per update", 1, 10_000, **ONL.config_widget("batch_size"))
             c[3].number_input("Seed (order, hash)", 0, 10**6, **ONL.config_widget("seed"))
             c[4].number_input("Prior (pseudo-counts)", 0.0, 100.0, step=0.5, **ONL.config_widget("prior"))
+            st.toggle(
+                "A step-size clock per worker (bucket)",
+                help="Each worker's statistics move only when the block holds its labels, by η at its own count "
+                "of such blocks, scaled to its own number of labels (single-item blocks then match batch EM).",
+                **ONL.config_widget("worker_steps"),
+            )
             st.caption(
                 "Each pass reads the items in a new seeded random order. The prior adds pseudo-counts to every cell "
-                "once against the whole data set (the blog's log P(θ) / |I| per item); batch EM uses the same prior."
+                "once against the whole data set (the blog's log P(θ) / |I| per item); batch EM uses the same prior. "
+                "Without a clock per worker one step η_t moves every statistic and a block's counts stand for |I| "
+                "items: with one item per update a rarely seen worker's matrix then follows its last few labels."
             )
 
 

@@ -151,6 +151,8 @@ def test_settings_reset_the_run_and_draw_the_schedule():
     assert _run(at).model.buckets == 4
     titles = [a["text"] for a in _chart(at, "onl.confusion_chart")["layout"]["annotations"]]
     assert sum(t.startswith("bucket ") for t in titles) == 4
+    _ok(at.toggle(key=op.W["worker_steps"]).set_value(True).run())
+    assert _run(at).model.worker_steps
     _ok(at.selectbox(key=op.W["method"]).set_value("online_one_coin").run())
     assert _run(at).model.info.key == "online_one_coin"
     _click(at, "onl.stepper.run")

@@ -44,3 +44,5 @@ st.page_link("pages/8_Error_rates_without_labels.py", label="Error rates without
 st.caption("Classifiers' error rates from unlabelled outputs: identifiability, Fisher information, figures.")
 st.page_link("pages/9_Learning_from_crowds.py", label="Learning from crowds", icon=":material/scatter_plot:")
 st.caption("Raykar's EM learns a classifier and every annotator's sensitivity and specificity; the boundary moves.")
+st.page_link("pages/10_Batch_vs_online.py", label="Batch vs online", icon=":material/stream:")
+st.caption("Online EM reads a few items at a time: step it beside batch EM; the step size and hashing workers.")

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 from crowdlab.data import Annotations
 from crowdlab.em import Run
-from crowdlab.models import make_model
+from crowdlab.models import ONLINE_MODELS, make_model
+
+ONLINE_OPTIONS = ("eta0", "tau0", "rho", "buckets", "passes", "batch_size", "n_items", "init_accuracy", "worker_steps")
 
 
 def fit(
@@ -12,7 +14,7 @@ def fit(
     method: str = "ds",
     *,
     init: str = "majority",
-    prior: float = 0.0,
+    prior: float | None = None,
     hard: bool = False,
     seed: int | None = 0,
     tol: float = 1e-8,
@@ -30,6 +32,12 @@ def fit(
     ``reveal`` (a fraction of the gold labels, drawn with ``reveal_seed``) keep those items' classes fixed in every
     E-step.
 
+    Online EM ("online_ds", "online_one_coin"; :mod:`crowdlab.models.online`) takes its options as keyword
+    arguments, e.g. ``fit(data, "online_ds", eta0=1.0, tau0=10, rho=0.6, buckets=None, passes=10, batch_size=10,
+    seed=0, prior=1.0)``, runs its passes (``max_iter`` and ``tol`` do not apply) and returns a
+    :class:`crowdlab.online_run.OnlineRun` (the same interface: ``labels()``, ``posterior``, ``params``,
+    ``history()``); ``prior`` (pseudo-counts) defaults to 1 there and to 0 (maximum likelihood) elsewhere.
+
     The run keeps the posteriors of its last two snapshots only (older ones are recomputed on demand), so a
     long fit on 10^7 labels does not hold one posterior per half-step; build a :class:`Run` yourself to keep all.
     It stops when EM has converged (:attr:`Run.converged`: the objective has stopped changing *and* the parameters
@@ -37,6 +45,20 @@ def fit(
     ``run.stop_reason`` says which. ``model_options`` go to the model's constructor (e.g.
     ``{"delta": 5.0, "e_step": "mean_field"}`` for "mrf").
     """
+    if method in ONLINE_MODELS:
+        from crowdlab.online_run import OnlineRun
+
+        options = {k: init_kwargs.pop(k) for k in ONLINE_OPTIONS if k in init_kwargs}
+        if init_kwargs:
+            raise TypeError(f"unexpected options for {method}: {', '.join(init_kwargs)}")
+        if prior is not None:
+            options["prior"] = prior
+        options.update(model_options or {})
+        model = make_model(method, seed=seed if seed is not None else 0, **options)
+        run = OnlineRun(data, model, track_every=None, keep_blocks=False)
+        run.run()
+        return run
+    prior = 0.0 if prior is None else prior
     semi = {"known": known, "reveal": reveal, "reveal_seed": reveal_seed} if known is not None or reveal else {}
     model = make_model(method, prior=prior, hard=hard, **(model_options or {}), **semi)
     run = Run(data, model, init, seed=seed, tol=tol, max_iter=max_iter, keep_posteriors=2, **init_kwargs)

@@ -28,7 +28,7 @@ from crowdlab.export import (
     write_csv,
 )
 from crowdlab.init import INITS
-from crowdlab.models import MODELS
+from crowdlab.models import MODELS, ONLINE_MODELS
 
 
 def prog_name(argv0: str | None = None) -> str:
@@ -42,11 +42,15 @@ def build_parser() -> argparse.ArgumentParser:
     sub = p.add_subparsers(dest="command", required=True)
     f = sub.add_parser("fit", help="aggregate a label file and write posteriors and worker parameters")
     f.add_argument("file", help="long CSV (item,worker,label) or wide CSV (rows = items, columns = workers)")
-    f.add_argument("--method", default="ds", choices=sorted(MODELS), help="aggregation method (default: ds)")
+    f.add_argument(
+        "--method", default="ds", choices=sorted([*MODELS, *ONLINE_MODELS]), help="aggregation method (default: ds)"
+    )
     f.add_argument("--gold", help="gold CSV (item,label) to report accuracy against")
     f.add_argument("--out", required=True, help="output directory (created if missing)")
     f.add_argument("--init", default="majority", choices=[k for k in INITS if k not in ("params", "posterior")])
-    f.add_argument("--prior", type=float, default=0.0, help="prior strength s >= 0 (pseudo-counts); 0 = ML")
+    f.add_argument(
+        "--prior", type=float, default=None, help="prior strength s >= 0 (pseudo-counts); default 0 = ML (online: 1)"
+    )
     f.add_argument("--hard", action="store_true", help="hard EM (arg-max instead of posteriors)")
     f.add_argument("--seed", type=int, default=0)
     f.add_argument("--tol", type=float, default=1e-8, help="relative change of the objective to stop at")
@@ -74,6 +78,16 @@ def build_parser() -> argparse.ArgumentParser:
     f.add_argument("--known", help="semi-supervised EM: CSV item,label of items whose class is known (kept fixed)")
     f.add_argument("--reveal", type=float, help="semi-supervised EM: fix the classes of this fraction of --gold")
     f.add_argument("--reveal-seed", dest="reveal_seed", type=int, default=0, help="which gold items --reveal picks")
+    o = f.add_argument_group("online EM (--method online_ds / online_one_coin; an online-EM blog post)")
+    o.add_argument("--eta0", type=float, default=1.0, help="step size eta_t = eta0 (tau0 + t)^-rho (default 1)")
+    o.add_argument("--tau0", type=float, default=10.0, help="delay tau0 >= 0 (default 10)")
+    o.add_argument("--rho", type=float, default=0.6, help="decay rho; Robbins-Monro needs 0.5 < rho <= 1 (default 0.6)")
+    o.add_argument("--buckets", type=int, default=None, help="hash workers into this many confusion matrices")
+    o.add_argument("--passes", type=int, default=10, help="passes over the data (default 10)")
+    o.add_argument("--batch-size", dest="batch_size", type=int, default=10, help="items per update (default 10)")
+    o.add_argument(
+        "--worker-steps", dest="worker_steps", action="store_true", help="a step-size clock per worker (bucket)"
+    )
     sub.add_parser("samples", help="list the bundled sample datasets")
     return p
 
@@ -96,6 +110,9 @@ def cmd_fit(args: argparse.Namespace) -> int:
         options = {"delta": args.delta, "e_step": args.e_step}
     elif args.method == "mv":
         options = {"tie_break": args.tie_break, "tie_seed": args.tie_seed}
+    elif args.method in ONLINE_MODELS:
+        keys = ("eta0", "tau0", "rho", "buckets", "passes", "batch_size", "worker_steps")
+        options = {k: getattr(args, k) for k in keys}
     known = _known_codes(args.known, data) if args.known else None
     run = fit(
         data,
@@ -155,7 +172,13 @@ def _print_summary(run, workers, metrics: dict, out: Path) -> None:
     if getattr(run.model, "semi_supervised", False):
         n_known = int((run.model.known_classes(d) >= 0).sum())
         print(f"semi-supervised: {n_known} items keep their known class (they count in the metrics below)")
-    if run.iterative:
+    if args_online := hasattr(run, "progress"):
+        from crowdlab.models.online import format_table
+
+        print(format_table(run.progress.rows))
+        h = run.objective_history()
+        print(f"online EM: {run.last.iteration} passes, {run.last.t} updates; {run.model.objective_name} = {h[-1]:.6f}")
+    if run.iterative and not args_online:
         from crowdlab.em import STOP_REASONS
 
         state = STOP_REASONS.get(run.stop_reason or "", "converged" if run.converged else "not converged")

@@ -42,6 +42,7 @@ STOP_REASONS = {
     "yet the parameters have not settled",
     "max_iter": "stopped at the iteration limit before converging",
     "stopped": "stopped by the user",
+    "passes": "online EM: every pass over the data done (it has no convergence test)",
 }
 
 

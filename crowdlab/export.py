@@ -145,7 +145,7 @@ def history_dict(run: Run) -> dict:
         "converged": bool(run.converged),
         "stop_reason": run.stop_reason,
         "tol": run.tol,
-        "param_tol": run.param_tol,
+        "param_tol": getattr(run, "param_tol", None),
         "snapshots": [
             {
                 "index": int(s.index),

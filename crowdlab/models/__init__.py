@@ -12,6 +12,7 @@ from crowdlab.models.mace import MACE, MaceParams
 from crowdlab.models.majority import MajorityVote
 from crowdlab.models.mrf import MRFParams, MRFPosterior, NetworkCrowd
 from crowdlab.models.one_coin import OneCoin
+from crowdlab.models.online import ONLINE_MODELS, OnlineDawidSkene, OnlineOneCoin
 from crowdlab.models.params import ClassParams
 from crowdlab.models.raykar import RaykarModel, RaykarParams
 from crowdlab.models.scores import GoodBadScores, ScoreParams
@@ -42,6 +43,9 @@ SEMI_SUPERVISED = ("known", "reveal", "reveal_seed")
 FEATURE_MODELS = {"raykar": RaykarModel}
 """Models that also need item features (``make_model(key, features=...)``); not in ``MODELS``, whose entries are
 built from the labels alone, and listed by ``applicable_models`` only when features are given."""
+# ONLINE_MODELS ("online_ds", "online_one_coin"; crowdlab.models.online): online EM, run by
+# crowdlab.online_run.OnlineRun rather than crowdlab.em.Run; built by make_model and cl.fit, not listed by
+# applicable_models (the Step and Compare pages step batch EM; the "Batch vs online" page steps these)
 
 
 def make_model(key: str, **options):
@@ -53,12 +57,15 @@ def make_model(key: str, **options):
     """
     key = ALIASES.get(key, key)
     semi = {k: options.pop(k) for k in SEMI_SUPERVISED if k in options}
+    if key in ONLINE_MODELS:
+        options.pop("hard", None)  # online EM is soft
+        return ONLINE_MODELS[key](**options)
     if key in FEATURE_MODELS:
         if options.get("features") is None:
             raise ModelError(f"Method {key!r} needs item features (features=...; see crowdlab.features).")
         model = FEATURE_MODELS[key](**options)
     elif key not in MODELS:
-        raise ModelError(f"Unknown method {key!r}; choose one of {', '.join(MODELS)}.")
+        raise ModelError(f"Unknown method {key!r}; choose one of {', '.join([*MODELS, *ONLINE_MODELS])}.")
     elif MODELS[key] is MajorityVote:  # no EM options; only its tie rule
         model = MajorityVote(**{k: v for k, v in options.items() if k in ("tie_break", "tie_seed")})
     else:
@@ -94,6 +101,7 @@ def applicable_models(data: Annotations, features=None) -> list[str]:
 __all__ = [
     "FEATURE_MODELS",
     "MODELS",
+    "ONLINE_MODELS",
     "ClassParams",
     "DawidSkene",
     "GLAD",
@@ -111,6 +119,8 @@ __all__ = [
     "MajorityVote",
     "NetworkCrowd",
     "OneCoin",
+    "OnlineDawidSkene",
+    "OnlineOneCoin",
     "RaykarModel",
     "RaykarParams",
     "ScoreParams",

@@ -40,6 +40,7 @@ PAGE_ICONS = {
     "7_Networks": ":material/hub:",
     "8_Error_rates_without_labels": ":material/rule:",
     "9_Learning_from_crowds": ":material/scatter_plot:",
+    "10_Batch_vs_online": ":material/stream:",
 }
 
 

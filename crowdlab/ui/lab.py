@@ -105,6 +105,7 @@ STOP_WORDS = {
     "stalled": "stalled: no gain above rounding, parameters still drifting",
     "max_iter": "stopped at the iteration limit",
     "stopped": "stopped",
+    "passes": "every pass done",
 }
 # seconds per half-step while playing
 SPEEDS = {"slow": 2.0, "normal": 1.0, "fast": 0.5}
@@ -294,7 +295,10 @@ def run_pending(slot: RunSlot, progress: Callable[[int, int], None] | None = Non
 
 
 def step_label(run: Run) -> str:
-    """ "iteration 3, after M-step" for the cursor's snapshot."""
+    """ "iteration 3, after M-step" for the cursor's snapshot (a run that describes its own position, such as an
+    online run's "pass 2, block 5 of 80", says so through ``position_label()``)."""
+    if hasattr(run, "position_label"):
+        return run.position_label()
     snap = run.current
     if not run.iterative:
         return "majority vote (one step, nothing to iterate)"

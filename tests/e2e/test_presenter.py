@@ -20,6 +20,7 @@ STEPPING = [
     ("/Sequences", "Strip view"),
     ("/Networks", "Graph"),
     ("/Learning_from_crowds", None),
+    ("/Batch_vs_online", "Confusion matrices"),
 ]
 STEPPER_BUTTONS = ("Back", "E-step", "M-step", "Next", "Step", "Run to convergence", "Reset", "Play")
 

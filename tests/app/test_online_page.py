@@ -1,0 +1,217 @@
+"""The "Batch vs online" page under ``streamlit.testing.v1.AppTest``: a cold load on its own dataset, the one
+stepper driving an online run (Step, E-step, M-step, Back, Run, Reset, Play), the curves against batch EM with
+fixed axes, settings that reset the run, the hashing sweep, the sources (RTE, simulation, upload) and the state
+across page switches (the working dataset of the other pages is never touched).
+
+AppTest cannot drive ``st.file_uploader``: uploads go through :func:`crowdlab.ui.online_page.load_upload` (what
+the Load button's callback calls) in a small wrapper app, as in test_sequences_page.py.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+from streamlit.testing.v1 import AppTest
+
+from crowdlab import safe
+from crowdlab.online_run import OnlineRun
+from crowdlab.ui import online_page as op
+from crowdlab.ui import state
+
+ROOT = Path(__file__).resolve().parents[2]
+DATA_DIR = ROOT / "tests" / "data"
+PAGE = "pages/10_Batch_vs_online.py"
+STEP_PAGE = "pages/2_Step_through_EM.py"
+TIMEOUT = 30
+RUN = "onl.run.obj"
+
+WRAPPER = """
+import runpy
+import streamlit as st
+from crowdlab.ui import online_page
+
+request = st.session_state.pop("test.upload", None)
+if request is not None:
+    online_page.load_upload(**request)
+runpy.run_path({page!r}, run_name="__main__")
+"""
+
+
+def _ok(at: AppTest) -> AppTest:
+    assert not at.exception, [e.value for e in at.exception]
+    assert not at.error, [e.value for e in at.error]
+    return at
+
+
+def _page() -> AppTest:
+    return _ok(AppTest.from_file(str(ROOT / PAGE), default_timeout=TIMEOUT).run())
+
+
+def _click(at: AppTest, key: str) -> AppTest:
+    btn = at.button(key=key)
+    assert not btn.disabled, f"{key} is disabled"
+    return _ok(btn.click().run())
+
+
+def _run(at: AppTest) -> OnlineRun:
+    return at.session_state[RUN]
+
+
+def _label(at: AppTest) -> str:
+    found = [m.value.lstrip("# ") for m in at.markdown if m.value.startswith("#### ")]
+    assert len(found) == 1, found
+    return found[0]
+
+
+def _chart(at: AppTest, key: str) -> dict | None:
+    found = [c for c in at.get("plotly_chart") if c.proto.id.endswith("-" + key)]
+    return json.loads(found[0].proto.spec) if found else None
+
+
+def _arr(v) -> np.ndarray:
+    if isinstance(v, dict) and "bdata" in v:
+        return np.frombuffer(base64.b64decode(v["bdata"]), dtype=np.dtype(v["dtype"]))
+    return np.asarray(v)
+
+
+def test_cold_load_steps_online_em_with_the_one_stepper():
+    at = _page()
+    assert at.session_state["onl.data.id"] == "sample:bluebirds"
+    assert at.session_state[state.DATA_ID] == "sample:bluebirds"  # the working dataset, untouched
+    run = _run(at)
+    assert isinstance(run, OnlineRun) and run.model.info.key == "online_ds" and run.index == 0
+    assert _label(at) == "start: no block seen yet"
+    buttons = {b.key: b.disabled for b in at.button if b.key.startswith("onl.stepper.")}
+    assert buttons["onl.stepper.m_step"] and buttons["onl.stepper.back"] and not buttons["onl.stepper.step"]
+    _click(at, "onl.stepper.e_step")
+    assert run.current.kind == "E" and _label(at).startswith("pass 1, block 1 of 11: after E-step")
+    block = at.dataframe[0].value  # the block's q_i table
+    assert len(block) == 10 and {"item", "ratings", "q(1)", "F_i", "prediction", "gold"} <= set(block.columns)
+    _click(at, "onl.stepper.m_step")
+    assert run.current.kind == "M" and run.last.t == 1
+    _click(at, "onl.stepper.step")
+    assert run.last.t == 2 and run.index == 4
+    _click(at, "onl.stepper.back")
+    assert run.index == 3 and _label(at).startswith("pass 1, block 2 of 11: after E-step")
+    _click(at, "onl.stepper.next")
+    assert run.index == 4
+
+
+def test_curves_have_fixed_axes_and_batch_em_beside_online():
+    at = _page()
+    obj = _chart(at, "onl.objective_chart")
+    acc = _chart(at, "onl.accuracy_chart")
+    assert obj is not None and acc is not None
+    x_range, y_range = obj["layout"]["xaxis"]["range"], obj["layout"]["yaxis"]["range"]
+    assert x_range == [0, op.OnlineConfig().passes * 108]
+    assert {t["meta"] for t in obj["data"]} >= {"progressive", "online", "batch"}
+    _click(at, "onl.stepper.step")
+    _click(at, "onl.stepper.run")
+    assert _run(at).converged and _label(at).startswith("pass 5, block 11 of 11: after M-step")
+    obj2 = _chart(at, "onl.objective_chart")
+    assert obj2["layout"]["xaxis"]["range"] == x_range and obj2["layout"]["yaxis"]["range"] == y_range
+    assert _chart(at, "onl.accuracy_chart")["layout"]["yaxis"]["range"] == acc["layout"]["yaxis"]["range"]
+    assert at.button(key="onl.stepper.play").disabled  # nothing left to play
+    assert any("example" in c.value and "counter" in c.value for c in at.code)  # the vw table
+    _click(at, "onl.stepper.reset")
+    assert len(_run(at).snapshots) == 1
+
+
+def test_play_advances_one_half_step_per_tick():
+    at = _page()
+    run = _run(at)
+    _click(at, "onl.stepper.play")
+    assert at.session_state["onl.stepper.playing"] and run.current.kind == "E"
+    at.session_state["onl.stepper.play_last"] = 0.0
+    _ok(at.run())
+    assert run.index == 2 and run.current.kind == "M"
+    _click(at, "onl.stepper.play")  # pause
+    assert not at.session_state["onl.stepper.playing"]
+
+
+def test_settings_reset_the_run_and_draw_the_schedule():
+    at = _page()
+    _click(at, "onl.stepper.step")
+    _ok(at.slider(key=op.W["rho"]).set_value(0.9).run())
+    run = _run(at)
+    assert run.index == 0 and run.model.rho == 0.9
+    assert "Settings changed: the run was reset." in [i.value for i in at.info]
+    eta = _chart(at, "onl.eta_chart")
+    assert [t["meta"] for t in eta["data"]][:3] == ["rho_half", "rho_one", "eta"]
+    _ok(at.slider(key=op.W["rho"]).set_value(0.3).run())
+    assert any("outside (0.5, 1]" in c.value for c in at.caption)
+    grid = _chart(at, "onl.confusion_chart")
+    titles = [a["text"] for a in grid["layout"]["annotations"]]
+    assert {"39", "97", "175", "335"} <= set(titles)  # bluebirds' most active workers (all label every image)
+    _ok(at.select_slider(key=op.W["buckets"]).set_value(4).run())
+    assert _run(at).model.buckets == 4
+    titles = [a["text"] for a in _chart(at, "onl.confusion_chart")["layout"]["annotations"]]
+    assert sum(t.startswith("bucket ") for t in titles) == 4
+    _ok(at.toggle(key=op.W["worker_steps"]).set_value(True).run())
+    assert _run(at).model.worker_steps
+    _ok(at.selectbox(key=op.W["method"]).set_value("online_one_coin").run())
+    assert _run(at).model.info.key == "online_one_coin"
+    _click(at, "onl.stepper.run")
+    assert _run(at).converged and not _run(at).violations
+
+
+def test_hashing_sweep_draws_accuracy_against_b():
+    at = _page()
+    assert _chart(at, "onl.bucket_chart") is None
+    _click(at, "onl.sweep")
+    fig = _chart(at, "onl.bucket_chart")
+    assert fig is not None
+    hashed = next(t for t in fig["data"] if t["meta"] == "hashed")
+    x = _arr(hashed["x"])
+    assert x[0] == 1 and x[-1] >= 39 and len(_arr(hashed["y"])) == len(x)
+
+
+def test_sources_rte_and_simulation():
+    at = _page()
+    _ok(at.selectbox(key=op.W_SOURCE).set_value("rte").run())
+    assert at.session_state["onl.data.id"] == "sample:rte" and _run(at).data.n_items == 800
+    _ok(at.number_input(key=op.SIM_N).set_value(500).run())
+    _click(at, "onl.sim.run")
+    data = _run(at).data
+    assert at.session_state["onl.data.id"].startswith("sim:online:500:") and data.n_items == 500
+    _click(at, "onl.stepper.step")
+    assert _run(at).last.t == 1
+
+
+@pytest.fixture(scope="module")
+def wrapper(tmp_path_factory) -> Path:
+    folder = tmp_path_factory.mktemp("onl_upload_app")
+    (folder / "pages").symlink_to(ROOT / "pages", target_is_directory=True)
+    (folder / "app.py").symlink_to(ROOT / "app.py")
+    script = folder / "onl_wrapper.py"
+    script.write_text(WRAPPER.format(page=str(ROOT / PAGE)))
+    return script
+
+
+def test_upload_through_the_one_reader_and_a_bad_file(wrapper):
+    at = AppTest.from_file(str(wrapper), default_timeout=TIMEOUT)
+    at.session_state["test.upload"] = dict(content=(DATA_DIR / "aliases_strings.csv").read_bytes(), name="a*b_.csv")
+    _ok(at.run())
+    assert at.session_state["onl.data.id"].startswith("upload:")
+    assert any(f"Loaded '{safe.md('a*b_.csv')}'" in s.value for s in at.success)  # the name escaped
+    _click(at, "onl.stepper.run")
+    good = at.session_state["onl.data.id"]
+    at.session_state["test.upload"] = dict(content=(DATA_DIR / "empty.csv").read_bytes(), name="empty.csv")
+    at.run()
+    assert not at.exception and len(at.error) == 1
+    assert at.session_state["onl.data.id"] == good
+
+
+def test_state_survives_switching_pages():
+    at = _ok(AppTest.from_file(str(ROOT / "app.py"), default_timeout=TIMEOUT).run())
+    _ok(at.switch_page(PAGE).run())
+    _click(at, "onl.stepper.step")
+    run = _run(at)
+    _ok(at.switch_page(STEP_PAGE).run())
+    _click(at, "stepper.step")
+    _ok(at.switch_page(PAGE).run())
+    assert _run(at) is run and run.index == 2

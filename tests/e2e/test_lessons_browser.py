@@ -32,3 +32,26 @@ def test_lesson_first_steps_at_projector_size(server, page):
     main.locator('[data-testid="stAlertContentSuccess"]').get_by_text("judged bad").wait_for()
     assert main.locator(".js-plotly-plot").count() == 1
     screenshot(page, "lessons_e_step")
+
+
+def test_lesson_keyboard_shortcuts_drive_the_lessons_run(server, page):
+    """The stepper's keys work in the lesson too (its free controls are the one stepper): → moves the lesson's run
+    one half-step (the lesson then says the run was moved), ← moves it back one half-step."""
+    page.set_viewport_size({"width": 1024, "height": 768})
+    page.goto(server + "/Lessons")
+    wait_page(page)
+    main = _main(page)
+    main.get_by_role("button", name="Start: assume everyone is good").click()
+    wait_idle(page)
+    main.locator('[data-testid="stAlertContentSuccess"]').wait_for()
+    main.get_by_text("iteration 0, initialisation").wait_for(state="attached")  # in the (closed) free controls
+    main.locator("h1").first.click()  # focus the page, not an input
+    page.keyboard.press("ArrowRight")
+    wait_idle(page)
+    main.get_by_text("The run was moved with the controls below").wait_for()
+    main.get_by_text("iteration 1, after E-step").wait_for(state="attached")
+    page.keyboard.press("ArrowLeft")
+    wait_idle(page)
+    main.get_by_text("iteration 0, initialisation").wait_for(state="attached")
+    main.get_by_text("iteration 1, after E-step").wait_for(state="detached")
+    assert_no_exception(page)

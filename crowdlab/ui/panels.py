@@ -32,8 +32,10 @@ from crowdlab.em import Run, Snapshot
 from crowdlab.models import ClassParams, ScoreParams
 from crowdlab.models.majority import majority_labels
 from crowdlab.ui import lab, presenter, state
+from crowdlab.ui.convergence_view import convergence_panel
 from crowdlab.ui.intervals import worker_intervals_panel
 from crowdlab.ui.model_panels import model_details_panel
+from crowdlab.ui.reports_view import step_report_panel
 
 TABS = (
     "Posterior",
@@ -43,6 +45,8 @@ TABS = (
     "Likelihood surface",
     "How sure? (intervals)",
     "Model details",
+    "Worker report",
+    "Convergence",
 )
 W_TAB = "stepper.tab"
 W_ORDER = "stepper.post_order"
@@ -183,6 +187,8 @@ def draw_tabs(run: Run) -> None:
         surface_panel,
         worker_intervals_panel,
         model_details_panel,
+        step_report_panel,
+        convergence_panel,
     )
     label_switch_notice(run)
     for tab, panel in zip(tab_bar(), panels):

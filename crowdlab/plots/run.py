@@ -536,6 +536,7 @@ CHANGED_COLOR = "#ff7f0e"
 RIGHT_COLOR = "#2ca02c"
 WRONG_COLOR = "#d62728"
 CHANGED_MARK = "★ "
+TIED_MARK = " ⚖"  # after the tick label of an item whose majority vote is tied
 
 
 def rect_path(cells: Sequence[tuple[float, float, float, float]]) -> str:
@@ -565,6 +566,7 @@ def posterior_heatmap(
     title: str = "Posterior q (rows: items, columns: classes)",
     text_max_cells: int = 400,
     gold_name: str = "gold",
+    tied: np.ndarray | None = None,
 ) -> go.Figure:
     """Heatmap of the posterior q (N, K): items as rows (top-down), classes as columns, fixed range [0, 1].
 
@@ -573,8 +575,9 @@ def posterior_heatmap(
     back), so the number in it stays readable, and a text column to the right (own x axis ``x2``) names the gold
     class: trace ``meta="gold_agrees"`` (green) where the arg-max of q agrees, ``meta="gold_differs"`` (red)
     where it does not. ``changed`` (N,) bool: rows whose hard label changed in the last half-step get a star in
-    their tick label and a dotted outline around the row (one path shape named ``changed``). Numbers sit on the
-    cells when N * K <= ``text_max_cells``.
+    their tick label and a dotted outline around the row (one path shape named ``changed``). ``tied`` (N,) bool:
+    rows whose majority vote is tied get :data:`TIED_MARK` after their tick label. Numbers sit on the cells when
+    N * K <= ``text_max_cells``.
     """
     q = np.asarray(q, dtype=np.float64)
     if q.ndim != 2:
@@ -624,6 +627,14 @@ def posterior_heatmap(
             )
         )
     yaxis = dict(type="category", autorange="reversed")
+    ticks = list(items)
+    if tied is not None:
+        td = np.asarray(tied, dtype=bool)
+        if td.shape != (N,):
+            raise ValueError(f"tied needs one entry per row: got shape {td.shape} for {N} rows.")
+        if td.any():
+            ticks = [s + TIED_MARK if t else s for s, t in zip(ticks, td)]
+            yaxis.update(tickvals=items, ticktext=ticks)
     if changed is not None:
         ch = np.asarray(changed, dtype=bool)
         if ch.shape != (N,):
@@ -640,7 +651,7 @@ def posterior_heatmap(
                     name="changed",
                 )
             )
-            yaxis.update(tickvals=items, ticktext=[CHANGED_MARK + s if c else s for s, c in zip(items, ch)])
+            yaxis.update(tickvals=items, ticktext=[CHANGED_MARK + s if c else s for s, c in zip(ticks, ch)])
     layout = _layout(
         title,
         max(240, 110 + 24 * N),

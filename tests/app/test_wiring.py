@@ -89,3 +89,107 @@ def test_convergence_tab_plots_the_trace_on_a_fixed_range_and_says_why_it_stoppe
         assert spec["layout"]["yaxis"]["range"] == fixed
     line = [s for s in spec["layout"]["shapes"] if s["name"] == "current"][0]
     assert line["x0"] == _run(at).current.iteration
+
+
+# ---------------------------------------------------------------------------- majority-vote ties
+def test_majority_vote_ties_rule_count_marks_and_export():
+    from crowdlab.models.majority import majority_labels, tied_items
+    from crowdlab.plots.run import TIED_MARK
+    from crowdlab.ui import state
+
+    at = _method(_open("rte"), "mv")
+    data = _run(at).data
+    n_tied = int(tied_items(data).sum())
+    assert n_tied == 65
+    assert any(f"{n_tied} of 800 items are tied" in m.value for m in at.markdown)
+    ticks = _chart(at, "stepper.posterior_chart")["layout"]["yaxis"]["ticktext"]
+    assert all(t.endswith(TIED_MARK) for t in ticks)  # most uncertain first: the 25 rows of page 1 are all tied
+    assert any(f"{n_tied} items in all" in c.value for c in at.caption)
+    labels = {}
+    for rule in ("random", "first", "frequent"):
+        _ok(at.selectbox(key=state.W_TIE_BREAK).set_value(rule).run())
+        run = _run(at)
+        assert run.model.tie_break == rule
+        labels[rule] = run.labels()
+        assert np.array_equal(labels[rule], majority_labels(data, rule, 0))
+    untied = ~tied_items(data)
+    assert np.array_equal(labels["random"][untied], labels["frequent"][untied])
+    assert not np.array_equal(labels["random"], labels["frequent"])  # the rule decides the tied items
+    # the Export page's posterior CSV flags them (and the majority-vote labels follow the rule)
+    _ok(at.selectbox(key=state.W_TIE_BREAK).set_value("first").run())
+    at = _ok(at.switch_page("pages/5_Export.py").run())
+    from crowdlab.ui import export_page
+
+    post = export_page.export_files(_run(at), "")["posteriors.csv"]
+    import io
+
+    import pandas as pd
+
+    frame = pd.read_csv(io.BytesIO(post))
+    assert frame["tied"].sum() == n_tied
+    assert list(frame["label"].astype(str)) == [str(data.class_names[k]) for k in majority_labels(data, "first")]
+
+
+def test_mv_on_a_set_without_ties_says_so():
+    at = _method(_open("bluebirds"), "mv")
+    assert any("No tied item" in m.value for m in at.markdown)
+
+
+# ---------------------------------------------------------------------------- semi-supervised EM
+def test_reveal_gold_fixes_items_and_changes_the_workers():
+    from crowdlab.ui import state
+
+    at = _method(_open("bluebirds"), "ds")
+    _click(at, "stepper.run")
+    gamma0 = _run(at).params.gamma.copy()
+    acc0 = float(np.mean(_run(at).labels() == _run(at).data.gold))
+    assert acc0 < 0.95
+    assert any("none of the 108 gold labels" in c.value for c in at.caption)
+    _ok(at.slider(key=state.W_REVEAL).set_value(50).run())
+    _click(at, "stepper.run")
+    run = _run(at)
+    assert run.model.semi_supervised and run.model.reveal == 0.5
+    assert any("54 of 108 items with gold are fixed" in c.value for c in at.caption)
+    assert not np.allclose(run.params.gamma, gamma0, atol=1e-3)  # the worker estimates move
+    _ok(at.slider(key=state.W_REVEAL).set_value(100).run())
+    _click(at, "stepper.run")
+    run = _run(at)
+    assert any("108 of 108 items with gold are fixed" in c.value for c in at.caption)
+    assert float(np.mean(run.labels() == run.data.gold)) == 1.0
+    assert state.metrics(run)["accuracy"][-1] == pytest.approx(1.0)
+
+
+def test_reveal_is_not_offered_without_gold_or_for_majority_vote():
+    from crowdlab.ui import state
+
+    at = _method(_open("patients"), "ds")  # no gold
+    assert not [s for s in at.slider if s.key == state.W_REVEAL]
+    at = _method(_open("bluebirds"), "mv")
+    assert not [s for s in at.slider if s.key == state.W_REVEAL]
+
+
+# ---------------------------------------------------------------------------- the scores model's degenerate optimum
+def test_scores_degenerate_optimum_notice_and_the_floor_remedy():
+    from crowdlab.ui import state
+
+    at = _open("bluebirds", page=DATA_PAGE)
+    _click(at, "data.scores.run")  # the lecture's crowd: 20 items, 3 good and 2 bad scorers (seed 0)
+    at = _method(_ok(at.switch_page("pages/2_Step_through_EM.py").run()), "scores")
+    _click(at, "stepper.run")
+    run = _run(at)
+    assert run.current.objective == pytest.approx(67.72, abs=0.01)  # the sensible optimum, from everyone good
+    assert not [i for i in at.info if "degenerate" in i.value]
+    _ok(at.selectbox(key=state.W_ONLY_GOOD).set_value(0).run())  # only A0 good
+    _click(at, "stepper.run")
+    run = _run(at)
+    assert run.init == "posterior" and run.current.objective == pytest.approx(117.27, abs=0.01)
+    assert int((run.current.q[:, 1] > 0.5).sum()) == 1 and run.params.sigma == pytest.approx(1e-3)
+    note = [i.value for i in at.info if "degenerate maximum" in i.value]
+    assert note and "only A0 is 'good'" in note[0] and "sits at its floor" in note[0]
+    _ok(at.number_input(key=state.W_SIGMA_MIN).set_value(0.07).run())  # the remedy
+    _click(at, "stepper.run")
+    run = _run(at)
+    assert run.model.sigma_min == 0.07
+    assert run.current.objective == pytest.approx(67.72, abs=0.01)  # the sensible optimum, not 117.3
+    assert int((run.current.q[:, 1] > 0.5).sum()) == 3 and run.params.sigma > 0.07
+    assert not [i for i in at.info if "degenerate maximum" in i.value]

@@ -10,6 +10,7 @@ from __future__ import annotations
 import numpy as np
 import streamlit as st
 
+from crowdlab.baselines import BASELINES
 from crowdlab.compare import Comparison, compare_methods
 from crowdlab.data import Annotations
 from crowdlab.export import csv_bytes
@@ -55,7 +56,7 @@ def run_pending(data: Annotations) -> None:
     def progress(i: int, n: int, title: str) -> None:
         bar.progress(i / max(n, 1), text=f"{title} ({i + 1} of {n})" if i < n else "done")
 
-    comparison = compare_methods(data, prior=_prior(), progress=progress)
+    comparison = compare_methods(data, prior=_prior(), progress=progress, baselines=True)
     bar.empty()
     results = dict(st.session_state.get(RESULTS) or {})
     results[result_key()] = comparison
@@ -98,19 +99,23 @@ def show_table(data: Annotations, comparison: Comparison) -> None:
     table = comparison.table
     st.subheader("Results")
     config = {
-        "method": st.column_config.TextColumn("method"),
-        "iterations": st.column_config.NumberColumn("iterations", format="%d"),
-        "converged": st.column_config.CheckboxColumn("converged"),
-        "objective": st.column_config.NumberColumn("objective", format="%.2f"),
+        "method": st.column_config.TextColumn("method", width="medium"),
+        "kind": st.column_config.TextColumn("kind", width="small"),
+        "iterations": st.column_config.NumberColumn("iterations", format="%d", width="small"),
+        "converged": st.column_config.TextColumn("converged", width="small"),
+        "objective": st.column_config.TextColumn("objective", width="small"),
+        "time (s)": st.column_config.NumberColumn("time (s)", format="%.3f", width="small"),
     }
     for col in METRIC_COLUMNS:
         if col in table:
-            config[col] = st.column_config.NumberColumn(col, format="%.3f")
+            config[col] = st.column_config.NumberColumn(col, format="%.3f", width="small")
     shown = table.copy()
-    if "objective" in shown:  # majority vote has none: a dash, not "None"
-        shown["objective"] = [f"{v:,.2f}" if v is not None and np.isfinite(v) else "—" for v in shown["objective"]]
-        config["objective"] = st.column_config.TextColumn("objective")
+    if "objective" in shown:  # majority vote and the baselines have none: a dash, not "None"
+        shown["objective"] = [_dash(v, "{:,.2f}") for v in shown["objective"]]
+    if "converged" in shown:  # a baseline is not iterated to a fixed point: a dash
+        shown["converged"] = ["—" if v is None or v != v else ("yes" if v else "no") for v in shown["converged"]]
     st.dataframe(shown, hide_index=True, column_config=config, width="stretch", key="compare.table")
+    baseline_note(comparison)
     if data.is_continuous:
         if "pearson r" in table:
             st.caption(
@@ -125,6 +130,25 @@ def show_table(data: Annotations, comparison: Comparison) -> None:
         st.caption(f"Highest accuracy: **{best['method']}** ({best['accuracy']:.3f}).")
     else:
         st.caption("This dataset has no gold labels: compare the methods by how much they agree.")
+
+
+def _dash(v, fmt: str) -> str:
+    return fmt.format(v) if v is not None and np.isfinite(v) else "—"
+
+
+def baseline_note(comparison: Comparison) -> None:
+    """What the "baseline (not EM)" rows are, and which baselines do not apply here and why."""
+    if not comparison.baselines and not comparison.skipped:
+        return
+    note = (
+        "Rows of kind *baseline (not EM)* climb no likelihood and cannot be stepped: majority vote, Wawa (a vote "
+        "weighted by each worker's agreement with the majority), Zero-Based Skill (skills nudged towards the "
+        "weighted vote), KOS (Karger, Oh & Shah 2011: message passing, binary labels only) and M-MSR (Ma & "
+        "Olshevsky 2020: robust rank-one completion of the workers' agreement rates). Their scores are vote "
+        "shares, not posteriors, so soft accuracy and log loss are left out. Time: wall-clock seconds of the fit."
+    )
+    skipped = [f"{BASELINES[k][0]} left out: {v}" for k, v in comparison.skipped.items()]
+    st.caption(" ".join([note, *skipped]))
 
 
 def show_disagreements(data: Annotations, comparison: Comparison) -> None:

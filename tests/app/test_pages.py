@@ -283,7 +283,9 @@ def test_compare_bluebirds_table_agreement_and_disagreements():
     assert list(table["method"]) == ["Majority vote", "Dawid-Skene", "One-coin (symmetric noise)",
                                       "Two-coin (sensitivity / specificity)", "GLAD (ability and difficulty)",
                                       "MACE (competence and spamming)",
-                                      "Bayesian Dawid-Skene (IBCC, variational)"]  # fmt: skip
+                                      "Bayesian Dawid-Skene (IBCC, variational)",
+                                      "Wawa (agreement-weighted vote)", "Zero-Based Skill",
+                                      "KOS (Karger, Oh & Shah 2011)", "M-MSR (Ma & Olshevsky 2020)"]  # fmt: skip
     ds = table.set_index("method").loc["Dawid-Skene"]
     assert round(ds["accuracy"], 3) == 0.898
     assert round(table.set_index("method").loc["Majority vote", "accuracy"], 3) == 0.759

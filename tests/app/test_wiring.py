@@ -193,3 +193,31 @@ def test_scores_degenerate_optimum_notice_and_the_floor_remedy():
     assert run.current.objective == pytest.approx(67.72, abs=0.01)  # the sensible optimum, not 117.3
     assert int((run.current.q[:, 1] > 0.5).sum()) == 3 and run.params.sigma > 0.07
     assert not [i for i in at.info if "degenerate maximum" in i.value]
+
+
+# ---------------------------------------------------------------------------- baselines on the Compare page
+@pytest.mark.parametrize("sample", ["bluebirds", "dogs"])
+def test_compare_lists_the_baselines_beside_em(sample):
+    from crowdlab.baselines import BASELINES
+    from crowdlab.metrics import accuracy
+
+    at = _open(sample, page="pages/3_Compare_methods.py")
+    _click(at, "compare.run")
+    table = _table(at, "kind").set_index("method")
+    data = load_sample(sample)
+    binary = data.n_classes == 2
+    for key, (title, func) in BASELINES.items():
+        if key == "kos" and not binary:
+            assert title not in table.index
+            continue
+        row = table.loc[title]
+        assert row["kind"] == "baseline (not EM)" and row["converged"] == "—" and row["objective"] == "—"
+        assert row["accuracy"] == pytest.approx(accuracy(func(data).labels, data.gold))
+        assert row["time (s)"] >= 0
+    assert table.loc["Dawid-Skene", "kind"] == "EM" and table.loc["Majority vote", "kind"] == "baseline (not EM)"
+    notes = " ".join(c.value for c in at.caption)
+    assert "cannot be stepped" in notes
+    assert ("KOS (Karger, Oh & Shah 2011) left out" in notes) == (not binary)
+    # the baselines join the agreement matrix
+    agreement = at.session_state["compare.results"][("sample:" + sample, 0.0)].agreement
+    assert "Wawa (agreement-weighted vote)" in agreement.index

@@ -87,34 +87,47 @@ def compare_page(data: Annotations) -> None:
     show_table(data, comparison)
     if data.is_continuous:
         return
-    left, right = st.columns([2, 3])
-    with left:
-        st.plotly_chart(figs.method_agreement_heatmap(comparison.agreement), key="compare.agreement_chart")
-        st.caption("Share of items on which two methods choose the same class.")
-    with right:
-        show_disagreements(data, comparison)
+    # full width: eleven methods (EM and the baselines) need the room
+    st.plotly_chart(figs.method_agreement_heatmap(comparison.agreement), key="compare.agreement_chart")
+    st.caption("Share of items on which two methods choose the same class.")
+    show_disagreements(data, comparison)
 
 
 def show_table(data: Annotations, comparison: Comparison) -> None:
     table = comparison.table
     st.subheader("Results")
-    config = {
-        "method": st.column_config.TextColumn("method", width="medium"),
-        "kind": st.column_config.TextColumn("kind", width="small"),
-        "iterations": st.column_config.NumberColumn("iterations", format="%d", width="small"),
-        "converged": st.column_config.TextColumn("converged", width="small"),
-        "objective": st.column_config.TextColumn("objective", width="small"),
-        "time (s)": st.column_config.NumberColumn("time (s)", format="%.3f", width="small"),
-    }
-    for col in METRIC_COLUMNS:
-        if col in table:
-            config[col] = st.column_config.NumberColumn(col, format="%.3f", width="small")
     shown = table.copy()
     if "objective" in shown:  # majority vote and the baselines have none: a dash, not "None"
         shown["objective"] = [_dash(v, "{:,.2f}") for v in shown["objective"]]
     if "converged" in shown:  # a baseline is not iterated to a fixed point: a dash
         shown["converged"] = ["—" if v is None or v != v else ("yes" if v else "no") for v in shown["converged"]]
-    st.dataframe(shown, hide_index=True, column_config=config, width="stretch", key="compare.table")
+    # the main table keeps to a few columns that fit at 1024 px; the rest are in the details below it
+    if "accuracy" in shown:
+        main = ["method", "kind", "accuracy", "macro F", "time (s)"]
+    elif "pearson r" in shown:
+        main = ["method", "kind", "pearson r", "time (s)"]
+    else:
+        main = ["method", "kind", "iterations", "converged", "time (s)"]
+    details = ["method"] + [c for c in ("iterations", "converged", "objective", *METRIC_COLUMNS) if c in shown]
+    details = [c for c in details if c == "method" or c not in main]
+    config = {
+        "method": st.column_config.TextColumn("method", width=220),
+        "kind": st.column_config.TextColumn("kind", width=120),
+        "iterations": st.column_config.NumberColumn("iterations", format="%d", width=70),
+        "converged": st.column_config.TextColumn("converged", width=75),
+        "objective": st.column_config.TextColumn("objective", width=85),
+        "time (s)": st.column_config.NumberColumn("time (s)", format="%.3f", width=65),
+    }
+    for col in METRIC_COLUMNS:
+        config[col] = st.column_config.NumberColumn(col, format="%.3f", width=70)
+    main = [c for c in main if c in shown]
+    st.dataframe(shown, hide_index=True, column_order=main, column_config=config, key="compare.table")
+    if len(details) > 1:
+        with st.expander("Iterations, convergence, objective and the posterior's scores"):
+            st.dataframe(
+                shown[details], hide_index=True, column_config=config | {"method": st.column_config.TextColumn(
+                    "method", width=190)}, key="compare.details"
+            )  # fmt: skip
     baseline_note(comparison)
     if data.is_continuous:
         if "pearson r" in table:

@@ -169,12 +169,12 @@ def degenerate_notice(run: Run) -> None:
     if at_floor:
         what.append(f"σ = {p.sigma:.3g} sits at its floor")
     st.info(
-        f"**Near the scores model's degenerate maximum: {' and '.join(what)}.** The likelihood of this model is "
-        "unbounded in spirit: one annotator declared good with σ → 0 fits their own scores perfectly, and their "
-        "log-density grows without limit, so the global maximum is this useless answer (on the lecture's crowd, "
-        "20 items and 5 annotators, it reaches 117.3 at the default floor against 67.7 for the sensible optimum). "
-        "EM finds it from a start with a single good annotator. Remedy: set **Floor on σ** to about the spread "
-        "you expect of a good annotator (0.07 on the lecture's [0, 1] scores) — the degenerate answer then scores "
-        "below the sensible one — and start from 'Assume everyone is good'.",
+        f"**Near the scores model's degenerate maximum: {' and '.join(what)}.** With a single good annotator the "
+        "item means μ_i copy that annotator's scores, their residuals vanish, σ falls to its floor, and each of "
+        "their scores adds −log σ to the objective: the lower the floor, the higher this useless maximum (on the "
+        "lecture's crowd, 20 items and 5 annotators: 117.3 at the default floor, against 67.7 for the sensible "
+        "answer). EM reaches it from a start with one good annotator. Remedy: set **Floor on σ** to about the "
+        "spread you expect of a good annotator (0.07 on the lecture's [0, 1] scores): the degenerate answer then "
+        "scores below the sensible one, and from 'Assume everyone is good' EM finds the sensible optimum.",
         icon=":material/warning:",
     )

@@ -20,6 +20,7 @@ from crowdlab.api import fit
 from crowdlab.data import Annotations
 from crowdlab.em import Run
 from crowdlab.errors import ModelError
+from crowdlab.export import csv_bytes
 from crowdlab.reports import worker_report
 from crowdlab.ui import state
 
@@ -31,7 +32,8 @@ DATA_FIT_MAX_ITER = 500  # the Data page's Dawid-Skene fit: enough for every bun
 CAPTIONS = (
     "**accuracy**: estimated P(the worker's label is right) = Σ_k π_k Γ(k, k), with its 95 % interval "
     "(*lower*–*upper*).",
-    "**worst confusion**: the largest off-diagonal entry of the worker's confusion matrix (*rate*: its probability).",
+    "**worst confusion** (under the table): the largest off-diagonal entry of the worker's confusion matrix "
+    "(*rate*: its probability).",
     "**spammer score** (Raykar & Yu 2012): how far the confusion matrix is from one whose answer does not depend "
     "on the true class. Near 0: a spammer (clicks without looking, whatever their favourite class); near 1: "
     "reliable (or reliably inverted).",
@@ -63,19 +65,40 @@ def report_table(df: pd.DataFrame, key: str, *, consensus: str) -> None:
         "0 = no better than chance.",
     )
     how = c2.radio("Sort by", SORTS, horizontal=True, key=f"{key}.sort")
-    shown = sorted_report(df, how).drop(columns=["interval"])
+    shown = sorted_report(df, how)
+    # 7 narrow columns fit the main column at 1024 px; the worst confusions (long class names) get their own table
     config = {
-        "worker": st.column_config.TextColumn("worker", width="small"),
-        "n_labels": st.column_config.NumberColumn("labels", format="%d", width="small"),
-        "accuracy": st.column_config.NumberColumn("accuracy", format="%.3f", width="small"),
-        "lower": st.column_config.NumberColumn("lower", format="%.3f", width="small"),
-        "upper": st.column_config.NumberColumn("upper", format="%.3f", width="small"),
-        "worst_confusion": st.column_config.TextColumn("worst confusion", width="medium"),
-        "worst_rate": st.column_config.NumberColumn("rate", format="%.3f", width="small"),
-        "spammer_score": st.column_config.NumberColumn("spammer", format="%.3f", width="small"),
-        "agreement": st.column_config.NumberColumn("agreement", format="%.3f", width="small"),
+        "worker": st.column_config.TextColumn("worker", width=90),
+        "n_labels": st.column_config.NumberColumn("labels", format="%d", width=60),
+        "accuracy": st.column_config.NumberColumn("accuracy", format="%.3f", width=75),
+        "lower": st.column_config.NumberColumn("lower", format="%.3f", width=60),
+        "upper": st.column_config.NumberColumn("upper", format="%.3f", width=60),
+        "spammer_score": st.column_config.NumberColumn("spammer", format="%.3f", width=70),
+        "agreement": st.column_config.NumberColumn("agreement", format="%.3f", width=80),
     }
-    st.dataframe(shown, hide_index=True, column_config=config, width="stretch", height=320, key=f"{key}.table")
+    st.dataframe(
+        shown, hide_index=True, column_order=list(config), column_config=config, height=320, key=f"{key}.table"
+    )
+    with st.expander("Each worker's worst confusion"):
+        st.dataframe(
+            shown[["worker", "worst_confusion", "worst_rate"]],
+            hide_index=True,
+            column_config={
+                "worker": st.column_config.TextColumn("worker", width=90),
+                "worst_confusion": st.column_config.TextColumn("worst confusion", width=300),
+                "worst_rate": st.column_config.NumberColumn("rate", format="%.3f", width=70),
+            },
+            height=240,
+            key=f"{key}.confusions",
+        )
+    st.download_button(
+        "Download the worker report (CSV)",
+        csv_bytes(shown),
+        file_name="worker_report.csv",
+        mime="text/csv",
+        key=f"{key}.download",
+        on_click="ignore",
+    )
     kinds = sorted(set(df["interval"]))
     how_ci = " and ".join(kinds)
     st.caption(

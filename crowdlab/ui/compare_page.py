@@ -103,7 +103,7 @@ def show_table(data: Annotations, comparison: Comparison) -> None:
         shown["converged"] = ["—" if v is None or v != v else ("yes" if v else "no") for v in shown["converged"]]
     # the main table keeps to a few columns that fit at 1024 px; the rest are in the details below it
     if "accuracy" in shown:
-        main = ["method", "kind", "accuracy", "macro F", "time (s)"]
+        main = ["method", "kind", "accuracy", "time (s)"]
     elif "pearson r" in shown:
         main = ["method", "kind", "pearson r", "time (s)"]
     else:
@@ -111,23 +111,20 @@ def show_table(data: Annotations, comparison: Comparison) -> None:
     details = ["method"] + [c for c in ("iterations", "converged", "objective", *METRIC_COLUMNS) if c in shown]
     details = [c for c in details if c == "method" or c not in main]
     config = {
-        "method": st.column_config.TextColumn("method", width=220),
+        "method": st.column_config.TextColumn("method", width=275),
         "kind": st.column_config.TextColumn("kind", width=120),
         "iterations": st.column_config.NumberColumn("iterations", format="%d", width=70),
         "converged": st.column_config.TextColumn("converged", width=75),
         "objective": st.column_config.TextColumn("objective", width=85),
-        "time (s)": st.column_config.NumberColumn("time (s)", format="%.3f", width=65),
+        "time (s)": st.column_config.NumberColumn("time (s)", format="%.3f", width=70),
     }
     for col in METRIC_COLUMNS:
         config[col] = st.column_config.NumberColumn(col, format="%.3f", width=70)
     main = [c for c in main if c in shown]
     st.dataframe(shown, hide_index=True, column_order=main, column_config=config, key="compare.table")
     if len(details) > 1:
-        with st.expander("Iterations, convergence, objective and the posterior's scores"):
-            st.dataframe(
-                shown[details], hide_index=True, column_config=config | {"method": st.column_config.TextColumn(
-                    "method", width=190)}, key="compare.details"
-            )  # fmt: skip
+        with st.expander("Macro F, iterations, convergence, objective and the posterior's scores"):
+            st.dataframe(shown[details], hide_index=True, column_config=DETAILS_CONFIG, key="compare.details")
     baseline_note(comparison)
     if data.is_continuous:
         if "pearson r" in table:
@@ -143,6 +140,19 @@ def show_table(data: Annotations, comparison: Comparison) -> None:
         st.caption(f"Highest accuracy: **{best['method']}** ({best['accuracy']:.3f}).")
     else:
         st.caption("This dataset has no gold labels: compare the methods by how much they agree.")
+
+
+# the details table: short headers (the help says them in full), so seven columns fit at 1024 px
+DETAILS_CONFIG = {
+    "method": st.column_config.TextColumn("method", width=200),
+    "macro F": st.column_config.NumberColumn("macro F", format="%.3f", width=62),
+    "iterations": st.column_config.NumberColumn("iter.", format="%d", width=48, help="iterations"),
+    "converged": st.column_config.TextColumn("conv.", width=50, help="converged"),
+    "objective": st.column_config.TextColumn("objective", width=82),
+    "soft accuracy": st.column_config.NumberColumn("soft acc.", format="%.3f", width=66, help="soft accuracy"),
+    "log loss": st.column_config.NumberColumn("log loss", format="%.3f", width=62),
+    "pearson r": st.column_config.NumberColumn("pearson r", format="%.3f", width=70),
+}
 
 
 def _dash(v, fmt: str) -> str:

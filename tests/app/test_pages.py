@@ -147,6 +147,7 @@ def test_data_page_shows_preview_pictures_and_downloads():
         "Download all labels (long CSV)",
         "Download gold (CSV)",
         "Download the worker table (CSV)",
+        "Download the worker report (CSV)",
     ]
     assert len(at.get("plotly_chart")) == 4
     workers = at.dataframe[1].value

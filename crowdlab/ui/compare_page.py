@@ -108,8 +108,8 @@ def show_table(data: Annotations, comparison: Comparison) -> None:
         main = ["method", "kind", "pearson r", "time (s)"]
     else:
         main = ["method", "kind", "iterations", "converged", "time (s)"]
-    details = ["method"] + [c for c in ("iterations", "converged", "objective", *METRIC_COLUMNS) if c in shown]
-    details = [c for c in details if c == "method" or c not in main]
+    runs = [c for c in ("iterations", "converged", "objective") if c in shown and c not in main]
+    scores = [c for c in METRIC_COLUMNS if c in shown and c not in main]
     config = {
         "method": st.column_config.TextColumn("method", width=275),
         "kind": st.column_config.TextColumn("kind", width=120),
@@ -121,10 +121,19 @@ def show_table(data: Annotations, comparison: Comparison) -> None:
     for col in METRIC_COLUMNS:
         config[col] = st.column_config.NumberColumn(col, format="%.3f", width=70)
     main = [c for c in main if c in shown]
-    st.dataframe(shown, hide_index=True, column_order=main, column_config=config, key="compare.table")
-    if len(details) > 1:
-        with st.expander("Macro F, iterations, convergence, objective and the posterior's scores"):
-            st.dataframe(shown[details], hide_index=True, column_config=DETAILS_CONFIG, key="compare.details")
+    height = 35 * (len(shown) + 1) + 3  # every method on screen (a dozen rows at most), no inner scrolling
+    st.dataframe(shown, hide_index=True, column_order=main, column_config=config, height=height, key="compare.table")
+    if runs or scores:
+        with st.expander("Iterations, convergence, objective, macro F and the posterior's scores"):
+            for i, cols in enumerate((runs, scores)):
+                if cols:
+                    part = shown[["method", *cols]].copy()
+                    for c in cols:
+                        if c in METRIC_COLUMNS:  # NaN (a baseline's soft accuracy, log loss): a dash
+                            part[c] = [_dash(v, "{:.3f}") for v in part[c]]
+                    st.dataframe(
+                        part, hide_index=True, column_config=DETAILS_CONFIG, height=height, key=f"compare.details{i}"
+                    )
     baseline_note(comparison)
     if data.is_continuous:
         if "pearson r" in table:
@@ -142,16 +151,14 @@ def show_table(data: Annotations, comparison: Comparison) -> None:
         st.caption("This dataset has no gold labels: compare the methods by how much they agree.")
 
 
-# the details table: short headers (the help says them in full), so seven columns fit at 1024 px
+# the details tables (the run's iterations, convergence and objective; the scores of its labels and posterior):
+# four columns each, so they fit at 1024 px
 DETAILS_CONFIG = {
-    "method": st.column_config.TextColumn("method", width=200),
-    "macro F": st.column_config.NumberColumn("macro F", format="%.3f", width=62),
-    "iterations": st.column_config.NumberColumn("iter.", format="%d", width=48, help="iterations"),
-    "converged": st.column_config.TextColumn("conv.", width=50, help="converged"),
-    "objective": st.column_config.TextColumn("objective", width=82),
-    "soft accuracy": st.column_config.NumberColumn("soft acc.", format="%.3f", width=66, help="soft accuracy"),
-    "log loss": st.column_config.NumberColumn("log loss", format="%.3f", width=62),
-    "pearson r": st.column_config.NumberColumn("pearson r", format="%.3f", width=70),
+    "method": st.column_config.TextColumn("method", width=275),
+    "iterations": st.column_config.NumberColumn("iterations", format="%d", width=75),
+    "converged": st.column_config.TextColumn("converged", width=80),
+    "objective": st.column_config.TextColumn("objective", width=90),
+    **{c: st.column_config.TextColumn(c, width=80) for c in METRIC_COLUMNS},
 }
 
 

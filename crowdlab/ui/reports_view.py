@@ -143,6 +143,14 @@ def step_report_panel(run: Run) -> None:
 
 
 # ---------------------------------------------------------------------------- the Data page's section
+AUTO_LABELS = 200_000  # larger datasets fit Dawid-Skene for the report only when asked
+REQUESTED = "data.report.requested"  # plain key: the dataset id whose report was asked for
+
+
+def _request(data_id: str) -> None:
+    st.session_state[REQUESTED] = data_id
+
+
 @st.cache_data(max_entries=8, show_spinner="Fitting Dawid-Skene for the worker report...")
 def data_report(data_id: str, _data: Annotations) -> pd.DataFrame:
     """Dawid-Skene fitted from majority vote (at most ``DATA_FIT_MAX_ITER`` iterations) and its worker report,
@@ -160,6 +168,15 @@ def data_report_section(data: Annotations) -> None:
         return
     st.subheader("Worker report")
     data_id = state.get_data_id() or f"unnamed:{id(data)}"
+    if data.n_obs > AUTO_LABELS and st.session_state.get(REQUESTED) != data_id:
+        st.button(
+            f"Fit Dawid-Skene for the worker report ({data.n_obs:,} labels)",
+            key="data.report.fit",
+            on_click=_request,
+            args=(data_id,),
+        )
+        st.caption(f"Above {AUTO_LABELS:,} labels the fit waits for this button (it may take a while).")
+        return
     try:
         df = data_report(data_id, data)
     except (ModelError, ValueError, ArithmeticError) as exc:

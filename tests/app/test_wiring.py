@@ -221,3 +221,11 @@ def test_compare_lists_the_baselines_beside_em(sample):
     # the baselines join the agreement matrix
     agreement = at.session_state["compare.results"][("sample:" + sample, 0.0)].agreement
     assert "Wawa (agreement-weighted vote)" in agreement.index
+
+
+def test_data_page_report_waits_for_a_button_on_a_large_dataset(monkeypatch):
+    monkeypatch.setattr(reports_view, "AUTO_LABELS", 1_000)  # bluebirds has 4,212 labels
+    at = _ok(_open("bluebirds").switch_page(DATA_PAGE).run())
+    assert not [d for d in at.dataframe if "spammer_score" in d.value.columns]
+    _click(at, "data.report.fit")
+    assert len(_table(at)) == 39

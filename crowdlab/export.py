@@ -24,6 +24,7 @@ from crowdlab import safe
 from crowdlab.em import Run
 from crowdlab.errors import ModelError
 from crowdlab.metrics import accuracy, log_loss, macro_f, pearson
+from crowdlab.models.majority import tied_items
 from crowdlab.models.params import ClassParams
 from crowdlab.models.scores import ScoreParams
 
@@ -39,7 +40,8 @@ def write_csv(frame: pd.DataFrame, path: str | Path) -> None:
 
 
 def posterior_frame(run: Run) -> pd.DataFrame:
-    """One row per item: posterior per class, the hard label and its probability (classes);
+    """One row per item: posterior per class, the hard label and its probability, ``tied`` (True when the item's
+    majority vote is tied: :func:`crowdlab.models.majority.tied_items`) (classes);
     for the scores model, the estimated mean score per item."""
     data, snap = run.data, run.current
     if isinstance(snap.params, ScoreParams):
@@ -52,6 +54,7 @@ def posterior_frame(run: Run) -> pd.DataFrame:
     out = pd.DataFrame({"item": data.item_names, **cols})
     out["label"] = np.asarray(data.class_names, dtype=object)[labels]
     out["confidence"] = snap.q[np.arange(data.n_items), labels]
+    out["tied"] = tied_items(data)  # the item's majority vote is tied (whatever the method)
     if data.gold is not None:
         names = np.asarray(data.class_names + ("",), dtype=object)
         out["gold"] = names[np.where(data.gold >= 0, data.gold, len(data.class_names))]
@@ -225,11 +228,25 @@ def python_snippet(run: Run, load_code: str) -> str:
         args.append(f"prior={model.prior!r}")
     if getattr(model, "hard", False):
         args.append("hard=True")
+    options = {}
+    if getattr(model, "tie_break", "frequent") != "frequent":
+        options.update(tie_break=model.tie_break, tie_seed=model.tie_seed)
+    if getattr(model, "sigma_min", None) is not None:
+        options["sigma_min"] = model.sigma_min
+    if options:
+        args.append(f"model_options={options!r}")
+    if getattr(model, "reveal", None):
+        args += [f"reveal={model.reveal!r}", f"reveal_seed={model.reveal_seed!r}"]
     if run.init == "random":
         args.append(f"seed={run.seed!r}")
+    imports = "import crowdlab as cl\n"
+    q0 = run.init_kwargs.get("q0") if run.init == "posterior" else None
+    if q0 is not None and q0.shape[1] == 2 and np.array_equal(q0, np.eye(2)[q0.argmax(axis=1)]):
+        good = np.flatnonzero(q0[:, 1] == 1).tolist()  # the scores model's start "only these annotators good"
+        args.append(f"q0=np.eye(2)[np.isin(np.arange({q0.shape[0]}), {good!r}).astype(int)]")
+        imports = "import numpy as np\n\n" + imports
     if run.iterative:
         args += [f"tol={run.tol!r}", f"max_iter={run.max_iter!r}"]
-    imports = "import crowdlab as cl\n"
     head = load_code.split("(")[0]
     if head in ("load_sample",):
         imports += "from crowdlab.samples import load_sample\n"

@@ -1,6 +1,7 @@
 """Step through EM: pick a method, then move one half-step at a time (or run to convergence)."""
 
 from crowdlab.ui import method_picker, page_frame, presenter, stepper_panel
+from crowdlab.ui.method_options import options_panel
 
 page_frame("Step through EM", icon=":material/stairs:", notice=False)
 presenter.intro(
@@ -8,4 +9,5 @@ presenter.intro(
     "Exact EM never lowers the objective, and the bound F(q, θ) touches it right after each E-step."
 )
 method_picker()
+options_panel()
 stepper_panel()

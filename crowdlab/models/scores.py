@@ -19,6 +19,19 @@ item i is s_ia ~ N(mu_i, sigma) (one sigma for all items); a bad one's is Unifor
   of all scores; pi_good starts at 0.5 (from w_a = 1 it would be 1, a fixed point EM can never leave).
 
 Objective: sum_a log sum_z p(s_a, z_a | theta) (+ log prior), exactly what EM climbs.
+
+A degenerate global maximum: declare a single annotator good and everyone else bad. The means mu_i then equal that
+annotator's own scores, their residuals vanish, sigma falls to its floor sigma_min, and each of their N scores
+adds -log(sigma_min) - log(2 pi)/2 to the objective, more than any sensible fit can gain. On the lecture's crowd
+(``crowdlab.lessons.lecture_scores(0)``: 20 items, 3 good and 2 bad annotators, the Data page's default
+simulation) EM started from "only annotator A0 good" (``init="posterior"``) converges to 117.3 at the default floor
+(for any 20 x 5 data set on [0, 1]: 20 (log 1000 - log(2 pi)/2) + log(1/5) + 4 log(4/5)), against 67.7 for the
+sensible optimum found from "everyone good". The remedy is a floor near the spread expected of a good annotator
+(``sigma_min=0.07`` there: the single-good answer then scores 32.3, below the sensible one, and the start from A0
+reaches the sensible optimum) and a start from "everyone good". On the bundled affect set (700 items scored by 38
+annotators, range -100..100) the single-good answer already scores below the sensible one at the default floor
+(-36,254 against -32,062).
+
 Shapes: mu (N,), q (M, 2) with q[:, 1] = w (good), q[:, 0] = 1 - w.
 
 Numerics (any finite scores, 1e-300 or 1e308 alike): the E- and M-steps work on standardised scores

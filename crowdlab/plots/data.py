@@ -422,7 +422,7 @@ def method_agreement_heatmap(agreement: pd.DataFrame, *, title: str = "Agreement
     """Share of items on which two methods give the same hard label (:attr:`crowdlab.compare.Comparison.agreement`)."""
     names = [str(n) for n in agreement.index]
     W = len(names)
-    return agreement_heatmap(
+    fig = agreement_heatmap(
         agreement.to_numpy(dtype=np.float64),
         names,
         wrap_names=True,
@@ -431,6 +431,13 @@ def method_agreement_heatmap(agreement: pd.DataFrame, *, title: str = "Agreement
         tickangle=-30,
         height=max(380, 180 + 70 * W),
     )
+    if W > 6:  # many methods (EM and the baselines): the x ticks keep only the name before its parenthesis
+        fig.layout.xaxis.update(
+            tickvals=[wrap_name(n) for n in names],
+            ticktext=[safe.html(n.partition(" (")[0]) for n in names],
+            tickangle=-45,
+        )
+    return fig
 
 
 def wrap_name(name: str) -> str:

@@ -32,6 +32,7 @@ __all__ = [
     "annotator_bars",
     "class_prior_bars",
     "confusion_grid",
+    "convergence_chart",
     "half_step_positions",
     "item_means_scatter",
     "metric_curve",
@@ -222,6 +223,109 @@ def objective_curve(
         margin=legend_margin(),
         xaxis=_axis(title=dict(text=X_TITLE, standoff=6), rangemode="tozero", zeroline=False),
         yaxis=_axis(tickformat=".6~g"),
+    )
+    return go.Figure(data=traces, layout=layout)
+
+
+LOG_FLOOR = -16.0  # log10 of the smallest change drawn (float64 rounding of an objective of order 1)
+GAIN_COLOR = OBJECTIVE_COLOR
+CHANGE_COLOR = "#9467bd"
+
+
+def convergence_range(trace: Mapping[str, np.ndarray]) -> list[float]:
+    """The fixed y range [LOG_FLOOR, top] of :func:`convergence_chart`: top is the largest log10 value of the whole
+    stored run rounded up (at least 1), so the axis does not jump as the cursor moves or a step adds a point."""
+    vals = [np.asarray(trace[k], dtype=np.float64) for k in ("gain", "param_change")]
+    vals = np.concatenate([np.abs(v[np.isfinite(v)]) for v in vals]) if vals else np.zeros(0)
+    vals = vals[vals > 0]
+    top = float(np.ceil(np.log10(vals.max()))) if vals.size else 1.0
+    return [LOG_FLOOR - 0.5, max(1.0, top) + 0.5]
+
+
+def _log10_floor(v: np.ndarray) -> np.ndarray:
+    v = np.asarray(v, dtype=np.float64)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        out = np.log10(np.where(v > 0, v, np.nan))
+    return np.where(np.isfinite(out), np.maximum(out, LOG_FLOOR), np.where(np.isnan(v), np.nan, LOG_FLOOR))
+
+
+def convergence_chart(
+    trace: Mapping[str, np.ndarray],
+    current_iteration: int,
+    *,
+    tol_line: float | None = None,
+    title: str = "How fast EM is still moving",
+    height: int = 360,
+) -> go.Figure:
+    """log10 of the objective gain and of the largest parameter change per iteration (from
+    :meth:`crowdlab.em.Run.convergence_trace`), on one fixed y range (:func:`convergence_range`).
+
+    Traces (``meta``): ``gain`` (gains <= 0 are drawn at the floor, LOG_FLOOR), ``param_change`` (when the model
+    has float parameters), ``tol`` (dashed: log10 of the objective test's threshold ``tol_line`` in nats, when
+    given) and ``current`` (a vertical line at the cursor's iteration, a layout shape). An empty trace (majority
+    vote, or no iteration yet) gives a message instead.
+    """
+    it = np.asarray(trace["iteration"], dtype=np.float64)
+    if it.size == 0:
+        return _empty(title, "No iteration yet: press Step.", height)
+    gain = np.asarray(trace["gain"], dtype=np.float64)
+    change = np.asarray(trace["param_change"], dtype=np.float64)
+    traces = [
+        dict(
+            type="scatter",
+            x=it,
+            y=_log10_floor(gain),
+            mode="lines+markers" if it.size <= 200 else "lines",
+            name="objective gain (log10 nats)",
+            meta="gain",
+            line=dict(color=GAIN_COLOR, width=2),
+            marker=dict(size=5, color=GAIN_COLOR),
+            customdata=gain,
+            hovertemplate="iteration %{x}<br>gain %{customdata:.3g}<extra></extra>",
+        )
+    ]
+    if np.isfinite(change).any():
+        traces.append(
+            dict(
+                type="scatter",
+                x=it,
+                y=_log10_floor(change),
+                mode="lines+markers" if it.size <= 200 else "lines",
+                name="largest parameter change (log10)",
+                meta="param_change",
+                line=dict(color=CHANGE_COLOR, width=2),
+                marker=dict(size=5, color=CHANGE_COLOR, symbol="square"),
+                customdata=change,
+                hovertemplate="iteration %{x}<br>change %{customdata:.3g}<extra></extra>",
+            )
+        )
+    if tol_line is not None and tol_line > 0 and np.isfinite(tol_line):
+        y = max(float(np.log10(tol_line)), LOG_FLOOR)
+        traces.append(
+            dict(
+                type="scatter",
+                x=[0, float(it.max())],
+                y=[y, y],
+                mode="lines",
+                name="objective test's threshold",
+                meta="tol",
+                line=dict(color="#7f7f7f", width=1, dash="dash"),
+                hoverinfo="skip",
+            )
+        )
+    cur = float(current_iteration)
+    shapes = [
+        dict(type="line", x0=cur, x1=cur, xref="x", y0=0, y1=1, yref="paper", name="current",
+             line=dict(color=CURRENT_COLOR, width=2, dash="dot"))
+    ]  # fmt: skip
+    layout = _layout(
+        title,
+        height,
+        legend=LEGEND_BELOW,
+        margin=legend_margin(),
+        shapes=shapes,
+        xaxis=_axis(title=dict(text="iteration", standoff=6), range=[0, max(float(it.max()), 1.0) + 0.5]),
+        yaxis=_axis(title=dict(text="log10", standoff=4), range=convergence_range(trace), dtick=2),
     )
     return go.Figure(data=traces, layout=layout)
 
@@ -432,6 +536,7 @@ CHANGED_COLOR = "#ff7f0e"
 RIGHT_COLOR = "#2ca02c"
 WRONG_COLOR = "#d62728"
 CHANGED_MARK = "★ "
+TIED_MARK = " ⚖"  # after the tick label of an item whose majority vote is tied
 
 
 def rect_path(cells: Sequence[tuple[float, float, float, float]]) -> str:
@@ -461,6 +566,7 @@ def posterior_heatmap(
     title: str = "Posterior q (rows: items, columns: classes)",
     text_max_cells: int = 400,
     gold_name: str = "gold",
+    tied: np.ndarray | None = None,
 ) -> go.Figure:
     """Heatmap of the posterior q (N, K): items as rows (top-down), classes as columns, fixed range [0, 1].
 
@@ -469,8 +575,9 @@ def posterior_heatmap(
     back), so the number in it stays readable, and a text column to the right (own x axis ``x2``) names the gold
     class: trace ``meta="gold_agrees"`` (green) where the arg-max of q agrees, ``meta="gold_differs"`` (red)
     where it does not. ``changed`` (N,) bool: rows whose hard label changed in the last half-step get a star in
-    their tick label and a dotted outline around the row (one path shape named ``changed``). Numbers sit on the
-    cells when N * K <= ``text_max_cells``.
+    their tick label and a dotted outline around the row (one path shape named ``changed``). ``tied`` (N,) bool:
+    rows whose majority vote is tied get :data:`TIED_MARK` after their tick label. Numbers sit on the cells when
+    N * K <= ``text_max_cells``.
     """
     q = np.asarray(q, dtype=np.float64)
     if q.ndim != 2:
@@ -520,6 +627,14 @@ def posterior_heatmap(
             )
         )
     yaxis = dict(type="category", autorange="reversed")
+    ticks = list(items)
+    if tied is not None:
+        td = np.asarray(tied, dtype=bool)
+        if td.shape != (N,):
+            raise ValueError(f"tied needs one entry per row: got shape {td.shape} for {N} rows.")
+        if td.any():
+            ticks = [s + TIED_MARK if t else s for s, t in zip(ticks, td)]
+            yaxis.update(tickvals=items, ticktext=ticks)
     if changed is not None:
         ch = np.asarray(changed, dtype=bool)
         if ch.shape != (N,):
@@ -536,7 +651,7 @@ def posterior_heatmap(
                     name="changed",
                 )
             )
-            yaxis.update(tickvals=items, ticktext=[CHANGED_MARK + s if c else s for s, c in zip(items, ch)])
+            yaxis.update(tickvals=items, ticktext=[CHANGED_MARK + s if c else s for s, c in zip(ticks, ch)])
     layout = _layout(
         title,
         max(240, 110 + 24 * N),

@@ -10,6 +10,7 @@ from __future__ import annotations
 import numpy as np
 import streamlit as st
 
+from crowdlab.baselines import BASELINES
 from crowdlab.compare import Comparison, compare_methods
 from crowdlab.data import Annotations
 from crowdlab.export import csv_bytes
@@ -55,7 +56,7 @@ def run_pending(data: Annotations) -> None:
     def progress(i: int, n: int, title: str) -> None:
         bar.progress(i / max(n, 1), text=f"{title} ({i + 1} of {n})" if i < n else "done")
 
-    comparison = compare_methods(data, prior=_prior(), progress=progress)
+    comparison = compare_methods(data, prior=_prior(), progress=progress, baselines=True)
     bar.empty()
     results = dict(st.session_state.get(RESULTS) or {})
     results[result_key()] = comparison
@@ -86,31 +87,54 @@ def compare_page(data: Annotations) -> None:
     show_table(data, comparison)
     if data.is_continuous:
         return
-    left, right = st.columns([2, 3])
-    with left:
-        st.plotly_chart(figs.method_agreement_heatmap(comparison.agreement), key="compare.agreement_chart")
-        st.caption("Share of items on which two methods choose the same class.")
-    with right:
-        show_disagreements(data, comparison)
+    # full width: eleven methods (EM and the baselines) need the room
+    st.plotly_chart(figs.method_agreement_heatmap(comparison.agreement), key="compare.agreement_chart")
+    st.caption("Share of items on which two methods choose the same class.")
+    show_disagreements(data, comparison)
 
 
 def show_table(data: Annotations, comparison: Comparison) -> None:
     table = comparison.table
     st.subheader("Results")
+    shown = table.copy()
+    if "objective" in shown:  # majority vote and the baselines have none: a dash, not "None"
+        shown["objective"] = [_dash(v, "{:,.2f}") for v in shown["objective"]]
+    if "converged" in shown:  # a baseline is not iterated to a fixed point: a dash
+        shown["converged"] = ["—" if v is None or v != v else ("yes" if v else "no") for v in shown["converged"]]
+    # the main table keeps to a few columns that fit at 1024 px; the rest are in the details below it
+    if "accuracy" in shown:
+        main = ["method", "kind", "accuracy", "time (s)"]
+    elif "pearson r" in shown:
+        main = ["method", "kind", "pearson r", "time (s)"]
+    else:
+        main = ["method", "kind", "iterations", "converged", "time (s)"]
+    runs = [c for c in ("iterations", "converged", "objective") if c in shown and c not in main]
+    scores = [c for c in METRIC_COLUMNS if c in shown and c not in main]
     config = {
-        "method": st.column_config.TextColumn("method"),
-        "iterations": st.column_config.NumberColumn("iterations", format="%d"),
-        "converged": st.column_config.CheckboxColumn("converged"),
-        "objective": st.column_config.NumberColumn("objective", format="%.2f"),
+        "method": st.column_config.TextColumn("method", width=275),
+        "kind": st.column_config.TextColumn("kind", width=120),
+        "iterations": st.column_config.NumberColumn("iterations", format="%d", width=70),
+        "converged": st.column_config.TextColumn("converged", width=75),
+        "objective": st.column_config.TextColumn("objective", width=85),
+        "time (s)": st.column_config.NumberColumn("time (s)", format="%.3f", width=70),
     }
     for col in METRIC_COLUMNS:
-        if col in table:
-            config[col] = st.column_config.NumberColumn(col, format="%.3f")
-    shown = table.copy()
-    if "objective" in shown:  # majority vote has none: a dash, not "None"
-        shown["objective"] = [f"{v:,.2f}" if v is not None and np.isfinite(v) else "—" for v in shown["objective"]]
-        config["objective"] = st.column_config.TextColumn("objective")
-    st.dataframe(shown, hide_index=True, column_config=config, width="stretch", key="compare.table")
+        config[col] = st.column_config.NumberColumn(col, format="%.3f", width=70)
+    main = [c for c in main if c in shown]
+    height = 35 * (len(shown) + 1) + 3  # every method on screen (a dozen rows at most), no inner scrolling
+    st.dataframe(shown, hide_index=True, column_order=main, column_config=config, height=height, key="compare.table")
+    if runs or scores:
+        with st.expander("Iterations, convergence, objective, macro F and the posterior's scores"):
+            for i, cols in enumerate((runs, scores)):
+                if cols:
+                    part = shown[["method", *cols]].copy()
+                    for c in cols:
+                        if c in METRIC_COLUMNS:  # NaN (a baseline's soft accuracy, log loss): a dash
+                            part[c] = [_dash(v, "{:.3f}") for v in part[c]]
+                    st.dataframe(
+                        part, hide_index=True, column_config=DETAILS_CONFIG, height=height, key=f"compare.details{i}"
+                    )
+    baseline_note(comparison)
     if data.is_continuous:
         if "pearson r" in table:
             st.caption(
@@ -125,6 +149,36 @@ def show_table(data: Annotations, comparison: Comparison) -> None:
         st.caption(f"Highest accuracy: **{best['method']}** ({best['accuracy']:.3f}).")
     else:
         st.caption("This dataset has no gold labels: compare the methods by how much they agree.")
+
+
+# the details tables (the run's iterations, convergence and objective; the scores of its labels and posterior):
+# four columns each, so they fit at 1024 px
+DETAILS_CONFIG = {
+    "method": st.column_config.TextColumn("method", width=275),
+    "iterations": st.column_config.NumberColumn("iterations", format="%d", width=75),
+    "converged": st.column_config.TextColumn("converged", width=80),
+    "objective": st.column_config.TextColumn("objective", width=90),
+    **{c: st.column_config.TextColumn(c, width=80) for c in METRIC_COLUMNS},
+}
+
+
+def _dash(v, fmt: str) -> str:
+    return fmt.format(v) if v is not None and np.isfinite(v) else "—"
+
+
+def baseline_note(comparison: Comparison) -> None:
+    """What the "baseline (not EM)" rows are, and which baselines do not apply here and why."""
+    if not comparison.baselines and not comparison.skipped:
+        return
+    note = (
+        "Rows of kind *baseline (not EM)* climb no likelihood and cannot be stepped: majority vote, Wawa (a vote "
+        "weighted by each worker's agreement with the majority), Zero-Based Skill (skills nudged towards the "
+        "weighted vote), KOS (Karger, Oh & Shah 2011: message passing, binary labels only) and M-MSR (Ma & "
+        "Olshevsky 2020: robust rank-one completion of the workers' agreement rates). Their scores are vote "
+        "shares, not posteriors, so soft accuracy and log loss are left out. Time: wall-clock seconds of the fit."
+    )
+    skipped = [f"{BASELINES[k][0]} left out: {v}" for k, v in comparison.skipped.items()]
+    st.caption(" ".join([note, *skipped]))
 
 
 def show_disagreements(data: Annotations, comparison: Comparison) -> None:

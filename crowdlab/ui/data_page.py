@@ -34,6 +34,7 @@ from crowdlab.plots import data as figs
 from crowdlab.simulate import WORKER_TYPES, mix_from_counts, simulate_crowd, simulate_scores
 from crowdlab.ui import panels, state
 from crowdlab.ui.frame import dataset_summary, sample_picker, upload_id
+from crowdlab.ui.reports_view import data_report_section
 
 PREVIEW_ROWS = 20
 AGREEMENT_WORKERS = 30
@@ -311,6 +312,7 @@ def data_page(data: Annotations) -> None:
     dataset_summary(data)
     preview(data)
     pictures(data)
+    data_report_section(data)
 
 
 def upload_tab() -> None:

@@ -60,16 +60,23 @@ def _on_fit() -> None:
     """Fit the current config to convergence (the Step page's run is left as it is)."""
     data, cfg = state.get_data(), state.get_config()
     st.session_state[EXPORT_ERROR] = None
+    options = state.model_options(cfg, data)  # the Step page's model options (ties, floor on sigma, reveal)
+    prior, hard = options.pop("prior"), options.pop("hard")
+    semi = {k: options.pop(k) for k in ("reveal", "reveal_seed") if k in options}
+    init, init_kwargs = state.start_options(cfg, data)
     try:
         run = fit(
             data,
             cfg.method,
-            init=cfg.init,
-            prior=cfg.prior,
-            hard=cfg.hard,
+            init=init,
+            prior=prior,
+            hard=hard,
             seed=cfg.seed,
             tol=cfg.tol,
             max_iter=cfg.max_iter,
+            model_options=options or None,
+            **semi,
+            **init_kwargs,
         )
     except (CrowdlabError, ValueError) as exc:
         st.session_state[EXPORT_ERROR] = str(exc)
@@ -86,6 +93,12 @@ def _settings(run: Run) -> str:
             parts.append(f"prior {model.prior:g}")
         if getattr(model, "hard", False):
             parts.append("hard EM")
+        if getattr(model, "sigma_min", None) is not None:
+            parts.append(f"floor on σ {model.sigma_min:g}")
+        if getattr(model, "reveal", None):
+            parts.append(f"{model.reveal:.0%} of gold revealed")
+    elif getattr(model, "tie_break", "frequent") != "frequent":
+        parts.append(f"ties: {model.tie_break}")
     return ", ".join(parts)
 
 

@@ -30,10 +30,12 @@ import streamlit as st
 from crowdlab import explain, plots, safe, surface, sweep
 from crowdlab.em import Run, Snapshot
 from crowdlab.models import ClassParams, ScoreParams
-from crowdlab.models.majority import majority_labels
-from crowdlab.ui import lab, presenter, state
+from crowdlab.models.majority import majority_labels, tied_items
+from crowdlab.ui import lab, method_options, presenter, state
+from crowdlab.ui.convergence_view import convergence_panel
 from crowdlab.ui.intervals import worker_intervals_panel
 from crowdlab.ui.model_panels import model_details_panel
+from crowdlab.ui.reports_view import step_report_panel
 
 TABS = (
     "Posterior",
@@ -43,6 +45,8 @@ TABS = (
     "Likelihood surface",
     "How sure? (intervals)",
     "Model details",
+    "Worker report",
+    "Convergence",
 )
 W_TAB = "stepper.tab"
 W_ORDER = "stepper.post_order"
@@ -183,8 +187,11 @@ def draw_tabs(run: Run) -> None:
         surface_panel,
         worker_intervals_panel,
         model_details_panel,
+        step_report_panel,
+        convergence_panel,
     )
     label_switch_notice(run)
+    method_options.degenerate_notice(run)
     for tab, panel in zip(tab_bar(), panels):
         if tab.open:
             with tab:
@@ -227,6 +234,7 @@ def posterior_panel(run: Run) -> None:
     page = int(c2.number_input(f"Page (of {n_pages})", 1, n_pages, step=1, **_remember(W_PAGE, "post_page")))
     rows = posterior_order(q, changed, order, gold)[(page - 1) * PAGE_SIZE : page * PAGE_SIZE]
     simulated = current_truth(data) is not None
+    tied = None if run.iterative else tied_items(data)  # majority vote: its tied items are marked
     fig = plots.posterior_heatmap(
         q[rows],
         [data.item_names[n] for n in rows],
@@ -235,10 +243,16 @@ def posterior_panel(run: Run) -> None:
         changed=changed[rows],
         title=f"Posterior q at snapshot {snap.index} (rows: items, columns: classes)",
         gold_name="truth" if simulated else "gold",
+        tied=None if tied is None else tied[rows],
     )
     st.plotly_chart(fig, key="stepper.posterior_chart")
     notes = [f"Items {(page - 1) * PAGE_SIZE + 1}–{(page - 1) * PAGE_SIZE + len(rows)} of {N:,}, {order}"]
     notes.append("uncertainty = 1 − max q at this snapshot")
+    if tied is not None:
+        notes.append(
+            f"⚖ after a name: a tied vote ({int(tied.sum()):,} items in all; each tied class gets an equal share of q, "
+            f"the hard label goes to {method_options.TIE_PHRASES[run.model.tie_break]})"
+        )
     if run.iterative:
         notes.append(
             f"★ and a dotted outline: hard label changed in this step's E-step ({changed.sum():,} items in all)"

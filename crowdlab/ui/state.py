@@ -73,6 +73,10 @@ W_SEED = "stepper.seed"
 W_TOL = "stepper.tol"
 W_MAX_ITER = "stepper.max_iter"
 W_SCRUB = "stepper.scrub"
+W_TIE_BREAK = "stepper.tie_break"
+W_SIGMA_MIN = "stepper.sigma_min"
+W_ONLY_GOOD = "stepper.only_good"
+W_REVEAL = "stepper.reveal"
 CONFIG_WIDGETS = {
     "method": W_METHOD,
     "init": W_INIT,
@@ -81,6 +85,10 @@ CONFIG_WIDGETS = {
     "seed": W_SEED,
     "tol": W_TOL,
     "max_iter": W_MAX_ITER,
+    "tie_break": W_TIE_BREAK,
+    "sigma_min": W_SIGMA_MIN,
+    "only_good": W_ONLY_GOOD,
+    "reveal": W_REVEAL,
 }
 
 
@@ -95,6 +103,11 @@ class MethodConfig:
     seed: int = 0
     tol: float = 1e-8
     max_iter: int = 500
+    # method options of :mod:`crowdlab.ui.method_options` (each used only where it applies)
+    tie_break: str = "frequent"  # majority vote: who gets a tie (crowdlab.models.majority.TIE_RULES; seed: ``seed``)
+    sigma_min: float = 0.0  # scores model: floor on sigma in score units; 0 = the model's default (1e-3 of the range)
+    only_good: int = -1  # scores model: start from "only this annotator is good" (an annotator code); -1 = off
+    reveal: int = 0  # class models with gold: percent of the gold labels fixed in every E-step (seed: ``seed``)
 
 
 # ---------------------------------------------------------------------------- reading
@@ -217,14 +230,52 @@ def _new_run() -> None:
     st.session_state[METRICS] = None
     st.session_state[PENDING] = False
     try:
-        model = make_model(cfg.method, prior=cfg.prior, hard=cfg.hard)
-        run = Run(data, model, cfg.init, seed=cfg.seed, tol=cfg.tol, max_iter=cfg.max_iter)
+        model = make_model(cfg.method, **model_options(cfg, data))
+        init, init_kwargs = start_options(cfg, data)
+        run = Run(data, model, init, seed=cfg.seed, tol=cfg.tol, max_iter=cfg.max_iter, **init_kwargs)
     except lab.START_ERRORS as exc:
         st.session_state[RUN] = None
         st.session_state[RUN_ERROR] = lab.start_error(exc)
         return
     st.session_state[RUN] = run
     st.session_state[RUN_ERROR] = None
+
+
+def reveal_applies(method: str, data: Annotations) -> bool:
+    """Semi-supervised EM ("Reveal gold") applies: an item-latent class model (not majority vote) and gold."""
+    cls = MODELS.get(method)
+    return (
+        cls is not None
+        and cls.info.latent == "item"
+        and cls.info.data_kind == "classes"
+        and hasattr(cls, "with_known")
+        and not data.is_continuous
+        and data.has_gold
+    )
+
+
+def model_options(cfg: MethodConfig, data: Annotations) -> dict:
+    """The ``make_model`` options of ``cfg`` for ``data``: prior and hard EM; majority vote's tie rule; the scores
+    model's floor on sigma; the revealed share of gold (semi-supervised EM) where it applies."""
+    out: dict = {"prior": cfg.prior, "hard": cfg.hard}
+    if cfg.method == "mv":
+        out.update(tie_break=cfg.tie_break, tie_seed=cfg.seed)
+    if cfg.method == "scores" and cfg.sigma_min > 0:
+        out["sigma_min"] = float(cfg.sigma_min)
+    if cfg.reveal > 0 and reveal_applies(cfg.method, data):
+        out.update(reveal=cfg.reveal / 100.0, reveal_seed=cfg.seed)
+    return out
+
+
+def start_options(cfg: MethodConfig, data: Annotations) -> tuple[str, dict]:
+    """The initialisation of ``cfg``: its ``init``, or for the scores model with ``only_good`` set the posterior
+    "annotator ``only_good`` is good, every other one bad" (the start that finds the degenerate optimum)."""
+    if cfg.method == "scores" and 0 <= cfg.only_good < data.n_workers:
+        q0 = np.zeros((data.n_workers, 2))
+        q0[:, 0] = 1.0
+        q0[cfg.only_good] = (0.0, 1.0)
+        return "posterior", {"q0": q0}
+    return cfg.init, {}
 
 
 def _reset_views() -> None:

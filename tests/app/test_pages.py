@@ -147,6 +147,7 @@ def test_data_page_shows_preview_pictures_and_downloads():
         "Download all labels (long CSV)",
         "Download gold (CSV)",
         "Download the worker table (CSV)",
+        "Download the worker report (CSV)",
     ]
     assert len(at.get("plotly_chart")) == 4
     workers = at.dataframe[1].value
@@ -283,14 +284,16 @@ def test_compare_bluebirds_table_agreement_and_disagreements():
     assert list(table["method"]) == ["Majority vote", "Dawid-Skene", "One-coin (symmetric noise)",
                                       "Two-coin (sensitivity / specificity)", "GLAD (ability and difficulty)",
                                       "MACE (competence and spamming)",
-                                      "Bayesian Dawid-Skene (IBCC, variational)"]  # fmt: skip
+                                      "Bayesian Dawid-Skene (IBCC, variational)",
+                                      "Wawa (agreement-weighted vote)", "Zero-Based Skill",
+                                      "KOS (Karger, Oh & Shah 2011)", "M-MSR (Ma & Olshevsky 2020)"]  # fmt: skip
     ds = table.set_index("method").loc["Dawid-Skene"]
     assert round(ds["accuracy"], 3) == 0.898
     assert round(table.set_index("method").loc["Majority vote", "accuracy"], 3) == 0.759
     assert {"macro F", "log loss"} <= set(table.columns)
     assert any("Highest accuracy: **Dawid-Skene** (0.898)" in c.value for c in at.caption)
     assert len(at.get("plotly_chart")) == 1  # agreement between methods
-    dis = at.dataframe[1].value
+    dis = [d.value for d in at.dataframe if "labels" in d.value.columns][0]  # after the details table
     assert len(dis) == compare_page.HEAD_ROWS and "gold" in dis.columns
     assert any(m.value.startswith("**Items where the methods disagree: 44 of 108") for m in at.markdown)
     assert _downloads(at) == ["Download the disputed items (CSV)"]

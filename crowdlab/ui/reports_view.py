@@ -1,0 +1,189 @@
+"""Worker reports in the app (:func:`crowdlab.reports.worker_report`): the Step page's "Worker report" tab and the
+Data page's section.
+
+The table has one row per worker: labels, estimated accuracy with its interval, the worst confusion, Raykar & Yu's
+(2012) spammer score and the agreement with the consensus; Krippendorff's alpha of the whole label set sits above
+it as a metric. The Step page reports the current snapshot's parameters (computed once per snapshot and kept in a
+small cache in session state); the Data page fits Dawid-Skene once per dataset id (``st.cache_data``).
+Worker names are shown by ``st.dataframe``, which renders plain text (no Markdown).
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pandas as pd
+import streamlit as st
+
+from crowdlab.api import fit
+from crowdlab.data import Annotations
+from crowdlab.em import Run
+from crowdlab.errors import ModelError
+from crowdlab.export import csv_bytes
+from crowdlab.reports import worker_report
+from crowdlab.ui import state
+
+SORTS = ("spammer score (lowest first)", "accuracy (lowest first)", "labels (most first)")
+STEP_CACHE = "stepper.report_cache"  # plain key: [((run id, snapshot index), DataFrame), ...], newest last
+STEP_CACHE_SIZE = 4
+DATA_FIT_MAX_ITER = 500  # the Data page's Dawid-Skene fit: enough for every bundled set, bounded for uploads
+
+CAPTIONS = (
+    "**accuracy**: estimated P(the worker's label is right) = Σ_k π_k Γ(k, k), with its 95 % interval "
+    "(*lower*–*upper*).",
+    "**worst confusion** (under the table): the largest off-diagonal entry of the worker's confusion matrix "
+    "(*rate*: its probability).",
+    "**spammer score** (Raykar & Yu 2012): how far the confusion matrix is from one whose answer does not depend "
+    "on the true class. Near 0: a spammer (clicks without looking, whatever their favourite class); near 1: "
+    "reliable (or reliably inverted).",
+    "**agreement**: share of the worker's labels equal to the consensus label.",
+)
+
+
+def sorted_report(df: pd.DataFrame, how: str) -> pd.DataFrame:
+    """The report ordered as the user asked (ties in worker order)."""
+    if how == SORTS[1]:
+        return df.sort_values("accuracy", kind="stable")
+    if how == SORTS[2]:
+        return df.sort_values("n_labels", ascending=False, kind="stable")
+    return df.sort_values("spammer_score", kind="stable")
+
+
+def _alpha_text(alpha: float) -> str:
+    return "—" if alpha is None or not math.isfinite(alpha) else f"{alpha:.3f}"
+
+
+def report_table(df: pd.DataFrame, key: str, *, consensus: str) -> None:
+    """Krippendorff's alpha, a sort choice, the table (3 decimals, fixed widths for 1024 px) and the captions."""
+    alpha = df.attrs.get("krippendorff_alpha", float("nan"))
+    c1, c2 = st.columns([1, 3], vertical_alignment="bottom")
+    c1.metric(
+        "Krippendorff's α",
+        _alpha_text(alpha),
+        help="Agreement of the whole label set beyond chance (nominal α, Krippendorff 2011): 1 = perfect, "
+        "0 = no better than chance.",
+    )
+    how = c2.radio("Sort by", SORTS, horizontal=True, key=f"{key}.sort")
+    shown = sorted_report(df, how)
+    # 7 narrow columns fit the main column at 1024 px; the worst confusions (long class names) get their own table
+    config = {
+        "worker": st.column_config.TextColumn("worker", width=90),
+        "n_labels": st.column_config.NumberColumn("labels", format="%d", width=60),
+        "accuracy": st.column_config.NumberColumn("accuracy", format="%.3f", width=75),
+        "lower": st.column_config.NumberColumn("lower", format="%.3f", width=60),
+        "upper": st.column_config.NumberColumn("upper", format="%.3f", width=60),
+        "spammer_score": st.column_config.NumberColumn("spammer", format="%.3f", width=70),
+        "agreement": st.column_config.NumberColumn("agreement", format="%.3f", width=80),
+    }
+    st.dataframe(
+        shown, hide_index=True, column_order=list(config), column_config=config, height=320, key=f"{key}.table"
+    )
+    with st.expander("Each worker's worst confusion"):
+        st.dataframe(
+            shown[["worker", "worst_confusion", "worst_rate"]],
+            hide_index=True,
+            column_config={
+                "worker": st.column_config.TextColumn("worker", width=90),
+                "worst_confusion": st.column_config.TextColumn("worst confusion", width=300),
+                "worst_rate": st.column_config.NumberColumn("rate", format="%.3f", width=70),
+            },
+            height=240,
+            key=f"{key}.confusions",
+        )
+    st.download_button(
+        "Download the worker report (CSV)",
+        csv_bytes(shown),
+        file_name="worker_report.csv",
+        mime="text/csv",
+        key=f"{key}.download",
+        on_click="ignore",
+    )
+    kinds = sorted(set(df["interval"]))
+    how_ci = " and ".join(kinds)
+    st.caption(
+        " ".join(CAPTIONS)
+        + f" Intervals: {how_ci}. Consensus: {consensus}. α = {_alpha_text(alpha)} over the items with two or more "
+        "labels."
+    )
+
+
+# ---------------------------------------------------------------------------- the Step page's tab
+def _step_report(run: Run) -> pd.DataFrame:
+    """The report of the cursor's snapshot, computed once per (run id, snapshot) and kept in session state."""
+    key = (st.session_state.get(state.RUN_ID), run.current.index, id(run))
+    cache = list(st.session_state.get(STEP_CACHE) or [])
+    for k, df in cache:
+        if k == key:
+            return df
+    df = worker_report(run)
+    cache.append((key, df))
+    st.session_state[STEP_CACHE] = cache[-STEP_CACHE_SIZE:]
+    return df
+
+
+def step_report_panel(run: Run) -> None:
+    """The Step page's "Worker report" tab: the table for the current snapshot's parameters."""
+    data = run.data
+    if data.is_continuous or not hasattr(run.params, "gamma"):
+        st.info(
+            "The worker report needs a class model with confusion matrices: pick Dawid-Skene, one-coin, two-coin, "
+            "GLAD, MACE or IBCC (majority vote has no parameters; the scores model's annotators are only good or "
+            "bad, see the Workers tab)."
+        )
+        return
+    try:
+        df = _step_report(run)
+    except (ModelError, ValueError, np.linalg.LinAlgError) as exc:
+        st.info(f"No worker report for this snapshot: {exc}")
+        return
+    snap = run.current
+    st.markdown(f"**Worker report at snapshot {snap.index}** ({data.n_workers:,} workers)")
+    report_table(df, "stepper.report", consensus=f"the arg-max of q at snapshot {snap.index}")
+
+
+# ---------------------------------------------------------------------------- the Data page's section
+AUTO_LABELS = 200_000  # larger datasets fit Dawid-Skene for the report only when asked
+REQUESTED = "data.report.requested"  # plain key: the dataset id whose report was asked for
+
+
+def _request(data_id: str) -> None:
+    st.session_state[REQUESTED] = data_id
+
+
+@st.cache_data(max_entries=8, show_spinner="Fitting Dawid-Skene for the worker report...")
+def data_report(data_id: str, _data: Annotations) -> pd.DataFrame:
+    """Dawid-Skene fitted from majority vote (at most ``DATA_FIT_MAX_ITER`` iterations) and its worker report,
+    cached per dataset id (the Annotations themselves are not hashed)."""
+    run = fit(_data, "ds", max_iter=DATA_FIT_MAX_ITER)
+    df = worker_report(run)
+    df.attrs["iterations"] = int(run.last.iteration)
+    df.attrs["stop_reason"] = run.stop_reason
+    return df
+
+
+def data_report_section(data: Annotations) -> None:
+    """The Data page's worker report (class labels only): Dawid-Skene fitted once per dataset."""
+    if data.is_continuous:
+        return
+    st.subheader("Worker report")
+    data_id = state.get_data_id() or f"unnamed:{id(data)}"
+    if data.n_obs > AUTO_LABELS and st.session_state.get(REQUESTED) != data_id:
+        st.button(
+            f"Fit Dawid-Skene for the worker report ({data.n_obs:,} labels)",
+            key="data.report.fit",
+            on_click=_request,
+            args=(data_id,),
+        )
+        st.caption(f"Above {AUTO_LABELS:,} labels the fit waits for this button (it may take a while).")
+        return
+    try:
+        df = data_report(data_id, data)
+    except (ModelError, ValueError, ArithmeticError) as exc:
+        st.info(f"No worker report for this dataset: {exc}")
+        return
+    report_table(
+        df,
+        "data.report",
+        consensus=f"Dawid-Skene fitted from majority vote ({df.attrs.get('iterations', 0)} iterations)",
+    )

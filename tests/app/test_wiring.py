@@ -1,0 +1,231 @@
+"""The core's issue-10 features in the app (AppTest): worker reports (Step tab and Data page), the Convergence tab
+and the stop reason, majority-vote ties, the scores model's degenerate optimum and its floor on sigma,
+semi-supervised EM ("Reveal gold") and the non-EM baselines on the Compare page."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from crowdlab.em import STOP_REASONS
+from crowdlab.reports import krippendorff_alpha, worker_report
+from crowdlab.samples import load_sample
+from crowdlab.ui import reports_view
+from tests.app.test_step_lab import _arr, _chart, _click, _method, _ok, _open, _run, _tab, _trace
+
+DATA_PAGE = "pages/1_Data.py"
+
+
+def _table(at, column: str = "spammer_score"):
+    """The one table on the page with ``column`` (keyed dataframes carry no id in AppTest)."""
+    found = [d.value for d in at.dataframe if column in d.value.columns]
+    assert len(found) == 1, [list(d.value.columns) for d in at.dataframe]
+    return found[0]
+
+
+# ---------------------------------------------------------------------------- worker reports
+def test_step_worker_report_is_the_cursors_and_sorted_by_spammer_score():
+    at = _method(_open("bluebirds"), "ds")
+    _click(at, "stepper.run")
+    _tab(at, "Worker report")
+    run = _run(at)
+    want = worker_report(run)
+    got = _table(at)
+    assert len(got) == run.data.n_workers == 39
+    assert np.all(np.diff(got["spammer_score"].to_numpy()) >= 0)  # spammers first
+    by = want.set_index("worker")
+    assert got["accuracy"].to_numpy() == pytest.approx(by.loc[got["worker"], "accuracy"].to_numpy())
+    assert [m.value for m in at.metric] == [f"{krippendorff_alpha(run.data):.3f}"]
+    assert any("near 0: a spammer" in c.value.lower() for c in at.caption)
+    # sort by accuracy instead; back one step: the report follows the cursor
+    _ok(at.radio(key="stepper.report.sort").set_value(reports_view.SORTS[1]).run())
+    assert np.all(np.diff(_table(at)["accuracy"].to_numpy()) >= 0)
+    _click(at, "stepper.back")
+    _click(at, "stepper.back")
+    run = _run(at)
+    earlier = worker_report(run).set_index("worker")
+    got = _table(at)
+    assert got["accuracy"].to_numpy() == pytest.approx(earlier.loc[got["worker"], "accuracy"].to_numpy())
+
+
+@pytest.mark.parametrize("method", ["mv", "scores"])
+def test_step_worker_report_says_why_not(method):
+    at = _method(_open("affect" if method == "scores" else "bluebirds"), method)
+    _tab(at, "Worker report")
+    assert any("needs a class model" in i.value for i in at.info)
+    assert not at.dataframe
+
+
+def test_data_page_worker_report_and_alpha():
+    at = _ok(_open("dogs").switch_page(DATA_PAGE).run())
+    data = load_sample("dogs")
+    got = _table(at)
+    assert len(got) == data.n_workers
+    assert np.all(np.diff(got["spammer_score"].to_numpy()) >= 0)
+    assert f"{krippendorff_alpha(data):.3f}" in [m.value for m in at.metric]
+    assert any("Dawid-Skene fitted from majority vote" in c.value for c in at.caption)
+
+
+# ---------------------------------------------------------------------------- convergence
+def test_convergence_tab_plots_the_trace_on_a_fixed_range_and_says_why_it_stopped():
+    at = _method(_open("bluebirds"), "ds")
+    _tab(at, "Convergence")
+    assert any("Not converged yet" in m.value for m in at.markdown)
+    _click(at, "stepper.run")
+    run = _run(at)
+    assert run.stop_reason in STOP_REASONS
+    trace = run.convergence_trace()
+    spec = _chart(at, "stepper.convergence_chart")
+    gain = _trace(spec, "gain")
+    assert len(_arr(gain["x"])) == len(trace["gain"]) == run.last.iteration
+    assert _arr(gain["y"])[0] == pytest.approx(np.log10(trace["gain"][0]))
+    assert _trace(spec, "param_change") is not None
+    fixed = spec["layout"]["yaxis"]["range"]
+    assert any(STOP_REASONS[run.stop_reason] in m.value for m in at.markdown)
+    assert any("284 nats" in c.value for c in at.caption)
+    for _ in range(3):  # scrubbing back moves the cursor line, never the y axis
+        _click(at, "stepper.back")
+        spec = _chart(at, "stepper.convergence_chart")
+        assert spec["layout"]["yaxis"]["range"] == fixed
+    line = [s for s in spec["layout"]["shapes"] if s["name"] == "current"][0]
+    assert line["x0"] == _run(at).current.iteration
+
+
+# ---------------------------------------------------------------------------- majority-vote ties
+def test_majority_vote_ties_rule_count_marks_and_export():
+    from crowdlab.models.majority import majority_labels, tied_items
+    from crowdlab.plots.run import TIED_MARK
+    from crowdlab.ui import state
+
+    at = _method(_open("rte"), "mv")
+    data = _run(at).data
+    n_tied = int(tied_items(data).sum())
+    assert n_tied == 65
+    assert any(f"{n_tied} of 800 items are tied" in m.value for m in at.markdown)
+    ticks = _chart(at, "stepper.posterior_chart")["layout"]["yaxis"]["ticktext"]
+    assert all(t.endswith(TIED_MARK) for t in ticks)  # most uncertain first: the 25 rows of page 1 are all tied
+    assert any(f"{n_tied} items in all" in c.value for c in at.caption)
+    labels = {}
+    for rule in ("random", "first", "frequent"):
+        _ok(at.selectbox(key=state.W_TIE_BREAK).set_value(rule).run())
+        run = _run(at)
+        assert run.model.tie_break == rule
+        labels[rule] = run.labels()
+        assert np.array_equal(labels[rule], majority_labels(data, rule, 0))
+    untied = ~tied_items(data)
+    assert np.array_equal(labels["random"][untied], labels["frequent"][untied])
+    assert not np.array_equal(labels["random"], labels["frequent"])  # the rule decides the tied items
+    # the Export page's posterior CSV flags them (and the majority-vote labels follow the rule)
+    _ok(at.selectbox(key=state.W_TIE_BREAK).set_value("first").run())
+    at = _ok(at.switch_page("pages/5_Export.py").run())
+    from crowdlab.ui import export_page
+
+    post = export_page.export_files(_run(at), "")["posteriors.csv"]
+    import io
+
+    import pandas as pd
+
+    frame = pd.read_csv(io.BytesIO(post))
+    assert frame["tied"].sum() == n_tied
+    assert list(frame["label"].astype(str)) == [str(data.class_names[k]) for k in majority_labels(data, "first")]
+
+
+def test_mv_on_a_set_without_ties_says_so():
+    at = _method(_open("bluebirds"), "mv")
+    assert any("No tied item" in m.value for m in at.markdown)
+
+
+# ---------------------------------------------------------------------------- semi-supervised EM
+def test_reveal_gold_fixes_items_and_changes_the_workers():
+    from crowdlab.ui import state
+
+    at = _method(_open("bluebirds"), "ds")
+    _click(at, "stepper.run")
+    gamma0 = _run(at).params.gamma.copy()
+    acc0 = float(np.mean(_run(at).labels() == _run(at).data.gold))
+    assert acc0 < 0.95
+    assert any("none of the 108 gold labels" in c.value for c in at.caption)
+    _ok(at.slider(key=state.W_REVEAL).set_value(50).run())
+    _click(at, "stepper.run")
+    run = _run(at)
+    assert run.model.semi_supervised and run.model.reveal == 0.5
+    assert any("54 of 108 items with gold are fixed" in c.value for c in at.caption)
+    assert not np.allclose(run.params.gamma, gamma0, atol=1e-3)  # the worker estimates move
+    _ok(at.slider(key=state.W_REVEAL).set_value(100).run())
+    _click(at, "stepper.run")
+    run = _run(at)
+    assert any("108 of 108 items with gold are fixed" in c.value for c in at.caption)
+    assert float(np.mean(run.labels() == run.data.gold)) == 1.0
+    assert state.metrics(run)["accuracy"][-1] == pytest.approx(1.0)
+
+
+def test_reveal_is_not_offered_without_gold_or_for_majority_vote():
+    from crowdlab.ui import state
+
+    at = _method(_open("patients"), "ds")  # no gold
+    assert not [s for s in at.slider if s.key == state.W_REVEAL]
+    at = _method(_open("bluebirds"), "mv")
+    assert not [s for s in at.slider if s.key == state.W_REVEAL]
+
+
+# ---------------------------------------------------------------------------- the scores model's degenerate optimum
+def test_scores_degenerate_optimum_notice_and_the_floor_remedy():
+    from crowdlab.ui import state
+
+    at = _open("bluebirds", page=DATA_PAGE)
+    _click(at, "data.scores.run")  # the lecture's crowd: 20 items, 3 good and 2 bad scorers (seed 0)
+    at = _method(_ok(at.switch_page("pages/2_Step_through_EM.py").run()), "scores")
+    _click(at, "stepper.run")
+    run = _run(at)
+    assert run.current.objective == pytest.approx(67.72, abs=0.01)  # the sensible optimum, from everyone good
+    assert not [i for i in at.info if "degenerate" in i.value]
+    _ok(at.selectbox(key=state.W_ONLY_GOOD).set_value(0).run())  # only A0 good
+    _click(at, "stepper.run")
+    run = _run(at)
+    assert run.init == "posterior" and run.current.objective == pytest.approx(117.27, abs=0.01)
+    assert int((run.current.q[:, 1] > 0.5).sum()) == 1 and run.params.sigma == pytest.approx(1e-3)
+    note = [i.value for i in at.info if "degenerate maximum" in i.value]
+    assert note and "only A0 is 'good'" in note[0] and "sits at its floor" in note[0]
+    _ok(at.number_input(key=state.W_SIGMA_MIN).set_value(0.07).run())  # the remedy
+    _click(at, "stepper.run")
+    run = _run(at)
+    assert run.model.sigma_min == 0.07
+    assert run.current.objective == pytest.approx(67.72, abs=0.01)  # the sensible optimum, not 117.3
+    assert int((run.current.q[:, 1] > 0.5).sum()) == 3 and run.params.sigma > 0.07
+    assert not [i for i in at.info if "degenerate maximum" in i.value]
+
+
+# ---------------------------------------------------------------------------- baselines on the Compare page
+@pytest.mark.parametrize("sample", ["bluebirds", "dogs"])
+def test_compare_lists_the_baselines_beside_em(sample):
+    from crowdlab.baselines import BASELINES
+    from crowdlab.metrics import accuracy
+
+    at = _open(sample, page="pages/3_Compare_methods.py")
+    _click(at, "compare.run")
+    table = _table(at, "kind").set_index("method")
+    data = load_sample(sample)
+    binary = data.n_classes == 2
+    for key, (title, func) in BASELINES.items():
+        if key == "kos" and not binary:
+            assert title not in table.index
+            continue
+        row = table.loc[title]
+        assert row["kind"] == "baseline (not EM)" and row["converged"] == "—" and row["objective"] == "—"
+        assert row["accuracy"] == pytest.approx(accuracy(func(data).labels, data.gold))
+        assert row["time (s)"] >= 0
+    assert table.loc["Dawid-Skene", "kind"] == "EM" and table.loc["Majority vote", "kind"] == "baseline (not EM)"
+    notes = " ".join(c.value for c in at.caption)
+    assert "cannot be stepped" in notes
+    assert ("KOS (Karger, Oh & Shah 2011) left out" in notes) == (not binary)
+    # the baselines join the agreement matrix
+    agreement = at.session_state["compare.results"][("sample:" + sample, 0.0)].agreement
+    assert "Wawa (agreement-weighted vote)" in agreement.index
+
+
+def test_data_page_report_waits_for_a_button_on_a_large_dataset(monkeypatch):
+    monkeypatch.setattr(reports_view, "AUTO_LABELS", 1_000)  # bluebirds has 4,212 labels
+    at = _ok(_open("bluebirds").switch_page(DATA_PAGE).run())
+    assert not [d for d in at.dataframe if "spammer_score" in d.value.columns]
+    _click(at, "data.report.fit")
+    assert len(_table(at)) == 39

@@ -37,16 +37,16 @@ from crowdlab.ui.intervals import worker_intervals_panel
 from crowdlab.ui.model_panels import model_details_panel
 from crowdlab.ui.reports_view import step_report_panel
 
+# short names: nine long ones overflowed the tab strip at 1024 px (the rest hid behind a scroll arrow)
 TABS = (
     "Posterior",
     "Workers",
-    "Class priors",
-    "What just happened",
-    "Likelihood surface",
-    "How sure? (intervals)",
-    "Model details",
-    "Worker report",
-    "Convergence",
+    "Priors",
+    "Formulas",  # what just happened: the half-step's formulas with its numbers
+    "Surface",  # the likelihood surface with the EM path
+    "Intervals",  # how sure: per-worker intervals
+    "Details",  # what only GLAD, MACE and IBCC estimate
+    "Stopping",  # convergence: gains, parameter change, why the run stopped
 )
 W_TAB = "stepper.tab"
 W_ORDER = "stepper.post_order"
@@ -178,16 +178,21 @@ def tab_bar() -> Sequence:
     return st.tabs(TABS, **_remember(W_TAB, "tab"))
 
 
+def _workers_and_report(run: Run) -> None:
+    """The Workers tab: the model's picture of every worker, then the worker report table."""
+    workers_panel(run)
+    step_report_panel(run)
+
+
 def draw_tabs(run: Run) -> None:
     panels = (
         posterior_panel,
-        workers_panel,
+        _workers_and_report,
         class_prior_panel,
         explain_panel,
         surface_panel,
         worker_intervals_panel,
         model_details_panel,
-        step_report_panel,
         convergence_panel,
     )
     label_switch_notice(run)

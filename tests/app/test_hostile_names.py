@@ -141,17 +141,17 @@ def test_hostile_names_through_every_page(wrapper):
         for _ in range(3):
             _click(at, "stepper.step")
         _click(at, "stepper.e_step")
-        for tab in ("Posterior", "Workers", "Class priors", "What just happened", "Likelihood surface"):
+        for tab in ("Posterior", "Workers", "Priors", "Formulas", "Surface"):
             _tab(at, tab)
             _escaped(at)
-        _tab(at, "What just happened")
+        _tab(at, "Formulas")
         item = at.selectbox(key="stepper.explain_item").value
         assert any(safe.md(data.item_names[item]) in t for t in _texts(at))
         assert any(r"\text{item " in x.value for x in at.latex)
-        _tab(at, "How sure? (intervals)")
+        _tab(at, "Intervals")
         _escaped(at)
     # the "What just happened" formulas name the item $x^2$ literally
-    _tab(at, "What just happened")
+    _tab(at, "Formulas")
     n = data.item_names.index("$x^2$")
     _ok(at.selectbox(key="stepper.explain_item").set_value(n).run())
     assert any(r"\text{item \$x\textasciicircum{}2\$}" in x.value for x in at.latex)

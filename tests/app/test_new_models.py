@@ -34,7 +34,7 @@ def test_step_explain_and_details(method):
     obj = run.history()["objective"]
     assert np.all(np.diff(obj) >= -1e-9 * np.abs(obj[:-1])) and run.violations == []
 
-    _tab(at, "What just happened")
+    _tab(at, "Formulas")
     tex = " ".join(_latex(at))
     assert {"glad": r"\sigma(\alpha_j\beta_i)", "mace": r"\theta_j\, I(A_{ij}=t)", "ibcc": r"\psi(a_a)"}[method] in tex
     assert r"\Rightarrow\ q = (" in tex  # the numbers for the picked item
@@ -46,7 +46,7 @@ def test_step_explain_and_details(method):
     assert any("M-step just done" in m.value for m in at.markdown)
     assert {"glad": r"\alpha_j = ", "mace": r"\text{stored}\ \theta_j", "ibcc": r"E[\Gamma(k,k)]"}[method] in tex
 
-    _tab(at, "Model details")
+    _tab(at, "Details")
     run = _run(at)
     p = run.params
     if method == "glad":
@@ -77,7 +77,7 @@ def test_step_explain_and_details(method):
 def test_details_tab_explains_itself_for_other_models():
     at = _method(_open("bluebirds"), "ds")
     _click(at, "stepper.step")
-    _tab(at, "Model details")
+    _tab(at, "Details")
     assert any("GLAD" in i.value and "MACE" in i.value for i in at.info)
 
 

@@ -46,7 +46,7 @@ def test_every_explanation_line_fits_and_every_new_panel_renders(sample, method)
     if method == "two_coin" and sample == "patients":
         return  # two-coin is for two classes
     _method(at, method)
-    _tab(at, "What just happened")
+    _tab(at, "Formulas")
     for _ in range(2):
         if method != "mv":
             _click(at, "stepper.e_step")
@@ -57,7 +57,7 @@ def test_every_explanation_line_fits_and_every_new_panel_renders(sample, method)
         assert not any("e-" in x for x in lines)
         if method != "mv":
             _click(at, "stepper.m_step")
-    _tab(at, "Likelihood surface")
+    _tab(at, "Surface")
     applies = method == "scores" or (method != "mv" and _run(at).data.n_classes == 2)
     assert (_chart(at, "stepper.surface_chart") is not None) == applies
     _tab(at, "Workers")
@@ -67,7 +67,7 @@ def test_every_explanation_line_fits_and_every_new_panel_renders(sample, method)
 def test_lecture_model_shows_pi_good_sigma_and_its_density():
     at = _simulated("data.scores.run")
     _method(at, "scores")
-    _tab(at, "What just happened")
+    _tab(at, "Formulas")
     _click(at, "stepper.step")
     _click(at, "stepper.e_step")
     text = " ".join(_latex(at))
@@ -78,7 +78,7 @@ def test_lecture_model_shows_pi_good_sigma_and_its_density():
     assert any(x.startswith(r"\sigma^2 = \frac") for x in lines)
     sums = [x for x in lines if x.startswith((r"\textstyle\sum_a", r"\quad"))]
     assert sums and not any("more" in x for x in sums)  # 5 annotators: every term of mu_i written out
-    _tab(at, "Likelihood surface")
+    _tab(at, "Surface")
     spec = _chart(at, "stepper.surface_chart")
     assert "σ" in spec["layout"]["xaxis"]["title"]["text"] and "π_good" in spec["layout"]["yaxis"]["title"]["text"]
     path = _trace(spec, "path")
@@ -101,7 +101,7 @@ def test_simulated_scores_show_which_annotators_are_good():
     spec = _chart(at, "stepper.annotator_chart")
     bars, said = _trace(spec, "p_good"), _trace(spec, "truth")
     assert dict(zip(bars["x"], said["text"])) == expect
-    _tab(at, "Class priors")
+    _tab(at, "Priors")
     assert any(m.label.startswith("Truth") for m in at.metric)
 
 

@@ -120,18 +120,18 @@ def test_every_tab_renders_for_every_method(sample, method):
     if method == "two_coin":
         assert _chart(at, "stepper.sens_spec_chart") is not None
 
-    _tab(at, "Class priors")
+    _tab(at, "Priors")
     bars = _trace(_chart(at, "stepper.prior_chart"), "pi")
     assert _arr(bars["y"]).sum() == pytest.approx(1.0)
 
-    _tab(at, "What just happened")
+    _tab(at, "Formulas")
     if method == "mv":
         assert any("Majority vote" in m.value for m in at.markdown)
     else:
         assert any("E-step just done" in m.value for m in at.markdown)
         assert len(at.latex) >= 3  # the formula, the numbers, and the next half-step's formula
 
-    _tab(at, "Likelihood surface")
+    _tab(at, "Surface")
     if method in ("one_coin", "two_coin", "ds") and data.n_classes == 2 or method == "scores":
         assert _chart(at, "stepper.surface_chart") is not None
     else:
@@ -198,7 +198,7 @@ def test_workers_pick_and_survive_a_page_switch():
 # ---------------------------------------------------------------------------- what just happened
 def test_explain_follows_the_half_step_and_the_picked_item_and_worker():
     at = _method(_open("bluebirds"), "ds")
-    _tab(at, "What just happened")
+    _tab(at, "Formulas")
     data = _run(at).data
     assert any("The start: Majority vote" in m.value for m in at.markdown)
     _click(at, "stepper.e_step")
@@ -227,7 +227,7 @@ def test_explain_follows_the_half_step_and_the_picked_item_and_worker():
 
 def test_explain_scores_model_uses_annotators_for_the_e_step():
     at = _open("affect")
-    _tab(at, "What just happened")
+    _tab(at, "Formulas")
     _click(at, "stepper.step")  # after the M-step: item means
     assert any(r"\mu_i" in x for x in _latex(at))
     _click(at, "stepper.e_step")
@@ -240,7 +240,7 @@ def test_explain_scores_model_uses_annotators_for_the_e_step():
 # ---------------------------------------------------------------------------- likelihood surface
 def test_surface_two_coin_bluebirds_path_grows_with_step():
     at = _method(_open("bluebirds"), "two_coin")
-    _tab(at, "Likelihood surface")
+    _tab(at, "Surface")
     data = _run(at).data
     top = int(panels.by_activity(data)[0])
     assert at.selectbox(key=panels.W_SURF_X).value != at.selectbox(key=panels.W_SURF_Y).value
@@ -370,7 +370,7 @@ def test_use_a_restart_on_the_step_page():
 
 def test_state_survives_switching_between_step_and_priors_pages():
     at = _method(_open("bluebirds"), "two_coin")
-    _tab(at, "Likelihood surface")
+    _tab(at, "Surface")
     _click(at, "stepper.step")
     _click(at, "stepper.step")
     run = _run(at)
@@ -400,7 +400,7 @@ def test_intervals_tab_after_a_run(method):
     at = _method(_open(), method)
     if method != "mv":
         _click(at, "stepper.run")
-    _tab(at, "How sure? (intervals)")
+    _tab(at, "Intervals")
     texts = " ".join(str(x.value) for x in [*at.markdown, *at.caption, *at.info])
     if method == "mv":
         assert "Dawid-Skene" in texts  # intervals exist for DS / one-coin / two-coin only

@@ -39,7 +39,7 @@ def test_every_formula_line_fits_at_1024(server, page, dataset, method):
         box.click()
         page.get_by_role("option").filter(has_text=method).first.click()
         wait_idle(page)
-    _tab(page, "What just happened")
+    _tab(page, "Formulas")
     for button in ("E-step", "M-step"):
         page.get_by_role("button", name=re.compile(rf"^{button}")).click()  # the name ends with its shortcut key
         wait_idle(page)
@@ -50,7 +50,7 @@ def test_every_formula_line_fits_at_1024(server, page, dataset, method):
         cut = [w for w in widths if w[0] > w[1]]
         assert not cut, cut
     assert_no_exception(page)
-    _tab(page, "Likelihood surface")
+    _tab(page, "Surface")
     page.locator(".js-plotly-plot").last.wait_for()
     assert page.get_by_text("start").count() >= 1
     assert_no_exception(page)

@@ -128,7 +128,7 @@ def test_hostile_names_upload_step_and_export(server, page):
     check_dom(page)
     assert "$x^2$" in svg_texts(page)  # an item on the posterior heatmap
     screenshot(page, "hostile_step_posterior")
-    for tab in ("Workers", "Class priors", "Likelihood surface", "How sure? (intervals)", "What just happened"):
+    for tab in ("Workers", "Priors", "Surface", "Intervals", "Formulas"):
         _tab(page, tab)
         check_dom(page)
         screenshot(page, "hostile_step_" + re.sub(r"\W+", "_", tab.lower()).strip("_"))

@@ -43,11 +43,27 @@ def build_parser() -> argparse.ArgumentParser:
     f.add_argument("--delta", type=float, help="MRF: Potts penalty for disagreeing neighbours (default: #workers)")
     f.add_argument("--e-step", dest="e_step", default="icm", choices=["icm", "mean_field"], help="MRF E-step")
     f.add_argument("--kind", default="auto", choices=["auto", "classes", "continuous"])
+    g = f.add_argument_group("bigger than memory / on a Dask cluster (methods mv, ds, one_coin, two_coin)")
+    g.add_argument(
+        "--engine",
+        default="memory",
+        choices=["memory", "stream", "dask"],
+        help="memory (default); stream: read the long CSV in chunks (crowdlab.stream); dask: batch EM on a Dask "
+        "cluster over FILE, a glob of CSV or Parquet files (crowdlab.distributed)",
+    )
+    g.add_argument("--stream", action="store_true", help="the same as --engine stream")
+    g.add_argument("--chunk-rows", type=int, default=1_000_000, help="stream: rows per chunk (default 1,000,000)")
+    g.add_argument(
+        "--scheduler", help="dask: address of a running scheduler (tcp://host:8786); default: a local cluster"
+    )
+    g.add_argument("--npartitions", type=int, help="dask: partitions by item (default: one per file / as read)")
     sub.add_parser("samples", help="list the bundled sample datasets")
     return p
 
 
 def cmd_fit(args: argparse.Namespace) -> int:
+    if args.stream or args.engine != "memory":
+        return cmd_fit_engine(args, "stream" if args.stream else args.engine)
     from crowdlab.api import fit
     from crowdlab.data import read_annotations, read_sequences
 
@@ -91,6 +107,63 @@ def cmd_fit(args: argparse.Namespace) -> int:
     if metrics:
         (out / "metrics.json").write_text(to_json(metrics))
     _print_summary(run, workers, metrics, out)
+    return 0
+
+
+def cmd_fit_engine(args: argparse.Namespace, engine: str) -> int:
+    """``fit --stream`` / ``--engine dask``: batch EM without the whole file in memory; the same output files."""
+    from crowdlab.engine import write_outputs
+
+    unsupported = [
+        name
+        for name, used in (
+            ("--gold", args.gold),
+            ("--hard", args.hard),
+            ("--edges", args.edges),
+            (f"--init {args.init}", args.init != "majority"),
+            (f"--format {args.fmt}", args.fmt not in ("auto", "long")),
+            (f"--kind {args.kind}", args.kind == "continuous"),
+        )
+        if used
+    ]
+    if unsupported:
+        print(
+            f"error: {', '.join(unsupported)} cannot be used with --engine {engine}; the engines fit long files of "
+            "class labels from a majority-vote start (score labels.csv against gold afterwards).",
+            file=sys.stderr,
+        )
+        return 2
+    if engine == "stream":
+        from crowdlab.stream import fit_file
+
+        run = fit_file(
+            args.file,
+            args.method,
+            chunk_rows=args.chunk_rows,
+            prior=args.prior,
+            tol=args.tol,
+            max_iter=args.max_iter,
+            where="cli",
+        )
+        frames = None
+    else:
+        from crowdlab.distributed import fit as dask_fit
+
+        run = dask_fit(
+            args.file,
+            args.method,
+            scheduler=args.scheduler,
+            npartitions=args.npartitions,
+            prior=args.prior,
+            tol=args.tol,
+            max_iter=args.max_iter,
+            where="cli",
+        )
+        frames = [run.posterior_frame()]
+    out = Path(args.out)
+    workers = write_outputs(run, out, frames)
+    _print_summary(run, workers, {}, out)
+    print(f"engine: {engine}; {run.stop_reason}")
     return 0
 
 

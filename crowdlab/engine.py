@@ -218,7 +218,7 @@ class EngineRun:
     """
 
     init = "majority"
-    seed = None
+    seed = 0  # what cl.fit records (the majority-vote start draws nothing)
 
     def __init__(self, data, model, snapshots, q, hard_labels, tol, max_iter, engine, violations, agree=None):
         self.data = data

@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import glob as _glob
 import os
+import time
 from collections.abc import Callable
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -285,10 +286,15 @@ def fit(
     input's partitions already hold whole items (no shuffle; checked).
     """
     from dask import delayed
+    from distributed import wait
 
     model = engine_model(method, prior)
     check_where(where)
-    with _client(client, scheduler) as (c, owned):
+    import dask
+
+    t0 = time.perf_counter()
+    # task-based shuffles (value counts, rows by item): no p2p extension needed on the scheduler
+    with _client(client, scheduler) as (c, owned), dask.config.set({"dataframe.shuffle.method": "tasks"}):
         ddf = read_source(source, npartitions=npartitions, where=where)
         worker_counts, label_counts, n_obs = c.gather(
             c.compute([ddf["worker"].value_counts(), ddf["label"].value_counts(), ddf.shape[0]])
@@ -315,15 +321,16 @@ def fit(
         if by_item:
             _check_by_item(ddf, c)
         else:
-            # a task-based shuffle: no p2p extension needed on the scheduler, fine for thousands of partitions
-            ddf = ddf.shuffle(on="item", npartitions=npartitions or ddf.npartitions, shuffle_method="tasks")
+            ddf = ddf.shuffle(on="item", npartitions=npartitions or ddf.npartitions)
         windex, lindex = pd.Index(wcol.uniq), pd.Index(lcol.uniq)
         [windex_f, lindex_f, wcodes_f, lcodes_f] = [
             c.scatter(x, broadcast=True) for x in (windex, lindex, worker_codes, label_codes)
         ]
         parts = c.compute([delayed(_encode_part)(d, windex_f, wcodes_f, lindex_f, lcodes_f) for d in ddf.to_delayed()])
         bonus = mv_bonus(class_totals)
-        state = {"cur": None, "prev": None, "agree": None}
+        state = {"cur": None, "prev": None, "agree": None, "rounds": 0}
+        wait(parts)
+        t1 = time.perf_counter()
 
         def do_round(params, mode: str) -> Stats:
             p = params
@@ -333,9 +340,11 @@ def fit(
             total = _tree_sum(c, [c.submit(_stats_of, o, pure=False) for o in outs]).result()
             state["prev"], state["cur"] = state["cur"], outs
             state["agree"] = total.agree
+            state["rounds"] += 1
             return total
 
         snaps, violations, extra = batch_em(model, do_round, tol=tol, max_iter=max_iter, progress=progress)
+        t2 = time.perf_counter()
         outs = state["prev"] if extra else state["cur"]
         frames = [c.submit(_part_frame, part, o, class_names, pure=False) for part, o in zip(parts, outs)]
         meta = pd.DataFrame(
@@ -367,6 +376,7 @@ def fit(
         )
         if owned:
             run._fill()
+        run.timings = {"read_s": t1 - t0, "em_s": t2 - t1, "rounds": state["rounds"], "partitions": len(parts)}
         return run
 
 

@@ -100,11 +100,10 @@ def block_round(
     stats.n_items = int(n_items)
     hard = None
     if mode == "em":
-        log_g = safe_log(params.gamma).reshape(M * K, K)
-        contrib = log_g[flat]
+        log_g_t = np.ascontiguousarray(safe_log(params.gamma).reshape(M * K, K).T)  # (K, M*K): rows contiguous
         lj = np.empty((n_items, K))
         for k in range(K):
-            lj[:, k] = np.bincount(item, weights=contrib[:, k], minlength=n_items)
+            lj[:, k] = np.bincount(item, weights=log_g_t[k][flat], minlength=n_items)
         lj += safe_log(params.pi)[None, :]
         q = softmax_rows(lj) if n_items else np.zeros((0, K))
         if n_items:
@@ -123,10 +122,10 @@ def block_round(
             stats.agree = np.bincount(worker, weights=(label == hard[item]), minlength=M).astype(float)
         stats.entropy = entropy_rows(q) if n_items else 0.0
     if mode != "mv":
-        qi = q[item]
+        q_t = np.ascontiguousarray(q.T)
         counts = np.empty((M * K, K))
         for k in range(K):
-            counts[:, k] = np.bincount(flat, weights=qi[:, k], minlength=M * K)
+            counts[:, k] = np.bincount(flat, weights=q_t[k][item], minlength=M * K)
         stats.counts = counts.reshape(M, K, K)
     stats.q_sum = q.sum(axis=0)
     return q, hard, stats
@@ -233,6 +232,7 @@ class EngineRun:
         self.iterative = not isinstance(model, MajorityVote)
         self.start_description = "Majority vote (ties split evenly)" if not self.iterative else INITS["majority"]
         self.agree = agree
+        self.timings: dict[str, float] = {}  # engine figures: seconds to read/prepare, seconds of EM, rounds
 
     @property
     def last(self) -> EngineSnapshot:

@@ -35,6 +35,7 @@ from __future__ import annotations
 
 import os
 import tempfile
+import time
 from collections.abc import Callable, Iterator
 from dataclasses import replace
 from pathlib import Path
@@ -384,8 +385,10 @@ def fit_file(
         raise ValueError("chunk_rows must be at least 1.")
     model = engine_model(method, prior)
     check_where(where)
+    t0 = time.perf_counter()
     with tempfile.TemporaryDirectory(prefix="crowdlab-stream-", dir=workdir) as tmp:
         sd = StreamedData(path, int(chunk_rows), Path(tmp), where)
+        t1 = time.perf_counter()
         N, M, K = sd.n_items, sd.n_workers, sd.n_classes
         if getattr(model.info, "binary_only", False) and K != 2:
             from crowdlab.errors import ModelError
@@ -406,10 +409,14 @@ def fit_file(
                 total = total + st
             state["hard"] = hard
             state["agree"] = total.agree
+            state["rounds"] = state.get("rounds", 0) + 1
             return total
 
         snaps, violations, extra = batch_em(model, do_round, tol=tol, max_iter=max_iter, progress=progress)
         q = state["prev"] if extra else state["cur"]
-        return EngineRun(
+        run = EngineRun(
             sd.data, model, snaps, q, state["hard"], tol, max_iter, "stream", violations, agree=state.get("agree")
         )
+        t2 = time.perf_counter()
+    run.timings = {"read_s": t1 - t0, "em_s": t2 - t1, "rounds": state["rounds"], "buckets": sd.bounds.size - 1}
+    return run

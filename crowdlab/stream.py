@@ -46,6 +46,7 @@ import pandas as pd
 from crowdlab.data import (
     LABEL_ALIASES,
     SCORE_ALIASES,
+    _as_numbers,
     _check_labels_present,
     _check_sizes,
     _default_name,
@@ -57,7 +58,7 @@ from crowdlab.data import (
     _required_col,
     _resolve_kind,
 )
-from crowdlab.engine import EngineData, EngineRun, Stats, batch_em, block_round, engine_model, mv_bonus
+from crowdlab.engine import ArrowNames, EngineData, EngineRun, Stats, batch_em, block_round, engine_model, mv_bonus
 from crowdlab.errors import DataError
 from crowdlab.readers import Column, check_where, get_limits, read_table
 
@@ -250,13 +251,22 @@ def _global(locals_: list[np.ndarray], *, merge_numbers: bool = False, arrow=Non
     """(names, rank): the ordered names of the concatenated chunk-distinct values and the final code of each."""
     if arrow is not None:
         import pyarrow as pa
+        import pyarrow.compute as pc
 
-        enc = pa.chunked_array(arrow).combine_chunks().dictionary_encode()
-        col = Column(
-            np.asarray(enc.indices, dtype=np.int32),
-            np.asarray(enc.dictionary.to_numpy(zero_copy_only=False), dtype=object),
-            enc.dictionary,
-        )
+        chunks = pa.chunked_array(arrow)
+        arrow.clear()  # the chunks' arrays are freed as soon as they are combined
+        enc = chunks.combine_chunks().dictionary_encode()
+        del chunks
+        indices = np.asarray(enc.indices, dtype=np.int32)
+        first = enc.dictionary.slice(0, 1).to_pylist()
+        if _as_numbers(np.asarray(first, dtype=object)) is None:
+            # not all numbers (the first is not): code-point order by Arrow's sort, as `_encode_col` orders such
+            # names, with the names kept in Arrow (no Python string per item)
+            order = np.asarray(pc.array_sort_indices(enc.dictionary), dtype=np.int64)
+            rank = np.empty(order.size, dtype=np.int32)
+            rank[order] = np.arange(order.size, dtype=np.int32)
+            return ArrowNames(enc.dictionary.take(pa.array(order))), rank[indices], None
+        col = Column(indices, np.asarray(enc.dictionary.to_numpy(zero_copy_only=False), dtype=object), enc.dictionary)
     else:
         codes, uniq = pd.factorize(np.concatenate(locals_))
         col = Column(codes.astype(np.int32), np.asarray(uniq, dtype=object))

@@ -11,6 +11,7 @@ import pytest
 import crowdlab as cl
 from crowdlab.cli import main
 from crowdlab.data import read_annotations
+from crowdlab.engine import ArrowNames
 from crowdlab.errors import DataError, ModelError
 from crowdlab.samples import sample_paths
 from crowdlab.stream import fit_file
@@ -88,6 +89,7 @@ def test_messy_file_reads_like_the_in_memory_reader(tmp_path):
     eng = fit_file(path, "ds", chunk_rows=9)
     assert_same_fit(cl.fit(data, "ds"), eng)
     assert "item 7\nline, two" in eng.data.item_names
+    assert isinstance(eng.data.item_names, ArrowNames)  # text ids stay in Arrow (no Python string per item)
     assert any("Skipped 2" in n for n in eng.data.notes)
 
 

@@ -48,8 +48,8 @@ def build_parser() -> argparse.ArgumentParser:
         "--engine",
         default="memory",
         choices=["memory", "stream", "dask"],
-        help="memory (default); stream: read the long CSV in chunks (crowdlab.stream); dask: batch EM on a Dask "
-        "cluster over FILE, a glob of CSV or Parquet files (crowdlab.distributed)",
+        help="memory (default); stream: read a long CSV or Parquet file in chunks (crowdlab.stream); dask: batch EM "
+        "on a Dask cluster over FILE, a glob of CSV or Parquet files (crowdlab.distributed)",
     )
     g.add_argument("--stream", action="store_true", help="the same as --engine stream")
     g.add_argument("--chunk-rows", type=int, default=1_000_000, help="stream: rows per chunk (default 1,000,000)")

@@ -1,4 +1,4 @@
-"""Label files bigger than memory: batch EM that reads a long CSV in chunks and never holds the whole file.
+"""Label files bigger than memory: batch EM that reads a long CSV (or Parquet) file in chunks, never all of it.
 
 ``crowdlab fit FILE --method ds --stream [--chunk-rows N]`` or ``crowdlab.stream.fit_file(path, method="ds")``.
 
@@ -7,9 +7,10 @@ How it works (what is in memory, what is on disk):
 1. **One pass over the CSV**, ``chunk_rows`` rows at a time. Each chunk (the header line + whole lines) goes
    through the one reading path, `crowdlab.readers.read_table`, and the long-file column checks of
    `crowdlab.data` (column names and aliases, blank ids, missing labels, delimiter, encoding, NUL bytes, ragged
-   rows, skipped blank and repeated-header rows), with rows numbered as in the whole file. The chunk's ids are
-   factorised (Arrow's dictionary encoding) and its integer codes appended to a code file in a temporary folder;
-   only the chunk's *distinct* names are kept.
+   rows, skipped blank and repeated-header rows), with rows numbered as in the whole file. A Parquet file is read
+   in row batches (``pyarrow.parquet.ParquetFile.iter_batches``), its cells as text, with the same column checks.
+   The chunk's ids are factorised (Arrow's dictionary encoding) and its integer codes appended to a code file in a
+   temporary folder; only the chunk's *distinct* names are kept.
 2. **Dictionaries**: the distinct names of all chunks are factorised once more and ordered exactly as
    `crowdlab.data.read_annotations` orders them (numeric order when all names are numbers, "1" and "1.0" one
    class), so item, worker and class codes are the in-memory reader's codes.
@@ -60,7 +61,7 @@ from crowdlab.data import (
 )
 from crowdlab.engine import ArrowNames, EngineData, EngineRun, Stats, batch_em, block_round, engine_model, mv_bonus
 from crowdlab.errors import DataError
-from crowdlab.readers import Column, check_where, get_limits, read_table
+from crowdlab.readers import INVISIBLE, Column, Table, check_where, get_limits, read_table
 
 DEFAULT_CHUNK_ROWS = 1_000_000
 _MAX_BUCKETS = 256
@@ -152,21 +153,11 @@ class _Pass0:
         codes = open(self.folder / "codes.bin", "wb")
         cols = None
         with codes:
-            for head, body, first_line in _line_chunks(self.path, self.chunk_rows):
-                offset = first_line - 2  # read_table numbers the body's first line 2
-                try:
-                    table = read_table(
-                        head + (b"" if head.endswith(b"\n") else b"\n") + body,
-                        needs=_LONG_NEEDS,
-                        allow_no_rows=True,
-                        where=self.where,
-                    )
-                except DataError as exc:
-                    raise _shift(replace_file(exc, self.file), offset) from None
-                table = replace(table, file=self.file, rows=table.rows + offset, path=self.path)
+            for table, first_line, body in self._tables():
                 if cols is None:
                     cols = self._columns(table)
-                self._notes(table, first_line, body)
+                if body is not None:
+                    self._notes(table, first_line, body)
                 if not table.n_rows:
                     continue
                 item_j, worker_j, label_j = cols
@@ -199,6 +190,27 @@ class _Pass0:
                 file=self.file,
                 hint="Add the labels below the header, one row per label.",
             )
+
+    def _tables(self) -> Iterator[tuple[Table, int, bytes | None]]:
+        """(table, file line of its first row, its bytes) per chunk: CSV chunks through `read_table`; Parquet
+        row batches as tables of text cells (numbers written as text), rows numbered as a CSV export would be."""
+        with open(self.path, "rb") as fh:
+            parquet = fh.read(4) == b"PAR1"
+        if parquet:
+            yield from ((t, 0, None) for t in _parquet_tables(self.path, self.chunk_rows, self.file, self.where))
+            return
+        for head, body, first_line in _line_chunks(self.path, self.chunk_rows):
+            offset = first_line - 2  # read_table numbers the body's first line 2
+            try:
+                table = read_table(
+                    head + (b"" if head.endswith(b"\n") else b"\n") + body,
+                    needs=_LONG_NEEDS,
+                    allow_no_rows=True,
+                    where=self.where,
+                )
+            except DataError as exc:
+                raise _shift(replace_file(exc, self.file), offset) from None
+            yield replace(table, file=self.file, rows=table.rows + offset, path=self.path), first_line, body
 
     def _columns(self, table) -> tuple[int, int, int]:
         self.header = table.header
@@ -241,6 +253,29 @@ class _Pass0:
         n = len(pd.unique(np.concatenate(self.labels)))
         if n > 20 * get_limits().max_classes:
             _check_sizes(self.file, self.where, classes=n)
+
+
+def _parquet_tables(path: Path, chunk_rows: int, file: str, where: str) -> Iterator[Table]:
+    """A Parquet file in row batches of ``chunk_rows``, each a `Table` of text cells (nulls as blanks)."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+    import pyarrow.parquet as pq
+
+    pf = pq.ParquetFile(path)
+    header = tuple(str(n) for n in pf.schema_arrow.names)
+    start = 0
+    for batch in pf.iter_batches(batch_size=chunk_rows):
+        cells = {}
+        for j in range(batch.num_columns):
+            col = batch.column(j)
+            if pa.types.is_dictionary(col.type):
+                col = col.dictionary_decode()
+            col = pc.utf8_trim(pc.fill_null(col.cast(pa.large_string()), ""), INVISIBLE)
+            cells[j] = pd.Series(pd.arrays.ArrowStringArray(pa.chunked_array([col])), copy=False)
+        frame = pd.DataFrame(cells, copy=False)
+        rows = np.arange(start + 2, start + 2 + batch.num_rows, dtype=np.int64)
+        start += batch.num_rows
+        yield Table(file, path, header, frame, rows, ",", (), where)
 
 
 def replace_file(exc: DataError, file: str) -> DataError:
@@ -384,7 +419,8 @@ def fit_file(
     where: str = "python",
     progress: Callable[[int, int], None] | None = None,
 ) -> EngineRun:
-    """Fit ``method`` ("mv", "ds", "one_coin", "two_coin") to a long CSV without holding it in memory.
+    """Fit ``method`` ("mv", "ds", "one_coin", "two_coin") to a long CSV or Parquet file without holding it in
+    memory.
 
     Returns an :class:`crowdlab.engine.EngineRun` shaped like ``cl.fit``'s Run: ``labels()``, ``posterior``
     (N, K), ``params``, ``history()``, ``objective_history()``, ``converged``, ``stop_reason``, ``data``

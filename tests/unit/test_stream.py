@@ -157,3 +157,16 @@ def assert_same_files(a, b, tol=1e-8):
                 assert sb[key] is None
             else:
                 assert abs(sa[key] - sb[key]) <= tol * max(1.0, abs(sa[key]))
+
+
+def test_parquet_file_streams_in_row_batches(tmp_path):
+    labels, _ = sample_paths("rte")
+    frame = pd.read_csv(labels)  # integer item and label columns: read as text, as from the CSV
+    path = tmp_path / "rte.parquet"
+    frame.rename(columns={"item": "task", "label": "answer"}).to_parquet(path, index=False, row_group_size=1000)
+    assert_same_fit(cl.fit(read_annotations(labels), "one_coin"), fit_file(path, "one_coin", chunk_rows=333))
+    frame.loc[4500, "label"] = None
+    frame.to_parquet(path, index=False)
+    with pytest.raises(DataError) as exc:
+        fit_file(path, "ds", chunk_rows=1000)
+    assert exc.value.row == 4502  # numbered as the CSV export of the table would be (header = row 1)

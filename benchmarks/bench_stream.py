@@ -9,8 +9,9 @@ classes ("c0" .. "c4"), 5 labels per item (so N = labels / 5 items: 2 x 10^6 at 
 workers with accuracies ~ U(0.55, 0.95) and errors spread evenly, rows grouped by item in a random item order. It
 is generated into a temporary folder (``--dir``) with pyarrow and removed at the end.
 
-Each engine runs in a fresh subprocess, so ``ru_maxrss`` is that engine's own peak RSS (the interpreter and
-imports, ~150 MB, included). Streaming: ``read s`` is the first pass (chunks through the reading path, the
+Each engine runs in a fresh subprocess; its peak RSS is VmHWM from /proc/self/status (the interpreter and
+imports, ~120 MB, included; ``ru_maxrss`` would not do: it survives fork + exec, so a child reports at least the
+parent's peak, the generator's). Streaming: ``read s`` is the first pass (chunks through the reading path, the
 dictionaries, the bucket files), ``s/pass`` the seconds per EM pass over the bucket files (one pass = one EM
 iteration). In memory: ``read s`` is `read_annotations`, ``s/iter`` the seconds per iteration of ``cl.fit``.
 With both, the posteriors are compared (max |difference|; the engines agree to rounding).
@@ -66,6 +67,16 @@ def generate(path: Path, n_labels: int, K: int = 5, per_item: int = 5, n_workers
             out.write_table(pa.table({"item": item, "worker": worker, "label": label}))
 
 
+def peak_rss_mb() -> float:
+    """This process's peak resident memory: VmHWM on Linux (reset by exec; ru_maxrss is not: a child started by
+    fork + exec keeps its parent's peak, here the generator's), else ru_maxrss."""
+    try:
+        with open("/proc/self/status") as fh:
+            return next(int(line.split()[1]) / 1024 for line in fh if line.startswith("VmHWM"))
+    except (OSError, StopIteration):
+        return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
 def worker(engine: str, path: str, out: str, chunk_rows: int, iters: int) -> None:
     """Run one engine in this (fresh) process and print its figures as JSON."""
     sys.path.insert(0, str(ROOT))
@@ -90,7 +101,7 @@ def worker(engine: str, path: str, out: str, chunk_rows: int, iters: int) -> Non
         total_s=time.perf_counter() - t0,
         iterations=int(run.last.iteration),
         objective=float(run.objective_history()[-1]),
-        maxrss_mb=resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
+        maxrss_mb=peak_rss_mb(),
         items=len(run.data.item_names),
     )
     np.save(out, run.posterior)

@@ -374,9 +374,12 @@ class StreamedData:
         src = self.folder / "codes.bin"
         step = max(chunk_rows, 1 << 16)
         try:
-            mm = np.memmap(src, dtype=np.int64, mode="r").reshape(-1, 3)
-            for lo in range(0, mm.shape[0], step):
-                part = np.asarray(mm[lo : lo + step])
+            # plain reads, not a memory map: mapped pages of the code file would count in the process's memory
+            fh = open(src, "rb")
+            while True:
+                part = np.fromfile(fh, dtype=np.int64, count=3 * step).reshape(-1, 3)
+                if not part.shape[0]:
+                    break
                 rec = np.empty((part.shape[0], 3), dtype=np.int32)
                 rec[:, 0] = item_rank[part[:, 0]]
                 rec[:, 1] = worker_rank[part[:, 1]]
@@ -389,7 +392,7 @@ class StreamedData:
                 cuts = np.searchsorted(b, np.arange(nb + 1))
                 for j in np.flatnonzero(np.diff(cuts)):
                     rec[cuts[j] : cuts[j + 1]].tofile(files[j])
-            del mm
+            fh.close()
         finally:
             for f in files:
                 f.close()

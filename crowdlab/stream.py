@@ -24,7 +24,7 @@ How it works (what is in memory, what is on disk):
 Memory: the posteriors of the last two E-steps (2 x N x K float64), the id dictionaries (N item names as Python
 strings, about 60-100 bytes each), one chunk and one bucket. Disk: 12 bytes per label in the temporary folder
 (``workdir``, default the system's), removed at the end. When the per-item state does not fit (say 10^9 items),
-batch EM cannot run on one machine: use online EM (``online_ds``, `crowdlab.models.online`), which reads each
+batch EM cannot run on one machine (``fit_file`` checks the free memory first and says so): use online EM (``online_ds``, `crowdlab.models.online`), which reads each
 row once and keeps no per-item state, or the Dask engine (`crowdlab.distributed`) across machines.
 
 Not supported when streaming: wide files, continuous scores, sequences, gold (score the written labels.csv
@@ -410,6 +410,26 @@ def _find_label(header: tuple[str, ...]) -> int:
 
 
 # ---------------------------------------------------------------------- fitting
+def available_bytes() -> int | None:
+    """Physical memory free now (Linux/Unix sysconf), None where it cannot be asked."""
+    try:
+        return int(os.sysconf("SC_AVPHYS_PAGES")) * int(os.sysconf("SC_PAGE_SIZE"))
+    except (ValueError, OSError, AttributeError):
+        return None
+
+
+def _check_state_fits(n_items: int, n_classes: int) -> None:
+    """Batch EM keeps two (N, K) float64 posteriors; refuse, pointing to online EM, when they cannot fit."""
+    need = 2 * n_items * n_classes * 8
+    free = available_bytes()
+    if free is not None and need > free:
+        raise MemoryError(
+            f"batch EM keeps the posteriors of all {n_items:,} items ({need / 1e9:.1f} GB for {n_classes} classes) "
+            f"but only {free / 1e9:.1f} GB of memory is free. Use online EM, which keeps no per-item state "
+            "(method 'online_ds', crowdlab.models.online), or the Dask engine on a cluster (crowdlab.distributed)."
+        )
+
+
 def fit_file(
     path,
     method: str = "ds",
@@ -443,6 +463,7 @@ def fit_file(
             from crowdlab.errors import ModelError
 
             raise ModelError(f"{model.info.title} is for two classes; this file has {K}.")
+        _check_state_fits(N, K)
         state = {"cur": np.empty((N, K)), "prev": np.empty((N, K)), "hard": None}
         bonus = mv_bonus(sd.class_totals.astype(float))
 

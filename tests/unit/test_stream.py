@@ -170,3 +170,12 @@ def test_parquet_file_streams_in_row_batches(tmp_path):
     with pytest.raises(DataError) as exc:
         fit_file(path, "ds", chunk_rows=1000)
     assert exc.value.row == 4502  # numbered as the CSV export of the table would be (header = row 1)
+
+
+def test_per_item_state_that_does_not_fit_points_to_online_em(monkeypatch):
+    import crowdlab.stream as stream
+
+    monkeypatch.setattr(stream, "available_bytes", lambda: 1000)
+    labels, _ = sample_paths("patients")
+    with pytest.raises(MemoryError, match="online_ds"):
+        fit_file(labels, "ds")

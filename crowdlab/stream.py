@@ -21,11 +21,12 @@ How it works (what is in memory, what is on disk):
    bucket's items with the current parameters, then its expected counts; the sums give the M-step
    (the model's ``m_step_from_stats``). Results equal ``crowdlab.fit`` to rounding.
 
-Memory: the posteriors of the last two E-steps (2 x N x K float64), the id dictionaries (N item names as Python
-strings, about 60-100 bytes each), one chunk and one bucket. Disk: 12 bytes per label in the temporary folder
-(``workdir``, default the system's), removed at the end. When the per-item state does not fit (say 10^9 items),
-batch EM cannot run on one machine (``fit_file`` checks the free memory first and says so): use online EM (``online_ds``, `crowdlab.models.online`), which reads each
-row once and keeps no per-item state, or the Dask engine (`crowdlab.distributed`) across machines.
+Memory: the posteriors of the last two E-steps (2 x N x K float64), the id dictionaries (text item ids in one
+Arrow array, ~10-20 bytes each; numeric ids as Python strings, ~60-100 bytes each), one chunk and one bucket.
+Disk: 12 bytes per label in the temporary folder (``workdir``, default the system's), removed at the end. When
+the per-item state does not fit (say 10^9 items), batch EM cannot run on one machine (``fit_file`` checks the
+free memory first and says so): use online EM (``online_ds``, `crowdlab.models.online`), which reads each row
+once and keeps no per-item state, or the Dask engine (`crowdlab.distributed`) across machines.
 
 Not supported when streaming: wide files, continuous scores, sequences, gold (score the written labels.csv
 afterwards), hard EM and starts other than majority vote; CSV quoted fields spanning lines are kept whole

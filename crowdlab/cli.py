@@ -54,7 +54,12 @@ def build_parser() -> argparse.ArgumentParser:
     f.add_argument("--hard", action="store_true", help="hard EM (arg-max instead of posteriors)")
     f.add_argument("--seed", type=int, default=0)
     f.add_argument("--tol", type=float, default=1e-8, help="relative change of the objective to stop at")
-    f.add_argument("--max-iter", type=int, default=500)
+    f.add_argument(
+        "--max-iter",
+        type=int,
+        default=10000,
+        help="iteration limit (default 10,000; EM usually stops long before: see the stop reason)",
+    )
     f.add_argument(
         "--format",
         dest="fmt",
@@ -88,11 +93,28 @@ def build_parser() -> argparse.ArgumentParser:
     o.add_argument(
         "--worker-steps", dest="worker_steps", action="store_true", help="a step-size clock per worker (bucket)"
     )
+
+    g = f.add_argument_group("bigger than memory / on a Dask cluster (methods mv, ds, one_coin, two_coin)")
+    g.add_argument(
+        "--engine",
+        default="memory",
+        choices=["memory", "stream", "dask"],
+        help="memory (default); stream: read a long CSV or Parquet file in chunks (crowdlab.stream); dask: batch EM "
+        "on a Dask cluster over FILE, a glob of CSV or Parquet files (crowdlab.distributed)",
+    )
+    g.add_argument("--stream", action="store_true", help="the same as --engine stream")
+    g.add_argument("--chunk-rows", type=int, default=1_000_000, help="stream: rows per chunk (default 1,000,000)")
+    g.add_argument(
+        "--scheduler", help="dask: address of a running scheduler (tcp://host:8786); default: a local cluster"
+    )
+    g.add_argument("--npartitions", type=int, help="dask: partitions by item (default: one per file / as read)")
     sub.add_parser("samples", help="list the bundled sample datasets")
     return p
 
 
 def cmd_fit(args: argparse.Namespace) -> int:
+    if args.stream or args.engine != "memory":
+        return cmd_fit_engine(args, "stream" if args.stream else args.engine)
     from crowdlab.api import fit
     from crowdlab.data import read_annotations, read_sequences
 
@@ -160,6 +182,65 @@ def _known_codes(path: str, data):
         extra = sorted(set(with_known.class_names) - set(data.class_names))
         raise DataError(f"{path}: known labels name classes no worker used ({', '.join(map(str, extra))}).")
     return with_known.gold
+
+
+def cmd_fit_engine(args: argparse.Namespace, engine: str) -> int:
+    """``fit --stream`` / ``--engine dask``: batch EM without the whole file in memory; the same output files."""
+    from crowdlab.engine import write_outputs
+
+    unsupported = [
+        name
+        for name, used in (
+            ("--gold", args.gold),
+            ("--hard", args.hard),
+            ("--edges", args.edges),
+            ("--known", args.known),
+            ("--reveal", args.reveal),
+            (f"--init {args.init}", args.init != "majority"),
+            (f"--format {args.fmt}", args.fmt not in ("auto", "long")),
+            (f"--kind {args.kind}", args.kind == "continuous"),
+        )
+        if used
+    ]
+    if unsupported:
+        print(
+            f"error: {', '.join(unsupported)} cannot be used with --engine {engine}; the engines fit long files of "
+            "class labels from a majority-vote start (score labels.csv against gold afterwards).",
+            file=sys.stderr,
+        )
+        return 2
+    if engine == "stream":
+        from crowdlab.stream import fit_file
+
+        run = fit_file(
+            args.file,
+            args.method,
+            chunk_rows=args.chunk_rows,
+            prior=0.0 if args.prior is None else args.prior,
+            tol=args.tol,
+            max_iter=args.max_iter,
+            where="cli",
+        )
+        frames = None
+    else:
+        from crowdlab.distributed import fit as dask_fit
+
+        run = dask_fit(
+            args.file,
+            args.method,
+            scheduler=args.scheduler,
+            npartitions=args.npartitions,
+            prior=0.0 if args.prior is None else args.prior,
+            tol=args.tol,
+            max_iter=args.max_iter,
+            where="cli",
+        )
+        frames = [run.posterior_frame()]
+    out = Path(args.out)
+    workers = write_outputs(run, out, frames)
+    _print_summary(run, workers, {}, out)
+    print(f"engine: {engine}; {run.stop_reason}")
+    return 0
 
 
 def _print_summary(run, workers, metrics: dict, out: Path) -> None:

@@ -35,6 +35,7 @@ from crowdlab.models.majority import MajorityVote
 REL_TOL_MONOTONE = 1e-9
 PARAM_TOL = 1e-7  # default: how far the parameters may still be projected to move when a run counts as converged
 STALL_ITERATIONS = 20  # iterations with no gain above rounding before a run counts as stalled
+LONG_FLAT_ITERATIONS = 200  # or: the objective test held this long (a slow tail toward a boundary, not a pause)
 SETTLE_ITERATIONS = 10  # consecutive iterations both tests must hold for (a saddle passes them only briefly)
 STOP_REASONS = {
     "converged": "converged: the objective stopped changing and the parameters are contracting to a fixed point",
@@ -81,6 +82,58 @@ def nonfinite_entries(params, prefix: str = "") -> list[str]:
                 bad = a[~np.isfinite(a)].ravel()[0]
                 out.append(f"{prefix}{name} ({bad})")
     return out
+
+
+def settled(objectives, changes, tol: float, param_tol: float | None) -> bool:
+    """The stopping rule of :attr:`Run.converged` on the last complete states: ``objectives`` of the init and
+    after each M-step (oldest first; the last SETTLE_ITERATIONS + 2 suffice) and ``changes``, the largest parameter
+    change of each of those M-steps (one fewer than ``objectives``, or as many when the init is not among them).
+    Shared by the in-memory, streaming and Dask engines so that every engine stops at the same iteration."""
+    if len(objectives) < 2:
+        return False
+    a, b = objectives[-2], objectives[-1]
+    if not abs(b - a) <= tol * max(1.0, abs(b)):
+        return False
+    if param_tol is None:
+        return True
+    if len(objectives) > LONG_FLAT_ITERATIONS:
+        # the objective test has held for LONG_FLAT_ITERATIONS iterations running: a slow tail (a confusion entry
+        # creeping to 0 moves the parameters for thousands of iterations and the objective by nothing), longer
+        # than the pauses near saddles seen on real crowds (at most ~120 iterations)
+        long = np.asarray(objectives[-(LONG_FLAT_ITERATIONS + 1) :], dtype=np.float64)
+        if np.all(np.abs(np.diff(long)) <= tol * max(1.0, abs(b))):
+            return True
+    d = np.asarray(changes[-(SETTLE_ITERATIONS + 2) :], dtype=np.float64)
+    if not d.size or not np.isfinite(d[-1]):
+        return True  # a model without float parameters: the objective test alone
+    if d[-1] <= 1e-12:
+        return True  # nothing moves any more (rounding level)
+    if d.size < SETTLE_ITERATIONS + 2 or np.any(d <= 0):
+        return False
+    objs = np.asarray(objectives[-(SETTLE_ITERATIONS + 1) :], dtype=np.float64)
+    if np.any(np.abs(np.diff(objs)) > tol * max(1.0, abs(b))):
+        return False
+    ratios = d[1:] / d[:-1]
+    r = np.maximum(ratios[1:], ratios[:-1])  # the larger of two successive ratios, per iteration
+    return bool(np.all(r < 1.0) and np.all(d[2:] * r / (1.0 - r) <= param_tol))
+
+
+def stalled(m_objectives) -> bool:
+    """No gain above rounding (8 eps |objective|) over the last STALL_ITERATIONS iterations (``m_objectives``:
+    the objectives after each M-step, oldest first)."""
+    if len(m_objectives) <= STALL_ITERATIONS:
+        return False
+    gains = np.diff(np.asarray(m_objectives[-STALL_ITERATIONS - 1 :], dtype=np.float64))
+    return bool(np.all(gains <= 8 * np.finfo(float).eps * max(1.0, abs(m_objectives[-1]))))
+
+
+def param_change(before, after) -> float:
+    """The largest absolute change of any floating-point parameter between two parameter snapshots (NaN when
+    they have none or differ in shape)."""
+    x, y = param_vector(before), param_vector(after)
+    if x is None or y is None or x.shape != y.shape:
+        return float("nan")
+    return float(np.max(np.abs(y - x))) if y.size else 0.0
 
 
 def _split(full) -> tuple[np.ndarray, object]:
@@ -209,44 +262,25 @@ class Run:
            convergence leaves at most d_t r / (1 - r) to go (Aitken's estimate); it must be <= ``param_tol``, and
            r < 1.
 
-        Both must hold for SETTLE_ITERATIONS consecutive iterations. Near a saddle or on a plateau the objective
-        hardly moves while d_t shrinks for a while, then stops shrinking (r -> 1) and grows as EM slides away; the
-        objective test alone stops there (Dawid-Skene on the CrowdScale 2013 fact-evaluation set pauses three times
-        and gains 284 nats after the first pause, at iteration 58).
+        Both must hold for SETTLE_ITERATIONS consecutive iterations, or test 1 alone for LONG_FLAT_ITERATIONS (a
+        slow tail: a parameter creeping to a boundary for thousands of iterations while the objective is done).
+        Near a saddle or on a plateau the objective hardly moves while d_t shrinks for a while, then stops
+        shrinking (r -> 1) and grows as EM slides away; the objective test alone stops there (Dawid-Skene on the
+        CrowdScale 2013 fact-evaluation set pauses three times and gains 284 nats after the first pause, at
+        iteration 58).
 
         ``param_tol=None`` uses test 1 alone.
         """
         if not self.iterative:
             return True
-        done = [s for s in self.snapshots if s.kind in ("init", "M")]
-        if len(done) < 2:
-            return False
-        a, b = done[-2].objective, done[-1].objective
-        if not abs(b - a) <= self.tol * max(1.0, abs(b)):
-            return False
-        if self.param_tol is None:
-            return True
-        d = np.array([s.param_change for s in done[-(SETTLE_ITERATIONS + 2) :] if s.kind == "M"], dtype=np.float64)
-        if not d.size or not np.isfinite(d[-1]):
-            return True  # a model without float parameters: the objective test alone
-        if d[-1] <= 1e-12:
-            return True  # nothing moves any more (rounding level)
-        if d.size < SETTLE_ITERATIONS + 2 or np.any(d <= 0):
-            return False
-        objs = np.array([s.objective for s in done[-(SETTLE_ITERATIONS + 1) :]], dtype=np.float64)
-        if np.any(np.abs(np.diff(objs)) > self.tol * max(1.0, abs(b))):
-            return False
-        ratios = d[1:] / d[:-1]
-        r = np.maximum(ratios[1:], ratios[:-1])  # the larger of two successive ratios, per iteration
-        return bool(np.all(r < 1.0) and np.all(d[2:] * r / (1.0 - r) <= self.param_tol))
+        tail = [s for s in self.snapshots[-(2 * LONG_FLAT_ITERATIONS + 8) :] if s.kind in ("init", "M")]
+        objs = [s.objective for s in tail]
+        changes = [s.param_change for s in tail if s.kind == "M"][-(len(objs) - 1) :] if len(objs) > 1 else []
+        return settled(objs, changes, self.tol, self.param_tol)
 
     def _stalled(self) -> bool:
         """The objective has not risen by more than rounding (8 eps |objective|) for STALL_ITERATIONS iterations."""
-        done = [s.objective for s in self.snapshots[-2 * STALL_ITERATIONS - 2 :] if s.kind == "M"]
-        if len(done) <= STALL_ITERATIONS:
-            return False
-        gains = np.diff(np.asarray(done[-STALL_ITERATIONS - 1 :], dtype=np.float64))
-        return bool(np.all(gains <= 8 * np.finfo(float).eps * max(1.0, abs(done[-1]))))
+        return stalled([s.objective for s in self.snapshots[-2 * STALL_ITERATIONS - 2 :] if s.kind == "M"])
 
     def stop_check(self) -> str | None:
         """Why the run would stop now, or None when EM should go on: "converged" (:attr:`converged`), "max_iter"
@@ -306,11 +340,7 @@ class Run:
         self._check_finite(f"{kind}-step {len(self.snapshots)} (iteration {iteration})", params, q, obj, bound)
         changed = np.flatnonzero(np.argmax(q, axis=1) != np.argmax(prev.q, axis=1))
         violation = self._check(prev, obj, bound, kind)
-        dparam = float("nan")
-        if kind == "M":
-            before, after = param_vector(prev.params), param_vector(params)
-            if before is not None and after is not None and before.shape == after.shape:
-                dparam = float(np.max(np.abs(after - before))) if after.size else 0.0
+        dparam = param_change(prev.params, params) if kind == "M" else float("nan")
         snap = Snapshot(len(self.snapshots), kind, iteration, params, q, obj, bound, changed, violation, post, dparam)
         self.snapshots.append(snap)
         self.index = snap.index

@@ -90,6 +90,8 @@ def _with_report(run: Run, out: pd.DataFrame) -> pd.DataFrame:
     confusion, Raykar & Yu's spammer score, agreement with the consensus); ``out.attrs["krippendorff_alpha"]``."""
     from crowdlab.reports import worker_report
 
+    if not hasattr(run.data, "worker"):  # the streaming and Dask engines keep no labels in memory
+        return out
     try:
         rep = worker_report(run, intervals=run.data.n_classes <= WALD_MAX_CLASSES)
     except ModelError:

@@ -54,9 +54,13 @@ class DawidSkene(LatentModel):
         return class_log_joint(data, params.pi, params.gamma)
 
     def m_step(self, data: Annotations, q: np.ndarray) -> ClassParams:
-        counts = expected_counts(data, q)
+        return self.m_step_from_stats(expected_counts(data, q), q.sum(axis=0), q.shape[0])
+
+    def m_step_from_stats(self, counts: np.ndarray, q_sum: np.ndarray, n_items: int) -> ClassParams:
+        """Eqs. (10)-(11) from the expected counts (M, K, K), the class totals sum_n q_nk (K,) and N: what the
+        streaming and Dask engines sum over chunks or partitions (`crowdlab.engine`)."""
         gamma = normalise_columns(counts, self.prior)
-        pi = (q.sum(axis=0) + self.prior) / (q.shape[0] + self.prior * q.shape[1])
+        pi = (q_sum + self.prior) / (n_items + self.prior * q_sum.shape[0])
         return ClassParams(pi=pi, gamma=gamma)
 
     def log_prior(self, params: ClassParams) -> float:

@@ -51,7 +51,10 @@ class OneCoin(LatentModel):
         return class_log_joint(data, params.pi, params.gamma)
 
     def m_step(self, data: Annotations, q: np.ndarray) -> ClassParams:
-        counts = expected_counts(data, q)
+        return self.m_step_from_stats(expected_counts(data, q), q.sum(axis=0), q.shape[0])
+
+    def m_step_from_stats(self, counts: np.ndarray, q_sum: np.ndarray, n_items: int) -> ClassParams:
+        """The M-step from the expected counts (M, K, K), the class totals (K,) and N (see `crowdlab.engine`)."""
         correct = np.trace(counts, axis1=1, axis2=2)
         total = counts.sum(axis=(1, 2))
         s = self.prior
@@ -61,7 +64,7 @@ class OneCoin(LatentModel):
         if self.class_prior is not None:
             pi = self.class_prior
         else:
-            pi = (q.sum(axis=0) + s) / (q.shape[0] + s * q.shape[1])
+            pi = (q_sum + s) / (n_items + s * q_sum.shape[0])
         return self.params_from(pi, theta)
 
     def params_from(self, pi: np.ndarray, theta: np.ndarray) -> ClassParams:

@@ -73,11 +73,14 @@ class TwoCoin(LatentModel):
         return class_log_joint(data, params.pi, params.gamma)
 
     def m_step(self, data: Annotations, q: np.ndarray) -> ClassParams:
-        c = expected_counts(data, q)  # c[m, said, true]
+        return self.m_step_from_stats(expected_counts(data, q), q.sum(axis=0), q.shape[0])
+
+    def m_step_from_stats(self, c: np.ndarray, q_sum: np.ndarray, n_items: int) -> ClassParams:
+        """The M-step from the expected counts c[m, said, true], the class totals (K,) and N (`crowdlab.engine`)."""
         alpha = _beta_map(c[:, 1, 1], c[:, :, 1].sum(axis=1), *self.alpha_prior)
         beta = _beta_map(c[:, 0, 0], c[:, :, 0].sum(axis=1), *self.beta_prior)
         s = self.prior
-        p = (q[:, 1].sum() + s) / (q.shape[0] + 2 * s)
+        p = (q_sum[1] + s) / (n_items + 2 * s)
         return self.params_from(p, alpha, beta)
 
     def params_from(self, p: float, alpha: np.ndarray, beta: np.ndarray) -> ClassParams:

@@ -1,0 +1,162 @@
+"""Streaming batch EM (crowdlab.stream) on a long CSV far larger than a classroom file: time and peak memory.
+
+    .venv/bin/python benchmarks/bench_stream.py                         # 10^7 labels, streaming vs in memory
+    .venv/bin/python benchmarks/bench_stream.py --labels 1e8 --no-memory --iters 1   # 10^8: read + one EM pass
+    .venv/bin/python benchmarks/bench_stream.py --labels 1e6 --chunk-rows 200000
+
+The file: ``--labels`` rows (default 10^7) of item,worker,label with string ids ("it0001234", "w0042"), K = 5
+classes ("c0" .. "c4"), 5 labels per item (so N = labels / 5 items: 2 x 10^6 at 10^7, 2 x 10^7 at 10^8), 1,000
+workers with accuracies ~ U(0.55, 0.95) and errors spread evenly, rows grouped by item in a random item order. It
+is generated into a temporary folder (``--dir``) with pyarrow and removed at the end.
+
+Each engine runs in a fresh subprocess; its peak RSS is VmHWM from /proc/self/status (the interpreter and
+imports, ~120 MB, included; ``ru_maxrss`` would not do: it survives fork + exec, so a child reports at least the
+parent's peak, the generator's). Streaming: ``read s`` is the first pass (chunks through the reading path, the
+dictionaries, the bucket files), ``s/pass`` the seconds per EM pass over the bucket files (one pass = one EM
+iteration). In memory: ``read s`` is `read_annotations`, ``s/iter`` the seconds per iteration of ``cl.fit``.
+With both, the posteriors are compared (max |difference|; the engines agree to rounding).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import resource
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def generate(path: Path, n_labels: int, K: int = 5, per_item: int = 5, n_workers: int = 1000, seed: int = 0) -> None:
+    """Write the long CSV in blocks of 10^6 items (vectorised; pyarrow's CSV writer)."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+    import pyarrow.csv as pacsv
+
+    rng = np.random.default_rng(seed)
+    n_items = n_labels // per_item
+    acc = rng.uniform(0.55, 0.95, n_workers)
+    order = rng.permutation(n_items)
+    block = 1_000_000
+    with pacsv.CSVWriter(
+        path, pa.schema([("item", pa.string()), ("worker", pa.string()), ("label", pa.string())])
+    ) as out:
+        for lo in range(0, n_items, block):
+            ids = order[lo : lo + block]
+            n = ids.size
+            truth = rng.integers(0, K, n)
+            # per_item distinct workers per item: a random start and stride over the worker ring
+            start = rng.integers(0, n_workers, n)
+            w = (start[:, None] + np.arange(per_item)[None, :] * 7) % n_workers
+            right = rng.random((n, per_item)) < acc[w]
+            wrong = (truth[:, None] + rng.integers(1, K, (n, per_item))) % K
+            lab = np.where(right, truth[:, None], wrong)
+            item = pc.binary_join_element_wise(
+                "it", pc.utf8_lpad(pa.array(np.repeat(ids, per_item).astype(str)), 8, "0"), ""
+            )
+            worker = pc.binary_join_element_wise("w", pc.utf8_lpad(pa.array(w.ravel().astype(str)), 4, "0"), "")
+            label = pc.binary_join_element_wise("c", pa.array(lab.ravel().astype(str)), "")
+            out.write_table(pa.table({"item": item, "worker": worker, "label": label}))
+
+
+def peak_rss_mb() -> float:
+    """This process's peak resident memory: VmHWM on Linux (reset by exec; ru_maxrss is not: a child started by
+    fork + exec keeps its parent's peak, here the generator's), else ru_maxrss."""
+    try:
+        with open("/proc/self/status") as fh:
+            return next(int(line.split()[1]) / 1024 for line in fh if line.startswith("VmHWM"))
+    except (OSError, StopIteration):
+        return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
+def worker(engine: str, path: str, out: str, chunk_rows: int, iters: int) -> None:
+    """Run one engine in this (fresh) process and print its figures as JSON."""
+    sys.path.insert(0, str(ROOT))
+    t0 = time.perf_counter()
+    if engine == "stream":
+        from crowdlab.stream import fit_file
+
+        run = fit_file(path, "ds", chunk_rows=chunk_rows, max_iter=iters, workdir=os.path.dirname(out))
+        fig = {"read_s": run.timings["read_s"], "em_s": run.timings["em_s"], "passes": run.timings["rounds"]}
+        fig["buckets"] = run.timings["buckets"]
+    else:
+        import crowdlab as cl
+        from crowdlab.data import read_annotations
+        from crowdlab.limits import override
+
+        with override(max_file_mb=1e9, max_rows=10**9, max_items=10**9):
+            data = read_annotations(path)
+        t1 = time.perf_counter()
+        run = cl.fit(data, "ds", max_iter=iters)
+        fig = {"read_s": t1 - t0, "em_s": time.perf_counter() - t1, "passes": run.last.iteration}
+    fig.update(
+        total_s=time.perf_counter() - t0,
+        iterations=int(run.last.iteration),
+        objective=float(run.objective_history()[-1]),
+        maxrss_mb=peak_rss_mb(),
+        items=len(run.data.item_names),
+    )
+    np.save(out, run.posterior)
+    print(json.dumps(fig))
+
+
+def run_engine(engine: str, path: Path, folder: Path, chunk_rows: int, iters: int) -> tuple[dict, np.ndarray]:
+    out = folder / f"{engine}.npy"
+    cmd = [sys.executable, __file__, "--worker", engine, str(path), str(out), str(chunk_rows), str(iters)]
+    res = subprocess.run(cmd, capture_output=True, text=True, check=False)
+    if res.returncode:
+        raise SystemExit(f"{engine} failed:\n{res.stderr[-3000:]}")
+    fig = json.loads(res.stdout.strip().splitlines()[-1])
+    q = np.load(out, mmap_mode="r")
+    return fig, q
+
+
+def main() -> None:
+    if len(sys.argv) > 1 and sys.argv[1] == "--worker":
+        _, _, engine, path, out, chunk_rows, iters = sys.argv
+        return worker(engine, path, out, int(chunk_rows), int(iters))
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--labels", type=float, default=1e7, help="rows of the generated CSV (default 1e7)")
+    p.add_argument("--chunk-rows", type=int, default=1_000_000)
+    p.add_argument("--iters", type=int, default=20, help="EM iterations (max_iter; default 20)")
+    p.add_argument("--no-memory", action="store_true", help="skip the in-memory fit (e.g. at 10^8)")
+    p.add_argument("--dir", default=None, help="where the temporary CSV goes (default: the system's temp folder)")
+    args = p.parse_args()
+    n = int(args.labels)
+    folder = Path(tempfile.mkdtemp(prefix="crowdlab-bench-stream-", dir=args.dir))
+    try:
+        path = folder / "labels.csv"
+        t = time.perf_counter()
+        generate(path, n)
+        print(f"generated {n:,} labels ({path.stat().st_size / 1e9:.2f} GB) in {time.perf_counter() - t:.1f} s")
+        print(f"load average: {os.getloadavg()[0]:.2f} (2 cores shared with other work)")
+        fs, qs = run_engine("stream", path, folder, args.chunk_rows, args.iters)
+        per = fs["em_s"] / max(fs["passes"], 1)
+        print(
+            f"stream  : read {fs['read_s']:.1f} s ({fs['buckets']} buckets), {fs['passes']} EM passes in "
+            f"{fs['em_s']:.1f} s = {per:.2f} s/pass; peak RSS {fs['maxrss_mb']:.0f} MB; objective {fs['objective']:.6f}"
+        )
+        if not args.no_memory:
+            fm, qm = run_engine("memory", path, folder, args.chunk_rows, args.iters)
+            per_m = fm["em_s"] / max(fm["passes"], 1)
+            print(
+                f"memory  : read {fm['read_s']:.1f} s, {fm['passes']} iterations in {fm['em_s']:.1f} s = "
+                f"{per_m:.2f} s/iter; peak RSS {fm['maxrss_mb']:.0f} MB; objective {fm['objective']:.6f}"
+            )
+            diff = float(np.abs(np.asarray(qs) - np.asarray(qm)).max())
+            rel = abs(fs["objective"] - fm["objective"]) / abs(fm["objective"])
+            print(f"agreement: max |q_stream - q_memory| = {diff:.2e}; relative objective difference {rel:.1e}")
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()

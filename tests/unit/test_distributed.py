@@ -1,0 +1,134 @@
+"""Batch EM on a real Dask cluster (crowdlab.distributed) equals the in-memory fit."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+
+import crowdlab as cl
+from crowdlab.cli import main
+from crowdlab.data import read_annotations, to_long_dataframe
+from crowdlab.errors import DataError
+from crowdlab.samples import sample_paths
+from crowdlab.simulate import simulate_crowd
+from tests.unit.test_stream import assert_same_files, assert_same_fit
+
+dd = pytest.importorskip("dask.dataframe")
+distributed = pytest.importorskip("distributed")
+
+
+@pytest.fixture(scope="module")
+def client():
+    from crowdlab.distributed import NO_DASHBOARD
+
+    cluster = distributed.LocalCluster(n_workers=2, threads_per_worker=1, **NO_DASHBOARD)
+    c = distributed.Client(cluster)
+    yield c
+    c.close()
+    cluster.close()
+
+
+def _fit(source, method, client, **kw):
+    from crowdlab.distributed import fit
+
+    return fit(source, method, client=client, **kw)
+
+
+@pytest.mark.parametrize(
+    "key, method",
+    [
+        ("bluebirds", "ds"),
+        ("rte", "two_coin"),
+        ("dogs", "one_coin"),
+        ("patients", "ds"),
+        ("simulated", "mv"),
+        ("simulated", "ds"),
+    ],
+)
+def test_dask_equals_in_memory_on_bundled_data(key, method, client):
+    labels, _ = sample_paths(key)
+    mem = cl.fit(read_annotations(labels), method)
+    run = _fit(str(labels), method, client, npartitions=3)
+    assert_same_fit(mem, run)
+    assert run.violations == [] and run.engine == "dask"
+    hist = run.objective_history()
+    assert all(b >= a - 1e-9 * abs(a) for a, b in zip(hist, hist[1:]))  # never decreases
+    assert run.posteriors.npartitions == 3  # a Dask DataFrame until computed
+    np.testing.assert_allclose(run.posterior.sum(axis=1), 1.0)
+
+
+def test_dask_equals_in_memory_on_simulated_crowd_from_a_dask_frame(client, tmp_path):
+    sim = simulate_crowd(n_items=400, n_workers=25, n_classes=3, labels_per_item=4, seed=7)
+    frame = to_long_dataframe(sim.annotations)[["item", "worker", "label"]].astype(str)
+    path = tmp_path / "sim.csv"
+    frame.to_csv(path, index=False)
+    mem = cl.fit(read_annotations(path), "ds", prior=0.5)
+    run = _fit(dd.from_pandas(frame.sample(frac=1.0, random_state=1), npartitions=5), "ds", client, prior=0.5)
+    assert_same_fit(mem, run)
+    hist = run.objective_history()
+    assert len(hist) > 3 and np.all(np.diff(hist) >= -1e-9 * np.abs(hist[1:]))
+
+
+def test_partitions_by_item_one_item_empty_and_a_worker_in_one_partition(client, tmp_path):
+    rng = np.random.default_rng(0)
+    rows = [(f"i{i}", f"w{w}", str(int(rng.random() < 0.3 + 0.4 * (i % 2)))) for i in range(30) for w in range(4)]
+    big = pd.DataFrame(rows, columns=["task", "annotator", "answer"])
+    one_item = pd.DataFrame([("solo", "w0", "1"), ("solo", "lonely", "0"), ("solo", "w2", "1")], columns=big.columns)
+    empty = big.iloc[:0]
+    parts = [big.iloc[:60], one_item, empty, big.iloc[60:]]
+    ddf = dd.from_map(lambda i: parts[i], range(4), meta=big.iloc[:0])
+    whole = pd.concat(parts, ignore_index=True)
+    path = tmp_path / "parts.csv"
+    whole.to_csv(path, index=False)
+    data = read_annotations(path)
+    assert "lonely" in data.worker_names
+    for method in ("ds", "mv"):  # 12 iterations: this small crowd converges slowly
+        run = _fit(ddf, method, client, by_item=True, max_iter=12)
+        assert_same_fit(cl.fit(data, method, max_iter=12), run)
+    # the same rows in partitions that split items: refused with by_item=True, shuffled without it
+    split = dd.from_map(lambda i: [whole.iloc[:50], whole.iloc[50:]][i], range(2), meta=big.iloc[:0])
+    with pytest.raises(DataError, match="more than one partition"):
+        _fit(split, "ds", client, by_item=True)
+    assert_same_fit(
+        cl.fit(data, "ds", max_iter=5), _fit(split, "ds", client, npartitions=7, max_iter=5)
+    )  # more partitions than needed
+
+
+def test_cli_engine_dask_on_parquet_and_csv_globs_writes_the_same_files(client, tmp_path, capsys):
+    labels, _ = sample_paths("bluebirds")
+    frame = pd.read_csv(labels, dtype=str)
+    folder = tmp_path / "data"
+    folder.mkdir()
+    shuffled = frame.sample(frac=1.0, random_state=0)
+    for i, piece in enumerate([shuffled.iloc[:1500], shuffled.iloc[1500:3000], shuffled.iloc[3000:]]):
+        piece.to_parquet(folder / f"part{i}.parquet", index=False)
+        piece.to_csv(folder / f"part{i}.csv", index=False)
+    mem, pq, csv = tmp_path / "mem", tmp_path / "pq", tmp_path / "csv"
+    assert main(["fit", str(labels), "--method", "ds", "--out", str(mem)]) == 0
+    address = client.scheduler.address
+    assert main(["fit", str(folder / "*.parquet"), "--engine", "dask", "--scheduler", address, "--out", str(pq)]) == 0
+    assert "engine: dask; converged" in capsys.readouterr().out
+    assert_same_files(mem, pq)
+    assert main(["fit", str(folder / "*.csv"), "--engine", "dask", "--scheduler", address, "--out", str(csv)]) == 0
+    assert_same_files(mem, csv)
+
+
+def test_bad_csv_part_names_file_and_row(client, tmp_path):
+    (tmp_path / "a.csv").write_text("item,worker,label\n1,a,x\n1,b,y\n")
+    (tmp_path / "b.csv").write_text("item,worker,label\n2,a,x\n2,b,\n")
+    with pytest.raises(DataError) as exc:
+        _fit(str(tmp_path / "*.csv"), "ds", client)
+    assert exc.value.file == "b.csv" and exc.value.row == 3
+    with pytest.raises(DataError, match="no file matches"):
+        _fit(str(tmp_path / "*.parquet"), "ds", client)
+
+
+@pytest.mark.slow
+def test_default_local_cluster_is_started_and_closed():
+    from crowdlab.distributed import fit
+
+    labels, _ = sample_paths("patients")
+    run = fit(str(labels), "ds")
+    assert_same_fit(cl.fit(read_annotations(labels), "ds"), run)
+    assert len(run.posteriors.compute()) == 45  # computable after the cluster closed

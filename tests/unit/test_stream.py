@@ -1,0 +1,181 @@
+"""Streaming batch EM (crowdlab.stream) equals the in-memory fit on every bundled label file, chunk by chunk."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pandas as pd
+import pytest
+
+import crowdlab as cl
+from crowdlab.cli import main
+from crowdlab.data import read_annotations
+from crowdlab.engine import ArrowNames
+from crowdlab.errors import DataError, ModelError
+from crowdlab.samples import sample_paths
+from crowdlab.stream import fit_file
+
+CLASS_SAMPLES = ["bluebirds", "rte", "dogs", "patients", "simulated"]
+METHODS = ["mv", "ds", "one_coin", "two_coin"]
+
+
+def assert_same_fit(mem, eng, tol=1e-8):
+    """Posteriors, labels, parameters and the objective/bound history agree to ``tol``."""
+    assert tuple(eng.data.item_names) == tuple(mem.data.item_names)
+    assert tuple(eng.data.worker_names) == tuple(mem.data.worker_names)
+    assert tuple(eng.data.class_names) == tuple(mem.data.class_names)
+    np.testing.assert_allclose(eng.posterior, mem.posterior, rtol=0, atol=tol)
+    np.testing.assert_array_equal(eng.labels(), mem.labels())
+    hm, he = mem.history(), eng.history()
+    assert list(he["kind"]) == list(hm["kind"])
+    for key in ("objective", "bound"):
+        a, b = hm[key], he[key]
+        scale = np.maximum(1.0, np.abs(np.nan_to_num(a)))
+        assert np.all(np.isnan(a) == np.isnan(b))
+        assert np.nanmax(np.abs(a - b) / scale, initial=0.0) < tol
+    assert eng.converged == mem.converged
+    if mem.params is not None:
+        np.testing.assert_allclose(eng.params.gamma, mem.params.gamma, rtol=0, atol=tol)
+        np.testing.assert_allclose(eng.params.pi, mem.params.pi, rtol=0, atol=tol)
+
+
+@pytest.mark.parametrize("key", CLASS_SAMPLES)
+@pytest.mark.parametrize("method", METHODS)
+def test_stream_equals_in_memory_on_bundled_data(key, method, tmp_path):
+    labels, _ = sample_paths(key)
+    data = read_annotations(labels)
+    if method == "two_coin" and data.n_classes != 2:
+        with pytest.raises(ModelError):
+            fit_file(labels, method, chunk_rows=50, workdir=tmp_path)
+        return
+    mem = cl.fit(data, method)
+    # 37 rows per chunk: chunk boundaries fall inside items' runs of rows (items have 5-39 labels here)
+    eng = fit_file(labels, method, chunk_rows=37, workdir=tmp_path)
+    assert_same_fit(mem, eng)
+    assert list(tmp_path.iterdir()) == []  # the code files are removed
+    assert eng.data.n_obs == data.n_obs
+    np.testing.assert_array_equal(eng.data.labels_per_worker, data.labels_per_worker)
+
+
+def test_rows_in_any_order_and_uneven_chunks(tmp_path):
+    """Rows of an item scattered over the whole file (not grouped), odd chunk sizes, one chunk for everything."""
+    labels, _ = sample_paths("dogs")
+    frame = pd.read_csv(labels, dtype=str).sample(frac=1.0, random_state=3)
+    path = tmp_path / "shuffled.csv"
+    frame.to_csv(path, index=False)
+    mem = cl.fit(read_annotations(path), "ds")
+    for rows in (333, 10**7):
+        assert_same_fit(mem, fit_file(path, "ds", chunk_rows=rows))
+    patients, _ = sample_paths("patients")  # one row per chunk
+    assert_same_fit(cl.fit(read_annotations(patients), "ds"), fit_file(patients, "ds", chunk_rows=1))
+
+
+def test_messy_file_reads_like_the_in_memory_reader(tmp_path):
+    """BOM, aliases, blank lines, a repeated header, a quoted id with a line break and a comma, across chunks."""
+    rows = ["\ufefftask;annotator;answer"]
+    rng = np.random.default_rng(0)
+    for i in range(40):
+        for w in range(4):
+            item = f'"item {i}\nline, two"' if i == 7 else f"t{i:02d}"
+            rows.append(f"{item};w{w};{'yes' if rng.random() < 0.7 else 'no'}")
+        if i == 10:
+            rows.append("")
+        if i == 20:
+            rows.append("task;annotator;answer")
+    path = tmp_path / "messy.csv"
+    path.write_text("\n".join(rows) + "\n", encoding="utf-8")
+    data = read_annotations(path)
+    eng = fit_file(path, "ds", chunk_rows=9)
+    assert_same_fit(cl.fit(data, "ds"), eng)
+    assert "item 7\nline, two" in eng.data.item_names
+    assert isinstance(eng.data.item_names, ArrowNames)  # text ids stay in Arrow (no Python string per item)
+    assert any("Skipped 2" in n for n in eng.data.notes)
+
+
+def test_errors_name_the_row_of_the_whole_file(tmp_path):
+    lines = ["item,worker,label"] + [f"i{i // 3},w{i % 3},{i % 2}" for i in range(100)]
+    lines[77] = "i25,w1,"  # file row 78 has a blank label, in the 8th chunk of 10 rows
+    path = tmp_path / "bad.csv"
+    path.write_text("\n".join(lines) + "\n")
+    with pytest.raises(DataError) as exc:
+        fit_file(path, "ds", chunk_rows=10)
+    assert exc.value.row == 78 and exc.value.file == "bad.csv"
+    lines[77] = "i25,w1,1,extra"
+    path.write_text("\n".join(lines) + "\n")
+    with pytest.raises(DataError) as exc:
+        fit_file(path, "ds", chunk_rows=10)
+    assert exc.value.row == 78
+
+
+def test_refuses_what_it_cannot_stream(tmp_path):
+    affect, _ = sample_paths("affect")
+    with pytest.raises(DataError, match="continuous scores"):
+        fit_file(affect, "ds", chunk_rows=1000)
+    wide = tmp_path / "wide.csv"
+    wide.write_text("item,alice,bob\n1,a,b\n2,a,a\n")
+    with pytest.raises(DataError, match="wide table"):
+        fit_file(wide, "ds")
+    with pytest.raises(ModelError, match="online_ds"):
+        fit_file(affect, "online_ds")
+    with pytest.raises(ModelError, match="in memory"):
+        fit_file(affect, "scores")
+
+
+def test_cli_stream_writes_the_same_files(tmp_path, capsys):
+    labels, _ = sample_paths("rte")
+    a, b = tmp_path / "mem", tmp_path / "stream"
+    assert main(["fit", str(labels), "--method", "ds", "--out", str(a)]) == 0
+    assert main(["fit", str(labels), "--method", "ds", "--stream", "--chunk-rows", "500", "--out", str(b)]) == 0
+    assert "engine: stream; converged" in capsys.readouterr().out
+    assert_same_files(a, b)
+    assert main(["fit", str(labels), "--stream", "--gold", str(labels), "--out", str(b)]) == 2
+
+
+def assert_same_files(a, b, tol=1e-8):
+    """The files ``crowdlab fit`` writes, equal in content (numbers to ``tol``)."""
+    for name in ("posteriors.csv", "labels.csv", "workers.csv"):
+        fa, fb = pd.read_csv(a / name, dtype={"item": str}), pd.read_csv(b / name, dtype={"item": str})
+        assert list(fa.columns) == list(fb.columns) and len(fa) == len(fb), name
+        for col in fa.columns:
+            if fa[col].dtype.kind == "f":
+                np.testing.assert_allclose(fb[col], fa[col], rtol=0, atol=tol, err_msg=name)
+            else:
+                assert fa[col].astype(str).tolist() == fb[col].astype(str).tolist(), name
+    pa_, pb = json.loads((a / "params.json").read_text()), json.loads((b / "params.json").read_text())
+    assert pa_.keys() == pb.keys()
+    for key in ("pi", "gamma"):
+        if key in pa_:
+            np.testing.assert_allclose(pb[key], pa_[key], rtol=0, atol=tol)
+    ha, hb = json.loads((a / "history.json").read_text()), json.loads((b / "history.json").read_text())
+    assert ha["iterations"] == hb["iterations"] and ha["converged"] == hb["converged"]
+    assert "stop_reason" in hb
+    for sa, sb in zip(ha["snapshots"], hb["snapshots"], strict=True):
+        assert sa["kind"] == sb["kind"]
+        for key in ("objective", "bound"):
+            if sa[key] is None:
+                assert sb[key] is None
+            else:
+                assert abs(sa[key] - sb[key]) <= tol * max(1.0, abs(sa[key]))
+
+
+def test_parquet_file_streams_in_row_batches(tmp_path):
+    labels, _ = sample_paths("rte")
+    frame = pd.read_csv(labels)  # integer item and label columns: read as text, as from the CSV
+    path = tmp_path / "rte.parquet"
+    frame.rename(columns={"item": "task", "label": "answer"}).to_parquet(path, index=False, row_group_size=1000)
+    assert_same_fit(cl.fit(read_annotations(labels), "one_coin"), fit_file(path, "one_coin", chunk_rows=333))
+    frame.loc[4500, "label"] = None
+    frame.to_parquet(path, index=False)
+    with pytest.raises(DataError) as exc:
+        fit_file(path, "ds", chunk_rows=1000)
+    assert exc.value.row == 4502  # numbered as the CSV export of the table would be (header = row 1)
+
+
+def test_per_item_state_that_does_not_fit_points_to_online_em(monkeypatch):
+    import crowdlab.stream as stream
+
+    monkeypatch.setattr(stream, "available_bytes", lambda: 1000)
+    labels, _ = sample_paths("patients")
+    with pytest.raises(MemoryError, match="online_ds"):
+        fit_file(labels, "ds")

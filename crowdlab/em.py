@@ -302,8 +302,10 @@ class Run:
         else:
             obj = self.model.objective(self.data, full, params)
         bound = self._bound(full, params)
-        self._check_finite(f"{kind}-step {len(self.snapshots)} (iteration {iteration})", params, q, obj, bound)
-        changed = np.flatnonzero(np.argmax(q, axis=1) != np.argmax(prev.q, axis=1))
+        same_q = q is prev.q  # an M-step keeps the posterior it was given: already checked, nothing changed
+        where = f"{kind}-step {len(self.snapshots)} (iteration {iteration})"
+        self._check_finite(where, params, None if same_q else q, obj, bound)
+        changed = np.zeros(0, np.int64) if same_q else np.flatnonzero(self._argmax(prev.q) != self._argmax(q))
         violation = self._check(prev, obj, bound, kind)
         dparam = float("nan")
         if kind == "M":
@@ -315,6 +317,17 @@ class Run:
         self.index = snap.index
         self._prune()
         return snap
+
+    def _argmax(self, q: np.ndarray) -> np.ndarray:
+        """Row-wise arg-max of q, remembered for the last two arrays (each posterior is compared twice: with the one
+        before it and the one after)."""
+        memo = self.__dict__.setdefault("_argmax_memo", [])
+        for a, v in memo:
+            if a is q:
+                return v
+        v = np.argmax(q, axis=1)
+        self._argmax_memo = [*memo[-1:], (q, v)]
+        return v
 
     def _prune(self) -> None:
         """Drop the posteriors of all but the last ``keep_posteriors`` snapshots (see ``__init__``)."""
@@ -343,14 +356,15 @@ class Run:
         self.snapshots[i] = replace(s, q=q, posterior=post)
         return self.snapshots[i]
 
-    def _check_finite(self, where: str, params, q: np.ndarray, obj: float, bound: float) -> None:
-        """Raise ModelError when the half-step ``where`` produced a non-finite value (it is not recorded)."""
+    def _check_finite(self, where: str, params, q: np.ndarray | None, obj: float, bound: float) -> None:
+        """Raise ModelError when the half-step ``where`` produced a non-finite value (it is not recorded); ``q`` None:
+        the posterior was checked before."""
         bad = []
         if obj is None or not np.isfinite(obj):
             bad.append(f"objective ({obj})")
         if bound is None or not np.isfinite(bound):
             bad.append(f"bound F(q, theta) ({bound})")
-        if not np.all(np.isfinite(q)):
+        if q is not None and not np.isfinite(q.sum()) and not np.all(np.isfinite(q)):
             rows = np.flatnonzero(~np.isfinite(q).all(axis=1))
             bad.append(f"posterior of {rows.size} unit(s), first row {int(rows[0])}")
         bad += [f"parameter {p}" for p in nonfinite_entries(params)]

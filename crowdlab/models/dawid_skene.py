@@ -18,7 +18,7 @@ from __future__ import annotations
 import numpy as np
 
 from crowdlab.data import Annotations
-from crowdlab.models.base import LatentModel, ModelInfo, log_dirichlet, normalise_columns, safe_log
+from crowdlab.models.base import LatentModel, ModelInfo, column_sums, log_dirichlet, normalise_columns, safe_log
 from crowdlab.models.params import ClassParams
 
 
@@ -56,7 +56,7 @@ class DawidSkene(LatentModel):
     def m_step(self, data: Annotations, q: np.ndarray) -> ClassParams:
         counts = expected_counts(data, q)
         gamma = normalise_columns(counts, self.prior)
-        pi = (q.sum(axis=0) + self.prior) / (q.shape[0] + self.prior * q.shape[1])
+        pi = (column_sums(q) + self.prior) / (q.shape[0] + self.prior * q.shape[1])
         return ClassParams(pi=pi, gamma=gamma)
 
     def log_prior(self, params: ClassParams) -> float:

@@ -17,7 +17,7 @@ from __future__ import annotations
 import numpy as np
 
 from crowdlab.data import Annotations
-from crowdlab.models.base import LatentModel, ModelInfo, log_beta_pdf, log_dirichlet
+from crowdlab.models.base import LatentModel, ModelInfo, column_sums, log_beta_pdf, log_dirichlet
 from crowdlab.models.dawid_skene import class_log_joint, expected_counts
 from crowdlab.models.params import ClassParams
 
@@ -61,7 +61,7 @@ class OneCoin(LatentModel):
         if self.class_prior is not None:
             pi = self.class_prior
         else:
-            pi = (q.sum(axis=0) + s) / (q.shape[0] + s * q.shape[1])
+            pi = (column_sums(q) + s) / (q.shape[0] + s * q.shape[1])
         return self.params_from(pi, theta)
 
     def params_from(self, pi: np.ndarray, theta: np.ndarray) -> ClassParams:

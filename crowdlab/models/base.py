@@ -30,7 +30,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-from scipy.special import gammaln
 
 from crowdlab.data import Annotations
 
@@ -116,6 +115,8 @@ def log_dirichlet(x: np.ndarray, alpha: float, axis: int = -1) -> float:
     ``alpha = 1`` (no prior) gives 0 for log-density up to the constant log Gamma(K), which is included so the
     value is the true log density.
     """
+    from scipy.special import gammaln  # imported on first use: ``import crowdlab`` stays light
+
     x = np.asarray(x, dtype=np.float64)
     K = x.shape[axis]
     n_vec = x.size // K
@@ -127,6 +128,8 @@ def log_dirichlet(x: np.ndarray, alpha: float, axis: int = -1) -> float:
 
 def log_beta_pdf(x: np.ndarray, a: float, b: float) -> float:
     """Sum of log Beta(a, b) densities of the entries of ``x``."""
+    from scipy.special import gammaln
+
     x = np.asarray(x, dtype=np.float64)
     const = gammaln(a + b) - gammaln(a) - gammaln(b)
     out = x.size * const

@@ -37,7 +37,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-from scipy.special import digamma, gammaln
 
 from crowdlab.data import Annotations
 from crowdlab.models.base import LatentModel, ModelInfo, entropy_rows
@@ -68,6 +67,8 @@ def ibcc_params(nu: np.ndarray, A: np.ndarray) -> IbccParams:
 
 def expected_log(a: np.ndarray, axis: int = -1) -> np.ndarray:
     """E[log x] under Dirichlet(a) along ``axis``: psi(a) - psi(sum a)."""
+    from scipy.special import digamma  # on first use: ``import crowdlab`` stays light
+
     return digamma(a) - digamma(a.sum(axis=axis, keepdims=True))
 
 
@@ -75,6 +76,8 @@ def kl_dirichlet(a: np.ndarray, b: np.ndarray, axis: int = -1) -> float:
     """Sum over the vectors along ``axis`` of KL(Dir(a) || Dir(b))."""
     sa = a.sum(axis=axis)
     sb = b.sum(axis=axis)
+    from scipy.special import gammaln
+
     out = gammaln(sa) - gammaln(a).sum(axis=axis) - gammaln(sb) + gammaln(b).sum(axis=axis)
     out = out + ((a - b) * expected_log(a, axis)).sum(axis=axis)
     return float(out.sum())

@@ -36,6 +36,8 @@ REL_TOL_MONOTONE = 1e-9
 PARAM_TOL = 1e-7  # default: how far the parameters may still be projected to move when a run counts as converged
 STALL_ITERATIONS = 20  # iterations with no gain above rounding before a run counts as stalled
 SETTLE_ITERATIONS = 10  # consecutive iterations both tests must hold for (a saddle passes them only briefly)
+KEEP_ALL_BELOW = 200_000  # labels: below this an interactive run keeps every posterior (scrubbing recomputes nothing)
+POSTERIOR_WINDOW = 8  # above it, the posteriors of the last 8 snapshots; older ones are recomputed when scrubbed to
 STOP_REASONS = {
     "converged": "converged: the objective stopped changing and the parameters are contracting to a fixed point",
     "stalled": "stalled: the objective has not risen above rounding error for 20 iterations, "
@@ -87,6 +89,13 @@ def _split(full) -> tuple[np.ndarray, object]:
     if isinstance(full, np.ndarray):
         return full, None
     return full.q, full
+
+
+def posterior_window(data: Annotations) -> int | None:
+    """``keep_posteriors`` for an interactive run on ``data``: None (keep all) below ``KEEP_ALL_BELOW`` labels,
+    else ``POSTERIOR_WINDOW``, so that a long run on a large file grows by its parameters per half-step, not by an
+    (items x classes) posterior."""
+    return None if data.n_obs < KEEP_ALL_BELOW else POSTERIOR_WINDOW
 
 
 @dataclass(frozen=True, eq=False)
@@ -154,6 +163,8 @@ class Run:
 
     # ------------------------------------------------------------------ state
     def _start(self) -> None:
+        self.__dict__.pop("_recomputed", None)
+        self.__dict__.pop("_argmax_memo", None)
         if not self.iterative:
             q = self.model.posterior(self.data)
             self.snapshots = [Snapshot(0, "init", 0, None, q, None, None, np.zeros(0, np.int64))]
@@ -330,7 +341,9 @@ class Run:
         return v
 
     def _prune(self) -> None:
-        """Drop the posteriors of all but the last ``keep_posteriors`` snapshots (see ``__init__``)."""
+        """Release the posteriors of all but the last ``keep_posteriors`` snapshots (see ``__init__``).
+
+        The snapshot objects stay in place (caches key on their identity); only their q and posterior are let go."""
         k = self.keep_posteriors
         if k is None:
             return
@@ -338,13 +351,26 @@ class Run:
             s = self.snapshots[i]
             if s.q is None:
                 break
-            self.snapshots[i] = replace(s, q=None, posterior=None)
+            object.__setattr__(s, "q", None)
+            object.__setattr__(s, "posterior", None)
+
+    def snapshot(self, i: int) -> Snapshot:
+        """Snapshot ``i`` with its posterior: the stored one, or (when ``keep_posteriors`` released it) one whose
+        posterior is recomputed from the stored parameters, the same numbers the run had."""
+        return self._materialize(int(i))
 
     def _materialize(self, i: int) -> Snapshot:
-        """Snapshot i with its posterior, recomputed from the stored parameters when it was dropped."""
+        """Snapshot i with its posterior, recomputed from the stored parameters when it was dropped. Recomputed
+        ones are kept in a small cache (as many as ``keep_posteriors``), not written back: scrubbing through a
+        long run does not fill the memory again."""
         s = self.snapshots[i]
         if s.q is not None:
             return s
+        cache = self.__dict__.setdefault("_recomputed", {})
+        hit = cache.get(i)
+        if hit is not None and hit[0] is s:
+            cache[i] = cache.pop(i)  # most recently used last
+            return hit[1]
         if s.kind == "E":
             full = self.model.e_step(self.data, self.snapshots[i - 1].params)
         elif s.kind == "M":
@@ -353,8 +379,11 @@ class Run:
             start = initialise(self.model, self.data, self.init, seed=self.seed, **self.init_kwargs)
             full = start.q0
         q, post = _split(full)
-        self.snapshots[i] = replace(s, q=q, posterior=post)
-        return self.snapshots[i]
+        out = replace(s, q=q, posterior=post)
+        cache[i] = (s, out)
+        while len(cache) > max(self.keep_posteriors or 2, 2):
+            cache.pop(next(iter(cache)))
+        return out
 
     def _check_finite(self, where: str, params, q: np.ndarray | None, obj: float, bound: float) -> None:
         """Raise ModelError when the half-step ``where`` produced a non-finite value (it is not recorded); ``q`` None:
@@ -464,6 +493,8 @@ class Run:
     def labels(self, snap: Snapshot | None = None) -> np.ndarray:
         """Hard labels at ``snap`` (default: the cursor): arg-max of q; majority vote uses its tie rule."""
         snap = snap or self.current
+        if snap.q is None:
+            snap = self._materialize(snap.index)
         if not self.iterative:
             return self.model.labels(self.data)
         return np.argmax(snap.q, axis=1).astype(np.int32)

@@ -37,7 +37,7 @@ import numpy as np
 import streamlit as st
 
 from crowdlab.data import Annotations
-from crowdlab.em import Run
+from crowdlab.em import Run, posterior_window
 from crowdlab.models import MODELS, applicable_models, make_model
 from crowdlab.ui import lab
 
@@ -218,7 +218,15 @@ def _new_run() -> None:
     st.session_state[PENDING] = False
     try:
         model = make_model(cfg.method, prior=cfg.prior, hard=cfg.hard)
-        run = Run(data, model, cfg.init, seed=cfg.seed, tol=cfg.tol, max_iter=cfg.max_iter)
+        run = Run(
+            data,
+            model,
+            cfg.init,
+            seed=cfg.seed,
+            tol=cfg.tol,
+            max_iter=cfg.max_iter,
+            keep_posteriors=posterior_window(data),
+        )
     except lab.START_ERRORS as exc:
         st.session_state[RUN] = None
         st.session_state[RUN_ERROR] = lab.start_error(exc)

@@ -22,10 +22,11 @@ shared machine hits both sides of a pair alike):
 - ``import``: ``import crowdlab`` (``-X importtime`` total) and the wall time of ``python -m crowdlab --help``,
   beside ``import numpy`` and ``import pandas`` (target: under 0.4 s).
 - ``hmm``: HMM-crowd, 10^6 positions in 28,600 sequences (lengths 20 to 50), one worker labelling every position
-  (the model of hmmlearn's ``CategoricalHMM``), K = 5 and 9: one EM iteration, bare (``e_step`` + ``m_step``), through
-  ``Run.step()``, and hmmlearn (``fit`` with n_iter = 1 from the same parameters, ``init_params = ""``); each in a
-  fresh subprocess for its peak RSS, and the tracemalloc peak of one iteration. Targets: peak within 2x hmmlearn,
-  Run within 1.3x bare, faster than hmmlearn.
+  (the model of hmmlearn's ``CategoricalHMM``), K = 5 and 9: one EM iteration, bare (``e_step`` + ``m_step``),
+  through ``Run.step()`` (keeping two posteriors, as ``crowdlab.fit`` does), and hmmlearn (``fit`` with n_iter = 1
+  from the same parameters, ``init_params = ""``); each in a fresh subprocess for its peak RSS, and the
+  tracemalloc peak of one iteration. Targets: peak RSS within 2x hmmlearn's, Run within 1.3x bare, faster than
+  hmmlearn.
 
 The script prints figures; it asserts nothing.
 """
@@ -56,6 +57,14 @@ def _setup_path(root: Path) -> None:
 
 
 def _rss_mb() -> float:
+    """Peak resident set size of this process (VmHWM: unlike ``ru_maxrss``, not inherited from the parent
+    across exec, so a child's figure is its own)."""
+    try:
+        for line in Path("/proc/self/status").read_text().splitlines():
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1]) / 1024.0
+    except OSError:
+        pass
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
 
 
@@ -78,7 +87,7 @@ def _interleaved(fns: dict, repeat: int) -> dict[str, list[float]]:
 
 # ---------------------------------------------------------------------------- class models
 def _class_data(n_obs: int, K: int):
-    from bench_ds import simulate, to_annotations
+    from bench_ds import simulate
 
     return simulate(n_obs, K, seed=0), K
 
@@ -226,46 +235,84 @@ def import_part(python: str, root: Path, repeat: int = 5) -> None:
 
 
 # ---------------------------------------------------------------------------- HMM-crowd vs hmmlearn
-def _hmm_data(K: int):
+def _hmm_data(K: int, path: Path) -> None:
+    """Simulate the chains once (in the parent) and save the arrays the children load (so that the children's peak
+    RSS is the data, the imports and the iteration, not the simulation)."""
+    from crowdlab.em import Run
+    from crowdlab.models import HMMCrowd
     from crowdlab.simulate import simulate_sequences
 
     rng = np.random.default_rng(0)
     lengths = rng.integers(20, 51, size=28_600)
     diff = 10**6 - int(lengths.sum())
     np.add.at(lengths, np.arange(abs(diff)) % lengths.size, np.sign(diff))  # exactly 10^6 positions
-    sim = simulate_sequences(lengths.size, lengths, K, 1, self_transition=0.8, seed=0)
-    return sim.annotations, lengths
+    data = simulate_sequences(lengths.size, lengths, K, 1, self_transition=0.8, seed=0).annotations
+    start = Run(data, HMMCrowd()).current.params  # crowdlab's start (majority vote, then an M-step), for both
+    order = np.argsort(data.item, kind="stable")
+    np.savez(
+        path,
+        item=data.item,
+        worker=data.worker,
+        label=data.label,
+        starts=data.sequence_starts,
+        lengths=lengths,
+        pi=start.pi,
+        T=start.T,
+        gamma=start.gamma,
+        X=np.asarray(data.label)[order],
+    )
 
 
-def hmm_child(impl: str, K: int, repeat: int) -> dict:
-    from crowdlab.em import Run
-    from crowdlab.models import HMMCrowd
+def _load_hmm(path: str):
+    from crowdlab.data import Annotations
+    from crowdlab.models.hmm import HMMParams
 
-    data, lengths = _hmm_data(K)
-    _ = data.label_counts
-    times = []
+    z = np.load(path)
+    N, K = int(z["starts"][-1]), z["pi"].size
+    data = Annotations(
+        item=z["item"],
+        worker=z["worker"],
+        label=z["label"],
+        item_names=tuple(map(str, range(N))),
+        worker_names=("w0",),
+        class_names=tuple(map(str, range(K))),
+        sequence_starts=z["starts"],
+        name="bench chains",
+    )
+    return data, HMMParams(pi=z["pi"], gamma=z["gamma"], T=z["T"]), z["X"][:, None].astype(np.int64), z["lengths"]
+
+
+def hmm_child(impl: str, path: str, repeat: int) -> dict:
     if impl == "hmmlearn":
         from hmmlearn.hmm import CategoricalHMM
 
-        start = Run(data, HMMCrowd()).current.params  # the same starting parameters as crowdlab's
-        X = np.asarray(data.label, dtype=np.int64)[np.argsort(data.item, kind="stable")][:, None]
+        z = np.load(path)
+        X, lengths, K = z["X"][:, None].astype(np.int64), z["lengths"], z["pi"].size
+        start_pi, start_T, start_gamma = z["pi"], z["T"], z["gamma"]
 
         def one():
             h = CategoricalHMM(n_components=K, n_iter=1, init_params="", tol=-np.inf, n_features=K)
-            h.startprob_, h.transmat_ = start.pi, start.T.T
-            h.emissionprob_ = start.gamma[0].T
+            h.startprob_, h.transmat_ = start_pi, start_T.T
+            h.emissionprob_ = start_gamma[0].T
             h.fit(X, lengths)
 
-    elif impl == "bare":
-        model = HMMCrowd()
-        state = {"p": Run(data, model).current.params}
-
-        def one():
-            state["p"] = model.m_step(data, model.e_step(data, state["p"]))
-
     else:
-        run = Run(data, HMMCrowd(), max_iter=10**6, keep_posteriors=8)
-        one = run.step
+        from crowdlab.em import Run
+        from crowdlab.models import HMMCrowd
+
+        data, start, _, _ = _load_hmm(path)
+        _ = data.label_counts
+        if impl == "bare":
+            model = HMMCrowd()
+            state = {"p": start}
+
+            def one():
+                state["p"] = model.m_step(data, model.e_step(data, state["p"]))
+
+        else:
+            run = Run(data, HMMCrowd(), "params", max_iter=10**6, keep_posteriors=2, params=start)
+            one = run.step
+    times = []
     one()
     for _ in range(repeat):
         t = time.perf_counter()
@@ -282,10 +329,14 @@ def hmm_child(impl: str, K: int, repeat: int) -> dict:
 def hmm_part(python: str, root: Path, repeat: int) -> None:
     print("\nHMM-crowd, 10^6 positions in 28,600 sequences, one worker (hmmlearn's CategoricalHMM model); one EM")
     print("iteration; each line a fresh subprocess (peak RSS: data and imports included; tracemalloc: one iteration)")
+    import tempfile
+
     for K in (5, 9):
         res = {}
+        path = Path(tempfile.mkdtemp()) / f"chains{K}.npz"
+        _hmm_data(K, path)
         for impl in ("bare", "run", "hmmlearn"):
-            res[impl] = r = _child(python, root, ["--child", f"hmm:{impl}:{K}", "--repeat", str(repeat)])
+            res[impl] = r = _child(python, root, ["--child", f"hmm:{impl}:{path}", "--repeat", str(repeat)])
             print(
                 f"  K = {K} {impl:9s} {_fmt(r['times'])}; tracemalloc peak {r['peak_mb']:6.0f} MB, "
                 f"peak RSS {r['rss_mb']:6.0f} MB"
@@ -325,7 +376,7 @@ def main() -> None:
         if kind == "memory":
             res = memory_child(rest[0])
         else:
-            res = hmm_child(rest[0], int(rest[1]), args.repeat)
+            res = hmm_child(rest[0], ":".join(rest[1:]), args.repeat)
         print(json.dumps(res))
         return
     parts = args.parts.split(",")

@@ -214,3 +214,46 @@ def test_the_dataframe_api_still_resolves_lazily():
     assert "aggregate" in dir(crowdlab) and callable(crowdlab.read_annotations)
     with pytest.raises(AttributeError):
         crowdlab.no_such_name  # noqa: B018
+
+
+@pytest.mark.parametrize("size", [1, 7, 64, None])
+def test_hmm_forward_backward_by_blocks_equals_the_whole_pass(size):
+    from crowdlab.models.hmm import HMMParams, chunked_forward_backward, chunks, forward_backward
+    from tests.unit.test_hmm import random_params, tiny_chains
+
+    rng = np.random.default_rng(11)
+    for trial in range(12):
+        data = tiny_chains(rng, rng.integers(1, 9, size=rng.integers(1, 12)), 3, 3)
+        p = random_params(rng, 3, 3)
+        if trial % 4 == 3:  # zeros in pi0 and T: blocks that need the log-space pass
+            T = np.eye(3)[[1, 2, 0]]
+            p = HMMParams(pi=np.array([1.0, 0.0, 0.0]), gamma=p.gamma, T=T)
+        q, xi, ll = forward_backward(data, p)
+        fb = chunked_forward_backward(data, p, size)
+        blocks = chunks(data, size)
+        assert blocks[0].lo == 0 and blocks[-1].hi == data.n_items
+        assert all(a.hi == b.lo for a, b in zip(blocks, blocks[1:], strict=False))
+        np.testing.assert_allclose(fb.q, q, atol=1e-12)
+        np.testing.assert_allclose(fb.xi, xi, atol=1e-10)
+        assert fb.log_lik == pytest.approx(ll, rel=1e-12, abs=1e-10)
+        starts = np.asarray(data.sequence_starts)[:-1]
+        np.testing.assert_allclose(fb.first, q[starts].sum(axis=0), atol=1e-12)
+
+
+def test_hmm_run_keeps_its_numbers_with_blocks_and_a_window():
+    from crowdlab.models import HMMCrowd
+    from crowdlab.simulate import simulate_sequences
+
+    data = simulate_sequences(60, 30, 4, 5, labels_per_item=3, seed=2).annotations
+    full = Run(data, HMMCrowd(), max_iter=30)
+    full.run()
+    lean = Run(data, HMMCrowd(), max_iter=30, keep_posteriors=2)
+    lean.run()
+    assert lean.stop_reason == full.stop_reason and lean.violations == [] == full.violations
+    np.testing.assert_array_equal(lean.history()["objective"], full.history()["objective"])
+    np.testing.assert_array_equal(lean.history()["bound"], full.history()["bound"])
+    np.testing.assert_allclose(lean.goto(3).q, full.snapshots[3].q, atol=1e-12)
+    h = full.history()
+    e = h["kind"] == "E"
+    np.testing.assert_allclose(h["bound"][e], h["objective"][e], rtol=1e-12)
+    assert np.all(h["bound"] <= h["objective"] + 1e-9 * np.abs(h["objective"]))

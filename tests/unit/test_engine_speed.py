@@ -257,3 +257,22 @@ def test_hmm_run_keeps_its_numbers_with_blocks_and_a_window():
     e = h["kind"] == "E"
     np.testing.assert_allclose(h["bound"][e], h["objective"][e], rtol=1e-12)
     assert np.all(h["bound"] <= h["objective"] + 1e-9 * np.abs(h["objective"]))
+
+
+@pytest.mark.parametrize("cached", [False, True])
+def test_majority_labels_break_ties_as_the_documented_rule(cached):
+    from crowdlab.models.majority import majority_labels
+
+    data = simulate_crowd(3000, 4, 5, labels_per_item=2, seed=5).annotations  # two labels per item: many ties
+    if cached:
+        _ = data.vote_counts
+    v = np.zeros((data.n_items, data.n_classes))
+    np.add.at(v, (data.item, data.label), 1.0)
+    K = v.shape[1]
+    order = np.lexsort((np.arange(K), -v.sum(axis=0)))  # most frequent class overall first, then the lowest code
+    rank = np.empty(K)
+    rank[order] = np.arange(K)
+    want = np.argmax(v - rank[None, :] / (2.0 * K), axis=1)
+    assert (v.max(axis=1)[:, None] == v).sum(axis=1).max() > 1  # there are ties to break
+    np.testing.assert_array_equal(majority_labels(data), want)
+    assert ("vote_counts" in data.__dict__) == cached

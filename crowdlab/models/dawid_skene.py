@@ -26,7 +26,9 @@ def class_log_joint(data: Annotations, pi: np.ndarray, gamma: np.ndarray) -> np.
     """(N, K): log pi_k + sum over n's labels of log Gamma_m(label, k): Traganitis & Giannakis eq. (9) before 1/Z."""
     M, K, _ = gamma.shape
     log_g = safe_log(gamma).reshape(M * K, K)
-    return np.asarray(data.label_counts @ log_g) + safe_log(pi)[None, :]
+    out = np.asarray(data.label_counts @ log_g)  # a fresh array: add log pi in place
+    out += safe_log(pi)[None, :]
+    return out
 
 
 def expected_counts(data: Annotations, q: np.ndarray) -> np.ndarray:

@@ -30,6 +30,7 @@ import numpy as np
 from crowdlab.data import Annotations
 from crowdlab.errors import ModelError
 from crowdlab.init import Start, initialise
+from crowdlab.models.base import row_argmax
 from crowdlab.models.majority import MajorityVote
 
 REL_TOL_MONOTONE = 1e-9
@@ -336,7 +337,7 @@ class Run:
         for a, v in memo:
             if a is q:
                 return v
-        v = np.argmax(q, axis=1)
+        v = row_argmax(q)
         self._argmax_memo = [*memo[-1:], (q, v)]
         return v
 
@@ -497,7 +498,7 @@ class Run:
             snap = self._materialize(snap.index)
         if not self.iterative:
             return self.model.labels(self.data)
-        return np.argmax(snap.q, axis=1).astype(np.int32)
+        return row_argmax(snap.q).astype(np.int32)
 
     def history(self) -> dict[str, np.ndarray]:
         """Per snapshot: index, iteration, kind, objective, bound (arrays for plotting)."""

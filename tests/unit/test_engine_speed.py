@@ -20,7 +20,7 @@ import pytest
 
 from crowdlab.em import KEEP_ALL_BELOW, POSTERIOR_WINDOW, Run, posterior_window
 from crowdlab.models import make_model
-from crowdlab.models.base import entropy_rows, logsumexp_rows, row_max, row_sums, softmax_lse
+from crowdlab.models.base import entropy_rows, logsumexp_rows, row_argmax, row_max, row_sums, softmax_lse
 from crowdlab.samples import load_sample
 from crowdlab.simulate import simulate_crowd
 
@@ -119,6 +119,9 @@ def test_row_helpers_agree_with_numpy():
     np.testing.assert_allclose(lse, logsumexp_rows(x), rtol=1e-15)
     np.testing.assert_allclose(q.sum(axis=1), 1.0, rtol=1e-15)
     np.testing.assert_allclose(q, np.exp(x - lse[:, None]), atol=1e-15)
+    for k in (2, 3):
+        w = np.round(rng.random((400, k)), 1)  # many ties
+        np.testing.assert_array_equal(row_argmax(w), np.argmax(w, axis=1))
 
 
 @pytest.fixture(scope="module")

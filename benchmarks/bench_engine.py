@@ -343,6 +343,8 @@ def hmm_part(python: str, root: Path, repeat: int) -> None:
                 f"  K = {K} {impl:9s} {_fmt(r['times'])}; tracemalloc peak {r['peak_mb']:6.0f} MB, "
                 f"peak RSS {r['rss_mb']:6.0f} MB"
             )
+        path.unlink()
+        path.parent.rmdir()
         b, r, h = (min(res[k]["times"]) for k in ("bare", "run", "hmmlearn"))
         print(
             f"  K = {K}: Run / bare {r / b:.2f}, hmmlearn / Run {h / r:.2f}, peak RSS Run / hmmlearn "

@@ -10,30 +10,41 @@ from crowdlab.api import fit
 from crowdlab.data import Annotations
 from crowdlab.em import Run, Snapshot
 from crowdlab.errors import DataError, ModelError
-from crowdlab.frames import (
-    GLAD,
-    IBCC,
-    KOS,
-    MACE,
-    MMSR,
-    DawidSkene,
-    MajorityVote,
-    OneCoin,
-    TwoCoin,
-    Wawa,
-    ZeroBasedSkill,
-    aggregate,
-    proba,
-)
 from crowdlab.models import MODELS, applicable_models, make_model
 
+_FRAMES = (
+    "GLAD",
+    "IBCC",
+    "MACE",
+    "KOS",
+    "MMSR",
+    "DawidSkene",
+    "MajorityVote",
+    "OneCoin",
+    "TwoCoin",
+    "Wawa",
+    "ZeroBasedSkill",
+    "aggregate",
+    "proba",
+)
 
-def __getattr__(name):  # readers live in crowdlab.data; resolved lazily while that module grows
+
+def __getattr__(name):
+    """The DataFrame API (``crowdlab.aggregate``, ``crowdlab.DawidSkene``, ...) and the readers, imported on first use:
+    ``import crowdlab`` itself does not load pandas."""
+    if name in _FRAMES:
+        from crowdlab import frames
+
+        return getattr(frames, name)
     if name in ("read_annotations", "read_gold", "to_long_dataframe"):
         from crowdlab import data
 
         return getattr(data, name)
-    raise AttributeError(name)
+    raise AttributeError(f"module 'crowdlab' has no attribute {name!r}")
+
+
+def __dir__():
+    return sorted(set(globals()) | set(_FRAMES) | {"read_annotations", "read_gold", "to_long_dataframe"})
 
 
 __all__ = [

@@ -32,9 +32,8 @@ from functools import cached_property
 from pathlib import Path
 
 import numpy as np
-import pandas as pd
-import scipy.sparse as sp
 
+from crowdlab._lazy import lazy
 from crowdlab.errors import DataError
 from crowdlab.limits import get_limits
 from crowdlab.limits import how_to_raise as limits_how
@@ -58,6 +57,9 @@ from crowdlab.readers import listing as _listing
 from crowdlab.readers import load_source as _load_source
 from crowdlab.readers import rows_error as _rows_error
 from crowdlab.readers import rows_phrase as _rows_phrase
+
+pd = lazy("pandas")
+sp = lazy("scipy.sparse")
 
 __all__ = [
     "Annotations",

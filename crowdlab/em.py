@@ -30,6 +30,7 @@ import numpy as np
 from crowdlab.data import Annotations
 from crowdlab.errors import ModelError
 from crowdlab.init import Start, initialise
+from crowdlab.models.base import row_argmax
 from crowdlab.models.majority import MajorityVote
 
 REL_TOL_MONOTONE = 1e-9
@@ -37,6 +38,8 @@ PARAM_TOL = 1e-7  # default: how far the parameters may still be projected to mo
 STALL_ITERATIONS = 20  # iterations with no gain above rounding before a run counts as stalled
 LONG_FLAT_ITERATIONS = 200  # or: the objective test held this long (a slow tail toward a boundary, not a pause)
 SETTLE_ITERATIONS = 10  # consecutive iterations both tests must hold for (a saddle passes them only briefly)
+KEEP_ALL_BELOW = 200_000  # labels: below this an interactive run keeps every posterior (scrubbing recomputes nothing)
+POSTERIOR_WINDOW = 8  # above it, the posteriors of the last 8 snapshots; older ones are recomputed when scrubbed to
 STOP_REASONS = {
     "converged": "converged: the objective stopped changing and the parameters are contracting to a fixed point",
     "stalled": "stalled: the objective has not risen above rounding error for 20 iterations, "
@@ -143,6 +146,13 @@ def _split(full) -> tuple[np.ndarray, object]:
     return full.q, full
 
 
+def posterior_window(data: Annotations) -> int | None:
+    """``keep_posteriors`` for an interactive run on ``data``: None (keep all) below ``KEEP_ALL_BELOW`` labels,
+    else ``POSTERIOR_WINDOW``, so that a long run on a large file grows by its parameters per half-step, not by an
+    (items x classes) posterior."""
+    return None if data.n_obs < KEEP_ALL_BELOW else POSTERIOR_WINDOW
+
+
 @dataclass(frozen=True, eq=False)
 class Snapshot:
     """The EM state after one half-step.
@@ -208,6 +218,8 @@ class Run:
 
     # ------------------------------------------------------------------ state
     def _start(self) -> None:
+        self.__dict__.pop("_recomputed", None)
+        self.__dict__.pop("_argmax_memo", None)
         if not self.iterative:
             q = self.model.posterior(self.data)
             self.snapshots = [Snapshot(0, "init", 0, None, q, None, None, np.zeros(0, np.int64))]
@@ -337,8 +349,10 @@ class Run:
         else:
             obj = self.model.objective(self.data, full, params)
         bound = self._bound(full, params)
-        self._check_finite(f"{kind}-step {len(self.snapshots)} (iteration {iteration})", params, q, obj, bound)
-        changed = np.flatnonzero(np.argmax(q, axis=1) != np.argmax(prev.q, axis=1))
+        same_q = q is prev.q  # an M-step keeps the posterior it was given: already checked, nothing changed
+        where = f"{kind}-step {len(self.snapshots)} (iteration {iteration})"
+        self._check_finite(where, params, None if same_q else q, obj, bound)
+        changed = np.zeros(0, np.int64) if same_q else np.flatnonzero(self._argmax(prev.q) != self._argmax(q))
         violation = self._check(prev, obj, bound, kind)
         dparam = param_change(prev.params, params) if kind == "M" else float("nan")
         snap = Snapshot(len(self.snapshots), kind, iteration, params, q, obj, bound, changed, violation, post, dparam)
@@ -347,8 +361,21 @@ class Run:
         self._prune()
         return snap
 
+    def _argmax(self, q: np.ndarray) -> np.ndarray:
+        """Row-wise arg-max of q, remembered for the last two arrays (each posterior is compared twice: with the one
+        before it and the one after)."""
+        memo = self.__dict__.setdefault("_argmax_memo", [])
+        for a, v in memo:
+            if a is q:
+                return v
+        v = row_argmax(q)
+        self._argmax_memo = [*memo[-1:], (q, v)]
+        return v
+
     def _prune(self) -> None:
-        """Drop the posteriors of all but the last ``keep_posteriors`` snapshots (see ``__init__``)."""
+        """Release the posteriors of all but the last ``keep_posteriors`` snapshots (see ``__init__``).
+
+        The snapshot objects stay in place (caches key on their identity); only their q and posterior are let go."""
         k = self.keep_posteriors
         if k is None:
             return
@@ -356,13 +383,26 @@ class Run:
             s = self.snapshots[i]
             if s.q is None:
                 break
-            self.snapshots[i] = replace(s, q=None, posterior=None)
+            object.__setattr__(s, "q", None)
+            object.__setattr__(s, "posterior", None)
+
+    def snapshot(self, i: int) -> Snapshot:
+        """Snapshot ``i`` with its posterior: the stored one, or (when ``keep_posteriors`` released it) one whose
+        posterior is recomputed from the stored parameters, the same numbers the run had."""
+        return self._materialize(int(i))
 
     def _materialize(self, i: int) -> Snapshot:
-        """Snapshot i with its posterior, recomputed from the stored parameters when it was dropped."""
+        """Snapshot i with its posterior, recomputed from the stored parameters when it was dropped. Recomputed
+        ones are kept in a small cache (as many as ``keep_posteriors``), not written back: scrubbing through a
+        long run does not fill the memory again."""
         s = self.snapshots[i]
         if s.q is not None:
             return s
+        cache = self.__dict__.setdefault("_recomputed", {})
+        hit = cache.get(i)
+        if hit is not None and hit[0] is s:
+            cache[i] = cache.pop(i)  # most recently used last
+            return hit[1]
         if s.kind == "E":
             full = self.model.e_step(self.data, self.snapshots[i - 1].params)
         elif s.kind == "M":
@@ -371,17 +411,21 @@ class Run:
             start = initialise(self.model, self.data, self.init, seed=self.seed, **self.init_kwargs)
             full = start.q0
         q, post = _split(full)
-        self.snapshots[i] = replace(s, q=q, posterior=post)
-        return self.snapshots[i]
+        out = replace(s, q=q, posterior=post)
+        cache[i] = (s, out)
+        while len(cache) > max(self.keep_posteriors or 2, 2):
+            cache.pop(next(iter(cache)))
+        return out
 
-    def _check_finite(self, where: str, params, q: np.ndarray, obj: float, bound: float) -> None:
-        """Raise ModelError when the half-step ``where`` produced a non-finite value (it is not recorded)."""
+    def _check_finite(self, where: str, params, q: np.ndarray | None, obj: float, bound: float) -> None:
+        """Raise ModelError when the half-step ``where`` produced a non-finite value (it is not recorded); ``q`` None:
+        the posterior was checked before."""
         bad = []
         if obj is None or not np.isfinite(obj):
             bad.append(f"objective ({obj})")
         if bound is None or not np.isfinite(bound):
             bad.append(f"bound F(q, theta) ({bound})")
-        if not np.all(np.isfinite(q)):
+        if q is not None and not np.isfinite(q.sum()) and not np.all(np.isfinite(q)):
             rows = np.flatnonzero(~np.isfinite(q).all(axis=1))
             bad.append(f"posterior of {rows.size} unit(s), first row {int(rows[0])}")
         bad += [f"parameter {p}" for p in nonfinite_entries(params)]
@@ -481,9 +525,11 @@ class Run:
     def labels(self, snap: Snapshot | None = None) -> np.ndarray:
         """Hard labels at ``snap`` (default: the cursor): arg-max of q; majority vote uses its tie rule."""
         snap = snap or self.current
+        if snap.q is None:
+            snap = self._materialize(snap.index)
         if not self.iterative:
             return self.model.labels(self.data)
-        return np.argmax(snap.q, axis=1).astype(np.int32)
+        return row_argmax(snap.q).astype(np.int32)
 
     def history(self) -> dict[str, np.ndarray]:
         """Per snapshot: index, iteration, kind, objective, bound (arrays for plotting)."""

@@ -18,15 +18,17 @@ import math
 from pathlib import Path
 
 import numpy as np
-import pandas as pd
 
 from crowdlab import safe
+from crowdlab._lazy import lazy
 from crowdlab.em import Run
 from crowdlab.errors import ModelError
 from crowdlab.metrics import accuracy, log_loss, macro_f, pearson
 from crowdlab.models.majority import tied_items
 from crowdlab.models.params import ClassParams
 from crowdlab.models.scores import ScoreParams
+
+pd = lazy("pandas")
 
 
 def csv_bytes(frame: pd.DataFrame, *, index: bool = False) -> bytes:

@@ -24,8 +24,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
-import pandas as pd
 
+from crowdlab._lazy import lazy
 from crowdlab.data import (
     ITEM_ALIASES,
     Annotations,
@@ -41,6 +41,8 @@ from crowdlab.data import (
 from crowdlab.errors import DataError
 from crowdlab.limits import get_limits
 from crowdlab.readers import check_where
+
+pd = lazy("pandas")
 
 __all__ = ["INTERCEPT", "ItemFeatures", "features_from_array", "read_features"]
 

@@ -9,14 +9,16 @@ from __future__ import annotations
 from dataclasses import replace
 
 import numpy as np
-import pandas as pd
 import scipy.sparse as sp
 
+from crowdlab._lazy import lazy
 from crowdlab.data import Annotations, Source
 from crowdlab.errors import DataError
 from crowdlab.limits import get_limits
 from crowdlab.limits import how_to_raise as limits_how
 from crowdlab.readers import check_where, read_table, rows_error
+
+pd = lazy("pandas")
 
 SOURCE_ALIASES = ("source", "src", "from", "u", "node1", "item1")
 TARGET_ALIASES = ("target", "dst", "to", "v", "node2", "item2")

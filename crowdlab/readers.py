@@ -37,10 +37,12 @@ from pathlib import Path
 from typing import BinaryIO
 
 import numpy as np
-import pandas as pd
 
+from crowdlab._lazy import lazy
 from crowdlab.errors import DataError
 from crowdlab.limits import get_limits, how_to_raise
+
+pd = lazy("pandas")
 
 Source = str | os.PathLike | bytes | bytearray | memoryview | BinaryIO
 """A path, raw bytes, or a binary file-like with ``getvalue()`` or ``read()`` (e.g. Streamlit's upload)."""

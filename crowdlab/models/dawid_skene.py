@@ -18,7 +18,7 @@ from __future__ import annotations
 import numpy as np
 
 from crowdlab.data import Annotations
-from crowdlab.models.base import LatentModel, ModelInfo, log_dirichlet, normalise_columns, safe_log
+from crowdlab.models.base import LatentModel, ModelInfo, column_sums, log_dirichlet, normalise_columns, safe_log
 from crowdlab.models.params import ClassParams
 
 
@@ -26,7 +26,9 @@ def class_log_joint(data: Annotations, pi: np.ndarray, gamma: np.ndarray) -> np.
     """(N, K): log pi_k + sum over n's labels of log Gamma_m(label, k): Traganitis & Giannakis eq. (9) before 1/Z."""
     M, K, _ = gamma.shape
     log_g = safe_log(gamma).reshape(M * K, K)
-    return np.asarray(data.label_counts @ log_g) + safe_log(pi)[None, :]
+    out = np.asarray(data.label_counts @ log_g)  # a fresh array: add log pi in place
+    out += safe_log(pi)[None, :]
+    return out
 
 
 def expected_counts(data: Annotations, q: np.ndarray) -> np.ndarray:
@@ -54,7 +56,7 @@ class DawidSkene(LatentModel):
         return class_log_joint(data, params.pi, params.gamma)
 
     def m_step(self, data: Annotations, q: np.ndarray) -> ClassParams:
-        return self.m_step_from_stats(expected_counts(data, q), q.sum(axis=0), q.shape[0])
+        return self.m_step_from_stats(expected_counts(data, q), column_sums(q), q.shape[0])
 
     def m_step_from_stats(self, counts: np.ndarray, q_sum: np.ndarray, n_items: int) -> ClassParams:
         """Eqs. (10)-(11) from the expected counts (M, K, K), the class totals sum_n q_nk (K,) and N: what the

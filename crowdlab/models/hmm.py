@@ -35,7 +35,17 @@ import numpy as np
 
 from crowdlab.data import Annotations
 from crowdlab.errors import ModelError
-from crowdlab.models.base import LatentModel, ModelInfo, entropy_rows, log_dirichlet, normalise_columns, safe_log
+from crowdlab.models.base import (
+    LatentModel,
+    ModelInfo,
+    column_sums,
+    entropy_rows,
+    log_dirichlet,
+    normalise_columns,
+    row_max,
+    row_sums,
+    safe_log,
+)
 from crowdlab.models.dawid_skene import expected_counts
 from crowdlab.models.params import ClassParams
 
@@ -101,7 +111,44 @@ def layout(data: Annotations) -> _Layout:
     cached = data.__dict__.get("_hmm_layout")
     if cached is not None:
         return cached
-    st = data.sequence_starts
+    lay = _layout_of(np.asarray(data.sequence_starts))
+    data.__dict__["_hmm_layout"] = lay
+    return lay
+
+
+CHUNK_POSITIONS = 1 << 15  # positions per block of whole sequences in the E-step (see ``chunks``)
+
+
+@dataclass(frozen=True, eq=False)
+class _Chunk:
+    """A block of consecutive whole sequences: items ``lo:hi`` and their packing (items counted from ``lo``)."""
+
+    lo: int
+    hi: int
+    lay: _Layout
+
+
+def chunks(data: Annotations, size: int | None = None) -> list[_Chunk]:
+    """``data``'s sequences cut into blocks of whole sequences of about ``size`` positions (``CHUNK_POSITIONS``; a
+    longer sequence is a block of its own), cached on the Annotations object. The E-step runs forward-backward block
+    by block, so its working memory is a few (block, K) arrays, not a few (N, K) ones."""
+    size = int(size or CHUNK_POSITIONS)
+    cached = data.__dict__.get("_hmm_chunks")
+    if cached is not None and cached[0] == size:
+        return cached[1]
+    st = np.asarray(data.sequence_starts, dtype=np.int64)
+    out, a, S = [], 0, st.size - 1
+    while a < S:
+        b = int(np.searchsorted(st, st[a] + size, side="right")) - 1  # sequences a .. b-1 fit in size positions
+        b = min(max(b, a + 1), S)
+        out.append(_Chunk(int(st[a]), int(st[b]), _layout_of(st[a : b + 1] - st[a])))
+        a = b
+    data.__dict__["_hmm_chunks"] = (size, out)
+    return out
+
+
+def _layout_of(st: np.ndarray) -> _Layout:
+    """The packing of the sequences whose starts (and end) are ``st`` (S + 1,)."""
     starts, lengths = st[:-1], np.diff(st)
     order = np.argsort(-lengths, kind="stable")
     lmax = int(lengths.max())
@@ -113,9 +160,7 @@ def layout(data: Annotations) -> _Layout:
     perm = starts[order[j_of]] + t_of
     inv = np.empty_like(perm)
     inv[perm] = np.arange(perm.size)
-    lay = _Layout(starts, lengths, count, offsets, perm, inv)
-    data.__dict__["_hmm_layout"] = lay
-    return lay
+    return _Layout(starts, lengths, count, offsets, perm, inv)
 
 
 def emission_logs(data: Annotations, gamma: np.ndarray) -> np.ndarray:
@@ -250,6 +295,66 @@ def forward_backward(data: Annotations, params: HMMParams, pairs: bool = False, 
     return q, xi, log_lik, (first[order], xp[order])
 
 
+def _backward(E: np.ndarray, alpha: np.ndarray, c: np.ndarray, T: np.ndarray, lay: _Layout):
+    """Scaled backward pass over packed rows: (q packed (N, K), xi (K, K) summed over consecutive pairs)."""
+    beta = np.ones_like(alpha)
+    xi = np.zeros((T.shape[0], T.shape[0]))
+    for t in range(lay.count.size - 2, -1, -1):
+        n = lay.count[t + 1]
+        nxt, cur = lay.step(t + 1), lay.step(t, n)
+        v = E[nxt] * beta[nxt] / np.maximum(c[nxt], 1e-300)[:, None]
+        beta[cur] = np.einsum("sk,kj->sj", v, T, optimize=False)
+        xi += (v.T @ alpha[cur]) * T
+    beta *= alpha  # q, unnormalised (beta is not needed any more)
+    beta /= row_sums(beta)[:, None]
+    return beta, xi
+
+
+@dataclass(frozen=True, eq=False)
+class _Pass:
+    """What one forward-backward over all sequences gives at one parameter set: q (N, K) in item order, xi (K, K),
+    log p(F | theta), sum_n q_n . log e_n (the emission part of E_q[log p(F, y)]), and the sum of q over the first
+    positions of the sequences."""
+
+    q: np.ndarray
+    xi: np.ndarray
+    log_lik: float
+    emission: float
+    first: np.ndarray
+
+
+def chunked_forward_backward(data: Annotations, params: HMMParams, size: int | None = None) -> _Pass:
+    """Forward-backward block by block of whole sequences (:func:`chunks`), accumulating xi, the log-likelihood and
+    the emission term; only q (N, K) is kept for the whole data. Same numbers as :func:`forward_backward` (a block
+    whose scale factors underflow takes the log-space pass, as there)."""
+    M, K, _ = params.gamma.shape
+    log_g = safe_log(params.gamma).reshape(M * K, K)
+    X = data.label_counts
+    pi0, T = params.pi, params.T
+    q = np.empty((data.n_items, K))
+    xi = np.zeros((K, K))
+    first = np.zeros(K)
+    log_lik = emission = 0.0
+    for ch in chunks(data, size):
+        lay = ch.lay
+        logE = np.asarray(X[ch.lo : ch.hi] @ log_g)[lay.perm]  # packed rows of this block
+        m = row_max(logE)
+        E = np.exp(logE - m[:, None])
+        alpha, c = _forward(E, pi0, T, lay)
+        if _needs_log_space(c):
+            qp, xi_b, ll_b = _log_forward_backward(logE, pi0, T, lay)
+        else:
+            qp, xi_b = _backward(E, alpha, c, T, lay)
+            ll_b = float(np.log(np.maximum(c, 1e-300)).sum() + m.sum())
+        del E, alpha
+        xi += xi_b
+        log_lik += ll_b
+        emission += float(np.einsum("nk,nk->", qp, logE))
+        first += column_sums(qp[: lay.count[0]])  # step 0: the first position of every sequence of the block
+        q[ch.lo : ch.hi] = qp[lay.inv]
+    return _Pass(q, xi, log_lik, emission, first)
+
+
 def forward_log_likelihood(data: Annotations, params: HMMParams) -> float:
     """log p(F | theta) by the scaled forward pass alone."""
     lay = layout(data)
@@ -307,22 +412,21 @@ class HMMCrowd(LatentModel):
             raise ValueError("prior strength must be >= 0.")
         self.prior = float(prior)
         self.hard = bool(hard)
-        self._memo: list[tuple[object, object, tuple]] = []  # (data, params, forward state), newest last
+        self._memo: list[tuple[object, object, _Pass]] = []  # (data, params, forward-backward), newest last
 
-    def _state(self, data: Annotations, params: HMMParams) -> tuple:
-        """(packed logE, scaled E, sum of maxima, alpha, c) for these parameters, computed once.
+    def _fb(self, data: Annotations, params: HMMParams) -> _Pass:
+        """The forward-backward at these parameters, computed once (:func:`chunked_forward_backward`).
 
-        The engine asks for the objective right after an M-step and the next E-step needs the same forward
-        pass: keeping the last two states makes one forward pass per iteration.
-        """
+        The engine asks for the objective right after an M-step and the next E-step needs the same pass: keeping
+        the last one makes one forward-backward per iteration (the bound after an M-step needs no pass at the old
+        parameters: see ``_ecll``). The old one is let go before the new one is computed, so at most one q (N, K)
+        lives here."""
         for d, p, st in self._memo:
             if d is data and p is params:
                 return st
-        lay = layout(data)
-        logE, E, msum = _scaled_emissions(data, params.gamma, lay)
-        alpha, c = _forward(E, params.pi, params.T, lay)
-        st = (logE, E, msum, alpha, c)
-        self._memo = [*self._memo[-1:], (data, params, st)]
+        self._memo = []
+        st = chunked_forward_backward(data, params)
+        self._memo = [(data, params, st)]
         return st
 
     @property
@@ -351,17 +455,19 @@ class HMMCrowd(LatentModel):
             q = np.zeros((data.n_items, data.n_classes))
             q[np.arange(data.n_items), path] = 1.0
             return HMMPosterior(q, transition_counts(data, path, data.n_classes), 0.0)
-        q, xi, ll = forward_backward(data, params, _cache=self._state(data, params))
-        post = HMMPosterior(q, xi, 0.0, ll)
-        ent = ll - self._ecll(data, post, params)
-        return HMMPosterior(q, xi, max(float(ent), 0.0), ll, params)
+        fb = self._fb(data, params)
+        lpi, lT = safe_log(params.pi), safe_log(params.T)
+        ecll = float(fb.first @ lpi + (fb.xi * lT).sum() + fb.emission)
+        return HMMPosterior(fb.q, fb.xi, max(fb.log_lik - ecll, 0.0), fb.log_lik, params)
 
     def m_step(self, data: Annotations, post: HMMPosterior) -> HMMParams:
         if isinstance(post, np.ndarray):
             post = self.as_posterior(data, post)
         s = self.prior
         q = post.q
-        gamma = normalise_columns(expected_counts(data, q), s)
+        counts = expected_counts(data, q)
+        self._counts = (data, q, counts)  # the bound after this M-step needs E_q[emission counts] again
+        gamma = normalise_columns(counts, s)
         T = normalise_columns(post.xi, s)
         first = q[layout(data).starts].sum(axis=0)
         pi0 = (first + s) / (first.sum() + s * first.size)
@@ -372,11 +478,14 @@ class HMMCrowd(LatentModel):
         """E_q[log p(F, y | theta)]: initial states + transitions + emissions."""
         q = post.q
         lay = layout(data)
-        logE_packed = self._state(data, params)[0]
+        memo = getattr(self, "_counts", None)
+        hit = memo is not None and memo[0] is data and memo[1] is q
+        counts = memo[2] if hit else expected_counts(data, q)
+        # sum_n q_n . log e_n = sum over (worker, said, truth) of the expected counts times log Gamma: no (N, K) array
         return float(
             (q[lay.starts] @ safe_log(params.pi)).sum()
             + (post.xi * safe_log(params.T)).sum()
-            + np.einsum("nk,nk->", q[lay.perm], logE_packed)
+            + (counts * safe_log(params.gamma)).sum()
         )
 
     def log_prior(self, params: HMMParams) -> float:
@@ -390,10 +499,7 @@ class HMMCrowd(LatentModel):
         )
 
     def log_likelihood(self, data: Annotations, params: HMMParams) -> float:
-        logE, _, msum, _, c = self._state(data, params)
-        if _needs_log_space(c):
-            return _log_forward_backward(logE, params.pi, params.T, layout(data))[2] + self.log_prior(params)
-        return float(np.log(np.maximum(c, 1e-300)).sum() + msum) + self.log_prior(params)
+        return self._fb(data, params).log_lik + self.log_prior(params)
 
     def complete_objective(self, data: Annotations, post, params: HMMParams) -> float:
         if isinstance(post, np.ndarray):

@@ -37,10 +37,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-from scipy.special import digamma, gammaln
 
 from crowdlab.data import Annotations
-from crowdlab.models.base import LatentModel, ModelInfo, entropy_rows
+from crowdlab.models.base import LatentModel, ModelInfo, _inner, column_sums
 from crowdlab.models.dawid_skene import expected_counts
 from crowdlab.models.params import ClassParams
 
@@ -68,6 +67,8 @@ def ibcc_params(nu: np.ndarray, A: np.ndarray) -> IbccParams:
 
 def expected_log(a: np.ndarray, axis: int = -1) -> np.ndarray:
     """E[log x] under Dirichlet(a) along ``axis``: psi(a) - psi(sum a)."""
+    from scipy.special import digamma  # on first use: ``import crowdlab`` stays light
+
     return digamma(a) - digamma(a.sum(axis=axis, keepdims=True))
 
 
@@ -75,6 +76,8 @@ def kl_dirichlet(a: np.ndarray, b: np.ndarray, axis: int = -1) -> float:
     """Sum over the vectors along ``axis`` of KL(Dir(a) || Dir(b))."""
     sa = a.sum(axis=axis)
     sb = b.sum(axis=axis)
+    from scipy.special import gammaln
+
     out = gammaln(sa) - gammaln(a).sum(axis=axis) - gammaln(sb) + gammaln(b).sum(axis=axis)
     out = out + ((a - b) * expected_log(a, axis)).sum(axis=axis)
     return float(out.sum())
@@ -123,13 +126,20 @@ class IBCC(LatentModel):
 
     def m_step(self, data: Annotations, q: np.ndarray) -> IbccParams:
         nu0, A0 = self.prior_params(data)
-        return ibcc_params(nu0 + q.sum(axis=0), A0 + expected_counts(data, q))
+        return ibcc_params(nu0 + column_sums(q), A0 + expected_counts(data, q))
 
     def elbo(self, data: Annotations, q: np.ndarray, params: IbccParams) -> float:
+        """E_q[log joint] + H(q) - KL(Dirichlet posteriors || priors); remembered for the last (data, q, params),
+        since the engine asks for it as the objective and again as the bound."""
+        memo = self.__dict__.get("_elbo_memo")
+        if memo is not None and memo[0] is data and memo[1] is q and memo[2] is params:
+            return memo[3]
         nu0, A0 = self.prior_params(data)
         lj = self._lj(data, params)
         kl = kl_dirichlet(params.nu, nu0) + kl_dirichlet(params.A, A0, axis=1)
-        return float((q * lj).sum()) + entropy_rows(q) - kl
+        value = _inner(q, lj) + self.entropy(q) - kl
+        self.__dict__["_elbo_memo"] = (data, q, params, value)
+        return value
 
     def objective(self, data: Annotations, q, params) -> float:
         if q is None:

@@ -44,19 +44,40 @@ def tied_items(data: Annotations) -> np.ndarray:
     return (v == v.max(axis=1, keepdims=True)).sum(axis=1) > 1
 
 
+def _votes(data: Annotations) -> np.ndarray:
+    """(N, K) votes: the cached vote counts when they exist, else one ``bincount`` over the labels (integers, no
+    float copy)."""
+    cached = data.__dict__.get("vote_counts")
+    if cached is not None:
+        return cached
+    K = data.n_classes
+    key = data.item.astype(np.int64)
+    key *= K
+    key += data.label
+    return np.bincount(key, minlength=data.n_items * K).reshape(data.n_items, K)
+
+
 def majority_labels(data: Annotations, tie_break: str = "frequent", seed: int | None = 0) -> np.ndarray:
     """(N,) hard majority vote; a tie goes by ``tie_break`` (see ``TIE_RULES``): "frequent" (the default: the
     most frequent class overall, then the lowest code), "random" (uniform among the tied classes, seeded) or
     "first" (the first tied label given, in file order)."""
+    if tie_break == "frequent":
+        v = _votes(data)
+        K = v.shape[1]
+        # rank classes by overall frequency (desc), then by code (asc): a tie-breaking bonus below one vote, in
+        # integers: K x votes + (K - 1 for the first class in that order .. 0 for the last), so the arg-max is exact
+        order = np.lexsort((np.arange(K), -np.einsum("ij->j", v)))
+        bonus = np.empty(K, dtype=v.dtype)
+        bonus[order] = np.arange(K - 1, -1, -1)
+        if "vote_counts" in data.__dict__:
+            w = v * K  # the cached counts stay as they are
+        else:
+            w = v
+            w *= K
+        w += bonus[None, :]
+        return np.argmax(w, axis=1).astype(np.int32)
     v = data.vote_counts
     K = v.shape[1]
-    if tie_break == "frequent":
-        overall = v.sum(axis=0)
-        # rank classes by overall frequency (desc), then by code (asc): a tiny tie-breaking bonus < 1 vote
-        order = np.lexsort((np.arange(K), -overall))
-        bonus = np.empty(K)
-        bonus[order] = (K - np.arange(K)) / (K + 1.0) * 0.5
-        return np.argmax(v + bonus[None, :], axis=1).astype(np.int32)
     top = v == v.max(axis=1, keepdims=True)
     if tie_break == "random":
         noise = np.random.default_rng(seed).random(v.shape)

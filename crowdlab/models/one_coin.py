@@ -17,7 +17,7 @@ from __future__ import annotations
 import numpy as np
 
 from crowdlab.data import Annotations
-from crowdlab.models.base import LatentModel, ModelInfo, log_beta_pdf, log_dirichlet
+from crowdlab.models.base import LatentModel, ModelInfo, column_sums, log_beta_pdf, log_dirichlet
 from crowdlab.models.dawid_skene import class_log_joint, expected_counts
 from crowdlab.models.params import ClassParams
 
@@ -51,7 +51,7 @@ class OneCoin(LatentModel):
         return class_log_joint(data, params.pi, params.gamma)
 
     def m_step(self, data: Annotations, q: np.ndarray) -> ClassParams:
-        return self.m_step_from_stats(expected_counts(data, q), q.sum(axis=0), q.shape[0])
+        return self.m_step_from_stats(expected_counts(data, q), column_sums(q), q.shape[0])
 
     def m_step_from_stats(self, counts: np.ndarray, q_sum: np.ndarray, n_items: int) -> ClassParams:
         """The M-step from the expected counts (M, K, K), the class totals (K,) and N (see `crowdlab.engine`)."""

@@ -31,7 +31,6 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 import numpy as np
-from scipy.special import expit
 
 from crowdlab.data import Annotations
 from crowdlab.errors import ModelError
@@ -50,6 +49,15 @@ __all__ = [
     "logistic_regression",
     "newton_logistic",
 ]
+
+
+def expit(x):
+    """The logistic function 1 / (1 + exp(-x)) (scipy.special.expit, imported on first use so that
+    ``import crowdlab`` stays light)."""
+    from scipy.special import expit as _expit
+
+    return _expit(x)
+
 
 NEWTON_STEPS = 50
 NEWTON_TOL = 1e-10

@@ -579,7 +579,7 @@ def explain_panel(run: Run) -> None:
     if not run.iterative:
         _explain_majority(data, int(item))
         return
-    prev = run.snapshots[snap.index - 1] if snap.index > 0 else None
+    prev = run.snapshot(snap.index - 1) if snap.index > 0 else None  # with its posterior (recomputed if released)
 
     own = explain.NEW_MODEL_EXPLAINERS.get(key)  # GLAD, MACE, IBCC: their own formulas
 

@@ -20,7 +20,7 @@ import streamlit as st
 
 from crowdlab import safe
 from crowdlab.data import Annotations, read_sequences
-from crowdlab.em import Run, Snapshot
+from crowdlab.em import Run, Snapshot, posterior_window
 from crowdlab.errors import DataError
 from crowdlab.metrics import accuracy, confusion_error, macro_f
 from crowdlab.models import HMMCrowd, make_model
@@ -136,7 +136,7 @@ def _default() -> tuple[str, Annotations, dict]:
 
 def _build(data: Annotations, cfg: SeqConfig, extra: dict) -> Run:
     model = HMMCrowd(prior=cfg.prior, hard=cfg.hard)
-    options = dict(seed=cfg.seed, tol=cfg.tol, max_iter=cfg.max_iter)
+    options = dict(seed=cfg.seed, tol=cfg.tol, max_iter=cfg.max_iter, keep_posteriors=posterior_window(data))
     if cfg.init == "ds":
         return Run(data, model, "posterior", q0=baselines()["ds_q"], **options)
     return Run(data, model, cfg.init, **options)

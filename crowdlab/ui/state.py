@@ -37,7 +37,7 @@ import numpy as np
 import streamlit as st
 
 from crowdlab.data import Annotations
-from crowdlab.em import Run
+from crowdlab.em import Run, posterior_window
 from crowdlab.models import MODELS, applicable_models, make_model
 from crowdlab.ui import lab
 
@@ -232,7 +232,16 @@ def _new_run() -> None:
     try:
         model = make_model(cfg.method, **model_options(cfg, data))
         init, init_kwargs = start_options(cfg, data)
-        run = Run(data, model, init, seed=cfg.seed, tol=cfg.tol, max_iter=cfg.max_iter, **init_kwargs)
+        run = Run(
+            data,
+            model,
+            init,
+            seed=cfg.seed,
+            tol=cfg.tol,
+            max_iter=cfg.max_iter,
+            keep_posteriors=posterior_window(data),
+            **init_kwargs,
+        )
     except lab.START_ERRORS as exc:
         st.session_state[RUN] = None
         st.session_state[RUN_ERROR] = lab.start_error(exc)

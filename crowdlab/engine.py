@@ -28,10 +28,10 @@ import numpy as np
 import pandas as pd
 
 from crowdlab.em import (
-    LONG_FLAT_ITERATIONS,
     PARAM_TOL,
     REL_TOL_MONOTONE,
     STALL_ITERATIONS,
+    TAIL_SNAPSHOTS,
     param_change,
     settled,
     stalled,
@@ -422,7 +422,7 @@ def batch_em(
         if progress is not None:
             progress(it, max_iter)
         # the in-memory Run's rule, so every engine stops at the same iteration
-        tail = [s for s in snaps[-(2 * LONG_FLAT_ITERATIONS + 8) :] if s.kind in ("init", "M")]
+        tail = [s for s in snaps[-TAIL_SNAPSHOTS:] if s.kind in ("init", "M")]
         changes = [s.param_change for s in tail if s.kind == "M"][-(len(tail) - 1) :]
         if settled([s.objective for s in tail], changes, tol, PARAM_TOL):
             break

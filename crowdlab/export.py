@@ -56,7 +56,8 @@ def posterior_frame(run: Run) -> pd.DataFrame:
     out = pd.DataFrame({"item": data.item_names, **cols})
     out["label"] = np.asarray(data.class_names, dtype=object)[labels]
     out["confidence"] = snap.q[np.arange(data.n_items), labels]
-    out["tied"] = tied_items(data)  # the item's majority vote is tied (whatever the method)
+    if hasattr(data, "worker"):  # the streaming and Dask engines keep no labels in memory: no tie flags there
+        out["tied"] = tied_items(data)  # the item's majority vote is tied (whatever the method)
     if data.gold is not None:
         names = np.asarray(data.class_names + ("",), dtype=object)
         out["gold"] = names[np.where(data.gold >= 0, data.gold, len(data.class_names))]

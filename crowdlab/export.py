@@ -85,7 +85,6 @@ def worker_frame(run: Run) -> pd.DataFrame:
 
 
 REPORT_COLUMNS = ("lower", "upper", "interval", "worst_confusion", "worst_rate", "spammer_score", "agreement")
-WALD_MAX_CLASSES = 8  # beyond this the observed-information intervals cost K^2 x K^2 per worker: exact ones instead
 
 
 def _with_report(run: Run, out: pd.DataFrame) -> pd.DataFrame:
@@ -96,7 +95,7 @@ def _with_report(run: Run, out: pd.DataFrame) -> pd.DataFrame:
     if not hasattr(run.data, "worker"):  # the streaming and Dask engines keep no labels in memory
         return out
     try:
-        rep = worker_report(run, intervals=run.data.n_classes <= WALD_MAX_CLASSES)
+        rep = worker_report(run)
     except ModelError:
         return out
     for col in REPORT_COLUMNS:

@@ -12,7 +12,7 @@ from collections.abc import Sequence
 import numpy as np
 import plotly.graph_objects as go
 
-from crowdlab.plots.run import CURRENT_COLOR, METRIC_COLORS, OBJECTIVE_COLOR, _axis, _layout
+from crowdlab.plots.run import CURRENT_COLOR, LEGEND_BELOW, METRIC_COLORS, OBJECTIVE_COLOR, _axis, _layout
 
 __all__ = ["accuracy_vs_buckets", "eta_schedule", "online_curve", "padded_range"]
 
@@ -85,7 +85,7 @@ def online_curve(
         title,
         height,
         shapes=[vline],
-        legend=dict(orientation="h", yanchor="top", y=-0.25, xanchor="left", x=0),
+        legend=LEGEND_BELOW,
         xaxis=_axis(title=dict(text=X_SEEN, standoff=6), range=[0, x_max], tickformat="~s"),
         yaxis=_axis(title=dict(text=y_title), range=list(y_range), tickformat=".3~f"),
     )
@@ -128,8 +128,8 @@ def eta_schedule(
     layout = _layout(
         "Step size η_t = η₀ (τ₀ + t)^(−ρ)",
         height,
-        legend=dict(orientation="h", yanchor="top", y=-0.3, xanchor="left", x=0),
-        xaxis=_axis(title=dict(text="update t", standoff=4), type="log", range=[0, np.log10(n)]),
+        legend=LEGEND_BELOW,
+        xaxis=_axis(title=dict(text="update t", standoff=4), type="log", range=[0, np.log10(n)], dtick=1),
         yaxis=_axis(range=[0, 1.02]),
     )
     return go.Figure(data=traces, layout=layout)
@@ -205,7 +205,7 @@ def accuracy_vs_buckets(
                 font=dict(size=11, color="#666666"),
             )
         ],  # fmt: skip
-        legend=dict(orientation="h", yanchor="top", y=-0.28, xanchor="left", x=0),
+        legend=LEGEND_BELOW,
         xaxis=_axis(title=dict(text="B (hash buckets, log scale)", standoff=4), type="log", range=[0, np.log10(x_hi)]),
         yaxis=_axis(title=dict(text=y_title), range=list(y_range)),
     )

@@ -286,6 +286,22 @@ def replace_file(exc: DataError, file: str) -> DataError:
     return DataError(exc.problem, file=file, row=exc.row, column=exc.column, hint=exc.hint)
 
 
+def _release() -> None:
+    """Give freed memory back to the system between phases: Arrow's pool (mimalloc keeps freed pages) and, with
+    glibc, malloc_trim (freed chunks inside the heap); otherwise the next phase's large arrays come on top."""
+    import sys
+
+    if "pyarrow" in sys.modules:
+        sys.modules["pyarrow"].default_memory_pool().release_unused()
+    if sys.platform.startswith("linux"):
+        try:
+            import ctypes
+
+            ctypes.CDLL("libc.so.6").malloc_trim(0)
+        except (OSError, AttributeError):
+            pass
+
+
 def _sorted_distinct(box: list) -> tuple[ArrowNames, np.ndarray]:
     """(distinct names in code-point order, the code of each input name) of the Arrow strings in ``box`` (a list
     of one chunked array, emptied here so that its chunks are freed once combined), by sorting.
@@ -311,7 +327,8 @@ def _sorted_distinct(box: list) -> tuple[ArrowNames, np.ndarray]:
     del new
     rank = np.empty(n, dtype=np.int32)
     rank[np.asarray(order)] = code
-    pa.default_memory_pool().release_unused()
+    del order, code
+    _release()
     return ArrowNames(names), rank
 
 
@@ -352,6 +369,7 @@ class StreamedData:
             )
         p0 = _Pass0(path, folder, chunk_rows, where)
         p0.run()
+        _release()
         item_names, item_rank, _ = _global([], arrow=p0.items)
         worker_names, worker_rank, _ = _global(p0.workers)
         labels = _global(p0.labels, merge_numbers=True)
@@ -387,6 +405,7 @@ class StreamedData:
         del rows_each
         self._bucket(item_rank, worker_rank, label_rank, labels_per_item, chunk_rows)
         del item_rank, labels_per_item
+        _release()
         self.data = EngineData(
             item_names, worker_names, class_names, self.labels_per_worker, self.n_obs, p0.name, notes
         )
@@ -525,6 +544,7 @@ def fit_file(
 
         snaps, violations, extra = batch_em(model, do_round, tol=tol, max_iter=max_iter, progress=progress)
         final = files[1 - state["cur"]] if extra else files[state["cur"]]
+        _release()
         q = np.fromfile(final, dtype=np.float64).reshape(N, K)
         run = EngineRun(
             sd.data, model, snaps, q, state["hard"], tol, max_iter, "stream", violations, agree=state.get("agree")

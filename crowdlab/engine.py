@@ -467,7 +467,7 @@ def history_dict(run: EngineRun) -> dict:
     return out
 
 
-def posterior_frames(run: EngineRun, rows: int = 1_000_000) -> Iterator[pd.DataFrame]:
+def posterior_frames(run: EngineRun, rows: int = 250_000) -> Iterator[pd.DataFrame]:
     """`crowdlab.export.posterior_frame` of the result in slices of ``rows`` items (the same columns)."""
     from crowdlab.export import posterior_frame
 

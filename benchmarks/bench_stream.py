@@ -3,6 +3,7 @@
     .venv/bin/python benchmarks/bench_stream.py                         # 10^7 labels, streaming vs in memory
     .venv/bin/python benchmarks/bench_stream.py --labels 1e8 --no-memory --iters 1   # 10^8: read + one EM pass
     .venv/bin/python benchmarks/bench_stream.py --labels 1e6 --chunk-rows 200000
+    .venv/bin/python benchmarks/bench_stream.py --file /tmp/labels.csv --no-memory --iters 1   # a file made before
 
 The file: ``--labels`` rows (default 10^7) of item,worker,label with string ids ("it0001234", "w0042"), K = 5
 classes ("c0" .. "c4"), 5 labels per item (so N = labels / 5 items: 2 x 10^6 at 10^7, 2 x 10^7 at 10^8), 1,000
@@ -129,14 +130,19 @@ def main() -> None:
     p.add_argument("--iters", type=int, default=20, help="EM iterations (max_iter; default 20)")
     p.add_argument("--no-memory", action="store_true", help="skip the in-memory fit (e.g. at 10^8)")
     p.add_argument("--dir", default=None, help="where the temporary CSV goes (default: the system's temp folder)")
+    p.add_argument("--file", default=None, help="an existing CSV made by an earlier run's generator (not removed)")
     args = p.parse_args()
     n = int(args.labels)
     folder = Path(tempfile.mkdtemp(prefix="crowdlab-bench-stream-", dir=args.dir))
     try:
-        path = folder / "labels.csv"
-        t = time.perf_counter()
-        generate(path, n)
-        print(f"generated {n:,} labels ({path.stat().st_size / 1e9:.2f} GB) in {time.perf_counter() - t:.1f} s")
+        if args.file:
+            path = Path(args.file)
+            print(f"reading {path} ({path.stat().st_size / 1e9:.2f} GB)")
+        else:
+            path = folder / "labels.csv"
+            t = time.perf_counter()
+            generate(path, n)
+            print(f"generated {n:,} labels ({path.stat().st_size / 1e9:.2f} GB) in {time.perf_counter() - t:.1f} s")
         print(f"load average: {os.getloadavg()[0]:.2f} (2 cores shared with other work)")
         fs, qs = run_engine("stream", path, folder, args.chunk_rows, args.iters)
         per = fs["em_s"] / max(fs["passes"], 1)

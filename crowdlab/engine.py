@@ -292,7 +292,11 @@ class EngineRun:
     def labels(self, snap=None) -> np.ndarray:
         if self._hard is not None:
             return self._hard
-        return np.argmax(self._q, axis=1).astype(np.int32)
+        out = np.empty(self._q.shape[0], dtype=np.int32)
+        step = 1 << 20  # in slices: no (N,) int64 temporary next to a posterior of 10^7 items
+        for lo in range(0, out.size, step):
+            out[lo : lo + step] = np.argmax(self._q[lo : lo + step], axis=1)
+        return out
 
     @property
     def converged(self) -> bool:
@@ -463,7 +467,7 @@ def history_dict(run: EngineRun) -> dict:
     return out
 
 
-def posterior_frames(run: EngineRun, rows: int = 1_000_000) -> Iterator[pd.DataFrame]:
+def posterior_frames(run: EngineRun, rows: int = 250_000) -> Iterator[pd.DataFrame]:
     """`crowdlab.export.posterior_frame` of the result in slices of ``rows`` items (the same columns)."""
     from crowdlab.export import posterior_frame
 

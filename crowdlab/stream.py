@@ -21,12 +21,15 @@ How it works (what is in memory, what is on disk):
    bucket's items with the current parameters, then its expected counts; the sums give the M-step
    (the model's ``m_step_from_stats``). Results equal ``crowdlab.fit`` to rounding.
 
-Memory: the posteriors of the last two E-steps (2 x N x K float64), the id dictionaries (text item ids in one
-Arrow array, ~10-20 bytes each; numeric ids as Python strings, ~60-100 bytes each), one chunk and one bucket.
-Disk: 12 bytes per label in the temporary folder (``workdir``, default the system's), removed at the end. When
-the per-item state does not fit (say 10^9 items), batch EM cannot run on one machine (``fit_file`` checks the
-free memory first and says so): use online EM (``online_ds``, `crowdlab.models.online`), which reads each row
-once and keeps no per-item state, or the Dask engine (`crowdlab.distributed`) across machines.
+Memory (measured at 10^8 labels in ``benchmarks/README.md``): the id dictionaries (text item ids in one Arrow
+array, ~10-20 bytes each, sorted rather than hashed when built; numeric ids as Python strings, ~60-100 bytes
+each), one chunk and one bucket, and at the end the reported posteriors (N x K float64, read back once). The
+posteriors of each round are written to a file per round (the last two are kept), not held in memory.
+Disk: 12 bytes per label and 2 x N x K x 8 bytes of posteriors in the temporary folder (``workdir``, default the
+system's), removed at the end. When the reported posteriors do not fit (say 10^9 items), batch EM cannot run on one
+machine (``fit_file`` checks the free memory first and says so): use online EM (``online_ds``,
+`crowdlab.models.online`), which reads each row once and keeps no per-item state, or the Dask engine
+(`crowdlab.distributed`) across machines.
 
 Not supported when streaming: wide files, continuous scores, sequences, gold (score the written labels.csv
 afterwards), hard EM and starts other than majority vote; CSV quoted fields spanning lines are kept whole
@@ -173,7 +176,7 @@ class _Pass0:
                 block.tofile(codes)
                 arr = items.arrow if items.arrow is not None else pa.array(items.uniq.tolist(), pa.large_string())
                 self.items.append(arr.cast(pa.large_string()))
-                self.item_rows.append(np.bincount(items.codes, minlength=items.uniq.size))
+                self.item_rows.append(np.bincount(items.codes, minlength=items.uniq.size).astype(np.int32))
                 self.workers.append(workers.uniq)
                 self.labels.append(labels.uniq)
                 for i, c in enumerate((items, workers, labels)):
@@ -283,25 +286,69 @@ def replace_file(exc: DataError, file: str) -> DataError:
     return DataError(exc.problem, file=file, row=exc.row, column=exc.column, hint=exc.hint)
 
 
+def _release() -> None:
+    """Give freed memory back to the system between phases: Arrow's pool (mimalloc keeps freed pages) and, with
+    glibc, malloc_trim (freed chunks inside the heap); otherwise the next phase's large arrays come on top."""
+    import sys
+
+    if "pyarrow" in sys.modules:
+        sys.modules["pyarrow"].default_memory_pool().release_unused()
+    if sys.platform.startswith("linux"):
+        try:
+            import ctypes
+
+            ctypes.CDLL("libc.so.6").malloc_trim(0)
+        except (OSError, AttributeError):
+            pass
+
+
+def _sorted_distinct(box: list) -> tuple[ArrowNames, np.ndarray]:
+    """(distinct names in code-point order, the code of each input name) of the Arrow strings in ``box`` (a list
+    of one chunked array, emptied here so that its chunks are freed once combined), by sorting.
+
+    Sorting, not hashing: Arrow's dictionary encoding of 2 x 10^7 names peaked near 2.4 GB (its hash table grows
+    by doubling, ~7x the names' bytes), the sort and the comparisons of neighbours at ~2.5x."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    flat = box.pop().combine_chunks()
+    order = pc.array_sort_indices(flat)
+    ordered = flat.take(order)
+    del flat
+    n = len(ordered)
+    new = np.empty(n, dtype=bool)
+    new[:1] = True
+    if n > 1:
+        new[1:] = np.asarray(pc.not_equal(ordered.slice(1), ordered.slice(0, n - 1)))
+    names = ordered.filter(pa.array(new))
+    del ordered
+    code = np.cumsum(new, dtype=np.int32)
+    code -= 1
+    del new
+    rank = np.empty(n, dtype=np.int32)
+    rank[np.asarray(order)] = code
+    del order, code
+    _release()
+    return ArrowNames(names), rank
+
+
 def _global(locals_: list[np.ndarray], *, merge_numbers: bool = False, arrow=None):
     """(names, rank): the ordered names of the concatenated chunk-distinct values and the final code of each."""
     if arrow is not None:
         import pyarrow as pa
-        import pyarrow.compute as pc
 
-        chunks = pa.chunked_array(arrow)
+        chunks = pa.chunked_array(arrow, type=pa.large_string())
         arrow.clear()  # the chunks' arrays are freed as soon as they are combined
-        enc = chunks.combine_chunks().dictionary_encode()
-        del chunks
-        indices = np.asarray(enc.indices, dtype=np.int32)
-        first = enc.dictionary.slice(0, 1).to_pylist()
+        first = chunks.slice(0, 1).to_pylist()
         if _as_numbers(np.asarray(first, dtype=object)) is None:
             # not all numbers (the first is not): code-point order by Arrow's sort, as `_encode_col` orders such
             # names, with the names kept in Arrow (no Python string per item)
-            order = np.asarray(pc.array_sort_indices(enc.dictionary), dtype=np.int64)
-            rank = np.empty(order.size, dtype=np.int32)
-            rank[order] = np.arange(order.size, dtype=np.int32)
-            return ArrowNames(enc.dictionary.take(pa.array(order))), rank[indices], None
+            box = [chunks]
+            del chunks
+            return (*_sorted_distinct(box), None)
+        enc = chunks.combine_chunks().dictionary_encode()
+        del chunks
+        indices = np.asarray(enc.indices, dtype=np.int32)
         col = Column(indices, np.asarray(enc.dictionary.to_numpy(zero_copy_only=False), dtype=object), enc.dictionary)
     else:
         codes, uniq = pd.factorize(np.concatenate(locals_))
@@ -322,6 +369,7 @@ class StreamedData:
             )
         p0 = _Pass0(path, folder, chunk_rows, where)
         p0.run()
+        _release()
         item_names, item_rank, _ = _global([], arrow=p0.items)
         worker_names, worker_rank, _ = _global(p0.workers)
         labels = _global(p0.labels, merge_numbers=True)
@@ -351,9 +399,13 @@ class StreamedData:
         self.path, self.folder, self.file = path, folder, file
         self.n_items, self.n_workers, self.n_classes = len(item_names), len(worker_names), len(class_names)
         self.n_obs = p0.n_rows
-        labels_per_item = np.bincount(item_rank, weights=np.concatenate(p0.item_rows), minlength=self.n_items)
+        rows_each = np.concatenate(p0.item_rows)
         del p0.items, p0.item_rows
-        self._bucket(item_rank, worker_rank, label_rank, labels_per_item.astype(np.int64), chunk_rows)
+        labels_per_item = np.bincount(item_rank, weights=rows_each, minlength=self.n_items).astype(np.int64)
+        del rows_each
+        self._bucket(item_rank, worker_rank, label_rank, labels_per_item, chunk_rows)
+        del item_rank, labels_per_item
+        _release()
         self.data = EngineData(
             item_names, worker_names, class_names, self.labels_per_worker, self.n_obs, p0.name, notes
         )
@@ -420,12 +472,13 @@ def available_bytes() -> int | None:
 
 
 def _check_state_fits(n_items: int, n_classes: int) -> None:
-    """Batch EM keeps two (N, K) float64 posteriors; refuse, pointing to online EM, when they cannot fit."""
-    need = 2 * n_items * n_classes * 8
+    """Batch EM returns the (N, K) float64 posterior (the rounds keep theirs on disk); refuse, pointing to online
+    EM, when it cannot fit."""
+    need = n_items * n_classes * 8
     free = available_bytes()
     if free is not None and need > free:
         raise MemoryError(
-            f"batch EM keeps the posteriors of all {n_items:,} items ({need / 1e9:.1f} GB for {n_classes} classes) "
+            f"batch EM returns the posteriors of all {n_items:,} items ({need / 1e9:.1f} GB for {n_classes} classes) "
             f"but only {free / 1e9:.1f} GB of memory is free. Use online EM, which keeps no per-item state "
             "(method 'online_ds', crowdlab.models.online), or the Dask engine on a cluster (crowdlab.distributed)."
         )
@@ -449,7 +502,8 @@ def fit_file(
     Returns an :class:`crowdlab.engine.EngineRun` shaped like ``cl.fit``'s Run: ``labels()``, ``posterior``
     (N, K), ``params``, ``history()``, ``objective_history()``, ``converged``, ``stop_reason``, ``data``
     (names and counts). ``chunk_rows``: rows per chunk read and per bucket (memory ~ chunk_rows x 100 bytes).
-    ``workdir``: where the temporary code files go (12 bytes per label; removed at the end).
+    ``workdir``: where the temporary files go (12 bytes per label, and two N x K float64 posterior files;
+    removed at the end).
     """
     if chunk_rows < 1:
         raise ValueError("chunk_rows must be at least 1.")
@@ -465,26 +519,33 @@ def fit_file(
 
             raise ModelError(f"{model.info.title} is for two classes; this file has {K}.")
         _check_state_fits(N, K)
-        state = {"cur": np.empty((N, K)), "prev": np.empty((N, K)), "hard": None}
+        # the posteriors of the last two rounds go to two files (plain writes: the page cache, not this process's
+        # memory); only the one reported is read back, at the end
+        files = [Path(tmp) / "q0.bin", Path(tmp) / "q1.bin"]
+        state = {"cur": 1, "hard": None}
         bonus = mv_bonus(sd.class_totals.astype(float))
 
         def do_round(params, mode: str) -> Stats:
-            state["prev"], state["cur"] = state["cur"], state["prev"]
+            state["cur"] = 1 - state["cur"]
             total = Stats.zero(M, K, mode == "mv")
             hard = np.empty(N, dtype=np.int32) if mode == "mv" else None
-            for lo, hi, rows in sd.buckets():
-                q, h, st = block_round(rows[:, 0] - lo, rows[:, 1], rows[:, 2], hi - lo, M, K, params, mode, bonus)
-                state["cur"][lo:hi] = q
-                if hard is not None:
-                    hard[lo:hi] = h
-                total = total + st
+            with open(files[state["cur"]], "wb") as fq:
+                for lo, hi, rows in sd.buckets():
+                    q, h, st = block_round(rows[:, 0] - lo, rows[:, 1], rows[:, 2], hi - lo, M, K, params, mode, bonus)
+                    np.ascontiguousarray(q, dtype=np.float64).tofile(fq)
+                    if hard is not None:
+                        hard[lo:hi] = h
+                    total = total + st
+                    del q, rows
             state["hard"] = hard
             state["agree"] = total.agree
             state["rounds"] = state.get("rounds", 0) + 1
             return total
 
         snaps, violations, extra = batch_em(model, do_round, tol=tol, max_iter=max_iter, progress=progress)
-        q = state["prev"] if extra else state["cur"]
+        final = files[1 - state["cur"]] if extra else files[state["cur"]]
+        _release()
+        q = np.fromfile(final, dtype=np.float64).reshape(N, K)
         run = EngineRun(
             sd.data, model, snaps, q, state["hard"], tol, max_iter, "stream", violations, agree=state.get("agree")
         )

@@ -186,3 +186,48 @@ def test_per_item_state_that_does_not_fit_points_to_online_em(monkeypatch):
     labels, _ = sample_paths("patients")
     with pytest.raises(MemoryError, match="online_ds"):
         fit_file(labels, "ds")
+
+
+def test_text_ids_sorted_not_hashed_give_the_in_memory_codes(tmp_path):
+    """Item dictionaries built by sorting the chunks' names: code-point order (upper before lower case, prefixes
+    first, non-ASCII last), an item's name in many chunks one item, the same codes as the in-memory reader."""
+    rng = np.random.default_rng(5)
+    names = np.array(["b", "a", "ab", "a b", "B", "Zz", "é1", "e", "_x", "a-1", "10x", "it0009", "it10"])
+    items = rng.choice(names, 400)
+    frame = pd.DataFrame(
+        {"item": items, "worker": rng.choice(["w1", "w2", "w3", "w4"], 400), "label": rng.choice(["p", "n"], 400)}
+    ).drop_duplicates(["item", "worker"])
+    path = tmp_path / "ids.csv"
+    frame.to_csv(path, index=False)
+    data = read_annotations(path)
+    assert list(data.item_names) == sorted(set(items))
+    for rows in (1, 7, 10**6):  # every item cut over many chunks, and one chunk
+        eng = fit_file(path, "ds", chunk_rows=rows)
+        assert isinstance(eng.data.item_names, ArrowNames)
+        assert_same_fit(cl.fit(data, "ds"), eng)
+
+
+def test_sorted_distinct_codes_every_name():
+    import pyarrow as pa
+
+    from crowdlab.stream import _sorted_distinct
+
+    parts = [["c", "a", "c2"], ["a", "b"], ["b", "c", "a"], ["zz"]]
+    names, rank = _sorted_distinct([pa.chunked_array([pa.array(p, pa.large_string()) for p in parts])])
+    assert list(names) == ["a", "b", "c", "c2", "zz"]
+    flat = [x for p in parts for x in p]
+    assert [names[int(r)] for r in rank] == flat
+    assert rank.dtype == np.int32
+
+
+@pytest.mark.parametrize("max_iter", [0, 1, 2])
+def test_posteriors_from_disk_are_the_last_e_step(max_iter, tmp_path):
+    """Each round's posteriors go to a file in the work folder, not memory; the one read back is the last E-step's
+    (what cl.fit reports), an ordinary array that outlives the removed folder."""
+    labels, _ = sample_paths("bluebirds")
+    mem = cl.fit(read_annotations(labels), "ds", max_iter=max_iter)
+    eng = fit_file(labels, "ds", chunk_rows=100, max_iter=max_iter, workdir=tmp_path)
+    assert type(eng.posterior) is np.ndarray and eng.posterior.dtype == np.float64
+    assert list(tmp_path.iterdir()) == []
+    np.testing.assert_allclose(eng.posterior, mem.posterior, rtol=0, atol=1e-8)
+    np.testing.assert_array_equal(eng.labels(), mem.labels())

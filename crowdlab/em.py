@@ -36,8 +36,8 @@ from crowdlab.models.majority import MajorityVote
 REL_TOL_MONOTONE = 1e-9
 PARAM_TOL = 1e-7  # default: how far the parameters may still be projected to move when a run counts as converged
 STALL_ITERATIONS = 20  # iterations with no gain above rounding before a run counts as stalled
-TAIL_SNAPSHOTS = 2 * 10 + 8  # the snapshots the stopping rule looks at (SETTLE_ITERATIONS + 2 complete states)
 SETTLE_ITERATIONS = 10  # consecutive iterations both tests must hold for (a saddle passes them only briefly)
+TAIL_SNAPSHOTS = 2 * SETTLE_ITERATIONS + 8  # the snapshots the stopping rule reads (SETTLE_ITERATIONS + 2 states)
 KEEP_ALL_BELOW = 200_000  # labels: below this an interactive run keeps every posterior (scrubbing recomputes nothing)
 POSTERIOR_WINDOW = 8  # above it, the posteriors of the last 8 snapshots; older ones are recomputed when scrubbed to
 STOP_REASONS = {
@@ -123,6 +123,20 @@ def stalled(m_objectives) -> bool:
     return bool(np.all(gains <= 8 * np.finfo(float).eps * max(1.0, abs(m_objectives[-1]))))
 
 
+def settled_at(snapshots, tol: float, param_tol: float | None) -> bool:
+    """:func:`settled` on the tail of a list of snapshots (anything with kind, objective and param_change): the
+    test every engine applies after each M-step."""
+    tail = [s for s in snapshots[-TAIL_SNAPSHOTS:] if s.kind in ("init", "M")]
+    objs = [s.objective for s in tail]
+    changes = [s.param_change for s in tail if s.kind == "M"][-(len(objs) - 1) :] if len(objs) > 1 else []
+    return settled(objs, changes, tol, param_tol)
+
+
+def stalled_at(snapshots) -> bool:
+    """:func:`stalled` on the tail of a list of snapshots."""
+    return stalled([s.objective for s in snapshots[-2 * STALL_ITERATIONS - 2 :] if s.kind == "M"])
+
+
 def param_change(before, after) -> float:
     """The largest absolute change of any floating-point parameter between two parameter snapshots (NaN when
     they have none or differ in shape)."""
@@ -130,6 +144,24 @@ def param_change(before, after) -> float:
     if x is None or y is None or x.shape != y.shape:
         return float("nan")
     return float(np.max(np.abs(y - x))) if y.size else 0.0
+
+
+def snapshot_history(snapshots) -> dict[str, np.ndarray]:
+    """Per snapshot (anything with index, iteration, kind, objective, bound): arrays for plotting and export,
+    NaN where an objective or bound is None. Shared by :class:`Run` and the streaming/Dask engines' runs."""
+    nan = float("nan")
+    return {
+        "index": np.array([x.index for x in snapshots]),
+        "iteration": np.array([x.iteration for x in snapshots]),
+        "kind": np.array([x.kind for x in snapshots]),
+        "objective": np.array([nan if x.objective is None else x.objective for x in snapshots]),
+        "bound": np.array([nan if x.bound is None else x.bound for x in snapshots]),
+    }
+
+
+def complete_objectives(snapshots) -> list[float]:
+    """The objective of each complete state (the init, then every M-step)."""
+    return [s.objective for s in snapshots if s.kind in ("init", "M") and s.objective is not None]
 
 
 def _split(full) -> tuple[np.ndarray, object]:
@@ -280,14 +312,11 @@ class Run:
         """
         if not self.iterative:
             return True
-        tail = [s for s in self.snapshots[-TAIL_SNAPSHOTS:] if s.kind in ("init", "M")]
-        objs = [s.objective for s in tail]
-        changes = [s.param_change for s in tail if s.kind == "M"][-(len(objs) - 1) :] if len(objs) > 1 else []
-        return settled(objs, changes, self.tol, self.param_tol)
+        return settled_at(self.snapshots, self.tol, self.param_tol)
 
     def _stalled(self) -> bool:
         """The objective has not risen by more than rounding (8 eps |objective|) for STALL_ITERATIONS iterations."""
-        return stalled([s.objective for s in self.snapshots[-2 * STALL_ITERATIONS - 2 :] if s.kind == "M"])
+        return stalled_at(self.snapshots)
 
     def stop_check(self) -> str | None:
         """Why the run would stop now, or None when EM should go on: "converged" (:attr:`converged`), "max_iter"
@@ -528,16 +557,8 @@ class Run:
 
     def history(self) -> dict[str, np.ndarray]:
         """Per snapshot: index, iteration, kind, objective, bound (arrays for plotting)."""
-        s = self.snapshots
-        nan = float("nan")
-        return {
-            "index": np.array([x.index for x in s]),
-            "iteration": np.array([x.iteration for x in s]),
-            "kind": np.array([x.kind for x in s]),
-            "objective": np.array([nan if x.objective is None else x.objective for x in s]),
-            "bound": np.array([nan if x.bound is None else x.bound for x in s]),
-        }
+        return snapshot_history(self.snapshots)
 
     def objective_history(self) -> list[float]:
         """The objective after each complete iteration (init, then every M-step)."""
-        return [s.objective for s in self.snapshots if s.kind in ("init", "M") and s.objective is not None]
+        return complete_objectives(self.snapshots)

@@ -30,11 +30,11 @@ import pandas as pd
 from crowdlab.em import (
     PARAM_TOL,
     REL_TOL_MONOTONE,
-    STALL_ITERATIONS,
-    TAIL_SNAPSHOTS,
+    complete_objectives,
     param_change,
-    settled,
-    stalled,
+    settled_at,
+    snapshot_history,
+    stalled_at,
 )
 from crowdlab.errors import ModelError
 from crowdlab.init import INITS
@@ -303,9 +303,7 @@ class EngineRun:
         """The in-memory engine's rule (:func:`crowdlab.em.settled`): objective and parameters settled."""
         if not self.iterative:
             return True
-        done = [s for s in self.snapshots if s.kind in ("init", "M")]
-        changes = [s.param_change for s in done[1:]]
-        return settled([s.objective for s in done], changes, self.tol, self.param_tol)
+        return settled_at(self.snapshots, self.tol, self.param_tol)
 
     @property
     def stop_reason(self) -> str | None:
@@ -315,23 +313,15 @@ class EngineRun:
             return None
         if self.converged:
             return "converged"
-        if stalled([s.objective for s in self.snapshots if s.kind == "M"]):
+        if stalled_at(self.snapshots):
             return "stalled"
         return "max_iter"
 
     def history(self) -> dict[str, np.ndarray]:
-        s = self.snapshots
-        nan = float("nan")
-        return {
-            "index": np.array([x.index for x in s]),
-            "iteration": np.array([x.iteration for x in s]),
-            "kind": np.array([x.kind for x in s]),
-            "objective": np.array([nan if x.objective is None else x.objective for x in s]),
-            "bound": np.array([nan if x.bound is None else x.bound for x in s]),
-        }
+        return snapshot_history(self.snapshots)
 
     def objective_history(self) -> list[float]:
-        return [s.objective for s in self.snapshots if s.kind in ("init", "M") and s.objective is not None]
+        return complete_objectives(self.snapshots)
 
 
 @dataclass
@@ -426,11 +416,7 @@ def batch_em(
         if progress is not None:
             progress(it, max_iter)
         # the in-memory Run's rule, so every engine stops at the same iteration
-        tail = [s for s in snaps[-TAIL_SNAPSHOTS:] if s.kind in ("init", "M")]
-        changes = [s.param_change for s in tail if s.kind == "M"][-(len(tail) - 1) :]
-        if settled([s.objective for s in tail], changes, tol, PARAM_TOL):
-            break
-        if stalled([s.objective for s in snaps[-2 * STALL_ITERATIONS - 2 :] if s.kind == "M"]):
+        if settled_at(snaps, tol, PARAM_TOL) or stalled_at(snaps):
             break
     return snaps, violations, True
 

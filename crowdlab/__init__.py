@@ -48,19 +48,7 @@ def __dir__():
 
 
 __all__ = [
-    "GLAD",
-    "IBCC",
-    "KOS",
-    "MACE",
-    "MMSR",
-    "DawidSkene",
-    "MajorityVote",
-    "OneCoin",
-    "TwoCoin",
-    "Wawa",
-    "ZeroBasedSkill",
-    "aggregate",
-    "proba",
+    *_FRAMES,
     "MODELS",
     "Annotations",
     "DataError",

@@ -26,7 +26,10 @@ from crowdlab.data import Annotations
 from crowdlab.errors import DataError
 
 __all__ = [
+    "GLAD",
+    "IBCC",
     "KOS",
+    "MACE",
     "MMSR",
     "DawidSkene",
     "MajorityVote",

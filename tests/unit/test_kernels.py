@@ -1,0 +1,161 @@
+"""The compiled row kernels (`crowdlab.kernels`) give the numpy path's numbers, for every class model and every way
+the engine uses them.
+
+The kernels switch on above ``MIN_CELLS`` (N x K) cells; these tests lower the threshold to 0 so that the bundled
+sets go through them, and compare with the same runs forced onto numpy (``MIN_CELLS`` above any size): objectives,
+bounds, posteriors, parameters, arg-max changes, the entropy and the column sums of q, semi-supervised clamping,
+impossible rows (-inf) and hard EM.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from crowdlab import kernels
+from crowdlab.em import Run
+from crowdlab.models import make_model
+from crowdlab.models.base import entropy_rows, softmax_lse
+from crowdlab.samples import load_sample
+from crowdlab.simulate import simulate_crowd
+
+pytestmark = pytest.mark.skipif(kernels._compile() is None, reason="numba is not installed: nothing to compare")
+
+
+@pytest.fixture
+def compiled(monkeypatch):
+    monkeypatch.setattr(kernels, "MIN_CELLS", 0)
+
+
+@pytest.fixture
+def plain(monkeypatch):
+    monkeypatch.setattr(kernels, "MIN_CELLS", 1 << 62)
+
+
+def _trace(data, method, iters=15, **kw):
+    model = make_model(method, **kw)
+    run = Run(data, model, max_iter=iters)
+    run.run()
+    return run
+
+
+def _runs(monkeypatch, data, method, **kw):
+    monkeypatch.setattr(kernels, "MIN_CELLS", 1 << 62)
+    ref = _trace(data, method, **kw)
+    monkeypatch.setattr(kernels, "MIN_CELLS", 0)
+    got = _trace(data, method, **kw)
+    return ref, got
+
+
+CASES = [
+    ("bluebirds", "ds", {}),
+    ("dogs", "ds", {"prior": 1.0}),
+    ("dogs", "one_coin", {}),
+    ("rte", "two_coin", {}),
+    ("dogs", "mace", {}),
+    ("patients", "ibcc", {}),
+    ("bluebirds", "glad", {}),
+    ("dogs", "ds", {"hard": True}),
+]
+
+
+@pytest.mark.parametrize(("name", "method", "kw"), CASES, ids=[f"{c[0]}-{c[1]}-{c[2]}" for c in CASES])
+def test_a_run_through_the_kernels_equals_the_numpy_run(monkeypatch, name, method, kw):
+    data = load_sample(name)
+    ref, got = _runs(monkeypatch, data, method, **kw)
+    assert len(got.snapshots) == len(ref.snapshots)
+    assert got.stop_reason == ref.stop_reason
+    for a, b in zip(ref.snapshots, got.snapshots, strict=True):
+        assert b.objective == pytest.approx(a.objective, rel=1e-12, abs=1e-9)
+        assert b.bound == pytest.approx(a.bound, rel=1e-12, abs=1e-9)
+        np.testing.assert_array_equal(b.changed, a.changed)
+    np.testing.assert_allclose(got.posterior, ref.posterior, atol=1e-12)
+    np.testing.assert_allclose(got.current.params.gamma, ref.current.params.gamma, atol=1e-12)
+
+
+def test_semi_supervised_clamping_keeps_argmax_entropy_and_class_totals_right(monkeypatch):
+    data = load_sample("bluebirds")
+    kw = {"reveal": 0.3, "reveal_seed": 4}
+    ref, got = _runs(monkeypatch, data, "ds", **kw)
+    np.testing.assert_allclose(got.posterior, ref.posterior, atol=1e-12)
+    for a, b in zip(ref.snapshots, got.snapshots, strict=True):
+        assert b.bound == pytest.approx(a.bound, rel=1e-12, abs=1e-9)
+        np.testing.assert_array_equal(b.changed, a.changed)
+    model = got.model
+    q = model.e_step(data, got.current.params)
+    kc = model.known_classes(data)
+    idx = np.flatnonzero(kc >= 0)
+    assert idx.size > 0
+    np.testing.assert_array_equal(model.posterior_argmax(q)[idx], kc[idx])
+    np.testing.assert_allclose(model.q_column_sums(q), q.sum(axis=0), rtol=1e-13)
+    assert model.entropy(q) == pytest.approx(entropy_rows(q), rel=1e-10, abs=1e-9)
+
+
+def test_the_pass_gives_argmax_entropy_and_column_sums_of_its_posterior(compiled):
+    data = simulate_crowd(3000, 15, 4, labels_per_item=3, seed=2).annotations
+    model = make_model("ds")
+    run = Run(data, model, max_iter=5)
+    run.run()
+    q = model.e_step(data, run.current.params)
+    np.testing.assert_array_equal(model.posterior_argmax(q), np.argmax(q, axis=1))
+    np.testing.assert_allclose(model.q_column_sums(q), q.sum(axis=0), rtol=1e-13)
+    assert model.entropy(q) == pytest.approx(entropy_rows(q), rel=1e-11)
+    other = q.copy()  # not the E-step's own array: computed from the values
+    assert model.posterior_argmax(other) is None
+    np.testing.assert_allclose(model.q_column_sums(other), q.sum(axis=0), rtol=1e-13)
+
+
+def test_rows_with_impossible_classes_and_ties(compiled):
+    rng = np.random.default_rng(5)
+    lj = rng.normal(size=(400, 6)) * 40 - 300
+    lj[::7, 2] = -np.inf  # a class the item cannot have
+    lj[5] = 1.25  # a row of ties: the first column wins, as np.argmax
+    lj[9, :3] = -np.inf
+    off = rng.normal(size=6)
+    want_q, want_lse = softmax_lse(lj + off)
+    q, lse, am, entropy, colsum = kernels.softmax_rows_full(lj.copy(), off)
+    np.testing.assert_allclose(q, want_q, atol=1e-15)
+    np.testing.assert_allclose(lse, want_lse, rtol=1e-14)
+    np.testing.assert_array_equal(am, np.argmax(lj + off, axis=1))
+    assert entropy == pytest.approx(entropy_rows(want_q), rel=1e-12)
+    np.testing.assert_allclose(colsum, want_q.sum(axis=0), rtol=1e-13)
+    assert not np.isnan(q).any()
+
+
+def test_an_all_impossible_row_is_reported_not_hidden(compiled):
+    lj = np.zeros((10, 3))
+    lj[4] = -np.inf
+    q, lse, *_ = kernels.softmax_rows_full(lj)
+    assert np.isnan(q[4]).all() and np.isnan(lse[4])  # the engine's finite check names it
+    assert np.isfinite(q[[0, 1, 2, 3, 5]]).all()
+
+
+def test_add_row_offset_in_place_both_paths(monkeypatch):
+    rng = np.random.default_rng(0)
+    a = rng.normal(size=(50, 4))
+    off = rng.normal(size=4)
+    for cells in (0, 1 << 62):
+        monkeypatch.setattr(kernels, "MIN_CELLS", cells)
+        b = a.copy()
+        assert kernels.add_row_offset(b, off) is b
+        np.testing.assert_array_equal(b, a + off)
+
+
+def test_the_environment_switch_turns_the_kernels_off(monkeypatch):
+    monkeypatch.setattr(kernels, "_TRIED", False)
+    monkeypatch.setattr(kernels, "_KERNELS", None)
+    monkeypatch.setenv("CROWDLAB_KERNELS", "numpy")
+    assert kernels._compile() is None
+    monkeypatch.delenv("CROWDLAB_KERNELS")
+    monkeypatch.setattr(kernels, "_TRIED", False)
+    assert kernels._compile() is not None
+
+
+def test_import_crowdlab_does_not_import_numba():
+    import subprocess
+    import sys
+
+    out = subprocess.run(
+        [sys.executable, "-c", "import sys, crowdlab; print('numba' in sys.modules)"], capture_output=True, text=True
+    )
+    assert out.stdout.strip() == "False", out.stderr

@@ -264,6 +264,11 @@ class Annotations:
         return X
 
     @cached_property
+    def label_counts_t(self) -> sp.csc_matrix:
+        """``label_counts.T`` (a CSC view of the same arrays), built once: the M-step's ``X.T @ q``."""
+        return self.label_counts.T
+
+    @cached_property
     def vote_counts(self) -> np.ndarray:
         """(n_items, K) number of votes for each class."""
         K = self.n_classes

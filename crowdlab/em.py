@@ -374,16 +374,43 @@ class Run:
             obj = self.model.objective(self.data, full, params)
         bound = self._bound(full, params)
         same_q = q is prev.q  # an M-step keeps the posterior it was given: already checked, nothing changed
+        # an E-step keeps the parameters (checked when they were made); a posterior the model vouches for (its
+        # terms sum to this finite objective) needs no second pass over its N x K entries
+        check_q = not (same_q or (kind == "E" and self._vouched(q, obj)))
         where = f"{kind}-step {len(self.snapshots)} (iteration {iteration})"
-        self._check_finite(where, params, None if same_q else q, obj, bound)
+        vec = self._param_vector(params) if kind == "M" else None
+        check_params = kind != "E" and not (vec is not None and bool(np.isfinite(vec).all()))
+        self._check_finite(where, params if check_params else None, q if check_q else None, obj, bound)
         changed = np.zeros(0, np.int64) if same_q else np.flatnonzero(self._argmax(prev.q) != self._argmax(q))
         violation = self._check(prev, obj, bound, kind)
-        dparam = param_change(prev.params, params) if kind == "M" else float("nan")
+        dparam = float("nan")
+        if kind == "M":
+            old_vec = self._param_vector(prev.params)
+            if vec is None or old_vec is None or vec.shape != old_vec.shape:
+                dparam = param_change(prev.params, params)
+            else:
+                dparam = float(np.max(np.abs(vec - old_vec))) if vec.size else 0.0
         snap = Snapshot(len(self.snapshots), kind, iteration, params, q, obj, bound, changed, violation, post, dparam)
         self.snapshots.append(snap)
         self.index = snap.index
         self._prune()
         return snap
+
+    def _param_vector(self, params) -> np.ndarray | None:
+        """``param_vector(params)``, remembered for the last two parameter sets (each is compared twice)."""
+        memo = self.__dict__.setdefault("_pvec_memo", [])
+        for p, v in memo:
+            if p is params:
+                return v
+        v = param_vector(params)
+        self._pvec_memo = [*memo[-1:], (params, v)]
+        return v
+
+    def _vouched(self, q: np.ndarray, obj: float | None) -> bool:
+        """True when the model's own E-step made ``q`` and says it is finite (`LatentModel.posterior_is_finite`)
+        and the objective is finite."""
+        f = getattr(self.model, "posterior_is_finite", None)
+        return f is not None and obj is not None and bool(np.isfinite(obj)) and f(q)
 
     def _argmax(self, q: np.ndarray) -> np.ndarray:
         """Row-wise arg-max of q, remembered for the last two arrays (each posterior is compared twice: with the one
@@ -392,7 +419,9 @@ class Run:
         for a, v in memo:
             if a is q:
                 return v
-        v = row_argmax(q)
+        v = self.model.posterior_argmax(q) if hasattr(self.model, "posterior_argmax") else None
+        if v is None:
+            v = row_argmax(q)
         self._argmax_memo = [*memo[-1:], (q, v)]
         return v
 
@@ -452,7 +481,8 @@ class Run:
         if q is not None and not np.isfinite(q.sum()) and not np.all(np.isfinite(q)):
             rows = np.flatnonzero(~np.isfinite(q).all(axis=1))
             bad.append(f"posterior of {rows.size} unit(s), first row {int(rows[0])}")
-        bad += [f"parameter {p}" for p in nonfinite_entries(params)]
+        if params is not None:
+            bad += [f"parameter {p}" for p in nonfinite_entries(params)]
         if bad:
             title = getattr(getattr(self.model, "info", None), "title", type(self.model).__name__)
             stop = (

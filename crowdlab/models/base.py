@@ -32,6 +32,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from crowdlab.data import Annotations
+from crowdlab.kernels import add_row_offset, softmax_rows_full
 
 TINY = 1e-300  # floor inside logs: log(0) becomes about -690, never -inf
 
@@ -185,6 +186,9 @@ class _EPass:
     q: np.ndarray | None = None
     rows: np.ndarray | None = None
     entropy: float | None = None
+    argmax: np.ndarray | None = None
+    colsum: np.ndarray | None = None
+    rows_finite: bool | None = None
 
 
 def _inner(q: np.ndarray, lj: np.ndarray) -> float:
@@ -298,37 +302,78 @@ class LatentModel:
     def has_prior(self) -> bool:
         return False
 
-    def _pass(self, data: Annotations, params) -> _EPass:
+    def log_joint_parts(self, data: Annotations, params) -> tuple[np.ndarray, np.ndarray | None]:
+        """(A, b): the log joint is A + b[None, :] (b None: A is the whole of it). A is a fresh array the caller may
+        change. Class models return the sparse product and log pi apart, so that adding log pi is folded into the
+        E-step's first pass over the rows (`crowdlab.kernels`)."""
+        return self.log_joint(data, params), None
+
+    def _pass(self, data: Annotations, params, soft: bool = False) -> _EPass:
         """What has been computed at (data, params), memoised for the last two pairs: the engine evaluates the
         E-step, the objective and the bound at the same parameters (the objective after an M-step at the parameters
-        the next E-step starts from), and one sparse product and one pass of exponentials serve them all."""
+        the next E-step starts from), and one sparse product and one pass of exponentials serve them all.
+        ``soft``: also the exact posterior q (known items clamped), the per-unit terms of the observed
+        log-likelihood, the arg-max, the entropy and the column sums of q, all from the same passes."""
         memo = self.__dict__.setdefault("_lj_memo", [])
         for e in memo:
             if e.data is data and e.params is params:
+                if soft and e.q is None:
+                    self._fill_soft(data, e, e.lj, None)
                 return e
-        e = _EPass(data, params, self.log_joint(data, params))
+        lj, off = self.log_joint_parts(data, params)
+        if soft:
+            e = _EPass(data, params, lj)
+            self._fill_soft(data, e, lj, off)  # adds off to lj in place
+        else:
+            e = _EPass(data, params, lj if off is None else add_row_offset(lj, off))
         self.__dict__["_lj_memo"] = [*memo[-1:], e]
         return e
+
+    def _fill_soft(self, data: Annotations, e: _EPass, lj: np.ndarray, off: np.ndarray | None) -> None:
+        q, rows, am, entropy, colsum = softmax_rows_full(lj, off)
+        if self.semi_supervised:
+            kc = self.known_classes(data)
+            idx = np.flatnonzero(kc >= 0)
+            if idx.size:
+                rows[idx] = lj[idx, kc[idx]]
+                q[idx] = 0.0
+                q[idx, kc[idx]] = 1.0
+                entropy = colsum = None  # recomputed from rows and q when asked
+                if am is not None:
+                    am[idx] = kc[idx]
+        e.q, e.rows, e.argmax, e.entropy, e.colsum = q, rows, am, entropy, colsum
 
     def _lj(self, data: Annotations, params) -> np.ndarray:
         """``log_joint`` memoised for the last two (data, params) pairs (see ``_pass``)."""
         return self._pass(data, params).lj
 
     def _soft(self, data: Annotations, params) -> _EPass:
-        """The memo entry at (data, params) with the exact posterior q (known items clamped) and the per-unit terms
-        of the observed log-likelihood, both from one max-shifted pass over the log joint."""
-        e = self._pass(data, params)
-        if e.q is None:
-            q, rows = softmax_lse(e.lj)
-            if self.semi_supervised:
-                kc = self.known_classes(data)
-                idx = np.flatnonzero(kc >= 0)
-                if idx.size:
-                    rows[idx] = e.lj[idx, kc[idx]]
-                    q[idx] = 0.0
-                    q[idx, kc[idx]] = 1.0
-            e.q, e.rows = q, rows
-        return e
+        """The memo entry at (data, params) with the exact posterior q and what comes with it (see ``_pass``)."""
+        return self._pass(data, params, soft=True)
+
+    def posterior_is_finite(self, q: np.ndarray) -> bool:
+        """True when ``q`` is the exact posterior of this model's own memoised E-step and every row's
+        log-sum-exp is finite: then each row of q is exp(finite)/sum with the sum in [1, K], finite too. False
+        means "not known" (the caller checks q itself)."""
+        e = self._posterior_entry(q)
+        if e is None or e.rows is None or self.hard:
+            return False
+        if e.rows_finite is None:
+            e.rows_finite = bool(np.isfinite(e.rows.sum()))
+        return e.rows_finite
+
+    def q_column_sums(self, q: np.ndarray) -> np.ndarray:
+        """(K,) sum_n q_nk, the M-step's class totals: taken from the E-step's pass when q is its posterior."""
+        e = self._posterior_entry(q)
+        if e is not None and e.colsum is not None:
+            return e.colsum.copy()
+        return column_sums(q)
+
+    def posterior_argmax(self, q: np.ndarray) -> np.ndarray | None:
+        """The row-wise arg-max of a posterior this model's E-step produced (and still memoises), found in the same
+        pass as q (`crowdlab.kernels`); None when it was not (the caller computes it)."""
+        e = self._posterior_entry(q)
+        return None if e is None else e.argmax
 
     def _posterior_entry(self, q: np.ndarray) -> _EPass | None:
         """The memo entry whose exact posterior is the array ``q`` itself (identity, not equality), or None."""

@@ -18,23 +18,27 @@ from __future__ import annotations
 import numpy as np
 
 from crowdlab.data import Annotations
-from crowdlab.models.base import LatentModel, ModelInfo, column_sums, log_dirichlet, normalise_columns, safe_log
+from crowdlab.kernels import add_row_offset
+from crowdlab.models.base import LatentModel, ModelInfo, log_dirichlet, normalise_columns, safe_log
 from crowdlab.models.params import ClassParams
 
 
 def class_log_joint(data: Annotations, pi: np.ndarray, gamma: np.ndarray) -> np.ndarray:
     """(N, K): log pi_k + sum over n's labels of log Gamma_m(label, k): Traganitis & Giannakis eq. (9) before 1/Z."""
+    return add_row_offset(*class_log_joint_parts(data, pi, gamma))
+
+
+def class_log_joint_parts(data: Annotations, pi: np.ndarray, gamma: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(X @ log Gamma, log pi): the log joint of eq. (9) is their sum by rows (see `LatentModel.log_joint_parts`)."""
     M, K, _ = gamma.shape
     log_g = safe_log(gamma).reshape(M * K, K)
-    out = np.asarray(data.label_counts @ log_g)  # a fresh array: add log pi in place
-    out += safe_log(pi)[None, :]
-    return out
+    return np.asarray(data.label_counts @ log_g), safe_log(pi)
 
 
 def expected_counts(data: Annotations, q: np.ndarray) -> np.ndarray:
     """(M, K, K): counts[m, k', k] = sum_n q_nk * #(worker m said k' on item n) -- the numerator of eq. (11)."""
     M, K = data.n_workers, data.n_classes
-    return np.asarray(data.label_counts.T @ q).reshape(M, K, K)
+    return np.asarray(data.label_counts_t @ q).reshape(M, K, K)
 
 
 class DawidSkene(LatentModel):
@@ -55,8 +59,11 @@ class DawidSkene(LatentModel):
     def log_joint(self, data: Annotations, params: ClassParams) -> np.ndarray:
         return class_log_joint(data, params.pi, params.gamma)
 
+    def log_joint_parts(self, data: Annotations, params: ClassParams) -> tuple[np.ndarray, np.ndarray]:
+        return class_log_joint_parts(data, params.pi, params.gamma)
+
     def m_step(self, data: Annotations, q: np.ndarray) -> ClassParams:
-        return self.m_step_from_stats(expected_counts(data, q), column_sums(q), q.shape[0])
+        return self.m_step_from_stats(expected_counts(data, q), self.q_column_sums(q), q.shape[0])
 
     def m_step_from_stats(self, counts: np.ndarray, q_sum: np.ndarray, n_items: int) -> ClassParams:
         """Eqs. (10)-(11) from the expected counts (M, K, K), the class totals sum_n q_nk (K,) and N: what the

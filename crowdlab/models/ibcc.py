@@ -39,7 +39,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from crowdlab.data import Annotations
-from crowdlab.models.base import LatentModel, ModelInfo, _inner, column_sums
+from crowdlab.kernels import add_row_offset
+from crowdlab.models.base import LatentModel, ModelInfo, _inner
 from crowdlab.models.dawid_skene import expected_counts
 from crowdlab.models.params import ClassParams
 
@@ -72,14 +73,14 @@ def expected_log(a: np.ndarray, axis: int = -1) -> np.ndarray:
     return digamma(a) - digamma(a.sum(axis=axis, keepdims=True))
 
 
-def kl_dirichlet(a: np.ndarray, b: np.ndarray, axis: int = -1) -> float:
-    """Sum over the vectors along ``axis`` of KL(Dir(a) || Dir(b))."""
+def kl_dirichlet(a: np.ndarray, b: np.ndarray, axis: int = -1, elog: np.ndarray | None = None) -> float:
+    """Sum over the vectors along ``axis`` of KL(Dir(a) || Dir(b)); ``elog``: ``expected_log(a, axis)`` if known."""
     sa = a.sum(axis=axis)
     sb = b.sum(axis=axis)
     from scipy.special import gammaln
 
     out = gammaln(sa) - gammaln(a).sum(axis=axis) - gammaln(sb) + gammaln(b).sum(axis=axis)
-    out = out + ((a - b) * expected_log(a, axis)).sum(axis=axis)
+    out = out + ((a - b) * (expected_log(a, axis) if elog is None else elog)).sum(axis=axis)
     return float(out.sum())
 
 
@@ -113,20 +114,43 @@ class IBCC(LatentModel):
 
     def prior_params(self, data: Annotations) -> tuple[np.ndarray, np.ndarray]:
         """(nu0 (K,), A0 (M, K, K)): the Dirichlet prior parameters."""
+        memo = self.__dict__.get("_prior_memo")
+        if memo is not None and memo[0] is data:
+            return memo[1]
         M, K = data.n_workers, data.n_classes
         a = 1.0 + self.prior
         A0 = np.full((M, K, K), a) + self.diagonal * np.eye(K)[None]
-        return np.full(K, a), A0
+        out = (np.full(K, a), A0)
+        self.__dict__["_prior_memo"] = (data, out)
+        return out
+
+    def _terms(self, data: Annotations, params: IbccParams) -> tuple[np.ndarray, np.ndarray, float]:
+        """(E[log Gamma] (M, K, K), E[log kappa] (K,), KL of the Dirichlet posteriors from the priors) at
+        ``params``, remembered for the last two parameter sets: the E-step, the ELBO after it and the ELBO after
+        the next M-step all need them."""
+        memo = self.__dict__.setdefault("_terms_memo", [])
+        for d, p, v in memo:
+            if d is data and p is params:
+                return v
+        nu0, A0 = self.prior_params(data)
+        e_g, e_nu = expected_log(params.A, axis=1), expected_log(params.nu)
+        kl = kl_dirichlet(params.nu, nu0, elog=e_nu) + kl_dirichlet(params.A, A0, axis=1, elog=e_g)
+        v = (e_g, e_nu, kl)
+        self.__dict__["_terms_memo"] = [*memo[-1:], (data, params, v)]
+        return v
 
     def log_joint(self, data: Annotations, params: IbccParams) -> np.ndarray:
         """(N, K): E[log kappa_k] + sum over n's labels of E[log Gamma_m(label, k)] (the VB E-step's exponent)."""
+        return add_row_offset(*self.log_joint_parts(data, params))
+
+    def log_joint_parts(self, data: Annotations, params: IbccParams) -> tuple[np.ndarray, np.ndarray]:
         M, K = data.n_workers, data.n_classes
-        elog_g = expected_log(params.A, axis=1).reshape(M * K, K)
-        return np.asarray(data.label_counts @ elog_g) + expected_log(params.nu)[None, :]
+        e_g, e_nu, _ = self._terms(data, params)
+        return np.asarray(data.label_counts @ e_g.reshape(M * K, K)), e_nu.copy()
 
     def m_step(self, data: Annotations, q: np.ndarray) -> IbccParams:
         nu0, A0 = self.prior_params(data)
-        return ibcc_params(nu0 + column_sums(q), A0 + expected_counts(data, q))
+        return ibcc_params(nu0 + self.q_column_sums(q), A0 + expected_counts(data, q))
 
     def elbo(self, data: Annotations, q: np.ndarray, params: IbccParams) -> float:
         """E_q[log joint] + H(q) - KL(Dirichlet posteriors || priors); remembered for the last (data, q, params),
@@ -134,9 +158,8 @@ class IBCC(LatentModel):
         memo = self.__dict__.get("_elbo_memo")
         if memo is not None and memo[0] is data and memo[1] is q and memo[2] is params:
             return memo[3]
-        nu0, A0 = self.prior_params(data)
         lj = self._lj(data, params)
-        kl = kl_dirichlet(params.nu, nu0) + kl_dirichlet(params.A, A0, axis=1)
+        kl = self._terms(data, params)[2]
         value = _inner(q, lj) + self.entropy(q) - kl
         self.__dict__["_elbo_memo"] = (data, q, params, value)
         return value

@@ -31,7 +31,7 @@ import numpy as np
 
 from crowdlab.data import Annotations
 from crowdlab.models.base import LatentModel, ModelInfo, WarmPosterior, log_beta_pdf, log_dirichlet
-from crowdlab.models.dawid_skene import class_log_joint, expected_counts
+from crowdlab.models.dawid_skene import class_log_joint, class_log_joint_parts, expected_counts
 from crowdlab.models.params import ClassParams
 
 CLASS_PRIORS = ("uniform", "estimate")
@@ -118,6 +118,9 @@ class MACE(LatentModel):
 
     def log_joint(self, data: Annotations, params: MaceParams) -> np.ndarray:
         return class_log_joint(data, params.pi, params.gamma)
+
+    def log_joint_parts(self, data: Annotations, params: MaceParams) -> tuple[np.ndarray, np.ndarray]:
+        return class_log_joint_parts(data, params.pi, params.gamma)
 
     def e_step(self, data: Annotations, params: MaceParams) -> WarmPosterior:
         return WarmPosterior(super().e_step(data, params), params)

@@ -17,8 +17,8 @@ from __future__ import annotations
 import numpy as np
 
 from crowdlab.data import Annotations
-from crowdlab.models.base import LatentModel, ModelInfo, column_sums, log_beta_pdf, log_dirichlet
-from crowdlab.models.dawid_skene import class_log_joint, expected_counts
+from crowdlab.models.base import LatentModel, ModelInfo, log_beta_pdf, log_dirichlet
+from crowdlab.models.dawid_skene import class_log_joint, class_log_joint_parts, expected_counts
 from crowdlab.models.params import ClassParams
 
 
@@ -50,8 +50,11 @@ class OneCoin(LatentModel):
     def log_joint(self, data: Annotations, params: ClassParams) -> np.ndarray:
         return class_log_joint(data, params.pi, params.gamma)
 
+    def log_joint_parts(self, data: Annotations, params: ClassParams) -> tuple[np.ndarray, np.ndarray]:
+        return class_log_joint_parts(data, params.pi, params.gamma)
+
     def m_step(self, data: Annotations, q: np.ndarray) -> ClassParams:
-        return self.m_step_from_stats(expected_counts(data, q), column_sums(q), q.shape[0])
+        return self.m_step_from_stats(expected_counts(data, q), self.q_column_sums(q), q.shape[0])
 
     def m_step_from_stats(self, counts: np.ndarray, q_sum: np.ndarray, n_items: int) -> ClassParams:
         """The M-step from the expected counts (M, K, K), the class totals (K,) and N (see `crowdlab.engine`)."""

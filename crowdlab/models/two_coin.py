@@ -19,7 +19,7 @@ import numpy as np
 
 from crowdlab.data import Annotations
 from crowdlab.models.base import LatentModel, ModelInfo, log_beta_pdf
-from crowdlab.models.dawid_skene import class_log_joint, expected_counts
+from crowdlab.models.dawid_skene import class_log_joint, class_log_joint_parts, expected_counts
 from crowdlab.models.params import ClassParams
 
 
@@ -72,8 +72,11 @@ class TwoCoin(LatentModel):
     def log_joint(self, data: Annotations, params: ClassParams) -> np.ndarray:
         return class_log_joint(data, params.pi, params.gamma)
 
+    def log_joint_parts(self, data: Annotations, params: ClassParams) -> tuple[np.ndarray, np.ndarray]:
+        return class_log_joint_parts(data, params.pi, params.gamma)
+
     def m_step(self, data: Annotations, q: np.ndarray) -> ClassParams:
-        return self.m_step_from_stats(expected_counts(data, q), q.sum(axis=0), q.shape[0])
+        return self.m_step_from_stats(expected_counts(data, q), self.q_column_sums(q), q.shape[0])
 
     def m_step_from_stats(self, c: np.ndarray, q_sum: np.ndarray, n_items: int) -> ClassParams:
         """The M-step from the expected counts c[m, said, true], the class totals (K,) and N (`crowdlab.engine`)."""

@@ -3,7 +3,7 @@
 Run from the repository root::
 
     .venv/bin/python benchmarks/bench_engine.py                  # everything (about 3 minutes on 2 busy cores)
-    .venv/bin/python benchmarks/bench_engine.py --parts ds,hmm   # some of: ds, onecoin, memory, mv, import, hmm
+    .venv/bin/python benchmarks/bench_engine.py --parts ds,hmm   # some of: ds, onecoin, models, memory, mv, import, hmm
     .venv/bin/python benchmarks/bench_engine.py --root /path/to/other/checkout   # measure another crowdlab
 
 Parts (each timing is the best and the median of ``--repeat`` interleaved repetitions, wall clock, so that load on a
@@ -15,6 +15,8 @@ shared machine hits both sides of a pair alike):
   fit with n_iter = 1) / 10, tol = -inf so it runs them all). Ratios: Run / bare (target <= 1.3), crowd-kit / bare
   (target >= 30).
 - ``onecoin``: the same for the one-coin model against crowd-kit's ``OneCoinDawidSkene`` (n_iter 2 - n_iter 1).
+- ``models``: ``Run.step()`` against bare ``e_step`` + ``m_step`` for every class model of the stepper (DS,
+  one-coin, two-coin at K = 2, MACE, IBCC, GLAD) at 10^5 and 10^6 labels (target <= 1.3 for each).
 - ``memory``: tracemalloc peak and peak RSS of 50 iterations at 10^6 labels, K = 5, in fresh subprocesses: bare,
   ``Run`` keeping every posterior, and ``Run`` with the app's window (``em.posterior_window``: the last 8).
 - ``mv``: majority vote at 10^7 labels (``MajorityVote().labels`` on fresh data, the vote counts included) against
@@ -137,6 +139,41 @@ def class_part(method: str, repeat: int, n_obs: int = 10**6, K: int = 5) -> dict
         f"crowd-kit / bare: {ck_iter / min(b):.0f}x (best), {ck_iter / statistics.median(b):.0f}x (median)"
     )
     return {"bare": b, "run": r, "crowdkit_per_iter": ck_iter}
+
+
+# ---------------------------------------------------------------------------- every class model, Run / bare
+MODELS = (("ds", 5), ("one_coin", 5), ("two_coin", 2), ("mace", 5), ("ibcc", 5), ("glad", 5))
+
+
+def models_part(repeat: int, sizes: tuple[int, ...] = (10**5, 10**6)) -> None:
+    """``Run.step()`` against a bare ``e_step`` + ``m_step`` for every class model the stepper offers."""
+    from bench_ds import to_annotations
+
+    from crowdlab.em import Run
+    from crowdlab.models import make_model
+
+    print("\nRun.step() / bare E + M for every class model (K = 5; two-coin K = 2)")
+    head = ("model", "labels", "bare best", "Run best", "ratio best", "ratio median")
+    print("  {:10s} {:>10s} {:>10s} {:>10s} {:>10s} {:>12s}".format(*head))
+    for n_obs in sizes:
+        for method, K in MODELS:
+            sim, K = _class_data(n_obs, K)
+            data = to_annotations(sim, K)
+            bare_model, run_model = make_model(method), make_model(method)
+            run = Run(data, run_model, max_iter=10**6)
+            run.step()
+            state = {"p": run.current.params}
+
+            def bare(bare_model=bare_model, data=data, state=state):
+                state["p"] = bare_model.m_step(data, bare_model.e_step(data, state["p"]))
+
+            reps = repeat if n_obs <= 10**5 or method != "glad" else max(3, repeat // 3)
+            t = _interleaved({"bare": bare, "run": run.step}, reps)
+            b, r = t["bare"], t["run"]
+            print(
+                f"  {method:10s} {n_obs:>10,d} {min(b):>9.4f}s {min(r):>9.4f}s {min(r) / min(b):>10.2f} "
+                f"{statistics.median(r) / statistics.median(b):>12.2f}"
+            )
 
 
 # ---------------------------------------------------------------------------- memory of a long run
@@ -368,7 +405,7 @@ def _child(python: str, root: Path, args: list[str]) -> dict:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--parts", default="ds,onecoin,memory,mv,import,hmm")
+    ap.add_argument("--parts", default="ds,onecoin,models,memory,mv,import,hmm")
     ap.add_argument("--repeat", type=int, default=15)
     ap.add_argument("--root", default=str(ROOT), help="the crowdlab checkout to measure (default: this one)")
     ap.add_argument("--child", help=argparse.SUPPRESS)
@@ -394,6 +431,8 @@ def main() -> None:
         class_part("ds", args.repeat)
     if "onecoin" in parts:
         class_part("one_coin", args.repeat)
+    if "models" in parts:
+        models_part(args.repeat)
     if "memory" in parts:
         memory_part(python, root)
     if "mv" in parts:

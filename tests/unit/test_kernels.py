@@ -122,6 +122,24 @@ def test_rows_with_impossible_classes_and_ties(compiled):
     assert not np.isnan(q).any()
 
 
+def test_far_below_the_row_max_is_exactly_zero(compiled):
+    """Items with hundreds of labels put classes thousands of nats below the best: q is 0 there (numpy gives 0 or a
+    subnormal < 1e-304), the rest is unchanged, and exp never takes its subnormal slow path."""
+    rng = np.random.default_rng(3)
+    lj = rng.uniform(-2000.0, 0.0, size=(40000, 5))
+    lj[:, 0] = 0.0
+    lj[::3, 1] = -701.0  # just past the cut
+    lj[1::3, 1] = -699.0  # just inside: exp(-699) = 2.6e-304 kept
+    want_q, want_lse = softmax_lse(lj.copy())
+    q, lse, am, entropy, colsum = kernels.softmax_rows_full(lj.copy())
+    np.testing.assert_allclose(q, want_q, rtol=1e-14, atol=1e-300)
+    np.testing.assert_allclose(lse, want_lse, rtol=1e-14, atol=1e-14)  # lse near 0 on some rows
+    assert (q[lj < kernels.UNDERFLOW] == 0.0).all()
+    assert (q[1::3, 1] > 0.0).all()
+    assert entropy == pytest.approx(entropy_rows(want_q), rel=1e-12, abs=1e-250)
+    np.testing.assert_allclose(colsum, want_q.sum(axis=0), rtol=1e-13, atol=1e-300)
+
+
 def test_an_all_impossible_row_is_reported_not_hidden(compiled):
     lj = np.zeros((10, 3))
     lj[4] = -np.inf

@@ -99,7 +99,20 @@ def _compile() -> dict | None:
             acc += r
         return acc
 
-    _KERNELS = {"add_offset": add_offset, "shift": shift, "finish": finish}
+    @jit
+    def ranked_argmax(v, bonus, out):  # pragma: no cover - compiled
+        """out[i] = arg-max over k of K v[i, k] + bonus[k] (integers: bonus < K breaks ties only)."""
+        n, K = v.shape
+        for i in range(n):
+            best = v[i, 0] * K + bonus[0]
+            arg = 0
+            for k in range(1, K):
+                w = v[i, k] * K + bonus[k]
+                arg = k if w > best else arg
+                best = w if w > best else best
+            out[i] = arg
+
+    _KERNELS = {"add_offset": add_offset, "shift": shift, "finish": finish, "ranked_argmax": ranked_argmax}
     return _KERNELS
 
 
@@ -156,3 +169,23 @@ def softmax_rows_full(lj: np.ndarray, off: np.ndarray | None = None) -> tuple:
     lse = mx + log_s
     entropy = float(log_s.sum()) - inner
     return e, lse, am, entropy, colsum
+
+
+def ranked_argmax(v: np.ndarray, bonus: np.ndarray) -> np.ndarray:
+    """(n,) int32 arg-max per row of K * v + bonus for integer votes v (n, K) and a tie-breaking bonus (K,) of
+    distinct integers in [0, K): the most votes wins, a tie goes to the largest bonus. One compiled pass without
+    the (n, K) temporary when numba is there; numpy otherwise (``v`` is not modified)."""
+    k = _kernels_for_ints(v)
+    if k is None:
+        w = v * v.shape[1]
+        w += bonus[None, :]
+        return np.argmax(w, axis=1).astype(np.int32)
+    out = np.empty(v.shape[0], dtype=np.int32)
+    k["ranked_argmax"](v, np.ascontiguousarray(bonus, dtype=v.dtype), out)
+    return out
+
+
+def _kernels_for_ints(a: np.ndarray) -> dict | None:
+    if a.ndim != 2 or a.size < MIN_CELLS or a.dtype != np.int64 or not a.flags.c_contiguous:
+        return None
+    return _compile()

@@ -14,6 +14,7 @@ from __future__ import annotations
 import numpy as np
 
 from crowdlab.data import Annotations
+from crowdlab.kernels import ranked_argmax
 from crowdlab.models.base import ModelInfo
 
 
@@ -69,13 +70,7 @@ def majority_labels(data: Annotations, tie_break: str = "frequent", seed: int | 
         order = np.lexsort((np.arange(K), -np.einsum("ij->j", v)))
         bonus = np.empty(K, dtype=v.dtype)
         bonus[order] = np.arange(K - 1, -1, -1)
-        if "vote_counts" in data.__dict__:
-            w = v * K  # the cached counts stay as they are
-        else:
-            w = v
-            w *= K
-        w += bonus[None, :]
-        return np.argmax(w, axis=1).astype(np.int32)
+        return ranked_argmax(v, bonus)
     v = data.vote_counts
     K = v.shape[1]
     top = v == v.max(axis=1, keepdims=True)

@@ -51,7 +51,6 @@ from dataclasses import dataclass, field, replace
 from functools import cached_property
 
 import numpy as np
-from scipy.special import gammaln
 
 from crowdlab.data import Annotations
 from crowdlab.models.base import (
@@ -360,6 +359,8 @@ class OnlineDawidSkene:
         """log P(theta) from the logs already computed (:meth:`log_prior_buckets` without a second log)."""
         a = 1.0 + self.prior
         B, K, _ = log_g.shape
+        from scipy.special import gammaln  # on first use: ``import crowdlab`` stays light
+
         const = gammaln(K * a) - K * gammaln(a)
         return float((B * K + 1) * const + (a - 1.0) * (log_g.sum() + log_pi.sum()))
 
@@ -437,6 +438,8 @@ class OnlineOneCoin(OnlineDawidSkene):
     def _log_prior_logs(self, log_g: np.ndarray, log_pi: np.ndarray, theta_b) -> float:
         a = 1.0 + self.prior
         K = log_pi.shape[0]
+        from scipy.special import gammaln
+
         return log_beta_pdf(theta_b, a, a) + float(gammaln(K * a) - K * gammaln(a) + (a - 1.0) * log_pi.sum())
 
 

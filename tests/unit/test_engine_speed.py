@@ -192,13 +192,14 @@ def test_the_step_page_builds_its_run_with_the_window(monkeypatch, crowd):
 def _modules_after(code: str) -> list[str]:
     quiet = "import contextlib, io\nwith contextlib.redirect_stdout(io.StringIO()):\n    "
     probe = quiet + code.replace("\n", "\n    ")
-    probe += "\nimport sys\nprint(' '.join(m for m in ('pandas', 'plotly', 'scipy.optimize') if m in sys.modules))"
+    heavy = "('pandas', 'plotly', 'scipy.optimize', 'scipy.special', 'numba')"
+    probe += f"\nimport sys\nprint(' '.join(m for m in {heavy} if m in sys.modules))"
     out = subprocess.run([sys.executable, "-c", probe], cwd=ROOT, capture_output=True, text=True, timeout=120)
     assert out.returncode == 0, out.stderr
     return out.stdout.split()
 
 
-def test_import_crowdlab_loads_no_pandas_plotly_or_optimizer():
+def test_import_crowdlab_loads_no_pandas_plotly_optimizer_special_functions_or_numba():
     assert _modules_after("import crowdlab; crowdlab.Run; crowdlab.make_model('ds')") == []
 
 

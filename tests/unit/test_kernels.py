@@ -177,3 +177,27 @@ def test_import_crowdlab_does_not_import_numba():
         [sys.executable, "-c", "import sys, crowdlab; print('numba' in sys.modules)"], capture_output=True, text=True
     )
     assert out.stdout.strip() == "False", out.stderr
+
+
+def test_ranked_argmax_breaks_ties_by_the_bonus_in_both_paths(monkeypatch):
+    rng = np.random.default_rng(11)
+    v = rng.integers(0, 4, size=(50000, 5)).astype(np.int64)  # many ties
+    bonus = np.array([1, 4, 0, 3, 2], dtype=np.int64)
+    top = v == v.max(axis=1, keepdims=True)
+    want = np.argmax(np.where(top, bonus[None, :], -1), axis=1)  # among the tied, the largest bonus
+    monkeypatch.setattr(kernels, "MIN_CELLS", 0)
+    np.testing.assert_array_equal(kernels.ranked_argmax(v, bonus), want)
+    monkeypatch.setattr(kernels, "MIN_CELLS", 1 << 62)
+    np.testing.assert_array_equal(kernels.ranked_argmax(v, bonus), want)
+    assert v.max() < 4  # the votes are not scaled in place
+
+
+def test_majority_labels_are_the_same_through_the_kernel(monkeypatch):
+    from crowdlab.models.majority import majority_labels
+
+    data = simulate_crowd(20000, 8, 5, labels_per_item=2, seed=4).annotations  # two labels: many ties
+    monkeypatch.setattr(kernels, "MIN_CELLS", 1 << 62)
+    ref = majority_labels(data)
+    data.__dict__.pop("vote_counts", None)
+    monkeypatch.setattr(kernels, "MIN_CELLS", 0)
+    np.testing.assert_array_equal(majority_labels(data), ref)

@@ -48,6 +48,25 @@ def test_glad_likelihood_and_posterior_by_brute_force():
     np.testing.assert_allclose(model.e_step(data, p).q, lj / lj.sum(axis=1, keepdims=True), rtol=1e-10)
 
 
+def test_glad_log_sigmoid_and_observation_terms_match_the_textbook_forms():
+    """The shared-log1p forms equal -log(1 + e^-x) and w log sigma(x) + (1 - w) log sigma(-x) over the whole range,
+    scalars and integers included."""
+    from crowdlab.models.glad import _obs_terms, log_sigmoid
+
+    x = np.concatenate([np.linspace(-800, 800, 4001), [-1e-300, 0.0, 1e-300, 37.0, -37.0]])
+    np.testing.assert_allclose(log_sigmoid(x), -np.logaddexp(0.0, -x), rtol=1e-14, atol=1e-300)
+    assert log_sigmoid(2.0) == pytest.approx(-np.log1p(np.exp(-2.0)), rel=1e-15)
+    np.testing.assert_array_equal(log_sigmoid(np.array([3, -3])), log_sigmoid(np.array([3.0, -3.0])))
+    data = random_problem(np.random.default_rng(7), n_items=40, n_workers=6, K=3, design="dense")
+    rng = np.random.default_rng(8)
+    alpha = rng.normal(0.0, 4.0, data.n_workers)
+    b = rng.normal(0.0, 1.5, data.n_items)
+    w = rng.random(data.n_obs)
+    z = alpha[data.worker] * np.exp(b[data.item])
+    want = w * -np.logaddexp(0.0, -z) + (1.0 - w) * -np.logaddexp(0.0, z)
+    np.testing.assert_allclose(_obs_terms(data, alpha, b, w, 3), want, rtol=1e-13, atol=1e-300)
+
+
 def test_glad_m_step_raises_expected_complete_log_likelihood():
     data = random_problem(np.random.default_rng(5), 40, 6, 3, "dense")
     model = GLAD()

@@ -95,25 +95,33 @@ def _class_data(n_obs: int, K: int):
     return simulate(n_obs, K, seed=0), K
 
 
-def class_part(method: str, repeat: int, n_obs: int = 10**6, K: int = 5) -> dict:
-    import pandas as pd
+def _bare_and_run(sim: dict, K: int, method: str):
+    """(data, one bare iteration as a callable, a Run after its first step) for ``method`` on a simulated crowd:
+    the bare loop and the Run start from the same parameters and each keeps its own model."""
     from bench_ds import to_annotations
-    from crowdkit.aggregation import DawidSkene as CKDawidSkene
-    from crowdkit.aggregation import OneCoinDawidSkene
 
     from crowdlab.em import Run
     from crowdlab.models import make_model
 
-    sim, K = _class_data(n_obs, K)
     data = to_annotations(sim, K)
-    bare_model, run_model = make_model(method), make_model(method)
-    run = Run(data, run_model, max_iter=10**6)
+    bare_model = make_model(method)
+    run = Run(data, make_model(method), max_iter=10**6)
     run.step()
     state = {"p": run.current.params}
 
     def bare():
         state["p"] = bare_model.m_step(data, bare_model.e_step(data, state["p"]))
 
+    return data, bare, run
+
+
+def class_part(method: str, repeat: int, n_obs: int = 10**6, K: int = 5) -> dict:
+    import pandas as pd
+    from crowdkit.aggregation import DawidSkene as CKDawidSkene
+    from crowdkit.aggregation import OneCoinDawidSkene
+
+    sim, K = _class_data(n_obs, K)
+    data, bare, run = _bare_and_run(sim, K, method)
     times = _interleaved({"bare": bare, "run": run.step}, repeat)
     frame = pd.DataFrame({"task": sim["item"], "worker": sim["worker"], "label": sim["label"]})
     ck_cls, (lo, hi) = (CKDawidSkene, (1, 11)) if method == "ds" else (OneCoinDawidSkene, (1, 2))
@@ -147,26 +155,13 @@ MODELS = (("ds", 5), ("one_coin", 5), ("two_coin", 2), ("mace", 5), ("ibcc", 5),
 
 def models_part(repeat: int, sizes: tuple[int, ...] = (10**5, 10**6)) -> None:
     """``Run.step()`` against a bare ``e_step`` + ``m_step`` for every class model the stepper offers."""
-    from bench_ds import to_annotations
-
-    from crowdlab.em import Run
-    from crowdlab.models import make_model
-
     print("\nRun.step() / bare E + M for every class model (K = 5; two-coin K = 2)")
     head = ("model", "labels", "bare best", "Run best", "ratio best", "ratio median")
     print("  {:10s} {:>10s} {:>10s} {:>10s} {:>10s} {:>12s}".format(*head))
     for n_obs in sizes:
         for method, K in MODELS:
             sim, K = _class_data(n_obs, K)
-            data = to_annotations(sim, K)
-            bare_model, run_model = make_model(method), make_model(method)
-            run = Run(data, run_model, max_iter=10**6)
-            run.step()
-            state = {"p": run.current.params}
-
-            def bare(bare_model=bare_model, data=data, state=state):
-                state["p"] = bare_model.m_step(data, bare_model.e_step(data, state["p"]))
-
+            _, bare, run = _bare_and_run(sim, K, method)
             reps = repeat if n_obs <= 10**5 or method != "glad" else max(3, repeat // 3)
             t = _interleaved({"bare": bare, "run": run.step}, reps)
             b, r = t["bare"], t["run"]

@@ -116,8 +116,9 @@ def _compile() -> dict | None:
     return _KERNELS
 
 
-def _kernels_for(a: np.ndarray) -> dict | None:
-    if a.ndim != 2 or a.size < MIN_CELLS or a.dtype != np.float64 or not a.flags.c_contiguous:
+def _kernels_for(a: np.ndarray, dtype=np.float64) -> dict | None:
+    """The compiled kernels when ``a`` is a C-contiguous (n, K) array of ``dtype`` with at least MIN_CELLS cells."""
+    if a.ndim != 2 or a.size < MIN_CELLS or a.dtype != dtype or not a.flags.c_contiguous:
         return None
     return _compile()
 
@@ -175,7 +176,7 @@ def ranked_argmax(v: np.ndarray, bonus: np.ndarray) -> np.ndarray:
     """(n,) int32 arg-max per row of K * v + bonus for integer votes v (n, K) and a tie-breaking bonus (K,) of
     distinct integers in [0, K): the most votes wins, a tie goes to the largest bonus. One compiled pass without
     the (n, K) temporary when numba is there; numpy otherwise (``v`` is not modified)."""
-    k = _kernels_for_ints(v)
+    k = _kernels_for(v, np.int64)
     if k is None:
         w = v * v.shape[1]
         w += bonus[None, :]
@@ -183,9 +184,3 @@ def ranked_argmax(v: np.ndarray, bonus: np.ndarray) -> np.ndarray:
     out = np.empty(v.shape[0], dtype=np.int32)
     k["ranked_argmax"](v, np.ascontiguousarray(bonus, dtype=v.dtype), out)
     return out
-
-
-def _kernels_for_ints(a: np.ndarray) -> dict | None:
-    if a.ndim != 2 or a.size < MIN_CELLS or a.dtype != np.int64 or not a.flags.c_contiguous:
-        return None
-    return _compile()

@@ -41,7 +41,19 @@ def expected_counts(data: Annotations, q: np.ndarray) -> np.ndarray:
     return np.asarray(data.label_counts_t @ q).reshape(M, K, K)
 
 
-class DawidSkene(LatentModel):
+class ConfusionLogJoint:
+    """The log joint of eq. (9) for a model whose parameters carry a class prior ``pi`` and per-worker confusion
+    matrices ``gamma`` (Dawid-Skene, one-coin, two-coin, MACE): in one piece, and as (sparse product, log pi) for
+    the E-step's kernel pass (`LatentModel.log_joint_parts`)."""
+
+    def log_joint(self, data: Annotations, params: ClassParams) -> np.ndarray:
+        return class_log_joint(data, params.pi, params.gamma)
+
+    def log_joint_parts(self, data: Annotations, params: ClassParams) -> tuple[np.ndarray, np.ndarray]:
+        return class_log_joint_parts(data, params.pi, params.gamma)
+
+
+class DawidSkene(ConfusionLogJoint, LatentModel):
     """Dawid-Skene EM with optional symmetric Dirichlet priors (MAP) and optional hard EM."""
 
     info = ModelInfo("ds", "Dawid-Skene", "classes", exact=True, latent="item")
@@ -55,12 +67,6 @@ class DawidSkene(LatentModel):
     @property
     def has_prior(self) -> bool:
         return self.prior > 0
-
-    def log_joint(self, data: Annotations, params: ClassParams) -> np.ndarray:
-        return class_log_joint(data, params.pi, params.gamma)
-
-    def log_joint_parts(self, data: Annotations, params: ClassParams) -> tuple[np.ndarray, np.ndarray]:
-        return class_log_joint_parts(data, params.pi, params.gamma)
 
     def m_step(self, data: Annotations, q: np.ndarray) -> ClassParams:
         return self.m_step_from_stats(expected_counts(data, q), self.q_column_sums(q), q.shape[0])

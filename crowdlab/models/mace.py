@@ -31,7 +31,7 @@ import numpy as np
 
 from crowdlab.data import Annotations
 from crowdlab.models.base import LatentModel, ModelInfo, WarmPosterior, log_beta_pdf, log_dirichlet
-from crowdlab.models.dawid_skene import class_log_joint, class_log_joint_parts, expected_counts
+from crowdlab.models.dawid_skene import ConfusionLogJoint, expected_counts
 from crowdlab.models.params import ClassParams
 
 CLASS_PRIORS = ("uniform", "estimate")
@@ -79,7 +79,7 @@ def spam_responsibility(theta: np.ndarray, xi: np.ndarray) -> np.ndarray:
         return np.where(den > 0, theta[:, None] / np.where(den > 0, den, 1.0), 0.0)
 
 
-class MACE(LatentModel):
+class MACE(ConfusionLogJoint, LatentModel):
     """MACE EM (Hovy et al. 2013), MAP with Beta and Dirichlet priors; hard EM optional."""
 
     info = ModelInfo("mace", "MACE (competence and spamming)", "classes", exact=True, latent="item")
@@ -115,12 +115,6 @@ class MACE(LatentModel):
     @property
     def has_prior(self) -> bool:
         return self.theta_prior != (1.0, 1.0) or self.strategy_prior != 1.0 or self.prior > 0
-
-    def log_joint(self, data: Annotations, params: MaceParams) -> np.ndarray:
-        return class_log_joint(data, params.pi, params.gamma)
-
-    def log_joint_parts(self, data: Annotations, params: MaceParams) -> tuple[np.ndarray, np.ndarray]:
-        return class_log_joint_parts(data, params.pi, params.gamma)
 
     def e_step(self, data: Annotations, params: MaceParams) -> WarmPosterior:
         return WarmPosterior(super().e_step(data, params), params)

@@ -18,7 +18,7 @@ import numpy as np
 
 from crowdlab.data import Annotations
 from crowdlab.models.base import LatentModel, ModelInfo, log_beta_pdf, log_dirichlet
-from crowdlab.models.dawid_skene import class_log_joint, class_log_joint_parts, expected_counts
+from crowdlab.models.dawid_skene import ConfusionLogJoint, expected_counts
 from crowdlab.models.params import ClassParams
 
 
@@ -30,7 +30,7 @@ def one_coin_gamma(theta: np.ndarray, K: int) -> np.ndarray:
     return eye * theta[:, None, None] + (1.0 - eye) * off[:, None, None]
 
 
-class OneCoin(LatentModel):
+class OneCoin(ConfusionLogJoint, LatentModel):
     """One accuracy per worker (symmetric noise), optional Beta(1+s, 1+s) prior on each accuracy."""
 
     info = ModelInfo("one_coin", "One-coin (symmetric noise)", "classes", exact=True, latent="item")
@@ -46,12 +46,6 @@ class OneCoin(LatentModel):
     @property
     def has_prior(self) -> bool:
         return self.prior > 0
-
-    def log_joint(self, data: Annotations, params: ClassParams) -> np.ndarray:
-        return class_log_joint(data, params.pi, params.gamma)
-
-    def log_joint_parts(self, data: Annotations, params: ClassParams) -> tuple[np.ndarray, np.ndarray]:
-        return class_log_joint_parts(data, params.pi, params.gamma)
 
     def m_step(self, data: Annotations, q: np.ndarray) -> ClassParams:
         return self.m_step_from_stats(expected_counts(data, q), self.q_column_sums(q), q.shape[0])

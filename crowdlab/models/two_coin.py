@@ -19,7 +19,7 @@ import numpy as np
 
 from crowdlab.data import Annotations
 from crowdlab.models.base import LatentModel, ModelInfo, log_beta_pdf
-from crowdlab.models.dawid_skene import class_log_joint, class_log_joint_parts, expected_counts
+from crowdlab.models.dawid_skene import ConfusionLogJoint, expected_counts
 from crowdlab.models.params import ClassParams
 
 
@@ -43,7 +43,7 @@ def _beta_map(success: np.ndarray, total: np.ndarray, a: float, b: float) -> np.
     return np.clip(out, 0.0, 1.0)
 
 
-class TwoCoin(LatentModel):
+class TwoCoin(ConfusionLogJoint, LatentModel):
     """Sensitivity/specificity per worker; optional Beta priors on alpha_j, beta_j and p (MAP)."""
 
     info = ModelInfo("two_coin", "Two-coin (sensitivity / specificity)", "classes", True, "item", True)
@@ -68,12 +68,6 @@ class TwoCoin(LatentModel):
     @property
     def has_prior(self) -> bool:
         return self.prior > 0 or self.alpha_prior != (1.0, 1.0) or self.beta_prior != (1.0, 1.0)
-
-    def log_joint(self, data: Annotations, params: ClassParams) -> np.ndarray:
-        return class_log_joint(data, params.pi, params.gamma)
-
-    def log_joint_parts(self, data: Annotations, params: ClassParams) -> tuple[np.ndarray, np.ndarray]:
-        return class_log_joint_parts(data, params.pi, params.gamma)
 
     def m_step(self, data: Annotations, q: np.ndarray) -> ClassParams:
         return self.m_step_from_stats(expected_counts(data, q), self.q_column_sums(q), q.shape[0])

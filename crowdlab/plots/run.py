@@ -91,6 +91,9 @@ def wrap_title(text: str, width: int = 36) -> str:
     return "<br>".join(lines)
 
 
+TOP_TICKS = 30  # px of top margin for the tick labels of an x axis drawn on top
+
+
 def _layout(title: str, height: int, *, title_width: int = 36, **extra) -> dict:
     """A light layout without a template (templates cost ~10 ms per figure to build). Long titles wrap
     (:func:`wrap_title`) and the top margin grows with their lines; the title is escaped (:func:`crowdlab.safe.html`)
@@ -109,8 +112,10 @@ def _layout(title: str, height: int, *, title_width: int = 36, **extra) -> dict:
         extra["margin"] = legend_margin()  # room under the x axis title for a LEGEND_BELOW
     out.update(extra)
     if n_lines > 1:
+        # an x axis on top puts its tick labels in the top margin too, under the title
+        ticks_on_top = TOP_TICKS if (extra.get("xaxis") or {}).get("side") == "top" else 0
         margin = dict(out["margin"])
-        margin["t"] = max(margin.get("t", 50), 30 + 20 * n_lines)
+        margin["t"] = max(margin.get("t", 50), 30 + 20 * n_lines + ticks_on_top)
         out["margin"] = margin
     return out
 

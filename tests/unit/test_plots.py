@@ -379,6 +379,14 @@ def test_long_titles_wrap_and_make_room():
     assert plots.wrap_title("a b c", 3) == "a b<br>c"
     fig = plots.confusion_grid(np.tile(np.eye(2), (2, 1, 1)), ["w0", "w1"], ["0", "1"])
     assert "<br>" in fig.layout.title.text and fig.layout.margin.t >= 70
+    # the posterior heatmap's class ticks sit on top, under the title: two title lines must not cover them
+    q = np.array([[0.2, 0.8], [0.6, 0.4]])
+    short = plots.posterior_heatmap(q, ["a", "b"], ["0", "1"], title="Posterior q")
+    long = plots.posterior_heatmap(
+        q, ["a", "b"], ["0", "1"], title="Posterior q at snapshot 6 (rows: items, columns: classes)"
+    )
+    assert long.layout.title.text.count("<br>") == 1
+    assert long.layout.margin.t >= 30 + 20 * 2 + plots.run.TOP_TICKS > short.layout.margin.t
 
 
 def test_legends_sit_below_the_axis_titles(run):

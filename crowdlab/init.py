@@ -18,10 +18,11 @@ objective are defined from the first snapshot on.
   moment matching (eq. (17)); q0 = e_step(params0), next: M. Per model: Dawid-Skene takes (pi, Gamma) as they
   are; one-coin takes theta_m = sum_k pi_k Gamma_m(k, k) (its pi, unless the model fixes the class prior);
   two-coin takes alpha_m = Gamma_m(1, 1), beta_m = Gamma_m(0, 0), p = pi_1; the HMM adds T from the lagged
-  moments (eqs. (21)-(23)) with pi0 = pi; the MRF takes Gamma with a uniform pi (Alg. 4). The scores model and
-  majority vote raise ModelError. Entries of Gamma, pi (and T) below ``MOMENT_FLOOR`` are lifted to it (then
-  renormalised): the simplex projection sets small entries to exactly zero, and one label the moments call
-  impossible would otherwise veto a class in the first E-step.
+  moments (eqs. (21)-(23)) with pi0 = pi; the MRF takes Gamma with a uniform pi (Alg. 4). GLAD, MACE and IBCC,
+  whose parameters are not (pi, Gamma), start from Dawid-Skene's posterior at the moment estimates (q0, then
+  their own M-step; next: E). The scores model and majority vote raise ModelError. Entries of Gamma, pi (and T)
+  below ``MOMENT_FLOOR`` are lifted to it (then renormalised): the simplex projection sets small entries to
+  exactly zero, and one label the moments call impossible would otherwise veto a class in the first E-step.
 """
 
 from __future__ import annotations
@@ -73,10 +74,13 @@ def initialise(
             raise ModelError("Initialisation 'params' needs parameters (params=...).")
         _validate_params(params)
         return Start(model.e_step(data, params), params, "M", INITS["params"])
-    if strategy == "moments":
+    if strategy == "moments" and not _moment_posterior_start(model):
         params0, desc = _moment_params(model, data, seed)
         return Start(model.e_step(data, params0), params0, "M", desc)
-    if strategy == "posterior":
+    if strategy == "moments":  # GLAD, MACE, IBCC: parametrised otherwise than by (pi, Gamma)
+        q = _moment_posterior(data, seed)
+        desc = INITS["moments"] + ": Dawid-Skene's posterior at the moment estimates"
+    elif strategy == "posterior":
         if q0 is None:
             raise ModelError("Initialisation 'posterior' needs a posterior (q0=...).")
         q = _validate_q(np.asarray(q0, dtype=np.float64), data, model)
@@ -107,6 +111,30 @@ def initialise(
         q = one_hot_argmax(np.log(np.maximum(q, 1e-300)))
     post = model.as_posterior(data, q)
     return Start(post, model.m_step(data, post), "E", desc)
+
+
+def _moment_posterior_start(model) -> bool:
+    """True for the class models whose parameters are not (pi, Gamma) or a map of them (GLAD, MACE, IBCC): moment
+    matching starts them from Dawid-Skene's posterior at the moment estimates, then their own M-step."""
+    from crowdlab.models.dawid_skene import DawidSkene
+    from crowdlab.models.hmm import HMMCrowd
+    from crowdlab.models.majority import MajorityVote
+    from crowdlab.models.mrf import NetworkCrowd
+    from crowdlab.models.one_coin import OneCoin
+    from crowdlab.models.raykar import RaykarModel
+    from crowdlab.models.two_coin import TwoCoin
+
+    own = (DawidSkene, OneCoin, TwoCoin, HMMCrowd, NetworkCrowd, RaykarModel, MajorityVote)
+    return not isinstance(model, own) and model.info.latent == "item" and model.info.data_kind == "classes"
+
+
+def _moment_posterior(data: Annotations, seed: int | None) -> np.ndarray:
+    """(N, K): Dawid-Skene's posterior at the moment-matched (pi, Gamma) (floored like `_moment_params`)."""
+    from crowdlab.models.base import softmax_rows
+    from crowdlab.models.dawid_skene import DawidSkene, class_log_joint
+
+    params, _ = _moment_params(DawidSkene(), data, seed)
+    return softmax_rows(class_log_joint(data, params.pi, params.gamma))
 
 
 def _moment_params(model, data: Annotations, seed: int | None) -> tuple[object, str]:

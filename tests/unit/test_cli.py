@@ -131,6 +131,16 @@ def test_mrf_without_edges_is_a_clear_error(tmp_path, capsys):
     assert "graph" in capsys.readouterr().err
 
 
+def test_moments_start_for_every_class_method(tmp_path):
+    """--init moments works for GLAD and MACE too (it raised TypeError inside the CLI before)."""
+    labels, gold = sample_paths("bluebirds")
+    for method in ("ds", "glad", "mace", "ibcc"):
+        out = tmp_path / method
+        args = ["fit", str(labels), "--method", method, "--init", "moments", "--gold", str(gold), "--out", str(out)]
+        assert main(args) == 0
+        assert json.loads((out / "metrics.json").read_text())["accuracy"] > 0.7
+
+
 def test_new_methods_and_semi_supervised_options(tmp_path, capsys):
     """--method glad|mace|ibcc run; --reveal 1 fixes every gold item; --known takes a gold-style file."""
     labels, gold = sample_paths("bluebirds")

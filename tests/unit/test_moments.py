@@ -12,7 +12,18 @@ from crowdlab.em import Run
 from crowdlab.errors import ModelError
 from crowdlab.init import INITS, initialise
 from crowdlab.metrics import confusion_error
-from crowdlab.models import DawidSkene, GoodBadScores, HMMCrowd, MajorityVote, NetworkCrowd, OneCoin, TwoCoin
+from crowdlab.models import (
+    GLAD,
+    IBCC,
+    MACE,
+    DawidSkene,
+    GoodBadScores,
+    HMMCrowd,
+    MajorityVote,
+    NetworkCrowd,
+    OneCoin,
+    TwoCoin,
+)
 from crowdlab.models.params import ClassParams
 from crowdlab.moments import (
     _majority_start,
@@ -393,6 +404,27 @@ def test_mrf_from_moments():
     np.testing.assert_allclose(run.snapshots[0].params.pi, 1.0 / 3)
     run.run(max_iter=30)
     assert (run.labels() == net.truth).mean() > 0.9
+
+
+@pytest.mark.parametrize("model", [GLAD(), MACE(), IBCC(), MACE(hard=True)])
+def test_glad_mace_ibcc_start_from_the_moment_posterior(model):
+    """Models not parametrised by (pi, Gamma) start from Dawid-Skene's posterior at the moment estimates, then
+    their own M-step (they raised TypeError from params_from before, or read (pi, Gamma) as Dirichlet counts)."""
+    sim = simulate_crowd(800, 8, 3, labels_per_item=4, seed=5)
+    data = sim.annotations
+    start = initialise(model, data, "moments")
+    assert start.next_kind == "E" and "Dawid-Skene's posterior" in start.description
+    ds = initialise(DawidSkene(), data, "moments").params0
+    q_ds = DawidSkene().e_step(data, ds)
+    q0 = getattr(start.q0, "q", start.q0)
+    if model.hard:
+        np.testing.assert_array_equal(q0.argmax(axis=1), q_ds.argmax(axis=1))
+    else:
+        np.testing.assert_allclose(q0, q_ds, atol=1e-12)
+    run = Run(data, model, "moments", max_iter=300)
+    run.run()
+    assert run.violations == [] and np.isfinite(run.objective_history()).all()
+    assert (run.labels() == sim.truth).mean() > 0.85
 
 
 def test_moments_refused_for_scores_and_majority_vote():

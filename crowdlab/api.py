@@ -25,8 +25,8 @@ def fit(
     reveal_seed: int = 0,
     **init_kwargs,
 ) -> Run:
-    """Fit ``method`` ("mv", "ds", "one_coin", "two_coin", "glad", "mace", "ibcc", "scores", "hmm", "mrf") and
-    run EM to convergence.
+    """Fit ``method`` ("mv", "ds", "one_coin", "two_coin", "glad", "mace", "mace_vb", "ibcc", "scores", "hmm",
+    "mrf") and run EM (or, for "ibcc" and "mace_vb", variational Bayes) to convergence.
 
     Semi-supervised EM: ``known`` (a mapping item -> class, or (n_items,) class codes with -1 for unknown) and/or
     ``reveal`` (a fraction of the gold labels, drawn with ``reveal_seed``) keep those items' classes fixed in every

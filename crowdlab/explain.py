@@ -11,6 +11,7 @@ counted ("(35 more)"), and the printed result is always the exact one. Small and
 
 from __future__ import annotations
 
+import functools
 import math
 import re
 
@@ -18,7 +19,7 @@ import numpy as np
 
 from crowdlab import safe
 from crowdlab.data import Annotations
-from crowdlab.models.base import softmax_rows
+from crowdlab.models.base import safe_log, softmax_rows
 from crowdlab.models.dawid_skene import class_log_joint
 from crowdlab.models.params import ClassParams
 from crowdlab.models.scores import ScoreParams, range_note
@@ -165,11 +166,12 @@ def _pack(first: str, terms: list[str], joiner: str, end: str = "", cont: str = 
     line starts with ``cont`` and the joiner. ``end`` (e.g. ``" = 0.42"``) goes on a line of its own when it
     does not fit on the last one."""
     lines, cur = [], first
+    tail = joiner.rstrip().removesuffix("\\")  # what a cut line ends with: "," for ",\ ", "\cdot" for "\cdot"
     for j, t in enumerate(terms):
         glue = ("" if first.endswith("(") else " ") if j == 0 else joiner
         cand = cur + glue + t
-        if j > 0 and not _fits(cand):
-            lines.append(cur + joiner.rstrip())
+        if j > 0 and not _fits(cand + (tail if j < len(terms) - 1 else "")):
+            lines.append(cur + tail)
             cur = f"{cont} {t}"
         else:
             cur = cand
@@ -181,6 +183,62 @@ def _pack(first: str, terms: list[str], joiner: str, end: str = "", cont: str = 
             cur = r"\qquad" + end
     lines.append(cur)
     return lines
+
+
+_BREAKS = (r",\qquad ", r",\qquad", r"\qquad ", r"\qquad", r",\quad ", r",\quad", r"\quad ", r",\ ")
+
+
+def wrap(line: str, cont: str = r"\quad") -> list[str]:
+    r"""``line`` cut into lines that fit (:data:`MAX_WIDTH`) at its top-level breaks (``\qquad``, ``\quad`` and
+    ``,\ `` outside braces), each break kept at the end of the piece before it; a continuation line starts with
+    ``cont``. A piece with no break in it that does not fit is left whole (the explainers keep those short)."""
+    if _fits(line):
+        return [line]
+    pieces, depth, start, i = [], 0, 0, 0
+    while i < len(line):
+        c = line[i]
+        if c == "\\" and line[i + 1 : i + 2] in ("{", "}"):
+            i += 2
+            continue
+        if c == "{":
+            depth += 1
+        elif c == "}":
+            depth -= 1
+        elif depth == 0:
+            brk = next((b for b in _BREAKS if line.startswith(b, i)), None)
+            if brk is not None and i > start:
+                pieces.append(line[start : i + len(brk)])
+                start = i = i + len(brk)
+                continue
+        i += 1
+    pieces.append(line[start:])
+    out, cur = [], pieces[0]
+    for piece in pieces[1:]:
+        if _fits(cur + piece):
+            cur += piece
+        else:
+            out.append(_trim_end(cur))
+            cur = f"{cont} {piece.lstrip()}"
+    out.append(cur)
+    return out
+
+
+def _trim_end(line: str) -> str:
+    r"""A cut line without the spacing it ended with (``\quad``, ``\qquad``, an escaped space)."""
+    line = line.rstrip()
+    for cmd in (r"\qquad", r"\quad"):
+        line = line.removesuffix(cmd).rstrip()
+    return line[:-1] if line.endswith("\\") and not line.endswith("\\\\") else line
+
+
+def _fitted(explainer):
+    """``explainer`` with every line it returns passed through :func:`wrap`."""
+
+    @functools.wraps(explainer)
+    def run(*args) -> list[str]:
+        return [w for line in explainer(*args) for w in wrap(line)]
+
+    return run
 
 
 def _product_line(head: str, factors: list[str], result: str) -> list[str]:
@@ -427,18 +485,20 @@ def m_step_glad(data: Annotations, q: np.ndarray, params, worker: int) -> list[s
     grad = float(((w - s) * beta).sum())
     med = float(np.median(params.beta))
     terms = [rf"({_f(wi)} - {_f(si)})\cdot {_f(bi)}" for wi, si, bi in zip(w, s, beta)]
-    shown = " + ".join(terms[:SHOW]) + (rf" + \cdots (\text{{{len(terms) - SHOW} more}})" if len(terms) > SHOW else "")
+    shown = terms[:SHOW] + ([rf"\cdots (\text{{{len(terms) - SHOW} more}})"] if len(terms) > SHOW else [])
     return [
         r"\frac{\partial Q}{\partial \alpha_j} = \sum_i \big(q_{i,L_{ij}} - \sigma(\alpha_j\beta_i)\big)\,\beta_i"
         r" - \frac{\alpha_j-\mu_\alpha}{\sigma^2_\alpha},\qquad "
         r"\frac{\partial Q}{\partial \log\beta_i} = \sum_j \big(q_{i,L_{ij}} - \sigma(\alpha_j\beta_i)\big)"
         r"\,\alpha_j\beta_i"
         r" - \frac{\log\beta_i-\mu_\beta}{\sigma^2_\beta}",
-        r"\text{No closed form: the M-step climbs } Q \text{ (Newton steps, halved until } Q \text{ does not fall)}",
+        r"\text{No closed form: the M-step climbs } Q",
+        r"\text{(Newton steps, halved until } Q \text{ does not fall)}",
         rf"\text{{worker {_tex_name(data.worker_names[worker])}}}\ ({len(obs)}\ \text{{labels}}):\ "
-        rf"\alpha_j = {_f(a)},\quad \sum_i (q - \sigma)\beta_i = {shown} = {_f(grad)}",
-        rf"\text{{P(right) on an item of median difficulty}} = \sigma({_f(a)} \cdot {_f(med)})"
-        rf" = {_f(float(sigmoid(a * med)))}",
+        rf"\alpha_j = {_f(a)},",
+        *_pack(r"\sum_i (q - \sigma)\beta_i =", shown, " + ", end=f" = {_f(grad)}"),
+        r"\text{P(right) on an item of median difficulty}",
+        rf"\sigma({_f(a)} \cdot {_f(med)}) = {_f(float(sigmoid(a * med)))}",
     ]
 
 
@@ -484,7 +544,7 @@ def m_step_mace(data: Annotations, q: np.ndarray, params, worker: int) -> list[s
         r"\theta_j = \frac{E[\#\text{honest labels}]}{\#\text{labels}},\qquad "
         r"\xi_j(a) = \frac{E[\#\text{spam labels } a]}{E[\#\text{spam labels}]}",
         rf"\text{{worker {_tex_name(data.worker_names[worker])}}}:\ E[\#\text{{honest}}] = {_f(honest)}"
-        rf"\ \text{{of}}\ {len(obs)}\ \Rightarrow\ \theta_j \approx {_f(honest / max(len(obs), 1))},\quad"
+        rf"\ \text{{of}}\ {len(obs)},\quad \theta_j \approx {_f(honest / max(len(obs), 1))},\quad"
         rf"\text{{stored}}\ \theta_j = {_f(float(params.theta[worker]))}\ (\text{{P(spamming)}} = "
         rf"{_f(float(1 - params.theta[worker]))})",
         r"\text{spam strategy } \xi_j:\ "
@@ -493,8 +553,60 @@ def m_step_mace(data: Annotations, q: np.ndarray, params, worker: int) -> list[s
             rf"\ (E[\#] = {_f(float(spam[k]))})"
             for k in top
         ),
-        r"\text{(the stored values include the prior's pseudo-counts and the inner EM over } S"
-        r"\text{, run from the previous } \theta, \xi)",
+        r"\text{(the stored values include the prior's pseudo-counts}",
+        r"\text{and the inner EM over } S\text{, run from the previous } \theta, \xi)",
+    ]
+
+
+def e_step_mace_vb(data: Annotations, params, item: int) -> list[str]:
+    """MACE's variational E-step for item i (Hovy et al. 2013, Sec. 2.2): MACE's E-step with expected logs."""
+    K = data.n_classes
+    obs = np.flatnonzero(data.item == item)
+    w = data.worker[obs]
+    th, sp, xi = np.exp(params.e_theta), np.exp(params.e_spam), np.exp(params.e_xi)
+    lines = [
+        r"q_{it} \propto \pi_t \prod_j \big(\tilde\theta_j\, I(A_{ij}=t) + \tilde s_j\,\tilde\xi_j(A_{ij})\big),",
+        r"\tilde\theta_j = e^{\psi(a_j)-\psi(a_j+b_j)},\ \tilde s_j = e^{\psi(b_j)-\psi(a_j+b_j)},\ "
+        r"\tilde\xi_j(a) = e^{\psi(c_j(a))-\psi(\sum_{a'} c_j(a'))}",
+        r"\tilde\theta_j + \tilde s_j < 1\text{: uncertainty about } \theta_j \text{ costs weight}",
+        rf"\text{{item {_tex_name(data.item_names[item])}}}\ ({len(obs)}\ \text{{labels}}):",
+    ]
+    parts = [
+        [
+            rf"({_f(th[j]) + ' + ' if data.label[o] == k else ''}{_f(sp[j])}\cdot{_f(xi[j, data.label[o]])})"
+            for o, j in zip(obs, w)
+        ]
+        for k in range(K)
+    ]
+    lead = [rf"{_f(params.pi[k])} \cdot" for k in range(K)]
+    lj = safe_log(params.pi) + params.log_tilde[w, data.label[obs], :].sum(axis=0)
+    return lines + _class_lines(data, lj, parts, lead)
+
+
+def m_step_mace_vb(data: Annotations, q: np.ndarray, params, worker: int) -> list[str]:
+    """MACE's variational M-step for worker j: Beta and Dirichlet posteriors from the expected counts."""
+    a0, b0, c0 = params.prior
+    a, b = (float(v) for v in params.ab[worker])
+    n = int(np.count_nonzero(data.worker == worker))
+    c = params.c[worker]
+    top = np.argsort(-c)[:3]
+    return [
+        r"\theta_j \sim \mathrm{Beta}\big(a + E[\#\text{honest}],\ b + E[\#\text{spam}]\big),\qquad "
+        r"\xi_j \sim \mathrm{Dir}\big(c + E[\#\text{spam labels } a]\big),",
+        r"P(S_{ij}=0 \mid A_{ij}=a, T_i=a) = \frac{\tilde\theta_j}{\tilde\theta_j + \tilde s_j\tilde\xi_j(a)}",
+        rf"\text{{worker {_tex_name(data.worker_names[worker])}}}\ ({n}\ \text{{labels}}):",
+        rf"\mathrm{{Beta}}({_f(a0)} + {_f(a - a0)},\, {_f(b0)} + {_f(b - b0)}) = \mathrm{{Beta}}({_f(a)},\, {_f(b)}),",
+        rf"E[\theta_j] = {_f(a / (a + b))}\ (\text{{P(spamming)}} = {_f(b / (a + b))}),\ "
+        rf"\tilde\theta_j = {_f(float(np.exp(params.e_theta[worker])))}",
+        r"\text{spam strategy } \xi_j:\ "
+        + ",\\ ".join(
+            rf"\text{{{_tex_name(data.class_names[k])}}}:\ {_f(c0)} + {_f(float(c[k] - c0))}"
+            rf" \Rightarrow E[\xi_j] = {_f(float(c[k] / c.sum()))}"
+            for k in top
+        ),
+        r"\text{(the counts come from the inner rounds over } S\text{,}",
+        r"\text{run from the previous posteriors; they add up to}",
+        rf"\text{{the number of labels: }} {_f(a - a0)} + {_f(b - b0)} = {n})",
     ]
 
 
@@ -542,8 +654,12 @@ def m_step_ibcc(data: Annotations, q: np.ndarray, params, worker: int) -> list[s
 
 
 NEW_MODEL_EXPLAINERS = {
-    "glad": (e_step_glad, m_step_glad),
-    "mace": (e_step_mace, m_step_mace),
-    "ibcc": (e_step_ibcc, m_step_ibcc),
+    key: (_fitted(e), _fitted(m))
+    for key, (e, m) in {
+        "glad": (e_step_glad, m_step_glad),
+        "mace": (e_step_mace, m_step_mace),
+        "mace_vb": (e_step_mace_vb, m_step_mace_vb),
+        "ibcc": (e_step_ibcc, m_step_ibcc),
+    }.items()
 }
 """model key -> (e_lines(data, params, item), m_lines(data, q, params_after_the_M_step, worker))."""

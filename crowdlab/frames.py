@@ -170,11 +170,14 @@ class _EM(_Aggregator):
     FIT_KEYS = ("init", "prior", "hard", "seed", "tol", "max_iter")
 
     def _fit(self, frame: _Frame) -> None:
+        self._fit_as(frame, self.method, self.options)
+
+    def _fit_as(self, frame: _Frame, method: str, options: dict) -> None:
         from crowdlab.api import fit
 
-        fit_kw = {k: v for k, v in self.options.items() if k in self.FIT_KEYS}
-        model_kw = {k: v for k, v in self.options.items() if k not in self.FIT_KEYS}
-        run = fit(frame.data, self.method, model_options=model_kw or None, **fit_kw)
+        fit_kw = {k: v for k, v in options.items() if k in self.FIT_KEYS}
+        model_kw = {k: v for k, v in options.items() if k not in self.FIT_KEYS}
+        run = fit(frame.data, method, model_options=model_kw or None, **fit_kw)
         self.run_ = run
         self.stop_reason_ = run.stop_reason  # "converged", "stalled" or "max_iter" (crowdlab.em.STOP_REASONS)
         self.labels_ = frame.labels(run.labels())
@@ -251,15 +254,35 @@ class GLAD(_EM):
 
 
 class MACE(_EM):
-    """MACE (Hovy et al. 2013): ``spamming_`` = P(worker j is spamming) = 1 - theta_j; ``skills_`` = theta_j."""
+    """MACE (Hovy et al. 2013): ``spamming_`` = P(worker j is spamming) = 1 - theta_j; ``skills_`` = theta_j.
+
+    ``inference="em"`` (default): EM with MAP priors (:class:`crowdlab.models.MACE`); ``inference="vb"``: the
+    paper's variational Bayes (:class:`crowdlab.models.MaceVB`, like crowd-kit's ``MACE(method="vb")``), which
+    also sets ``spamming_intervals_`` (the 95% credible interval of P(spamming) per worker)."""
 
     method = "mace"
 
     def _fit(self, frame: _Frame) -> None:
-        super()._fit(frame)
+        from crowdlab.models.mace import spam_intervals
+
+        options = dict(self.options)
+        inference = options.pop("inference", "vb" if self.method == "mace_vb" else "em")
+        if inference not in ("em", "vb"):
+            raise ValueError(f"MACE's inference must be 'em' or 'vb', not {inference!r}.")
+        self._fit_as(frame, "mace_vb" if inference == "vb" else "mace", options)
         p = self.run_.params
         self.skills_ = frame.per_worker(p.theta, "skill")
         self.spamming_ = frame.per_worker(p.spamming, "spamming")
+        if inference == "vb":
+            lo, hi = spam_intervals(p, 0.95)
+            index = pd.Index(frame.workers, name="worker")
+            self.spamming_intervals_ = pd.DataFrame({"lower": lo, "upper": hi}, index=index)
+
+
+class _MaceVB(MACE):
+    """``aggregate(df, "mace_vb")``: MACE with ``inference="vb"``."""
+
+    method = "mace_vb"
 
 
 class IBCC(_EM):
@@ -295,7 +318,7 @@ class MMSR(_NotEM):
 
 ESTIMATORS: dict[str, type[_Aggregator]] = {
     cls.method: cls
-    for cls in (MajorityVote, DawidSkene, OneCoin, TwoCoin, GLAD, MACE, IBCC, Wawa, ZeroBasedSkill, KOS, MMSR)
+    for cls in (MajorityVote, DawidSkene, OneCoin, TwoCoin, GLAD, MACE, _MaceVB, IBCC, Wawa, ZeroBasedSkill, KOS, MMSR)
 }
 
 

@@ -8,7 +8,7 @@ from crowdlab.models.dawid_skene import DawidSkene
 from crowdlab.models.glad import GLAD, GladParams
 from crowdlab.models.hmm import HMMCrowd, HMMParams, HMMPosterior
 from crowdlab.models.ibcc import IBCC, IbccParams
-from crowdlab.models.mace import MACE, MaceParams
+from crowdlab.models.mace import MACE, MaceParams, MaceVB, MaceVBParams
 from crowdlab.models.majority import MajorityVote
 from crowdlab.models.mrf import MRFParams, MRFPosterior, NetworkCrowd
 from crowdlab.models.one_coin import OneCoin
@@ -25,6 +25,7 @@ MODELS = {
     "two_coin": TwoCoin,
     "glad": GLAD,
     "mace": MACE,
+    "mace_vb": MaceVB,
     "ibcc": IBCC,
     "scores": GoodBadScores,
     "hmm": HMMCrowd,
@@ -114,6 +115,8 @@ __all__ = [
     "IbccParams",
     "MACE",
     "MaceParams",
+    "MaceVB",
+    "MaceVBParams",
     "MRFParams",
     "MRFPosterior",
     "MajorityVote",

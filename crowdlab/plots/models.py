@@ -92,10 +92,17 @@ def difficulty_histogram(beta: np.ndarray, *, title: str = "Item difficulty 1/β
 
 
 def spam_chart(
-    spamming: np.ndarray, names: Sequence, n_labels: np.ndarray, *, max_rows: int = 40, title: str | None = None
+    spamming: np.ndarray,
+    names: Sequence,
+    n_labels: np.ndarray,
+    *,
+    max_rows: int = 40,
+    title: str | None = None,
+    interval: tuple[np.ndarray, np.ndarray] | None = None,
 ) -> go.Figure:
     """MACE's P(spamming) = 1 - theta_j per worker as horizontal bars on [0, 1], the most spamming on top; bars
-    above 0.5 (a worker who spams more often than not) in red. Trace ``meta``: "spam"."""
+    above 0.5 (a worker who spams more often than not) in red; ``interval`` (lower, upper) per worker, e.g. the
+    95% credible interval of MACE by variational Bayes, as error bars. Trace ``meta``: "spam"."""
     p = np.asarray(spamming, dtype=np.float64)
     if p.size == 0:
         return _empty(title or "Spamming", "No workers to show.")
@@ -111,6 +118,16 @@ def spam_chart(
         customdata=np.asarray(n_labels, dtype=np.float64)[order],
         hovertemplate="%{y}<br>P(spamming) = %{x:.3f}<br>labels: %{customdata:,.0f}<extra></extra>",
     )
+    if interval is not None:
+        lo, hi = (np.asarray(v, dtype=np.float64)[order] for v in interval)
+        trace["error_x"] = dict(
+            type="data", symmetric=False, array=hi - p[order], arrayminus=p[order] - lo, color=GREY, thickness=1.5
+        )
+        trace["customdata"] = np.stack([trace["customdata"], lo, hi], axis=1)
+        trace["hovertemplate"] = (
+            "%{y}<br>P(spamming) = %{x:.3f}<br>95% credible: %{customdata[1]:.3f} to %{customdata[2]:.3f}"
+            "<br>labels: %{customdata[0]:,.0f}<extra></extra>"
+        )
     shown = "" if order.size == p.size else f" (the {order.size} lowest and highest of {p.size:,})"
     layout = _layout(
         title or f"P(spamming) = 1 − θ_j per worker{shown}",

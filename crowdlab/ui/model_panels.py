@@ -3,7 +3,8 @@
 - GLAD (Whitehill et al. 2009): every worker's ability alpha_j and every item's difficulty 1/beta_i, with the
   hardest items in a table.
 - MACE (Hovy et al. 2013): who is a spammer: P(spamming) = 1 - theta_j per worker and what each answers when
-  spamming (the strategy xi_j).
+  spamming (the strategy xi_j); by variational Bayes also the 95% credible interval of P(spamming) from its
+  Beta posterior (:func:`crowdlab.models.mace.spam_intervals`).
 - IBCC (Kim & Ghahramani 2012): credible intervals of each worker's accuracy from the Dirichlet posteriors
   (:func:`crowdlab.models.ibcc.accuracy_intervals`, Monte Carlo with a fixed seed), kept in a small cache in
   session state keyed on the parameters, so scrubbing back recomputes nothing.
@@ -20,11 +21,11 @@ import streamlit as st
 from crowdlab.em import Run
 from crowdlab.models.glad import GladParams
 from crowdlab.models.ibcc import IbccParams, accuracy_intervals
-from crowdlab.models.mace import MaceParams
+from crowdlab.models.mace import MaceParams, MaceVBParams, spam_intervals
 from crowdlab.plots import models as figs
 from crowdlab.plots.risk import interval_chart
 
-MODELS = ("glad", "mace", "ibcc")
+MODELS = ("glad", "mace", "mace_vb", "ibcc")
 CACHE = "stepper.details.cache"  # plain key: [(params, dict of intervals)], newest last
 CACHE_SIZE = 6
 TABLE_ROWS = 200
@@ -98,7 +99,9 @@ def _mace(run: Run, p: MaceParams) -> None:
     c2.metric("Their share of the labels", f"{share:.1%}")
     c3.metric("Mean competence θ", f"{float(np.mean(p.theta)):.3f}")
     left, right = st.columns([3, 2])
-    left.plotly_chart(figs.spam_chart(spam, data.worker_names, labels), key="stepper.details.spam")
+    vb = isinstance(p, MaceVBParams)  # variational Bayes: the Beta posterior's central 95% of P(spamming)
+    interval = spam_intervals(p, 0.95) if vb else None
+    left.plotly_chart(figs.spam_chart(spam, data.worker_names, labels, interval=interval), key="stepper.details.spam")
     favourite = np.argmax(p.xi, axis=1)
     table = pd.DataFrame(
         {
@@ -108,20 +111,33 @@ def _mace(run: Run, p: MaceParams) -> None:
             "spams with": [str(data.class_names[k]) for k in favourite],
             "ξ of it": p.xi[np.arange(data.n_workers), favourite],
         }
-    ).sort_values("P(spamming)", ascending=False, kind="stable")
+    )
+    fmt = {
+        "P(spamming)": st.column_config.ProgressColumn(min_value=0.0, max_value=1.0, format="%.3f"),
+        "ξ of it": st.column_config.NumberColumn(format="%.3f"),
+    }
+    if vb:  # the interval right after the estimate, where a narrow table still shows it
+        table.insert(3, "95% from", interval[0])
+        table.insert(4, "95% to", interval[1])
+        table = table.drop(columns="labels")
+        fmt["95% from"] = fmt["95% to"] = st.column_config.NumberColumn(format="%.2f")
+    table = table.sort_values("P(spamming)", ascending=False, kind="stable")
     right.dataframe(
         table.head(TABLE_ROWS),
         hide_index=True,
         key="stepper.details.spam_table",
-        column_config={
-            "P(spamming)": st.column_config.ProgressColumn(min_value=0.0, max_value=1.0, format="%.3f"),
-            "ξ of it": st.column_config.NumberColumn(format="%.3f"),
-        },
+        column_config=fmt,
     )
     left.caption(
         "Each label of worker j is the truth with probability θ_j; otherwise j is spamming and answers from its "
         "own strategy ξ_j (its favourite answer in the table). A spammer who always says the same class looks "
         "reliable to majority vote on items of that class; MACE sees through it."
+        + (
+            " Variational Bayes: θ_j has a Beta posterior; P(spamming) is its mean, and the whiskers and the "
+            "table give its central 95% credible interval (wide for a worker with few labels)."
+            if vb
+            else ""
+        )
     )
 
 

@@ -8,9 +8,10 @@ import numpy as np
 import pytest
 
 from crowdlab.models.ibcc import accuracy_intervals
+from crowdlab.models.mace import spam_intervals
 from tests.app.test_step_lab import _arr, _chart, _click, _latex, _method, _ok, _open, _run, _tab, _trace
 
-NEW = ("glad", "mace", "ibcc")
+NEW = ("glad", "mace", "mace_vb", "ibcc")
 
 
 @pytest.mark.parametrize("sample", ["bluebirds", "dogs"])
@@ -18,7 +19,7 @@ def test_the_picker_offers_the_new_models(sample):
     at = _open(sample)
     options = at.selectbox(key="stepper.method").options
     assert {"GLAD (ability and difficulty)", "MACE (competence and spamming)"} <= set(options)
-    assert "Bayesian Dawid-Skene (IBCC, variational)" in options
+    assert {"Bayesian Dawid-Skene (IBCC, variational)", "MACE (variational Bayes)"} <= set(options)
 
 
 @pytest.mark.parametrize("method", NEW)
@@ -36,15 +37,30 @@ def test_step_explain_and_details(method):
 
     _tab(at, "Formulas")
     tex = " ".join(_latex(at))
-    assert {"glad": r"\sigma(\alpha_j\beta_i)", "mace": r"\theta_j\, I(A_{ij}=t)", "ibcc": r"\psi(a_a)"}[method] in tex
+    assert {
+        "glad": r"\sigma(\alpha_j\beta_i)",
+        "mace": r"\theta_j\, I(A_{ij}=t)",
+        "mace_vb": r"\tilde\theta_j\, I(A_{ij}=t)",
+        "ibcc": r"\psi(a_a)",
+    }[method] in tex
     assert r"\Rightarrow\ q = (" in tex  # the numbers for the picked item
     # the expander previews the M-step with the model's own update
-    assert {"glad": r"\partial Q}{\partial \alpha_j}", "mace": r"E[\#\text{honest", "ibcc": "A^0_m"}[method] in tex
+    assert {
+        "glad": r"\partial Q}{\partial \alpha_j}",
+        "mace": r"E[\#\text{honest",
+        "mace_vb": r"\mathrm{Beta}\big(a + E[\#\text{honest}]",
+        "ibcc": "A^0_m",
+    }[method] in tex
 
     _click(at, "stepper.m_step")
     tex = " ".join(_latex(at))
     assert any("M-step just done" in m.value for m in at.markdown)
-    assert {"glad": r"\alpha_j = ", "mace": r"\text{stored}\ \theta_j", "ibcc": r"E[\Gamma(k,k)]"}[method] in tex
+    assert {
+        "glad": r"\alpha_j = ",
+        "mace": r"\text{stored}\ \theta_j",
+        "mace_vb": r"E[\theta_j] = ",
+        "ibcc": r"E[\Gamma(k,k)]",
+    }[method] in tex
 
     _tab(at, "Details")
     run = _run(at)
@@ -57,12 +73,21 @@ def test_step_explain_and_details(method):
         assert _arr(hist["y"]).sum() == run.data.n_items
         table = at.dataframe[0].value
         assert table["difficulty 1/β"].iloc[0] == pytest.approx(p.difficulty.max())
-    elif method == "mace":
+    elif method in ("mace", "mace_vb"):
         spam = _trace(_chart(at, "stepper.details.spam"), "spam")
         sp = np.sort(p.spamming)
         assert _arr(spam["x"]) == pytest.approx(np.concatenate([sp[:20], sp[-20:]]))
         n_spam = int((p.spamming > 0.5).sum())
         assert at.metric[0].value == f"{n_spam} of {run.data.n_workers:,}"
+        table = at.dataframe[0].value
+        if method == "mace_vb":  # the Beta posterior's central 95% of P(spamming), around its mean
+            lo, hi = spam_intervals(p, 0.95)
+            row = table.iloc[0]
+            j = run.data.worker_names.index(row["worker"])
+            assert row["95% from"] == pytest.approx(lo[j]) and row["95% to"] == pytest.approx(hi[j])
+            assert (table["95% from"] <= table["P(spamming)"]).all() and (table["P(spamming)"] <= table["95% to"]).all()
+        else:
+            assert "95% from" not in table.columns
     else:
         spec = _chart(at, "stepper.details.credible")
         dots = _trace(spec, "wald")
@@ -81,8 +106,9 @@ def test_details_tab_explains_itself_for_other_models():
     assert any("GLAD" in i.value and "MACE" in i.value for i in at.info)
 
 
-def test_ibcc_with_hard_em_says_why_it_cannot_start():
-    at = _method(_open("bluebirds"), "ibcc")
+@pytest.mark.parametrize("method", ["ibcc", "mace_vb"])
+def test_variational_models_with_hard_em_say_why_they_cannot_start(method):
+    at = _method(_open("bluebirds"), method)
     at.checkbox(key="stepper.hard").check().run()
     assert not at.exception
     assert any("no hard version" in e.value for e in at.error)

@@ -283,7 +283,7 @@ def test_compare_bluebirds_table_agreement_and_disagreements():
     table = at.dataframe[0].value
     assert list(table["method"]) == ["Majority vote", "Dawid-Skene", "One-coin (symmetric noise)",
                                       "Two-coin (sensitivity / specificity)", "GLAD (ability and difficulty)",
-                                      "MACE (competence and spamming)",
+                                      "MACE (competence and spamming)", "MACE (variational Bayes)",
                                       "Bayesian Dawid-Skene (IBCC, variational)",
                                       "Wawa (agreement-weighted vote)", "Zero-Based Skill",
                                       "KOS (Karger, Oh & Shah 2011)", "M-MSR (Ma & Olshevsky 2020)"]  # fmt: skip

@@ -3,6 +3,8 @@ model's explanation carries every number (mu_i with all its terms, sigma^2, pi_g
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import pytest
 
@@ -27,10 +29,12 @@ def _all_lines(data, method: str, items, workers) -> list[str]:
         for i in items:
             out += explain.m_step_scores(data, run.posterior, i) + explain.m_step_scores(data, run.posterior, i, 2.0)
         return out
+    own = explain.NEW_MODEL_EXPLAINERS.get(method)  # GLAD, MACE (EM and VB), IBCC
     for i in items:
-        out += explain.e_step_classes(data, run.params, i, method)
+        out += own[0](data, run.params, i) if own else explain.e_step_classes(data, run.params, i, method)
     for m in workers:
-        out += explain.m_step_classes(data, run.posterior, m, method)
+        q = run.posterior
+        out += own[1](data, q, run.params, m) if own else explain.m_step_classes(data, q, m, method)
     return out
 
 
@@ -70,7 +74,14 @@ def test_visible_width_counts_what_katex_draws():
 
 
 @pytest.mark.parametrize(
-    "sample,method", [("bluebirds", "ds"), ("bluebirds", "one_coin"), ("bluebirds", "two_coin"), ("patients", "ds")]
+    "sample,method",
+    [
+        ("bluebirds", "ds"),
+        ("bluebirds", "one_coin"),
+        ("bluebirds", "two_coin"),
+        ("patients", "ds"),
+        *[(s, m) for s in ("bluebirds", "dogs") for m in ("glad", "mace", "mace_vb", "ibcc")],
+    ],
 )
 def test_every_class_line_fits_the_projector(sample, method):
     data = load_sample(sample)
@@ -79,9 +90,23 @@ def test_every_class_line_fits_the_projector(sample, method):
     too_wide = [(round(explain.visible_width(x), 1), x) for x in lines if explain.visible_width(x) > explain.MAX_WIDTH]
     assert not too_wide, too_wide[:3]
     assert not any("e-" in x or "e+" in x for x in lines)
+    assert not any(x.endswith("\\") and not x.endswith("\\\\") for x in lines)  # no dangling backslash
     # the products that do not fit are cut and counted: bluebirds items have 39 labels
     if sample == "bluebirds":
         assert any(r"\text{35 more}" in x or r"\text{36 more}" in x for x in lines)
+
+
+def test_wrap_cuts_only_at_top_level_breaks_and_loses_nothing():
+    short = r"a = 1,\ b = 2"
+    assert explain.wrap(short) == [short]
+    parts = [rf"\text{{term {k}}} = \frac{{{k}}}{{{k + 1}}}" for k in range(12)]
+    line = ",\\ ".join(parts) + r",\qquad \text{inside {braces,\ never cut}}"
+    out = explain.wrap(line)
+    assert len(out) > 1 and all(explain.visible_width(x) <= explain.MAX_WIDTH for x in out)
+    assert out[-1].endswith(r"\text{inside {braces,\ never cut}}")
+    assert all(x.startswith(r"\quad ") for x in out[1:]) and not any(x.endswith("\\") for x in out)
+    bare = lambda x: re.sub(r"\\q?quad|\\ | ", "", x)  # noqa: E731 - the line without its spacing commands
+    assert "".join(bare(x) for x in out) == bare(line)  # only spacing was dropped at the cuts
 
 
 def test_scores_lines_fit_on_affect_and_with_long_names():

@@ -101,6 +101,14 @@ def test_glad_mace_ibcc_estimators_and_stop_reason():
     ibcc = cl.IBCC(prior=1.0).fit(df)
     np.testing.assert_allclose(ibcc.errors_.groupby(level="worker").sum().to_numpy(), 1.0, atol=1e-9)
     assert (cl.aggregate(df, "mace") == mace.labels_).all()
+    assert not hasattr(mace, "spamming_intervals_")
+    vb = cl.MACE(inference="vb").fit(df)  # like crowd-kit's MACE(method="vb")
+    assert vb.run_.model.info.key == "mace_vb" and (cl.aggregate(df, "mace_vb") == vb.labels_).all()
+    ci = vb.spamming_intervals_
+    assert list(ci.index) == list(vb.spamming_.index)
+    assert (ci["lower"] <= vb.spamming_).all() and (vb.spamming_ <= ci["upper"]).all()
+    with pytest.raises(ValueError, match="'em' or 'vb'"):
+        cl.MACE(inference="gibbs").fit(df)
 
 
 def test_majority_vote_tie_rule_and_tied_flags():

@@ -242,7 +242,7 @@ def _counts(data: Annotations, y: np.ndarray) -> np.ndarray:
     return c
 
 
-@pytest.mark.parametrize("method", ["ds", "one_coin", "two_coin", "glad", "mace", "ibcc"])
+@pytest.mark.parametrize("method", ["ds", "one_coin", "two_coin", "glad", "mace", "mace_vb", "ibcc"])
 def test_all_gold_revealed_gives_gold_and_closed_form_counts(method):
     K = 2 if method == "two_coin" else 3
     data = random_problem(np.random.default_rng(8), 50, 6, K, "sparse")
@@ -270,13 +270,21 @@ def test_all_gold_revealed_gives_gold_and_closed_form_counts(method):
         wrong = n - np.trace(c, axis1=1, axis2=2)
         a, b = run.model.theta_prior  # Beta pseudo-counts: a - 1 honest, b - 1 spam
         assert np.all(1.0 - p.theta >= (wrong + b - 1) / (n + a + b - 2) - 1e-9)
+    elif method == "mace_vb":
+        # Beta(a + E[#honest], b + E[#spam]): the two counts add up to the labels, and every wrong label is spam
+        n = c.sum(axis=(1, 2))
+        wrong = n - np.trace(c, axis1=1, axis2=2)
+        a, b = run.model.theta_prior
+        np.testing.assert_allclose(p.ab.sum(axis=1), a + b + n)
+        assert np.all(p.ab[:, 1] >= b + wrong - 1e-9)
+        np.testing.assert_allclose(p.c.sum(axis=1), K * run.model.strategy_prior + p.ab[:, 1] - b)
     assert run.violations == []
 
 
 def test_known_mapping_by_names_and_partial_reveal():
     data = random_problem(np.random.default_rng(9), 40, 5, 3, "sparse")
     known = {data.item_names[0]: data.class_names[2], data.item_names[5]: data.class_names[1]}
-    for method in ("ds", "glad", "mace", "ibcc"):
+    for method in ("ds", "glad", "mace", "mace_vb", "ibcc"):
         run = cl.fit(data, method, known=known)
         assert run.labels()[0] == 2 and run.labels()[5] == 1
         assert run.violations == []

@@ -427,3 +427,21 @@ def test_legends_sit_below_the_axis_titles(run):
         legend = fig.layout.legend
         assert (legend.yref, legend.yanchor, legend.y, legend.orientation) == ("container", "bottom", 0, "h")
         assert fig.layout.margin.b >= 80, fig.layout.title.text
+
+
+def test_spam_chart_credible_whiskers():
+    """MACE's spam chart with an interval (MACE by variational Bayes): each whisker reaches exactly its worker's
+    interval ends, and the hover says so; without one, no whiskers."""
+    from crowdlab.plots.models import spam_chart
+
+    p = np.array([0.1, 0.9, 0.4, 0.7])
+    lo, hi = p - np.array([0.05, 0.1, 0.2, 0.3]), np.minimum(p + 0.08, 1.0)
+    fig = spam_chart(p, ["a", "b", "c", "d"], np.array([5, 6, 7, 8]), interval=(lo, hi))
+    bar = fig.data[0]
+    x = np.asarray(bar.x)
+    np.testing.assert_allclose(x + np.asarray(bar.error_x.array), hi[[list(p).index(v) for v in x]])
+    np.testing.assert_allclose(x - np.asarray(bar.error_x.arrayminus), lo[[list(p).index(v) for v in x]])
+    assert list(bar.y) == list(fig.layout.yaxis.categoryarray)
+    assert "95% credible" in bar.hovertemplate
+    plain = spam_chart(p, ["a", "b", "c", "d"], np.array([5, 6, 7, 8]))
+    assert plain.data[0].error_x.array is None and "credible" not in plain.data[0].hovertemplate

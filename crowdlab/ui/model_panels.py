@@ -98,8 +98,8 @@ def _mace(run: Run, p: MaceParams) -> None:
     share = float(labels[spam > SPAM_LINE].sum() / max(labels.sum(), 1))
     c2.metric("Their share of the labels", f"{share:.1%}")
     c3.metric("Mean competence θ", f"{float(np.mean(p.theta)):.3f}")
-    left, right = st.columns([3, 2])
     vb = isinstance(p, MaceVBParams)  # variational Bayes: the Beta posterior's central 95% of P(spamming)
+    left, right = st.columns([1, 1] if vb else [3, 2])
     interval = spam_intervals(p, 0.95) if vb else None
     left.plotly_chart(figs.spam_chart(spam, data.worker_names, labels, interval=interval), key="stepper.details.spam")
     favourite = np.argmax(p.xi, axis=1)
@@ -117,10 +117,9 @@ def _mace(run: Run, p: MaceParams) -> None:
         "ξ of it": st.column_config.NumberColumn(format="%.3f"),
     }
     if vb:  # the interval right after the estimate, where a narrow table still shows it
-        table.insert(3, "95% from", interval[0])
-        table.insert(4, "95% to", interval[1])
+        table.insert(3, "95% credible", [f"{a:.2f} – {b:.2f}" for a, b in zip(*interval)])
         table = table.drop(columns="labels")
-        fmt["95% from"] = fmt["95% to"] = st.column_config.NumberColumn(format="%.2f")
+        fmt["P(spamming)"] = st.column_config.NumberColumn(format="%.2f", width=92)  # no bar: the interval shows
     table = table.sort_values("P(spamming)", ascending=False, kind="stable")
     right.dataframe(
         table.head(TABLE_ROWS),

@@ -84,10 +84,11 @@ def test_step_explain_and_details(method):
             lo, hi = spam_intervals(p, 0.95)
             row = table.iloc[0]
             j = run.data.worker_names.index(row["worker"])
-            assert row["95% from"] == pytest.approx(lo[j]) and row["95% to"] == pytest.approx(hi[j])
-            assert (table["95% from"] <= table["P(spamming)"]).all() and (table["P(spamming)"] <= table["95% to"]).all()
+            assert row["95% credible"] == f"{lo[j]:.2f} – {hi[j]:.2f}"
+            ends = table["95% credible"].str.split(" – ", expand=True).astype(float)
+            assert (ends[0] <= table["P(spamming)"] + 0.005).all() and (table["P(spamming)"] <= ends[1] + 0.005).all()
         else:
-            assert "95% from" not in table.columns
+            assert "95% credible" not in table.columns
     else:
         spec = _chart(at, "stepper.details.credible")
         dots = _trace(spec, "wald")

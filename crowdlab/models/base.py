@@ -211,6 +211,35 @@ class ModelInfo:
     binary_only: bool = False
 
 
+class VariationalObjective:
+    """For the models fitted by variational Bayes (IBCC, MACE by VB; put it before ``LatentModel`` in the bases):
+    their ``elbo(data, q, params)`` is the objective, the bound and the complete objective, and the ELBO at the
+    E-step's own q plays the part of log p(x | theta). Coordinate ascent never lowers it (``monotone``)."""
+
+    @property
+    def monotone(self) -> bool:
+        return True
+
+    @property
+    def has_prior(self) -> bool:
+        return True  # the priors are the model
+
+    def objective(self, data: Annotations, q, params) -> float:
+        if q is None:
+            q = self.e_step(data, params)
+        return self.elbo(data, q, params)
+
+    def bound(self, data: Annotations, q, params) -> float:
+        return self.elbo(data, q, params)
+
+    def complete_objective(self, data: Annotations, q, params) -> float:
+        return self.elbo(data, q, params)
+
+    def log_likelihood(self, data: Annotations, params) -> float:
+        """The ELBO at the optimal q for these posteriors (the VB analogue of log p(x | theta))."""
+        return self.elbo(data, self.e_step(data, params), params)
+
+
 class LatentModel:
     """Shared EM machinery for models whose latent variables are independent given theta.
 

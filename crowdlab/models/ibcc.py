@@ -40,7 +40,7 @@ import numpy as np
 
 from crowdlab.data import Annotations
 from crowdlab.kernels import add_row_offset
-from crowdlab.models.base import LatentModel, ModelInfo, _inner
+from crowdlab.models.base import LatentModel, ModelInfo, VariationalObjective, _inner
 from crowdlab.models.dawid_skene import expected_counts
 from crowdlab.models.params import ClassParams
 
@@ -84,7 +84,7 @@ def kl_dirichlet(a: np.ndarray, b: np.ndarray, axis: int = -1, elog: np.ndarray 
     return float(out.sum())
 
 
-class IBCC(LatentModel):
+class IBCC(VariationalObjective, LatentModel):
     """Variational Bayesian Dawid-Skene (Kim & Ghahramani 2012): Dirichlet posteriors, the ELBO as objective."""
 
     info = ModelInfo("ibcc", "Bayesian Dawid-Skene (IBCC, variational)", "classes", exact=False, latent="item")
@@ -99,14 +99,6 @@ class IBCC(LatentModel):
         self.prior = float(prior)
         self.diagonal = float(diagonal)
         self.hard = False
-
-    @property
-    def monotone(self) -> bool:
-        return True  # coordinate ascent on the ELBO
-
-    @property
-    def has_prior(self) -> bool:
-        return True
 
     @property
     def objective_name(self) -> str:
@@ -163,21 +155,6 @@ class IBCC(LatentModel):
         value = _inner(q, lj) + self.entropy(q) - kl
         self.__dict__["_elbo_memo"] = (data, q, params, value)
         return value
-
-    def objective(self, data: Annotations, q, params) -> float:
-        if q is None:
-            q = self.e_step(data, params)
-        return self.elbo(data, q, params)
-
-    def bound(self, data: Annotations, q, params) -> float:
-        return self.elbo(data, q, params)
-
-    def complete_objective(self, data: Annotations, q, params) -> float:
-        return self.elbo(data, q, params)
-
-    def log_likelihood(self, data: Annotations, params: IbccParams) -> float:
-        """The ELBO at the optimal q for these Dirichlet posteriors (the VB analogue of log p(x | theta))."""
-        return self.elbo(data, self.e_step(data, params), params)
 
     def params_from(self, nu: np.ndarray, A: np.ndarray) -> IbccParams:
         return ibcc_params(nu, A)

@@ -34,6 +34,7 @@ from crowdlab.kernels import add_row_offset
 from crowdlab.models.base import (
     LatentModel,
     ModelInfo,
+    VariationalObjective,
     WarmPosterior,
     _inner,
     log_beta_pdf,
@@ -117,9 +118,12 @@ class MACE(ConfusionLogJoint, LatentModel):
         self.class_prior = class_prior
         self.theta_prior = (float(theta_prior[0]) + s, float(theta_prior[1]) + s)
         self.strategy_prior = float(strategy_prior) + s
+        self.inner = int(inner)
+        self._check_priors()
+
+    def _check_priors(self) -> None:
         if min(self.theta_prior) < 1.0 or self.strategy_prior < 1.0:
             raise ValueError("MACE's Beta and Dirichlet prior parameters must be >= 1 for a closed-form MAP M-step.")
-        self.inner = int(inner)
 
     @property
     def has_prior(self) -> bool:
@@ -242,7 +246,7 @@ def mace_vb_params(pi: np.ndarray, ab: np.ndarray, c: np.ndarray, prior=(0.5, 0.
     )
 
 
-class MaceVB(MACE):
+class MaceVB(VariationalObjective, MACE):
     """MACE by variational Bayes (Hovy et al. 2013, Sec. 2.2): Beta and Dirichlet posteriors, the ELBO as objective.
 
     The paper's Bayesian version of the same model: theta_j ~ Beta(a, b) and xi_j ~ Dirichlet(c) are integrated
@@ -282,27 +286,11 @@ class MaceVB(MACE):
             raise ValueError(
                 "MACE (variational Bayes) keeps a full posterior q(T); there is no hard version (untick Hard EM)."
             )
-        if prior < 0:
-            raise ValueError("prior strength must be >= 0.")
-        if class_prior not in CLASS_PRIORS:
-            raise ValueError(f"class_prior must be one of {CLASS_PRIORS}.")
-        s = float(prior)
-        self.prior = s
-        self.hard = False
-        self.class_prior = class_prior
-        self.theta_prior = (float(theta_prior[0]) + s, float(theta_prior[1]) + s)
-        self.strategy_prior = float(strategy_prior) + s
+        super().__init__(prior, False, class_prior, theta_prior, strategy_prior, inner)
+
+    def _check_priors(self) -> None:
         if min(self.theta_prior) <= 0 or self.strategy_prior <= 0:
             raise ValueError("MACE's Beta and Dirichlet prior parameters must be > 0.")
-        self.inner = int(inner)
-
-    @property
-    def monotone(self) -> bool:
-        return True  # coordinate ascent on the ELBO
-
-    @property
-    def has_prior(self) -> bool:
-        return True
 
     @property
     def objective_name(self) -> str:
@@ -369,21 +357,6 @@ class MaceVB(MACE):
         q = q.q if isinstance(q, WarmPosterior) else q
         lj = self._lj(data, params)
         return _inner(q, lj) + self.entropy(q) - self.kl(params) + self.log_prior(params)
-
-    def objective(self, data: Annotations, q, params) -> float:
-        if q is None:
-            q = self.e_step(data, params)
-        return self.elbo(data, q, params)
-
-    def bound(self, data: Annotations, q, params) -> float:
-        return self.elbo(data, q, params)
-
-    def complete_objective(self, data: Annotations, q, params) -> float:
-        return self.elbo(data, q, params)
-
-    def log_likelihood(self, data: Annotations, params: MaceVBParams) -> float:
-        """The ELBO at the optimal q(T) for these posteriors (the VB analogue of log p(A | theta, xi))."""
-        return self.elbo(data, self.e_step(data, params), params)
 
     def params_from(self, pi: np.ndarray, theta: np.ndarray, xi: np.ndarray, strength: float = 10.0) -> MaceVBParams:
         """Posteriors with means theta (M,) and xi (M, K), each worth ``strength`` pseudo-labels."""

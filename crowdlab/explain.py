@@ -212,15 +212,9 @@ def wrap(line: str, cont: str = r"\quad") -> list[str]:
                 continue
         i += 1
     pieces.append(line[start:])
-    out, cur = [], pieces[0]
-    for piece in pieces[1:]:
-        if _fits(cur + piece):
-            cur += piece
-        else:
-            out.append(_trim_end(cur))
-            cur = f"{cont} {piece.lstrip()}"
-    out.append(cur)
-    return out
+    out = _pack("", pieces, "", cont=cont)  # as many pieces per line as fit
+    out[0] = out[0].lstrip()
+    return [_trim_end(x) for x in out[:-1]] + out[-1:]
 
 
 def _trim_end(line: str) -> str:

@@ -165,11 +165,14 @@ class MACE(ConfusionLogJoint, LatentModel):
             theta, xi = theta_new, xi_new
             if done:
                 break
+        return mace_params(self._class_prior(q), theta, xi)
+
+    def _class_prior(self, q: np.ndarray) -> np.ndarray:
+        """pi: uniform (the paper's), or estimated with Dirichlet(1 + ``prior``) (MAP)."""
+        K = q.shape[1]
         if self.class_prior == "uniform":
-            pi = np.full(K, 1.0 / K)
-        else:
-            pi = (q.sum(axis=0) + self.prior) / (q.shape[0] + self.prior * K)
-        return mace_params(pi, theta, xi)
+            return np.full(K, 1.0 / K)
+        return (self.q_column_sums(q) + self.prior) / (q.shape[0] + self.prior * K)
 
     def log_prior(self, params: MaceParams) -> float:
         if not self.has_prior:
@@ -331,11 +334,7 @@ class MaceVB(VariationalObjective, MACE):
             e_theta, e_spam, e_xi = vb_expected_logs(ab, cc)
             if done:
                 break
-        if self.class_prior == "uniform":
-            pi = np.full(K, 1.0 / K)
-        else:
-            pi = (self.q_column_sums(q) + self.prior) / (q.shape[0] + self.prior * K)
-        return mace_vb_params(pi, ab, cc, (a, b, c))
+        return mace_vb_params(self._class_prior(q), ab, cc, (a, b, c))
 
     def kl(self, params: MaceVBParams) -> float:
         """sum_j KL(Beta(ab_j) || Beta(a, b)) + KL(Dir(c_j) || Dir(c))."""

@@ -817,8 +817,9 @@ def _scores_information(
 
 
 # ====================================================================== intervals per worker
-def _clopper_pearson(s: np.ndarray, t: np.ndarray, level: float) -> tuple[np.ndarray, np.ndarray]:
-    """Exact binomial interval for s successes in t trials (non-integer expected counts allowed)."""
+def clopper_pearson(s: np.ndarray, t: np.ndarray, level: float) -> tuple[np.ndarray, np.ndarray]:
+    """Exact (Clopper-Pearson) binomial interval for s successes in t trials, non-integer expected counts allowed
+    (Beta quantiles with s and t - s as they are); [0, 1] where t = 0."""
     a = 1.0 - level
     s = np.clip(s, 0.0, t)
     with np.errstate(invalid="ignore", divide="ignore"):
@@ -927,7 +928,7 @@ def worker_intervals(
             e = np.clip(est, BOUNDARY, 1.0 - BOUNDARY)
             half = z * se / (e * (1.0 - e))
             lo, hi = expit(logit(e) - half), expit(logit(e) + half)
-        cp_lo, cp_hi = _clopper_pearson(s, t, level)
+        cp_lo, cp_hi = clopper_pearson(s, t, level)
         lo, hi = np.where(on_edge, cp_lo, lo), np.where(on_edge, cp_hi, hi)
         note = np.where(
             on_edge,
@@ -1003,7 +1004,7 @@ def _score_intervals(model, data, params, level, scale, block, extra_notes) -> p
         note[N] = "at its floor sigma_min: held fixed, no Wald interval"
     if held[N + 1]:
         w_sum = float(info.expected_counts[:, 1].sum())
-        cp_lo, cp_hi = _clopper_pearson(np.array([w_sum]), np.array([float(M)]), level)
+        cp_lo, cp_hi = clopper_pearson(np.array([w_sum]), np.array([float(M)]), level)
         lo[N + 1], hi[N + 1] = float(cp_lo[0]), float(cp_hi[0])
         note[N + 1] = "on the boundary: no Wald interval; exact binomial interval of sum P(good) of M annotators"
     n_scores = float(data.n_obs)

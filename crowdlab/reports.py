@@ -5,9 +5,13 @@
 ==================  ==========================================================================================
 ``n_labels``        how many labels the worker gave
 ``accuracy``        estimated P(worker is right) = sum_k pi_k Gamma_m(k, k)
-``lower``/``upper`` its interval: Wald from the observed information (:func:`crowdlab.fisher.worker_intervals`,
-                    Louis' identity) where the model has one, else the Clopper-Pearson interval of the expected
-                    counts (the posterior labels taken as known); ``interval`` says which
+``lower``/``upper`` its interval: for the variational models (IBCC, MACE by VB) the central credible interval
+                    of the posterior (``model.accuracy_intervals``, Monte Carlo with a fixed seed); else Wald
+                    from the observed information (:func:`crowdlab.fisher.worker_intervals`, Louis' identity)
+                    where the model has one (Dawid-Skene, one-coin, two-coin); else (GLAD, MACE, very large
+                    crowds) the Clopper-Pearson interval of the estimate as a proportion of the worker's n labels
+                    (acc n successes in n trials: the labels taken as known). Every interval holds its estimate.
+                    ``interval`` says which
 ``worst_confusion`` the largest off-diagonal entry of the worker's confusion matrix: "says B when A" and its
                     probability (``worst_rate``)
 ``spammer_score``   Raykar & Yu (2012), "Eliminating spammers and ranking annotators for crowdsourced labeling
@@ -26,10 +30,10 @@ from __future__ import annotations
 
 import numpy as np
 import pandas as pd
-from scipy import stats
 
 from crowdlab.data import Annotations
 from crowdlab.errors import ModelError
+from crowdlab.fisher import clopper_pearson, worker_intervals
 
 __all__ = ["krippendorff_alpha", "spammer_score", "worker_report"]
 
@@ -69,23 +73,17 @@ def krippendorff_alpha(data: Annotations) -> float:
     return float(1.0 - d_o / d_e)
 
 
-def _clopper_pearson(hits: np.ndarray, n: np.ndarray, level: float) -> tuple[np.ndarray, np.ndarray]:
-    a = (1.0 - level) / 2.0
-    k = np.clip(np.round(hits), 0, n)
-    lo = np.where(k > 0, stats.beta.ppf(a, np.maximum(k, 1e-12), n - k + 1), 0.0)
-    hi = np.where(k < n, stats.beta.ppf(1 - a, k + 1, np.maximum(n - k, 1e-12)), 1.0)
-    return np.nan_to_num(lo, nan=0.0), np.nan_to_num(hi, nan=1.0)
-
-
 WALD_MAX_WORKERS = 2_000  # the observed information costs ~4 ms per worker: beyond this, exact intervals only
 WALD_MAX_CLASSES = 8  # and K^2 x K^2 per worker
+CLOPPER_PEARSON = "Clopper-Pearson (the estimate over n labels, labels as known)"
 
 
 def worker_report(run, *, level: float = 0.95, intervals: bool = True) -> pd.DataFrame:
     """One row per worker (see the module docstring) from ``run`` (a :class:`crowdlab.em.Run` of a class model
     at its cursor). ``df.attrs["krippendorff_alpha"]`` holds the dataset's alpha. Wald intervals need the observed
     information, which costs ~4 ms per worker: above WALD_MAX_WORKERS workers or WALD_MAX_CLASSES classes every
-    interval is Clopper-Pearson (a crowd of 100,000 workers takes 0.1 s instead of 6 minutes)."""
+    interval is Clopper-Pearson (a crowd of 100,000 workers takes 0.1 s instead of 6 minutes). ``intervals=False``
+    skips the Wald intervals (Clopper-Pearson, or the credible interval of a variational model)."""
     data: Annotations = run.data
     params = run.params
     if data.is_continuous or not hasattr(params, "gamma"):
@@ -97,15 +95,16 @@ def worker_report(run, *, level: float = 0.95, intervals: bool = True) -> pd.Dat
     labels = run.labels()
     hit = (data.label == labels[data.item]).astype(np.float64)
     agreement = np.bincount(data.worker, weights=hit, minlength=M) / np.maximum(n, 1)
-    # expected hits under the posterior: sum over the worker's labels of q_n(said class)
-    q = run.posterior
-    exp_hits = np.bincount(data.worker, weights=q[data.item, data.label], minlength=M)
-    lower, upper = _clopper_pearson(exp_hits, n.astype(float), level)
-    how = np.full(M, "Clopper-Pearson (posterior labels as known)", dtype=object)
-    if intervals and run.iterative and M <= WALD_MAX_WORKERS and K <= WALD_MAX_CLASSES:
+    # the exact binomial interval of the estimate as a proportion of the worker's n labels (labels taken as known)
+    lower, upper = clopper_pearson(acc * n, n.astype(float), level)
+    how = np.full(M, CLOPPER_PEARSON, dtype=object)
+    credible = getattr(run.model, "accuracy_intervals", None)
+    if credible is not None:  # a variational posterior: its own credible interval
+        ci = credible(params, level=level)
+        lower, upper = ci["lo"], ci["hi"]
+        how = np.full(M, f"credible (posterior, {ci['draws']:,} draws)", dtype=object)
+    elif intervals and run.iterative and M <= WALD_MAX_WORKERS and K <= WALD_MAX_CLASSES:
         try:
-            from crowdlab.fisher import worker_intervals
-
             wi = worker_intervals(run, level=level)
             wi = wi[wi["parameter"] == "accuracy"] if "parameter" in wi else wi
             if len(wi) == M:

@@ -211,10 +211,45 @@ class ModelInfo:
     binary_only: bool = False
 
 
+CREDIBLE_DRAWS = 4000  # Monte Carlo draws for a credible interval of a small crowd
+CREDIBLE_MIN_DRAWS = 400  # ... and the fewest for a large one
+CREDIBLE_BUDGET = 4_000_000  # draws x workers x classes per interval (about 0.3 s)
+
+
+def credible_draws(M: int, K: int, draws: int | None = None) -> int:
+    """How many posterior draws a credible interval over M workers and K classes takes: ``draws`` if given, else
+    CREDIBLE_DRAWS, fewer (down to CREDIBLE_MIN_DRAWS) for crowds whose M K draws would exceed CREDIBLE_BUDGET."""
+    if draws is not None:
+        return max(int(draws), 1)
+    return int(np.clip(CREDIBLE_BUDGET // max(M * K, 1), CREDIBLE_MIN_DRAWS, CREDIBLE_DRAWS))
+
+
+def credible_interval(sample, M: int, K: int, level: float, draws: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
+    """Central ``level`` interval of M quantities by Monte Carlo: ``sample(rng, n)`` returns (n, M) draws from the
+    posterior; they are taken in batches of at most 2e6 / (M K) draws from one seeded generator."""
+    rng = np.random.default_rng(seed)
+    batch = max(1, min(draws, int(2e6 // max(M * K, 1))))
+    parts, done = [], 0
+    while done < draws:
+        n = min(batch, draws - done)
+        parts.append(sample(rng, n))
+        done += n
+    tail = (1.0 - level) / 2.0
+    values = np.concatenate(parts, axis=0)
+    return np.quantile(values, tail, axis=0), np.quantile(values, 1.0 - tail, axis=0)
+
+
 class VariationalObjective:
     """For the models fitted by variational Bayes (IBCC, MACE by VB; put it before ``LatentModel`` in the bases):
     their ``elbo(data, q, params)`` is the objective, the bound and the complete objective, and the ELBO at the
-    E-step's own q plays the part of log p(x | theta). Coordinate ascent never lowers it (``monotone``)."""
+    E-step's own q plays the part of log p(x | theta). Coordinate ascent never lowers it (``monotone``).
+
+    Their parameters are posteriors, so each such model also gives ``accuracy_intervals(params, level, draws,
+    seed)``: the posterior mean and central credible interval of every worker's accuracy sum_k pi_k Gamma_m(k, k)
+    (a dict with ``mean``, ``lo``, ``hi`` (M,), ``level`` and ``draws``), which the worker report shows."""
+
+    def accuracy_intervals(self, params, level: float = 0.95, draws: int | None = None, seed: int = 0) -> dict:
+        raise NotImplementedError
 
     @property
     def monotone(self) -> bool:

@@ -40,7 +40,14 @@ import numpy as np
 
 from crowdlab.data import Annotations
 from crowdlab.kernels import add_row_offset
-from crowdlab.models.base import LatentModel, ModelInfo, VariationalObjective, _inner
+from crowdlab.models.base import (
+    LatentModel,
+    ModelInfo,
+    VariationalObjective,
+    _inner,
+    credible_draws,
+    credible_interval,
+)
 from crowdlab.models.dawid_skene import expected_counts
 from crowdlab.models.params import ClassParams
 
@@ -159,39 +166,43 @@ class IBCC(VariationalObjective, LatentModel):
     def params_from(self, nu: np.ndarray, A: np.ndarray) -> IbccParams:
         return ibcc_params(nu, A)
 
+    def accuracy_intervals(
+        self, params: IbccParams, level: float = 0.95, draws: int | None = None, seed: int = 0
+    ) -> dict:
+        return accuracy_intervals(params, level, draws, seed)
 
-def accuracy_intervals(params: IbccParams, level: float = 0.95, draws: int = 4000, seed: int = 0) -> dict:
+
+def accuracy_intervals(params: IbccParams, level: float = 0.95, draws: int | None = None, seed: int = 0) -> dict:
     """Posterior mean and central credible interval of each worker's accuracy sum_k kappa_k Gamma_m(k, k).
 
     Monte Carlo over the Dirichlet posteriors (seeded): Gamma_m(k, k) ~ Beta(A_m(k, k), sum_k' A_m(k', k) -
-    A_m(k, k)) (the marginal of a Dirichlet column) and kappa ~ Dir(nu). Also the exact per-class intervals of
+    A_m(k, k)) (the marginal of a Dirichlet column) and kappa ~ Dir(nu); ``draws`` defaults to
+    :func:`crowdlab.models.base.credible_draws` (4,000 for small crowds). Also the exact per-class intervals of
     Gamma_m(k, k) (Beta quantiles). Returns arrays: ``mean``, ``lo``, ``hi`` (M,) and ``diag_mean``, ``diag_lo``,
-    ``diag_hi`` (M, K).
+    ``diag_hi`` (M, K), and ``level`` and ``draws``.
     """
     from scipy.stats import beta as beta_dist
 
-    rng = np.random.default_rng(seed)
     A = params.A
     diag = np.diagonal(A, axis1=1, axis2=2)  # (M, K)
     rest = A.sum(axis=1) - diag
-    tail = (1.0 - level) / 2
     M, K = diag.shape
-    batch = max(1, min(draws, int(2e6 // max(M * K, 1))))
-    samples = []
-    done = 0
-    while done < draws:
-        n = min(batch, draws - done)
+    draws = credible_draws(M, K, draws)
+
+    def sample(rng: np.random.Generator, n: int) -> np.ndarray:
         g = rng.beta(diag[None], rest[None], size=(n, M, K))
         kappa = rng.dirichlet(params.nu, size=n)  # (n, K)
-        samples.append(np.einsum("smk,sk->sm", g, kappa))
-        done += n
-    acc = np.concatenate(samples, axis=0)
+        return np.einsum("smk,sk->sm", g, kappa)
+
+    lo, hi = credible_interval(sample, M, K, level, draws, seed)
+    tail = (1.0 - level) / 2
     return {
         "mean": np.diagonal(params.gamma, axis1=1, axis2=2) @ params.pi,
-        "lo": np.quantile(acc, tail, axis=0),
-        "hi": np.quantile(acc, 1.0 - tail, axis=0),
+        "lo": lo,
+        "hi": hi,
         "diag_mean": diag / (diag + rest),
         "diag_lo": beta_dist.ppf(tail, diag, rest),
         "diag_hi": beta_dist.ppf(1.0 - tail, diag, rest),
         "level": level,
+        "draws": draws,
     }

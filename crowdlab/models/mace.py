@@ -37,6 +37,8 @@ from crowdlab.models.base import (
     VariationalObjective,
     WarmPosterior,
     _inner,
+    credible_draws,
+    credible_interval,
     log_beta_pdf,
     log_dirichlet,
     safe_log,
@@ -364,6 +366,11 @@ class MaceVB(VariationalObjective, MACE):
         c = strength * np.maximum(np.asarray(xi, dtype=np.float64), 1e-6)
         return mace_vb_params(pi, ab, c, (*self.theta_prior, self.strategy_prior))
 
+    def accuracy_intervals(
+        self, params: MaceVBParams, level: float = 0.95, draws: int | None = None, seed: int = 0
+    ) -> dict:
+        return accuracy_intervals(params, level, draws, seed)
+
 
 def spam_intervals(params: MaceVBParams, level: float = 0.95) -> tuple[np.ndarray, np.ndarray]:
     """(M,) lower and upper ends of the central ``level`` credible interval of P(spamming) = 1 - theta_j, which
@@ -373,3 +380,26 @@ def spam_intervals(params: MaceVBParams, level: float = 0.95) -> tuple[np.ndarra
     tail = (1.0 - level) / 2.0
     a, b = params.ab[:, 0], params.ab[:, 1]
     return beta.ppf(tail, b, a), beta.ppf(1.0 - tail, b, a)
+
+
+def accuracy_intervals(params: MaceVBParams, level: float = 0.95, draws: int | None = None, seed: int = 0) -> dict:
+    """Posterior mean and central credible interval of each worker's accuracy sum_t pi_t Gamma_j(t, t) =
+    theta_j + (1 - theta_j) xi_j . pi, by Monte Carlo (seeded) over theta_j ~ Beta(a_j, b_j) and xi_j ~
+    Dirichlet(c_j) (independent under the variational posterior; pi is a point value). ``draws`` defaults to
+    :func:`crowdlab.models.base.credible_draws`. Returns ``mean``, ``lo``, ``hi`` (M,), ``level`` and ``draws``."""
+    a, b = params.ab[:, 0], params.ab[:, 1]
+    c, pi = params.c, params.pi
+    M, K = c.shape
+    draws = credible_draws(M, K, draws)
+
+    def sample(rng: np.random.Generator, n: int) -> np.ndarray:
+        theta = rng.beta(a[None], b[None], size=(n, M))
+        g = rng.gamma(c[None], size=(n, M, K))  # normalised: Dirichlet(c_j) draws
+        total = g.sum(axis=2)
+        ok = total > 0  # all K gammas can underflow to 0 when every c_j(a) is tiny: use the mean there
+        hit = np.where(ok, (g @ pi) / np.where(ok, total, 1.0), ((c @ pi) / c.sum(axis=1))[None])
+        return theta + (1.0 - theta) * hit
+
+    lo, hi = credible_interval(sample, M, K, level, draws, seed)
+    mean = np.diagonal(params.gamma, axis1=1, axis2=2) @ pi
+    return {"mean": mean, "lo": lo, "hi": hi, "level": level, "draws": draws}

@@ -146,7 +146,7 @@ def _intervals(p: IbccParams) -> dict:
         if params is p:
             return value
     with st.spinner("Sampling the Dirichlet posteriors..."):
-        value = accuracy_intervals(p, level=0.95, draws=4000, seed=0)
+        value = accuracy_intervals(p, level=0.95, seed=0)
     cache.append((p, value))
     del cache[:-CACHE_SIZE]
     return value
@@ -188,6 +188,7 @@ def _ibcc(run: Run, p: IbccParams) -> None:
     )
     left.caption(
         "From the Dirichlet posteriors of this snapshot: Γ_m(k, k) ~ Beta(A_m(k, k), Σ_k' A_m(k', k) − A_m(k, k)) "
-        "and κ ~ Dir(ν); the accuracy's interval by Monte Carlo (4,000 draws, fixed seed), each class's exactly. "
+        f"and κ ~ Dir(ν); the accuracy's interval by Monte Carlo ({ci['draws']:,} draws, fixed seed), each class's "
+        "exactly (the worker report shows the same intervals). "
         "A worker with few labels keeps a wide interval: the prior still speaks for them. The widest first."
     )

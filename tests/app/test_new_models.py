@@ -93,7 +93,7 @@ def test_step_explain_and_details(method):
         spec = _chart(at, "stepper.details.credible")
         dots = _trace(spec, "wald")
         assert "credible" in dots["name"]
-        ci = accuracy_intervals(p, draws=4000, seed=0)
+        ci = accuracy_intervals(p, seed=0)
         table = at.dataframe[0].value.set_index("worker")
         name = run.data.worker_names[0]
         assert table.loc[name, "2.5 %"] == pytest.approx(ci["lo"][0])

@@ -18,7 +18,7 @@ import crowdlab as cl
 from crowdlab.data import Annotations
 from crowdlab.em import Run
 from crowdlab.models import MaceVB
-from crowdlab.models.mace import mace_vb_params, spam_intervals
+from crowdlab.models.mace import accuracy_intervals, mace_vb_params, spam_intervals
 from crowdlab.simulate import simulate_crowd
 
 
@@ -134,6 +134,32 @@ def test_spam_intervals_cover_the_beta_posterior():
     # more labels, a narrower interval
     big = cl.fit(simulate_crowd(4000, 8, 2, labels_per_item=3, seed=6).annotations, "mace_vb").params
     assert np.median(np.subtract(*spam_intervals(big, 0.9)[::-1])) < np.median(hi - lo) / 2
+
+
+def test_accuracy_intervals_match_the_closed_form_under_a_uniform_class_prior():
+    """With pi uniform, accuracy = theta + (1 - theta) xi . pi = theta + (1 - theta) / K whatever xi is, so its
+    credible interval is an affine image of the Beta posterior's: the Monte Carlo must land on it."""
+    data = simulate_crowd(300, 10, 3, labels_per_item=3, seed=4).annotations
+    p = cl.fit(data, "mace_vb").params
+    ci = accuracy_intervals(p, level=0.9, seed=0)
+    K = data.n_classes
+    a, b = p.ab[:, 0], p.ab[:, 1]
+    want_lo = stats.beta.ppf(0.05, a, b) * (1 - 1 / K) + 1 / K
+    want_hi = stats.beta.ppf(0.95, a, b) * (1 - 1 / K) + 1 / K
+    assert ci["draws"] == 4000
+    np.testing.assert_allclose(ci["lo"], want_lo, atol=0.01)
+    np.testing.assert_allclose(ci["hi"], want_hi, atol=0.01)
+    np.testing.assert_allclose(ci["mean"], p.theta * (1 - 1 / K) + 1 / K, atol=1e-12)
+    # an estimated class prior: xi . pi varies too; the interval still holds the mean and covers fresh draws
+    p = cl.fit(data, "mace_vb", model_options={"class_prior": "estimate"}).params
+    ci = MaceVB().accuracy_intervals(p, level=0.9, seed=0)
+    rng = np.random.default_rng(9)
+    theta = rng.beta(p.ab[:, 0], p.ab[:, 1], size=(20000, data.n_workers))
+    xi = np.stack([rng.dirichlet(c, size=20000) for c in p.c], axis=1)  # (draws, M, K), one worker at a time
+    acc = theta + (1 - theta) * (xi @ p.pi)
+    inside = ((acc >= ci["lo"]) & (acc <= ci["hi"])).mean(axis=0)
+    np.testing.assert_allclose(inside, 0.9, atol=0.015)
+    assert np.all((ci["lo"] <= ci["mean"]) & (ci["mean"] <= ci["hi"]))
 
 
 def test_options_are_checked_and_params_round_trip():

@@ -326,3 +326,12 @@ def test_warm_posterior_is_what_iterative_m_steps_take(cls):
     post = model.e_step(data, model.m_step(data, model.as_posterior(data, np.full((20, 2), 0.5))))
     q = post.q if isinstance(post, WarmPosterior) else post
     assert q.shape == (20, 2) and np.allclose(q.sum(axis=1), 1.0)
+
+
+def test_credible_draws_keep_to_the_budget():
+    from crowdlab.models.base import CREDIBLE_BUDGET, credible_draws
+
+    assert credible_draws(39, 2) == 4000  # a small crowd: all of them
+    assert credible_draws(762, 4) == CREDIBLE_BUDGET // (762 * 4)  # TREC's crowd: fewer
+    assert credible_draws(100_000, 5) == 400  # never fewer than 400
+    assert credible_draws(100_000, 5, draws=50) == 50  # unless asked

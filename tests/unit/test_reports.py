@@ -78,3 +78,46 @@ def test_worker_report_on_bluebirds():
     assert abs((said == gold).mean() - 0.5) < 0.2
     assert 0 < df.attrs["krippendorff_alpha"] < 1
     assert df.worst_confusion.str.startswith("says").all()
+
+
+@pytest.mark.parametrize("method", ["ds", "one_coin", "two_coin", "glad", "mace", "mace_vb", "ibcc"])
+def test_every_interval_holds_its_estimate(method):
+    """The interval is of the accuracy the table shows (it used to be of the agreement with the posterior labels,
+    which left e.g. 33 of IBCC's 44 music-genre workers outside their own interval)."""
+    from crowdlab.samples import load_sample
+
+    data = load_sample("bluebirds")
+    df = worker_report(cl.fit(data, method))
+    assert ((df.lower <= df.accuracy + 1e-9) & (df.accuracy <= df.upper + 1e-9)).all()
+    assert (df.upper - df.lower > 0.01).all()  # 108 labels each: no interval is a point
+    kinds = set(df.interval)
+    if method in ("mace_vb", "ibcc"):
+        assert kinds == {"credible (posterior, 4,000 draws)"}
+    elif method in ("glad", "mace"):
+        assert kinds == {"Clopper-Pearson (the estimate over n labels, labels as known)"}
+    else:
+        assert kinds == {"Wald (observed information)"}
+
+
+def test_the_fallback_interval_is_the_exact_binomial_one_at_the_estimate():
+    from scipy.stats import binomtest
+
+    from crowdlab.fisher import clopper_pearson
+
+    # integer counts: scipy's exact interval; the ends 0 and n: one-sided
+    for k, n in [(0, 5), (3, 5), (5, 5), (37, 108), (1, 1)]:
+        ci = binomtest(k, n).proportion_ci(0.95, method="exact")
+        lo, hi = clopper_pearson(np.array([k], float), np.array([n], float), 0.95)
+        assert (lo[0], hi[0]) == pytest.approx((ci.low, ci.high), abs=1e-12)
+    from crowdlab.samples import load_sample
+
+    data = load_sample("dogs")  # workers with 1 to 800 labels
+    run = cl.fit(data, "ds", prior=1.0)
+    df = worker_report(run, intervals=False)
+    n = df.n_labels.to_numpy(float)
+    lo, hi = clopper_pearson(df.accuracy.to_numpy() * n, n, 0.95)
+    np.testing.assert_array_equal(df.lower, lo)
+    np.testing.assert_array_equal(df.upper, hi)
+    # fewer labels, a wider interval, at about the same accuracy
+    few, many = df.n_labels.idxmin(), df.n_labels.idxmax()
+    assert df.upper[few] - df.lower[few] > 3 * (df.upper[many] - df.lower[many])

@@ -74,7 +74,7 @@ def initialise(
             raise ModelError("Initialisation 'params' needs parameters (params=...).")
         _validate_params(params)
         return Start(model.e_step(data, params), params, "M", INITS["params"])
-    if strategy == "moments" and not _moment_posterior_start(model):
+    if strategy == "moments" and not moment_posterior_start(model):
         params0, desc = _moment_params(model, data, seed)
         return Start(model.e_step(data, params0), params0, "M", desc)
     if strategy == "moments":  # GLAD, MACE, IBCC: parametrised otherwise than by (pi, Gamma)
@@ -113,7 +113,7 @@ def initialise(
     return Start(post, model.m_step(data, post), "E", desc)
 
 
-def _moment_posterior_start(model) -> bool:
+def moment_posterior_start(model) -> bool:
     """True for the class models whose parameters are not (pi, Gamma) or a map of them (GLAD, MACE, IBCC): moment
     matching starts them from Dawid-Skene's posterior at the moment estimates, then their own M-step."""
     from crowdlab.models.dawid_skene import DawidSkene

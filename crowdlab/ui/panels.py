@@ -29,6 +29,7 @@ import streamlit as st
 
 from crowdlab import explain, plots, safe, surface, sweep
 from crowdlab.em import Run, Snapshot
+from crowdlab.init import moment_posterior_start
 from crowdlab.models import ClassParams, ScoreParams
 from crowdlab.models.majority import majority_labels, tied_items
 from crowdlab.ui import lab, method_options, presenter, state
@@ -649,6 +650,11 @@ def _most_spread_item(data) -> int:
 def _start_story(run: Run) -> str:
     if run.model.info.latent == "annotator":
         return "Everyone is assumed good (w_a = 1): μ and σ come from all scores, and π_good starts at 0.5."
+    if run.init == "moments" and moment_posterior_start(run.model):
+        return (
+            "(π, Γ) from matching the label statistics' moments (Traganitis & Giannakis, Alg. 2); q₀ is "
+            "Dawid-Skene's E-step from them, and this model's own parameters come from its first M-step."
+        )
     return {
         "majority": "q₀ is each item's share of votes per class (a soft majority vote).",
         "all_good": "q₀ is the posterior if every worker were right with probability 0.8, errors spread evenly.",

@@ -56,10 +56,11 @@ VIEW_PREFIX = "view."
 DEFAULT_SAMPLE = "bluebirds"
 DEFAULT_METHOD = "ds"
 # initialisations offered in the UI (the others need a user-given parameter set or posterior); moment matching
-# (Traganitis & Giannakis, Alg. 2) only for the class models that take a moment-matched (pi, Gamma)
+# (Traganitis & Giannakis, Alg. 2) for the class models: Dawid-Skene, one-coin and two-coin start from the
+# moment-matched (pi, Gamma), GLAD, MACE and IBCC from Dawid-Skene's posterior there (crowdlab.init)
 BASIC_INITS = ("majority", "all_good", "random")
 UI_INITS = (*BASIC_INITS, "moments")
-MOMENT_METHODS = ("ds", "one_coin", "two_coin")
+MOMENT_METHODS = ("ds", "one_coin", "two_coin", "glad", "mace", "mace_vb", "ibcc")
 
 NOTICE_METHOD = "Method changed: the run was reset."
 NOTICE_DATASET = "Dataset changed: the run was reset."

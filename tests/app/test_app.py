@@ -3,6 +3,7 @@ every method converges on every bundled dataset it applies to, and state survive
 
 from __future__ import annotations
 
+import math
 import re
 from pathlib import Path
 
@@ -256,6 +257,16 @@ def test_moment_matching_start_on_the_step_page_and_a_failed_start_is_an_error(m
     _ok(at.selectbox(key=state.W_METHOD).set_value("one_coin").run())
     _ok(at.selectbox(key=state.W_INIT).set_value("moments").run())
     assert _run(at).init == "moments"
+    # GLAD, MACE and IBCC start from Dawid-Skene's posterior at the moment estimates
+    for method in ("glad", "mace", "mace_vb", "ibcc"):
+        _ok(at.selectbox(key=state.W_METHOD).set_value(method).run())
+        assert at.session_state[state.CONFIG].init == "moments"
+        run = _run(at)
+        assert run.init == "moments" and run.start_description.endswith(
+            "Dawid-Skene's posterior at the moment estimates"
+        )
+        _click(at, "stepper.step")
+        assert not run.violations and math.isfinite(run.current.objective)
 
     # the optimiser failing: a message on the page, no traceback
     def fail(*args, **kwargs):

@@ -16,9 +16,19 @@ from crowdlab.em import Run
 from crowdlab.errors import ModelError
 from crowdlab.metrics import accuracy, log_loss, macro_f, pearson, soft_accuracy
 from crowdlab.models import MODELS, applicable_models
+from crowdlab.models.base import VariationalObjective
 
 EM_KIND = "EM"
+VB_KIND = "variational Bayes"  # IBCC, MACE (VB): stepped like EM, but the objective is an ELBO
 BASELINE_KIND = "baseline (not EM)"
+
+
+def run_kind(run: Run) -> str:
+    """The table's "kind" of a fitted run: EM, variational Bayes (its objective is an ELBO, not log p(x | theta),
+    so the two objectives are not to be compared) or a baseline that climbs nothing."""
+    if not run.iterative:
+        return BASELINE_KIND
+    return VB_KIND if isinstance(run.model, VariationalObjective) else EM_KIND
 
 
 @dataclass(frozen=True, eq=False)
@@ -45,9 +55,9 @@ def compare_methods(
 ) -> Comparison:
     """Fit each method (default: all that apply) to convergence and tabulate.
 
-    Table columns: method, kind, iterations, converged, objective, and with gold: accuracy, soft accuracy (ties
-    split), macro F (Traganitis & Giannakis eq. 37), log loss for class labels; Pearson r for scores; and the
-    wall time in seconds. The plain mean of the scores is added as the baseline for continuous data.
+    Table columns: method, kind (:func:`run_kind`), iterations, converged, objective, and with gold: accuracy,
+    soft accuracy (ties split), macro F (Traganitis & Giannakis eq. 37), log loss for class labels; Pearson r for
+    scores; and the wall time in seconds. The plain mean of the scores is added as the baseline for continuous data.
 
     ``baselines=True`` adds the non-EM aggregations of :data:`crowdlab.baselines.BASELINES` (Wawa, Zero-Based
     Skill, KOS, M-MSR) as rows of kind "baseline (not EM)" (majority vote is one too): accuracy and macro F
@@ -116,7 +126,7 @@ def _baseline_row(data: Annotations, key: str, result: Baseline) -> dict:
 def _row(data: Annotations, key: str, run: Run) -> dict:
     row = {
         "method": MODELS[key].info.title,
-        "kind": EM_KIND if run.iterative else BASELINE_KIND,
+        "kind": run_kind(run),
         "iterations": int(run.last.iteration),
         "converged": bool(run.converged),
         "objective": run.last.objective,

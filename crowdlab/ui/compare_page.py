@@ -11,7 +11,7 @@ import numpy as np
 import streamlit as st
 
 from crowdlab.baselines import BASELINES
-from crowdlab.compare import Comparison, compare_methods
+from crowdlab.compare import VB_KIND, Comparison, compare_methods
 from crowdlab.data import Annotations
 from crowdlab.export import csv_bytes
 from crowdlab.plots import data as figs
@@ -134,7 +134,7 @@ def show_table(data: Annotations, comparison: Comparison) -> None:
                     st.dataframe(
                         part, hide_index=True, column_config=DETAILS_CONFIG, height=height, key=f"compare.details{i}"
                     )
-    baseline_note(comparison)
+    kind_notes(comparison)
     if data.is_continuous:
         if "pearson r" in table:
             st.caption(
@@ -145,10 +145,18 @@ def show_table(data: Annotations, comparison: Comparison) -> None:
             st.caption("No gold means: nothing to score the estimates against.")
         return
     if "accuracy" in table:
-        best = table.loc[table["accuracy"].idxmax()]
-        st.caption(f"Highest accuracy: **{best['method']}** ({best['accuracy']:.3f}).")
+        st.caption(best_caption(table))
     else:
         st.caption("This dataset has no gold labels: compare the methods by how much they agree.")
+
+
+def best_caption(table) -> str:
+    """ "Highest accuracy: **A** (0.898)." naming every method that reaches it (ties: the same share of gold)."""
+    acc = table["accuracy"].to_numpy(dtype=float)
+    top = np.nanmax(acc)
+    winners = [f"**{m}**" for m, a in zip(table["method"], acc) if abs(a - top) <= 1e-12]
+    tie = f" (a tie of {len(winners)})" if len(winners) > 1 else ""
+    return f"Highest accuracy{tie}: {', '.join(winners)} ({top:.3f})."
 
 
 # the details tables (the run's iterations, convergence and objective; the scores of its labels and posterior):
@@ -166,9 +174,19 @@ def _dash(v, fmt: str) -> str:
     return fmt.format(v) if v is not None and np.isfinite(v) else "—"
 
 
-def baseline_note(comparison: Comparison) -> None:
-    """What the "baseline (not EM)" rows are, and which baselines do not apply here and why."""
+VB_NOTE = (
+    "Rows of kind *variational Bayes* (IBCC, MACE (VB)) step like EM but integrate over the workers' parameters: "
+    "their objective is a lower bound on the evidence (the ELBO), not the log-likelihood of the EM rows, so the two "
+    "objectives are not comparable."
+)
+
+
+def kind_notes(comparison: Comparison) -> None:
+    """What the "variational Bayes" and "baseline (not EM)" rows are, and which baselines do not apply and why."""
+    vb = [VB_NOTE] if (comparison.table["kind"] == VB_KIND).any() else []
     if not comparison.baselines and not comparison.skipped:
+        if vb:
+            st.caption(vb[0])
         return
     note = (
         "Rows of kind *baseline (not EM)* climb no likelihood and cannot be stepped: majority vote, Wawa (a vote "
@@ -178,7 +196,7 @@ def baseline_note(comparison: Comparison) -> None:
         "shares, not posteriors, so soft accuracy and log loss are left out. Time: wall-clock seconds of the fit."
     )
     skipped = [f"{BASELINES[k][0]} left out: {v}" for k, v in comparison.skipped.items()]
-    st.caption(" ".join([note, *skipped]))
+    st.caption(" ".join([*vb, note, *skipped]))
 
 
 def show_disagreements(data: Annotations, comparison: Comparison) -> None:

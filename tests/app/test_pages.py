@@ -291,7 +291,11 @@ def test_compare_bluebirds_table_agreement_and_disagreements():
     assert round(ds["accuracy"], 3) == 0.898
     assert round(table.set_index("method").loc["Majority vote", "accuracy"], 3) == 0.759
     assert {"macro F", "log loss"} <= set(table.columns)
-    assert any("Highest accuracy: **Dawid-Skene** (0.898)" in c.value for c in at.caption)
+    best = (
+        "Highest accuracy (a tie of 3): **Dawid-Skene**, **Two-coin (sensitivity / specificity)**, "
+        "**MACE (competence and spamming)** (0.898)."
+    )
+    assert any(best == c.value for c in at.caption)
     assert len(at.get("plotly_chart")) == 1  # agreement between methods
     dis = [d.value for d in at.dataframe if "labels" in d.value.columns][0]  # after the details table
     assert len(dis) == compare_page.HEAD_ROWS and "gold" in dis.columns

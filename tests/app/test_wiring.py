@@ -215,8 +215,10 @@ def test_compare_lists_the_baselines_beside_em(sample):
         assert row["accuracy"] == pytest.approx(accuracy(func(data).labels, data.gold))
         assert row["time (s)"] >= 0
     assert table.loc["Dawid-Skene", "kind"] == "EM" and table.loc["Majority vote", "kind"] == "baseline (not EM)"
+    for vb in ("Bayesian Dawid-Skene (IBCC, variational)", "MACE (variational Bayes)"):
+        assert table.loc[vb, "kind"] == "variational Bayes"
     notes = " ".join(c.value for c in at.caption)
-    assert "cannot be stepped" in notes
+    assert "cannot be stepped" in notes and "the ELBO" in notes
     assert ("KOS (Karger, Oh & Shah 2011) left out" in notes) == (not binary)
     # the baselines join the agreement matrix
     agreement = at.session_state["compare.results"][("sample:" + sample, 0.0)].agreement

@@ -53,6 +53,10 @@ def test_compare_methods_table_agreement_and_disagreements(bluebirds):
     np.testing.assert_allclose(np.diag(A), 1.0)
     labels = np.stack([r.labels() for r in c.runs.values()])
     assert len(c.disagreements) == int((labels != labels[0]).any(axis=0).sum())
+    kinds = c.table.set_index("method")["kind"]
+    for key in c.runs:
+        want = "baseline (not EM)" if key == "mv" else "variational Bayes" if key in ("ibcc", "mace_vb") else "EM"
+        assert kinds[cl.MODELS[key].info.title] == want
 
 
 def test_compare_on_scores_has_the_plain_mean_baseline():

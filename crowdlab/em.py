@@ -43,7 +43,7 @@ POSTERIOR_WINDOW = 8  # above it, the posteriors of the last 8 snapshots; older 
 STOP_REASONS = {
     "converged": "converged: the objective stopped changing and the parameters are contracting to a fixed point",
     "stalled": "stalled: the objective has not risen above rounding error for 20 iterations, "
-    "yet the parameters have not settled",
+    "yet the parameters have neither settled nor kept contracting",
     "max_iter": "stopped at the iteration limit before converging",
     "stopped": "stopped by the user",
     "passes": "online EM: every pass over the data done (it has no convergence test)",
@@ -132,9 +132,19 @@ def settled_at(snapshots, tol: float, param_tol: float | None) -> bool:
     return settled(objs, changes, tol, param_tol)
 
 
+def contracting(changes) -> bool:
+    """The last SETTLE_ITERATIONS + 1 parameter changes (oldest first) are finite, positive and shrink at every
+    iteration: EM closing in on a fixed point at a linear rate. There the objective goes flat at rounding error
+    well before the parameters settle (its gains shrink like the square of the steps), which is no stall."""
+    d = np.asarray(changes[-(SETTLE_ITERATIONS + 1) :], dtype=np.float64)
+    return bool(d.size == SETTLE_ITERATIONS + 1 and np.all(np.isfinite(d)) and np.all(d > 0) and np.all(d[1:] < d[:-1]))
+
+
 def stalled_at(snapshots) -> bool:
-    """:func:`stalled` on the tail of a list of snapshots."""
-    return stalled([s.objective for s in snapshots[-2 * STALL_ITERATIONS - 2 :] if s.kind == "M"])
+    """:func:`stalled` on the tail of a list of snapshots, unless the parameters are still :func:`contracting`
+    (then the stopping rule of :func:`settled_at` ends the run a few iterations later, as converged)."""
+    tail = [s for s in snapshots[-2 * STALL_ITERATIONS - 2 :] if s.kind == "M"]
+    return stalled([s.objective for s in tail]) and not contracting([s.param_change for s in tail])
 
 
 def param_change(before, after) -> float:

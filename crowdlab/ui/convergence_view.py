@@ -19,7 +19,8 @@ PLATEAU_NOTE = (
     "around iterations 60–160 and then gains another 284 nats. This is why crowdlab calls a run converged only "
     "when the objective has stopped changing *and* the parameter changes keep shrinking geometrically (a fixed "
     "point), for 10 iterations in a row; a run whose objective has not risen above rounding error for 20 "
-    "iterations while its parameters still move is reported as stalled."
+    "iterations while its parameters move without shrinking is reported as stalled (if they keep shrinking, EM "
+    "is closing in on the fixed point: the objective goes flat first, and the run goes on until it settles)."
 )
 
 

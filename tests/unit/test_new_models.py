@@ -80,6 +80,27 @@ def test_glad_m_step_raises_expected_complete_log_likelihood():
         assert after > before  # it is not stuck
 
 
+def test_glad_step_halving_ignores_rounding_and_bluebirds_converges():
+    """Near the optimum a step changes f by less than rounding: it must be taken, not halved away at random (which
+    made GLAD's parameter changes wobble at 1e-9 and the stopping rule call bluebirds stalled)."""
+    from crowdlab.models.glad import _halve
+
+    f0 = np.array([-2259.744365838259, -1.0])
+
+    def f(x):  # flat to rounding at the start, then falling
+        return f0 - np.where(np.abs(x) > 1e-3, 1.0, 2e-16 * np.abs(f0))
+
+    x = np.zeros(2)
+    np.testing.assert_array_equal(_halve(f, x, np.array([1e-9, 1e-9])), [1e-9, 1e-9])  # within rounding: taken
+    np.testing.assert_allclose(_halve(f, x, np.array([4e-3, 4e-3])), [1e-3, 1e-3])  # a real fall: halved twice
+    from crowdlab.samples import load_sample
+
+    run = cl.fit(load_sample("bluebirds"), "glad")
+    assert run.stop_reason == "converged" and not run.violations
+    d = run.convergence_trace()["param_change"][-11:]
+    assert np.all(d[1:] < d[:-1])  # shrinking at every step to the end
+
+
 def test_glad_recovers_abilities_and_difficulties():
     rng = np.random.default_rng(0)
     N, M, K = 400, 12, 3

@@ -7,7 +7,8 @@
   Beta posterior (:func:`crowdlab.models.mace.spam_intervals`).
 - IBCC (Kim & Ghahramani 2012): credible intervals of each worker's accuracy from the Dirichlet posteriors
   (:func:`crowdlab.models.ibcc.accuracy_intervals`, Monte Carlo with a fixed seed), kept in a small cache in
-  session state keyed on the parameters, so scrubbing back recomputes nothing.
+  session state keyed on the parameters, so scrubbing back recomputes nothing; beside them in the table,
+  Dawid-Skene's Fisher-based (Wald) interval for the same worker, from the Data page's cached worker report.
 
 Other models get a note. Widget keys ``stepper.details.*``; no view choices to remember beyond the table sizes.
 """
@@ -24,6 +25,7 @@ from crowdlab.models.ibcc import IbccParams, accuracy_intervals
 from crowdlab.models.mace import MaceParams, MaceVBParams, spam_intervals
 from crowdlab.plots import models as figs
 from crowdlab.plots.risk import interval_chart
+from crowdlab.ui.reports_view import ds_report_if_ready
 
 MODELS = ("glad", "mace", "mace_vb", "ibcc")
 CACHE = "stepper.details.cache"  # plain key: [(params, dict of intervals)], newest last
@@ -152,9 +154,51 @@ def _intervals(p: IbccParams) -> dict:
     return value
 
 
+def _ds_comparison(ci: dict, ds: pd.DataFrame | None) -> str:
+    """The caption under the table: how IBCC's credible intervals compare with Dawid-Skene's."""
+    if ds is None:
+        return (
+            "Dawid-Skene's intervals for comparison come from the Data page's worker report; on a dataset this "
+            "large it waits for its button there."
+        )
+    kinds = " and ".join(sorted(set(ds["interval"])))
+    width_c = float(np.median(ci["hi"] - ci["lo"]))
+    width_d = float(np.median(ds["upper"] - ds["lower"]))
+    return (
+        f"*DS 95%*: Dawid-Skene's interval for the same worker ({kinds}; maximum likelihood, fitted from majority "
+        f"vote as on the Data page). Median width: {width_c:.3f} credible (IBCC) against {width_d:.3f} (DS)."
+    )
+
+
 def _ibcc(run: Run, p: IbccParams) -> None:
+    """The table first (credible interval beside Dawid-Skene's, readable at 1024 px without scrolling sideways),
+    then the chart of every worker's credible interval."""
     data = run.data
     ci = _intervals(p)
+    ds = ds_report_if_ready(data)
+    span = [f"{a:.2f} – {b:.2f}" for a, b in zip(ci["lo"], ci["hi"])]
+    table = pd.DataFrame({"worker": list(data.worker_names), "labels": data.labels_per_worker, "mean": ci["mean"]})
+    table["95% credible"] = span
+    if ds is not None:  # Dawid-Skene's intervals (Wald, observed information) for the same workers
+        table["DS 95%"] = [f"{a:.2f} – {b:.2f}" for a, b in zip(ds["lower"], ds["upper"])]
+    for k, c in enumerate(data.class_names[:6]):
+        table[f"Γ({c},{c}) 95%"] = [f"{a:.2f} – {b:.2f}" for a, b in zip(ci["diag_lo"][:, k], ci["diag_hi"][:, k])]
+    order = np.argsort(-(ci["hi"] - ci["lo"]), kind="stable")  # the widest first
+    st.markdown(f"**Each worker's accuracy: IBCC's credible interval beside Dawid-Skene's** (snapshot {run.index})")
+    st.dataframe(
+        table.iloc[order].head(TABLE_ROWS),
+        hide_index=True,
+        height=248,
+        key="stepper.details.credible_table",
+        column_config={
+            "worker": st.column_config.TextColumn("worker", width=90),
+            "labels": st.column_config.NumberColumn("labels", format="%d", width=60),
+            "mean": st.column_config.NumberColumn("mean", format="%.3f", width=60),
+            "95% credible": st.column_config.TextColumn("95% credible", width=110),
+            "DS 95%": st.column_config.TextColumn("DS 95%", width=110),
+        },
+    )
+    st.caption(_ds_comparison(ci, ds))
     fig = interval_chart(
         [str(n) for n in data.worker_names],
         ci["mean"],
@@ -166,29 +210,10 @@ def _ibcc(run: Run, p: IbccParams) -> None:
         title=f"Accuracy per worker: posterior mean and 95 % credible interval (snapshot {run.index})",
     )
     fig.update_traces(name="95 % credible interval (Dirichlet posteriors)", selector=dict(meta="wald"))
-    left, right = st.columns([3, 2])
-    left.plotly_chart(fig, key="stepper.details.credible")
-    table = pd.DataFrame(
-        {
-            "worker": list(data.worker_names),
-            "labels": data.labels_per_worker,
-            "mean": ci["mean"],
-            "2.5 %": ci["lo"],
-            "97.5 %": ci["hi"],
-        }
-    )
-    for k, c in enumerate(data.class_names[:6]):
-        table[f"Γ({c},{c}) 2.5–97.5 %"] = [f"{a:.2f}–{b:.2f}" for a, b in zip(ci["diag_lo"][:, k], ci["diag_hi"][:, k])]
-    table = table.assign(width=table["97.5 %"] - table["2.5 %"]).sort_values("width", ascending=False, kind="stable")
-    right.dataframe(
-        table.drop(columns="width").head(TABLE_ROWS),
-        hide_index=True,
-        key="stepper.details.credible_table",
-        column_config={c: st.column_config.NumberColumn(format="%.3f") for c in ("mean", "2.5 %", "97.5 %")},
-    )
-    left.caption(
+    st.plotly_chart(fig, key="stepper.details.credible")
+    st.caption(
         "From the Dirichlet posteriors of this snapshot: Γ_m(k, k) ~ Beta(A_m(k, k), Σ_k' A_m(k', k) − A_m(k, k)) "
         f"and κ ~ Dir(ν); the accuracy's interval by Monte Carlo ({ci['draws']:,} draws, fixed seed), each class's "
-        "exactly (the worker report shows the same intervals). "
-        "A worker with few labels keeps a wide interval: the prior still speaks for them. The widest first."
+        "exactly (the worker report shows the same intervals). A worker with few labels keeps a wide interval: the "
+        "prior still speaks for them. The table lists the widest first."
     )

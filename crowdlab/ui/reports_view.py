@@ -162,13 +162,32 @@ def data_report(data_id: str, _data: Annotations) -> pd.DataFrame:
     return df
 
 
+def _data_key(data: Annotations) -> str:
+    return state.get_data_id() or f"unnamed:{id(data)}"
+
+
+def _waits_for_button(data: Annotations) -> bool:
+    return data.n_obs > AUTO_LABELS and st.session_state.get(REQUESTED) != _data_key(data)
+
+
+def ds_report_if_ready(data: Annotations) -> pd.DataFrame | None:
+    """The Data page's Dawid-Skene worker report (the same cached fit), or None where that fit waits for its
+    button (more than AUTO_LABELS labels) or fails: what the IBCC details compare their credible intervals with."""
+    if data.is_continuous or _waits_for_button(data):
+        return None
+    try:
+        return data_report(_data_key(data), data)
+    except (ModelError, ValueError, ArithmeticError):
+        return None
+
+
 def data_report_section(data: Annotations) -> None:
     """The Data page's worker report (class labels only): Dawid-Skene fitted once per dataset."""
     if data.is_continuous:
         return
     st.subheader("Worker report")
-    data_id = state.get_data_id() or f"unnamed:{id(data)}"
-    if data.n_obs > AUTO_LABELS and st.session_state.get(REQUESTED) != data_id:
+    data_id = _data_key(data)
+    if _waits_for_button(data):
         st.button(
             f"Fit Dawid-Skene for the worker report ({data.n_obs:,} labels)",
             key="data.report.fit",

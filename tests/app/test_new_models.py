@@ -7,8 +7,10 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+import crowdlab as cl
 from crowdlab.models.ibcc import accuracy_intervals
 from crowdlab.models.mace import spam_intervals
+from crowdlab.reports import worker_report
 from tests.app.test_step_lab import _arr, _chart, _click, _latex, _method, _ok, _open, _run, _tab, _trace
 
 NEW = ("glad", "mace", "mace_vb", "ibcc")
@@ -96,8 +98,16 @@ def test_step_explain_and_details(method):
         ci = accuracy_intervals(p, seed=0)
         table = at.dataframe[0].value.set_index("worker")
         name = run.data.worker_names[0]
-        assert table.loc[name, "2.5 %"] == pytest.approx(ci["lo"][0])
+        assert table.loc[name, "95% credible"] == f"{ci['lo'][0]:.2f} – {ci['hi'][0]:.2f}"
         assert table.loc[name, "mean"] == pytest.approx(ci["mean"][0])
+        # beside them, Dawid-Skene's interval for the same worker, from the Data page's worker report
+        ds = worker_report(cl.fit(run.data, "ds", max_iter=500))
+        assert table.loc[name, "DS 95%"] == f"{ds.lower[0]:.2f} – {ds.upper[0]:.2f}"
+        assert list(table.columns[:4]) == ["labels", "mean", "95% credible", "DS 95%"]  # side by side, on screen
+        widths = ci["hi"] - ci["lo"]
+        assert table.index[0] == run.data.worker_names[int(np.argmax(widths))]  # the widest first
+        notes = " ".join(c.value for c in at.caption)
+        assert "Median width" in notes and "Dawid-Skene's interval for the same worker" in notes
 
 
 def test_details_tab_explains_itself_for_other_models():

@@ -14,8 +14,7 @@ st.markdown(
     "Start with a bundled dataset below; every page works on the current dataset shown here and in the sidebar."
 )
 
-with st.columns([3, 2])[0]:  # wide enough for the longest dataset name at 1024 px
-    sample_picker()
+sample_picker()  # the full width: the longest dataset name is whole at 1024 px
 dataset_summary(data)
 
 st.subheader("Where to go next")

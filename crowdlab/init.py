@@ -43,7 +43,7 @@ INITS = {
     "random": "Random (seeded)",
     "params": "Given parameters",
     "posterior": "Another model's result",
-    "moments": "Moment matching (Traganitis & Giannakis, Sec. 3.2)",
+    "moments": "Moment matching (Traganitis & Giannakis)",  # Sec. 3.2; short enough for a select box
 }
 MOMENT_FLOOR = 1e-3  # lower bound on the moment-matched Gamma entries used as an EM start
 

@@ -444,9 +444,9 @@ def preview(data: Annotations) -> None:
     st.dataframe(files["head"], hide_index=True, width="stretch", height=300)
     shown = min(PREVIEW_ROWS, data.n_obs)
     st.caption(f"The first {shown} of {data.n_obs:,} labels, one per row.")
-    c1, c2, _ = st.columns([1, 1, 2])
+    row = st.container(horizontal=True)  # each button as wide as its label: nothing cut to "Download all la…"
     stem = _file_stem(data)
-    c1.download_button(
+    row.download_button(
         "Download all labels (long CSV)",
         files["csv"],
         file_name=f"{stem}_labels.csv",
@@ -455,7 +455,7 @@ def preview(data: Annotations) -> None:
         on_click="ignore",
     )
     if files["gold"] is not None:
-        c2.download_button(
+        row.download_button(
             "Download gold (CSV)",
             files["gold"],
             file_name=f"{stem}_gold.csv",

@@ -91,6 +91,17 @@ def sample_id(key: str) -> str:
     return f"sample:{key}"
 
 
+UPLOAD_TYPES = ["csv", "tsv", "txt"]
+
+
+def file_boxes(specs: list[tuple[str, str]]) -> None:
+    """File uploaders side by side, ``(label, key)`` each, two to a row at 1024 px with the sidebar open (three
+    in a narrow column would cut their "400MB per file" line), all on one row when there is room."""
+    row = st.container(horizontal=True, gap="medium")
+    for label, key in specs:
+        row.file_uploader(label, type=UPLOAD_TYPES, key=key, width=270)
+
+
 def upload_id(content: bytes) -> str:
     return "upload:" + hashlib.sha1(content).hexdigest()[:12]
 

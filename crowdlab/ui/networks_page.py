@@ -35,7 +35,7 @@ from crowdlab.plots import confusion_grid
 from crowdlab.plots import dependent as figs
 from crowdlab.simulate import simulate_sbm
 from crowdlab.ui import lab, presenter
-from crowdlab.ui.frame import upload_id
+from crowdlab.ui.frame import file_boxes, upload_id
 from crowdlab.ui.sequences_page import seed_crowd
 
 NS = "net"
@@ -371,10 +371,9 @@ def source_section() -> None:
                 "A label file (long `item,worker,label` or wide CSV), an edge list `source,target[,weight]` naming its "
                 "items, and optionally gold (`item,label`)."
             )
-            c1, c2, c3 = st.columns(3)
-            c1.file_uploader("Label file", type=["csv", "tsv", "txt"], key=UPLOAD_LABELS)
-            c2.file_uploader("Edge list", type=["csv", "tsv", "txt"], key=UPLOAD_EDGES)
-            c3.file_uploader("Gold file (optional)", type=["csv", "tsv", "txt"], key=UPLOAD_GOLD)
+            file_boxes(
+                [("Label file", UPLOAD_LABELS), ("Edge list", UPLOAD_EDGES), ("Gold file (optional)", UPLOAD_GOLD)]
+            )
             st.button("Load", key="net.upload.load", type="primary", on_click=_on_load)
         NET.upload_messages()
 
@@ -392,7 +391,7 @@ def _settings_widgets() -> None:
     st.session_state[W_DELTA] = min(delta_now(data), 3.0 * M)
     per_edge = NET.config().delta == "labels"
     st.session_state[W_DELTA_LABELS] = per_edge
-    c1, c2, c3 = st.columns([3, 3, 3], vertical_alignment="bottom")
+    c1, c2, c3 = st.columns([2, 2, 3], vertical_alignment="bottom")  # every start whole at 1024 px
     c1.radio("E-step", list(E_STEPS), format_func=E_STEPS.get, horizontal=True, **NET.config_widget("e_step"))
     c2.slider(
         "δ, the Potts penalty for disagreeing neighbours",
@@ -404,14 +403,14 @@ def _settings_widgets() -> None:
         disabled=per_edge,
         help=f"0: no graph (i.i.d. Dawid-Skene with a uniform prior); the default is M = {M} workers.",
     )
-    c2.checkbox(
+    c3.selectbox("Start from", list(INITS), format_func=INITS.get, **NET.config_widget("init"))
+    st.checkbox(  # its own row: the label is whole at 1024 px
         "δ per edge from the labels: (M_n + M_n′) / 4",
         key=W_DELTA_LABELS,
         on_change=_on_delta_labels,
         help="Traganitis & Giannakis' choice for graphs built from features: each node contributes M_n / 2, half "
         "its number of labels, so well-labelled nodes trust their neighbours more.",
     )
-    c3.selectbox("Start from", list(INITS), format_func=INITS.get, **NET.config_widget("init"))
     with st.expander("Seed and stopping rule"):
         d1, d2, d3 = st.columns(3)
         d1.number_input("Seed (colouring of the sweeps)", min_value=0, step=1, **NET.config_widget("seed"))

@@ -233,12 +233,13 @@ def settings_section() -> None:
         with hashing:
             hashing_tab(data, cfg)
         with rest:
-            c = st.columns(5)
+            c = st.columns([3, 2])  # the model's name is whole at 1024 px
             c[0].selectbox("Model", list(METHODS), format_func=METHODS.get, **ONL.config_widget("method"))
-            c[1].number_input("Passes", 1, 50, **ONL.config_widget("passes"))
-            c[2].number_input("Items per update", 1, 10_000, **ONL.config_widget("batch_size"))
-            c[3].number_input("Seed (order, hash)", 0, 10**6, **ONL.config_widget("seed"))
-            c[4].number_input("Prior (pseudo-counts)", 0.0, 100.0, step=0.5, **ONL.config_widget("prior"))
+            c[1].number_input("Prior (pseudo-counts)", 0.0, 100.0, step=0.5, **ONL.config_widget("prior"))
+            d = st.columns(3)
+            d[0].number_input("Passes", 1, 50, **ONL.config_widget("passes"))
+            d[1].number_input("Items per update", 1, 10_000, **ONL.config_widget("batch_size"))
+            d[2].number_input("Seed (order, hash)", 0, 10**6, **ONL.config_widget("seed"))
             st.toggle(
                 "A step-size clock per worker (bucket)",
                 help="Each worker's statistics move only when the block holds its labels, by η at its own count "

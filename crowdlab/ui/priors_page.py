@@ -229,11 +229,13 @@ def priors_lab() -> None:
         return
     s = get_settings(data)
     _sync_widgets(s)
-    c1, c2, c3, c4 = st.columns([3, 3, 2, 2], vertical_alignment="bottom")
+    # three rows (the method, the restarts, the sweep): every method title is whole at 1024 px
+    c1, c2 = st.columns([3, 2], vertical_alignment="bottom")
     c1.selectbox("Method", options, format_func=state.method_title, key=W_METHOD, on_change=_on_settings)
-    c2.slider("Random restarts R", 0, 50, key=W_RANDOM, on_change=_on_settings)
-    c3.number_input("Prior strength (restarts)", min_value=0.0, step=0.5, key=W_PRIOR, on_change=_on_settings)
-    c4.checkbox("Hard EM", key=W_HARD, on_change=_on_settings)
+    c2.checkbox("Hard EM", key=W_HARD, on_change=_on_settings)
+    r1, r2 = st.columns([3, 2], vertical_alignment="bottom")
+    r1.slider("Random restarts R", 0, 50, key=W_RANDOM, on_change=_on_settings)
+    r2.number_input("Prior strength (restarts)", min_value=0.0, step=0.5, key=W_PRIOR, on_change=_on_settings)
     d1, d2 = st.columns([3, 2], vertical_alignment="bottom")
     d1.text_input(
         "Prior strengths to sweep (pseudo-counts)",

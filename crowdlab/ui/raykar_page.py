@@ -39,7 +39,7 @@ from crowdlab.models.raykar import RaykarModel, logistic_regression
 from crowdlab.plots import risk as figs
 from crowdlab.simulate import simulate_raykar
 from crowdlab.ui import lab, presenter
-from crowdlab.ui.frame import load_upload_cached, upload_id
+from crowdlab.ui.frame import file_boxes, load_upload_cached, upload_id
 
 NS = "raykar"
 SNAPMETRICS = "raykar.snapmetrics"
@@ -328,10 +328,7 @@ def source_section() -> None:
                 "one) and a features file with one row per item: `item,f1,...,fd` (standardised here). The drawing "
                 "uses the first two features."
             )
-            c1, c2, c3 = st.columns(3)
-            c1.file_uploader("Label file", type=["csv", "tsv", "txt"], key=UP_LABELS)
-            c2.file_uploader("Features file", type=["csv", "tsv", "txt"], key=UP_FEATURES)
-            c3.file_uploader("Gold file (optional)", type=["csv", "tsv", "txt"], key=UP_GOLD)
+            file_boxes([("Label file", UP_LABELS), ("Features file", UP_FEATURES), ("Gold file (optional)", UP_GOLD)])
             st.button("Load", key="raykar.upload.load", type="primary", on_click=_on_load)
         RAY.upload_messages()
 

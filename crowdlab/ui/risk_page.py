@@ -432,7 +432,7 @@ def controls() -> None:
     c2.slider("θ: accuracy of the classifiers", 0.0, 1.0, step=0.01, **mirrored(THETA))
     c3.slider("n: unlabelled examples", 50, 5000, step=50, **mirrored(N))
     c4.slider("k: classifiers", 1, 10, **mirrored(K))
-    d1, d2, d3, d4 = st.columns(4)
+    d1, d2, d3 = st.columns(3)  # the seed and the toggle share a column: "More repetitions" is whole at 1024 px
     d1.slider(
         "Spread of the accuracies",
         0.0,
@@ -450,7 +450,7 @@ def controls() -> None:
         **mirrored(MISSING),
     )
     d3.number_input("Seed", min_value=0, step=1, **mirrored(SEED))
-    d4.toggle(
+    d3.toggle(
         "More repetitions",
         help=f"×{MORE_FACTOR} repetitions in the tabs below: smoother curves, a few times slower (cached).",
         **mirrored(MORE),
@@ -459,7 +459,7 @@ def controls() -> None:
 
 def verdict(fresh: dict, q: dict) -> None:
     """Eq. (9)'s verdict for classifier 1 (Corollary 4 / the range check) and Prop. 3's for the collaborative MLE."""
-    c1, c2, c3 = st.columns([5, 5, 2])
+    c1, c2, c3 = st.columns([3, 3, 2])  # the metrics' labels whole at 1024 px
     with c1:
         st.markdown("**Identifiable? Classifier f1 alone, eq. (9)**")
         if not fresh["closed_form_identifiable"]:

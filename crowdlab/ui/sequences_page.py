@@ -42,7 +42,7 @@ MAX_WORKERS = 12
 
 INITS = {
     "majority": "Majority vote (soft)",
-    "moments": "Moment matching (Alg. 2, T from lagged moments)",
+    "moments": "Moment matching (Alg. 2)",  # T from lagged moments: the start story says so
     "ds": "i.i.d. Dawid-Skene posterior",
 }
 TABS = ("Strip view", "Transitions", "Workers", "Comparison")
@@ -366,7 +366,7 @@ def settings_section() -> None:
 
 def _settings_widgets() -> None:
     SEQ.sync_config_widgets()
-    c1, c2, c3 = st.columns([4, 2, 2], vertical_alignment="bottom")
+    c1, c2, c3 = st.columns([4, 2, 3], vertical_alignment="bottom")  # every start, "Hard EM (Viterbi)" whole
     c1.selectbox(
         "Start from",
         list(INITS),

@@ -16,6 +16,8 @@ from crowdlab.em import Run
 from crowdlab.init import INITS
 from crowdlab.ui import lab, panels, presenter, state
 
+SELECT_WIDTH = 340  # px: the longest method title and start fit whole (about 265 px of text in presenter mode)
+
 
 def method_picker() -> None:
     """Method, initialisation, prior strength, hard EM, seed and stopping rule (a change resets the run); folded
@@ -40,7 +42,7 @@ def _method_widgets() -> None:
         format_func=state.method_title,
         key=state.W_METHOD,
         on_change=state.on_config_widget,
-        width=250,
+        width=SELECT_WIDTH,
     )
     c2.selectbox(
         "Start from",
@@ -49,7 +51,7 @@ def _method_widgets() -> None:
         key=state.W_INIT,
         on_change=state.on_config_widget,
         disabled=not_em,
-        width=250,
+        width=SELECT_WIDTH,
     )
     c3.number_input(
         "Prior strength",

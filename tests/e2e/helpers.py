@@ -76,3 +76,36 @@ def sidebar_link(page, name: str) -> None:
 
 def sidebar_text(page) -> str:
     return page.locator('[data-testid="stSidebarUserContent"]').inner_text()
+
+
+# Text the browser cut with an ellipsis (a button, a widget label, a metric): its box is narrower than its text.
+ELLIPSISED = """
+() => Array.from(document.querySelectorAll('[data-testid="stMain"] *')).filter(e => e.offsetParent !== null
+  && getComputedStyle(e).textOverflow === 'ellipsis' && e.scrollWidth - e.clientWidth > 1
+  && (e.innerText || '').trim()).map(e => [e.innerText.trim().slice(0, 60), e.scrollWidth - e.clientWidth])
+"""
+# The options of the open select box wider than its text field (a select box clips its value without an ellipsis).
+CLIPPED_OPTIONS = """
+() => { const box = document.activeElement && document.activeElement.closest('[data-testid="stSelectbox"]');
+  if (!box) return null;
+  const input = box.querySelector('input'), s = getComputedStyle(input);
+  const ctx = document.createElement('canvas').getContext('2d'); ctx.font = s.font;
+  const room = input.clientWidth - parseFloat(s.paddingLeft) - parseFloat(s.paddingRight);
+  return Array.from(document.querySelectorAll('[role=option]')).map(o => o.innerText.trim())
+    .map(o => [o, Math.ceil(ctx.measureText(o).width), room]).filter(x => x[1] > x[2]); }
+"""
+
+
+def assert_nothing_cut(page, where: str) -> None:
+    """Nothing in the main area cut to an ellipsis, and every option of every open-able select box whole in its box
+    (the options are measured with the box's own font, so nothing is selected and nothing reruns)."""
+    cut = page.evaluate(ELLIPSISED)
+    assert cut == [], (where, cut)
+    boxes = page.locator('[data-testid="stMain"] [data-testid="stSelectbox"]:visible input:not([disabled])')
+    for i in range(boxes.count()):
+        boxes.nth(i).scroll_into_view_if_needed()  # room below it for the list
+        boxes.nth(i).click()
+        page.locator("[role=option]").first.wait_for()
+        clipped = page.evaluate(CLIPPED_OPTIONS)
+        page.keyboard.press("Escape")
+        assert clipped == [], (where, i, clipped)

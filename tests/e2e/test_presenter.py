@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.e2e.helpers import ARTIFACTS, assert_no_exception, iteration, wait_idle, wait_page
+from tests.e2e.helpers import ARTIFACTS, assert_no_exception, assert_nothing_cut, iteration, wait_idle, wait_page
 
 pytestmark = pytest.mark.e2e
 
@@ -92,6 +92,7 @@ def test_stepping_pages_fit_a_projector_in_presenter_mode(server, page, path, ta
     _assert_whole(_measure(page, '[data-testid="stMain"] [data-testid="stButton"] button'), "button")
     _assert_whole(_measure(page, '[data-testid="stMain"] [data-testid="stTab"]'), "tab label") if tab else None
     _assert_titles_fit(page)
+    assert_nothing_cut(page, path)
     # the objective curve and the main picture start on the first screen
     charts = page.evaluate(
         "() => Array.from(document.querySelectorAll('[data-testid=\"stMain\"] .js-plotly-plot'))"
@@ -103,6 +104,11 @@ def test_stepping_pages_fit_a_projector_in_presenter_mode(server, page, path, ta
     beside = [c for c in charts if c["left"] > PROJECTOR["width"] * 0.3 and c["top"] < PROJECTOR["height"] - 200]
     assert beside, f"no main picture beside the curves on the first screen: {charts}"
     _shot(page, path.strip("/").lower())
+    folded = page.locator('[data-testid="stMain"] [data-testid="stExpander"] summary')
+    for i in range(folded.count()):  # the settings, folded in presenter mode: in its larger font, every choice whole
+        folded.nth(i).click()
+    wait_idle(page)
+    assert_nothing_cut(page, f"{path}, settings open")
 
 
 def test_confusion_matrix_numbers_are_readable_in_presenter_mode(server, page):

@@ -17,7 +17,7 @@ from pathlib import Path
 import numpy as np
 
 from crowdlab import safe
-from crowdlab.errors import CrowdlabError
+from crowdlab.errors import CrowdlabError, ModelError
 from crowdlab.export import (
     history_dict,
     metrics_dict,
@@ -28,7 +28,7 @@ from crowdlab.export import (
     write_csv,
 )
 from crowdlab.init import INITS
-from crowdlab.models import MODELS, ONLINE_MODELS
+from crowdlab.models import CLASS_PRIOR_MODELS, MODELS, ONLINE_MODELS
 
 
 def prog_name(argv0: str | None = None) -> str:
@@ -80,6 +80,13 @@ def build_parser() -> argparse.ArgumentParser:
         "worker's label); posteriors.csv flags tied items either way",
     )
     f.add_argument("--tie-seed", dest="tie_seed", type=int, default=0, help="seed of --tie-break random")
+    f.add_argument(
+        "--class-prior",
+        dest="class_prior",
+        choices=["uniform", "estimate"],
+        help=f"{', '.join(CLASS_PRIOR_MODELS)}: the true-class prior, uniform as in their papers (the default) or "
+        "estimated like Dawid-Skene's (better when one class dominates)",
+    )
     f.add_argument("--known", help="semi-supervised EM: CSV item,label of items whose class is known (kept fixed)")
     f.add_argument("--reveal", type=float, help="semi-supervised EM: fix the classes of this fraction of --gold")
     f.add_argument("--reveal-seed", dest="reveal_seed", type=int, default=0, help="which gold items --reveal picks")
@@ -113,6 +120,11 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def cmd_fit(args: argparse.Namespace) -> int:
+    if args.class_prior is not None and args.method not in CLASS_PRIOR_MODELS:
+        raise ModelError(
+            f"--class-prior applies to --method {', '.join(CLASS_PRIOR_MODELS)} only; the other methods estimate "
+            "their class prior (or have none)."
+        )
     if args.stream or args.engine != "memory":
         return cmd_fit_engine(args, "stream" if args.stream else args.engine)
     from crowdlab.api import fit
@@ -135,6 +147,8 @@ def cmd_fit(args: argparse.Namespace) -> int:
     elif args.method in ONLINE_MODELS:
         keys = ("eta0", "tau0", "rho", "buckets", "passes", "batch_size", "worker_steps")
         options = {k: getattr(args, k) for k in keys}
+    if args.class_prior is not None:
+        options["class_prior"] = args.class_prior
     known = _known_codes(args.known, data) if args.known else None
     run = fit(
         data,

@@ -237,6 +237,8 @@ def python_snippet(run: Run, load_code: str) -> str:
         options.update(tie_break=model.tie_break, tie_seed=model.tie_seed)
     if getattr(model, "sigma_min", None) is not None:
         options["sigma_min"] = model.sigma_min
+    if isinstance(getattr(model, "class_prior", None), str) and model.class_prior != "uniform":
+        options["class_prior"] = model.class_prior  # GLAD, MACE: estimated instead of their papers' uniform
     if options:
         args.append(f"model_options={options!r}")
     if getattr(model, "reveal", None):

@@ -95,6 +95,8 @@ def _settings(run: Run) -> str:
             parts.append("hard EM")
         if getattr(model, "sigma_min", None) is not None:
             parts.append(f"floor on σ {model.sigma_min:g}")
+        if isinstance(getattr(model, "class_prior", None), str) and model.class_prior != "uniform":
+            parts.append("class prior estimated")
         if getattr(model, "reveal", None):
             parts.append(f"{model.reveal:.0%} of gold revealed")
     elif getattr(model, "tie_break", "frequent") != "frequent":

@@ -6,6 +6,8 @@ choice; the values live in :class:`crowdlab.ui.state.MethodConfig`):
 - the scores model (the EM lecture on bad annotators): a **floor on σ** and a start from **only one annotator
   good**, the start from which EM finds the model's degenerate global maximum; the note that explains it
   (:func:`degenerate_notice`) sits above the tabs, since it follows the cursor;
+- GLAD, MACE and MACE (VB): the **true-class prior**, uniform as in their papers or estimated like Dawid-Skene's
+  (:data:`crowdlab.models.CLASS_PRIOR_MODELS`);
 - class models with gold: **Reveal gold** (semi-supervised EM, :meth:`crowdlab.models.base.LatentModel.with_known`):
   that share of the gold labels is fixed in every E-step.
 
@@ -21,7 +23,7 @@ import streamlit as st
 from crowdlab import safe
 from crowdlab.data import Annotations
 from crowdlab.em import Run
-from crowdlab.models import ScoreParams
+from crowdlab.models import CLASS_PRIOR_MODELS, ScoreParams
 from crowdlab.models.majority import tied_items
 from crowdlab.ui import presenter, state
 
@@ -47,7 +49,8 @@ def options_panel() -> None:
     cfg = state.get_config()
     scores = cfg.method == "scores"
     reveal = state.reveal_applies(cfg.method, data)
-    if cfg.method != "mv" and not scores and not reveal:
+    class_prior = cfg.method in CLASS_PRIOR_MODELS
+    if cfg.method != "mv" and not scores and not reveal and not class_prior:
         return
     # the method picker above has written the config into every widget key (state.sync_config_widgets)
     with presenter.settings("Method options"):
@@ -56,6 +59,8 @@ def options_panel() -> None:
             _ties(row, data, cfg)
         if scores:
             _scores(row, data, cfg)
+        if class_prior:
+            _class_prior(row, data, cfg)
         if reveal:
             _reveal(row, data, cfg)
 
@@ -105,6 +110,24 @@ def _scores(row, data: Annotations, cfg: state.MethodConfig) -> None:
         width=250,
         help="Start EM from the posterior 'this annotator is good, every other one bad': the start from which "
         "EM finds the model's degenerate maximum.",
+    )
+
+
+CLASS_PRIOR_LABELS = {"uniform": "uniform (as in the paper)", "estimate": "estimated (like Dawid-Skene)"}
+
+
+def _class_prior(row, data: Annotations, cfg: state.MethodConfig) -> None:
+    row.selectbox(
+        "True-class prior",
+        list(CLASS_PRIOR_LABELS),
+        format_func=CLASS_PRIOR_LABELS.get,
+        key=state.W_CLASS_PRIOR,
+        on_change=state.on_config_widget,
+        width=290,
+        help="GLAD's and MACE's papers fix P(true class) uniform. Estimated, it is the mean of the posterior, as in "
+        "Dawid-Skene. When one class dominates, uniform pushes items towards the rare classes: on the product set "
+        "(88 % of one class) MACE gets 0.838 with it and 0.937 estimated. Not always better: GLAD on bluebirds "
+        "gets 0.722 uniform and 0.574 estimated.",
     )
 
 

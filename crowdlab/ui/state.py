@@ -38,7 +38,7 @@ import streamlit as st
 
 from crowdlab.data import Annotations
 from crowdlab.em import Run, posterior_window
-from crowdlab.models import MODELS, applicable_models, make_model
+from crowdlab.models import CLASS_PRIOR_MODELS, MODELS, applicable_models, make_model
 from crowdlab.ui import lab
 
 DATA_ID = "data.id"
@@ -78,6 +78,7 @@ W_TIE_BREAK = "stepper.tie_break"
 W_SIGMA_MIN = "stepper.sigma_min"
 W_ONLY_GOOD = "stepper.only_good"
 W_REVEAL = "stepper.reveal"
+W_CLASS_PRIOR = "stepper.class_prior"
 CONFIG_WIDGETS = {
     "method": W_METHOD,
     "init": W_INIT,
@@ -90,6 +91,7 @@ CONFIG_WIDGETS = {
     "sigma_min": W_SIGMA_MIN,
     "only_good": W_ONLY_GOOD,
     "reveal": W_REVEAL,
+    "class_prior": W_CLASS_PRIOR,
 }
 
 
@@ -109,6 +111,7 @@ class MethodConfig:
     sigma_min: float = 0.0  # scores model: floor on sigma in score units; 0 = the model's default (1e-3 of the range)
     only_good: int = -1  # scores model: start from "only this annotator is good" (an annotator code); -1 = off
     reveal: int = 0  # class models with gold: percent of the gold labels fixed in every E-step (seed: ``seed``)
+    class_prior: str = "uniform"  # GLAD, MACE, MACE (VB): "uniform" as in their papers, or "estimate"
 
 
 # ---------------------------------------------------------------------------- reading
@@ -266,12 +269,15 @@ def reveal_applies(method: str, data: Annotations) -> bool:
 
 def model_options(cfg: MethodConfig, data: Annotations) -> dict:
     """The ``make_model`` options of ``cfg`` for ``data``: prior and hard EM; majority vote's tie rule; the scores
-    model's floor on sigma; the revealed share of gold (semi-supervised EM) where it applies."""
+    model's floor on sigma; an estimated class prior (GLAD, MACE); the revealed share of gold (semi-supervised EM)
+    where it applies."""
     out: dict = {"prior": cfg.prior, "hard": cfg.hard}
     if cfg.method == "mv":
         out.update(tie_break=cfg.tie_break, tie_seed=cfg.seed)
     if cfg.method == "scores" and cfg.sigma_min > 0:
         out["sigma_min"] = float(cfg.sigma_min)
+    if cfg.method in CLASS_PRIOR_MODELS and cfg.class_prior != "uniform":
+        out["class_prior"] = cfg.class_prior
     if cfg.reveal > 0 and reveal_applies(cfg.method, data):
         out.update(reveal=cfg.reveal / 100.0, reveal_seed=cfg.seed)
     return out

@@ -218,3 +218,21 @@ def test_tie_break_rules_change_only_the_tied_items(tmp_path):
         assert lab.drop(["a", "c"]).equals(base.drop(["a", "c"]))  # untied items never move
     randoms = {tuple(got["random", s][["a", "c"]]) for s in range(8)}
     assert len(randoms) > 1  # the seed matters
+
+
+def test_class_prior_option_for_mace_and_a_clear_error_elsewhere(tmp_path, capsys):
+    labels, gold = sample_paths("simulated")  # classes 50/32/19 %
+    acc = {}
+    for choice in ("uniform", "estimate"):
+        out = tmp_path / choice
+        argv = ["fit", str(labels), "--method", "mace", "--class-prior", choice, "--gold", str(gold), "--out", str(out)]
+        assert main(argv) == 0
+        acc[choice] = json.loads((out / "metrics.json").read_text())["accuracy"]
+        pi = json.loads((out / "params.json").read_text())["pi"]
+        assert (max(pi) - min(pi) < 1e-12) == (choice == "uniform")
+    assert acc["estimate"] > acc["uniform"] + 0.015  # 0.942 against 0.920
+    capsys.readouterr()
+    argv = ["fit", str(labels), "--method", "ds", "--class-prior", "estimate", "--out", str(tmp_path / "ds")]
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert "--class-prior applies to --method glad, mace, mace_vb only" in err and "Traceback" not in err

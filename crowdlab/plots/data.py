@@ -23,7 +23,7 @@ from crowdlab import safe
 from crowdlab.data import Annotations
 from crowdlab.describe import worker_agreement
 from crowdlab.models.scores import score_range
-from crowdlab.plots.run import LEGEND_BELOW, legend_margin
+from crowdlab.plots.run import LEGEND_BELOW, legend_margin, wrap_title
 
 __all__ = [
     "AGREEMENT_COLOR_SCALE",
@@ -50,11 +50,16 @@ GRID_COLOR = "#e6e6e6"
 _MARGIN = dict(l=10, r=10, t=50, b=10)
 
 
+TITLE_CHARS = 34  # a title wraps at this many characters: whole in a half-width column at 1024 px
+
+
 def _layout(title: str, height: int, **extra) -> dict:
+    text = wrap_title(safe.html(title), TITLE_CHARS)
+    lines = text.count("<br>") + 1
     out = dict(
-        title=dict(text=safe.html(title)),
+        title=dict(text=text),
         height=height,
-        margin=_MARGIN,
+        margin=_MARGIN if lines == 1 else dict(_MARGIN, t=_MARGIN["t"] + 22 * (lines - 1)),
         paper_bgcolor="white",
         plot_bgcolor="white",
         font=dict(size=12),

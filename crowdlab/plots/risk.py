@@ -662,6 +662,7 @@ def roc_trail(
     layout = _layout(
         title,
         height,
+        title_width=30,  # whole in a half-width column at 1024 px
         legend=_LEGEND_BELOW,
         xaxis=_axis(title=dict(text="1 − β (false-positive rate)", standoff=6), range=_UNIT, constrain="domain"),
         yaxis=_axis(title=dict(text="α (sensitivity)"), range=_UNIT, scaleanchor="x", scaleratio=1),

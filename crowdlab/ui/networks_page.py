@@ -426,10 +426,9 @@ def stepper_panel() -> None:
 
 
 def curves_panel(run: Run) -> None:
-    c1, c2, c3 = lab.curve_columns([5, 3, 4])
+    c1, c2 = lab.curve_columns(2)  # two columns: a third would be too narrow for its title at 1024 px
     with c1:
         lab.objective_chart(NET.slot, run, title=f"Objective: {run.model.objective_name}", show_bound=False)
-    with c2:
         trace, at = last_trace(run)
         name = "F" if run.model.method == "mean_field" else "J"
         fig = figs.sweep_trace(trace, title="Sweeps of the last E-step", y_title=name)
@@ -440,7 +439,7 @@ def curves_panel(run: Run) -> None:
                 f"{name} over the {_sweeps(len(trace) - 1)} of the E-step to snapshot {at}, as the gain over its "
                 "start: it never falls within an E-step."
             )
-    with c3:
+    with c2:
         lab.metric_chart(NET.slot, run)
 
 

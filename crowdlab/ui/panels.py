@@ -322,7 +322,7 @@ def reliability_x(data) -> tuple[np.ndarray, str, bool]:
     n = data.labels_per_worker
     if n.min() != n.max():
         return n.astype(float), "number of labels", True
-    return majority_agreement(data), "agreement with the majority vote", False
+    return majority_agreement(data), "agreement with majority", False  # short: whole in a narrow chart
 
 
 def _rms_residual(data, p: ScoreParams) -> np.ndarray:

@@ -96,11 +96,25 @@ CLIPPED_OPTIONS = """
 """
 
 
+# Chart text (titles, axis titles, legend entries, annotations) reaching past its chart's box: plotly never wraps
+# it, and the box clips it.
+CHART_TEXT_OUT = """
+() => Array.from(document.querySelectorAll('[data-testid="stMain"] .js-plotly-plot')).filter(p => p.offsetParent)
+  .map(p => { const c = p.getBoundingClientRect();
+    return Array.from(p.querySelectorAll('.gtitle, .g-xtitle text, .g-ytitle text, .legendtext, .annotation-text'))
+      .map(t => [t.textContent.slice(0, 50), t.getBoundingClientRect()])
+      .filter(([, r]) => r.width > 0 && (r.left < c.left - 1 || r.right > c.right + 1))
+      .map(([text, r]) => [text, Math.round(r.left - c.left), Math.round(c.right - r.right)]); }).flat()
+"""
+
+
 def assert_nothing_cut(page, where: str) -> None:
-    """Nothing in the main area cut to an ellipsis, and every option of every open-able select box whole in its box
-    (the options are measured with the box's own font, so nothing is selected and nothing reruns)."""
+    """Nothing in the main area cut to an ellipsis or at a chart's edge, and every option of every open-able select
+    box whole in its box (measured with the box's own font, so nothing is selected and nothing reruns)."""
     cut = page.evaluate(ELLIPSISED)
     assert cut == [], (where, cut)
+    out = page.evaluate(CHART_TEXT_OUT)
+    assert out == [], (where, "chart text cut at its chart's edge", out)
     boxes = page.locator('[data-testid="stMain"] [data-testid="stSelectbox"]:visible input:not([disabled])')
     for i in range(boxes.count()):
         boxes.nth(i).scroll_into_view_if_needed()  # room below it for the list

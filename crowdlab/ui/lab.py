@@ -489,16 +489,9 @@ def wrap_title(fig, chars: int = 40):
     title = fig.layout.title.text
     if not title or len(title) <= chars or "<br>" in title:
         return fig
-    lines, line = [], ""
-    for word in title.split(" "):
-        if line and len(line) + 1 + len(word) > chars:
-            lines.append(line)
-            line = word
-        else:
-            line = f"{line} {word}" if line else word
-    lines.append(line)
+    text = plots.wrap_title(title, chars)  # the one wrapping rule (the figure builders use it too)
     top = fig.layout.margin.t if fig.layout.margin.t is not None else 80
-    fig.update_layout(title_text="<br>".join(lines), margin_t=max(top, 30 + 22 * len(lines)))
+    fig.update_layout(title_text=text, margin_t=max(top, 30 + 22 * (text.count("<br>") + 1)))
     return fig
 
 

@@ -104,10 +104,13 @@ def test_stepping_pages_fit_a_projector_in_presenter_mode(server, page, path, ta
     beside = [c for c in charts if c["left"] > PROJECTOR["width"] * 0.3 and c["top"] < PROJECTOR["height"] - 200]
     assert beside, f"no main picture beside the curves on the first screen: {charts}"
     _shot(page, path.strip("/").lower())
+    # the settings, folded in presenter mode: in its larger font, every choice whole (the dataset's expander is the
+    # same in both modes; the test at 1024 px with the sidebar open opens it)
     folded = page.locator('[data-testid="stMain"] [data-testid="stExpander"] summary')
-    for i in range(folded.count()):  # the settings, folded in presenter mode: in its larger font, every choice whole
-        folded.nth(i).click()
-    wait_idle(page)
+    for i in range(folded.count()):
+        if not folded.nth(i).inner_text().startswith("Dataset"):
+            folded.nth(i).click()
+            wait_idle(page)
     assert_nothing_cut(page, f"{path}, settings open")
 
 

@@ -24,6 +24,7 @@ from crowdlab._lazy import lazy
 from crowdlab.em import Run
 from crowdlab.errors import ModelError
 from crowdlab.metrics import accuracy, log_loss, macro_f, pearson
+from crowdlab.models import estimates_class_prior
 from crowdlab.models.majority import tied_items
 from crowdlab.models.params import ClassParams
 from crowdlab.models.scores import ScoreParams
@@ -237,8 +238,8 @@ def python_snippet(run: Run, load_code: str) -> str:
         options.update(tie_break=model.tie_break, tie_seed=model.tie_seed)
     if getattr(model, "sigma_min", None) is not None:
         options["sigma_min"] = model.sigma_min
-    if isinstance(getattr(model, "class_prior", None), str) and model.class_prior != "uniform":
-        options["class_prior"] = model.class_prior  # GLAD, MACE: estimated instead of their papers' uniform
+    if estimates_class_prior(model):
+        options["class_prior"] = "estimate"  # GLAD, MACE: instead of their papers' uniform
     if options:
         args.append(f"model_options={options!r}")
     if getattr(model, "reveal", None):

@@ -43,6 +43,17 @@ CLASS_PRIOR_MODELS = ("glad", "mace", "mace_vb")
 """Models whose true-class prior is a choice: ``class_prior="uniform"`` (fixed, as in their papers; the default) or
 ``"estimate"`` (in closed form, like Dawid-Skene's). Uniform costs on skewed classes: on the product set (88 % of one
 class) MACE gets 0.838 with it and 0.937 estimated (benchmarks/README.md)."""
+
+
+def estimates_class_prior(model) -> bool:
+    """True when ``model`` is one of CLASS_PRIOR_MODELS set to estimate its class prior (not the papers' uniform)."""
+    return (
+        getattr(model, "info", None) is not None
+        and model.info.key in CLASS_PRIOR_MODELS
+        and (model.class_prior == "estimate")
+    )
+
+
 SEMI_SUPERVISED = ("known", "reveal", "reveal_seed")
 """``make_model`` options of semi-supervised EM (``LatentModel.with_known``), for every item-latent class model."""
 FEATURE_MODELS = {"raykar": RaykarModel}
@@ -105,6 +116,7 @@ def applicable_models(data: Annotations, features=None) -> list[str]:
 
 __all__ = [
     "CLASS_PRIOR_MODELS",
+    "estimates_class_prior",
     "FEATURE_MODELS",
     "MODELS",
     "ONLINE_MODELS",

@@ -28,6 +28,7 @@ from crowdlab.export import (
     worker_frame,
 )
 from crowdlab.init import INITS
+from crowdlab.models import estimates_class_prior
 from crowdlab.ui import state
 
 EXPORT_RUN = "export.run"  # {"key": (data id, MethodConfig), "run": Run}
@@ -95,7 +96,7 @@ def _settings(run: Run) -> str:
             parts.append("hard EM")
         if getattr(model, "sigma_min", None) is not None:
             parts.append(f"floor on σ {model.sigma_min:g}")
-        if isinstance(getattr(model, "class_prior", None), str) and model.class_prior != "uniform":
+        if estimates_class_prior(model):
             parts.append("class prior estimated")
         if getattr(model, "reveal", None):
             parts.append(f"{model.reveal:.0%} of gold revealed")

@@ -32,7 +32,13 @@ from crowdlab.plots import online as figs
 from crowdlab.plots.online import padded_range
 from crowdlab.samples import SAMPLES
 from crowdlab.ui import lab, presenter
-from crowdlab.ui.frame import load_sample_cached, load_upload_cached, simulate_crowd_cached, upload_id
+from crowdlab.ui.frame import (
+    file_boxes,
+    load_sample_cached,
+    load_upload_cached,
+    simulate_crowd_cached,
+    upload_id,
+)
 
 NS = "onl"
 SOURCE_SAMPLES = ("bluebirds", "rte")
@@ -197,9 +203,7 @@ def source_section() -> None:
             c[4].number_input("Seed", 0, 10**6, **ONL.mirrored(SIM_SEED))
             st.button("Simulate", key="onl.sim.run", type="primary", on_click=use_simulation)
         with upload:
-            c1, c2 = st.columns(2)
-            c1.file_uploader("Label file (long or wide CSV)", type=["csv", "tsv", "txt"], key=UP_LABELS)
-            c2.file_uploader("Gold file (optional)", type=["csv", "tsv", "txt"], key=UP_GOLD)
+            file_boxes([("Label file (long or wide CSV)", UP_LABELS), ("Gold file (optional)", UP_GOLD)])
             st.button("Load", key="onl.upload.load", type="primary", on_click=_on_load)
         ONL.upload_messages()
 

@@ -30,7 +30,7 @@ from crowdlab.plots import dependent as figs
 from crowdlab.samples import SEQUENCE_SAMPLES
 from crowdlab.simulate import mix_from_counts, simulate_sequences
 from crowdlab.ui import lab, presenter
-from crowdlab.ui.frame import load_sample_cached, upload_id
+from crowdlab.ui.frame import file_boxes, load_sample_cached, upload_id
 
 NS = "seq"
 # Traganitis & Giannakis' experiments: experts a little better than chance, and spammers
@@ -352,9 +352,7 @@ def upload_tab() -> None:
         "A long CSV with columns `sequence,position,worker,label` (one label per row); gold is optional: "
         "`sequence,position,label`."
     )
-    left, right = st.columns(2)
-    left.file_uploader("Label file", type=["csv", "tsv", "txt"], key=UPLOAD_FILE)
-    right.file_uploader("Gold file (optional)", type=["csv", "tsv", "txt"], key=UPLOAD_GOLD)
+    file_boxes([("Label file", UPLOAD_FILE), ("Gold file (optional)", UPLOAD_GOLD)])
     st.button("Load", key="seq.upload.load", type="primary", on_click=_on_load)
 
 

@@ -97,9 +97,9 @@ UPLOAD_TYPES = ["csv", "tsv", "txt"]
 def file_boxes(specs: list[tuple[str, str]]) -> None:
     """File uploaders side by side, ``(label, key)`` each, two to a row at 1024 px with the sidebar open (three
     in a narrow column would cut their "400MB per file" line), all on one row when there is room."""
-    row = st.container(horizontal=True, gap="medium")
+    row = st.container(horizontal=True, gap="small")
     for label, key in specs:
-        row.file_uploader(label, type=UPLOAD_TYPES, key=key, width=270)
+        row.file_uploader(label, type=UPLOAD_TYPES, key=key, width=240)  # two fit in an expander at 1024 px
 
 
 def upload_id(content: bytes) -> str:

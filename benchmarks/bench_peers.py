@@ -8,6 +8,8 @@ items with gold plus the wall time of each fit, then a Markdown table for benchm
     python benchmarks/bench_peers.py                 # every dataset
     python benchmarks/bench_peers.py --only snow2008_rte welinder2010_bluebirds
     python benchmarks/bench_peers.py --skip-peers    # crowdlab only (fast)
+    python benchmarks/bench_peers.py --all --peers   # every crowdlab method, and crowd-kit's MV, DS, one-coin DS,
+                                                     # Wawa, ZBS, KOS and M-MSR beside them (no crowd-kit GLAD/MACE)
 
 Not a test: it prints figures. Accuracy counts a tie of the posterior as the first class (arg-max), crowd-kit's
 label is its own arg-max.
@@ -38,6 +40,7 @@ import pandas as pd
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import crowdlab as cl  # noqa: E402
+from crowdlab.baselines import BASELINES  # noqa: E402
 from crowdlab.data import read_annotations  # noqa: E402
 from crowdlab.metrics import accuracy  # noqa: E402
 from crowdlab.models.majority import majority_labels  # noqa: E402
@@ -45,7 +48,24 @@ from crowdlab.models.majority import majority_labels  # noqa: E402
 ROOT = Path("/work/shared/datasets")
 SKIP = {"snow2008_affect", "snow2008_wordsim", "rodrigues2014_conll_ner", "dawid_skene1979_patients"}
 OURS = ("mv", "ds", "ibcc", "glad", "mace", "mace_vb")
+BASE = ("one_coin", "two_coin", "wawa", "zbs", "kos", "mmsr")  # with --all: every other class-label method
 PEERS = ("glad", "mace", "mace_aligned")
+BASE_PEERS = ("mv", "ds", "one_coin", "wawa", "zbs", "kos", "mmsr")  # crowd-kit's counterparts, all fast
+BINARY_ONLY = {"two_coin", "kos"}
+NAMES = {
+    "mv": "MV",
+    "ds": "DS",
+    "one_coin": "one-coin",
+    "two_coin": "two-coin",
+    "ibcc": "IBCC",
+    "glad": "GLAD",
+    "mace": "MACE",
+    "mace_vb": "MACE (VB)",
+    "wawa": "Wawa",
+    "zbs": "ZBS",
+    "kos": "KOS",
+    "mmsr": "M-MSR",
+}
 
 
 def datasets(only: list[str] | None) -> list[Path]:
@@ -59,15 +79,65 @@ def datasets(only: list[str] | None) -> list[Path]:
 
 
 def ours(data, method: str) -> tuple[float, float]:
+    if method in BINARY_ONLY and data.n_classes != 2:
+        return float("nan"), 0.0
     t = time.perf_counter()
     if method == "mv":
         pred = majority_labels(data)
+    elif method in BASELINES:
+        pred = BASELINES[method][1](data).labels
     else:
         pred = cl.fit(data, method).labels()
     return accuracy(pred, data.gold), time.perf_counter() - t
 
 
 ITERS: dict[str, int] = {}
+FAILED: dict[tuple[int, str], str] = {}  # crowd-kit runs that raised; their accuracy is recorded as inf
+
+
+def _fitted_check_shim() -> None:
+    """crowd-kit 1.4.2's Wawa and ZeroBasedSkill call scikit-learn's ``check_is_fitted`` on objects that are not
+    scikit-learn estimators, which scikit-learn >= 1.6 rejects (no ``__sklearn_tags__``) before looking at the
+    attribute. Put back the check they mean: the fitted attribute exists."""
+    from crowdkit.aggregation.classification import wawa, zero_based_skill
+
+    def check(estimator, attributes: str) -> None:
+        if getattr(estimator, attributes, None) is None:
+            raise RuntimeError(f"{type(estimator).__name__} is not fitted")
+
+    wawa.check_is_fitted = zero_based_skill.check_is_fitted = check
+
+
+def base_peer(data, method: str) -> tuple[float, float]:
+    """crowd-kit's counterpart of one of crowdlab's baselines (``BASE_PEERS``) at its defaults."""
+    from crowdkit import aggregation as ck
+
+    _fitted_check_shim()
+    if method == "kos" and data.n_classes != 2:
+        return float("nan"), 0.0
+    make = {
+        "mv": ck.MajorityVote,
+        "ds": lambda: ck.DawidSkene(n_iter=100),
+        "one_coin": lambda: ck.OneCoinDawidSkene(n_iter=100),
+        "wawa": ck.Wawa,
+        "zbs": ck.ZeroBasedSkill,
+        "kos": ck.KOS,
+        "mmsr": ck.MMSR,
+    }[method]
+    df = pd.DataFrame({"task": data.item, "worker": data.worker, "label": data.label})
+    t = time.perf_counter()
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            labels = make().fit_predict(df)
+    except Exception as exc:  # a peer's failure is a finding to print, not a reason to lose the other rows
+        FAILED[(len(FAILED), method)] = f"{type(exc).__name__}: {str(exc)[:100]}"
+        print(f"  crowd-kit {method} failed: {FAILED[(len(FAILED) - 1, method)]}", flush=True)
+        return float("inf"), time.perf_counter() - t
+    elapsed = time.perf_counter() - t
+    pred = np.full(data.n_items, -1, dtype=np.int64)
+    pred[labels.index.to_numpy(dtype=np.int64)] = labels.to_numpy(dtype=np.int64)
+    return accuracy(pred, data.gold), elapsed
 
 
 def peer(data, method: str) -> tuple[float, float]:
@@ -96,46 +166,54 @@ def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--only", nargs="*", help="dataset folder names")
     ap.add_argument("--skip-peers", action="store_true", help="crowdlab only")
-    ap.add_argument("--peers", nargs="*", default=list(PEERS), choices=PEERS, help="which crowd-kit runs")
+    ap.add_argument("--peers", nargs="*", default=list(PEERS), choices=PEERS, help="which crowd-kit GLAD/MACE runs")
+    ap.add_argument(
+        "--all",
+        action="store_true",
+        help="also every other class-label method (one-coin, two-coin, Wawa, ZBS, KOS, M-MSR) and, unless "
+        "--skip-peers, crowd-kit's MV, DS, one-coin DS, Wawa, ZBS, KOS and M-MSR beside them",
+    )
     args = ap.parse_args(argv)
+    methods = OURS + (BASE if args.all else ())
+    base_peers = BASE_PEERS if args.all and not args.skip_peers else ()
     rows = []
     for d in datasets(args.only):
         data = read_annotations(d / "labels.csv", gold=d / "gold.csv")
         if data.is_continuous:
             continue
         row = {"dataset": d.name, "items": data.n_items, "labels": data.n_obs, "K": data.n_classes}
-        for m in OURS:
+        for m in methods:
             row[m], row[f"t_{m}"] = ours(data, m)
         if not args.skip_peers:
             for m in args.peers:
                 row[f"ck_{m}"], row[f"t_ck_{m}"] = peer(data, m)
-            row["ck_glad_iters"] = ITERS.get("glad", 0)
+            if "glad" in args.peers:
+                row["ck_glad_iters"] = ITERS.get("glad", 0)
+            for m in base_peers:
+                row[f"ckb_{m}"], row[f"t_ckb_{m}"] = base_peer(data, m)
         rows.append(row)
         print(
             f"{d.name:34s} "
-            + " ".join(f"{k}={v:.3f}" for k, v in row.items() if k in OURS or k.startswith("ck_mace") or k == "ck_glad")
-            + (f" ck_glad_iters={row['ck_glad_iters']}" if "ck_glad_iters" in row else "")
+            + " ".join(f"{k}={v:.3f}" for k, v in row.items() if k in methods or k.startswith(("ck_", "ckb_")))
             + "  time(s): "
             + " ".join(f"{k[2:]}={v:.1f}" for k, v in row.items() if k.startswith("t_")),
             flush=True,
         )
     print()
-    print(markdown(rows, peers=not args.skip_peers and set(args.peers) == set(PEERS)))
+    if args.peers:
+        print(markdown(rows, peers=not args.skip_peers and set(args.peers) == set(PEERS)))
+    if args.all:
+        print()
+        print(every_method(rows, methods))
+        if base_peers:
+            print()
+            print(beside_peers(rows, base_peers))
 
 
 def markdown(rows: list[dict], peers: bool = True) -> str:
     cols = list(OURS) + (["ck_glad", "ck_mace", "ck_mace_aligned"] if peers else [])
-    names = {
-        "mv": "MV",
-        "ds": "DS",
-        "ibcc": "IBCC",
-        "glad": "GLAD",
-        "mace": "MACE",
-        "mace_vb": "MACE (VB)",
-        "ck_glad": "crowd-kit GLAD",
-        "ck_mace": "crowd-kit MACE",
-        "ck_mace_aligned": "crowd-kit MACE (aligned)",
-    }
+    names = dict(NAMES, ck_glad="crowd-kit GLAD", ck_mace="crowd-kit MACE")
+    names["ck_mace_aligned"] = "crowd-kit MACE (aligned)"
     head = "| dataset | K | labels | " + " | ".join(names[c] for c in cols) + " | best |"
     lines = [head, "|" + "---|" * (len(cols) + 4)]
     for r in rows:
@@ -160,6 +238,63 @@ def markdown(rows: list[dict], peers: bool = True) -> str:
             f"MACE (VB) minus crowd-kit's MACE (VB as well) on aligned codes: {min(g[3] for g in gaps):+.3f} to "
             f"{max(g[3] for g in gaps):+.3f}."
         )
+    return "\n".join(lines)
+
+
+def _cell(v: float, best: float) -> str:
+    if np.isnan(v):
+        return "—"
+    return f"**{v:.3f}**" if v >= best - 1e-12 else f"{v:.3f}"
+
+
+def every_method(rows: list[dict], methods: tuple[str, ...]) -> str:
+    """Every crowdlab method on every set, the best per row in bold and named (binary-only methods: — on K > 2),
+    then how often each method wins and its mean accuracy over the sets it applies to."""
+    head = "| dataset | K | " + " | ".join(NAMES[m] for m in methods) + " | best |"
+    lines = [head, "|---|---:|" + "---:|" * len(methods) + "---|"]
+    wins = dict.fromkeys(methods, 0)
+    for r in rows:
+        best = np.nanmax([r[m] for m in methods])
+        won = [m for m in methods if not np.isnan(r[m]) and r[m] >= best - 1e-12]
+        for m in won:
+            wins[m] += 1
+        cells = " | ".join(_cell(r[m], best) for m in methods)
+        lines.append(f"| {r['dataset']} | {r['K']} | {cells} | {', '.join(NAMES[m] for m in won)} |")
+    lines.append("")
+    lines.append(
+        "Wins (ties count for each): "
+        + ", ".join(f"{NAMES[m]} {wins[m]}" for m in sorted(methods, key=lambda m: -wins[m]))
+        + ". Mean accuracy over the sets a method applies to: "
+        + ", ".join(f"{NAMES[m]} {np.nanmean([r[m] for r in rows]):.3f}" for m in methods)
+        + "."
+    )
+    return "\n".join(lines)
+
+
+def beside_peers(rows: list[dict], peers: tuple[str, ...]) -> str:
+    """crowdlab's and crowd-kit's versions of the same method, side by side, with the difference."""
+    head = "| dataset | " + " | ".join(f"{NAMES[m]}: crowdlab / crowd-kit" for m in peers) + " |"
+    lines = [head, "|---|" + "---:|" * len(peers)]
+    for r in rows:
+        cells = []
+        for m in peers:
+            a, b = r[m], r[f"ckb_{m}"]
+            if np.isnan(a) or np.isnan(b):
+                cells.append("—")
+            elif np.isinf(b):
+                cells.append(f"{a:.3f} / raises")
+            else:
+                cells.append(f"{a:.3f} / {b:.3f} ({a - b:+.3f})")
+        lines.append(f"| {r['dataset']} | " + " | ".join(cells) + " |")
+    gaps = {m: [r[m] - r[f"ckb_{m}"] for r in rows if np.isfinite(r[m]) and np.isfinite(r[f"ckb_{m}"])] for m in peers}
+    lines.append("")
+    lines.append(
+        "crowdlab minus crowd-kit, worst / best over the sets: "
+        + ", ".join(f"{NAMES[m]} {min(g):+.3f} / {max(g):+.3f}" for m, g in gaps.items() if g)
+        + "."
+    )
+    for (_, method), message in FAILED.items():
+        lines.append(f"crowd-kit's {NAMES[method]} raised {message}")
     return "\n".join(lines)
 
 

@@ -11,6 +11,7 @@ the summary lose control characters (:func:`crowdlab.safe.plain`).
 from __future__ import annotations
 
 import argparse
+import io
 import sys
 from pathlib import Path
 
@@ -309,7 +310,19 @@ def cmd_samples() -> int:
     return 0
 
 
+def _lenient_output() -> None:
+    """Print what a console cannot encode as an escape instead of failing: the objective's name has θ, and
+    users' file and worker names can be anything, while a pipe on Windows (cp1252) or a C locale cannot write
+    them."""
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.reconfigure(errors="backslashreplace")
+        except (AttributeError, ValueError, io.UnsupportedOperation):
+            pass
+
+
 def main(argv: list[str] | None = None) -> int:
+    _lenient_output()
     args = build_parser().parse_args(argv)
     try:
         if args.command == "fit":

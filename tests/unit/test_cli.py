@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 
@@ -50,6 +51,17 @@ def test_bad_file_prints_message_and_exits_2(tmp_path):
     assert proc.returncode == 2
     assert "bad.csv" in proc.stderr and "Traceback" not in proc.stderr
     assert not (tmp_path / "o").exists()
+
+
+def test_a_console_that_cannot_write_theta_gets_an_escape_not_a_traceback(tmp_path):
+    labels, _ = sample_paths("bluebirds")
+    proc = subprocess.run(
+        [sys.executable, "-m", "crowdlab", "fit", str(labels), "--out", str(tmp_path / "o")],
+        capture_output=True,
+        env={**os.environ, "PYTHONIOENCODING": "cp1252", "PYTHONUTF8": "0"},
+    )
+    assert proc.returncode == 0, proc.stderr.decode("cp1252", "replace")
+    assert b"log p(x | \\u03b8)" in proc.stdout
 
 
 def test_two_coin_on_three_classes_is_a_clear_error(tmp_path, capsys):

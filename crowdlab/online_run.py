@@ -80,7 +80,9 @@ class OnlineRun:
         self.keep_blocks = keep_blocks
         self.stream = model.stream(data)
         self.start_description = (
-            f"uniform class prior, confusion matrices with {model.init_accuracy:g} on the diagonal; "
+            f"uniform class prior, confusion matrices with {model.init_accuracy:g} on the diagonal"
+            + (f" (before the prior's {model.prior:g} pseudo-count per cell)" if model.prior > 0 else "")
+            + "; "
             f"{model.batch_size} item(s) per update, {model.passes} pass(es)"
         )
         self._start()

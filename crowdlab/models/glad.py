@@ -225,8 +225,8 @@ class GLAD(LatentModel):
 
     @property
     def objective_name(self) -> str:
-        core = "log p(x, z_hat | theta)" if self.hard else "log-likelihood log p(x | theta)"
-        return core + " + log Gaussian priors on alpha, log beta"
+        core = "log p(x, ẑ | θ)" if self.hard else "log-likelihood log p(x | θ)"
+        return core + " + log Gaussian priors on α, log β"
 
     def params_from(self, pi: np.ndarray, alpha: np.ndarray, beta: np.ndarray) -> GladParams:
         return glad_params(pi, alpha, beta)

@@ -301,9 +301,9 @@ class RaykarModel(LatentModel):
     @property
     def objective_name(self) -> str:
         if self.hard:
-            base = "complete-data log-likelihood log p(labels, y_hat | X, theta)"
+            base = "complete-data log-likelihood log p(labels, ŷ | X, θ)"
         else:
-            base = "log-likelihood log p(labels | X, theta)"
+            base = "log-likelihood log p(labels | X, θ)"
         return base + (" + log prior" if self.has_prior else "")
 
     def check(self, data: Annotations) -> None:

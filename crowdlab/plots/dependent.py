@@ -15,7 +15,16 @@ import numpy as np
 import plotly.graph_objects as go
 
 from crowdlab import safe
-from crowdlab.plots.run import COLOR_SCALE, CURRENT_COLOR, OBJECTIVE_COLOR, _axis, _cell_text, _empty, _layout
+from crowdlab.plots.run import (
+    COLOR_SCALE,
+    CURRENT_COLOR,
+    OBJECTIVE_COLOR,
+    _axis,
+    _cell_text,
+    _empty,
+    _layout,
+    wrap_title,
+)
 
 __all__ = [
     "BACKGROUND_COLOR",
@@ -54,6 +63,9 @@ BACKGROUND_COLOR = "#e0e0e0"  # a dominant "background" class (NER's O) in light
 MISTAKE_COLOR = "#111111"
 MARK_OFFSET = 0.3  # where a mistake's x sits in its cell (towards the top-right corner), in cell units
 WRONG_COLOR = "#111111"  # black rings: no class colour is black
+STRIP_TITLE_PAD = 10  # px above a strip's title
+STRIP_TITLE_LINE = 20  # px per line of a strip's title (15 px text)
+STRIP_LEGEND_ROW = 29  # px per row of a strip's legend (11 px text, 12 px symbols)
 EDGE_COLOR = "#c8c8c8"
 
 
@@ -106,6 +118,8 @@ def sequence_strip(
     title: str = "Labels along the sequence",
     text_max: int = 180,
     height: int | None = None,
+    title_width: int = 56,
+    legend_width: int = 440,
 ) -> go.Figure:
     """One sequence as coloured strips: a row per labelling (``rows``: name -> (P,) class codes, in the order
     given, top-down), a column per position. Codes < 0 (unknown) are left blank.
@@ -116,6 +130,10 @@ def sequence_strip(
     truth. Row i sits at y = i on a numeric axis labelled with the row names (``ticktext``), its range reversed
     so row 0 is on top. Class names are written on the cells when positions x longest name <= ``text_max``.
     ``confidence`` (name -> (P,) max q) goes into the hover.
+
+    The title is wrapped at ``title_width`` characters and pinned to the top; the legend sits between it and the
+    strip, and the top margin grows with the title's lines and the legend's rows (estimated for a legend
+    ``legend_width`` px wide), so the two never overlap. Every column is drawn whole, the last one's marks too.
     """
     names = list(rows)
     if not names:
@@ -182,14 +200,22 @@ def sequence_strip(
                 customdata=np.stack([np.array(shown, dtype=object)[ri], x[pi]], axis=-1).tolist() if ri.size else None,
                 hovertemplate="%{customdata[0]}, position %{customdata[1]}: not the truth<extra></extra>",
                 showlegend=bool(ri.size),
+                # the marks of the last column stick out of the plot area by a few px: draw them whole
+                cliponaxis=False,
             )
         )
     traces += _legend(class_names, colors)
     lo, hi = (float(x.min()), float(x.max())) if P else (0.0, 0.0)
+    # the title on top, the legend (its rows estimated) between it and the strip: the top margin holds both
+    n_title = wrap_title(safe.html(title), title_width).count("<br>") + 1
+    entries = [safe.html(c) for c in class_names] + (["≠ truth"] if truth_row in rows else [])
+    legend_rows = _legend_rows(entries, legend_width)
+    top = STRIP_TITLE_PAD + STRIP_TITLE_LINE * n_title + STRIP_LEGEND_ROW * legend_rows + 6
     layout = _layout(
         title,
-        height or 110 + 46 * R,
-        margin=dict(l=10, r=10, t=80, b=40),
+        height or 110 + 46 * R + max(0, top - 80),
+        title_width=title_width,
+        margin=dict(l=10, r=10, t=top, b=40),
         legend=dict(orientation="h", yanchor="bottom", y=1.0, xanchor="left", x=0, font=dict(size=11)),
         xaxis=_axis(
             title=dict(text="position", standoff=4),
@@ -207,7 +233,23 @@ def sequence_strip(
             zeroline=False,
         ),
     )
+    # the title's first line sits on top of the legend (plotly would centre it in the top margin, onto the legend
+    # under it) and any further lines hang below the first: lift it by the legend and those lines
+    lift = STRIP_LEGEND_ROW * legend_rows + STRIP_TITLE_LINE * (n_title - 1) + 6
+    layout["title"].update(yref="paper", y=1.0, yanchor="bottom", pad=dict(b=lift))
     return go.Figure(data=traces, layout=layout)
+
+
+def _legend_rows(entries: Sequence[str], width: int) -> int:
+    """How many rows a horizontal legend of ``entries`` (11 px text) takes in ``width`` px (an estimate: plotly
+    wraps it at the figure's right edge, ``width`` px after the plot area's left edge)."""
+    rows, used = 1, 0.0
+    for e in entries:
+        w = 44 + 6.5 * len(e)  # the symbol and the gaps around it, then the text
+        if used and used + w > width:
+            rows, used = rows + 1, 0.0
+        used += w
+    return rows
 
 
 def transition_heatmap(

@@ -31,6 +31,7 @@ __all__ = [
     "fisher_contour",
     "flat_line_profile",
     "interval_chart",
+    "label_positions",
     "loglik_contour",
     "loglik_curves",
     "misspecification_limit",
@@ -184,7 +185,7 @@ def loglik_contour(
         height,
         legend=_LEGEND_BELOW,
         xaxis=_axis(title=dict(text="θ₁", standoff=6), range=_UNIT, constrain="domain"),
-        yaxis=_axis(title=dict(text="θ₂"), range=_UNIT, scaleanchor="x", scaleratio=1),
+        yaxis=_axis(title=dict(text="θ₂"), range=_UNIT, scaleanchor="x", scaleratio=1, constrain="domain"),
     )
     return go.Figure(data=traces, layout=layout)
 
@@ -459,7 +460,9 @@ def two_population_figure(
         height,
         legend=_LEGEND_BELOW,
         xaxis=_axis(title=dict(text="θ₁₁ = P(says 1 | y = 1)", standoff=6), range=_UNIT, constrain="domain"),
-        yaxis=_axis(title=dict(text="θ₂₂ = P(says 2 | y = 2)"), range=_UNIT, scaleanchor="x", scaleratio=1),
+        yaxis=_axis(
+            title=dict(text="θ₂₂ = P(says 2 | y = 2)"), range=_UNIT, scaleanchor="x", scaleratio=1, constrain="domain"
+        ),
     )
     return go.Figure(data=traces, layout=layout)
 
@@ -642,11 +645,15 @@ def roc_trail(
                 marker=dict(size=4, color=colors[m]), opacity=0.6, hoverinfo="skip",
             )
         )  # fmt: skip
+    others = None  # the hollow truth markers: a label avoids them too
+    if true_fpr is not None and true_tpr is not None:
+        others = (np.asarray(true_fpr, dtype=np.float64), np.asarray(true_tpr, dtype=np.float64))
     traces.append(
         dict(
             type="scatter", x=F[-1], y=T[-1], mode="markers+text" if M <= 8 else "markers", meta="now",
-            name="estimate now", text=names, textposition="top center", textfont=dict(size=10),
-            marker=dict(size=13, color=colors, line=dict(width=1, color="#ffffff")),
+            name="estimate now", text=names, textfont=dict(size=10),
+            textposition=label_positions(F[-1], T[-1], names, others=others) if M <= 8 else "top center",
+            marker=dict(size=13, color=colors, line=dict(width=1, color="#ffffff")), cliponaxis=False,
             customdata=labels, hovertemplate="%{customdata}<br>1 − β %{x:.3f}, α %{y:.3f}<extra>now</extra>",
         )
     )  # fmt: skip
@@ -664,10 +671,79 @@ def roc_trail(
         height,
         title_width=30,  # whole in a half-width column at 1024 px
         legend=_LEGEND_BELOW,
-        xaxis=_axis(title=dict(text="1 − β (false-positive rate)", standoff=6), range=_UNIT, constrain="domain"),
-        yaxis=_axis(title=dict(text="α (sensitivity)"), range=_UNIT, scaleanchor="x", scaleratio=1),
-    )
+        # both axes keep [0, 1]: the one with more room shrinks its domain to make the square (with scaleanchor
+        # alone plotly widens the y *range* of a tall, narrow plot instead, to about [-0.8, 1.7])
+        xaxis=_axis(
+            title=dict(text="1 − β (false-positive rate)", standoff=6), range=_UNIT, constrain="domain",
+            constraintoward="left",
+        ),
+        yaxis=_axis(
+            title=dict(text="α (sensitivity)"), range=_UNIT, scaleanchor="x", scaleratio=1, constrain="domain",
+            constraintoward="top",
+        ),
+    )  # fmt: skip
     return go.Figure(data=traces, layout=layout)
+
+
+# label boxes in units of the [0, 1] square, for a square plot about 190 px wide (its column at 1024 px)
+_PX = 1.0 / 190
+_LABEL_SPOTS = (  # textposition -> where the label's centre sits relative to the marker (in px), preferred first
+    ("top center", 0.0, 1.0),
+    ("bottom center", 0.0, -1.0),
+    ("middle right", 1.0, 0.0),
+    ("middle left", -1.0, 0.0),
+    ("top right", 1.0, 1.0),
+    ("top left", -1.0, 1.0),
+    ("bottom right", 1.0, -1.0),
+    ("bottom left", -1.0, -1.0),
+)
+
+
+def label_positions(
+    x: np.ndarray,
+    y: np.ndarray,
+    names: Sequence[str],
+    *,
+    others: tuple[np.ndarray, np.ndarray] | None = None,
+    marker_px: float = 13.0,
+    font_px: float = 10.0,
+) -> list[str]:
+    """A ``textposition`` per point of a scatter on the unit square, chosen greedily so labels overlap each other,
+    the markers and the ``others`` points as little as possible (ties: the first of :data:`_LABEL_SPOTS`, so
+    an isolated point keeps its label on top). Approximate: label boxes are estimated from ``font_px``."""
+    x = np.asarray(x, dtype=np.float64)
+    y = np.asarray(y, dtype=np.float64)
+    r = marker_px / 2 * _PX
+    h = 1.3 * font_px * _PX  # label box height
+    # obstacles as boxes (cx, cy, half width, half height): every marker
+    px = [x] if others is None else [x, np.asarray(others[0], dtype=np.float64)]
+    py = [y] if others is None else [y, np.asarray(others[1], dtype=np.float64)]
+    boxes = [(a, b, r, r) for a, b in zip(np.concatenate(px), np.concatenate(py)) if np.isfinite(a) and np.isfinite(b)]
+    out = ["top center"] * x.size
+    # the most crowded points choose first
+    dist = np.hypot(x[:, None] - x[None, :], y[:, None] - y[None, :]) + np.eye(x.size) * 10
+    order = np.argsort(dist.min(axis=1) if x.size > 1 else np.zeros(x.size), kind="stable")
+    for i in order:
+        if not (np.isfinite(x[i]) and np.isfinite(y[i])):
+            continue
+        w = 0.6 * font_px * max(len(str(names[i])), 1) * _PX / 2  # half width
+        best, best_cost = None, np.inf
+        for pos, dx, dy in _LABEL_SPOTS:
+            cx = x[i] + dx * (r + w + 2 * _PX)
+            cy = y[i] + dy * (r + h / 2 + 1 * _PX)
+            cost = sum(
+                max(0.0, min(cx + w, bx + bw) - max(cx - w, bx - bw))
+                * max(0.0, min(cy + h / 2, by + bh) - max(cy - h / 2, by - bh))
+                for bx, by, bw, bh in boxes
+            )
+            # beyond the plot's edge a label is cut off: worse than any overlap
+            cost += max(0.0, -0.02 - (cx - w)) + max(0.0, cx + w - 1.02)
+            cost += max(0.0, -0.02 - (cy - h / 2)) + max(0.0, cy + h / 2 - 1.02)
+            if cost < best_cost - 1e-12:
+                best, best_cost = (pos, cx, cy), cost
+        out[i] = best[0]
+        boxes.append((best[1], best[2], w, h / 2))
+    return out
 
 
 # ---------------------------------------------------------------------------- per-worker intervals

@@ -58,6 +58,36 @@ def test_sequence_strip_rows_top_down_colours_and_mistakes():
     assert np.array(strip.text).shape == (3, 6)  # short names: written on the cells
 
 
+def test_sequence_strip_draws_every_column_whole_with_its_marks():
+    truth = np.zeros(40, dtype=np.int64)
+    mv = truth.copy()
+    mv[[0, 39]] = 1  # mistakes in the first and the last column
+    fig = figs.sequence_strip({"truth": truth, "mv": mv}, ["a", "b"], positions=np.arange(100, 140))
+    lo, hi = fig.layout.xaxis.range
+    assert lo <= 100 - 0.5 and hi >= 139 + 0.5  # every position's whole cell, the last one's too
+    assert list(_by_meta(fig, "strip").x) == list(range(100, 140))
+    mistakes = _by_meta(fig, "mistakes")
+    assert max(mistakes.x) == pytest.approx(139 + figs.MARK_OFFSET)
+    assert mistakes.cliponaxis is False  # the last column's marks poke past the plot area: drawn whole
+
+
+@pytest.mark.parametrize("title", ["short", "sequence " + "a_long_uploaded_sentence_name " * 4 + "at snapshot 12"])
+def test_sequence_strip_title_sits_above_its_legend(title):
+    classes = ["O", "B-PER", "I-PER", "B-ORG", "I-ORG", "B-LOC", "I-LOC", "B-MISC", "I-MISC"]
+    truth = np.arange(18) % 9
+    fig = figs.sequence_strip({"truth": truth, "mv": (truth + 1) % 9}, classes, title=title, legend_width=350)
+    lines = fig.layout.title.text.count("<br>") + 1
+    rows = figs._legend_rows(["≠ truth", *classes], 350)
+    assert rows >= 2 and (lines > 1) == (len(title) > 56)
+    # the legend sits on the plot area (y = 1, anchored at its bottom); the title's first line on top of the legend
+    # and the lines that hang below it, all inside a top margin that holds the title and the legend
+    assert (fig.layout.legend.y, fig.layout.legend.yanchor) == (1.0, "bottom")
+    t = fig.layout.title
+    assert (t.yref, t.y, t.yanchor) == ("paper", 1.0, "bottom")
+    assert t.pad.b >= figs.STRIP_LEGEND_ROW * rows + figs.STRIP_TITLE_LINE * (lines - 1)
+    assert fig.layout.margin.t >= t.pad.b + figs.STRIP_TITLE_LINE
+
+
 def test_sequence_strip_without_truth_has_no_mistakes_and_long_strips_have_no_text():
     rows = {"mv": np.zeros(80, dtype=int), "hmm": np.ones(80, dtype=int)}
     fig = figs.sequence_strip(rows, ["first class", "second class"])

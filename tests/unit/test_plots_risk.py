@@ -72,6 +72,9 @@ def test_loglik_contour_is_relative_clipped_and_square():
     i2, i1 = np.unravel_index(int(np.argmax(z)), z.shape)
     assert t[i1] == pytest.approx(0.794, abs=0.05) and t[i2] == pytest.approx(0.304, abs=0.05)
     assert fig.layout.yaxis.scaleanchor == "x"
+    # both axes shrink their domain to keep the square: with only x constrained, a tall narrow column widened the
+    # y range far past [0, 1] instead (seen on the ROC chart at 1024 px)
+    assert fig.layout.xaxis.constrain == fig.layout.yaxis.constrain == "domain"
     assert {"truth", "mle", "flipped"} <= set(_metas(fig))
     with pytest.raises(ValueError):
         figs.loglik_contour(t, t[:5], Z)
@@ -144,6 +147,7 @@ def test_two_population_figure_has_both_ridges_and_1_96_se_bars():
         truth=(0.7, 0.5), estimate=(0.68, 0.52), se=(0.01, 0.02),
     )  # fmt: skip
     assert _metas(fig) == ["surface", "ridge_a", "ridge_b", "truth", "estimate"]
+    assert fig.layout.xaxis.constrain == fig.layout.yaxis.constrain == "domain"
     est = _trace(fig, "estimate")
     assert est.error_x.value == pytest.approx(0.0196) and est.error_y.value == pytest.approx(0.0392)
     assert np.asarray(_trace(fig, "surface").z).max() == 0.0
@@ -194,6 +198,30 @@ def test_roc_trail_draws_one_trail_per_annotator_and_the_current_point():
     assert "text" not in _trace(many, "now").mode  # labels only while they can be read
     with pytest.raises(ValueError):
         figs.roc_trail(F, T[:, :1], ["a", "b"])
+
+
+def test_roc_trail_keeps_both_axes_on_the_unit_square():
+    # a tall, narrow column: with scaleanchor alone plotly widened the y *range* (to about [-0.8, 1.7]); both axes
+    # must give up domain instead, so each keeps [0, 1] (a 0.02 margin for the markers on the edges)
+    fig = figs.roc_trail(np.array([[0.0, 1.0]]), np.array([[1.0, 0.0]]), ["a", "b"], true_fpr=[0, 1], true_tpr=[1, 0])
+    for axis in (fig.layout.xaxis, fig.layout.yaxis):
+        assert list(axis.range) == [-0.02, 1.02] and axis.constrain == "domain"
+    assert (fig.layout.yaxis.scaleanchor, fig.layout.yaxis.scaleratio) == ("x", 1)  # square
+    assert fig.layout.xaxis.autorange is None and fig.layout.yaxis.autorange is None
+    chance = _trace(fig, "chance")
+    assert list(chance.x) == [0, 1] and list(chance.y) == [0, 1]  # nothing drawn beyond the square
+
+
+def test_roc_trail_labels_move_apart_when_points_crowd():
+    x = np.array([0.50, 0.52, 0.51, 0.1, 0.9])
+    y = np.array([0.80, 0.81, 0.79, 0.9, 0.3])
+    names = ["w0", "w1", "w2", "w3", "w4"]
+    fig = figs.roc_trail(x[None, :], y[None, :], names)
+    pos = list(_trace(fig, "now").textposition)
+    assert len(set(pos[:3])) == 3  # the three close points put their labels on different sides
+    assert pos[3] == pos[4] == "top center"  # a point alone keeps its label on top
+    assert figs.label_positions(np.array([0.5]), np.array([1.0]), ["w"]) != ["top center"]  # not off the top
+    assert _trace(fig, "now").cliponaxis is False  # a marker or label on the edge is drawn whole
 
 
 # ---------------------------------------------------------------------------- intervals

@@ -13,6 +13,7 @@ classes, methods) and titles are escaped with :func:`crowdlab.safe.html` where t
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 
 import numpy as np
@@ -38,6 +39,7 @@ __all__ = [
     "score_correlation",
     "score_correlation_heatmap",
     "score_histogram",
+    "short_method_names",
     "worker_agreement_heatmap",
     "wrap_name",
 ]
@@ -276,6 +278,8 @@ def agreement_heatmap(
     tickangle: float | None = None,
     height: int | None = None,
     wrap_names: bool = False,
+    square: bool = False,
+    max_ticks: int | None = None,
 ) -> go.Figure:
     """A square heatmap of pairwise agreement: rows top-down in the same order as the columns.
 
@@ -283,7 +287,9 @@ def agreement_heatmap(
     label pairs behind each cell (in the hover). The colour range is fixed to ``zrange`` (``zmin``/``zmax`` and
     the colour axis' ``cmin``/``cmax``) so colours mean the same thing on every dataset. Numbers on the cells
     when W <= ``text_max``. ``names`` are raw text (escaped here); ``wrap_names`` breaks them at a parenthesis
-    (:func:`wrap_name`).
+    (:func:`wrap_name`). ``square``: square cells (the y axis scaled to the x axis) in a figure of ``height`` or
+    380 px, for a narrow column, where the free height would stretch the matrix into a tall strip. With more than
+    ``max_ticks`` names only every few carry a tick label (rotated ids piled up; the hover names every cell).
     """
     z = np.asarray(matrix, dtype=np.float64)
     if z.ndim != 2 or z.shape[0] != z.shape[1]:
@@ -296,6 +302,10 @@ def agreement_heatmap(
     raw = [str(n) for n in names]
     long_names = not wrap_names and max(map(len, raw), default=0) > 12
     ticks = dict(tickvals=labels, ticktext=[safe.html(safe.shorten(n, 14)) for n in raw]) if long_names else {}
+    if max_ticks is not None and W > max_ticks:
+        step = math.ceil(W / max_ticks)
+        text = ticks.get("ticktext", labels)
+        ticks = dict(tickmode="array", tickvals=labels[::step], ticktext=text[::step])
     zlist = z.astype(object)
     zlist[~np.isfinite(z)] = None  # plotly leaves None cells blank
     show_text = W <= text_max
@@ -316,12 +326,13 @@ def agreement_heatmap(
     if show_text:
         heat["text"] = np.where(np.isfinite(z), np.char.mod("%.2f", np.nan_to_num(z)), "").tolist()
         heat["texttemplate"] = "%{text}"
+        heat["textfont"] = dict(size=10 if square else 12)  # fixed: plotly's automatic size shrinks to ~5 px
     if shared is not None:
         heat["customdata"] = np.asarray(shared, dtype=np.int64).tolist()
         heat["hovertemplate"] = "%{y} vs %{x}: %{z:.3f} on %{customdata} label pairs<extra></extra>"
     else:
         heat["hovertemplate"] = "%{y} vs %{x}: %{z:.3f}<extra></extra>"
-    side = max(320, min(900, 140 + 22 * W))
+    side = 380 if square else max(320, min(900, 140 + 22 * W))
     layout = _layout(
         title,
         height or side,
@@ -351,7 +362,15 @@ def agreement_heatmap(
             **ticks,
         ),
     )
+    if square:
+        layout["xaxis"]["constrain"] = "domain"
+        layout["yaxis"].update(scaleanchor="x", scaleratio=1, constrain="domain")
     return go.Figure(data=[heat], layout=layout)
+
+
+# a worker-by-worker matrix in the Data page's left column (~330 px at 1024 px): square, about a dozen tick labels,
+# numbers on the cells only while they fit
+NARROW_MATRIX = dict(square=True, max_ticks=12, text_max=8)
 
 
 def worker_agreement_heatmap(data: Annotations, limit: int = 30) -> go.Figure:
@@ -363,7 +382,12 @@ def worker_agreement_heatmap(data: Annotations, limit: int = 30) -> go.Figure:
     names = [data.worker_names[w] for w in workers]
     more = f" (the {len(workers)} most active of {data.n_workers})" if len(workers) < data.n_workers else ""
     return agreement_heatmap(
-        agree, names, shared=shared, title="Worker agreement on shared items" + more, axis_title="worker"
+        agree,
+        names,
+        shared=shared,
+        title="Worker agreement on shared items" + more,
+        axis_title="worker",
+        **NARROW_MATRIX,
     )
 
 
@@ -420,6 +444,7 @@ def score_correlation_heatmap(data: Annotations, limit: int = 30) -> go.Figure:
         colorscale=CORRELATION_COLOR_SCALE,
         colorbar_title="r",
         axis_title="worker",
+        **NARROW_MATRIX,
     )
 
 
@@ -427,6 +452,7 @@ def method_agreement_heatmap(agreement: pd.DataFrame, *, title: str = "Agreement
     """Share of items on which two methods give the same hard label (:attr:`crowdlab.compare.Comparison.agreement`)."""
     names = [str(n) for n in agreement.index]
     W = len(names)
+    many = W > 6
     fig = agreement_heatmap(
         agreement.to_numpy(dtype=np.float64),
         names,
@@ -434,15 +460,36 @@ def method_agreement_heatmap(agreement: pd.DataFrame, *, title: str = "Agreement
         title=title,
         text_max=20,
         tickangle=-30,
-        height=max(380, 180 + 70 * W),
+        # many methods: one-line short names leave the cells room for their numbers, about square
+        height=max(380, 200 + 40 * W) if many else max(380, 180 + 70 * W),
     )
-    if W > 6:  # many methods (EM and the baselines): the x ticks keep only the name before its parenthesis
-        fig.layout.xaxis.update(
-            tickvals=[wrap_name(n) for n in names],
-            ticktext=[safe.html(n.partition(" (")[0]) for n in names],
-            tickangle=-45,
-        )
+    # a fixed size: plotly's automatic one shrank the numbers to ~5 px in the narrow cells at 1024 px
+    fig.update_traces(textfont_size=11 if many else 12)
+    if many:  # (EM and the baselines): both axes keep the short names, the hover the whole titles
+        ticks = dict(tickvals=[wrap_name(n) for n in names], ticktext=safe.html_all(short_method_names(names)))
+        fig.layout.xaxis.update(tickangle=-45, **ticks)
+        fig.layout.yaxis.update(**ticks)
     return fig
+
+
+_MINOR_WORDS = {"and", "&", "of", "the", "with"}
+
+
+def short_method_names(titles: Sequence[str]) -> list[str]:
+    """Method titles without their parenthesis ("One-coin (symmetric noise)" -> "One-coin") for a tight axis.
+
+    Two titles sharing a head stay apart: the later ones keep the initials of their parenthesis, as the app
+    writes them ("MACE (competence and spamming)", "MACE (variational Bayes)" -> "MACE", "MACE (VB)")."""
+    out, seen = [], set()
+    for title in map(str, titles):
+        head, sep, tail = title.partition(" (")
+        short = head
+        if sep and head in seen:
+            words = [w for w in tail.rstrip(")").replace(",", " ").split() if w.lower() not in _MINOR_WORDS]
+            short = f"{head} ({''.join(w[0].upper() for w in words)})"
+        seen.add(head)
+        out.append(short)
+    return out
 
 
 def wrap_name(name: str) -> str:

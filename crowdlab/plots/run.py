@@ -34,6 +34,7 @@ __all__ = [
     "confusion_grid",
     "convergence_chart",
     "half_step_positions",
+    "item_means_range",
     "item_means_scatter",
     "metric_curve",
     "objective_contour",
@@ -45,6 +46,7 @@ __all__ = [
     "restart_scatter",
     "scores_vs_means",
     "sens_spec_scatter",
+    "wrap_label",
     "wrap_title",
 ]
 
@@ -77,9 +79,8 @@ def half_step_positions(kind: Sequence[str], iteration: Sequence[int]) -> np.nda
     return np.where(kind == "E", it + 0.5, it)
 
 
-def wrap_title(text: str, width: int = 36) -> str:
-    """``text`` broken at spaces into lines of at most ``width`` characters (joined by ``<br>``): plotly never
-    wraps a title, and a chart in a narrow column at 1024 px would cut it off."""
+def _wrap_lines(text: str, width: int) -> list[str]:
+    """``text`` broken at spaces into lines of at most ``width`` characters (a longer word keeps its own line)."""
     words, lines, cur = str(text).split(" "), [], ""
     for w in words:
         if cur and len(cur) + 1 + len(w) > width:
@@ -88,7 +89,25 @@ def wrap_title(text: str, width: int = 36) -> str:
         else:
             cur = f"{cur} {w}" if cur else w
     lines.append(cur)
-    return "<br>".join(lines)
+    return lines
+
+
+def wrap_title(text: str, width: int = 36) -> str:
+    """``text`` broken at spaces into lines of at most ``width`` characters (joined by ``<br>``): plotly never
+    wraps a title, and a chart in a narrow column at 1024 px would cut it off."""
+    return "<br>".join(_wrap_lines(text, width))
+
+
+def wrap_label(name: str, width: int, lines: int = 2) -> str:
+    """A user's name as a small title over a narrow chart: at most ``lines`` lines of ``width`` characters,
+    broken at spaces (:func:`wrap_title`'s rule), a word longer than a line cut into pieces, the rest shortened
+    with an ellipsis (:func:`crowdlab.safe.shorten`); each line escaped (:func:`crowdlab.safe.html`), the line
+    breaks the only markup."""
+    words = [w[i : i + width] for w in " ".join(str(name).split()).split(" ") for i in range(0, max(len(w), 1), width)]
+    out = _wrap_lines(" ".join(words), width)
+    if len(out) > lines:
+        out = out[: lines - 1] + [safe.shorten(out[lines - 1] + " " + out[lines], width)]  # longer: ends in "…"
+    return "<br>".join(safe.html(line) for line in out)
 
 
 TOP_TICKS = 30  # px of top margin for the tick labels of an x axis drawn on top
@@ -438,14 +457,20 @@ def confusion_grid(
     workers: Sequence[int] | None = None,
     cols: int = 4,
     text_max_classes: int = 5,
-    title: str = "Confusion matrices Γ_m (columns: true class, rows: worker says)",
+    title: str = "Confusion matrices Γₘ (columns: true class, rows: worker says)",
+    cell_height: int = 190,
+    width_px: int = 640,
 ) -> go.Figure:
     """A grid of heatmaps, one per worker: ``gamma[m]`` with true class as columns, "worker says" as rows.
 
     ``gamma`` (M, K, K) with ``gamma[m, k_said, k_true]``. Shows ``workers`` (indices) or the first
     ``max_workers``, titled by worker name (layout annotations). Every heatmap uses the shared colour axis
     ``coloraxis`` fixed to [0, 1] and its y axis is reversed (row 0 on top); numbers sit on the cells when
-    K <= ``text_max_classes``. The grid has ``cols`` columns; unused cells of the last row get hidden axes.
+    K <= ``text_max_classes``, in a fixed size that stays legible (plotly would shrink it to fit a narrow cell).
+    The grid has ``cols`` columns of ``cell_height`` px high matrices; unused cells of the last row get hidden axes.
+    Worker names are wrapped onto at most two lines as wide as a matrix of a chart about ``width_px`` wide
+    (:func:`wrap_label`) so neighbouring titles never overlap. No tick marks: a matrix's marks would poke into
+    its left neighbour's numbers.
     """
     gamma = np.asarray(gamma, dtype=np.float64)
     if gamma.ndim != 3 or gamma.shape[1] != gamma.shape[2]:
@@ -460,19 +485,39 @@ def confusion_grid(
     n = len(idx)
     cols = max(1, min(cols, n))
     rows = math.ceil(n / cols)
-    cell_h, gap = 190, 75  # pixels: a heatmap, and the room between rows for tick labels and the next title
+    # a title per matrix, as wide as one: the chart less the colour bar (~70 px), the row labels (~7 px a
+    # character) and the "says" title, split between the columns, at ~7.5 px a character of 13 px text
+    tick_chars = max(len(t) for t in ticks["ticktext"])
+    name_chars = max(8, int((width_px - 100 - 7 * tick_chars) / cols / 7.5))
+    titles = {m: wrap_label(worker_names[m], name_chars) for m in idx}
+    name_lines = max(t.count("<br>") + 1 for t in titles.values())
+    extra = 16 * (name_lines - 1)  # px for a second line of the matrix titles
+    cell_h, gap = cell_height, 75 + extra  # pixels: a heatmap, and the room between rows for ticks and titles
     plot_h = rows * cell_h + (rows - 1) * gap
     vspace = gap / plot_h if rows > 1 else 0.0
-    domains = _grid(rows, cols, hspace=0.05, vspace=vspace)
+    domains = _grid(rows, cols, hspace=0.06, vspace=vspace)
     show_text = K <= text_max_classes
+    text_size = 12 if K <= 2 else 11 if K == 3 else 10
     traces = []
     layout = _layout(
         title,
-        plot_h + 140,
-        margin=dict(l=10, r=10, t=90, b=50),
-        coloraxis=dict(cmin=0.0, cmax=1.0, colorscale=COLOR_SCALE, colorbar=dict(title=dict(text="P"), thickness=12)),
+        plot_h + 140 + extra,
+        margin=dict(l=10, r=10, t=90 + extra, b=50),
+        coloraxis=dict(
+            cmin=0.0,
+            cmax=1.0,
+            colorscale=COLOR_SCALE,
+            # at most 320 px long, from the top: a tall grid would stretch it down the whole page
+            colorbar=dict(
+                title=dict(text="P"), thickness=12, lenmode="pixels", len=min(plot_h, 320), y=1, yanchor="top"
+            ),
+        ),
         annotations=[],
     )
+    # the title pinned to the top (plotly centres it in the top margin, onto two-line matrix titles)
+    layout["title"].update(y=1.0, yref="container", yanchor="top", pad=dict(t=10))
+    title_lines = layout["title"]["text"].count("<br>") + 1
+    layout["margin"]["t"] = max(layout["margin"]["t"], 22 + 20 * title_lines + 17 * name_lines)
     for j in range(rows * cols):
         s = "" if j == 0 else str(j + 1)
         xd, yd = domains[j]
@@ -484,6 +529,7 @@ def confusion_grid(
             type="category",
             visible=used,
             title=dict(text="true class" if (r == rows - 1 or j + cols >= n) and c == 0 else "", standoff=4),
+            ticks="",
             **ticks,
         )
         layout["yaxis" + s] = dict(
@@ -494,6 +540,7 @@ def confusion_grid(
             visible=used,
             showticklabels=c == 0,  # every matrix has the same classes: label the rows once per grid row
             title=dict(text="says" if c == 0 else "", standoff=4),
+            ticks="",
             **ticks,
         )
         if not used:
@@ -514,6 +561,7 @@ def confusion_grid(
                 coloraxis="coloraxis",
                 text=_cell_text(z) if show_text else None,
                 texttemplate="%{text}" if show_text else None,
+                textfont=dict(size=text_size) if show_text else None,
                 name=wname,
                 hovertemplate="true %{x}, says %{y}: %{z:.3f}<extra>" + wname + "</extra>",
                 xgap=1,
@@ -522,7 +570,7 @@ def confusion_grid(
         )
         layout["annotations"].append(
             dict(
-                text=safe.html(safe.shorten(worker_names[m], 24)),
+                text=titles[m],
                 x=(xd[0] + xd[1]) / 2,
                 y=yd[1],
                 xref="paper",
@@ -973,6 +1021,20 @@ def annotator_bars(
     return go.Figure(data=traces, layout=layout)
 
 
+def item_means_range(data, reference: np.ndarray | None = None) -> tuple[float, float]:
+    """Axis range of the μ_i scatter, from the data alone: every iterate's μ_i is a weighted average of the scores,
+    so the scores' range and the reference's (by default the true means, when there are any) hold them all, and
+    the axes stay put from step to step."""
+    lo, hi = data.value_range
+    if reference is None:
+        reference = np.asarray(data.gold, dtype=np.float64) if data.has_gold else np.zeros(0)
+    ref = np.asarray(reference, dtype=np.float64)
+    ref = ref[np.isfinite(ref)]
+    if ref.size:
+        lo, hi = min(lo, float(ref.min())), max(hi, float(ref.max()))
+    return lo, hi
+
+
 def item_means_scatter(
     mu: np.ndarray,
     reference: np.ndarray,
@@ -981,10 +1043,14 @@ def item_means_scatter(
     reference_name: str = "gold",
     title: str = "Item means μ_i",
     height: int = 380,
+    axis_range: tuple[float, float] | None = None,
 ) -> go.Figure:
     """Estimated item means (y) against a reference (x: gold scores, or the plain average) with the line y = x.
 
-    Items with a non-finite reference are left out. Traces: ``items`` and ``diagonal``.
+    Items with a non-finite reference are left out. Traces: ``items`` and ``diagonal``. ``axis_range`` (low,
+    high): both axes span it (plus 4 % each side) whatever ``mu`` is, so stepping through EM on the same data
+    moves the dots and never the axes (pass the range of the scores and the reference: every iterate's means
+    lie in it); without it the axes fit this ``mu`` and reference.
     """
     mu = np.asarray(mu, dtype=np.float64)
     ref = np.asarray(reference, dtype=np.float64)
@@ -993,8 +1059,13 @@ def item_means_scatter(
     ok = np.isfinite(ref) & np.isfinite(mu)
     names = np.array(safe.html_all(item_names), dtype=object)
     reference_name = safe.html(reference_name)
-    lo = float(min(ref[ok].min(), mu[ok].min())) if ok.any() else 0.0
-    hi = float(max(ref[ok].max(), mu[ok].max())) if ok.any() else 1.0
+    if axis_range is not None:
+        lo, hi = float(axis_range[0]), float(axis_range[1])
+    else:
+        lo = float(min(ref[ok].min(), mu[ok].min())) if ok.any() else 0.0
+        hi = float(max(ref[ok].max(), mu[ok].max())) if ok.any() else 1.0
+    pad = 0.04 * (hi - lo) if hi > lo else 0.5
+    fixed = dict(range=[lo - pad, hi + pad]) if axis_range is not None else {}
     traces = [
         dict(
             type="scattergl" if ok.sum() > 3000 else "scatter",
@@ -1004,7 +1075,7 @@ def item_means_scatter(
             meta="items",
             name="items",
             text=names[ok],
-            marker=dict(size=5, color=OBJECTIVE_COLOR, opacity=0.5),
+            marker=dict(size=8, color=OBJECTIVE_COLOR, opacity=0.7, line=dict(width=0.5, color="white")),
             hovertemplate="%{text}<br>" + reference_name + " %{x:.3g}, μ %{y:.3g}<extra></extra>",
         ),
         dict(
@@ -1022,8 +1093,8 @@ def item_means_scatter(
         title,
         height,
         showlegend=False,
-        xaxis=_axis(title=dict(text=reference_name, standoff=6)),
-        yaxis=_axis(title=dict(text="estimated μ_i")),
+        xaxis=_axis(title=dict(text=reference_name, standoff=6), **fixed),
+        yaxis=_axis(title=dict(text="estimated μ_i"), **fixed),
     )
     return go.Figure(data=traces, layout=layout)
 
@@ -1298,6 +1369,9 @@ def restart_scatter(table, title: str = "Restarts: final objective vs accuracy")
     ``table``: :func:`crowdlab.sweep.restarts` (columns init, seed, objective, iterations, optimum, and
     accuracy / pearson r, relabelled when present). One trace per optimum (``meta="optimum <k>"``, 0 = best),
     coloured by it; restarts that ended at a relabelling of the classes (mirror optima) are drawn as crosses.
+    The legend keeps the two encodings apart: a circle in each optimum's colour (``meta="key optimum <k>"``,
+    toggling its trace), and where there are mirror optima a grey cross (``meta="key relabelled"``); the points'
+    own traces stay out of it (their legend symbol would be their first point's, a circle or a cross).
     """
     if len(table) == 0:
         return _empty(title, "No restarts yet.")
@@ -1317,22 +1391,52 @@ def restart_scatter(table, title: str = "Restarts: final objective vs accuracy")
                 mode="markers",
                 meta=f"optimum {k}",
                 name=f"optimum {k}" + (" (best)" if k == 0 else ""),
+                legendgroup=f"optimum {k}",
+                showlegend=False,
                 text=names[sel],
                 customdata=np.asarray(tags, dtype=object),
                 marker=dict(symbol=sym, size=11, color=OPTIMUM_COLORS[k % len(OPTIMUM_COLORS)], opacity=0.8),
                 hovertemplate="%{text}%{customdata}<br>objective %{x:.6g}<br>" + ycol + " %{y:.4g}<extra></extra>",
             )
         )
+    keys = [
+        dict(
+            type="scatter",
+            x=[None],
+            y=[None],
+            mode="markers",
+            meta="key " + t["meta"],
+            name=t["name"],
+            legendgroup=t["legendgroup"],
+            marker=dict(symbol="circle", size=11, color=t["marker"]["color"], opacity=0.8),
+            hoverinfo="skip",
+        )
+        for t in traces
+    ]
+    if relabelled is not None and relabelled.any():
+        keys.append(
+            dict(
+                type="scatter",
+                x=[None],
+                y=[None],
+                mode="markers",
+                meta="key relabelled",
+                name="classes relabelled (mirror)",
+                marker=dict(symbol="x", size=11, color="#7f7f7f"),
+                hoverinfo="skip",
+            )
+        )
     unit = ycol in QUALITY_COLUMNS[:2]
+    rows = max(2, len(keys))  # in half the page at 1024 px the legend puts one entry on a row
     layout = _layout(
         title,
-        400,
+        400 + 24 * (rows - 2),
         legend=LEGEND_BELOW,
-        margin=legend_margin(),
+        margin=legend_margin(rows=rows),
         xaxis=_axis(title=dict(text="final objective", standoff=6), tickformat=".6~g"),
         yaxis=_axis(title=dict(text=ycol), range=[0.0, 1.02] if unit else None),
     )
-    return go.Figure(data=traces, layout=layout)
+    return go.Figure(data=traces + keys, layout=layout)
 
 
 def objective_spread(table, title: str = "Spread of the final objectives") -> go.Figure:

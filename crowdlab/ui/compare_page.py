@@ -23,6 +23,7 @@ PENDING = "compare.pending"
 RESULTS = "compare.results"  # {(data id, prior): Comparison}, the most recent few
 KEEP = 4
 HEAD_ROWS = 20
+MAIN_WIDTH = 560  # px: the main column at 1024 px (sidebar open); the results table's columns must fit in it
 METRIC_COLUMNS = ("accuracy", "soft accuracy", "macro F", "log loss", "pearson r")
 
 
@@ -101,13 +102,13 @@ def show_table(data: Annotations, comparison: Comparison) -> None:
         shown["objective"] = [_dash(v, "{:,.2f}") for v in shown["objective"]]
     if "converged" in shown:  # a baseline is not iterated to a fixed point: a dash
         shown["converged"] = ["—" if v is None or v != v else ("yes" if v else "no") for v in shown["converged"]]
-    # the main table keeps to a few columns that fit at 1024 px; the rest are in the details below it
+    # the main table keeps to a few columns that fit at 1024 px (MAIN_WIDTH); the rest are in the details below it
     if "accuracy" in shown:
         main = ["method", "kind", "accuracy", "time (s)"]
     elif "pearson r" in shown:
         main = ["method", "kind", "pearson r", "time (s)"]
-    else:
-        main = ["method", "kind", "iterations", "converged", "time (s)"]
+    else:  # "converged" goes to the details too: five columns (610 px) cut "time" to "tin" at 1024 px
+        main = ["method", "kind", "iterations", "time (s)"]
     runs = [c for c in ("iterations", "converged", "objective") if c in shown and c not in main]
     scores = [c for c in METRIC_COLUMNS if c in shown and c not in main]
     config = {

@@ -212,7 +212,7 @@ def _item_means(run: Run):
     d = run.data
     return plots.item_means_scatter(
         run.params.mu, d.gold, d.item_names, reference_name="true mean", title="Estimated μ_i against the true means",
-        height=CHART_HEIGHT,
+        height=CHART_HEIGHT, axis_range=plots.item_means_range(d),
     )  # fmt: skip
 
 
@@ -227,7 +227,7 @@ def _confusion(run: Run):
     show = [int(order[0]), int(order[len(order) // 2]), int(order[-1])]
     return plots.confusion_grid(
         run.params.gamma, d.worker_names, d.class_names, workers=show, cols=3,
-        title="Γ_m of the least, a middling and the most accurate worker",
+        title="Γₘ of the least, a middling and the most accurate worker",
     )  # fmt: skip
 
 

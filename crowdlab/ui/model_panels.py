@@ -206,7 +206,7 @@ def _ibcc(run: Run, p: IbccParams) -> None:
         ci["hi"],
         n_labels=data.labels_per_worker,
         chance=1.0 / data.n_classes,
-        x_title="accuracy Σ_k κ_k Γ_m(k, k)",
+        x_title="accuracy Σₖ κₖ Γₘ(k, k)",
         title=f"Accuracy per worker: posterior mean and 95 % credible interval (snapshot {run.index})",
     )
     fig.update_traces(name="95 % credible interval (Dirichlet posteriors)", selector=dict(meta="wald"))

@@ -506,7 +506,7 @@ def workers_panel(run: Run) -> None:
         data.class_names,
         workers=active.tolist(),
         cols=4,
-        title=f"Confusion matrices Γ_m at snapshot {run.index} (columns: true class, rows: worker says)",
+        title=f"Confusion matrices Γₘ at snapshot {run.index} (columns: true class, rows: worker says)",
     )
     st.plotly_chart(lab.wrap_title(fig, 60), key="net.confusion_chart")
     st.caption(f"The {len(active)} most active of {data.n_workers:,} workers; colours fixed to [0, 1].")

@@ -303,7 +303,9 @@ def _scores_posterior(run: Run) -> None:
                 data.labels_per_item, 1
             )
             ref_name = "plain average"
-        fig = plots.item_means_scatter(params.mu, ref, data.item_names, reference_name=ref_name)
+        fig = plots.item_means_scatter(
+            params.mu, ref, data.item_names, reference_name=ref_name, axis_range=plots.item_means_range(data, ref)
+        )
         st.plotly_chart(fig, key="stepper.means_chart")
         st.caption(f"Each item's estimated mean μ_i against its {ref_name}; σ = {params.sigma:.4g}.")
 
@@ -393,8 +395,10 @@ def _truth_workers(data, params: ClassParams, truth: dict, picked: list[int]) ->
                 names,
                 data.class_names,
                 max_workers=MAX_WORKERS,
-                cols=4 if data.n_classes <= 2 else 2,
-                title="Estimated and true Γ_m side by side (columns: true class)",
+                cols=2,  # each worker's estimate beside its truth, legible in the narrow column
+                cell_height=190 if presenter.is_on() else 150,
+                width_px=330,  # the left of two columns
+                title="Estimated and true Γₘ side by side (columns: true class)",
             )
             st.plotly_chart(fig, key="stepper.true_confusion_chart")
     with right:
@@ -467,7 +471,9 @@ def workers_panel(run: Run) -> None:
                 data.class_names,
                 max_workers=MAX_WORKERS,
                 workers=picked,
-                cols=2 if presenter.is_on() else 4 if data.n_classes <= 2 else 3,
+                cols=2,  # the left column is ~330 px wide at 1024 px: more per row squeezes the numbers to ~6 px
+                cell_height=190 if presenter.is_on() else 150,
+                width_px=330,  # the left of two columns
             )
             st.plotly_chart(lab.wrap_title(fig, 44), key="stepper.confusion_chart")
             st.caption(

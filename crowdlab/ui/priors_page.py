@@ -49,6 +49,7 @@ B_USE = "priors.use_start"
 
 STEP_PAGE = "pages/2_Step_through_EM.py"
 DEFAULT_STRENGTHS = "0, 0.5, 1, 2, 5, 10, 20"
+METRIC_LABEL_CHARS = 15  # a metric label in a quarter of the main column at 1024 px (with its help icon)
 NAMED_STARTS = ("majority", "all_good")
 RUNNING, DONE, STOPPED = "running", "done", "stopped"
 
@@ -287,17 +288,24 @@ def restarts_results(job: dict | None, data) -> None:
     s: LabSettings = job["settings"]
     n_opt = int(t["optimum"].nunique())
     best = t["optimum"].to_numpy() == 0
+    # four metrics share the width: labels of at most METRIC_LABEL_CHARS (a column is ~130 px at 1024 px), the
+    # rest of what they mean in their help
     cols = st.columns(4)
     cols[0].metric(
         "distinct optima", n_opt, help="End points whose objectives agree within 1e-6 (relative) count once."
     )
-    cols[1].metric("starts reaching the best", f"{int(best.sum())} of {len(t)}")
+    cols[1].metric(
+        "reach the best",
+        f"{int(best.sum())} of {len(t)}",
+        help="Starts that end at the best optimum (the highest objective).",
+    )
     cols[2].metric("best objective", f"{t['objective'].max():.6g}")
     if "relabelled" in t.columns:
         cols[3].metric(
-            "mirror optima (classes relabelled)",
+            "mirror optima",
             int(t["relabelled"].sum()),
-            help="The same fit with the classes renamed: the objective is as good, the accuracy is not.",
+            help="Starts whose classes came out relabelled: the same fit with the classes renamed, the objective "
+            "as good, the accuracy not.",
         )
     left, right = st.columns(2)
     left.plotly_chart(plots.restart_scatter(t), key="priors.restart_chart")

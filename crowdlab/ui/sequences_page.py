@@ -507,7 +507,7 @@ def workers_panel(run: Run) -> None:
         max_workers=MAX_WORKERS,
         workers=active.tolist(),
         cols=4,
-        title=f"Confusion matrices Γ_m at snapshot {base.index} (columns: true class, rows: worker says)",
+        title=f"Confusion matrices Γₘ at snapshot {base.index} (columns: true class, rows: worker says)",
     )
     st.plotly_chart(lab.wrap_title(fig, 60), key="seq.confusion_chart")
     notes = [f"The {len(active)} most active of {data.n_workers:,} workers; colours fixed to [0, 1]"]

@@ -4,6 +4,7 @@ controls and coming back to the step's start; the working dataset of the other p
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -110,3 +111,31 @@ def test_switching_lessons_starts_the_new_one_and_state_survives_a_rerun():
     _ok(at.run())
     assert at.session_state[lp.RUN] is run and at.session_state[lp.DONE]
     assert len(at.get("plotly_chart")) == 1
+
+
+def _chart(at: AppTest, key: str) -> dict | None:
+    found = [c for c in at.get("plotly_chart") if c.proto.id.endswith("-" + key)]
+    return json.loads(found[0].proto.spec) if found else None
+
+
+def test_item_means_axes_stay_put_from_step_to_step():
+    """The μ_i scatter of the scores lesson: the same axes at the start and after the M-step (taken from the data,
+    holding every iterate's means), and dots large enough for a projector."""
+    at = _ok(AppTest.from_file(PAGE, default_timeout=TIMEOUT).run())
+    _ok(at.button(key=lp.W_ACTION).click().run())  # start: the plain averages
+    start = _chart(at, "lesson.chart.item_means")
+    _ok(at.button(key=lp.W_NEXT).click().run())
+    _ok(at.button(key=lp.W_ACTION).click().run())  # E-step
+    _ok(at.button(key=lp.W_NEXT).click().run())
+    _ok(at.button(key=lp.W_ACTION).click().run())  # M-step
+    after = _chart(at, "lesson.chart.item_means")
+    assert start is not None and after is not None
+    for axis in ("xaxis", "yaxis"):
+        assert start["layout"][axis]["range"] == after["layout"][axis]["range"]
+    run = at.session_state[lp.RUN]
+    assert run.current.kind == "M"
+    lo, hi = start["layout"]["yaxis"]["range"]
+    for snap in run.snapshots:
+        assert lo <= snap.params.mu.min() and snap.params.mu.max() <= hi  # every iterate inside the fixed axes
+    items = next(t for t in after["data"] if t.get("meta") == "items")
+    assert items["marker"]["size"] >= 7

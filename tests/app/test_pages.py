@@ -146,7 +146,7 @@ def test_data_page_shows_preview_pictures_and_downloads():
     assert _downloads(at) == [
         "Download all labels (long CSV)",
         "Download gold (CSV)",
-        "Download the worker table (CSV)",
+        "All workers (CSV)",
         "Download the worker report (CSV)",
     ]
     assert len(at.get("plotly_chart")) == 4

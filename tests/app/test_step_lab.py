@@ -299,6 +299,10 @@ def test_priors_page_restarts_match_the_library_and_count_optima():
     assert list(got["optimum"]) == list(ref["optimum"])
     assert list(got["relabelled"]) == list(ref["relabelled"])
     assert _metric(at, "distinct optima") == str(ref["optimum"].nunique())
+    # four metrics in a row: each label fits its quarter of the 1024 px page (they were cut to "starts reaching
+    # the …" and "mirror optima (…")
+    assert len(at.metric) == 4
+    assert all(len(m.label) <= priors_page.METRIC_LABEL_CHARS for m in at.metric), [m.label for m in at.metric]
     assert _chart(at, "priors.restart_chart") is not None and _chart(at, "priors.spread_chart") is not None
     assert [b.key for b in at.button if b.key == priors_page.B_STOP] == []  # Stop only while a job runs
 
@@ -342,7 +346,7 @@ def test_priors_job_resumes_after_an_interruption_and_stops_on_request():
     _ok(at.run())
     assert job["status"] == priors_page.STOPPED and len(job["rows"]) == 2
     assert any("Stopped after 2 of 5 fits" in w.value for w in at.warning)
-    assert _metric(at, "starts reaching the best").endswith("of 2")
+    assert _metric(at, "reach the best").endswith("of 2")
     # a new job clears the flag and runs to the end
     _click(at, priors_page.B_RESTARTS)
     assert at.session_state[priors_page.RESTARTS]["status"] == priors_page.DONE
@@ -551,3 +555,20 @@ def test_presenter_toggle_turns_it_on_and_off_and_keeps_the_url_in_step():
     _ok(at.toggle(key=presenter.W_TOGGLE).set_value(False).run())
     assert at.session_state[presenter.KEY] is False and "present" not in at.query_params
     assert not at.get("html")
+
+
+def test_scores_item_means_axes_stay_put_from_step_to_step():
+    """The Step page's μ_i scatter (scores model): the axes come from the data, not from the iterate, so they do
+    not jump between snapshots, and every iterate's means lie inside them."""
+    at = _method(_open("affect"), "scores")
+    _tab(at, "Posterior")
+    first = _chart(at, "stepper.means_chart")
+    for _ in range(3):
+        _click(at, "stepper.step")
+    _tab(at, "Posterior")
+    later = _chart(at, "stepper.means_chart")
+    for axis in ("xaxis", "yaxis"):
+        assert first["layout"][axis]["range"] == later["layout"][axis]["range"]
+    lo, hi = later["layout"]["yaxis"]["range"]
+    for snap in _run(at).snapshots:
+        assert lo <= snap.params.mu.min() and snap.params.mu.max() <= hi

@@ -66,6 +66,25 @@ def test_data_page_worker_report_and_alpha():
     assert any("Dawid-Skene fitted from majority vote" in c.value for c in at.caption)
 
 
+def test_worker_report_table_is_as_tall_as_its_rows(monkeypatch):
+    """A fixed 320 px drew ~5 empty bordered rows under a 3-worker report; the height follows the rows now."""
+    import streamlit as st
+
+    heights, dataframe = {}, st.dataframe
+
+    def spy(*args, **kwargs):
+        heights[kwargs.get("key")] = kwargs.get("height")
+        return dataframe(*args, **kwargs)
+
+    monkeypatch.setattr(st, "dataframe", spy)
+    at = _ok(_open("patients").switch_page(DATA_PAGE).run())  # 5 workers
+    key = [k for k in heights if k and k.endswith("report.table")]
+    assert len(key) == 1 and len(_table(at)) == 5
+    assert heights[key[0]] == reports_view.table_height(5, 320) == 35 * 6 + 3
+    assert heights[key[0].replace("table", "confusions")] == 35 * 6 + 3
+    assert reports_view.table_height(39, 320) == 320  # a long report scrolls inside its box
+
+
 # ---------------------------------------------------------------------------- convergence
 def test_convergence_tab_plots_the_trace_on_a_fixed_range_and_says_why_it_stopped():
     at = _method(_open("bluebirds"), "ds")
@@ -258,3 +277,25 @@ def test_data_page_report_waits_for_a_button_on_a_large_dataset(monkeypatch):
     assert not [d for d in at.dataframe if "spammer_score" in d.value.columns]
     _click(at, "data.report.fit")
     assert len(_table(at)) == 39
+
+
+@pytest.mark.parametrize("sample", ["bluebirds", "patients"])
+def test_compare_table_fits_and_agreement_labels_are_unique(sample):
+    """Audit at 1024 px: without gold the results table's five columns (610 px) cut "time" to "tin"; the
+    agreement heatmap labelled both MACE rows "MACE" and drew its numbers ~5 px high."""
+    import json
+
+    from crowdlab.ui import compare_page
+
+    at = _open(sample, page="pages/3_Compare_methods.py")
+    _click(at, "compare.run")
+    (table,) = [d for d in at.dataframe if "kind" in d.value.columns]
+    widths = json.loads(table.proto.columns)
+    assert "time (s)" in table.proto.column_order
+    assert sum(widths[c]["width"] for c in table.proto.column_order) <= compare_page.MAIN_WIDTH
+    fig = _chart(at, "compare.agreement_chart")
+    for axis in ("xaxis", "yaxis"):
+        labels = fig["layout"][axis]["ticktext"]
+        assert len(set(labels)) == len(labels) > 6, labels
+        assert {"MACE", "MACE (VB)"} <= set(labels)
+    assert fig["data"][0]["textfont"]["size"] >= 11

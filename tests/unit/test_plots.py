@@ -197,6 +197,35 @@ def test_rect_path_round_trip():
     assert plots.parse_rect_path(plots.rect_path([])) == []
 
 
+def test_confusion_grid_stays_legible_in_a_narrow_column():
+    """Audit at 1024 px: the numbers were auto-shrunk to ~6 px, the y tick marks of one matrix poked into its left
+    neighbour's numbers ("0.36-"), and long worker names (one 24-character line per matrix) overlapped."""
+    import html
+
+    gamma = np.tile(np.full((2, 2), 0.5), (3, 1, 1))
+    names = ["Dr. Alexandra Montgomery-Smythe (night shift)", "<b>bob</b>", "averyveryverylongworkernamewithoutspaces"]
+    classes = ["<img src=x onerror=alert(1)>", "<script>alert(1)</script>"]
+    fig = plots.confusion_grid(gamma, names, classes, cols=2, width_px=330)
+    assert all(t.textfont.size >= 12 for t in fig.data)  # a fixed, legible size (plotly's auto size shrinks it)
+    axes = [fig.layout[k] for k in fig.layout if k.startswith(("xaxis", "yaxis"))]
+    assert axes and all(ax.ticks == "" for ax in axes)
+    # every title fits over its matrix: at most two lines, each no wider than the matrix (~7.5 px a character)
+    matrix_px = (fig.layout.xaxis.domain[1] - fig.layout.xaxis.domain[0]) * (330 - 100 - 7 * 12)
+    for a in fig.layout.annotations:
+        lines = [html.unescape(line) for line in a.text.split("<br>")]
+        assert len(lines) <= 2 and all(len(line) * 7.5 <= matrix_px + 8 for line in lines), lines
+        assert "<b>" not in a.text  # still escaped
+    assert fig.layout.annotations[1].text == "&lt;b&gt;bob&lt;/<br>b&gt;"
+    # two-line titles: the figure's title is pinned to the top with room below it for them
+    assert fig.layout.title.yanchor == "top" and fig.layout.margin.t >= 22 + 20 * 2 + 17 * 2
+
+
+def test_wrap_label_two_lines_escaped_and_shortened():
+    assert plots.wrap_label("alice", 10) == "alice"
+    assert plots.wrap_label("a b c d e f g h i j k l m n o p", 5) == "a b c<br>d e …"
+    assert plots.wrap_label("<script>alert(1)</script>", 9) == "&lt;script&gt;a<br>lert(1)&lt;…"
+
+
 def test_confusion_grid_labels_the_rows_once_per_grid_row():
     gamma = np.tile(np.eye(2), (6, 1, 1))
     fig = plots.confusion_grid(gamma, [f"w{m}" for m in range(6)], ["0", "1"], cols=3)
@@ -261,6 +290,17 @@ def test_item_means_scatter_drops_unknown_reference():
     assert list(diag.x) == [1.0, 3.0] and list(diag.y) == [1.0, 3.0]
 
 
+def test_item_means_scatter_axes_fixed_by_axis_range_and_markers_visible():
+    ref = np.array([0.2, 0.5, 0.8])
+    first = plots.item_means_scatter(np.array([0.45, 0.5, 0.55]), ref, ["a", "b", "c"], axis_range=(0.0, 1.0))
+    later = plots.item_means_scatter(np.array([0.1, 0.6, 0.95]), ref, ["a", "b", "c"], axis_range=(0.0, 1.0))
+    for fig in (first, later):
+        assert list(fig.layout.xaxis.range) == list(fig.layout.yaxis.range) == pytest.approx([-0.04, 1.04])
+        assert list(_by_meta(fig, "diagonal").x) == [0.0, 1.0]
+        assert _by_meta(fig, "items").marker.size >= 7  # visible on a projector
+    assert list(first.layout.xaxis.range) == list(later.layout.xaxis.range)  # two iterates, the same axes
+
+
 # ---------------------------------------------------------------------------- the likelihood surface
 def test_objective_contour_relative_clipped_and_the_path():
     xs = np.linspace(0, 1, 11)
@@ -304,7 +344,16 @@ def restart_table():
 
 def test_restart_scatter_one_trace_per_optimum_and_mirror_crosses(restart_table):
     fig = plots.restart_scatter(restart_table)
-    assert [t.meta for t in fig.data] == ["optimum 0", "optimum 1", "optimum 2"]
+    assert [t.meta for t in fig.data if not t.meta.startswith("key")] == ["optimum 0", "optimum 1", "optimum 2"]
+    # an honest legend (the audit saw "optimum 0" as a circle, "optimum 1" as a cross): colours as circles, the
+    # cross once on its own; the points' traces stay out of it
+    shown = [t for t in fig.data if t.showlegend is not False]
+    assert [t.meta for t in shown] == ["key optimum 0", "key optimum 1", "key optimum 2", "key relabelled"]
+    assert [t.marker.symbol for t in shown] == ["circle"] * 3 + ["x"]
+    assert [t.marker.color for t in shown[:3]] == [_by_meta(fig, f"optimum {k}").marker.color for k in range(3)]
+    assert all(
+        _by_meta(fig, f"key optimum {k}").legendgroup == _by_meta(fig, f"optimum {k}").legendgroup for k in range(3)
+    )
     best = _by_meta(fig, "optimum 0")
     assert list(best.x) == [-10.0, -10.0, -10.0] and list(best.y) == [0.9, 0.1, 0.9]
     assert list(best.marker.symbol) == ["circle", "x", "circle"]  # random seed 0 ended relabelled
@@ -313,6 +362,9 @@ def test_restart_scatter_one_trace_per_optimum_and_mirror_crosses(restart_table)
     # without gold: iterations on the y axis
     fig = plots.restart_scatter(restart_table.drop(columns=["accuracy"]))
     assert fig.layout.yaxis.title.text == "iterations" and list(fig.data[0].y) == [5, 7, 9]
+    # no mirror optimum: no cross in the legend
+    fig = plots.restart_scatter(restart_table.assign(relabelled=False))
+    assert "key relabelled" not in [t.meta for t in fig.data]
     assert len(plots.restart_scatter(restart_table.iloc[:0]).data) == 0
 
 

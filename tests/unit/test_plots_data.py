@@ -208,3 +208,33 @@ def test_method_agreement_heatmap_from_a_comparison():
     np.testing.assert_allclose(z, z.T)
     assert (heat.zmin, heat.zmax) == (0.0, 1.0)
     assert heat.text is not None  # few methods: numbers on the cells
+
+
+def test_short_method_names_keep_methods_apart():
+    titles = [
+        "Majority vote",
+        "MACE (competence and spamming)",
+        "MACE (variational Bayes)",
+        "One-coin (symmetric noise)",
+    ]
+    assert figs.short_method_names(titles) == ["Majority vote", "MACE", "MACE (VB)", "One-coin"]
+    agreement = pd.DataFrame(np.eye(len(titles) * 2), index=titles * 2, columns=titles * 2)  # > 6: short ticks
+    fig = figs.method_agreement_heatmap(agreement.iloc[:7, :7])
+    assert list(fig.layout.xaxis.ticktext) == list(fig.layout.yaxis.ticktext)
+    assert fig.layout.xaxis.ticktext[1:3] == ("MACE", "MACE (VB)")
+    assert fig.data[0].textfont.size >= 11  # not plotly's automatic size, ~5 px in narrow cells
+
+
+def test_worker_agreement_heatmap_square_with_thinned_ticks():
+    """Audit at 1024 px: 30 rotated worker ids piled up on the x axis and the matrix was squeezed into a tall
+    narrow strip (800 px high in a ~330 px column)."""
+    data = load_sample("bluebirds")
+    fig = figs.worker_agreement_heatmap(data, 30)
+    assert fig.layout.yaxis.scaleanchor == "x" and fig.layout.yaxis.scaleratio == 1  # square cells
+    assert fig.layout.height <= 400
+    for axis in (fig.layout.xaxis, fig.layout.yaxis):
+        assert 1 < len(axis.tickvals) <= 12 and len(axis.ticktext) == len(axis.tickvals)
+    heat = fig.data[0]
+    assert len(heat.x) == 30 and heat.text is None  # every cell still there (hover); no numbers in tiny cells
+    few = figs.worker_agreement_heatmap(data, 5)
+    assert few.layout.xaxis.tickvals is None and few.data[0].textfont.size >= 10  # few workers: all labelled

@@ -351,3 +351,34 @@ def test_nothing_cut_off_at_1024_with_the_sidebar_open(server, page, path, name)
         wait_idle(page)
         assert_nothing_cut(page, f"{name}, tab {tab.inner_text()!r}")
         i += 1
+
+
+AFTER_RUN = [  # page, the button that runs it, a text only its results show, the screenshot's name
+    ("/Priors_and_initialisations", "Run restarts", "reach the best", "priors_after_restarts"),
+    ("/Export", "Fit to convergence", "posteriors.csv", "export_after_fit"),
+    ("/Compare_methods", "Run all methods", "Agreement between methods", "compare_after_run"),
+    ("/Step_through_EM", "Run to convergence", "converged", "step_after_convergence"),
+]
+
+
+@pytest.mark.parametrize("path,button,done,name", AFTER_RUN, ids=[n for *_, n in AFTER_RUN])
+def test_nothing_cut_off_at_1024_after_running(server, page, path, button, done, name):
+    """The cold pages are checked above; the results a click brings (restart metrics and scatter, the export's
+    download buttons, the comparison's tables and heatmap, the converged stepper's tabs) must fit too. A new-user
+    audit found 'starts reaching the …', 'posteriors.…' and a 'time' column cut to 'tin' here."""
+    page.set_viewport_size({"width": 1024, "height": 768})
+    page.goto(server + path)
+    wait_page(page)
+    page.get_by_role("button", name=button).first.click()
+    page.locator('[data-testid="stMain"]').get_by_text(done).first.wait_for(timeout=90_000)
+    wait_idle(page)
+    assert_no_exception(page)
+    assert_nothing_cut(page, f"{name}, after running")
+    tabs = page.locator('[data-testid="stMain"] [role=tab]')
+    for i in range(tabs.count()):
+        tab = tabs.nth(i)
+        tab.scroll_into_view_if_needed()
+        tab.click()
+        wait_idle(page)
+        assert_nothing_cut(page, f"{name}, after running, tab {tab.inner_text()!r}")
+    screenshot(page, name)

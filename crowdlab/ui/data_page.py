@@ -321,7 +321,10 @@ def upload_tab() -> None:
         "a **wide** CSV has one row per item and one column per worker (blank = not labelled). "
         "Gold is optional: a CSV `item,label`, or a `gold` column in the label file."
     )
-    st.caption(f"Limits: {limits.describe()} (set by the person who started the app).")
+    st.caption(
+        f"Limits: {limits.describe()} (set by the person who started the app). An upload lives in this browser "
+        "tab's session: reloading the page starts again from the sample data, and your file stays on your disk."
+    )
     left, right = st.columns(2)
     for col, which, label in ((left, "file", "Label file"), (right, "gold", "Gold file (optional)")):
         col.file_uploader(

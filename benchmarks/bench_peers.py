@@ -92,7 +92,7 @@ def ours(data, method: str) -> tuple[float, float]:
 
 
 ITERS: dict[str, int] = {}
-FAILED: dict[tuple[int, str], str] = {}  # crowd-kit runs that raised; their accuracy is recorded as inf
+FAILED: list[tuple[str, str]] = []  # (method, message) of crowd-kit runs that raised; their accuracy is inf
 
 
 def _fitted_check_shim() -> None:
@@ -131,8 +131,8 @@ def base_peer(data, method: str) -> tuple[float, float]:
             warnings.simplefilter("ignore")
             labels = make().fit_predict(df)
     except Exception as exc:  # a peer's failure is a finding to print, not a reason to lose the other rows
-        FAILED[(len(FAILED), method)] = f"{type(exc).__name__}: {str(exc)[:100]}"
-        print(f"  crowd-kit {method} failed: {FAILED[(len(FAILED) - 1, method)]}", flush=True)
+        FAILED.append((method, f"{type(exc).__name__}: {str(exc)[:100]}"))
+        print(f"  crowd-kit {method} failed: {FAILED[-1][1]}", flush=True)
         return float("inf"), time.perf_counter() - t
     elapsed = time.perf_counter() - t
     pred = np.full(data.n_items, -1, dtype=np.int64)
@@ -293,7 +293,7 @@ def beside_peers(rows: list[dict], peers: tuple[str, ...]) -> str:
         + ", ".join(f"{NAMES[m]} {min(g):+.3f} / {max(g):+.3f}" for m, g in gaps.items() if g)
         + "."
     )
-    for (_, method), message in FAILED.items():
+    for method, message in FAILED:
         lines.append(f"crowd-kit's {NAMES[method]} raised {message}")
     return "\n".join(lines)
 

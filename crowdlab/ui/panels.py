@@ -311,6 +311,12 @@ def _scores_posterior(run: Run) -> None:
 
 
 # ---------------------------------------------------------------------------- workers
+def _grid_size() -> dict:
+    """A confusion grid in the left of two columns (~330 px at 1024 px): two matrices a row, as more per row
+    squeezed their numbers to ~6 px; taller cells in presenter mode."""
+    return dict(cols=2, cell_height=190 if presenter.is_on() else 150, width_px=330)
+
+
 def majority_agreement(data) -> np.ndarray:
     """(M,) the share of each worker's labels that agree with the (hard) majority vote."""
     mv = majority_labels(data)
@@ -395,9 +401,7 @@ def _truth_workers(data, params: ClassParams, truth: dict, picked: list[int]) ->
                 names,
                 data.class_names,
                 max_workers=MAX_WORKERS,
-                cols=2,  # each worker's estimate beside its truth, legible in the narrow column
-                cell_height=190 if presenter.is_on() else 150,
-                width_px=330,  # the left of two columns
+                **_grid_size(),  # each worker's estimate beside its truth
                 title="Estimated and true Γₘ side by side (columns: true class)",
             )
             st.plotly_chart(fig, key="stepper.true_confusion_chart")
@@ -471,9 +475,7 @@ def workers_panel(run: Run) -> None:
                 data.class_names,
                 max_workers=MAX_WORKERS,
                 workers=picked,
-                cols=2,  # the left column is ~330 px wide at 1024 px: more per row squeezes the numbers to ~6 px
-                cell_height=190 if presenter.is_on() else 150,
-                width_px=330,  # the left of two columns
+                **_grid_size(),
             )
             st.plotly_chart(lab.wrap_title(fig, 44), key="stepper.confusion_chart")
             st.caption(

@@ -8,7 +8,8 @@ with `read_table`, which does all the checks that do not depend on what the colu
    images, Parquet/Arrow/HDF5/SQLite/NumPy files, HTML/XML and JSON (lines) are refused with a named guess and
    what to do ("this looks like a gzip archive: decompress it first");
 3. encoding over the whole file: UTF-8 (with or without BOM), UTF-16 and UTF-32 with a BOM (decoded); UTF-16/32
-   without a BOM, NUL bytes anywhere (row and column named) and bytes that are not UTF-8 (row named) are refused;
+   without a BOM, a UTF-16/32 BOM in front of 8-bit text, NUL bytes anywhere (row and column named) and bytes
+   that are not UTF-8 (row named) are refused;
    the check is streamed in chunks, so it needs no copy of the file;
 4. shape: blank lines before the header, the delimiter (comma, semicolon or tab; sniffed from a bounded sample),
    the number of columns and rows against the limits (counted before parsing), a line with no line break;
@@ -427,6 +428,30 @@ def _check_nul(data: bytes, file: str) -> None:
     )
 
 
+_TEXT_MARKS = frozenset("\n\r,;\t")
+
+
+def _check_misplaced_bom(text: str, rest: bytes, name: str, file: str) -> None:
+    """Refuse a UTF-16/32 byte-order mark in front of 8-bit text: decoded as ``name`` (``text``; empty where that
+    failed) it has no line break or separator at all, while the bytes after the mark read as UTF-8 text that has
+    them (UTF-16 would give one column of CJK-looking characters)."""
+    if not _TEXT_MARKS.isdisjoint(text) or b"\x00" in rest:  # 8-bit text has no NUL bytes; UTF-16/32 text does
+        return
+    try:
+        plain = rest.decode("utf-8")
+    except UnicodeDecodeError:
+        return
+    if _TEXT_MARKS.isdisjoint(plain):
+        return
+    raise DataError(
+        f"the file starts with a {name} byte-order mark (BOM), but the text after it is 8-bit (UTF-8 or ASCII), "
+        f"not {name}: read as {name} it has no line breaks or separators.",
+        file=file,
+        hint="Save the file again as UTF-8 (Excel: Save As > 'CSV UTF-8'), or remove its first "
+        f"{4 if name == 'UTF-32' else 2} bytes, and load it again.",
+    )
+
+
 def to_utf8(data: bytes, file: str) -> bytes:
     """Validate the encoding over the whole file and return UTF-8 bytes without a BOM (a view when possible)."""
     if re.search(rb"\S", data) is None:
@@ -443,6 +468,7 @@ def to_utf8(data: bytes, file: str) -> bytes:
             try:
                 text = data[len(bom) :].decode(codec)
             except UnicodeDecodeError as exc:
+                _check_misplaced_bom("", data[len(bom) :], name, file)
                 row = data[len(bom) : len(bom) + exc.start].decode(codec, "replace").count("\n") + 1
                 raise DataError(
                     f"the file starts like {name} text but is not (bytes at offset {exc.start + len(bom):,} do not "
@@ -451,6 +477,7 @@ def to_utf8(data: bytes, file: str) -> bytes:
                     row=row,
                     hint=UTF8_HINT,
                 ) from None
+            _check_misplaced_bom(text, data[len(bom) :], name, file)
             out = text.encode("utf-8")
             _check_nul(out, file)
             _sniff_kind(out, file)

@@ -453,7 +453,10 @@ def position(slot: RunSlot, run: Run) -> None:
     compact = presenter.is_on()
     where, scrub = st.columns([2, 3], vertical_alignment="center") if compact else (st.container(), st.container())
     where.markdown(f"#### {step_label(run)}")
-    where.caption(f"snapshot {run.index} of {n - 1} · {run.start_description}{tail}")
+    count = f"snapshot {run.index} of {n - 1}"
+    if n == 1 and run.iterative:
+        count = "snapshot 0, the start (Step computes the next)"
+    where.caption(f"{count} · {run.start_description}{tail}")
     if n > 1:
         key = slot.key("scrub")
         st.session_state[key] = run.index

@@ -211,6 +211,20 @@ def table(job: dict) -> pd.DataFrame:
     return out
 
 
+# one number format per column, so that a column's decimals line up (the objective to 0.01 nats, rates to 0.001)
+FORMATS = {"prior": "%g", "objective": "%.2f", "iterations": "%d", "seed": "%d", "optimum": "%d"}
+
+
+def number_formats(t: pd.DataFrame) -> dict:
+    """``column_config`` for a restart or sweep table: :data:`FORMATS`, and 3 decimals for every other float."""
+    out = {}
+    for col in t.columns:
+        fmt = FORMATS.get(col, "%.3f" if pd.api.types.is_float_dtype(t[col]) else None)
+        if fmt is not None:
+            out[col] = st.column_config.NumberColumn(col, format=fmt)
+    return out
+
+
 def current_job(key: str) -> dict | None:
     """The job under ``key`` when it belongs to the working dataset (a job on another dataset is dropped)."""
     job = st.session_state.get(key)
@@ -315,7 +329,7 @@ def restarts_results(job: dict | None, data) -> None:
             "but the names of the classes are swapped, so the accuracy against gold is low."
         )
     right.plotly_chart(plots.objective_spread(t), key="priors.spread_chart")
-    st.dataframe(t, hide_index=True, key="priors.restart_table")
+    st.dataframe(t, hide_index=True, column_config=number_formats(t), key="priors.restart_table")
     labels = [
         f"{r.init}" + (f" (seed {r.seed})" if r.init == "random" else "") + f": objective {r.objective:.6g}"
         for r in t.itertuples()
@@ -366,4 +380,4 @@ def sweep_results(job: dict | None) -> None:
         "A stronger prior pulls every confusion matrix (and the class prior) towards uniform: the objective "
         "(log-likelihood + log prior) changes scale, and a moderate prior often helps workers with few labels."
     )
-    st.dataframe(t, hide_index=True, key="priors.sweep_table")
+    st.dataframe(t, hide_index=True, column_config=number_formats(t), key="priors.sweep_table")

@@ -314,6 +314,14 @@ def test_priors_page_prior_sweep_and_a_bad_strengths_list():
     job = at.session_state[priors_page.SWEEP]
     t = priors_page.table(job)
     assert list(t["prior"]) == [0.0, 2.0, 10.0]
+    # one format per column, so the decimals line up (the audit found 0.8981 beside 0.9 beside 0.88)
+    configs = [json.loads(d.proto.columns) for d in at.dataframe]
+    table = [c for c in configs if "prior" in c]
+    assert len(table) == 1
+    formats = {c: v["type_config"]["format"] for c, v in table[0].items() if "type_config" in v}
+    floats = [c for c in t.columns if t[c].dtype.kind == "f"]
+    assert set(floats) <= set(formats) and formats["objective"] == "%.2f" and formats["prior"] == "%g"
+    assert formats["accuracy"] == formats["mean worker accuracy"] == "%.3f"
     ref = sweep.prior_sweep(load_sample("bluebirds"), "ds", [0.0, 2.0, 10.0])
     np.testing.assert_allclose(t["objective"], ref["objective"])
     spec = _chart(at, "priors.sweep_chart")
@@ -459,6 +467,16 @@ def test_back_after_e_then_m_gives_after_e_as_the_scrubber_does():
     assert at.slider(key=state.W_SCRUB).value == 1  # the scrubber shows the same snapshot
     _click(at, "stepper.back")
     assert _step_label(at) == "iteration 0, initialisation" and at.button(key="stepper.back").disabled
+    assert any(c.value.startswith("snapshot 0 of 2 · ") for c in at.caption)
+
+
+def test_a_fresh_run_calls_its_one_snapshot_the_start_not_0_of_0():
+    at = _open()
+    captions = [c.value for c in at.caption]
+    assert any(c.startswith("snapshot 0, the start (Step computes the next) · ") for c in captions), captions
+    assert not any("snapshot 0 of 0" in c for c in captions)
+    _click(at, "stepper.step")
+    assert any(c.value.startswith("snapshot 2 of 2 · ") for c in at.caption)
 
 
 def _step_label(at: AppTest) -> str:

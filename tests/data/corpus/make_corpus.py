@@ -145,6 +145,23 @@ def labels_corpus() -> None:
         codecs.BOM_UTF16_LE + "item,worker,label\n".encode("utf-16-le") + b"\x00\xd8",
         error("UTF-16"),
     )
+    # real UTF-16 cut short by one byte: still called broken UTF-16, not 8-bit text behind a stray mark
+    put(
+        "utf16_truncated.csv",
+        ("item,worker,label\na,w1,x\na,w2,y\nb,w1,x\n").encode("utf-16")[:-1],
+        error("starts like UTF-16 text but is not", "row 4"),
+    )
+    # a UTF-16 byte-order mark in front of UTF-8 text (an even byte count decodes, as one column of CJK characters)
+    put(
+        "utf16_bom_on_utf8.csv",
+        codecs.BOM_UTF16_LE + b"item,worker,label\na,w1,x\na,w2,y\nb,w1,xy\n",
+        error("UTF-16 byte-order mark", "8-bit (UTF-8 or ASCII)", "remove its first 2 bytes"),
+    )
+    put(
+        "utf32_bom_on_utf8.csv",
+        codecs.BOM_UTF32_LE + b"item,worker,label\na,w1,x\na,w2,y\nb,w1,xyzabc\n",
+        error("UTF-32 byte-order mark", "remove its first 4 bytes"),
+    )
     # ---- rows and cells
     put("blank_rows.csv", "item,worker,label\na,w1,x\n\n,,\na,w2,y\n", loads(2, "Skipped 2 empty rows (rows 3, 4)"))
     put("header_repeated.csv", BASE + BASE, loads(2 * BASE_ROWS, "repeat the header row (row 8)"))

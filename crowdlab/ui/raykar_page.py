@@ -463,7 +463,8 @@ def roc_panel(run: Run, extra: dict) -> None:
         true_fpr=None if "beta" not in extra else 1.0 - np.asarray(extra["beta"])[shown],
         true_tpr=None if "alpha" not in extra else np.asarray(extra["alpha"])[shown],
         kinds=None if kinds is None else [kinds[m] for m in shown],
-        height=335,  # the square plot is as wide as its narrow column (about 140 px): a taller figure only adds blank space
+        # the square plot is as wide as its narrow column (about 140 px): a taller figure only adds blank space
+        height=335,
     )
     st.plotly_chart(lab.wrap_title(fig, 26), key="raykar.roc_chart")
     note = "Each annotator's (1 − β, α) at init and every M-step up to the cursor; top left is perfect"

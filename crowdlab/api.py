@@ -6,6 +6,7 @@ from crowdlab.data import Annotations
 from crowdlab.em import Run
 from crowdlab.models import ONLINE_MODELS, make_model
 
+PARAMS_BUDGET = 256 * 2**20  # bytes of stored parameter sets a fit keeps before the oldest go (Run.params_budget)
 ONLINE_OPTIONS = ("eta0", "tau0", "rho", "buckets", "passes", "batch_size", "n_items", "init_accuracy", "worker_steps")
 
 
@@ -39,7 +40,10 @@ def fit(
     ``history()``); ``prior`` (pseudo-counts) defaults to 1 there and to 0 (maximum likelihood) elsewhere.
 
     The run keeps the posteriors of its last two snapshots only (older ones are recomputed on demand), so a
-    long fit on 10^7 labels does not hold one posterior per half-step; build a :class:`Run` yourself to keep all.
+    long fit on 10^7 labels does not hold one posterior per half-step, and at most :data:`PARAMS_BUDGET` (256 MiB)
+    of parameter sets, the oldest going first (their objectives stay in ``history()``), so a long fit with many
+    workers and classes does not hold one set of confusion matrices per iteration; build a :class:`Run` yourself
+    to keep all.
     It stops when EM has converged (:attr:`Run.converged`: the objective has stopped changing *and* the parameters
     are contracting to a fixed point, so a plateau is not mistaken for the end), stalls, or reaches ``max_iter``;
     ``run.stop_reason`` says which. ``model_options`` go to the model's constructor (e.g.
@@ -61,6 +65,16 @@ def fit(
     prior = 0.0 if prior is None else prior
     semi = {"known": known, "reveal": reveal, "reveal_seed": reveal_seed} if known is not None or reveal else {}
     model = make_model(method, prior=prior, hard=hard, **(model_options or {}), **semi)
-    run = Run(data, model, init, seed=seed, tol=tol, max_iter=max_iter, keep_posteriors=2, **init_kwargs)
+    run = Run(
+        data,
+        model,
+        init,
+        seed=seed,
+        tol=tol,
+        max_iter=max_iter,
+        keep_posteriors=2,
+        params_budget=PARAMS_BUDGET,
+        **init_kwargs,
+    )
     run.run()
     return run

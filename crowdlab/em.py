@@ -65,6 +65,10 @@ def param_vector(params) -> np.ndarray | None:
     return np.concatenate(parts) if parts else None
 
 
+def _nbytes(vec: np.ndarray | None) -> int:
+    return 0 if vec is None else int(vec.nbytes)
+
+
 def nonfinite_entries(params, prefix: str = "") -> list[str]:
     """Names (with the first bad value) of the parameters of ``params`` that hold NaN or +-inf.
 
@@ -229,11 +233,18 @@ class Run:
         max_iter: int = 500,
         keep_posteriors: int | None = None,
         param_tol: float | None = PARAM_TOL,
+        params_budget: int | None = None,
         **init_kwargs,
     ) -> None:
         """``keep_posteriors``: None keeps every snapshot's posterior (the app: scrubbing recomputes nothing);
         an integer k keeps only the last k (a long non-interactive fit at 10^7 labels would otherwise hold one
-        (N, K) array per half-step); older posteriors are then recomputed from the stored parameters on access."""
+        (N, K) array per half-step); older posteriors are then recomputed from the stored parameters on access.
+
+        ``params_budget``: None keeps every snapshot's parameters (the app draws their trails); a number of bytes
+        lets the oldest parameter sets go (the start's and the last few snapshots' always stay) once the stored
+        ones pass it. Confusion matrices of 38 workers x 94 classes take 2.7 MB per iteration: 10,000 iterations
+        would hold 27 GB. Moving the cursor to a snapshot whose parameters were let go raises ValueError; the snapshot
+        stays in the list with its objective, bound and parameter change (:meth:`history` is whole)."""
         model.check(data)
         self.data = data
         self.model = model
@@ -245,6 +256,7 @@ class Run:
         self.stop_reason: str | None = None
         self.init_kwargs = init_kwargs
         self.keep_posteriors = keep_posteriors
+        self.params_budget = None if params_budget is None else int(params_budget)
         self.iterative = not isinstance(model, MajorityVote)
         self.snapshots: list[Snapshot] = []
         self.index = 0
@@ -255,6 +267,8 @@ class Run:
     def _start(self) -> None:
         self.__dict__.pop("_recomputed", None)
         self.__dict__.pop("_argmax_memo", None)
+        self._param_bytes = 0  # bytes of the M-steps' parameter sets still stored (see params_budget)
+        self._released_upto = 1  # snapshots 1 .. this - 1 have let their parameters go
         if not self.iterative:
             q = self.model.posterior(self.data)
             self.snapshots = [Snapshot(0, "init", 0, None, q, None, None, np.zeros(0, np.int64))]
@@ -404,7 +418,52 @@ class Run:
         self.snapshots.append(snap)
         self.index = snap.index
         self._prune()
+        if kind == "M" and self.params_budget is not None:
+            self._param_bytes += _nbytes(vec if vec is not None else param_vector(params))
+            self._release_params()
         return snap
+
+    def _release_params(self) -> None:
+        """Let the oldest parameter sets go while the stored ones pass ``params_budget`` bytes; the start's and
+        those of the last few snapshots (every posterior still stored, and two more) stay."""
+        stop = len(self.snapshots) - max(self.keep_posteriors or 2, 2) - 2
+        i = self._released_upto
+        while self._param_bytes > self.params_budget and i < stop:
+            s = self.snapshots[i]
+            if s.params is not None:
+                if s.kind == "M":
+                    self._param_bytes -= _nbytes(param_vector(s.params))
+                object.__setattr__(s, "params", None)
+                object.__setattr__(s, "q", None)
+                object.__setattr__(s, "posterior", None)
+            i += 1
+        # an E-step holds the parameters of the M-step before it: when those went, it goes too
+        while i < stop and self.snapshots[i].kind == "E" and i > 1 and self.snapshots[i - 1].params is None:
+            for name in ("params", "q", "posterior"):
+                object.__setattr__(self.snapshots[i], name, None)
+            i += 1
+        self._released_upto = i
+
+    def released(self, i: int) -> bool:
+        """Whether snapshot ``i`` can no longer be shown (``params_budget``): it let its parameters go, or its
+        posterior went and the parameters it would be recomputed from did. The cursor cannot move there."""
+        f = self._released_upto
+        return self.iterative and f > 1 and 0 < i <= f and self.snapshots[i].q is None
+
+    def _cursor_to(self, index: int) -> Snapshot:
+        index = int(np.clip(index, 0, len(self.snapshots) - 1))
+        if self.released(index):
+            raise ValueError(self._released_message(index))
+        self.index = index
+        return self.current
+
+    def _released_message(self, i: int) -> str:
+        first = next(j for j in range(i, len(self.snapshots)) if not self.released(j))
+        return (
+            f"snapshot {i} was let go to bound the memory (params_budget={self.params_budget:,} bytes): snapshot 0 "
+            f"and snapshots {first} to {len(self.snapshots) - 1} are kept. Build a Run without params_budget to "
+            "keep every snapshot."
+        )
 
     def _param_vector(self, params) -> np.ndarray | None:
         """``param_vector(params)``, remembered for the last two parameter sets (each is compared twice)."""
@@ -461,6 +520,8 @@ class Run:
         s = self.snapshots[i]
         if s.q is not None:
             return s
+        if self.released(i):
+            raise ValueError(self._released_message(i))
         cache = self.__dict__.setdefault("_recomputed", {})
         hit = cache.get(i)
         if hit is not None and hit[0] is s:
@@ -531,13 +592,11 @@ class Run:
 
     def back(self) -> Snapshot:
         """Go back one half-step (after E, M: back gives "after E"), as the scrubber does; nothing is recomputed."""
-        self.index = max(self.index - 1, 0)
-        return self.current
+        return self._cursor_to(max(self.index - 1, 0))
 
     def goto(self, index: int) -> Snapshot:
         """Scrub: move the cursor to a snapshot already computed."""
-        self.index = int(np.clip(index, 0, len(self.snapshots) - 1))
-        return self.current
+        return self._cursor_to(index)
 
     def reset(self) -> Snapshot:
         """Forget every step and start again from the initialisation."""

@@ -181,6 +181,49 @@ def test_keep_posteriors_drops_old_ones_and_recomputes_them_exactly(data):
     assert lean.violations == []
 
 
+def test_params_budget_lets_the_oldest_parameter_sets_go_and_keeps_the_numbers(data):
+    full = Run(data, DawidSkene())
+    full.run(max_iter=30)
+    one = full.snapshots[2].params.gamma.nbytes + full.snapshots[2].params.pi.nbytes  # one M-step's parameters
+    lean = Run(data, DawidSkene(), keep_posteriors=2, params_budget=3 * one)
+    lean.run(max_iter=30)
+    n = len(lean.snapshots)
+    assert n == len(full.snapshots) == 61
+    kept = [i for i, s in enumerate(lean.snapshots) if s.params is not None]
+    assert kept[0] == 0 and kept[1:] == list(range(kept[1], n))  # the start, then an unbroken tail
+    assert sum(lean.snapshots[i].kind == "M" for i in kept[1:]) <= 4  # the budget (3 sets) and the current one
+    np.testing.assert_array_equal(lean.history()["objective"], full.history()["objective"])
+    np.testing.assert_array_equal([s.param_change for s in lean.snapshots], [s.param_change for s in full.snapshots])
+    np.testing.assert_array_equal(lean.labels(), full.labels())
+    np.testing.assert_array_equal(lean.params.gamma, full.params.gamma)
+    # the cursor walks back over what is kept (posteriors recomputed exactly), then stops with a clear message
+    i = n - 1
+    while not lean.released(i - 1):
+        np.testing.assert_allclose(lean.back().q, full.snapshots[i - 1].q, atol=1e-12)
+        i -= 1
+    assert i >= n - 5
+    with pytest.raises(ValueError, match=rf"snapshot {i - 1} was let go .* snapshots {i} to {n - 1} are kept"):
+        lean.back()
+    assert lean.index == i  # the cursor did not move
+    with pytest.raises(ValueError, match="params_budget"):
+        lean.goto(5)
+    np.testing.assert_allclose(lean.goto(0).q, full.snapshots[0].q, atol=1e-12)  # the start always stays
+    assert lean.violations == []
+
+
+def test_fit_bounds_its_parameter_memory_and_keeps_everything_under_the_budget(data, monkeypatch):
+    import crowdlab as cl
+    from crowdlab import api
+
+    small = cl.fit(data, "ds", max_iter=20)
+    assert all(s.params is not None for s in small.snapshots)  # a normal fit is far below 256 MiB
+    monkeypatch.setattr(api, "PARAMS_BUDGET", 4 * small.params.gamma.nbytes)
+    lean = cl.fit(data, "ds", max_iter=20)
+    assert lean.params_budget == 4 * small.params.gamma.nbytes
+    assert sum(s.params is None for s in lean.snapshots) > 20
+    np.testing.assert_array_equal(lean.history()["objective"], small.history()["objective"])
+
+
 def test_objective_after_an_exact_e_step_is_reused_not_recomputed(data):
     run = Run(data, DawidSkene())
     run.step()

@@ -88,10 +88,10 @@ def worker_report(run, *, level: float = 0.95, intervals: bool = True) -> pd.Dat
     params = run.params
     if data.is_continuous or not hasattr(params, "gamma"):
         raise ModelError("Worker reports need a class model with confusion matrices (not the scores model).")
-    gamma, pi = params.gamma, params.pi
+    gamma = params.gamma
     M, K = data.n_workers, data.n_classes
     n = np.bincount(data.worker, minlength=M)
-    acc = np.diagonal(gamma, axis1=1, axis2=2) @ pi
+    acc = params.worker_accuracy()  # under the class prior; an HMM weighs by its chain's stationary distribution
     labels = run.labels()
     hit = (data.label == labels[data.item]).astype(np.float64)
     agreement = np.bincount(data.worker, weights=hit, minlength=M) / np.maximum(n, 1)

@@ -121,3 +121,21 @@ def test_the_fallback_interval_is_the_exact_binomial_one_at_the_estimate():
     # fewer labels, a wider interval, at about the same accuracy
     few, many = df.n_labels.idxmin(), df.n_labels.idxmax()
     assert df.upper[few] - df.lower[few] > 3 * (df.upper[many] - df.lower[many])
+
+
+def test_the_report_shows_the_models_own_accuracy_and_an_hmm_interval_holds_it():
+    """An HMM weighs a worker's diagonal by its chain's stationary distribution (``worker_accuracy``); the report
+    weighed by the start distribution pi0, so on CoNLL the CLI's workers.csv said 0.853 in [0.635, 0.661]."""
+    from crowdlab.simulate import simulate_sequences
+
+    sim = simulate_sequences(30, 25, 3, 5, pi0=[0.9, 0.05, 0.05], seed=3)  # pi0 far from stationary
+    run = cl.fit(sim.annotations, "hmm", max_iter=50)
+    df = worker_report(run)
+    np.testing.assert_allclose(df.accuracy, run.params.worker_accuracy(), rtol=0, atol=1e-15)
+    assert not np.allclose(
+        run.params.worker_accuracy(), np.diagonal(run.params.gamma, axis1=1, axis2=2) @ run.params.pi
+    )
+    assert ((df.lower <= df.accuracy) & (df.accuracy <= df.upper)).all()
+    for method in ("ds", "ibcc", "glad"):
+        fit = cl.fit(sim.annotations, method)
+        np.testing.assert_allclose(worker_report(fit).accuracy, fit.params.worker_accuracy(), rtol=0, atol=1e-15)

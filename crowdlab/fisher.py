@@ -847,10 +847,12 @@ def worker_intervals(
     "native" (one-coin theta_m; two-coin alpha_m, beta_m; Dawid-Skene Gamma_m(k, k)) or "all". ``scale``:
     "linear" (estimate +- z se, clipped to [0, 1]) or "logit" (the interval of logit(estimate), mapped back).
 
-    A row whose estimate is on the boundary (within 1e-6 of 0 or 1) or whose standard error is 0 (every parameter
-    it depends on is fixed) gets the exact Clopper-Pearson interval of its expected counts instead (treating the
-    posterior labels as known), with a note. Returns a DataFrame with columns worker, parameter, estimate, se,
-    lower, upper, n_labels, note; ``df.attrs["notes"]`` holds the notes of :func:`observed_information`.
+    A row whose estimate is on the boundary (within 1e-6 of 0 or 1), whose standard error is 0 (every parameter
+    it depends on is fixed) or that rests on a confusion column with less than one expected label (set by the
+    M-step's rule for empty columns, not by data) gets the exact Clopper-Pearson interval of its expected counts
+    instead (treating the posterior labels as known), with a note. Returns a DataFrame with columns worker,
+    parameter, estimate, se, lower, upper, n_labels, note; ``df.attrs["notes"]`` holds the notes of
+    :func:`observed_information`.
 
     Good/bad scores model: rows of the item means ("mu", ``worker`` = the item name, clipped to [low, high]), then
     "sigma" and "pi_good"; ``what`` is ignored (no per-worker accuracy exists), see :func:`_score_intervals`.
@@ -914,6 +916,11 @@ def worker_intervals(
                 C.sum(axis=(1, 2)),
             )
         )
+    # a worker's accuracy weighs every column of its confusion matrix (one-coin: its one theta); a column resting
+    # on less than one expected label is set by the M-step's rule for empty columns, not by data, and the delta
+    # method then reports an interval as narrow as the data are thin (a worker with 1 label: 0.32 in [0.29, 0.35])
+    columns = C.sum(axis=1)  # (M, K): expected labels per true class
+    thin_worker = (columns < 1.0).any(axis=1) if lay.kind != "one_coin" else C.sum(axis=(1, 2)) < 1.0
 
     z = float(norm.ppf(0.5 + level / 2))
     frames = []
@@ -921,6 +928,7 @@ def worker_intervals(
     for wk, name, J, est, s, t in blocks:
         se = np.sqrt(info.variance(J))
         est = np.asarray(est, dtype=np.float64)
+        thin = thin_worker[wk] if name == "accuracy" else np.asarray(t, dtype=np.float64) < 1.0
         on_edge = (est <= BOUNDARY) | (est >= 1.0 - BOUNDARY) | (se <= 1e-12)
         if scale == "linear":
             lo, hi = np.clip(est - z * se, 0.0, 1.0), np.clip(est + z * se, 0.0, 1.0)
@@ -929,11 +937,13 @@ def worker_intervals(
             half = z * se / (e * (1.0 - e))
             lo, hi = expit(logit(e) - half), expit(logit(e) + half)
         cp_lo, cp_hi = clopper_pearson(s, t, level)
-        lo, hi = np.where(on_edge, cp_lo, lo), np.where(on_edge, cp_hi, hi)
+        exact = on_edge | thin
+        lo, hi = np.where(exact, cp_lo, lo), np.where(exact, cp_hi, hi)
+        tail = "no Wald interval; exact binomial interval of the expected counts (labels taken as known)"
         note = np.where(
             on_edge,
-            "on the boundary: no Wald interval; exact binomial interval of the expected counts (labels taken as known)",
-            "",
+            f"on the boundary: {tail}",
+            np.where(thin, f"a confusion column rests on less than one expected label: {tail}", ""),
         )
         frames.append(
             pd.DataFrame(

@@ -193,6 +193,28 @@ def test_worker_intervals_table():
     assert np.all((lg.lower < lg.estimate) & (lg.estimate < lg.upper) & (lg.lower > 0) & (lg.upper < 1))
 
 
+def test_a_worker_with_an_unlabelled_confusion_column_gets_the_exact_interval():
+    # dogs: worker 38 has 1 label, so three of its four confusion columns are set by the M-step's rule for empty
+    # columns; the delta method gave its accuracy 0.32 the interval [0.294, 0.346]
+    from crowdlab.samples import load_sample
+
+    data = load_sample("dogs")
+    run = fit(data, "ds")
+    df = fisher.worker_intervals(run)
+    columns = fisher.observed_information(run.model, data, run.params).expected_counts.sum(axis=1)
+    thin = (columns < 1.0).any(axis=1)
+    assert 20 < thin.sum() < data.n_workers
+    notes = df["note"].to_numpy()
+    assert all("less than one expected label" in n or "boundary" in n for n in notes[thin])
+    assert not any("less than one expected label" in n for n in notes[~thin])
+    one = int(np.flatnonzero(data.labels_per_worker == 1)[0])
+    row = df.iloc[one]
+    assert row.upper - row.lower > 0.9 and row.lower <= row.estimate <= row.upper
+    # well-labelled workers keep their Wald interval, and every interval holds its estimate
+    assert (notes == "").sum() > 60
+    assert ((df.lower <= df.estimate + 1e-12) & (df.estimate <= df.upper + 1e-12)).all()
+
+
 def test_boundary_estimates_get_a_note_not_nan():
     # worker 0 is always right, so its one-coin accuracy is exactly 1
     rng = np.random.default_rng(0)

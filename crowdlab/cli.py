@@ -3,22 +3,26 @@
 Writes ``posteriors.csv`` (posterior per class, hard label, confidence; scores model: estimated item means),
 ``labels.csv`` (item, label), ``workers.csv`` and ``params.json`` (worker parameters, class prior),
 ``history.json`` (the objective after every half-step, convergence, violations) and ``metrics.json`` (against
-gold, when given), then prints a summary. A bad file prints the reader's message and exits with status 2. CSV
-cells that a spreadsheet would run as a formula are escaped (:func:`crowdlab.export.write_csv`); names printed in
-the summary lose control characters (:func:`crowdlab.safe.plain`).
+gold, when given), then prints a summary. A bad file, an option out of its range or an ``--out`` folder that would
+overwrite an input prints a one-line message and exits with status 2 (before anything is written). CSV cells that a
+spreadsheet would run as a formula are escaped (:func:`crowdlab.export.write_csv`); names printed in the summary lose
+control characters (:func:`crowdlab.safe.plain`).
 """
 
 from __future__ import annotations
 
 import argparse
+import glob
 import io
+import math
+import os
 import sys
 from pathlib import Path
 
 import numpy as np
 
 from crowdlab import safe
-from crowdlab.errors import CrowdlabError, ModelError
+from crowdlab.errors import CrowdlabError
 from crowdlab.export import (
     history_dict,
     metrics_dict,
@@ -30,6 +34,16 @@ from crowdlab.export import (
 )
 from crowdlab.init import INITS
 from crowdlab.models import CLASS_PRIOR_MODELS, MODELS, ONLINE_MODELS
+
+
+class OptionError(CrowdlabError, ValueError):
+    """A command-line option out of its range, options that do not go together, or an ``--out`` folder that cannot
+    take the output (it would overwrite an input, or it is a file)."""
+
+
+# what ``fit`` may write into --out (metrics.json only with gold); the engines write all but metrics.json
+OUTPUTS = ("posteriors.csv", "labels.csv", "workers.csv", "params.json", "history.json", "metrics.json")
+ENGINE_OUTPUTS = ("posteriors.csv", "labels.csv", "workers.csv", "params.json", "history.json")
 
 
 def prog_name(argv0: str | None = None) -> str:
@@ -120,27 +134,65 @@ def build_parser() -> argparse.ArgumentParser:
     return p
 
 
-def cmd_fit(args: argparse.Namespace) -> int:
+def plural(n: int, one: str, many: str | None = None) -> str:
+    """``1 item``, ``2 items``; ``many`` for irregular plurals (``pass`` -> ``passes``)."""
+    return f"{n} {one if n == 1 else (many or one + 's')}"
+
+
+def _number_checks(args: argparse.Namespace):
+    """(option, value, whether it is in range, what it must be) for every numeric option of ``fit``."""
+    finite = lambda x: x is not None and math.isfinite(x)  # noqa: E731
+    whole = "a whole number"
+    return (
+        ("--prior", args.prior, args.prior is None or (finite(args.prior) and args.prior >= 0), "a finite number >= 0"),
+        ("--tol", args.tol, finite(args.tol) and args.tol >= 0, "a finite number >= 0 (relative change)"),
+        ("--max-iter", args.max_iter, args.max_iter >= 0, f"{whole} >= 0 (0 stops at the start)"),
+        ("--seed", args.seed, args.seed >= 0, f"{whole} >= 0"),
+        ("--tie-seed", args.tie_seed, args.tie_seed >= 0, f"{whole} >= 0"),
+        ("--reveal-seed", args.reveal_seed, args.reveal_seed >= 0, f"{whole} >= 0"),
+        ("--reveal", args.reveal, args.reveal is None or 0 <= args.reveal <= 1, "a fraction between 0 and 1"),
+        ("--delta", args.delta, args.delta is None or (finite(args.delta) and args.delta >= 0), "a finite number >= 0"),
+        ("--eta0", args.eta0, finite(args.eta0) and args.eta0 > 0, "a finite number > 0"),
+        ("--tau0", args.tau0, finite(args.tau0) and args.tau0 >= 0, "a finite number >= 0"),
+        ("--rho", args.rho, finite(args.rho) and args.rho >= 0, "a finite number >= 0 (converges for 0.5 < rho <= 1)"),
+        ("--buckets", args.buckets, args.buckets is None or args.buckets >= 1, f"{whole} >= 1"),
+        ("--passes", args.passes, args.passes >= 1, f"{whole} >= 1"),
+        ("--batch-size", args.batch_size, args.batch_size >= 1, f"{whole} >= 1"),
+        ("--chunk-rows", args.chunk_rows, args.chunk_rows >= 1, f"{whole} >= 1"),
+        ("--npartitions", args.npartitions, args.npartitions is None or args.npartitions >= 1, f"{whole} >= 1"),
+    )
+
+
+def check_options(args: argparse.Namespace) -> None:
+    """Refuse an option out of its range, or options that do not go together, before any file is read."""
+    for option, value, ok, want in _number_checks(args):
+        if not ok:
+            shown = f"{value:g}" if isinstance(value, float) else value
+            raise OptionError(f"{option} must be {want}, not {shown}.")
     if args.class_prior is not None and args.method not in CLASS_PRIOR_MODELS:
-        raise ModelError(
+        raise OptionError(
             f"--class-prior applies to --method {', '.join(CLASS_PRIOR_MODELS)} only; the other methods estimate "
             "their class prior (or have none)."
         )
-    if args.stream or args.engine != "memory":
-        return cmd_fit_engine(args, "stream" if args.stream else args.engine)
-    from crowdlab.api import fit
-    from crowdlab.data import read_annotations, read_sequences
+    if args.method in ONLINE_MODELS:
+        used = (("--hard", args.hard), ("--known", args.known), ("--reveal", args.reveal is not None))
+        ignored = [name for name, given in used if given]
+        if ignored:
+            raise OptionError(
+                f"{', '.join(ignored)} cannot be used with --method {args.method}: online EM is soft and fixes no "
+                "item's class (use a batch method such as ds)."
+            )
+        if not 0.5 < args.rho <= 1:
+            print(
+                f"warning: --rho {args.rho} is outside (0.5, 1], where the Robbins-Monro conditions guarantee "
+                "convergence; running anyway.",
+                file=sys.stderr,
+            )
 
-    kind = "continuous" if args.method == "scores" and args.kind == "auto" else args.kind
-    if args.fmt == "sequences" or (args.method == "hmm" and args.fmt == "auto"):
-        data = read_sequences(args.file, gold=args.gold, where="cli")
-    else:
-        data = read_annotations(args.file, gold=args.gold, fmt=args.fmt, kind=kind, where="cli")
+
+def _model_options(args: argparse.Namespace) -> dict:
+    """The options ``fit`` passes to the model's constructor (``model_options``)."""
     options = {}
-    if args.edges:
-        from crowdlab.graph import read_edges
-
-        data = read_edges(args.edges, data, where="cli")
     if args.method == "mrf":
         options = {"delta": args.delta, "e_step": args.e_step}
     elif args.method == "mv":
@@ -150,6 +202,101 @@ def cmd_fit(args: argparse.Namespace) -> int:
         options = {k: getattr(args, k) for k in keys}
     if args.class_prior is not None:
         options["class_prior"] = args.class_prior
+    return options
+
+
+def check_model(args: argparse.Namespace, options: dict) -> None:
+    """Build the model as :func:`crowdlab.fit` will, so that an option its constructor refuses (``--hard`` for a
+    variational method) is a usage error before any file is read; only the constructor's ValueError is caught."""
+    from crowdlab.models import make_model
+
+    if args.method in ONLINE_MODELS:
+        extra = {"seed": args.seed, **({} if args.prior is None else {"prior": args.prior})}
+    else:
+        extra = {"prior": 0.0 if args.prior is None else args.prior, "hard": args.hard}
+    try:
+        make_model(args.method, **options, **extra)
+    except CrowdlabError:
+        raise
+    except ValueError as exc:
+        if args.hard:
+            try:
+                make_model(args.method, **options, **{**extra, "hard": False})
+            except ValueError:
+                pass
+            else:
+                raise OptionError(
+                    f"--method {args.method} has no hard-EM version (it keeps a full posterior): drop --hard."
+                ) from None
+        raise OptionError(f"--method {args.method}: {exc}") from None
+
+
+def _same_file(a, b) -> bool:
+    try:
+        return os.path.samefile(a, b)
+    except (OSError, ValueError):  # either missing (an output not yet written), or an unusable name
+        return False
+
+
+def _input_paths(args: argparse.Namespace) -> list[str]:
+    """Every local file or folder the command reads: FILE (each match of a glob for the Dask engine), --gold,
+    --known, --edges."""
+    paths = [args.file]
+    if any(c in args.file for c in "*?["):
+        paths += glob.glob(args.file)
+    return paths + [p for p in (args.gold, args.known, args.edges) if p]
+
+
+def check_out(args: argparse.Namespace, names=OUTPUTS) -> Path:
+    """The --out folder, refused when it is a file, lies under a file, or when one of the ``names`` written there
+    would be an input (the same file: compared with os.path.samefile, so links and case-insensitive names count)."""
+    out = Path(args.out)
+    for folder in (out, *out.parents):
+        if folder.exists():
+            if not folder.is_dir():
+                where = "is a file" if folder == out else f"lies under the file {folder}"
+                raise OptionError(f"--out {out} {where}; --out takes a folder (created if missing).")
+            break
+    inputs = _input_paths(args)
+    for src in inputs:
+        if _same_file(src, out):
+            raise OptionError(f"--out {out} is the input {src}; choose another folder.")
+    for name in names:
+        target = out / name
+        if target.is_dir():
+            raise OptionError(f"--out {out} holds a folder named {name}, which fit writes; choose another folder.")
+        for src in inputs:
+            if _same_file(src, target):
+                raise OptionError(
+                    f"--out {out} would overwrite the input {src} with the output {name}; nothing was written. "
+                    "Choose another --out folder."
+                )
+    return out
+
+
+def _cannot_write(exc: OSError) -> OptionError:
+    return OptionError(f"cannot write {exc.filename or 'the output'}: {exc.strerror or exc}.")
+
+
+def cmd_fit(args: argparse.Namespace) -> int:
+    check_options(args)
+    if args.stream or args.engine != "memory":
+        return cmd_fit_engine(args, "stream" if args.stream else args.engine)
+    options = _model_options(args)
+    check_model(args, options)
+    out = check_out(args)
+    from crowdlab.api import fit
+    from crowdlab.data import read_annotations, read_sequences
+
+    kind = "continuous" if args.method == "scores" and args.kind == "auto" else args.kind
+    if args.fmt == "sequences" or (args.method == "hmm" and args.fmt == "auto"):
+        data = read_sequences(args.file, gold=args.gold, where="cli")
+    else:
+        data = read_annotations(args.file, gold=args.gold, fmt=args.fmt, kind=kind, where="cli")
+    if args.edges:
+        from crowdlab.graph import read_edges
+
+        data = read_edges(args.edges, data, where="cli")
     known = _known_codes(args.known, data) if args.known else None
     run = fit(
         data,
@@ -165,7 +312,6 @@ def cmd_fit(args: argparse.Namespace) -> int:
         reveal=args.reveal,
         reveal_seed=args.reveal_seed,
     )
-    out = Path(args.out)
     post = posterior_frame(run)
     if args.method == "hmm":
         names = list(data.class_names)
@@ -176,14 +322,22 @@ def cmd_fit(args: argparse.Namespace) -> int:
     texts = {"params.json": to_json(params_dict(run)), "history.json": to_json(history_dict(run))}
     if metrics:
         texts["metrics.json"] = to_json(metrics)
-    out.mkdir(parents=True, exist_ok=True)
-    write_csv(post, out / "posteriors.csv")
-    if "label" in post:
-        write_csv(post[["item", "label"]], out / "labels.csv")
-    write_csv(workers, out / "workers.csv")
-    for name, text in texts.items():
-        (out / name).write_text(text)
-    _print_summary(run, workers, metrics, out)
+    written = []
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+        write_csv(post, out / "posteriors.csv")
+        written.append("posteriors.csv")
+        if "label" in post:
+            write_csv(post[["item", "label"]], out / "labels.csv")
+            written.append("labels.csv")
+        write_csv(workers, out / "workers.csv")
+        written.append("workers.csv")
+        for name, text in texts.items():
+            (out / name).write_text(text)
+            written.append(name)
+    except OSError as exc:
+        raise _cannot_write(exc) from None
+    _print_summary(run, workers, metrics, out, written)
     return 0
 
 
@@ -210,7 +364,7 @@ def cmd_fit_engine(args: argparse.Namespace, engine: str) -> int:
             ("--hard", args.hard),
             ("--edges", args.edges),
             ("--known", args.known),
-            ("--reveal", args.reveal),
+            ("--reveal", args.reveal is not None),
             (f"--init {args.init}", args.init != "majority"),
             (f"--format {args.fmt}", args.fmt not in ("auto", "long")),
             (f"--kind {args.kind}", args.kind == "continuous"),
@@ -224,6 +378,7 @@ def cmd_fit_engine(args: argparse.Namespace, engine: str) -> int:
             file=sys.stderr,
         )
         return 2
+    out = check_out(args, ENGINE_OUTPUTS)
     if engine == "stream":
         from crowdlab.stream import fit_file
 
@@ -251,41 +406,46 @@ def cmd_fit_engine(args: argparse.Namespace, engine: str) -> int:
             where="cli",
         )
         frames = [run.posterior_frame()]
-    out = Path(args.out)
-    workers = write_outputs(run, out, frames)
-    _print_summary(run, workers, {}, out)
+    try:
+        workers = write_outputs(run, out, frames)
+    except OSError as exc:
+        raise _cannot_write(exc) from None
+    _print_summary(run, workers, {}, out, ENGINE_OUTPUTS)
     print(f"engine: {engine}; {run.stop_reason}")
     return 0
 
 
-def _print_summary(run, workers, metrics: dict, out: Path) -> None:
+def _print_summary(run, workers, metrics: dict, out: Path, written) -> None:
     d = run.data
     kind = "continuous scores" if d.is_continuous else f"{d.n_classes} classes"
-    print(f"{safe.plain(d.name or 'data')}: {d.n_items} items, {d.n_workers} workers, {d.n_obs} labels, {kind}")
+    counts = f"{plural(d.n_items, 'item')}, {plural(d.n_workers, 'worker')}, {plural(d.n_obs, 'label')}"
+    print(f"{safe.plain(d.name or 'data')}: {counts}, {kind}")
     for note in d.notes:
         print(f"note: {safe.plain(note)}")
     print(f"method: {run.model.info.title}; start: {run.start_description}")
     if getattr(run.model, "semi_supervised", False):
         n_known = int((run.model.known_classes(d) >= 0).sum())
-        print(f"semi-supervised: {n_known} items keep their known class (they count in the metrics below)")
+        keep = "item keeps its known class (it counts" if n_known == 1 else "items keep their known class (they count"
+        print(f"semi-supervised: {n_known} {keep} in the metrics below)")
     if args_online := hasattr(run, "progress"):
         from crowdlab.models.online import format_table
 
         print(format_table(run.progress.rows))
         h = run.objective_history()
-        print(f"online EM: {run.last.iteration} passes, {run.last.t} updates; {run.model.objective_name} = {h[-1]:.6f}")
+        steps = f"{plural(run.last.iteration, 'pass', 'passes')}, {plural(run.last.t, 'update')}"
+        print(f"online EM: {steps}; {run.model.objective_name} = {h[-1]:.6f}")
     if run.iterative and not args_online:
         from crowdlab.em import STOP_REASONS
 
         state = STOP_REASONS.get(run.stop_reason or "", "converged" if run.converged else "not converged")
-        print(f"EM: {run.last.iteration} iterations; {run.model.objective_name} = {run.last.objective:.6f}")
+        print(f"EM: {plural(run.last.iteration, 'iteration')}; {run.model.objective_name} = {run.last.objective:.6f}")
         print(f"stopped: {state}")
     if run.violations:
-        print(f"WARNING: the objective decreased {len(run.violations)} time(s): {run.violations[0]}")
+        print(f"WARNING: the objective decreased {plural(len(run.violations), 'time')}: {run.violations[0]}")
     col = next((c for c in ("accuracy", "p_good", "agreement_with_majority") if c in workers), None)
     if col:
         ranked = workers.sort_values(col, ascending=False)
-        fmt = lambda r: f"{safe.plain(r['worker'])} ({r[col]:.2f}, {int(r['n_labels'])} labels)"  # noqa: E731
+        fmt = lambda r: f"{safe.plain(r['worker'])} ({r[col]:.2f}, {plural(int(r['n_labels']), 'label')})"  # noqa: E731
         print(f"most reliable ({col}): " + ", ".join(fmt(r) for _, r in ranked.head(3).iterrows()))
         print(f"least reliable ({col}): " + ", ".join(fmt(r) for _, r in ranked.tail(3)[::-1].iterrows()))
     alpha = workers.attrs.get("krippendorff_alpha")
@@ -298,7 +458,7 @@ def _print_summary(run, workers, metrics: dict, out: Path) -> None:
             print(f"likely spammers (spammer score < 0.05, Raykar & Yu 2012): {shown}{' ...' if len(spam) > 5 else ''}")
     for k, v in metrics.items():
         print(f"{k}: {v:.4f}" if isinstance(v, float) else f"{k}: {v}")
-    print(f"wrote {', '.join(sorted(p.name for p in out.iterdir()))} to {out}")
+    print(f"wrote {', '.join(sorted(written))} to {out}")
 
 
 def cmd_samples() -> int:

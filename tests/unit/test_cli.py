@@ -8,6 +8,7 @@ import subprocess
 import sys
 
 import pandas as pd
+import pytest
 
 from crowdlab.cli import main
 from crowdlab.samples import sample_paths
@@ -248,3 +249,135 @@ def test_class_prior_option_for_mace_and_a_clear_error_elsewhere(tmp_path, capsy
     assert main(argv) == 2
     err = capsys.readouterr().err
     assert "--class-prior applies to --method glad, mace, mace_vb only" in err and "Traceback" not in err
+
+
+BAD_OPTIONS = [
+    (["--prior", "-1"], "--prior"),
+    (["--prior", "nan"], "--prior"),
+    (["--reveal", "2"], "--reveal"),
+    (["--reveal", "nan"], "--reveal"),
+    (["--method", "ibcc", "--hard"], "--hard"),
+    (["--method", "mace_vb", "--hard"], "--hard"),
+    (["--method", "online_ds", "--passes", "0"], "--passes"),
+    (["--method", "online_ds", "--batch-size", "0"], "--batch-size"),
+    (["--method", "online_ds", "--buckets", "0"], "--buckets"),
+    (["--method", "online_ds", "--tau0", "-5"], "--tau0"),
+    (["--method", "online_ds", "--tau0", "inf"], "--tau0"),
+    (["--method", "online_ds", "--eta0", "-1"], "--eta0"),
+    (["--method", "online_ds", "--eta0", "nan"], "--eta0"),
+    (["--method", "online_ds", "--rho", "nan"], "--rho"),
+    (["--method", "online_ds", "--rho", "inf"], "--rho"),
+    (["--method", "online_ds", "--known", "GOLD"], "--known"),
+    (["--method", "online_ds", "--reveal", "0.5"], "--reveal"),
+    (["--init", "random", "--seed", "-1"], "--seed"),
+    (["--method", "mv", "--tie-break", "random", "--tie-seed", "-1"], "--tie-seed"),
+    (["--reveal", "0.5", "--reveal-seed", "-1"], "--reveal-seed"),
+    (["--stream", "--chunk-rows", "0"], "--chunk-rows"),
+    (["--engine", "dask", "--npartitions", "0"], "--npartitions"),
+    (["--tol", "nan"], "--tol"),
+    (["--tol", "-1"], "--tol"),
+    (["--stream", "--tol", "-1"], "--tol"),
+    (["--max-iter", "-5"], "--max-iter"),
+    (["--method", "mrf", "--delta", "nan"], "--delta"),
+]
+
+
+@pytest.mark.parametrize(("options", "named"), BAD_OPTIONS, ids=[" ".join(o) for o, _ in BAD_OPTIONS])
+def test_an_option_out_of_range_is_a_one_line_error_before_anything_is_written(tmp_path, capsys, options, named):
+    labels, gold = sample_paths("bluebirds")
+    options = [str(gold) if o == "GOLD" else o for o in options]
+    out = tmp_path / "out"
+    assert main(["fit", str(labels), "--gold", str(gold), *options, "--out", str(out)]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error: ") and err.count("\n") == 1 and named in err, err
+    assert not out.exists()
+
+
+def test_rho_outside_the_robbins_monro_range_warns_and_runs(tmp_path, capsys):
+    labels, _ = sample_paths("bluebirds")
+    argv = ["fit", str(labels), "--method", "online_ds", "--rho", "0.3", "--passes", "1", "--out", str(tmp_path)]
+    assert main(argv) == 0
+    captured = capsys.readouterr()
+    assert "warning: --rho 0.3 is outside (0.5, 1]" in captured.err
+    assert "online EM: 1 pass, 11 updates;" in captured.out
+    argv = ["fit", str(labels), "--method", "online_ds", "--passes", "1", "--out", str(tmp_path / "in_range")]
+    assert main(argv) == 0  # the default 0.6: no warning
+    assert "warning" not in capsys.readouterr().err
+
+
+def _copy_inputs(folder):
+    folder.mkdir()
+    labels, gold = sample_paths("bluebirds")
+    (folder / "labels.csv").write_bytes(labels.read_bytes())
+    (folder / "gold.csv").write_bytes(gold.read_bytes())
+    return folder / "labels.csv", folder / "gold.csv"
+
+
+@pytest.mark.parametrize("engine", [[], ["--stream"]], ids=["memory", "stream"])
+def test_out_folder_that_holds_the_input_is_refused_and_nothing_is_written(tmp_path, capsys, monkeypatch, engine):
+    labels, gold = _copy_inputs(tmp_path / "data")
+    before = labels.read_bytes()
+    monkeypatch.chdir(labels.parent)
+    assert main(["fit", "labels.csv", *engine, "--out", "."]) == 2  # the audit's case: --out the input's folder
+    err = capsys.readouterr().err
+    assert err.startswith("error: ") and err.count("\n") == 1
+    assert "would overwrite the input labels.csv" in err and "Traceback" not in err
+    assert labels.read_bytes() == before
+    assert sorted(p.name for p in labels.parent.iterdir()) == ["gold.csv", "labels.csv"]
+
+
+def test_every_input_is_protected_also_through_a_link_or_another_spelling(tmp_path, capsys):
+    labels, gold = _copy_inputs(tmp_path / "data")
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    # gold read from a previous run's labels.csv; known classes from the folder's labels.csv, spelt via ".."
+    (elsewhere / "labels.csv").write_bytes(gold.read_bytes())
+    cases = [
+        (["--gold", str(elsewhere / "labels.csv")], elsewhere),
+        (["--known", str(elsewhere / "labels.csv")], elsewhere / ".." / "elsewhere"),
+    ]
+    try:
+        (elsewhere / "workers.csv").symlink_to(labels)
+        cases.append(([], elsewhere))  # workers.csv would be written through the link onto labels.csv
+    except OSError:  # no symlinks here (Windows without the privilege)
+        pass
+    for options, out in cases:
+        snapshot = {p: p.read_bytes() for p in (labels, gold, elsewhere / "labels.csv")}
+        assert main(["fit", str(labels), *options, "--out", str(out)]) == 2, options
+        err = capsys.readouterr().err
+        assert "would overwrite the input" in err and "nothing was written" in err, err
+        assert all(p.read_bytes() == b for p, b in snapshot.items())
+        assert not (elsewhere / "posteriors.csv").exists()
+
+
+@pytest.mark.parametrize("out", ["ok.csv", "ok.csv/sub"])
+def test_out_that_is_a_file_is_a_clear_error(tmp_path, capsys, monkeypatch, out):
+    labels, _ = sample_paths("bluebirds")
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "ok.csv").write_text("keep me\n")
+    assert main(["fit", str(labels), "--out", out]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error: --out ") and err.count("\n") == 1, err
+    assert ("ok.csv is a file" if out == "ok.csv" else "lies under the file ok.csv") in err
+    assert (tmp_path / "ok.csv").read_text() == "keep me\n"
+
+
+@pytest.mark.parametrize("engine", [[], ["--stream"]], ids=["memory", "stream"])
+def test_the_closing_line_lists_only_the_files_this_run_wrote(tmp_path, capsys, engine):
+    labels, _ = sample_paths("bluebirds")
+    (tmp_path / "notes.txt").write_text("mine\n")
+    (tmp_path / "metrics.json").write_text("{}")  # from an earlier run with --gold: not written this time
+    assert main(["fit", str(labels), *engine, "--out", str(tmp_path)]) == 0
+    wrote = [line for line in capsys.readouterr().out.splitlines() if line.startswith("wrote ")]
+    assert wrote == [f"wrote history.json, labels.csv, params.json, posteriors.csv, workers.csv to {tmp_path}"]
+
+
+def test_counts_of_one_are_singular(tmp_path, capsys):
+    labels, gold = sample_paths("bluebirds")
+    known = tmp_path / "known.csv"
+    pd.read_csv(gold).head(1).to_csv(known, index=False)
+    argv = ["fit", str(labels), "--known", str(known), "--max-iter", "1", "--out", str(tmp_path / "o")]
+    assert main(argv) == 0
+    out = capsys.readouterr().out
+    assert "EM: 1 iteration;" in out and "1 item keeps its known class (it counts" in out
+    assert "1 iterations" not in out and "1 items" not in out

@@ -10,7 +10,9 @@
 
 ``df`` has the columns crowd-kit uses (``task``, ``worker``, ``label``) or crowdlab's (``item``, ``worker``,
 ``label``; the reader's aliases such as ``annotator`` or ``answer`` work too). Results are indexed by the task
-column's own values and labels come back in the label column's own values and dtype (ints stay ints). This is a
+column's own values and labels come back in the label column's own values and dtype (ints stay ints, categorical
+stays categorical). Text is read as the CSV reader reads it: surrounding spaces go, a blank value is refused, and
+two candidate columns for one role (``worker`` and ``annotator``) are refused rather than one picked. This is a
 thin layer: the same models, the same EM engine (:class:`crowdlab.em.Run`) and the same baselines
 (:mod:`crowdlab.baselines`) as everywhere else; ``run_`` is the :class:`~crowdlab.em.Run` for the EM methods.
 """
@@ -49,13 +51,35 @@ LABEL_ALIASES = ("label", "answer", "response", "class", "output")
 
 def _column(df: pd.DataFrame, aliases: tuple[str, ...], role: str) -> str:
     lower = {str(c).strip().lower(): c for c in df.columns}
-    for a in aliases:
-        if a in lower:
-            return lower[a]
+    found = [lower[a] for a in aliases if a in lower]
+    if len(found) > 1:  # as the reader: two candidates are a question, not a choice to make silently
+        raise DataError(
+            f"The DataFrame has {len(found)} {role} columns ({', '.join(map(repr, found))}): drop or rename all "
+            "but one."
+        )
+    if found:
+        return found[0]
     raise DataError(
         f"The DataFrame has no {role} column (looked for {', '.join(aliases)}; "
         f"it has {', '.join(map(str, df.columns))})."
     )
+
+
+def _stripped(col: pd.Series, role: str) -> pd.Series:
+    """Text values without surrounding spaces (as the CSV reader reads them: " y" and "y" are one class);
+    a value that is blank after that is refused, as the reader refuses a blank cell. Other values are kept."""
+    text = col.map(lambda v: isinstance(v, str))
+    if not text.any():
+        return col
+    out = col.copy() if not isinstance(col.dtype, pd.CategoricalDtype) else col.astype(object)
+    out[text] = col[text].str.strip()
+    blank = text & out.eq("")
+    if blank.any():
+        rows = np.flatnonzero(blank.to_numpy())[:5].tolist()
+        raise DataError(f"Rows {rows} of the DataFrame have a blank {role}: fill them in or drop them first.")
+    if isinstance(col.dtype, pd.CategoricalDtype):  # keep the dtype, with the stripped categories
+        out = out.astype(pd.CategoricalDtype(pd.unique(out), ordered=False))
+    return out
 
 
 class _Frame:
@@ -76,16 +100,24 @@ class _Frame:
             raise DataError(f"Rows {rows} of the DataFrame have a missing task, worker or label: drop them first.")
         if len(sub) == 0:
             raise DataError("The DataFrame has no rows.")
-        item, self.tasks = pd.factorize(sub[tcol], sort=True)
-        worker, self.workers = pd.factorize(sub[wcol], sort=True)
-        label, self.classes = pd.factorize(sub[lcol], sort=True)
+        item, self.tasks = pd.factorize(_stripped(sub[tcol], "task"), sort=True)
+        worker, self.workers = pd.factorize(_stripped(sub[wcol], "worker"), sort=True)
+        label, self.classes = pd.factorize(_stripped(sub[lcol], "label"), sort=True)
+        self.tasks, self.workers, self.classes = pd.Index(self.tasks), pd.Index(self.workers), pd.Index(self.classes)
         self.task_name = tcol
         g = None
         if gold is not None:
             gold = pd.Series(gold)
-            pos = pd.Index(self.tasks).get_indexer(gold.index)
-            cls = pd.Index(self.classes).get_indexer(gold.to_numpy())
+            pos = self.tasks.get_indexer(gold.index)
+            cls = self.classes.get_indexer(gold.to_numpy())
             ok = (pos >= 0) & (cls >= 0)
+            if len(gold) and not ok.any():  # gold that matches nothing is a mistake (often a dtype: "7" vs 7)
+                raise DataError(
+                    f"None of the {len(gold):,} gold labels matches the DataFrame: gold tasks "
+                    f"{_sample(gold.index)} (dtype {gold.index.dtype}) against tasks {_sample(self.tasks)} (dtype "
+                    f"{self.tasks.dtype}); gold labels {_sample(gold)} (dtype {gold.dtype}) against classes "
+                    f"{_sample(self.classes)} (dtype {self.classes.dtype})."
+                )
             g = np.full(len(self.tasks), -1, dtype=np.int32)
             g[pos[ok]] = cls[ok]
         self.data = Annotations(
@@ -100,9 +132,8 @@ class _Frame:
         )
 
     def labels(self, codes: np.ndarray) -> pd.Series:
-        return pd.Series(
-            np.asarray(self.classes)[codes], index=pd.Index(self.tasks, name=self.task_name), name="agg_label"
-        )
+        """The label column's own values and dtype (categorical stays categorical), indexed by task."""
+        return pd.Series(self.classes.take(codes), index=pd.Index(self.tasks, name=self.task_name), name="agg_label")
 
     def probas(self, q: np.ndarray) -> pd.DataFrame:
         return pd.DataFrame(
@@ -117,6 +148,11 @@ class _Frame:
         M, K, _ = gamma.shape
         index = pd.MultiIndex.from_product([self.workers, self.classes], names=["worker", "label"])
         return pd.DataFrame(gamma.reshape(M * K, K), index=index, columns=pd.Index(self.classes, name="label"))
+
+
+def _sample(values, n: int = 3) -> str:
+    shown = list(pd.unique(np.asarray(values, dtype=object)))[:n]
+    return "[" + ", ".join(map(repr, shown)) + (", ...]" if len(values) > n else "]")
 
 
 def from_dataframe(df: pd.DataFrame, gold: pd.Series | dict | None = None) -> Annotations:

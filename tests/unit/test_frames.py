@@ -68,6 +68,40 @@ def test_bad_frames_raise_data_errors():
         cl.aggregate(TOY, method="nope")
 
 
+def test_text_is_read_as_the_csv_reader_reads_it():
+    # " 1" and "1" are one class, as in a CSV; a blank label is refused, as a blank cell is
+    text = TOY.assign(label=TOY.label.map({0: "no", 1: "yes"}))
+    spaced = text.assign(label=[f" {v}" if i % 3 == 0 else v for i, v in enumerate(text.label)])
+    spaced["task"] = spaced.task + np.where(np.arange(len(spaced)) % 2, " ", "")
+    labels = cl.aggregate(spaced, "ds", prior=1.0)
+    assert list(labels.index) == ["p1", "p2", "p3", "p4", "p5", "p6"] and set(labels) <= {"no", "yes"}
+    pd.testing.assert_series_equal(labels, cl.aggregate(text, "ds", prior=1.0))
+    blank = text.copy()
+    blank.loc[4, "label"] = "  "
+    with pytest.raises(DataError, match=r"Rows \[4\] .* blank label"):
+        cl.aggregate(blank)
+
+
+def test_categorical_labels_come_back_categorical():
+    cat = TOY.assign(label=pd.Categorical(TOY.label.map({0: "no", 1: "yes"}), categories=["yes", "no", "maybe"]))
+    labels = cl.aggregate(cat, "ds", prior=1.0)
+    assert isinstance(labels.dtype, pd.CategoricalDtype)
+    assert labels.astype(str).to_dict() == cl.aggregate(TOY, "ds", prior=1.0).map({0: "no", 1: "yes"}).to_dict()
+
+
+def test_two_worker_columns_are_refused_not_guessed():
+    with pytest.raises(DataError, match=r"2 worker columns \('worker', 'annotator'\)"):
+        cl.aggregate(TOY.assign(annotator=TOY.worker[::-1].to_numpy()))
+
+
+def test_gold_that_matches_nothing_says_why():
+    gold = pd.Series({1: 1, 2: 0})  # ints where the tasks are "p1", "p2"
+    with pytest.raises(DataError, match=r"None of the 2 gold labels matches .*: gold tasks \[1, 2\] \(dtype"):
+        cl.DawidSkene().fit(TOY, gold=gold)
+    partly = pd.Series({"p1": 1, "zz": 0})  # a task it does not know is ignored, as documented
+    assert cl.DawidSkene().fit(TOY, gold=partly).run_.data.has_gold
+
+
 def test_aggregate_matches_crowd_kit_dawid_skene():
     ck = pytest.importorskip("crowdkit.aggregation")
     ours = cl.proba(TOY, method="ds", tol=1e-12, max_iter=5000)

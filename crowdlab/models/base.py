@@ -163,6 +163,13 @@ def normalise_columns(counts: np.ndarray, pseudo: float = 0.0) -> np.ndarray:
     return out
 
 
+def needs_classes(title: str, data: Annotations) -> str:
+    """The message for a class model given continuous scores, with the reader's note on why it read scores (a
+    gold file of numbers not among the labels, or many distinct numbers) and how to read classes instead."""
+    why = [n for n in getattr(data, "notes", ()) if n.startswith("Read the labels as continuous scores")]
+    return f"{title} needs class labels; this dataset has continuous scores." + (f" {why[0]}" if why else "")
+
+
 @dataclass(frozen=True, eq=False)
 class WarmPosterior:
     """A posterior q (n, K) together with the parameters of the E-step that produced it (None at the start).
@@ -502,7 +509,7 @@ class LatentModel:
         from crowdlab.errors import ModelError
 
         if self.info.data_kind == "classes" and data.is_continuous:
-            raise ModelError(f"{self.info.title} needs class labels; this dataset has continuous scores.")
+            raise ModelError(needs_classes(self.info.title, data))
         if self.info.data_kind == "continuous" and not data.is_continuous:
             raise ModelError(f"{self.info.title} needs continuous scores; this dataset has class labels.")
         if self.info.binary_only and data.n_classes != 2:

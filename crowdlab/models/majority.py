@@ -15,7 +15,7 @@ import numpy as np
 
 from crowdlab.data import Annotations
 from crowdlab.kernels import ranked_argmax
-from crowdlab.models.base import ModelInfo
+from crowdlab.models.base import ModelInfo, needs_classes
 
 
 def vote_fractions(data: Annotations) -> np.ndarray:
@@ -116,4 +116,4 @@ class MajorityVote:
         from crowdlab.errors import ModelError
 
         if data.is_continuous:
-            raise ModelError("Majority vote needs class labels; this dataset has continuous scores.")
+            raise ModelError(needs_classes("Majority vote", data))

@@ -58,6 +58,7 @@ from crowdlab.models.base import (
     log_beta_pdf,
     log_dirichlet,
     logsumexp_rows,
+    needs_classes,
     safe_log,
     softmax_rows,
 )
@@ -246,7 +247,7 @@ class OnlineDawidSkene:
         from crowdlab.errors import ModelError
 
         if data.is_continuous:
-            raise ModelError(f"{self.info.title} needs class labels; this dataset has continuous scores.")
+            raise ModelError(needs_classes(self.info.title, data))
 
     # -- the stream ----------------------------------------------------------------------
     def stream(self, data: Annotations) -> ItemStream:

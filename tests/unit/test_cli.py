@@ -71,6 +71,20 @@ def test_two_coin_on_three_classes_is_a_clear_error(tmp_path, capsys):
     assert "two classes" in capsys.readouterr().err
 
 
+def test_gold_of_other_numbers_reads_scores_and_the_error_says_how_to_read_classes(tmp_path, capsys):
+    labels = tmp_path / "labels.csv"
+    labels.write_text(
+        "item,worker,label\n" + "".join(f"i{i},w{w},{(i + w) % 3 + 1}\n" for i in range(8) for w in range(3))
+    )
+    gold = tmp_path / "gold.csv"
+    gold.write_text("item,label\n" + "".join(f"i{i},{1.5 + i / 10}\n" for i in range(8)))
+    assert main(["fit", str(labels), "--gold", str(gold), "--out", str(tmp_path / "o")]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("error: Dawid-Skene needs class labels; this dataset has continuous scores. Read the labels")
+    assert "not among them (e.g. '1.5')" in err and err.endswith("use --kind classes.") and "\n" not in err
+    assert main(["fit", str(labels), "--kind", "classes", "--out", str(tmp_path / "o")]) == 0
+
+
 def test_python_snippet_reproduces_the_run():
     import numpy as np
 

@@ -470,16 +470,23 @@ class Progress:
         self.F.append(block.F)
         self.pred.append(block.pred)
         self.item.append(block.items)
-        n_before = self._n
-        self._n += len(block.F)
-        self._total += float(block.F.sum())
-        self._since_total += float(block.F.sum())
-        self._since_n += len(block.F)
-        if self._n >= self._next:
-            j = max(min(self._next - n_before - 1, len(block.F) - 1), 0)  # the item that reached the counter
-            self._row(block, j, n_before + j + 1)
-            while self._next <= self._n:
-                self._next *= 2
+        F = np.asarray(block.F, dtype=np.float64)
+        csum = np.cumsum(F)
+        n_before, total_before, since_before = self._n, self._total, self._since_total
+        done = 0  # items of this block already in the sums at the last row (since_before counts before it)
+        while self._next <= n_before + F.size:  # every counter 1, 2, 4, ... this block reaches gets its row
+            j = self._next - n_before - 1  # the item that reached the counter
+            upto = float(csum[j])
+            self._n, self._total = self._next, total_before + upto
+            self._since_total = since_before + upto - (float(csum[done - 1]) if done else 0.0)
+            self._since_n += j + 1 - done
+            self._row(block, j, self._next)
+            since_before, done = 0.0, j + 1
+            self._next *= 2
+        rest = float(csum[-1]) - (float(csum[done - 1]) if done else 0.0) if F.size else 0.0
+        self._n, self._total = n_before + F.size, total_before + (float(csum[-1]) if F.size else 0.0)
+        self._since_total = since_before + rest
+        self._since_n += F.size - done
 
     def _row(self, block: Block, j: int, counter: int) -> None:
         i = int(block.items[j])

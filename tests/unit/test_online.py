@@ -135,7 +135,8 @@ def test_progressive_objective_rises_on_simulated_data():
     assert F[-w:].mean() > F[:w].mean() + 0.1
     # and the running average (vw's first column) ends above where it started
     rows = prog.rows
-    assert rows[-1]["average so far"] > rows[1]["average so far"]
+    at8 = next(r for r in rows if r["example counter"] == 8)
+    assert rows[-1]["average so far"] > at8["average so far"]
 
 
 @pytest.mark.parametrize("worker_steps", [False, True])
@@ -237,6 +238,21 @@ def test_seed_reproducibility(rte):
     np.testing.assert_array_equal(a.params.gamma, b.params.gamma)
     np.testing.assert_array_equal(a.posterior, b.posterior)
     assert not np.array_equal(a.params.gamma, c.params.gamma)
+
+
+def test_progress_rows_at_every_doubling_counter_inside_mini_batches():
+    # with 10 items per update the table went 1, 16, 32, ...: one row per block at most (vw, and the README,
+    # print 1, 2, 4, 8, ...); each row's averages are those of the items up to its counter
+    data = simulate_crowd(300, 8, 3, labels_per_item=3, seed=2).annotations
+    _, _, prog = fast_fit(data, OnlineDawidSkene(passes=1, batch_size=10))
+    F = prog.arrays()[0]
+    counters = [r["example counter"] for r in prog.rows]
+    assert counters == [1, 2, 4, 8, 16, 32, 64, 128, 256, 300]
+    last = 0
+    for r, c in zip(prog.rows, counters, strict=True):
+        assert r["average so far"] == pytest.approx(F[:c].mean(), rel=1e-12)
+        assert r["since last"] == pytest.approx(F[last:c].mean(), rel=1e-12)
+        last = c
 
 
 def test_progress_table_rows_at_doubling_counters():

@@ -87,7 +87,12 @@ def worker_report(run, *, level: float = 0.95, intervals: bool = True) -> pd.Dat
     data: Annotations = run.data
     params = run.params
     if data.is_continuous or not hasattr(params, "gamma"):
-        raise ModelError("Worker reports need a class model with confusion matrices (not the scores model).")
+        if data.is_continuous:
+            raise ModelError("Worker reports need class labels; the scores model rates annotators by P(good).")
+        raise ModelError(
+            f"Worker reports need a class model with confusion matrices ({run.model.info.title} has none); fit "
+            "one, e.g. ds."
+        )
     gamma = params.gamma
     M, K = data.n_workers, data.n_classes
     n = np.bincount(data.worker, minlength=M)

@@ -246,9 +246,25 @@ def objective_curve(
         legend=LEGEND_BELOW,
         margin=legend_margin(),
         xaxis=_axis(title=dict(text=X_TITLE, standoff=6), rangemode="tozero", zeroline=False),
-        yaxis=_axis(tickformat=".6~g"),
+        yaxis=_axis(tickformat=".6~g", range=flat_range(obj, bound if show_bound else None)),
     )
     return go.Figure(data=traces, layout=layout)
+
+
+def flat_range(*series: np.ndarray | None, rel: float = 1e-9) -> list[float] | None:
+    """A fixed y range for curves that move by no more than rounding (``rel`` of their size): centre +- 0.1 % of
+    the size (at least +- 1), else None (autorange). Autorange stretched a 6e-12 wobble of a bound at -346.57 to the
+    chart's full height, with four tick labels all "-346.574": the bound looked as if EM had lowered it."""
+    vals = np.concatenate([np.asarray(v, dtype=np.float64).ravel() for v in series if v is not None])
+    vals = vals[np.isfinite(vals)]
+    if not vals.size:
+        return None
+    lo, hi = float(vals.min()), float(vals.max())
+    centre, size = (lo + hi) / 2, max(1.0, abs(lo), abs(hi))
+    if hi - lo > rel * size:
+        return None
+    pad = max(1.0, 1e-3 * size)
+    return [centre - pad, centre + pad]
 
 
 LOG_FLOOR = -16.0  # log10 of the smallest change drawn (float64 rounding of an objective of order 1)

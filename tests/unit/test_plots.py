@@ -76,6 +76,21 @@ def test_objective_curve_without_bound_and_for_majority_vote(run):
     assert "not iterative" in empty.layout.annotations[0].text
 
 
+def test_objective_curve_keeps_a_rounding_wobble_flat(run):
+    # the error-rates lesson's "EM cannot move" step: objective and bound at -346.57359027997 wobbling by 6e-12;
+    # autorange drew the bound falling across the whole chart, under four identical tick labels
+    hist = {
+        "kind": np.array(["init", "E", "M", "E"]),
+        "iteration": np.array([0, 0, 1, 1]),
+        "objective": np.full(4, -346.5735902799727),
+        "bound": np.array([-346.5735902799727, -346.5735902799785, -346.5735902799727, -346.5735902799785]),
+    }
+    lo, hi = plots.objective_curve(hist, 3).layout.yaxis.range
+    assert hi - lo == pytest.approx(2.0) and lo < -346.5735902799785 and -346.5735902799727 < hi
+    assert plots.objective_curve(run.history(), 2).layout.yaxis.range is None  # a real climb keeps autorange
+    assert plots.run.flat_range(np.array([1e6, 1e6 + 1e-5])) == pytest.approx([1e6 - 1e3, 1e6 + 1e3])
+
+
 def test_metric_curve_fixed_unit_range_and_current_markers():
     x = [0, 0.5, 1, 1.5, 2]
     acc = [0.70, 0.80, 0.85, 0.86, 0.87]

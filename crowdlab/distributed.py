@@ -6,6 +6,8 @@
 - ``source``: a Dask DataFrame, a pandas DataFrame, a path or glob of long CSV files (each read by the one reading
   path, `crowdlab.readers.read_table`, with the long-file checks of `crowdlab.data`) or of Parquet files.
   Columns are found by the same names as in a CSV (item/task/question, worker/annotator/..., label/answer/...).
+  A null or blank id, or a null, blank or NaN-spelled label, is refused as the CSV reader refuses it (a
+  `DataError` naming the column and the index of the first such row), before the shuffle.
 - Ids are factorised globally: the worker and class dictionaries (small) are computed once, ordered as
   `crowdlab.data.read_annotations` orders them, and sent to every partition; item names stay in their partition.
 - The rows are shuffled so that every item's rows are in one partition (``by_item=True`` skips the shuffle for
@@ -31,6 +33,7 @@ gold, hard EM, other starts than majority vote, the scores/sequence/network/feat
 from __future__ import annotations
 
 import glob as _glob
+import logging
 import os
 import time
 from collections.abc import Callable
@@ -54,8 +57,8 @@ from crowdlab.data import (
     _required_col,
 )
 from crowdlab.engine import EngineData, EngineRun, Stats, add_stats, batch_em, block_round, engine_model, mv_bonus
-from crowdlab.errors import DataError
-from crowdlab.readers import Column, check_where, read_table
+from crowdlab.errors import CrowdlabError, DataError, ModelError
+from crowdlab.readers import Column, check_where, count, missing_values, read_table
 
 COLUMNS = ("item", "worker", "label")
 NO_DASHBOARD = {"dashboard_address": None, "scheduler_kwargs": {"dashboard_address": ":0"}}
@@ -102,22 +105,28 @@ def _alias_columns(columns, file: str) -> dict[str, str]:
 
 def read_source(source, *, npartitions: int | None = None, where: str = "python"):
     """A Dask DataFrame with str columns item, worker, label from ``source`` (see the module docstring)."""
+    return _read(source, npartitions=npartitions, where=where)[0]
+
+
+def _read(source, *, npartitions: int | None = None, where: str = "python"):
+    """(`read_source`'s frame, {item/worker/label: the column's name in ``source``})."""
     import dask.dataframe as dd
 
     if isinstance(source, pd.DataFrame):
         source = dd.from_pandas(source, npartitions=npartitions or 2)
     if isinstance(source, str | os.PathLike | list | tuple):
         files = _expand(source)
-        if all(f.lower().endswith((".parquet", ".pq")) or os.path.isdir(f) for f in files):
+        if all(f.lower().endswith(_PARQUET) or os.path.isdir(f) for f in files):
             source = dd.read_parquet(files)
         else:
             meta = pd.DataFrame({c: pd.Series([], dtype=object) for c in COLUMNS})
-            return dd.from_map(_read_csv_file, files, args=(where,), meta=meta, enforce_metadata=False)
+            ddf = dd.from_map(_read_csv_file, files, args=(where,), meta=meta, enforce_metadata=False)
+            return ddf, {c: c for c in COLUMNS}
     if not hasattr(source, "npartitions"):
         raise TypeError(f"cannot read labels from {type(source).__name__}; pass a Dask/pandas DataFrame or a path.")
     names = _alias_columns(list(source.columns), "the data frame")
     ddf = source[list(names)].rename(columns=names)
-    return ddf.astype(str)
+    return ddf.astype(str), {role: str(name) for name, role in names.items()}
 
 
 def _expand(source) -> list[str]:
@@ -130,9 +139,74 @@ def _expand(source) -> list[str]:
     if not files:
         raise DataError("no file matches this pattern.", file=str(source), hint="Check the path or the glob.")
     for f in files:
-        if not os.path.exists(f):
-            raise DataError("no such file.", file=f, hint="Check the path (it is read relative to where you started).")
+        if os.path.isfile(f) or (os.path.isdir(f) and _holds_parquet(f)):
+            continue
+        folder = " A folder is read only as a Parquet dataset (.parquet files)." if os.path.isdir(f) else ""
+        raise DataError(
+            "no such file.", file=f, hint=f"Check the path (it is read relative to where you started).{folder}"
+        )
     return files
+
+
+_PARQUET = (".parquet", ".pq", ".parq")
+
+
+def _holds_parquet(folder: str) -> bool:
+    """Whether the folder (a Parquet dataset) has a Parquet file in it or below."""
+    return any(f.is_file() for f in Path(folder).rglob("*") if f.name.lower().endswith(_PARQUET))
+
+
+SUMMARY_META = pd.DataFrame(
+    {"what": pd.Series([], dtype=object), "value": pd.Series([], dtype=object), "n": pd.Series([], dtype=np.int64)}
+)
+
+
+def _summary(frame: pd.DataFrame) -> pd.DataFrame:
+    """One partition before the shuffle as rows (what, value, n): ("label", each distinct label in the order of
+    its first row, its rows) and, for each column with missing cells, ("missing <column>", the index of the first,
+    their number). Missing: a null or blank id, a null, blank or NaN-spelled label (`crowdlab.readers`)."""
+    codes, uniq = pd.factorize(frame["label"].to_numpy(dtype=object))  # nulls: code -1
+    uniq = np.asarray(uniq, dtype=object)
+    spelled = missing_values(uniq.astype(str))
+    given = codes >= 0
+    label_missing = ~given
+    label_missing[given] = spelled[codes[given]]
+    n = np.bincount(codes[given], minlength=uniq.size)
+    rows = [("label", u, k) for u, k in zip(uniq[~spelled].tolist(), n[~spelled].tolist())]
+    for col in COLUMNS:
+        if col == "label":
+            bad = label_missing
+        else:
+            values = frame[col]
+            bad = values.isna().to_numpy(dtype=bool) | (values.to_numpy(dtype=object) == "")
+        if bad.any():
+            rows.append((f"missing {col}", str(frame.index[np.flatnonzero(bad)[0]]), int(bad.sum())))
+    return pd.DataFrame(rows, columns=list(SUMMARY_META.columns)).astype(SUMMARY_META.dtypes.to_dict())
+
+
+def _refuse_missing(summary: pd.DataFrame, columns: dict[str, str], file: str) -> None:
+    """The DataError of the first column (item, worker, label) with missing cells, as the CSV reader words it."""
+    for col, what, hint in (
+        ("item", "a blank or NaN item id", "Fill in the item id, or delete the row(s)."),
+        ("worker", "a blank or NaN worker id", "Fill in the worker id, or delete the row(s)."),
+        (
+            "label",
+            "a blank or NaN label",
+            "Fill in those labels, or delete the rows (a long file lists only the labels that were given). "
+            "If a spelling such as 'None' or 'NA' is a real class, give it another name.",
+        ),
+    ):
+        hits = summary[summary["what"] == f"missing {col}"]
+        if len(hits):
+            n = int(hits["n"].sum())
+            first = hits["value"].iloc[0]
+            at = f"at index {first}" if n == 1 else f"the first at index {first}"
+            raise DataError(
+                f"{count(n, 'row')} {'has' if n == 1 else 'have'} {what} ({at}).",
+                file=file,
+                column=columns.get(col, col),
+                hint=hint,
+            )
 
 
 # ---------------------------------------------------------------------- partitions
@@ -184,6 +258,32 @@ def _tree_sum(client, futures: list):
             nxt.append(futures[-1])
         futures = nxt
     return futures[0]
+
+
+_EXPECTED = tuple(f"{cls.__name__}(" for cls in (DataError, ModelError, CrowdlabError))
+
+
+class _ExpectedFailures(logging.Filter):
+    """Drops a worker's "Compute Failed" record (a task, its key and a traceback) when the task raised one of
+    crowdlab's errors (a bad file): the client raises that error again as a one-line message; other failures are
+    still logged. The record's fourth argument is ``repr`` of the exception (`distributed.core.error_message`)."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        args = record.args if isinstance(record.args, tuple) else ()
+        failed = str(record.msg).startswith("Compute Failed") and len(args) > 3
+        return not (failed and str(args[3]).startswith(_EXPECTED))
+
+
+@contextmanager
+def _quiet_expected_failures():
+    """`_ExpectedFailures` on the workers of this process (the default LocalCluster's threads) while fitting."""
+    logger = logging.getLogger("distributed.worker")
+    quiet = _ExpectedFailures()
+    logger.addFilter(quiet)
+    try:
+        yield
+    finally:
+        logger.removeFilter(quiet)
 
 
 @contextmanager
@@ -293,17 +393,30 @@ def fit(
     import dask
 
     t0 = time.perf_counter()
+    ddf, columns = _read(source, npartitions=npartitions, where=where)  # lazy; a missing file fails here
+    file = str(source) if isinstance(source, str | os.PathLike) else "the data frame"
     # task-based shuffles (value counts, rows by item): no p2p extension needed on the scheduler
-    with _client(client, scheduler) as (c, owned), dask.config.set({"dataframe.shuffle.method": "tasks"}):
-        ddf = read_source(source, npartitions=npartitions, where=where)
-        worker_counts, label_counts, n_obs = c.gather(
-            c.compute([ddf["worker"].value_counts(), ddf["label"].value_counts(), ddf.shape[0]])
+    with (
+        _client(client, scheduler) as (c, owned),
+        dask.config.set({"dataframe.shuffle.method": "tasks"}),
+        _quiet_expected_failures(),
+    ):
+        worker_counts, summary = c.gather(
+            c.compute([ddf["worker"].value_counts(), ddf.map_partitions(_summary, meta=SUMMARY_META)])
         )
+        _refuse_missing(summary, columns, file)
+        labels = summary[summary["what"] == "label"]
+        n_obs = int(labels["n"].sum())
+        if not n_obs:
+            raise DataError("there are no labels (no rows).", file=file, hint="Add the labels, one row per label.")
         wcol = Column(np.arange(worker_counts.size, dtype=np.int32), worker_counts.index.to_numpy(dtype=object))
         worker_names, worker_codes = _encode_col(wcol)
-        lcol = Column(np.arange(label_counts.size, dtype=np.int32), label_counts.index.to_numpy(dtype=object))
+        # the labels in the order of their first row (partitions in input order), so that of the spellings of one
+        # number ("1", "1.0") the class is named by the first written, as `crowdlab.data.read_annotations` does
+        first, uniq = pd.factorize(labels["value"].to_numpy(dtype=object))
+        label_rows = np.bincount(first, weights=labels["n"].to_numpy(dtype=float), minlength=uniq.size)
+        lcol = Column(np.arange(uniq.size, dtype=np.int32), np.asarray(uniq, dtype=object))
         class_names, label_codes = _encode_col(lcol, merge_numbers=True)
-        file = str(source) if isinstance(source, str | os.PathLike) else "the data frame"
         if len(class_names) < 2:
             raise DataError(
                 f"all {int(n_obs):,} labels are the same class ({class_names[0]!r}); EM needs at least two classes.",
@@ -317,7 +430,7 @@ def fit(
             raise ModelError(f"{model.info.title} is for two classes; this data has {K}.")
         labels_per_worker = np.zeros(M, dtype=np.int64)
         labels_per_worker[worker_codes] = worker_counts.to_numpy()
-        class_totals = np.bincount(label_codes, weights=label_counts.to_numpy(dtype=float), minlength=K)
+        class_totals = np.bincount(label_codes, weights=label_rows, minlength=K)
         if by_item:
             _check_by_item(ddf, c)
         else:

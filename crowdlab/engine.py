@@ -486,17 +486,17 @@ def write_outputs(run: EngineRun, out, frames: Iterator[pd.DataFrame] | None = N
     (posteriors in slices, so the whole table is never built); returns the workers table."""
     from pathlib import Path
 
-    from crowdlab.export import to_json
+    from crowdlab.export import csv_bytes, to_json, write_csv
 
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     frames = posterior_frames(run) if frames is None else frames
-    with open(out / "posteriors.csv", "w", newline="") as fp, open(out / "labels.csv", "w", newline="") as fl:
-        for i, post in enumerate(frames):
-            post.to_csv(fp, index=False, header=i == 0)
-            post[["item", "label"]].to_csv(fl, index=False, header=i == 0)
+    with open(out / "posteriors.csv", "wb") as fp, open(out / "labels.csv", "wb") as fl:
+        for i, post in enumerate(frames):  # the one CSV writer (formula cells escaped), a slice at a time
+            fp.write(csv_bytes(post, header=i == 0))
+            fl.write(csv_bytes(post[["item", "label"]], header=i == 0))
     workers = worker_frame(run)
-    workers.to_csv(out / "workers.csv", index=False)
+    write_csv(workers, out / "workers.csv")
     (out / "params.json").write_text(to_json(params_dict(run)))
     (out / "history.json").write_text(to_json(history_dict(run)))
     return workers

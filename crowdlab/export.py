@@ -32,9 +32,10 @@ from crowdlab.models.scores import ScoreParams
 pd = lazy("pandas")
 
 
-def csv_bytes(frame: pd.DataFrame, *, index: bool = False) -> bytes:
-    """``frame`` as UTF-8 CSV bytes, safe to open in a spreadsheet (:func:`crowdlab.safe.csv_frame`)."""
-    return safe.csv_frame(frame).to_csv(index=index).encode()
+def csv_bytes(frame: pd.DataFrame, *, index: bool = False, header: bool = True) -> bytes:
+    """``frame`` as UTF-8 CSV bytes, safe to open in a spreadsheet (:func:`crowdlab.safe.csv_frame`);
+    ``header=False`` for the second and later slices of a table written in slices (the streaming engines)."""
+    return safe.csv_frame(frame).to_csv(index=index, header=header).encode()
 
 
 def write_csv(frame: pd.DataFrame, path: str | Path) -> None:

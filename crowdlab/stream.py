@@ -73,20 +73,22 @@ _LONG_NEEDS = "a label file to stream needs item, worker and label columns (one 
 
 
 # ---------------------------------------------------------------------- reading in chunks
+def _header_line(fh) -> tuple[bytes, int]:
+    """(the first line that is not blank, b"" when none; the number of blank lines before it) of a file opened in
+    binary mode, which is left just after that line."""
+    lead = 0
+    while line := fh.readline():
+        if line.strip():
+            return line, lead
+        lead += 1
+    return b"", lead
+
+
 def _line_chunks(path: Path, chunk_rows: int, block: int = 8 << 20) -> Iterator[tuple[bytes, bytes, int]]:
     """Yield (header line, body of whole lines, file line number of the body's first line), ``chunk_rows`` lines
     per body (more when a quoted field spans lines: a body ends where its double quotes balance)."""
     with open(path, "rb") as fh:
-        head = b""
-        lead = 0
-        while True:  # the header: the first line that is not blank
-            line = fh.readline()
-            if not line:
-                break
-            if line.strip():
-                head = line
-                break
-            lead += 1
+        head, lead = _header_line(fh)
         if head.startswith((b"\xff\xfe", b"\xfe\xff", b"\x00\x00\xfe\xff")):
             raise DataError(
                 "this file is UTF-16 or UTF-32 text; the streaming reader reads UTF-8.",
@@ -150,6 +152,7 @@ class _Pass0:
         self.header: tuple[str, ...] = ()
         self.name = ""
         self.file = path.name
+        self.parquet = False
 
     def run(self) -> None:
         import pyarrow as pa
@@ -184,10 +187,8 @@ class _Pass0:
                 self.n_rows += table.n_rows
                 if sum(u.size for u in self.labels) > 20 * get_limits().max_classes:
                     self._check_classes()
-        if cols is None:
-            raise DataError(
-                "the file holds only blank lines.", file=self.file, hint="Choose a CSV file with a header row."
-            )
+        if cols is None:  # no header row, or nothing below it: the in-memory reader's own message
+            self._no_rows_error()
         if not self.n_rows:
             raise DataError(
                 "the file has a header row but no data rows.",
@@ -195,12 +196,29 @@ class _Pass0:
                 hint="Add the labels below the header, one row per label.",
             )
 
+    def _no_rows_error(self) -> None:
+        """Raise what `read_table` says of a file without data rows: "the file is empty (0 bytes).", "... holds only
+        blank lines." or "... has a header row but no data rows" (reading just the header row, never the file)."""
+        if self.parquet:
+            raise DataError("the Parquet file has no rows.", file=self.file, hint="Add the labels, one row per label.")
+        with open(self.path, "rb") as fh:
+            head, _ = _header_line(fh)
+            size = fh.seek(0, os.SEEK_END)
+        blank = b"\n" if size else b""  # only blank lines / 0 bytes
+        try:
+            read_table(head or blank, needs=_LONG_NEEDS, where=self.where)
+        except DataError as exc:
+            raise replace_file(exc, self.file) from None
+        raise DataError(  # not reached: read_table refuses a header row alone
+            "the file has a header row but no data rows.", file=self.file, hint="Add the labels below the header."
+        )
+
     def _tables(self) -> Iterator[tuple[Table, int, bytes | None]]:
         """(table, file line of its first row, its bytes) per chunk: CSV chunks through `read_table`; Parquet
         row batches as tables of text cells (numbers written as text), rows numbered as a CSV export would be."""
         with open(self.path, "rb") as fh:
-            parquet = fh.read(4) == b"PAR1"
-        if parquet:
+            self.parquet = fh.read(4) == b"PAR1"
+        if self.parquet:
             yield from ((t, 0, None) for t in _parquet_tables(self.path, self.chunk_rows, self.file, self.where))
             return
         for head, body, first_line in _line_chunks(self.path, self.chunk_rows):

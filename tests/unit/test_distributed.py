@@ -12,7 +12,8 @@ from crowdlab.data import read_annotations, to_long_dataframe
 from crowdlab.errors import DataError
 from crowdlab.samples import sample_paths
 from crowdlab.simulate import simulate_crowd
-from tests.unit.test_stream import assert_same_files, assert_same_fit
+from crowdlab.stream import fit_file
+from tests.unit.test_stream import assert_formula_cells_escaped, assert_same_files, assert_same_fit, write_formula_file
 
 dd = pytest.importorskip("dask.dataframe")
 distributed = pytest.importorskip("distributed")
@@ -125,6 +126,57 @@ def test_bad_csv_part_names_file_and_row(client, tmp_path):
     assert exc.value.file == "b.csv" and exc.value.row == 3
     with pytest.raises(DataError, match="no file matches"):
         _fit(str(tmp_path / "*.parquet"), "ds", client)
+
+
+def test_cli_engine_dask_escapes_formula_cells(client, tmp_path, capsys):
+    path = write_formula_file(tmp_path / "formula.csv")
+    address = client.scheduler.address
+    assert main(["fit", str(path), "--engine", "dask", "--scheduler", address, "--out", str(tmp_path / "out")]) == 0
+    assert_formula_cells_escaped(tmp_path / "out")
+
+
+def test_cli_bad_input_is_one_line_without_worker_tracebacks(tmp_path, capfd):
+    """A folder is not a file (as the in-memory reader says); a file the reader refuses on a worker of the
+    default in-process cluster: its one-line DataError, without the worker's "Compute Failed" log and traceback."""
+    folder, empty, out = tmp_path / "adir.csv", tmp_path / "empty.csv", str(tmp_path / "out")
+    folder.mkdir()
+    empty.write_bytes(b"")
+    with pytest.raises(DataError) as mem:
+        read_annotations(folder)
+    assert main(["fit", str(folder), "--engine", "dask", "--out", out]) == 2
+    err = capfd.readouterr().err.splitlines()
+    assert len(err) == 1 and err[0].startswith(f"error: file '{folder}': {mem.value.problem} {mem.value.hint}")
+    with pytest.raises(DataError) as mem:
+        read_annotations(empty)
+    assert main(["fit", str(empty), "--engine", "dask", "--out", out]) == 2
+    assert capfd.readouterr().err.splitlines() == [f"error: {mem.value}"]
+
+
+def test_frames_with_missing_cells_are_refused_and_classes_named_as_in_memory(client, tmp_path):
+    """A null or blank id, a null or NaN-spelled label: a DataError naming the column (not dropped, not a raw
+    ValueError). Spellings of one number: the class is named by the first row's, as in memory and streaming."""
+    rng = np.random.default_rng(0)
+    frame = pd.DataFrame(
+        {
+            "task": [f"i{i}" for i in range(20) for _ in range(3)],
+            "worker": [f"w{w}" for _ in range(20) for w in range(3)],
+            "answer": rng.choice(["a", "b"], 60),
+        }
+    )
+    for col, value in (("answer", np.nan), ("answer", "NA"), ("task", np.nan), ("worker", None)):
+        bad = frame.copy()
+        bad.loc[5, col] = value
+        with pytest.raises(DataError, match="1 row has a blank or NaN") as exc:
+            _fit(bad, "ds", client)
+        assert exc.value.column == col and "at index 5" in str(exc.value)
+    spellings = ["1.0", "2", "1", "2.0", "1", "2.0", "1", "2.0"]  # the later spellings are the more frequent
+    path = tmp_path / "mixed.csv"
+    path.write_text("item,worker,label\n" + "\n".join(f"i{n // 2},w{n % 2},{s}" for n, s in enumerate(spellings)))
+    data = read_annotations(path)
+    assert data.class_names == ("1.0", "2") == fit_file(path, "mv").data.class_names
+    run = _fit(str(path), "mv", client)
+    assert run.data.class_names == data.class_names
+    assert_same_fit(cl.fit(data, "mv"), run)
 
 
 @pytest.mark.slow

@@ -166,6 +166,62 @@ def assert_same_files(a, b, tol=1e-8):
                 assert abs(sa[key] - sb[key]) <= tol * max(1.0, abs(sa[key]))
 
 
+def write_formula_file(path):
+    """A long label file whose item, worker and class names a spreadsheet would run as formulas (and an item -5,
+    a plain number); each is some item's label or a worker, so each is written to labels.csv or workers.csv."""
+    rng = np.random.default_rng(2)
+    rows = [f"i{i},w{w},{rng.choice(['a', 'b'])}" for i in range(20) for w in range(4)]
+    rows += ["=cmd|' /C calc'!A0,+w9,a", "-2+3,w7,b", "i1,@w8,b", "i2,@w8,a", "-5,w1,a", "-5,w2,a"]
+    rows += ["x1,w0,=1+1", "x1,w1,=1+1", "x1,w2,=1+1"]
+    path.write_text("item,worker,label\n" + "\n".join(rows) + "\n")
+    return path
+
+
+def assert_formula_cells_escaped(out):
+    """Every text cell of the CSV files in ``out`` that a spreadsheet would run gets an apostrophe; numbers not."""
+    import csv
+
+    from crowdlab.safe import FORMULA_START
+
+    cells = {}
+    for name in ("labels.csv", "workers.csv", "posteriors.csv"):
+        with open(out / name, newline="") as fh:
+            cells[name] = [row[0] for row in csv.reader(fh)]
+        for cell in cells[name]:
+            assert not cell.startswith(FORMULA_START) or cell.lstrip("-").replace(".", "").isdigit(), (name, cell)
+    assert {"'=cmd|' /C calc'!A0", "'-2+3", "-5", "x1"} <= set(cells["labels.csv"])
+    assert {"'+w9", "'@w8", "w0"} <= set(cells["workers.csv"])
+    assert {"'=cmd|' /C calc'!A0", "'-2+3", "-5"} <= set(cells["posteriors.csv"])
+    labels = pd.read_csv(out / "labels.csv", dtype=str, keep_default_na=False).set_index("item")["label"]
+    assert labels["x1"] == "'=1+1"  # a class name
+
+
+@pytest.mark.parametrize("engine", [[], ["--stream", "--chunk-rows", "7"]])
+def test_cli_stream_escapes_formula_cells_like_the_in_memory_fit(engine, tmp_path, capsys):
+    """The README's promise for every CSV crowdlab writes: the streaming engine's files as the in-memory fit's."""
+    path = write_formula_file(tmp_path / "formula.csv")
+    assert main(["fit", str(path), "--method", "ds", *engine, "--out", str(tmp_path / "out")]) == 0
+    assert_formula_cells_escaped(tmp_path / "out")
+
+
+@pytest.mark.parametrize(
+    "text", [b"", b"\n \n\n", b"item,worker,label\n", b"\nitem,worker,label", b"item;worker;label\r\n"]
+)
+def test_no_data_rows_reads_like_the_in_memory_reader(text, tmp_path):
+    """0 bytes, blank lines, a header row alone: the in-memory reader's message, not "only blank lines" for all."""
+    path = tmp_path / "labels.csv"
+    path.write_bytes(text)
+    with pytest.raises(DataError) as mem:
+        read_annotations(path)
+    with pytest.raises(DataError) as eng:
+        fit_file(path, "ds", chunk_rows=1)
+    assert str(eng.value) == str(mem.value)
+    empty = tmp_path / "empty.parquet"
+    pd.DataFrame({c: pd.Series([], dtype=str) for c in ("item", "worker", "label")}).to_parquet(empty)
+    with pytest.raises(DataError, match="has no rows"):
+        fit_file(empty, "ds")
+
+
 def test_parquet_file_streams_in_row_batches(tmp_path):
     labels, _ = sample_paths("rte")
     frame = pd.read_csv(labels)  # integer item and label columns: read as text, as from the CSV

@@ -92,7 +92,7 @@ def build_parser() -> argparse.ArgumentParser:
         default="frequent",
         choices=["frequent", "random", "first"],
         help="majority vote: where tied items go (the most frequent class, random with --tie-seed, the first "
-        "worker's label); posteriors.csv flags tied items either way",
+        "worker's label); posteriors.csv flags them in its mv_tied column, whatever the method",
     )
     f.add_argument("--tie-seed", dest="tie_seed", type=int, default=0, help="seed of --tie-break random")
     f.add_argument(

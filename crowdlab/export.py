@@ -44,8 +44,8 @@ def write_csv(frame: pd.DataFrame, path: str | Path) -> None:
 
 
 def posterior_frame(run: Run) -> pd.DataFrame:
-    """One row per item: posterior per class, the hard label and its probability, ``tied`` (True when the item's
-    majority vote is tied: :func:`crowdlab.models.majority.tied_items`) (classes);
+    """One row per item: posterior per class, the hard label and its probability, ``mv_tied`` (True when the
+    item's majority vote is tied, whatever the method: :func:`crowdlab.models.majority.tied_items`) (classes);
     for the scores model, the estimated mean score per item."""
     data, snap = run.data, run.current
     if isinstance(snap.params, ScoreParams):
@@ -59,7 +59,7 @@ def posterior_frame(run: Run) -> pd.DataFrame:
     out["label"] = np.asarray(data.class_names, dtype=object)[labels]
     out["confidence"] = snap.q[np.arange(data.n_items), labels]
     if hasattr(data, "worker"):  # the streaming and Dask engines keep no labels in memory: no tie flags there
-        out["tied"] = tied_items(data)  # the item's majority vote is tied (whatever the method)
+        out["mv_tied"] = tied_items(data)  # the item's majority vote is tied (whatever the method)
     if data.gold is not None:
         names = np.asarray(data.class_names + ("",), dtype=object)
         out["gold"] = names[np.where(data.gold >= 0, data.gold, len(data.class_names))]

@@ -145,7 +145,7 @@ def test_majority_vote_ties_rule_count_marks_and_export():
     import pandas as pd
 
     frame = pd.read_csv(io.BytesIO(post))
-    assert frame["tied"].sum() == n_tied
+    assert frame["mv_tied"].sum() == n_tied
     assert list(frame["label"].astype(str)) == [str(data.class_names[k]) for k in majority_labels(data, "first")]
 
 

@@ -1,4 +1,4 @@
-"""The posterior CSV's ``tied`` column and the reproduction snippet for the Step page's method options (tie rule,
+"""The posterior CSV's ``mv_tied`` column and the reproduction snippet for the Step page's method options (tie rule,
 floor on sigma, revealed gold, a start with only one annotator good)."""
 
 from __future__ import annotations
@@ -24,13 +24,13 @@ def rte():
 @pytest.mark.parametrize("method", ["mv", "ds", "one_coin"])
 def test_tied_column_for_every_class_method(rte, method):
     frame = posterior_frame(fit(rte, method, max_iter=50))
-    assert frame["tied"].dtype == bool
-    assert np.array_equal(frame["tied"].to_numpy(), tied_items(rte)) and frame["tied"].sum() == 65
+    assert frame["mv_tied"].dtype == bool
+    assert np.array_equal(frame["mv_tied"].to_numpy(), tied_items(rte)) and frame["mv_tied"].sum() == 65
 
 
 def test_no_tied_column_for_scores():
     frame = posterior_frame(fit(lecture_scores(0).annotations, "scores"))
-    assert "tied" not in frame
+    assert "mv_tied" not in frame and "tied" not in frame
 
 
 def _exec_snippet(code: str, data) -> Run:
@@ -69,4 +69,4 @@ def test_tied_column_survives_the_csv(rte, tmp_path):
 
     write_csv(posterior_frame(fit(rte, "ds", max_iter=20)), tmp_path / "p.csv")
     back = pd.read_csv(tmp_path / "p.csv")
-    assert back["tied"].sum() == 65
+    assert back["mv_tied"].sum() == 65

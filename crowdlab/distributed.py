@@ -58,7 +58,7 @@ from crowdlab.data import (
 )
 from crowdlab.engine import EngineData, EngineRun, Stats, add_stats, batch_em, block_round, engine_model, mv_bonus
 from crowdlab.errors import CrowdlabError, DataError, ModelError
-from crowdlab.readers import Column, check_where, count, missing_values, read_table
+from crowdlab.readers import Column, check_where, count, missing_values, not_a_file, read_table
 
 COLUMNS = ("item", "worker", "label")
 NO_DASHBOARD = {"dashboard_address": None, "scheduler_kwargs": {"dashboard_address": ":0"}}
@@ -142,9 +142,7 @@ def _expand(source) -> list[str]:
         if os.path.isfile(f) or (os.path.isdir(f) and _holds_parquet(f)):
             continue
         folder = " A folder is read only as a Parquet dataset (.parquet files)." if os.path.isdir(f) else ""
-        raise DataError(
-            "no such file.", file=f, hint=f"Check the path (it is read relative to where you started).{folder}"
-        )
+        raise not_a_file(f, hint=folder)
     return files
 
 

@@ -277,6 +277,22 @@ def limit_error(what: str, field_name: str, where: str, *, file: str | None = No
 
 
 # ---------------------------------------------------------------------- bytes
+def not_a_file(path, hint: str = "") -> DataError:
+    """The error for a path that is not a regular file: missing, a folder, or a device or pipe (/dev/null), each
+    said as what it is (they were all "no such file"). ``hint`` is added to the advice."""
+    p = Path(path)
+    if p.is_dir():
+        problem = "this is a folder, not a file."
+        advice = "Give the path of the label file inside it."
+    elif p.exists():
+        problem = "this is not a regular file (a device, pipe or socket)."
+        advice = "Give the path of a CSV file."
+    else:
+        problem = "no such file."
+        advice = "Check the path (it is read relative to where you started)."
+    return DataError(problem, file=str(path), hint=advice + hint)
+
+
 def load_source(source: Source) -> tuple[bytes, str, Path | None]:
     """Return the raw bytes, the file name used in messages, and the path (None for uploads).
 
@@ -286,9 +302,7 @@ def load_source(source: Source) -> tuple[bytes, str, Path | None]:
     if isinstance(source, str | os.PathLike):
         path = Path(source)
         if not path.is_file():
-            raise DataError(
-                "no such file.", file=str(path), hint="Check the path (it is read relative to where you started)."
-            )
+            raise not_a_file(path)
         size = path.stat().st_size
         if size > max_bytes:
             raise _size_error(size, path.name)

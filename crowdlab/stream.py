@@ -65,7 +65,7 @@ from crowdlab.data import (
 )
 from crowdlab.engine import ArrowNames, EngineData, EngineRun, Stats, batch_em, block_round, engine_model, mv_bonus
 from crowdlab.errors import DataError
-from crowdlab.readers import INVISIBLE, Column, Table, check_where, get_limits, read_table
+from crowdlab.readers import INVISIBLE, Column, Table, check_where, get_limits, not_a_file, read_table
 
 DEFAULT_CHUNK_ROWS = 1_000_000
 _MAX_BUCKETS = 256
@@ -382,9 +382,7 @@ class StreamedData:
     def __init__(self, path, chunk_rows: int, folder: Path, where: str = "python"):
         path = Path(path)
         if not path.is_file():
-            raise DataError(
-                "no such file.", file=str(path), hint="Check the path (it is read relative to where you started)."
-            )
+            raise not_a_file(path)
         p0 = _Pass0(path, folder, chunk_rows, where)
         p0.run()
         _release()

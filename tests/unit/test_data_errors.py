@@ -55,6 +55,18 @@ def test_missing_file() -> None:
     assert "no such file" in str(err)
 
 
+def test_a_folder_or_a_device_is_named_as_such(tmp_path) -> None:
+    from crowdlab.cli import main
+    from crowdlab.data import read_annotations
+    from crowdlab.errors import DataError
+
+    for path, words in ((tmp_path, "this is a folder, not a file"), ("/dev/null", "not a regular file")):
+        with pytest.raises(DataError, match=words):
+            read_annotations(path)
+        for extra in ([], ["--stream"]):
+            assert main(["fit", str(path), *extra, "--out", str(tmp_path / "o")]) == 2
+
+
 def test_png_is_not_csv() -> None:
     err = error_of("not_csv.png")
     assert "not a CSV text file" in str(err) and "PNG image" in str(err)

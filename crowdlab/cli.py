@@ -136,7 +136,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 def plural(n: int, one: str, many: str | None = None) -> str:
     """``1 item``, ``2 items``; ``many`` for irregular plurals (``pass`` -> ``passes``)."""
-    return f"{n} {one if n == 1 else (many or one + 's')}"
+    return f"{n:,} {one if n == 1 else (many or one + 's')}"
 
 
 def _number_checks(args: argparse.Namespace):
@@ -163,8 +163,47 @@ def _number_checks(args: argparse.Namespace):
     )
 
 
+# options that only one method or engine reads: (flag, dest, applies, to what)
+_SCOPED = (
+    *((f"--{d.replace('_', '-')}", d, "online", "--method online_ds / online_one_coin") for d in (
+        "eta0", "tau0", "rho", "buckets", "passes", "batch_size", "worker_steps")),
+    ("--tie-break", "tie_break", "mv", "--method mv"),
+    ("--tie-seed", "tie_seed", "mv", "--method mv"),
+    ("--delta", "delta", "mrf", "--method mrf"),
+    ("--e-step", "e_step", "mrf", "--method mrf"),
+    ("--reveal-seed", "reveal_seed", "reveal", "--reveal"),
+    ("--chunk-rows", "chunk_rows", "stream", "--stream (--engine stream)"),
+    ("--scheduler", "scheduler", "dask", "--engine dask"),
+    ("--npartitions", "npartitions", "dask", "--engine dask"),
+)  # fmt: skip
+
+
+def ignored_options(args: argparse.Namespace) -> list[str]:
+    """The options given a value other than their default that this run does not read (a batch method with
+    --passes, the memory engine with --chunk-rows, ...), each as "--flag (applies to ...)"."""
+    defaults = build_parser().parse_args(["fit", "-", "--out", "-"])
+    engine = "stream" if args.stream else args.engine
+    used = {
+        "online": args.method in ONLINE_MODELS,
+        "mv": args.method == "mv",
+        "mrf": args.method == "mrf",
+        "reveal": args.reveal is not None,
+        "stream": engine == "stream",
+        "dask": engine == "dask",
+    }
+    return [
+        f"{flag} (applies to {what})"
+        for flag, dest, scope, what in _SCOPED
+        if not used[scope] and getattr(args, dest) != getattr(defaults, dest)
+    ]
+
+
 def check_options(args: argparse.Namespace) -> None:
-    """Refuse an option out of its range, or options that do not go together, before any file is read."""
+    """Refuse an option out of its range, or options that do not go together, before any file is read; warn
+    about options this run would not read."""
+    ignored = ignored_options(args)
+    if ignored:
+        print(f"warning: ignored, this run does not use them: {'; '.join(ignored)}.", file=sys.stderr)
     for option, value, ok, want in _number_checks(args):
         if not ok:
             shown = f"{value:g}" if isinstance(value, float) else value

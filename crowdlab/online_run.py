@@ -83,7 +83,8 @@ class OnlineRun:
             f"uniform class prior, confusion matrices with {model.init_accuracy:g} on the diagonal"
             + (f" (before the prior's {model.prior:g} pseudo-count per cell)" if model.prior > 0 else "")
             + "; "
-            f"{model.batch_size} item(s) per update, {model.passes} pass(es)"
+            f"{model.batch_size} item{'s' if model.batch_size != 1 else ''} per update, {model.passes} "
+            f"pass{'es' if model.passes != 1 else ''}"
         )
         self._start()
 

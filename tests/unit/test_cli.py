@@ -85,6 +85,20 @@ def test_gold_of_other_numbers_reads_scores_and_the_error_says_how_to_read_class
     assert main(["fit", str(labels), "--kind", "classes", "--out", str(tmp_path / "o")]) == 0
 
 
+def test_options_the_run_does_not_read_are_named_in_one_warning(tmp_path, capsys):
+    labels, _ = sample_paths("bluebirds")
+    args = ["fit", str(labels), "--out", str(tmp_path / "o"), "--passes", "3", "--chunk-rows", "5", "--tie-seed", "2"]
+    assert main(args) == 0
+    captured = capsys.readouterr()
+    assert captured.err.splitlines() == [
+        "warning: ignored, this run does not use them: --passes (applies to --method online_ds / online_one_coin); "
+        "--tie-seed (applies to --method mv); --chunk-rows (applies to --stream (--engine stream))."
+    ]
+    assert "4,212 labels" in captured.out
+    assert main(["fit", str(labels), "--out", str(tmp_path / "o"), "--method", "mv", "--tie-seed", "2"]) == 0
+    assert capsys.readouterr().err == ""  # used: no warning
+
+
 def test_python_snippet_reproduces_the_run():
     import numpy as np
 

@@ -20,8 +20,9 @@ Actions (:func:`apply`):
 Three lessons (:data:`LESSONS`), narration written for crowdlab from the EM lecture on bad annotators, Traganitis &
 Giannakis (Dawid-Skene eqs. (9)-(11), sequences, networks) and Donmez, Lebanon & Balasubramanian (2010). Every
 claim a narration makes about a run is checked by ``tests/unit/test_lessons.py`` on the very runs built here.
-Outcome templates read ``{b[...]}`` (facts before the action), ``{a[...]}`` (after) and ``{r[...]}`` (reference
-facts of the lesson, :func:`reference`); see :func:`facts` for the names.
+Outcome templates read ``{b[...]}`` (facts before the action), ``{a[...]}`` (after), ``{d[...]}`` (how a fact
+moved from before to after, :func:`changes`) and ``{r[...]}`` (reference facts of the lesson, :func:`reference`);
+see :func:`facts` for the names.
 """
 
 from __future__ import annotations
@@ -43,6 +44,7 @@ from crowdlab.models import DawidSkene, GoodBadScores, HMMCrowd, NetworkCrowd, O
 __all__ = [
     "ACTIONS",
     "LESSONS",
+    "MAJORITY_ROW",
     "SETUPS",
     "Lesson",
     "Setup",
@@ -50,8 +52,10 @@ __all__ = [
     "applicable",
     "apply",
     "build",
+    "changes",
     "facts",
     "fill",
+    "majority_start",
     "prepare",
     "reference",
 ]
@@ -120,14 +124,26 @@ def classifier_outputs(p: float) -> Annotations:
     )
 
 
+MAJORITY_ROW = "soft majority vote"  # the name of majority_start's row in the sequence strip (the run's start)
+
+
+def majority_start(data: Annotations) -> np.ndarray:
+    """(N,) the labels of EM's majority start (a run's snapshot 0): each item's soft majority vote (its share of the
+    votes per class) and the class with the largest share, a tie going to the lowest class code. Not the hard
+    majority vote of :func:`crowdlab.models.majority.majority_labels`, whose tie rule may pick another tied class."""
+    from crowdlab.models.base import row_argmax
+    from crowdlab.models.majority import vote_fractions
+
+    return row_argmax(vote_fractions(data)).astype(np.int32)
+
+
 @lru_cache(maxsize=1)
 def showcase_sequence() -> tuple[int, int]:
-    """(first, stop) item indices of the sentence where the majority vote errs most: the one to draw."""
-    from crowdlab.models.majority import majority_labels
-
+    """(first, stop) item indices of the sentence where the majority start (:func:`majority_start`) errs most: the
+    one to draw."""
     data = sentences().annotations
     starts = data.sequence_starts
-    wrong = (majority_labels(data) != data.gold).astype(np.int64)
+    wrong = (majority_start(data) != data.gold).astype(np.int64)
     s = int(np.argmax(np.add.reduceat(wrong, starts[:-1])))
     return int(starts[s]), int(starts[s + 1])
 
@@ -358,8 +374,12 @@ def reference(lesson_key: str) -> dict:
         soft.run()
         stall = Run(bluebirds(), soft.model, "all_good", param_tol=None)  # the objective test alone
         stall.run()
+        full = Run(bluebirds(), soft.model, "all_good")  # what the lesson's restart_from:all_good runs
+        full.run()
         names = lec.annotations.worker_names
         return {
+            "trap_step": 1 + [s.action for s in EM_LESSON.steps].index("start:scores_trap"),
+            "plateau": _plateau(full, stall.current.objective, stall.current.iteration),
             "true_bad": _names(names, np.flatnonzero(~lec.good)),
             "true_good": _names(names, np.flatnonzero(lec.good)),
             "trap_true_bad": _names(trap.annotations.worker_names, np.flatnonzero(~trap.good)),
@@ -393,9 +413,42 @@ def reference(lesson_key: str) -> dict:
     return {}
 
 
+def _plateau(run: Run, stall_objective: float, stall_iteration: int) -> dict:
+    """The two climbs of a run that pauses on a plateau: ``climb1`` (from the start to where the objective test
+    alone stopped, at ``stall_iteration``), ``climb2`` (from there to the end), ``share`` (climb2 over the whole
+    rise) and ``flat_to`` (the iteration at which a tenth of climb2 is done: where the curve leaves the plateau)."""
+    h = run.history()
+    at_m = h["kind"] != "E"  # the objective after every whole iteration (and the start)
+    obj, it = h["objective"][at_m], h["iteration"][at_m]
+    climb2 = float(obj[-1] - stall_objective)
+    late = (it > stall_iteration) & (obj - stall_objective > 0.1 * climb2)
+    return {
+        "climb1": float(stall_objective - obj[0]),
+        "climb2": climb2,
+        "share": climb2 / float(obj[-1] - obj[0]),
+        "flat_to": int(it[np.argmax(late)]),
+    }
+
+
+def changes(before: dict, after: dict) -> dict:
+    """How facts moved from ``before`` to ``after``, as phrases for an outcome (``{d[sigma]}``): "is still **0.151**,
+    as at the start" when the change does not show at the quoted precision, else "went from 0.140 to **0.151**
+    (+0.011)". Only the facts both sides have."""
+    out = {}
+    for name, digits in (("sigma", 3), ("pi_good", 2)):
+        if name in before and name in after:
+            b, a = float(before[name]), float(after[name])
+            if abs(a - b) < 0.5 * 10.0**-digits:
+                out[name] = f"is still **{a:.{digits}f}**, as at the start"
+            else:
+                out[name] = f"went from {b:.{digits}f} to **{a:.{digits}f}** ({a - b:+.{digits}f})"
+    return out
+
+
 def fill(template: str, before: dict, after: dict, ref: dict) -> str:
-    """A narration or outcome with its numbers: ``{b[...]}``, ``{a[...]}``, ``{r[...]}`` (see the module docstring)."""
-    return template.format(b=before, a=after, r=ref)
+    """A narration or outcome with its numbers: ``{b[...]}``, ``{a[...]}``, ``{d[...]}``, ``{r[...]}`` (see the
+    module docstring)."""
+    return template.format(b=before, a=after, d=changes(before, after), r=ref)
 
 
 # ---------------------------------------------------------------------------- the lessons
@@ -555,9 +608,12 @@ EM_LESSON = Lesson(
         Step(
             "Why EM can go wrong (1): a pause that looks like the end",
             "Start the same model from 'everyone is good' (every worker right 80% of the time) instead of the "
-            "majority vote and let it run. Watch the curve: it climbs, then lies almost flat for dozens of "
-            "iterations before it climbs again. Near such a plateau (a saddle of the likelihood) each step gains "
-            "next to nothing, so a rule that only asks whether the objective stopped changing would stop there.",
+            "majority vote and let it run. Watch the curve: it climbs by {r[plateau][climb1]:.1f} in "
+            "{r[stall][iteration]} iterations, then lies almost flat until about iteration "
+            "{r[plateau][flat_to]}, when it rises once more by only {r[plateau][climb2]:.1f} "
+            "({r[plateau][share]:.0%} of the whole rise; a small step near the top of the chart, easy to miss). "
+            "Near such a plateau (a saddle of the likelihood) each step gains next to nothing, so a rule that only "
+            "asks whether the objective stopped changing would stop there.",
             _DS_LL,
             "restart_from:all_good",
             "Restart from 'everyone is good'",
@@ -567,8 +623,8 @@ EM_LESSON = Lesson(
             "{r[stall][accuracy]:.3f}: apparently converged, yet the parameters were still drifting. crowdlab also "
             "asks that the parameters settle, so EM went on and reached **{a[objective]:.2f}** after "
             "**{a[iteration]}** iterations, accuracy **{a[accuracy]:.3f}**: the majority start's answer "
-            "({b[objective]:.2f}). A pause is not an optimum; a truly worse optimum is in the lecture's "
-            "scores model above.",
+            "({b[objective]:.2f}). A pause is not an optimum; a truly worse optimum comes at step "
+            "{r[trap_step]}, back on the lecture's scorers.",
         ),
         Step(
             "Why EM can go wrong (2): the mirror image",
@@ -625,10 +681,11 @@ EM_LESSON = Lesson(
             "run",
             "Run to convergence",
             "annotators",
-            "EM stopped at log-likelihood **{a[objective]:.2f}** still calling **{a[n_good]}** annotators good "
-            "({a[good]}). In truth {r[trap_true_bad]} are bad, but σ has widened to {a[sigma]:.3f}: wide enough "
-            "that the Gaussians explain even the random scores better than the uniform does. Nobody is ever found "
-            "bad; the everyone-good start sits on a local optimum.",
+            "EM stopped after {a[iteration]} iterations at log-likelihood **{a[objective]:.2f}**, still calling "
+            "**{a[n_good]}** annotators good ({a[good]}). In truth {r[trap_true_bad]} are bad, yet σ "
+            "{d[sigma]}: inflated by the random scores, it is wide enough that the Gaussians explain even those "
+            "better than the uniform does. Nobody is ever found bad; the everyone-good start sits on a local "
+            "optimum.",
         ),
         Step(
             "A random start finds the better optimum",
@@ -660,7 +717,9 @@ DEPENDENT_LESSON = Lesson(
             "start:sentences",
             "Start Dawid-Skene (majority start)",
             "strip",
-            "The majority vote gets **{a[accuracy]:.3f}** of the tokens right.",
+            "The run starts from the soft majority vote: each token's share of the votes per class, its largest "
+            "share taken as the label (a tie goes to the first class). That start, the strip's row "
+            f"'{MAJORITY_ROW}', gets **{{a[accuracy]:.3f}}** of the tokens right.",
         ),
         Step(
             "Dawid-Skene, item by item",
@@ -670,8 +729,9 @@ DEPENDENT_LESSON = Lesson(
             "run",
             "Run to convergence",
             "strip",
-            "Dawid-Skene: accuracy **{a[accuracy]:.3f}** after {a[iteration]} iterations (majority vote: "
-            "{b[accuracy]:.3f}). Look for isolated flips inside runs of one class: the order could fix them.",
+            "Dawid-Skene: accuracy **{a[accuracy]:.3f}** after {a[iteration]} iterations (the soft majority vote "
+            "it started from: {b[accuracy]:.3f}). Look for isolated flips inside runs of one class: the order "
+            "could fix them.",
         ),
         Step(
             "Let the labels form a Markov chain",
@@ -705,7 +765,8 @@ DEPENDENT_LESSON = Lesson(
             "start:network",
             "Start Dawid-Skene (majority start)",
             "network",
-            "Majority vote: accuracy **{a[accuracy]:.3f}** ({a[wrong]} nodes wrong, ringed).",
+            "The soft majority vote (the run's start): accuracy **{a[accuracy]:.3f}** ({a[wrong]} nodes wrong, "
+            "ringed).",
         ),
         Step(
             "Dawid-Skene on the network",

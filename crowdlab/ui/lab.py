@@ -69,7 +69,8 @@ class RunSlot:
     computes next, under a spinner or a progress bar), and optionally ``notice`` (a one-time message, popped when
     the stepper shows it) and ``error`` (why the run could not be built); widget keys ``<widgets>.*``;
     ``getter()`` returns the run (building it when there is none yet). Play keeps its plain keys under
-    ``<widgets>.playing`` / ``.play_last`` / ``.speed_value``."""
+    ``<widgets>.playing`` / ``.play_last`` / ``.speed_value``. ``shortcuts=False``: the buttons take no keyboard
+    shortcuts (the lessons' free controls, where ← → belong to the lesson's Previous / Next)."""
 
     run: str
     run_id: str
@@ -79,6 +80,7 @@ class RunSlot:
     getter: Callable[[], Run | None]
     notice: str | None = None
     error: str | None = None
+    shortcuts: bool = True
 
     def key(self, name: str) -> str:
         """A widget key of this slot's stepper (``stepper.step``, ``seq.stepper.step``)."""
@@ -403,7 +405,10 @@ def buttons(slot: RunSlot, run: Run) -> None:
     row = st.container(horizontal=True, gap="small", vertical_alignment="center")
 
     def button(name: str, label: str, callback, disabled: bool, **kw) -> None:
-        row.button(label, key=k(name), on_click=callback, args=a, disabled=disabled, shortcut=SHORTCUTS.get(name), **kw)
+        key = SHORTCUTS.get(name) if slot.shortcuts else None
+        if not slot.shortcuts and kw.get("help", "").endswith(")"):
+            kw["help"] = kw["help"].rsplit(" (", 1)[0]  # no "(←)" in the tooltip of a button without its key
+        row.button(label, key=k(name), on_click=callback, args=a, disabled=disabled, shortcut=key, **kw)
 
     # while playing the panel below reruns on its own and this row is not redrawn: every move stays enabled (the
     # callbacks check what applies, and any move pauses Play)

@@ -2,17 +2,25 @@
 
 Each step shows its narration, the formula of the action about to run, ONE button that does exactly that action
 on the lesson's run, the outcome with the run's own numbers, and the chart of its effect; Previous / Next move
-through the lesson. The run lives in a :class:`crowdlab.ui.lab.RunSlot` (:data:`SLOT`), so the Step page's
-controls work on it too: the free controls under the lesson are the one stepper component (:func:`lab.stepper`).
+through the lesson (and the keys → / ←, what a presentation clicker sends). The run lives in a
+:class:`crowdlab.ui.lab.RunSlot` (:data:`SLOT`), so the Step page's controls work on it too: the free controls under
+the lesson are the one stepper component (:func:`lab.stepper`), without its keyboard shortcuts (the arrows belong to
+the lesson), in an expander that stays open once opened.
 
 Plain keys (state survives a page switch): ``lesson.key``, ``lesson.step``, ``lesson.done`` (the outcome text once
-the step's action ran), ``lesson.mark`` (where the run stood after the lesson last moved it), and the slot's
-``lesson.run.obj`` / ``.id`` / ``.metrics`` / ``.pending``. Widget keys: ``lesson.pick``, ``lesson.action``,
-``lesson.prev``, ``lesson.next``, ``lesson.replay``, ``lesson.stepper.*``, ``lesson.chart.*``. Every change
-happens in a callback.
+the step's action ran), ``lesson.mark`` (where the run stood after the lesson last moved it), ``lesson.free_open``
+(whether the free controls are open), ``lesson.shown`` (the last step drawn in full, chart included, and when it
+first was), and the slot's ``lesson.run.obj`` / ``.id`` / ``.metrics`` / ``.pending``. Widget keys:
+``lesson.pick``, ``lesson.action``, ``lesson.prev``, ``lesson.next``, ``lesson.replay``, ``lesson.free``,
+``lesson.stepper.*``, ``lesson.chart.*``. Every change happens in a callback. The step buttons' callbacks carry the
+lesson and step they were drawn for and do nothing at another step; Previous and Next also wait until the step
+they leave was drawn in full and has been on screen :data:`HOLD_S`, so a double click (or a clicker's double
+press) moves one step, not two.
 """
 
 from __future__ import annotations
+
+import time
 
 import numpy as np
 import streamlit as st
@@ -24,23 +32,29 @@ from crowdlab.plots import risk as rplots
 from crowdlab.ui import lab
 
 KEY, STEP, DONE, MARK = "lesson.key", "lesson.step", "lesson.done", "lesson.mark"
+SHOWN, FREE_OPEN = "lesson.shown", "lesson.free_open"
 RUN, RUN_ID, METRICS, PENDING = "lesson.run.obj", "lesson.run.id", "lesson.run.metrics", "lesson.run.pending"
-W_PICK, W_ACTION, W_PREV, W_NEXT, W_REPLAY = (
+W_PICK, W_ACTION, W_PREV, W_NEXT, W_REPLAY, W_FREE = (
     "lesson.pick",
     "lesson.action",
     "lesson.prev",
     "lesson.next",
     "lesson.replay",
+    "lesson.free",
 )
+# the lesson's Previous / Next take the stepper's arrow keys (a presentation clicker sends → and ←); the free
+# controls below the lesson take no keys at all (SLOT has shortcuts=False), so a key never moves a hidden run
+PREV_KEY, NEXT_KEY = lab.SHORTCUTS["back"], lab.SHORTCUTS["next"]
 DEFAULT = "em"
 CHART_HEIGHT = 340
+HOLD_S = 0.4  # Previous / Next do nothing this long after a step was first drawn: a double click moves one step
 
 
 def get_run() -> Run | None:
     return st.session_state.get(RUN)
 
 
-SLOT = lab.RunSlot(RUN, RUN_ID, METRICS, PENDING, "lesson.stepper", get_run)
+SLOT = lab.RunSlot(RUN, RUN_ID, METRICS, PENDING, "lesson.stepper", get_run, shortcuts=False)
 
 
 # ---------------------------------------------------------------------------- state
@@ -100,9 +114,18 @@ def on_pick() -> None:
         _goto(key, 0)
 
 
-def on_action() -> None:
+def _at(key: str, i: int) -> bool:
+    """Whether the lesson still stands at step ``i`` of lesson ``key`` (the step a button was drawn for): a second
+    click that arrives before the page was drawn again finds the lesson elsewhere and does nothing."""
+    lesson, here = current()
+    return lesson.key == key and here == i
+
+
+def on_action(key: str, i: int) -> None:
     """Do the step's action on the live run; keep the outcome sentence with the numbers it produced."""
-    lesson, i = current()
+    if not _at(key, i):
+        return
+    lesson = lessons.LESSONS[key]
     step = lesson.steps[i]
     run = get_run()
     if st.session_state.get(DONE) is not None or not lessons.applicable(run, step.action):
@@ -113,27 +136,40 @@ def on_action() -> None:
     st.session_state[DONE] = lessons.fill(step.outcome, before, lessons.facts(new), lessons.reference(lesson.key))
 
 
-def on_next() -> None:
+def _shown(key: str, i: int) -> bool:
+    """Whether step ``i`` of lesson ``key`` is where the lesson stands, was drawn in full, and has been on screen
+    for :data:`HOLD_S`: the second click of a double click on Previous / Next does nothing, whether it arrives while
+    the step the first click led to is still being drawn (the old button still on screen) or just after."""
+    shown = st.session_state.get(SHOWN)
+    if not _at(key, i) or not shown or tuple(shown[:2]) != (key, i):
+        return False
+    return time.monotonic() - shown[2] >= HOLD_S
+
+
+def on_next(key: str, i: int) -> None:
     """The next step; when this step's action has not run (or the run was moved), arrive by replaying."""
-    lesson, i = current()
-    if i + 1 >= len(lesson.steps):
+    if not _shown(key, i) or i + 1 >= len(lessons.LESSONS[key].steps):
         return
     if st.session_state.get(DONE) is not None and not moved():
         st.session_state[STEP] = i + 1
         st.session_state[DONE] = None
         return
-    _goto(lesson.key, i + 1)
+    _goto(key, i + 1)
 
 
-def on_prev() -> None:
-    lesson, i = current()
-    if i > 0:
-        _goto(lesson.key, i - 1)
+def on_prev(key: str, i: int) -> None:
+    if _shown(key, i) and i > 0:
+        _goto(key, i - 1)
 
 
-def on_replay() -> None:
-    lesson, i = current()
-    _goto(lesson.key, i)
+def on_replay(key: str, i: int) -> None:
+    if _at(key, i):
+        _goto(key, i)
+
+
+def on_free() -> None:
+    """The free controls' expander was opened or closed: remember it (it stays open while they are used)."""
+    st.session_state[FREE_OPEN] = bool(st.session_state.get(W_FREE))
 
 
 # ---------------------------------------------------------------------------- the page
@@ -160,32 +196,52 @@ def lesson_page() -> None:
     st.markdown(lessons.fill(step.narration, lessons.facts(run), {}, ref))
     st.latex(r"\begin{gathered}" + step.formula + r"\end{gathered}")  # "\\" in a formula breaks the line
     done = st.session_state.get(DONE)
+    here = (lesson.key, i)  # every step button acts only on the step it was drawn for
     c1, c2, c3 = st.columns([3, 1, 1], vertical_alignment="center")
     c1.button(
         step.button + (" ✓" if done is not None else ""),
         key=W_ACTION,
         on_click=on_action,
+        args=here,
         type="primary",
         disabled=done is not None or not lessons.applicable(run, step.action),
         width="stretch",
     )
-    c2.button("Previous", key=W_PREV, on_click=on_prev, disabled=i == 0, width="stretch", icon=":material/arrow_back:")
+    # no arrow icons: the buttons show their keys, ← and →
+    c2.button(
+        "Previous", key=W_PREV, on_click=on_prev, args=here, disabled=i == 0, width="stretch", shortcut=PREV_KEY,
+        help="The previous step (←)",
+    )  # fmt: skip
     c3.button(
-        "Next", key=W_NEXT, on_click=on_next, disabled=i + 1 >= n, width="stretch", icon=":material/arrow_forward:"
-    )
+        "Next", key=W_NEXT, on_click=on_next, args=here, disabled=i + 1 >= n, width="stretch", shortcut=NEXT_KEY,
+        help="The next step (→)",
+    )  # fmt: skip
     if moved():
         st.warning("The run was moved with the controls below since this step began.", icon=":material/info:")
-        st.button("Back to this step's start", key=W_REPLAY, on_click=on_replay)
+        st.button("Back to this step's start", key=W_REPLAY, on_click=on_replay, args=here)
     if done is not None:
         st.success(done)
     elif not lessons.applicable(run, step.action) and not moved():
         st.info("Nothing to do at this point of the run: press Next.")
     fresh = step.action.split(":")[0] in ("start", "switch_model")  # the action brings a new run and model
-    chart(step, None if fresh and done is None else run)
+    try:
+        chart(step, None if fresh and done is None else run)
+    except Exception:
+        _drawn(here)  # a chart that fails must not hold Previous / Next
+        raise
+    _drawn(here)  # drawn in full: Previous / Next may leave it (a run cut short by a new click never gets here)
     if run is not None:
-        with st.expander("Step freely on this run (the Step page's controls)"):
-            # the one stepper of every stepping page (Play, Back, the keyboard shortcuts); the chart is above
+        st.session_state[W_FREE] = bool(st.session_state.get(FREE_OPEN))  # open until closed, across clicks
+        with st.expander("Step freely on this run (the Step page's controls)", key=W_FREE, on_change=on_free):
+            # the one stepper of every stepping page (Play, Back, ...), without keys; the chart is above
             lab.stepper(SLOT, curves=_no_curves, whole_page=True)
+
+
+def _drawn(here: tuple[str, int]) -> None:
+    """Step ``here`` was drawn in full: remember it, with the time it first was (a redraw keeps that time)."""
+    shown = st.session_state.get(SHOWN)
+    if not shown or tuple(shown[:2]) != here:
+        st.session_state[SHOWN] = (*here, time.monotonic())
 
 
 def _no_curves(run: Run) -> None:
@@ -232,15 +288,15 @@ def _confusion(run: Run):
 
 
 def _strip(run: Run):
+    """The showcase sentence: the truth, the majority start every run of the lesson begins from (its snapshot 0,
+    whose accuracy the lesson quotes) and the run at its cursor."""
     d = run.data
     lo, hi = lessons.showcase_sequence()
-    from crowdlab.models.majority import majority_labels
-
     name = "HMM-crowd" if run.model.info.key == "hmm" else "Dawid-Skene"
-    rows = {"truth": d.gold[lo:hi], "majority vote": majority_labels(d)[lo:hi], name: run.labels()[lo:hi]}
+    rows = {"truth": d.gold[lo:hi], lessons.MAJORITY_ROW: lessons.majority_start(d)[lo:hi], name: run.labels()[lo:hi]}
     return dplots.sequence_strip(
         rows, d.class_names, confidence={name: run.current.q[lo:hi].max(axis=1)},
-        title=f"One sequence: the truth, the majority vote and {name} at snapshot {run.index}", height=260,
+        title=f"One sequence: the truth, the soft majority vote and {name} at snapshot {run.index}", height=260,
     )  # fmt: skip
 
 

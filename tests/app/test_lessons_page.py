@@ -1,6 +1,8 @@
 """The Lessons page under ``streamlit.testing.v1.AppTest``: every lesson from its first step to its last, pressing
 the step's action (which must really move the run) and Next each time; Previous, skipping an action, the free
-controls and coming back to the step's start; the working dataset of the other pages is never touched."""
+controls and coming back to the step's start; the working dataset of the other pages is never touched. The arrow
+keys belong to Previous / Next (none to the free controls), the free controls stay open, a double click on Next
+moves one step, and the sequence strip's majority row is the run's own start."""
 
 from __future__ import annotations
 
@@ -11,12 +13,20 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from crowdlab import lessons as L
+from crowdlab.metrics import accuracy
+from crowdlab.models.majority import majority_labels
+from crowdlab.ui import lab, state
 from crowdlab.ui import lesson_page as lp
-from crowdlab.ui import state
 
 ROOT = Path(__file__).resolve().parents[2]
 PAGE = str(ROOT / "pages" / "0_Lessons.py")
 TIMEOUT = 30
+
+
+@pytest.fixture(autouse=True)
+def no_hold(monkeypatch):
+    """AppTest clicks as soon as a step is drawn: no double-click guard (the test of the guard sets its own)."""
+    monkeypatch.setattr(lp, "HOLD_S", 0.0)
 
 
 def _ok(at: AppTest) -> AppTest:
@@ -139,3 +149,102 @@ def test_item_means_axes_stay_put_from_step_to_step():
         assert lo <= snap.params.mu.min() and snap.params.mu.max() <= hi  # every iterate inside the fixed axes
     items = next(t for t in after["data"] if t.get("meta") == "items")
     assert items["marker"]["size"] >= 7
+
+
+def test_arrow_keys_are_the_lessons_previous_and_next_and_the_free_controls_take_no_keys():
+    """A presentation clicker sends → and ←: they must move the lesson, never the hidden free controls' run."""
+    at = _ok(AppTest.from_file(PAGE, default_timeout=TIMEOUT).run())
+    _ok(at.button(key=lp.W_ACTION).click().run())  # the run exists: the free controls are drawn
+    shortcuts = {b.key: b.proto.shortcut.lower() for b in at.button if b.proto.shortcut}
+    assert shortcuts == {lp.W_PREV: "left", lp.W_NEXT: "right"}
+    free = [b for b in at.button if b.key.startswith(lp.SLOT.widgets + ".")]
+    assert {b.key for b in free} >= {lp.SLOT.key(name) for name in lab.SHORTCUTS}
+    assert not any(b.proto.shortcut for b in free)
+    assert not any(b.proto.help.endswith(("(←)", "(→)", "(E)")) for b in free)  # no key named in a tooltip
+    assert state.MAIN.shortcuts  # the Step page's stepper keeps its keys
+
+
+def test_free_controls_stay_open_while_they_are_used():
+    at = _ok(AppTest.from_file(PAGE, default_timeout=TIMEOUT).run())
+    _ok(at.button(key=lp.W_ACTION).click().run())
+    _ok(at.button(key=lp.W_NEXT).click().run())
+    assert not at.expander[0].proto.expanded  # closed until opened
+    at.session_state[lp.FREE_OPEN] = True  # what opening it does (on_free)
+    _ok(at.run())
+    assert at.expander[0].proto.expanded
+    _ok(at.button(key=lp.SLOT.key("e_step")).click().run())  # a warning appears above it: it stays open
+    assert at.warning and at.expander[0].proto.expanded
+    _ok(at.button(key=lp.SLOT.key("back")).click().run())
+    _ok(at.button(key=lp.W_REPLAY).click().run())
+    _ok(at.button(key=lp.W_NEXT).click().run())
+    assert at.expander[0].proto.expanded and at.session_state[lp.STEP] == 2
+
+
+def test_on_free_remembers_the_expander(monkeypatch):
+    fake = {lp.W_FREE: True}
+    monkeypatch.setattr(lp.st, "session_state", fake)
+    lp.on_free()
+    assert fake[lp.FREE_OPEN] is True
+    fake[lp.W_FREE] = False
+    lp.on_free()
+    assert fake[lp.FREE_OPEN] is False
+
+
+def test_a_double_click_on_next_moves_one_step(monkeypatch):
+    at = _ok(AppTest.from_file(PAGE, default_timeout=TIMEOUT).run())
+    for _ in range(6):
+        _ok(at.button(key=lp.W_NEXT).click().run())
+    _ok(at.button(key=lp.W_ACTION).click().run())
+    assert at.session_state[lp.STEP] == 6 and at.session_state[lp.DONE]  # step 7, its action done
+    monkeypatch.setattr(lp, "HOLD_S", 60.0)
+    assert at.session_state[lp.SHOWN][:2] == ("em", 6)
+    at.session_state[lp.SHOWN] = ("em", 6, float("-inf"))  # step 7 has been on screen for long
+    _ok(at.button(key=lp.W_NEXT).click().run())  # the first click of a double click
+    assert at.session_state[lp.STEP] == 7
+    _ok(at.button(key=lp.W_NEXT).click().run())  # the second click, just after step 8 was drawn: nothing
+    assert at.session_state[lp.STEP] == 7
+    _ok(at.button(key=lp.W_PREV).click().run())
+    assert at.session_state[lp.STEP] == 7
+    monkeypatch.setattr(lp, "HOLD_S", 0.0)
+    at.session_state[lp.SHOWN] = None  # step 8 not drawn in full yet (a run cut short by the second click)
+    _ok(at.button(key=lp.W_NEXT).click().run())
+    assert at.session_state[lp.STEP] == 7
+    _ok(at.button(key=lp.W_NEXT).click().run())  # drawn in full now: Next moves on
+    assert at.session_state[lp.STEP] == 8
+
+
+def test_step_callbacks_act_only_on_the_step_they_were_drawn_for(monkeypatch):
+    fake = {lp.KEY: "em", lp.STEP: 3, lp.SHOWN: ("em", 3, 0.0), lp.DONE: "done", lp.MARK: None}
+    monkeypatch.setattr(lp.st, "session_state", fake)
+    lp.on_next("em", 2)  # a click on the Next of step 3, drawn before the lesson moved on
+    lp.on_prev("em", 2)
+    lp.on_next("risk", 3)
+    assert fake[lp.STEP] == 3
+    lp.on_next("em", 3)
+    assert fake[lp.STEP] == 4
+
+
+def test_sequence_strip_majority_row_is_the_runs_start_and_the_text_quotes_its_accuracy():
+    at = _ok(AppTest.from_file(PAGE, default_timeout=TIMEOUT).run())
+    _ok(at.segmented_control(key=lp.W_PICK).set_value("dependent").run())
+    _ok(at.button(key=lp.W_ACTION).click().run())
+    run = at.session_state[lp.RUN]
+    d = run.data
+    lo, hi = L.showcase_sequence()
+    spec = _chart(at, "lesson.chart.strip")
+    strip = next(t for t in spec["data"] if t["type"] == "heatmap")
+    names = spec["layout"]["yaxis"]["ticktext"]
+    assert L.MAJORITY_ROW in names
+    row = strip["z"][names.index(L.MAJORITY_ROW)]
+    start = run.labels(run.snapshots[0])
+    assert row == start[lo:hi].tolist()  # the row is the run's snapshot 0 (the old hard-vote row was not)
+    assert row != majority_labels(d)[lo:hi].tolist()
+    acc = accuracy(start, d.gold)
+    assert f"**{acc:.3f}**" in at.session_state[lp.DONE] and L.MAJORITY_ROW in at.session_state[lp.DONE]
+    assert f"{acc:.3f}" != f"{accuracy(majority_labels(d), d.gold):.3f}"  # the hard vote's figure would differ
+    _ok(at.button(key=lp.W_NEXT).click().run())
+    _ok(at.button(key=lp.W_ACTION).click().run())  # Dawid-Skene to convergence: the same start row, quoted again
+    spec = _chart(at, "lesson.chart.strip")
+    strip = next(t for t in spec["data"] if t["type"] == "heatmap")
+    assert strip["z"][spec["layout"]["yaxis"]["ticktext"].index(L.MAJORITY_ROW)] == row
+    assert f"started from: {acc:.3f}" in at.session_state[lp.DONE]

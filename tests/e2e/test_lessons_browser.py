@@ -3,6 +3,8 @@ through (action, outcome, Next), the formula is typeset, and nothing raises."""
 
 from __future__ import annotations
 
+import re
+
 from tests.e2e.helpers import assert_no_exception, screenshot, wait_idle, wait_page
 
 
@@ -34,11 +36,11 @@ def test_lesson_first_steps_at_projector_size(server, page):
     screenshot(page, "lessons_e_step")
 
 
-def test_lesson_keyboard_shortcuts_drive_the_lessons_run(server, page):
-    """The stepper's keys work in the lesson too (its free controls are the one stepper): → moves the lesson's run
-    one half-step (the lesson then says the run was moved), ← moves it back one half-step."""
+def test_arrow_keys_move_the_lesson_not_the_hidden_free_controls(server, page):
+    """A presentation clicker sends → and ←: in presenter mode they go to the lesson's next / previous step (the free
+    controls under the lesson take no keys: → used to move their hidden run and the narration fell behind)."""
     page.set_viewport_size({"width": 1024, "height": 768})
-    page.goto(server + "/Lessons")
+    page.goto(server + "/Lessons?present=1")
     wait_page(page)
     main = _main(page)
     main.get_by_role("button", name="Start: assume everyone is good").click()
@@ -48,10 +50,32 @@ def test_lesson_keyboard_shortcuts_drive_the_lessons_run(server, page):
     main.locator("h1").first.click()  # focus the page, not an input
     page.keyboard.press("ArrowRight")
     wait_idle(page)
-    main.get_by_text("The run was moved with the controls below").wait_for()
-    main.get_by_text("iteration 1, after E-step").wait_for(state="attached")
+    main.get_by_text("step 2 of 15").wait_for()
+    assert main.get_by_text("The run was moved with the controls below").count() == 0
+    main.get_by_text("iteration 0, initialisation").wait_for(state="attached")  # the run did not move
     page.keyboard.press("ArrowLeft")
     wait_idle(page)
-    main.get_by_text("iteration 0, initialisation").wait_for(state="attached")
-    main.get_by_text("iteration 1, after E-step").wait_for(state="detached")
+    main.get_by_text("step 1 of 15").wait_for()
+    assert_no_exception(page)
+
+
+def test_free_controls_stay_open_and_a_double_click_on_next_moves_one_step(server, page):
+    page.set_viewport_size({"width": 1024, "height": 768})
+    page.goto(server + "/Lessons")
+    wait_page(page)
+    main = _main(page)
+    main.get_by_role("button", name="Start: assume everyone is good").click()
+    wait_idle(page)
+    free = main.locator('[data-testid="stExpander"] details')
+    free.locator("summary").click()
+    wait_idle(page)
+    main.locator('[data-testid="stExpander"]').get_by_role("button", name=re.compile("^E-step")).click()
+    wait_idle(page)
+    main.get_by_text("The run was moved with the controls below").wait_for()
+    assert main.locator('[data-testid="stExpander"] details').get_attribute("open") is not None  # still open
+    main.get_by_role("button", name="Back to this step's start").click()
+    wait_idle(page)
+    main.get_by_role("button", name=re.compile("^Next")).dblclick()
+    wait_idle(page)
+    main.get_by_text("step 2 of 15").wait_for()
     assert_no_exception(page)

@@ -223,3 +223,73 @@ def test_near_uniform_p_estimate_is_poor_and_em_slow(walks):
     _, a, run = walks["risk"][5]
     assert not run.converged and abs(a["theta"] - ref["weak"]["eq9"]) > 0.01
     assert ref["weak"]["eq9_error"] > 3 * ref["skewed_error"]
+
+
+# ---------------------------------------------------------------------------- the numbers the texts quote
+def _text(walks, key: str, i: int, part: str = "outcome") -> str:
+    step = L.LESSONS[key].steps[i]
+    before, after_, _ = walks[key][i]
+    if part == "narration":
+        return L.fill(step.narration, before, {}, L.reference(key))
+    return L.fill(step.outcome, before, after_, L.reference(key))
+
+
+def test_plateau_step_quotes_the_climbs_of_its_own_run(walks):
+    """Step 9: the second climb is small (a few pixels on the chart): the narration says how small, with the run's
+    numbers, and sends the class to the step where the worse optimum really is (later, not above)."""
+    i = [s.action for s in L.EM_LESSON.steps].index("restart_from:all_good")
+    _, a, run = walks["em"][i]
+    ref = L.reference("em")
+    p, stall = ref["plateau"], ref["stall"]
+    obj = run.history()["objective"]
+    assert p["climb1"] == pytest.approx(stall["objective"] - obj[0])
+    assert p["climb2"] == pytest.approx(a["objective"] - stall["objective"])
+    assert p["share"] == pytest.approx(p["climb2"] / (obj[-1] - obj[0])) and p["share"] < 0.15
+    snaps = run.snapshots
+    late = [s.objective for s in snaps if s.kind != "E" and stall["iteration"] < s.iteration < p["flat_to"]]
+    assert late and max(late) - stall["objective"] < 0.1 * p["climb2"]  # flat until flat_to
+    narration = _text(walks, "em", i, "narration")
+    assert f"by only {p['climb2']:.1f}" in narration and f"until about iteration {p['flat_to']}" in narration
+    assert "climbs again" not in narration
+    outcome = _text(walks, "em", i)
+    assert "above" not in outcome and f"step {ref['trap_step']}," in outcome
+    trap = L.EM_LESSON.steps[ref["trap_step"] - 1]
+    assert trap.action == "start:scores_trap" and ref["trap_step"] - 1 > i
+
+
+def test_stuck_step_says_how_sigma_moved(walks):
+    """Step 14: σ is the same before and after the run (0.15118 both): the text must not say it widened."""
+    i = [s.action for s in L.EM_LESSON.steps].index("start:scores_trap") + 1
+    before, a, _ = walks["em"][i]
+    text = _text(walks, "em", i)
+    assert "widened" not in text and f"**{a['sigma']:.3f}**" in text
+    assert abs(a["sigma"] - before["sigma"]) < 5e-4 and "is still" in text
+    assert f"after {a['iteration']} iterations" in text
+
+
+def test_changes_phrases():
+    assert L.changes({"sigma": 0.15118}, {"sigma": 0.15118}) == {"sigma": "is still **0.151**, as at the start"}
+    assert L.changes({"sigma": 0.14}, {"sigma": 0.151}) == {"sigma": "went from 0.140 to **0.151** (+0.011)"}
+    assert L.changes({"sigma": 0.2}, {}) == {}
+
+
+def test_majority_start_is_every_dependent_runs_snapshot_0_and_the_quoted_accuracy(walks):
+    """Lesson 2 draws the majority start and quotes its accuracy: both must be the run's own snapshot 0 (the soft
+    vote's arg-max), not the hard majority vote, whose tie rule disagrees on some tokens of the shown sentence."""
+    from crowdlab.metrics import accuracy
+    from crowdlab.models.majority import majority_labels
+
+    d = L.sentences().annotations
+    start = L.majority_start(d)
+    lo, hi = L.showcase_sequence()
+    assert np.any(start[lo:hi] != majority_labels(d)[lo:hi])
+    for i in (0, 1, 3):  # Dawid-Skene at its start and converged, HMM-crowd converged
+        run = walks["dependent"][i][2]
+        assert np.array_equal(run.labels(run.snapshots[0]), start), i
+    acc = accuracy(start, d.gold)
+    assert walks["dependent"][0][1]["accuracy"] == pytest.approx(acc)
+    assert f"**{acc:.3f}**" in _text(walks, "dependent", 0) and L.MAJORITY_ROW in _text(walks, "dependent", 0)
+    assert f"started from: {acc:.3f}" in _text(walks, "dependent", 1)
+    net = L.network().annotations
+    run = walks["dependent"][4][2]
+    assert np.array_equal(run.labels(run.snapshots[0]), L.majority_start(net))

@@ -45,7 +45,7 @@ def ability_chart(
         y=labels,
         mode="markers",
         meta="ability",
-        name="ability α_j",
+        name="ability αⱼ",
         marker=dict(size=9, color=colors),
         customdata=np.asarray(n_labels, dtype=np.float64)[order],
         hovertemplate="%{y}<br>α = %{x:.3f}<br>labels: %{customdata:,.0f}<extra></extra>",
@@ -53,40 +53,68 @@ def ability_chart(
     shapes = [dict(type="line", x0=0, x1=0, y0=0, y1=1, xref="x", yref="paper", line=dict(color=GREY, dash="dot"))]
     shown = "" if order.size == alpha.size else f" (the {order.size} lowest and highest of {alpha.size:,})"
     layout = _layout(
-        title or f"Worker ability α_j{shown}",
+        title or f"Worker ability αⱼ{shown}",
         int(min(max(140 + 22 * order.size, 260), 1000)),
         shapes=shapes,
         showlegend=False,
-        xaxis=_axis(title=dict(text="ability α_j (0: guessing, < 0: adversarial)", standoff=6)),
+        xaxis=_axis(title=dict(text="ability αⱼ (0: guessing, < 0: adversarial)", standoff=6)),
         yaxis=_axis(type="category", categoryorder="array", categoryarray=labels, automargin=True),
     )
     return go.Figure(data=[trace], layout=layout)
 
 
-def difficulty_histogram(beta: np.ndarray, *, title: str = "Item difficulty 1/β_i") -> go.Figure:
-    """Histogram of GLAD's item difficulties 1/beta_i on a log axis (bins in log10). Trace ``meta``: "difficulty"."""
+def log_ticks(lo: float, hi: float, max_ticks: int = 6) -> tuple[list[float], list[str]]:
+    """Tick positions (in log10) and labels for a log10 axis over [lo, hi] (log10 units): 1, 2, 5 times the powers
+    of ten inside it, or the powers of ten alone (every other one, and so on) when those are more than
+    ``max_ticks``; at least the two ends when nothing nicer falls inside. Labels are plain numbers ("0.1", "2")."""
+    lo, hi = float(min(lo, hi)), float(max(lo, hi))
+    decades = range(int(np.floor(lo)), int(np.ceil(hi)) + 1)
+    for mantissas in ((1, 2, 5), (1,)):
+        values = [m * 10.0**e for e in decades for m in mantissas]
+        inside = [v for v in values if lo - 1e-9 <= np.log10(v) <= hi + 1e-9]
+        if 2 <= len(inside) <= max_ticks:
+            break
+    else:
+        powers = [10.0**e for e in decades if lo - 1e-9 <= e <= hi + 1e-9]
+        step = max(1, int(np.ceil(len(powers) / max_ticks)))
+        inside = powers[::step] if len(powers) >= 2 else [10**lo, 10**hi]
+    return [float(np.log10(v)) for v in inside], [f"{v:.3g}" for v in inside]
+
+
+def difficulty_histogram(beta: np.ndarray, *, title: str = "Item difficulty 1/βᵢ") -> go.Figure:
+    """Histogram of GLAD's item difficulties 1/beta_i in log10 bins, drawn on a linear axis of log10(1/beta) (every
+    bar as wide as its bin, the hardest one too) with ticks at 1, 2, 5 times powers of ten labelled as numbers
+    (:func:`log_ticks`). Trace ``meta``: "difficulty"; its customdata holds each bin's ends (as difficulties)."""
     beta = np.asarray(beta, dtype=np.float64)
     if beta.size == 0:
         return _empty(title, "No items to show.")
     logd = np.log10(1.0 / beta)
-    edges = np.linspace(logd.min() - 1e-9, logd.max() + 1e-9, 31) if np.ptp(logd) > 0 else np.array([-0.5, 0.5])
+    edges = np.linspace(logd.min() - 1e-9, logd.max() + 1e-9, 31) if np.ptp(logd) > 0 else logd[:1] + [-0.5, 0.5]
     counts, edges = np.histogram(logd, bins=edges)
-    mid = 10 ** (0.5 * (edges[:-1] + edges[1:]))
     trace = dict(
         type="bar",
-        x=mid,
+        x=0.5 * (edges[:-1] + edges[1:]),
         y=counts,
+        width=np.diff(edges) * 0.95,
         meta="difficulty",
         marker=dict(color=OBJECTIVE_COLOR),
-        hovertemplate="difficulty ≈ %{x:.3g}<br>%{y} items<extra></extra>",
+        customdata=np.stack([10 ** edges[:-1], 10 ** edges[1:]], axis=1),
+        hovertemplate="difficulty %{customdata[0]:.3g} to %{customdata[1]:.3g}<br>%{y} items<extra></extra>",
     )
+    tickvals, ticktext = log_ticks(edges[0], edges[-1])
+    pad = 0.02 * (edges[-1] - edges[0])
     layout = _layout(
         title,
         320,
         showlegend=False,
-        bargap=0.05,
-        xaxis=_axis(type="log", title=dict(text="1/β_i (larger: harder)", standoff=6)),
-        yaxis=_axis(title=dict(text="items", standoff=6)),
+        xaxis=_axis(
+            title=dict(text="1/βᵢ (larger: harder; log scale)", standoff=6),
+            range=[edges[0] - pad, edges[-1] + pad],  # the first and the last bar whole, not at the edge
+            tickvals=tickvals,
+            ticktext=ticktext,
+            automargin=True,
+        ),
+        yaxis=_axis(title=dict(text="items", standoff=6), automargin=True),
     )
     return go.Figure(data=[trace], layout=layout)
 
@@ -130,7 +158,7 @@ def spam_chart(
         )
     shown = "" if order.size == p.size else f" (the {order.size} lowest and highest of {p.size:,})"
     layout = _layout(
-        title or f"P(spamming) = 1 − θ_j per worker{shown}",
+        title or f"P(spamming) = 1 − θⱼ per worker{shown}",
         int(min(max(140 + 22 * order.size, 260), 1000)),
         showlegend=False,
         shapes=[

@@ -126,7 +126,7 @@ def eta_schedule(
             )  # fmt: skip
         )
     layout = _layout(
-        "Step size η_t = η₀ (τ₀ + t)^(−ρ)",
+        "Step size ηₜ = η₀ (τ₀ + t)^(−ρ)",
         height,
         legend=LEGEND_BELOW,
         xaxis=_axis(title=dict(text="update t", standoff=4), type="log", range=[0, np.log10(n)], dtick=1),

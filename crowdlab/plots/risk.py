@@ -623,11 +623,18 @@ def roc_trail(
     kinds: Sequence[str] | None = None,
     title: str = "Annotators in ROC space: (1 − β, α), with their trail",
     height: int = 520,
+    title_width: int = 30,
+    x_title: str = "1 − β (false-positive rate)",
+    label_px: tuple[float, float] = (190.0, 10.0),
 ) -> go.Figure:
     """Each annotator's path in ROC space over the snapshots so far: ``fpr`` = 1 - beta and ``tpr`` = alpha, both
     (S, M) (rows: snapshots, the last is the current one). Per annotator: ``trail:<name>`` (thin line through the
     earlier positions), and together ``now`` (the current positions) and ``truth`` (hollow markers, when given).
-    The diagonal (alpha = 1 - beta: a spammer) is dashed; both axes span [0, 1]."""
+    The diagonal (alpha = 1 - beta: a spammer) is dashed; both axes span [0, 1].
+
+    For a narrow column: ``title_width`` (characters a title line), a shorter ``x_title``, and ``label_px`` = (the
+    square's width, the label font) in px, which :func:`label_positions` places the names for (a page whose CSS
+    draws text larger than the figure asks, as presenter mode does, passes the size it draws)."""
     F = np.atleast_2d(np.asarray(fpr, dtype=np.float64))
     T = np.atleast_2d(np.asarray(tpr, dtype=np.float64))
     if F.shape != T.shape or F.shape[1] != len(names):
@@ -652,7 +659,9 @@ def roc_trail(
         dict(
             type="scatter", x=F[-1], y=T[-1], mode="markers+text" if M <= 8 else "markers", meta="now",
             name="estimate now", text=names, textfont=dict(size=10),
-            textposition=label_positions(F[-1], T[-1], names, others=others) if M <= 8 else "top center",
+            textposition=label_positions(
+                F[-1], T[-1], names, others=others, plot_px=label_px[0], font_px=label_px[1]
+            ) if M <= 8 else "top center",
             marker=dict(size=13, color=colors, line=dict(width=1, color="#ffffff")), cliponaxis=False,
             customdata=labels, hovertemplate="%{customdata}<br>1 − β %{x:.3f}, α %{y:.3f}<extra>now</extra>",
         )
@@ -669,24 +678,22 @@ def roc_trail(
     layout = _layout(
         title,
         height,
-        title_width=30,  # whole in a half-width column at 1024 px
+        title_width=title_width,  # 30: whole in a half-width column at 1024 px
         legend=_LEGEND_BELOW,
         # both axes keep [0, 1]: the one with more room shrinks its domain to make the square (with scaleanchor
         # alone plotly widens the y *range* of a tall, narrow plot instead, to about [-0.8, 1.7])
         xaxis=_axis(
-            title=dict(text="1 − β (false-positive rate)", standoff=6), range=_UNIT, constrain="domain",
-            constraintoward="left",
+            title=dict(text=safe.html(x_title), standoff=6), range=_UNIT, constrain="domain",
+            constraintoward="left", automargin=True,
         ),
         yaxis=_axis(
             title=dict(text="α (sensitivity)"), range=_UNIT, scaleanchor="x", scaleratio=1, constrain="domain",
-            constraintoward="top",
+            constraintoward="top", automargin=True,
         ),
     )  # fmt: skip
     return go.Figure(data=traces, layout=layout)
 
 
-# label boxes in units of the [0, 1] square, for a square plot about 190 px wide (its column at 1024 px)
-_PX = 1.0 / 190
 _LABEL_SPOTS = (  # textposition -> where the label's centre sits relative to the marker (in px), preferred first
     ("top center", 0.0, 1.0),
     ("bottom center", 0.0, -1.0),
@@ -707,14 +714,17 @@ def label_positions(
     others: tuple[np.ndarray, np.ndarray] | None = None,
     marker_px: float = 13.0,
     font_px: float = 10.0,
+    plot_px: float = 190.0,
 ) -> list[str]:
     """A ``textposition`` per point of a scatter on the unit square, chosen greedily so labels overlap each other,
     the markers and the ``others`` points as little as possible (ties: the first of :data:`_LABEL_SPOTS`, so
-    an isolated point keeps its label on top). Approximate: label boxes are estimated from ``font_px``."""
+    an isolated point keeps its label on top). Approximate: label boxes are estimated from ``font_px`` on a square
+    ``plot_px`` wide."""
+    px_unit = 1.0 / plot_px  # one px in units of the square
     x = np.asarray(x, dtype=np.float64)
     y = np.asarray(y, dtype=np.float64)
-    r = marker_px / 2 * _PX
-    h = 1.3 * font_px * _PX  # label box height
+    r = marker_px / 2 * px_unit
+    h = 1.3 * font_px * px_unit  # label box height
     # obstacles as boxes (cx, cy, half width, half height): every marker
     px = [x] if others is None else [x, np.asarray(others[0], dtype=np.float64)]
     py = [y] if others is None else [y, np.asarray(others[1], dtype=np.float64)]
@@ -726,11 +736,11 @@ def label_positions(
     for i in order:
         if not (np.isfinite(x[i]) and np.isfinite(y[i])):
             continue
-        w = 0.6 * font_px * max(len(str(names[i])), 1) * _PX / 2  # half width
+        w = 0.6 * font_px * max(len(str(names[i])), 1) * px_unit / 2  # half width
         best, best_cost = None, np.inf
         for pos, dx, dy in _LABEL_SPOTS:
-            cx = x[i] + dx * (r + w + 2 * _PX)
-            cy = y[i] + dy * (r + h / 2 + 1 * _PX)
+            cx = x[i] + dx * (r + w + 2 * px_unit)
+            cy = y[i] + dy * (r + h / 2 + 1 * px_unit)
             cost = sum(
                 max(0.0, min(cx + w, bx + bw) - max(cx - w, bx - bw))
                 * max(0.0, min(cy + h / 2, by + bh) - max(cy - h / 2, by - bh))

@@ -604,6 +604,7 @@ def confusion_grid(
 CHANGED_COLOR = "#ff7f0e"
 RIGHT_COLOR = "#2ca02c"
 WRONG_COLOR = "#d62728"
+TRUTH_ROW = 1.1  # y of annotator_bars' row of true types, above the bars (its tick label: "truth")
 CHANGED_MARK = "★ "
 TIED_MARK = " ⚖"  # after the tick label of an item whose majority vote is tied
 
@@ -980,7 +981,10 @@ def annotator_bars(
 
     The bar colour follows the same probability on a fixed [0, 1] scale (red = bad, blue = good); a dot on top
     of every bar (trace ``p_good_dots``) keeps an annotator with P(good) near 0 visible. ``truth`` (bool, True =
-    good), e.g. from a simulation, writes "good" / "bad" above every bar (trace ``truth``).
+    good), e.g. from a simulation, writes "good" / "bad" above every bar (trace ``truth``), a row the y axis labels
+    "truth" (so the words are not read as the estimate's verdict: at the start every bar is at 1 whatever the
+    truth). Bars stay in the order given: pass the annotators in a fixed order, so a bar keeps its place from step
+    to step.
     """
     w = np.asarray(p_good, dtype=np.float64)
     names = safe.html_all(worker_names)
@@ -1016,22 +1020,31 @@ def annotator_bars(
             dict(
                 type="scatter",
                 x=names,
-                y=np.full(w.size, 1.1),
+                y=np.full(w.size, TRUTH_ROW),
                 mode="text",
                 meta="truth",
                 name="truth",
                 text=np.where(good, "good", "bad"),
                 textfont=dict(size=12, color=np.where(good, "#2166ac", "#b2182b").tolist()),
+                cliponaxis=False,  # the first and last words whole in a narrow chart
                 hovertemplate="%{x}: truly %{text}<extra>simulation</extra>",
             )
         )
         top = 1.18
+    ticks = [0, 0.2, 0.4, 0.6, 0.8, 1]
+    labels = [f"{t:g}" for t in ticks] + (["truth"] if truth is not None else [])
     layout = _layout(
         title,
         height,
         showlegend=False,
         xaxis=_axis(type="category", tickangle=-60 if len(names) > 12 else 0),
-        yaxis=_axis(range=[-0.04, top], title=dict(text="P(good)"), tickvals=[0, 0.2, 0.4, 0.6, 0.8, 1]),
+        yaxis=_axis(
+            range=[-0.04, top],
+            title=dict(text="P(good)"),
+            tickvals=ticks + ([TRUTH_ROW] if truth is not None else []),
+            ticktext=labels,
+            automargin=True,
+        ),
         bargap=0.15,
     )
     return go.Figure(data=traces, layout=layout)
@@ -1057,7 +1070,7 @@ def item_means_scatter(
     item_names: Sequence[str],
     *,
     reference_name: str = "gold",
-    title: str = "Item means μ_i",
+    title: str = "Item means μᵢ",
     height: int = 380,
     axis_range: tuple[float, float] | None = None,
 ) -> go.Figure:
@@ -1110,7 +1123,7 @@ def item_means_scatter(
         height,
         showlegend=False,
         xaxis=_axis(title=dict(text=reference_name, standoff=6), **fixed),
-        yaxis=_axis(title=dict(text="estimated μ_i"), **fixed),
+        yaxis=_axis(title=dict(text="estimated μᵢ"), **fixed),
     )
     return go.Figure(data=traces, layout=layout)
 
@@ -1122,7 +1135,7 @@ def scores_vs_means(
     worker_names: Sequence[str],
     *,
     sigma: float,
-    title: str = "Every score against its item's mean μ_i",
+    title: str = "Every score against its item's mean μᵢ",
     height: int = 420,
 ) -> go.Figure:
     """The lecture model at a glance: one point per score, x = the item's estimated mean, y = the score, coloured
@@ -1160,7 +1173,7 @@ def scores_vs_means(
                 line=dict(width=0.5, color="#444"),
                 colorbar=dict(title=dict(text="P(good)"), thickness=12),
             ),
-            hovertemplate="%{text}<br>μ_i %{x:.3g}, score %{y:.3g}<br>P(good) %{marker.color:.3f}<extra></extra>",
+            hovertemplate="%{text}<br>μᵢ %{x:.3g}, score %{y:.3g}<br>P(good) %{marker.color:.3f}<extra></extra>",
         ),
         dict(
             type="scatter",
@@ -1168,7 +1181,7 @@ def scores_vs_means(
             y=line,
             mode="lines",
             meta="diagonal",
-            name="score = μ_i",
+            name="score = μᵢ",
             line=dict(color="#444444", width=1.5),
             hoverinfo="skip",
         ),
@@ -1178,7 +1191,7 @@ def scores_vs_means(
             y=[lo + 2 * sigma, hi + 2 * sigma, None, lo - 2 * sigma, hi - 2 * sigma],
             mode="lines",
             meta="band",
-            name="μ_i ± 2σ (a good annotator)",
+            name="μᵢ ± 2σ (a good annotator)",
             line=dict(color="#888888", width=1, dash="dash"),
             hoverinfo="skip",
         ),
@@ -1189,8 +1202,8 @@ def scores_vs_means(
         height,
         legend=LEGEND_BELOW,
         margin=legend_margin(1),
-        xaxis=_axis(title=dict(text="estimated item mean μ_i", standoff=6), range=[lo - pad, hi + pad]),
-        yaxis=_axis(title=dict(text="score s_ia"), range=[lo - pad, hi + pad]),
+        xaxis=_axis(title=dict(text="estimated item mean μᵢ", standoff=6), range=[lo - pad, hi + pad]),
+        yaxis=_axis(title=dict(text="score sᵢₐ"), range=[lo - pad, hi + pad]),
     )
     return go.Figure(data=traces, layout=layout)
 

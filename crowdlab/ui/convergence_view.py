@@ -24,13 +24,18 @@ PLATEAU_NOTE = (
 )
 
 
+def plural(n: int, one: str, many: str | None = None) -> str:
+    """``1 iteration``, ``2 iterations``, ``1,000 items``; ``many`` for an irregular plural."""
+    return f"{n:,} {one if n == 1 else (many or one + 's')}"
+
+
 def stop_sentence(run: Run) -> str:
     """Why the run stopped, in words (or where it stands when it was stepped by hand)."""
     if run.stop_reason in STOP_REASONS:
         return f"Stop reason: {STOP_REASONS[run.stop_reason]}."
     if run.converged:
         return "The last step passes the convergence tests (objective and parameters settled)."
-    return f"Not converged yet: {run.last.iteration:,} iterations so far (press Run to convergence, G)."
+    return f"Not converged yet: {plural(run.last.iteration, 'iteration')} so far (press Run to convergence, G)."
 
 
 def convergence_panel(run: Run) -> None:

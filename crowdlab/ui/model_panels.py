@@ -1,10 +1,11 @@
 """The Step page's "Model details" tab: what only GLAD, MACE and IBCC estimate, at the cursor's snapshot.
 
 - GLAD (Whitehill et al. 2009): every worker's ability alpha_j and every item's difficulty 1/beta_i, with the
-  hardest items in a table.
+  hardest items in a table (four narrow columns, whole in half the tab at 1024 px).
 - MACE (Hovy et al. 2013): who is a spammer: P(spamming) = 1 - theta_j per worker and what each answers when
   spamming (the strategy xi_j); by variational Bayes also the 95% credible interval of P(spamming) from its
-  Beta posterior (:func:`crowdlab.models.mace.spam_intervals`).
+  Beta posterior (:func:`crowdlab.models.mace.spam_intervals`); the table across the tab (every column whole at
+  1024 px, as IBCC's), the chart under it.
 - IBCC (Kim & Ghahramani 2012): credible intervals of each worker's accuracy from the Dirichlet posteriors
   (:func:`crowdlab.models.ibcc.accuracy_intervals`, Monte Carlo with a fixed seed), kept in a small cache in
   session state keyed on the parameters, so scrubbing back recomputes nothing; beside them in the table,
@@ -32,6 +33,21 @@ CACHE = "stepper.details.cache"  # plain key: [(params, dict of intervals)], new
 CACHE_SIZE = 6
 TABLE_ROWS = 200
 SPAM_LINE = 0.5
+# column widths in px: every column whole at 1024 px (GLAD's table sits in a half column, about 270 px there)
+GLAD_COLUMNS = {
+    "item": st.column_config.TextColumn("item", width=80),
+    "difficulty 1/β": st.column_config.NumberColumn("1/β", format="%.3g", width=60, help="difficulty 1/βᵢ"),
+    "max q": st.column_config.NumberColumn("max q", format="%.2f", width=60, help="the posterior's largest entry"),
+    "right": st.column_config.CheckboxColumn("right", width=55, help="the arg-max of q agrees with gold"),
+}
+MACE_COLUMNS = {
+    "worker": st.column_config.TextColumn("worker", width=90),
+    "labels": st.column_config.NumberColumn("labels", format="%d", width=60),
+    "P(spamming)": st.column_config.ProgressColumn(min_value=0.0, max_value=1.0, format="%.3f", width=130),
+    "95% credible": st.column_config.TextColumn("95% credible", width=110),
+    "spams with": st.column_config.TextColumn("spams with", width=95),
+    "ξ of it": st.column_config.NumberColumn("ξ of it", format="%.3f", width=70),
+}
 
 
 def model_details_panel(run: Run) -> None:
@@ -50,25 +66,20 @@ def model_details_panel(run: Run) -> None:
 
 
 def _glad(run: Run, p: GladParams) -> None:
+    """Abilities on the left, difficulties and the hardest items on the right: two equal columns, so the table's
+    four narrow columns fit whole at 1024 px (about 270 px there, 310 px in presenter mode)."""
     data = run.data
-    left, right = st.columns([3, 2])
+    left, right = st.columns(2)
     left.plotly_chart(
         figs.ability_chart(p.alpha, data.worker_names, data.labels_per_worker), key="stepper.details.ability"
     )
     left.caption(
-        "P(worker j is right on item i) = σ(α_j β_i). α_j = 0: guessing; α_j < 0 (red): right less often than "
-        "chance; large α_j: an expert. Gaussian prior N(1, 1) on α_j."
+        "P(worker j is right on item i) = σ(αⱼ βᵢ). αⱼ = 0: guessing; αⱼ < 0 (red): right less often than "
+        "chance; large αⱼ: an expert. Gaussian prior N(1, 1) on αⱼ."
     )
     right.plotly_chart(figs.difficulty_histogram(p.beta), key="stepper.details.difficulty")
     q = run.posterior
-    table = pd.DataFrame(
-        {
-            "item": list(data.item_names),
-            "difficulty 1/β": p.difficulty,
-            "labels": data.labels_per_item,
-            "max q": q.max(axis=1),
-        }
-    )
+    table = pd.DataFrame({"item": list(data.item_names), "difficulty 1/β": p.difficulty, "max q": q.max(axis=1)})
     if data.has_gold:
         gold = data.gold
         table["right"] = np.where(gold >= 0, np.argmax(q, axis=1) == gold, None)
@@ -79,31 +90,27 @@ def _glad(run: Run, p: GladParams) -> None:
         hide_index=True,
         key="stepper.details.items",
         height=260,
-        column_config={
-            "difficulty 1/β": st.column_config.NumberColumn(format="%.3g"),
-            "max q": st.column_config.NumberColumn(format="%.3f"),
-        },
+        column_config=GLAD_COLUMNS,
     )
     right.caption(
-        "A hard item (small β_i) pulls every worker's σ(α_j β_i) towards 1/2, so its labels count for little; "
-        "log β_i has a Gaussian prior N(1, 1)."
+        "A hard item (small βᵢ) pulls every worker's σ(αⱼ βᵢ) towards 1/2, so its labels count for little; "
+        "log βᵢ has a Gaussian prior N(1, 1). *right*: the arg-max of q agrees with gold."
     )
 
 
 def _mace(run: Run, p: MaceParams) -> None:
+    """The counts, then the table across the tab (every column whole at 1024 px, as IBCC's), then the chart."""
     data = run.data
     spam = p.spamming
     n_spam = int((spam > SPAM_LINE).sum())
     c1, c2, c3 = st.columns(3)
-    c1.metric("Spammers (P(spamming) > 0.5)", f"{n_spam} of {data.n_workers:,}")
+    c1.metric("Spammers (P > 0.5)", f"{n_spam} of {data.n_workers:,}", help="Workers with P(spamming) > 0.5.")
     labels = data.labels_per_worker
     share = float(labels[spam > SPAM_LINE].sum() / max(labels.sum(), 1))
     c2.metric("Their share of the labels", f"{share:.1%}")
     c3.metric("Mean competence θ", f"{float(np.mean(p.theta)):.3f}")
     vb = isinstance(p, MaceVBParams)  # variational Bayes: the Beta posterior's central 95% of P(spamming)
-    left, right = st.columns([1, 1] if vb else [3, 2])
     interval = spam_intervals(p, 0.95) if vb else None
-    left.plotly_chart(figs.spam_chart(spam, data.worker_names, labels, interval=interval), key="stepper.details.spam")
     favourite = np.argmax(p.xi, axis=1)
     table = pd.DataFrame(
         {
@@ -114,27 +121,25 @@ def _mace(run: Run, p: MaceParams) -> None:
             "ξ of it": p.xi[np.arange(data.n_workers), favourite],
         }
     )
-    fmt = {
-        "P(spamming)": st.column_config.ProgressColumn(min_value=0.0, max_value=1.0, format="%.3f"),
-        "ξ of it": st.column_config.NumberColumn(format="%.3f"),
-    }
-    if vb:  # the interval right after the estimate, where a narrow table still shows it
+    fmt = dict(MACE_COLUMNS)
+    if vb:  # the interval right after the estimate
         table.insert(3, "95% credible", [f"{a:.2f} – {b:.2f}" for a, b in zip(*interval)])
-        table = table.drop(columns="labels")
-        fmt["P(spamming)"] = st.column_config.NumberColumn(format="%.2f", width=92)  # no bar: the interval shows
+        fmt["P(spamming)"] = st.column_config.NumberColumn(format="%.3f", width=95)  # no bar: the interval shows
     table = table.sort_values("P(spamming)", ascending=False, kind="stable")
-    right.dataframe(
+    st.dataframe(
         table.head(TABLE_ROWS),
         hide_index=True,
+        height=248,
         key="stepper.details.spam_table",
         column_config=fmt,
     )
-    left.caption(
-        "Each label of worker j is the truth with probability θ_j; otherwise j is spamming and answers from its "
-        "own strategy ξ_j (its favourite answer in the table). A spammer who always says the same class looks "
+    st.plotly_chart(figs.spam_chart(spam, data.worker_names, labels, interval=interval), key="stepper.details.spam")
+    st.caption(
+        "Each label of worker j is the truth with probability θⱼ; otherwise j is spamming and answers from its "
+        "own strategy ξⱼ (its favourite answer in the table). A spammer who always says the same class looks "
         "reliable to majority vote on items of that class; MACE sees through it."
         + (
-            " Variational Bayes: θ_j has a Beta posterior; P(spamming) is its mean, and the whiskers and the "
+            " Variational Bayes: θⱼ has a Beta posterior; P(spamming) is its mean, and the whiskers and the "
             "table give its central 95% credible interval (wide for a worker with few labels)."
             if vb
             else ""
@@ -212,7 +217,7 @@ def _ibcc(run: Run, p: IbccParams) -> None:
     fig.update_traces(name="95 % credible interval (Dirichlet posteriors)", selector=dict(meta="wald"))
     st.plotly_chart(fig, key="stepper.details.credible")
     st.caption(
-        "From the Dirichlet posteriors of this snapshot: Γ_m(k, k) ~ Beta(A_m(k, k), Σ_k' A_m(k', k) − A_m(k, k)) "
+        "From the Dirichlet posteriors of this snapshot: Γₘ(k, k) ~ Beta(Aₘ(k, k), Σₖ' Aₘ(k', k) − Aₘ(k, k)) "
         f"and κ ~ Dir(ν); the accuracy's interval by Monte Carlo ({ci['draws']:,} draws, fixed seed), each class's "
         "exactly (the worker report shows the same intervals). A worker with few labels keeps a wide interval: the "
         "prior still speaks for them. The table lists the widest first."

@@ -33,7 +33,7 @@ from crowdlab.init import moment_posterior_start
 from crowdlab.models import ClassParams, ScoreParams
 from crowdlab.models.majority import majority_labels, tied_items
 from crowdlab.ui import lab, method_options, presenter, state
-from crowdlab.ui.convergence_view import convergence_panel
+from crowdlab.ui.convergence_view import convergence_panel, plural
 from crowdlab.ui.intervals import worker_intervals_panel
 from crowdlab.ui.model_panels import model_details_panel
 from crowdlab.ui.reports_view import step_report_panel
@@ -116,7 +116,7 @@ def _changed_mask(run: Run, n: int) -> np.ndarray:
 
 def _worker_label(data) -> Callable[[int], str]:
     counts = data.labels_per_worker
-    return lambda m: f"{data.worker_names[m]} ({counts[m]:,} labels)"
+    return lambda m: f"{data.worker_names[m]} ({plural(int(counts[m]), 'label')})"
 
 
 def _item_label(data) -> Callable[[int], str]:
@@ -256,12 +256,13 @@ def posterior_panel(run: Run) -> None:
     notes.append("uncertainty = 1 − max q at this snapshot")
     if tied is not None:
         notes.append(
-            f"⚖ after a name: a tied vote ({int(tied.sum()):,} items in all; each tied class gets an equal share of q, "
-            f"the hard label goes to {method_options.TIE_PHRASES[run.model.tie_break]})"
+            f"⚖ after a name: a tied vote ({plural(int(tied.sum()), 'item')} in all; each tied class gets an equal "
+            f"share of q, the hard label goes to {method_options.TIE_PHRASES[run.model.tie_break]})"
         )
     if run.iterative:
         notes.append(
-            f"★ and a dotted outline: hard label changed in this step's E-step ({changed.sum():,} items in all)"
+            f"★ and a dotted outline: hard label changed in this step's E-step ({plural(int(changed.sum()), 'item')} "
+            "in all)"
         )
     if gold is not None and simulated:
         notes.append(
@@ -281,18 +282,16 @@ def _scores_posterior(run: Run) -> None:
     good = None if truth is None else truth.get("good")
     left, right = st.columns(2)
     with left:
-        order = np.argsort(snap.q[:, 1], kind="stable")
-        fig = plots.annotator_bars(
-            snap.q[order, 1],
-            [data.worker_names[m] for m in order],
-            truth=None if good is None else good[order],
+        fig = plots.annotator_bars(  # in annotator order: a bar stays in its place from step to step
+            snap.q[:, 1],
+            data.worker_names,
+            truth=good,
             title=f"P(annotator is good) at snapshot {snap.index}",
         )
-        st.plotly_chart(fig, key="stepper.annotator_chart")
+        st.plotly_chart(lab.wrap_title(fig, 30), key="stepper.annotator_chart")  # whole in a narrow column
         st.caption(
-            "The posterior of the scores model is one number per annotator: P(good | their scores); "
-            "the least trusted annotators first."
-            + (" Above the bars: what the simulation drew (good or bad)." if good is not None else "")
+            "The posterior of the scores model is one number per annotator: P(good | their scores), in annotator "
+            "order." + (" Above the bars (truth): what the simulation drew, good or bad." if good is not None else "")
         )
     with right:
         params: ScoreParams = snap.params
@@ -307,7 +306,7 @@ def _scores_posterior(run: Run) -> None:
             params.mu, ref, data.item_names, reference_name=ref_name, axis_range=plots.item_means_range(data, ref)
         )
         st.plotly_chart(fig, key="stepper.means_chart")
-        st.caption(f"Each item's estimated mean μ_i against its {ref_name}; σ = {params.sigma:.4g}.")
+        st.caption(f"Each item's estimated mean μᵢ against its {ref_name}; σ = {params.sigma:.4g}.")
 
 
 # ---------------------------------------------------------------------------- workers
@@ -352,7 +351,7 @@ def _scores_workers(run: Run) -> None:
         snap.q[data.worker, 1],
         [data.worker_names[m] for m in data.worker],
         sigma=p.sigma,
-        title=f"Every score against its item's mean μ_i (snapshot {snap.index})",
+        title=f"Every score against its item's mean μᵢ (snapshot {snap.index})",
     )
     left, right = st.columns([3, 2])
     left.plotly_chart(fig, key="stepper.scores_chart")
@@ -423,7 +422,7 @@ def _truth_workers(data, params: ClassParams, truth: dict, picked: list[int]) ->
         err = float(np.abs(np.asarray(gamma) - params.gamma).sum(axis=1).mean() / 2)
         st.caption(
             f"Mean distance between true and estimated confusion columns (total variation): {err:.3f}. "
-            "Accuracy = Σ_k π_k Γ_m(k, k), each under its own class prior (true π, estimated π)."
+            "Accuracy = Σₖ πₖ Γₘ(k, k), each under its own class prior (true π, estimated π)."
         )
 
 
@@ -495,7 +494,7 @@ def workers_panel(run: Run) -> None:
             counts=counts,
         )
         st.plotly_chart(fig, key="stepper.reliability_chart")
-        st.caption(f"Estimated accuracy Σ_k π_k Γ_m(k, k) per worker; {x_note}; dotted: chance (1/K).")
+        st.caption(f"Estimated accuracy Σₖ πₖ Γₘ(k, k) per worker; {x_note}; dotted: chance (1/K).")
         if "alpha" in params.extra:
             fig = plots.sens_spec_scatter(params.extra["alpha"], params.extra["beta"], data.worker_names)
             st.plotly_chart(fig, key="stepper.sens_spec_chart")
@@ -655,9 +654,18 @@ def _most_spread_item(data) -> int:
     return int(np.argmax(var))
 
 
+SCORES_STARTS = {  # the scores model's starts ("majority" is "all_good" there, crowdlab.init)
+    "all_good": "Everyone is assumed good (wₐ = 1): μ and σ come from all scores, and π_good starts at 0.5.",
+    "random": "Each annotator's wₐ = P(good) is drawn at random (uniform on [0, 1]) from the seed; μ, σ and π_good "
+    "come from the M-step on them.",
+    "posterior": "One annotator is taken to be good (wₐ = 1), every other one bad (wₐ = 0); μ, σ and π_good come "
+    "from the M-step on that: the start from which EM finds the degenerate maximum.",
+}
+
+
 def _start_story(run: Run) -> str:
     if run.model.info.latent == "annotator":
-        return "Everyone is assumed good (w_a = 1): μ and σ come from all scores, and π_good starts at 0.5."
+        return SCORES_STARTS.get("all_good" if run.init == "majority" else run.init, "")
     if run.init == "moments" and moment_posterior_start(run.model):
         return (
             "(π, Γ) from matching the label statistics' moments (Traganitis & Giannakis, Alg. 2); q₀ is "

@@ -39,6 +39,7 @@ from crowdlab.models.raykar import RaykarModel, logistic_regression
 from crowdlab.plots import risk as figs
 from crowdlab.simulate import simulate_raykar
 from crowdlab.ui import lab, presenter
+from crowdlab.ui.convergence_view import plural
 from crowdlab.ui.frame import file_boxes, load_upload_cached, upload_id
 
 NS = "raykar"
@@ -58,6 +59,19 @@ BIASED_NOVICE = ((0.8, 0.95), (0.3, 0.5))  # biased novices: alpha ~ U(0.8, 0.95
 UP_LABELS, UP_FEATURES, UP_GOLD = "raykar.upload.labels", "raykar.upload.features", "raykar.upload.gold"
 # settings widgets
 W_L2, W_PRIOR, W_MAX_ITER = "raykar.l2", "raykar.prior", "raykar.max_iter"
+# the ROC chart in presenter mode, whose column is about 145 px wide with the sidebar open: a title of short lines,
+# a short x-axis title, and names placed for the 14 px text of presenter mode on a square about 90 px wide
+ROC_PRESENTER = {"title_width": 18, "x_title": "1 − β (false pos.)", "label_px": (90.0, 14.0)}
+# the metrics table: short headers, three decimals and fixed widths, whole in the pictures' width (about 445 px
+# with the sidebar open in presenter mode)
+METRIC_COLUMNS = {
+    "model": st.column_config.TextColumn("model", width=163),
+    "AUC": st.column_config.Column("AUC", width=48),
+    "accuracy": st.column_config.Column("acc.", width=48, help="accuracy of the classifier on the training items"),
+    "test AUC": st.column_config.Column("test AUC", width=62),
+    "test accuracy": st.column_config.Column("test acc.", width=62),
+    "labels accuracy": st.column_config.Column("labels", width=56, help="accuracy of the labels (arg-max)"),
+}
 
 
 @dataclass(frozen=True)
@@ -200,8 +214,8 @@ def load_upload(
     key = labels + b"\0features\0" + features + b"\0gold\0" + (gold or b"")
     RAY.set_data(upload_id(key), data, {"features": feats})
     RAY.set_upload_message(
-        ok=f"Loaded '{safe.md(name)}' and '{safe.md(features_name)}': {data.n_items:,} items, "
-        f"{data.n_workers:,} annotators, {len(feats.raw_names)} features "
+        ok=f"Loaded '{safe.md(name)}' and '{safe.md(features_name)}': {plural(data.n_items, 'item')}, "
+        f"{plural(data.n_workers, 'annotator')}, {plural(len(feats.raw_names), 'feature')} "
         f"({', '.join(safe.md(n) for n in feats.raw_names[:6])}{' ...' if feats.d > 7 else ''}); "
         f"positive class '{safe.md(data.class_names[1])}'."
     )
@@ -353,7 +367,7 @@ def _settings_widgets() -> None:
         "Prior strength on α, β",
         min_value=0.0,
         step=0.5,
-        help="Beta(1 + s, 1 + s) pseudo-counts on every α_j and β_j (MAP EM); 0 = maximum likelihood.",
+        help="Beta(1 + s, 1 + s) pseudo-counts on every αⱼ and βⱼ (MAP EM); 0 = maximum likelihood.",
         **RAY.config_widget("prior"),
     )
     c3.number_input("Max iterations", min_value=1, step=10, **RAY.config_widget("max_iter"))
@@ -465,8 +479,9 @@ def roc_panel(run: Run, extra: dict) -> None:
         kinds=None if kinds is None else [kinds[m] for m in shown],
         # the square plot is as wide as its narrow column (about 140 px): a taller figure only adds blank space
         height=335,
+        **(ROC_PRESENTER if presenter.is_on() else {"title_width": 26}),
     )
-    st.plotly_chart(lab.wrap_title(fig, 26), key="raykar.roc_chart")
+    st.plotly_chart(fig, key="raykar.roc_chart")
     note = "Each annotator's (1 − β, α) at init and every M-step up to the cursor; top left is perfect"
     if "alpha" in extra:
         note += "; hollow circles: the true values"
@@ -501,11 +516,16 @@ def metrics_table(run: Run, table: pd.DataFrame, base: dict) -> pd.DataFrame:
         )
     shown = pd.DataFrame(rows)
     numbers = [c for c in shown.columns if c != "model"]
-    st.dataframe(shown.style.format("{:.4f}", subset=numbers, na_rep="—"), hide_index=True, key="raykar.metrics_table")
+    st.dataframe(
+        shown.style.format("{:.3f}", subset=numbers, na_rep="—"),
+        hide_index=True,
+        key="raykar.metrics_table",
+        column_config={c: METRIC_COLUMNS[c] for c in shown.columns if c in METRIC_COLUMNS},
+    )
     where = f"on the training items; test: {N_TEST:,} fresh items of the simulation" if test else "against gold"
     st.caption(
-        f"AUC and accuracy of the classifier σ(wᵀx) {where}. Labels accuracy: majority vote's labels in the first "
-        "row, then the arg-max of the posterior μᵢ. AUC depends only on the direction of w; a biased crowd shifts "
-        "the majority-vote classifier's intercept, which the accuracy sees."
+        f"AUC and accuracy (acc.) of the classifier σ(wᵀx) {where}. Labels: the accuracy of majority vote's "
+        "labels in the first row, then of the arg-max of the posterior μᵢ. AUC depends only on the direction of w; "
+        "a biased crowd shifts the majority-vote classifier's intercept, which the accuracy sees."
     )
     return shown

@@ -21,6 +21,7 @@ as simulating every output, at a tiny fraction of the cost).
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 
 import numpy as np
@@ -84,6 +85,25 @@ MC_CALLS = {"fig3": 0, "fig46": 0, "fig8": 0}  # chunk computations done in this
 
 
 # ============================================================================ pure computations
+# the library's messages write parameters in ASCII (theta11, theta_j): on the page they read as the page's symbols
+_SYMBOLS = (
+    (re.compile(r"\btheta11\b"), "θ₁₁"),
+    (re.compile(r"\btheta22\b"), "θ₂₂"),
+    (re.compile(r"\btheta_j\b"), "θⱼ"),
+    (re.compile(r"\btheta\b"), "θ"),
+    (re.compile(r" <= "), " ≤ "),
+    (re.compile(r" >= "), " ≥ "),
+)
+
+
+def readable(message: str) -> str:
+    """A verdict or error of :mod:`crowdlab.risk` with its ASCII symbols as the page writes them: "theta = 0.7280"
+    -> "θ = 0.7280", "1/l < theta_j < 1" -> "1/l < θⱼ < 1", "theta11 = 0.79" -> "θ₁₁ = 0.79"."""
+    for pattern, symbol in _SYMBOLS:
+        message = pattern.sub(symbol, message)
+    return message
+
+
 def thetas_for(theta: float, k: int, spread: float) -> tuple[float, ...]:
     """k accuracies evenly spaced over [theta - spread, theta + spread] (all theta when spread is 0), in [0, 1]."""
     offsets = np.linspace(-1.0, 1.0, int(k)) if k > 1 else np.zeros(1)
@@ -150,9 +170,9 @@ def fresh_estimates(p: float, thetas: tuple[float, ...], n: int, missing: float,
         try:
             est = risk.symmetric_closed_form(col, p)
         except CrowdlabError as exc:
-            est, msg = None, str(exc)
+            est, msg = None, readable(str(exc))
         else:
-            msg = est.verdict
+            msg = readable(est.verdict)
         if j == 0:
             first = (est, msg)
         t_hat = None if est is None else est.theta
@@ -169,9 +189,9 @@ def fresh_estimates(p: float, thetas: tuple[float, ...], n: int, missing: float,
     try:
         coll = risk.collaborative_mle(out, p, tol=1e-9)
     except CrowdlabError as exc:
-        coll, coll_msg = None, str(exc)
+        coll, coll_msg = None, readable(str(exc))
     else:
-        coll_msg = coll.verdict
+        coll_msg = readable(coll.verdict)
     table = pd.DataFrame(rows)
     if coll is not None:
         table["θ̂ collaborative"] = coll.theta
@@ -438,7 +458,7 @@ def controls() -> None:
         0.0,
         0.25,
         step=0.01,
-        help="θ_j evenly spaced over [θ − spread, θ + spread]; 0: every classifier has accuracy θ (the paper's runs).",
+        help="θⱼ evenly spaced over [θ − spread, θ + spread]; 0: every classifier has accuracy θ (the paper's runs).",
         **mirrored(SPREAD),
     )
     d2.slider(
@@ -478,7 +498,7 @@ def verdict(fresh: dict, q: dict) -> None:
         st.metric(
             "combined, eq. (4)",
             f"{fresh['acc_combined']:.3f}",
-            help="Accuracy against the simulated truth of the unsupervised combination arg-max p(y) Π p_θ(f_j | y).",
+            help="Accuracy against the simulated truth of the unsupervised combination arg-max p(y) Π p_θ(fⱼ | y).",
         )
         st.metric("majority vote", f"{fresh['acc_majority']:.3f}", help="Accuracy of the plain majority vote.")
 
@@ -488,7 +508,7 @@ def estimates_table(fresh: dict, q: dict) -> None:
     st.markdown(f"**Estimates on fresh data** (n = {q['n']:,}, p(y = 1) = {q['p']:.2f}, seed {q['seed']})")
     st.dataframe(text_table(table), hide_index=True, key="risk.estimates_table")
     notes = [
-        "Risk R(f_j) = 1 − θ_j",
+        "Risk R(fⱼ) = 1 − θⱼ",
         "SE: 1/√(n J) from the Fisher information (corrected eq. 24; collaborative: the k × k information, enumerated)",
     ]
     if fresh["collaborative_iterations"] is not None:
@@ -634,7 +654,7 @@ def error_vs_n_tab(q: dict) -> None:
         key="risk.fig6",
     )
     st.caption(
-        f"Mean |θ̂_j − θ_j| over the classifiers and {r} simulated data sets per point, p(y = 1) = {p:.2f}, "
+        f"Mean |θ̂ⱼ − θⱼ| over the classifiers and {r} simulated data sets per point, p(y = 1) = {p:.2f}, "
         f"θ = {theta:.2f}" + (f" ± {spread:.2f}" if spread else "") + ". Collaborative: the MLE of eq. (12) by EM "
         "with p(y) fixed (for k = 1 it is eq. (9), the same maximiser). Right: eq. (9) on each classifier's own "
         "outputs (dotted), which cannot improve with k, against all ten estimated together. The k slider above "
@@ -687,9 +707,9 @@ def two_population_tab(q: dict) -> None:
     est = s["estimate"]
     ra, rb = s["ridge_a"], s["ridge_b"]
     if est.identifiable:
-        st.success(est.verdict, icon=":material/check_circle:")
+        st.success(readable(est.verdict), icon=":material/check_circle:")
     else:
-        st.error(est.verdict, icon=":material/block:")
+        st.error(readable(est.verdict), icon=":material/block:")
     left, right = st.columns([3, 2])
     left.plotly_chart(
         figs.two_population_figure(

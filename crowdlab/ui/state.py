@@ -16,8 +16,9 @@ page is not showing, so widget keys are only views of the plain keys, written ba
 ``run.metrics``             per-snapshot metrics against gold, computed once per snapshot (:func:`metrics`)
 ``run.pending``             a move the stepper computes next: "run" (to convergence, under a progress bar), "E",
                             "M" or "step" (a new snapshot, under a spinner); False when none
-``notice``                  a one-time message ("Method changed: the run was reset."), popped when the stepper shows
-                            it (so the next action clears it)
+``notice``                  a one-time message naming what changed ("Method changed: the run was reset.",
+                            "Revealed gold changed: ..."), popped when the stepper shows it (the next action
+                            clears it)
 ``view.<name>``             the panels' view choices (tab, posterior order and page, picked item and
                             worker, surface coordinates); forgotten when the dataset changes
 ==========================  ==========================================================================
@@ -38,6 +39,7 @@ import streamlit as st
 
 from crowdlab.data import Annotations
 from crowdlab.em import Run, posterior_window
+from crowdlab.init import INITS
 from crowdlab.models import CLASS_PRIOR_MODELS, MODELS, applicable_models, make_model
 from crowdlab.ui import lab
 
@@ -60,10 +62,27 @@ DEFAULT_METHOD = "ds"
 # moment-matched (pi, Gamma), GLAD, MACE and IBCC from Dawid-Skene's posterior there (crowdlab.init)
 BASIC_INITS = ("majority", "all_good", "random")
 UI_INITS = (*BASIC_INITS, "moments")
+# the scores model (latent per annotator): "majority" is "all_good" there (crowdlab.init), so it is not offered twice
+ANNOTATOR_INITS = ("all_good", "random")
 MOMENT_METHODS = ("ds", "one_coin", "two_coin", "glad", "mace", "mace_vb", "ibcc")
 
 NOTICE_METHOD = "Method changed: the run was reset."
 NOTICE_DATASET = "Dataset changed: the run was reset."
+# what the notice names when the method stays and something else changed (the widgets' words)
+CONFIG_NAMES = {
+    "init": "start",
+    "prior": "prior strength",
+    "hard": "hard EM",
+    "seed": "seed",
+    "tol": "tolerance",
+    "max_iter": "max iterations",
+    "tie_break": "tie rule",
+    "sigma_min": "floor on σ",
+    "only_good": "start (only this annotator good)",
+    "reveal": "revealed gold",
+    "class_prior": "true-class prior",
+}
+ONLY_GOOD_START = "One annotator good, every other one bad"  # the start description of ``only_good``
 
 # stepper widget keys (views of ``method.config``)
 W_METHOD = "stepper.method"
@@ -161,13 +180,45 @@ def method_title(key: str) -> str:
 
 
 def inits_for(method: str) -> tuple[str, ...]:
-    """The initialisations offered for ``method``: moment matching only where it applies."""
+    """The initialisations offered for ``method``, its default first: moment matching only where it applies; for
+    the scores model "Assume everyone is good" (what majority vote means there) and a random start."""
+    cls = MODELS.get(method)
+    if cls is not None and cls.info.latent == "annotator":
+        return ANNOTATOR_INITS
     return UI_INITS if method in MOMENT_METHODS else BASIC_INITS
 
 
-def _fit_init(cfg: MethodConfig) -> MethodConfig:
-    """A config whose start applies to its method (moment matching falls back to majority vote)."""
-    return cfg if cfg.init in inits_for(cfg.method) else replace(cfg, init="majority")
+def _fit_init(cfg: MethodConfig, old: MethodConfig | None = None) -> MethodConfig:
+    """A config whose start applies to its method: a start the method does not offer falls back to its default
+    (majority vote; the scores model: everyone good), and so does the old method's default when only the method
+    changed (leaving the scores model for Dawid-Skene starts from majority vote again)."""
+    offered = inits_for(cfg.method)
+    if old is not None and cfg.method != old.method and cfg.init == old.init == inits_for(old.method)[0]:
+        return replace(cfg, init=offered[0])
+    return cfg if cfg.init in offered else replace(cfg, init=offered[0])
+
+
+def start_title() -> str:
+    """Where the run starts, in a few words: the current run's own description up to any colon (the scores
+    model's "majority vote" is "Assume everyone is good"; a start from one good annotator says so; GLAD's moment
+    start is "Moment matching (...)"), or the config's start when there is no run."""
+    run = get_run()
+    if run is not None:
+        return run.start_description.partition(":")[0]
+    cfg = get_config()
+    return INITS.get(cfg.init, cfg.init)
+
+
+def notice_for(old: MethodConfig, new: MethodConfig) -> str:
+    """The reset notice naming what changed: "Method changed: ..." when the method did, else the changed settings
+    ("Revealed gold changed: the run was reset.")."""
+    if old.method != new.method:
+        return NOTICE_METHOD
+    changed = [name for field, name in CONFIG_NAMES.items() if getattr(old, field) != getattr(new, field)]
+    if not changed:
+        return NOTICE_METHOD
+    what = changed[0] if len(changed) == 1 else ", ".join(changed[:-1]) + " and " + changed[-1]
+    return f"{what[0].upper()}{what[1:]} changed: the run was reset."
 
 
 def default_method(data: Annotations) -> str:
@@ -197,10 +248,10 @@ def set_dataset(data_id: str, data: Annotations, *, notice: bool = True, source:
     st.session_state[DATA_ID] = data_id
     st.session_state[DATA] = data
     st.session_state[DATA_SOURCE] = source
-    cfg = get_config()
+    old = cfg = get_config()
     if cfg.method not in method_options(data):
         cfg = replace(cfg, method=default_method(data))
-    st.session_state[CONFIG] = _fit_init(cfg)
+    st.session_state[CONFIG] = _fit_init(cfg, old)
     _reset_run()
     if changed:
         _reset_views()
@@ -211,12 +262,12 @@ def set_dataset(data_id: str, data: Annotations, *, notice: bool = True, source:
 def set_config(**changes) -> bool:
     """Change the method config; when anything changed, reset the run and set the notice. Returns changed."""
     old = get_config()
-    new = _fit_init(replace(old, **changes))
+    new = _fit_init(replace(old, **changes), old)
     if new == old:
         return False
     st.session_state[CONFIG] = new
     _reset_run()
-    st.session_state[NOTICE] = NOTICE_METHOD
+    st.session_state[NOTICE] = notice_for(old, new)
     return True
 
 
@@ -246,6 +297,8 @@ def _new_run() -> None:
             keep_posteriors=posterior_window(data),
             **init_kwargs,
         )
+        if init == "posterior":  # the scores model from one good annotator (start_options)
+            run.start_description = ONLY_GOOD_START
     except lab.START_ERRORS as exc:
         st.session_state[RUN] = None
         st.session_state[RUN_ERROR] = lab.start_error(exc)

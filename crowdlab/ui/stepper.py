@@ -21,9 +21,9 @@ SELECT_WIDTH = 340  # px: the longest method title and start fit whole (about 26
 
 def method_picker() -> None:
     """Method, initialisation, prior strength, hard EM, seed and stopping rule (a change resets the run); folded
-    into an expander in presenter mode."""
+    into an expander in presenter mode, whose label names the run's real start (:func:`state.start_title`)."""
     cfg = state.get_config()
-    with presenter.settings(f"Method: {state.method_title(cfg.method)} · start: {INITS.get(cfg.init, cfg.init)}"):
+    with presenter.settings(f"Method: {state.method_title(cfg.method)} · start: {state.start_title()}"):
         _method_widgets()
 
 

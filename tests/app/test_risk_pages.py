@@ -197,6 +197,21 @@ def test_misspecified_and_two_population_tabs():
     assert "ridge_b" not in {t["meta"] for t in _chart(at, "risk.two_contour")["data"]}
 
 
+def test_error_rates_verdicts_write_theta_as_the_page_does():
+    """The library's verdicts say "theta = 0.7280", "1/l < theta_j < 1", "theta11 = ..."; the page shows θ, θⱼ,
+    θ₁₁ as everywhere else on it (and no underscore in the table's notes)."""
+    at = _risk()
+    said = [s.value for s in at.success] + [w.value for w in at.warning]
+    assert any("eq. (9) gives θ = " in v for v in said) and any("every 1/l < θⱼ < 1" in v for v in said)
+    assert not any("theta" in v for v in said)
+    notes = [c.value for c in at.caption if c.value.startswith("Risk R(")]
+    assert len(notes) == 1 and "R(fⱼ) = 1 − θⱼ" in notes[0] and "_j" not in notes[0]
+    _tab(at, rk.TABS[4])
+    verdict = [s.value for s in at.success]
+    assert any("θ₁₁ = " in v and "θ₂₂ = " in v for v in verdict) and not any("theta" in v for v in verdict)
+    assert rk.readable("theta <= 1/2; theta_j by 1 - theta_j; theta11, theta22") == "θ ≤ 1/2; θⱼ by 1 - θⱼ; θ₁₁, θ₂₂"
+
+
 # ============================================================================ learning from crowds
 def _raykar() -> AppTest:
     return _ok(AppTest.from_file(RAYKAR, default_timeout=TIMEOUT).run())
@@ -265,6 +280,22 @@ def test_raykar_stepper_moves_the_boundary_and_learns_a_better_classifier_than_m
     assert last["labels accuracy"] > mv["labels accuracy"]  # EM's labels beat majority vote's
     _click(at, "raykar.stepper.reset")
     assert len(run.snapshots) == 1 and _boundary(at) == b0
+
+
+def test_raykar_in_presenter_mode_fits_its_narrow_columns():
+    """Presenter mode (the sidebar may be open): the ROC chart's title in short lines and a short x-axis title, its
+    names placed for 14 px text; the metrics table's columns add up to less than the pictures' width."""
+    at = AppTest.from_file(RAYKAR, default_timeout=TIMEOUT)
+    at.query_params["present"] = "1"
+    at = _ok(at.run())
+    roc = _chart(at, "raykar.roc_chart")
+    assert roc["layout"]["xaxis"]["title"]["text"] == rp.ROC_PRESENTER["x_title"]
+    assert all(len(line) <= 18 for line in roc["layout"]["title"]["text"].split("<br>"))
+    table = [d for d in at.dataframe if "model" in d.value.columns][0]
+    config = json.loads(table.proto.columns)
+    widths = [config[c]["width"] for c in table.value.columns]
+    assert sum(widths) <= 445, dict(zip(table.value.columns, widths))
+    assert config["test accuracy"]["label"] == "test acc."
 
 
 def test_raykar_settings_and_simulation_reset_the_run():

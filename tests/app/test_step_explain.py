@@ -8,6 +8,8 @@ the estimates; the reliability chart never stacks every worker on one x.
 
 from __future__ import annotations
 
+import json
+
 import numpy as np
 import pytest
 from streamlit.testing.v1 import AppTest
@@ -103,6 +105,79 @@ def test_simulated_scores_show_which_annotators_are_good():
     assert dict(zip(bars["x"], said["text"])) == expect
     _tab(at, "Priors")
     assert any(m.label.startswith("Truth") for m in at.metric)
+
+
+def test_scores_model_names_its_real_start_and_keeps_its_annotators_in_place():
+    """The lecture's scores in presenter mode: the settings' header and the line under the position both name the
+    run's real start ("Assume everyone is good", never "Majority vote"), the P(good) bars keep annotator order from
+    step to step, and the row of true types above them is labelled "truth" on the chart itself."""
+    at = AppTest.from_file(HOME, default_timeout=30)
+    at.query_params["present"] = "1"
+    at = _ok(at.run())
+    at = _ok(at.switch_page(DATA_PAGE).run())
+    _click(at, "data.scores.run")
+    at = _ok(at.switch_page(STEP_PAGE).run())
+    everyone = "Assume everyone is good"
+
+    def header() -> str:
+        return next(e.label for e in at.expander if e.label.startswith("Method:"))
+
+    assert header() == f"Method: {state.method_title('scores')} · start: {everyone}"
+    assert any(c.value.endswith(f"· {everyone}") for c in at.caption)
+    start = at.selectbox(key=state.W_INIT)
+    assert start.value == "all_good" and list(start.options) == [everyone, "Random (seeded)"]
+    names = list(_run(at).data.worker_names)
+    good = at.session_state[panels.TRUTH][1]["good"]
+    orders = []
+    for _ in range(3):
+        _tab(at, "Posterior")
+        spec = _chart(at, "stepper.annotator_chart")
+        orders.append(list(_trace(spec, "p_good")["x"]))
+        assert _arr(_trace(spec, "p_good")["y"]) == pytest.approx(_run(at).current.q[:, 1])
+        said = _trace(spec, "truth")
+        assert list(said["text"]) == ["good" if g else "bad" for g in good]
+        axis = spec["layout"]["yaxis"]
+        assert dict(zip(axis["tickvals"], axis["ticktext"]))[float(_arr(said["y"])[0])] == "truth"
+        _click(at, "stepper.step")
+    assert orders == [names] * 3
+    # the start "only this annotator good": named as such in both places
+    _ok(at.selectbox(key=state.W_ONLY_GOOD).set_value(1).run())
+    assert header().endswith(f"start: {state.ONLY_GOOD_START}")
+    assert any(c.value.endswith(f"· {state.ONLY_GOOD_START}") for c in at.caption)
+    _tab(at, "Formulas")
+    assert any("One annotator is taken to be good" in m.value for m in at.markdown)
+    # back to class labels: majority vote is the start again
+    at = _ok(at.switch_page("app.py").run())
+    _ok(at.selectbox(key="home.dataset").set_value("bluebirds").run())
+    assert at.session_state[state.CONFIG].init == "majority"
+
+
+def test_glad_and_mace_details_fit_the_projector():
+    """Presenter mode's Details tab: GLAD's table in half the tab and MACE's across it, every column with a width
+    that adds up to less than the space at 1024 px; GLAD's difficulty histogram has plain ticks and every bar
+    whole inside its x range."""
+    at = AppTest.from_file(HOME, default_timeout=30)
+    at.query_params["present"] = "1"
+    at = _ok(_ok(at.run()).switch_page(STEP_PAGE).run())
+    for method, room in (("glad", 270), ("mace", 560), ("mace_vb", 560)):
+        _method(at, method)
+        _click(at, "stepper.step")
+        _tab(at, "Details")
+        assert len(at.dataframe) == 1
+        config = json.loads(at.dataframe[0].proto.columns)
+        shown = [c for c in at.dataframe[0].value.columns]
+        widths = [config[c]["width"] for c in shown]
+        assert all(isinstance(w, int) for w in widths) and sum(widths) <= room, (method, dict(zip(shown, widths)))
+        if method == "glad":
+            spec = _chart(at, "stepper.details.difficulty")
+            bars = _trace(spec, "difficulty")
+            x, w = _arr(bars["x"]), _arr(bars["width"])
+            lo, hi = spec["layout"]["xaxis"]["range"]
+            assert lo < (x - w / 2).min() and (x + w / 2).max() < hi  # the hardest items' bar too
+            assert w == pytest.approx(np.full(w.size, w[0]))  # equal widths, none a hairline
+            ticks = spec["layout"]["xaxis"]["ticktext"]
+            assert 2 <= len(ticks) <= 6 and all(float(t) > 0 for t in ticks)
+            assert "type" not in spec["layout"]["xaxis"] or spec["layout"]["xaxis"]["type"] != "log"
 
 
 def test_simulated_crowd_shows_true_types_and_confusion_matrices():

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import base64
 import json
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -538,9 +539,35 @@ def test_the_notice_disappears_after_the_next_action():
     _click(at, "stepper.next")  # a click in the stepper reruns only the stepper: the notice goes with it
     assert state.NOTICE_METHOD not in _info(at)
     _ok(at.number_input(key=state.W_PRIOR).set_value(1.0).run())
-    assert _info(at) == [state.NOTICE_METHOD]
+    assert _info(at) == ["Prior strength changed: the run was reset."]  # what changed, not "Method changed"
     _ok(at.selectbox(key="stepper.speed").set_value("slow").run())  # so does any other widget of the stepper
-    assert state.NOTICE_METHOD not in _info(at)
+    assert "Prior strength changed: the run was reset." not in _info(at)
+
+
+def test_the_reset_notice_names_the_setting_that_changed():
+    """Moving only "Reveal gold" (or another setting) says what changed, not "Method changed"."""
+    at = _open()
+    _click(at, "stepper.step")
+    _ok(at.slider(key=state.W_REVEAL).set_value(20).run())
+    assert _run(at).index == 0 and _run(at).model.semi_supervised
+    assert _info(at) == ["Revealed gold changed: the run was reset."]
+    _ok(at.selectbox(key=state.W_INIT).set_value("random").run())
+    assert _info(at) == ["Start changed: the run was reset."]
+    cfg = state.MethodConfig()
+    both = state.notice_for(cfg, replace(cfg, prior=1.0, hard=True, reveal=10))
+    assert both == "Prior strength, hard EM and revealed gold changed: the run was reset."
+    assert state.notice_for(cfg, replace(cfg, method="glad", prior=1.0)) == state.NOTICE_METHOD
+
+
+def test_the_stopping_tab_counts_one_iteration_in_the_singular():
+    at = _open()
+    _click(at, "stepper.step")
+    _tab(at, "Stopping")
+    said = " ".join(m.value for m in at.markdown)
+    assert "Not converged yet: 1 iteration so far" in said and "1 iterations" not in said
+    _click(at, "stepper.step")
+    _tab(at, "Stopping")
+    assert any("Not converged yet: 2 iterations so far" in m.value for m in at.markdown)
 
 
 @pytest.mark.parametrize("page", [None, *sorted(str(p.relative_to(ROOT)) for p in (ROOT / "pages").glob("*.py"))])

@@ -298,6 +298,88 @@ def test_annotator_bars_fixed_colour_range():
     assert tuple(fig.layout.yaxis.range) == (-0.04, 1.04)
 
 
+def test_annotator_bars_label_the_row_of_true_types_truth_and_keep_the_order_given():
+    """At the start every bar is at P(good) = 1, so "bad" above a bar must say it is the simulation's truth: the
+    y axis labels that row "truth". The bars stay in the order given (no sorting by P(good))."""
+    w, names = np.array([1.0, 0.2, 0.9]), ["A0", "A1", "A2"]
+    fig = plots.annotator_bars(w, names, truth=np.array([True, False, True]))
+    bars, said = _by_meta(fig, "p_good"), _by_meta(fig, "truth")
+    assert list(bars.x) == names and list(bars.y) == [1.0, 0.2, 0.9]
+    ticks = dict(zip(fig.layout.yaxis.tickvals, fig.layout.yaxis.ticktext))
+    assert ticks[said.y[0]] == "truth" and ticks[1] == "1" and ticks[0] == "0"
+    assert fig.layout.yaxis.range[1] > said.y[0] > 1
+    plain = plots.annotator_bars(w, names)
+    assert "truth" not in plain.layout.yaxis.ticktext
+
+
+def test_chart_text_writes_subscripts_not_underscores():
+    """Titles, axis titles and trace names use the app's Unicode subscripts (μᵢ, αⱼ, 1/βᵢ, θⱼ, ηₜ), never
+    "μ_i"."""
+    from crowdlab.plots import models as figs
+    from crowdlab.plots import online
+
+    names, n = ["a", "b", "c"], np.array([3, 4, 5])
+    mu, ref = np.array([0.2, 0.5, 0.8]), np.array([0.25, 0.5, 0.75])
+    built = [
+        figs.ability_chart(np.array([0.5, -0.2, 1.0]), names, n),
+        figs.difficulty_histogram(np.array([0.5, 2.0, 8.0])),
+        figs.spam_chart(np.array([0.1, 0.6, 0.9]), names, n),
+        plots.item_means_scatter(mu, ref, names, reference_name="true mean"),
+        plots.scores_vs_means(np.array([0.2, 0.6]), mu[:2], np.array([0.9, 0.1]), ["a", "b"], sigma=0.1),
+        online.eta_schedule(1.0, 1.0, 0.7, 100),
+    ]
+    for fig in built:
+        texts = [fig.layout.title.text, fig.layout.xaxis.title.text, fig.layout.yaxis.title.text]
+        texts += [t.name for t in fig.data if t.name]
+        bad = [t for t in texts if t and "_" in t.replace("π_good", "")]
+        assert not bad, bad
+    assert "μᵢ" in built[3].layout.title.text and "αⱼ" in built[0].layout.title.text
+    assert "1/βᵢ" in built[1].layout.title.text and "θⱼ" in built[2].layout.title.text
+    assert "ηₜ" in built[5].layout.title.text
+
+
+@pytest.mark.parametrize(
+    ("lo", "hi", "expect"),
+    [
+        (np.log10(0.07), np.log10(1.5), ["0.1", "0.2", "0.5", "1"]),  # GLAD on bluebirds
+        (np.log10(0.3), np.log10(40.0), ["0.5", "1", "2", "5", "10", "20"]),
+        (-3.2, 2.1, ["0.001", "0.01", "0.1", "1", "10", "100"]),  # many decades: the powers of ten alone
+        (np.log10(1.2), np.log10(1.8), ["1.2", "1.8"]),  # nothing nice inside: the ends
+    ],
+)
+def test_log_ticks_are_plain_numbers_at_one_two_five(lo, hi, expect):
+    from crowdlab.plots.models import log_ticks
+
+    vals, text = log_ticks(lo, hi)
+    assert text == expect
+    assert np.allclose(10 ** np.asarray(vals), [float(t) for t in text], rtol=0.01)
+    assert all(lo - 1e-6 <= v <= hi + 1e-6 for v in vals)
+
+
+def test_difficulty_histogram_draws_every_bar_whole_with_plain_ticks():
+    """GLAD's difficulties: bins in log10, every bar as wide as its bin (the hardest items' bar was a hairline at
+    the edge of a log axis) and inside the x range; ticks at 1, 2, 5 x powers of ten, labelled as numbers."""
+    from crowdlab.plots.models import difficulty_histogram
+
+    rng = np.random.default_rng(0)
+    beta = 1.0 / np.exp(rng.normal(-1.0, 0.7, 200))
+    fig = difficulty_histogram(beta)
+    bars = _by_meta(fig, "difficulty")
+    x, w = np.asarray(bars.x), np.asarray(bars.width)
+    assert int(np.sum(bars.y)) == 200 and np.allclose(w, w[0])
+    lo, hi = fig.layout.xaxis.range
+    assert lo < (x - w / 2).min() and (x + w / 2).max() < hi
+    assert fig.layout.xaxis.type != "log"
+    ticks = [float(t) for t in fig.layout.xaxis.ticktext]
+    assert 3 <= len(ticks) <= 6 and {f"{t:e}"[0] for t in ticks} <= {"1", "2", "5"}  # e.g. 0.1, 0.2, 0.5, 1
+    assert np.allclose(np.log10(ticks), fig.layout.xaxis.tickvals)
+    assert all(lo <= v <= hi for v in fig.layout.xaxis.tickvals)
+    ends = np.asarray(bars.customdata)
+    assert ends[0, 0] <= (1.0 / beta).min() * 1.0001 and ends[-1, 1] >= (1.0 / beta).max() * 0.9999
+    same = difficulty_histogram(np.full(5, 2.0))  # every item equally hard: one bar, still whole
+    assert int(np.sum(_by_meta(same, "difficulty").y)) == 5
+
+
 def test_item_means_scatter_drops_unknown_reference():
     fig = plots.item_means_scatter(np.array([1.0, 2.0, 3.0]), np.array([1.5, np.nan, 2.5]), ["a", "b", "c"])
     pts, diag = _by_meta(fig, "items"), _by_meta(fig, "diagonal")

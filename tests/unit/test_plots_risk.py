@@ -224,6 +224,28 @@ def test_roc_trail_labels_move_apart_when_points_crowd():
     assert _trace(fig, "now").cliponaxis is False  # a marker or label on the edge is drawn whole
 
 
+def test_roc_trail_for_a_narrow_column_wraps_shortens_and_places_labels_for_the_text_drawn():
+    """Presenter mode's narrow column: title lines of at most ``title_width`` characters, a short x-axis title,
+    automargin on both axes, and names placed for the size they are drawn at (14 px on a square about 90 px wide):
+    labels that do not collide at 10 px on 190 px must move apart there."""
+    x = np.array([0.10, 0.18, 0.12, 0.45, 0.55])
+    y = np.array([0.90, 0.85, 0.70, 0.85, 0.80])
+    names = ["w0", "w1", "w2", "w3", "w4"]
+    wide = figs.roc_trail(x[None, :], y[None, :], names)
+    narrow = figs.roc_trail(
+        x[None, :], y[None, :], names, title_width=18, x_title="1 − β (false pos.)", label_px=(90.0, 14.0)
+    )
+    assert wide.layout.xaxis.title.text == "1 − β (false-positive rate)"
+    assert narrow.layout.xaxis.title.text == "1 − β (false pos.)"
+    assert all(len(line) <= 18 for line in narrow.layout.title.text.split("<br>"))
+    assert narrow.layout.xaxis.automargin and narrow.layout.yaxis.automargin
+    assert (
+        list(_trace(narrow, "now").textposition)
+        == figs.label_positions(x, y, names, plot_px=90.0, font_px=14.0)
+        != figs.label_positions(x, y, names)
+    )
+
+
 # ---------------------------------------------------------------------------- intervals
 def test_interval_chart_sorts_by_estimate_and_keeps_the_extremes():
     est = np.array([0.7, 0.9, 0.5, 0.8])

@@ -22,6 +22,7 @@ from pathlib import Path
 import numpy as np
 
 from crowdlab import safe
+from crowdlab.describe import plural
 from crowdlab.errors import CrowdlabError
 from crowdlab.export import (
     history_dict,
@@ -132,11 +133,6 @@ def build_parser() -> argparse.ArgumentParser:
     g.add_argument("--npartitions", type=int, help="dask: partitions by item (default: one per file / as read)")
     sub.add_parser("samples", help="list the bundled sample datasets")
     return p
-
-
-def plural(n: int, one: str, many: str | None = None) -> str:
-    """``1 item``, ``2 items``; ``many`` for irregular plurals (``pass`` -> ``passes``)."""
-    return f"{n:,} {one if n == 1 else (many or one + 's')}"
 
 
 def _number_checks(args: argparse.Namespace):

@@ -11,6 +11,7 @@ from __future__ import annotations
 import streamlit as st
 
 from crowdlab import plots
+from crowdlab.describe import plural
 from crowdlab.em import STOP_REASONS, Run
 
 PLATEAU_NOTE = (
@@ -22,11 +23,6 @@ PLATEAU_NOTE = (
     "iterations while its parameters move without shrinking is reported as stalled (if they keep shrinking, EM "
     "is closing in on the fixed point: the objective goes flat first, and the run goes on until it settles)."
 )
-
-
-def plural(n: int, one: str, many: str | None = None) -> str:
-    """``1 iteration``, ``2 iterations``, ``1,000 items``; ``many`` for an irregular plural."""
-    return f"{n:,} {one if n == 1 else (many or one + 's')}"
 
 
 def stop_sentence(run: Run) -> str:

@@ -15,6 +15,7 @@ import streamlit as st
 
 from crowdlab import safe
 from crowdlab.api import fit
+from crowdlab.describe import plural
 from crowdlab.em import Run
 from crowdlab.errors import CrowdlabError
 from crowdlab.export import (
@@ -189,7 +190,7 @@ def export_page() -> None:
             return
         st.info(
             f"Exporting a run fitted to convergence here with the Step page's settings — {_settings(run)}: "
-            f"{run.last.iteration} iterations{', converged' if run.converged else ''}.",
+            f"{plural(run.last.iteration, 'iteration')}{', converged' if run.converged else ''}.",
             icon=":material/check_circle:",
         )
     downloads(run)

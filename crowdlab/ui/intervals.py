@@ -176,7 +176,7 @@ def _scores_panel(run: Run) -> None:
         shown["upper"].to_numpy(),
         n_labels=shown["n_labels"].to_numpy(),
         exact=shown["note"].to_numpy() != "",
-        x_title="item mean μ_i",
+        x_title="item mean μᵢ",
         title=f"Item means: estimate and {level:.0%} interval (snapshot {run.index})",
         max_rows=SCORES_ROWS,
     )

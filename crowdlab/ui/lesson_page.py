@@ -267,7 +267,7 @@ def chart(step: lessons.Step, run: Run | None) -> None:
 def _item_means(run: Run):
     d = run.data
     return plots.item_means_scatter(
-        run.params.mu, d.gold, d.item_names, reference_name="true mean", title="Estimated μ_i against the true means",
+        run.params.mu, d.gold, d.item_names, reference_name="true mean", title="Estimated μᵢ against the true means",
         height=CHART_HEIGHT, axis_range=plots.item_means_range(d),
     )  # fmt: skip
 

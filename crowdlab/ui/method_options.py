@@ -193,7 +193,7 @@ def degenerate_notice(run: Run) -> None:
         what.append(f"σ = {p.sigma:.3g} sits at its floor")
     st.info(
         f"**Near the scores model's degenerate maximum: {' and '.join(what)}.** With a single good annotator the "
-        "item means μ_i copy that annotator's scores, their residuals vanish, σ falls to its floor, and each of "
+        "item means μᵢ copy that annotator's scores, their residuals vanish, σ falls to its floor, and each of "
         "their scores adds −log σ to the objective: the lower the floor, the higher this useless maximum (on the "
         "lecture's crowd, 20 items and 5 annotators: 117.3 at the default floor, against 67.7 for the sensible "
         "answer). EM reaches it from a start with one good annotator. Remedy: set **Floor on σ** to about the "

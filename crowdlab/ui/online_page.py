@@ -212,7 +212,7 @@ def settings_section() -> None:
     """Three tabs of settings (a change resets the run): the step size, hashing, and the rest."""
     ONL.sync_config_widgets()
     cfg, data = ONL.config(), ONL.data()
-    with presenter.settings("Settings: step size η_t, hash buckets B, passes and mini-batches"):
+    with presenter.settings("Settings: step size ηₜ, hash buckets B, passes and mini-batches"):
         rate, hashing, rest = st.tabs(["Step size η_t", "Hashing workers", "Passes, mini-batches, prior"])
         with rate:
             left, right = st.columns([1, 1])
@@ -227,9 +227,9 @@ def settings_section() -> None:
                 fig = figs.eta_schedule(cfg.eta0, cfg.tau0, cfg.rho, n_up, t_now=t_now, height=240)
                 st.plotly_chart(fig, key="onl.eta_chart")
             st.caption(
-                "Online EM moves the statistics by η_t each update. It converges (Robbins-Monro) when the steps "
+                "Online EM moves the statistics by ηₜ each update. It converges (Robbins-Monro) when the steps "
                 "add up to infinity, so it can travel anywhere, and their squares add up to a finite number, so the "
-                "noise of single blocks averages out: Σ η_t = ∞ and Σ η_t² < ∞, i.e. ρ in (0.5, 1]. With ρ ≤ 0.5 "
+                "noise of single blocks averages out: Σ ηₜ = ∞ and Σ ηₜ² < ∞, i.e. ρ in (0.5, 1]. With ρ ≤ 0.5 "
                 "the estimate keeps jittering; with ρ = 1 it is a running average that forgets its bad start "
                 "slowly. τ₀ delays the decay: large τ₀ means small, careful early steps."
                 + ("" if 0.5 < cfg.rho <= 1 else f" **ρ = {cfg.rho:g} is outside (0.5, 1].**")
@@ -253,7 +253,7 @@ def settings_section() -> None:
             st.caption(
                 "Each pass reads the items in a new seeded random order. The prior adds pseudo-counts to every cell "
                 "once against the whole data set (the blog's log P(θ) / |I| per item); batch EM uses the same prior. "
-                "Without a clock per worker one step η_t moves every statistic and a block's counts stand for |I| "
+                "Without a clock per worker one step ηₜ moves every statistic and a block's counts stand for |I| "
                 "items: with one item per update a rarely seen worker's matrix then follows its last few labels."
             )
 
@@ -352,7 +352,7 @@ def curves_panel(run: OnlineRun) -> None:
             )  # fmt: skip
             st.plotly_chart(lab.wrap_title(fig), key="onl.accuracy_chart")
     rec = run.snapshots[run.index]
-    eta = "" if rec.block is None else f" · η_t of this block = {rec.block.eta:.4f}"
+    eta = "" if rec.block is None else f" · ηₜ of this block = {rec.block.eta:.4f}"
     st.caption(
         f"{int(x_now):,} items seen of {x_max:,} ({cfg.passes} passes){eta}. Batch EM (orange) reads all "
         f"{N:,} items per iteration; online EM updates after every {cfg.batch_size} and never sees q of more than "
@@ -391,7 +391,7 @@ def matrices_tab(run: OnlineRun) -> None:
 
 
 def block_panel(run: OnlineRun) -> None:
-    """Three tabs: the confusion matrices, the current block (its ratings, q_i, F_i, prediction, gold) and the
+    """Three tabs: the confusion matrices, the current block (its ratings, qᵢ, Fᵢ, prediction, gold) and the
     progress table (vw style)."""
     data = run.data
     rec = run.snapshots[run.index]
@@ -404,7 +404,7 @@ def block_panel(run: OnlineRun) -> None:
         else:
             blk = rec.block
             st.caption(
-                f"{len(blk.items)} items; η_t = {blk.eta:.4f}; q_i and F_i = log p(D_i | θ) (+ log prior / |I|) "
+                f"{len(blk.items)} items; ηₜ = {blk.eta:.4f}; qᵢ and Fᵢ = log p(Dᵢ | θ) (+ log prior / |I|) "
                 "under the parameters before this block's update (the blog's progressive validation)."
             )
             names = np.asarray(data.class_names, dtype=object)
@@ -413,8 +413,8 @@ def block_panel(run: OnlineRun) -> None:
             for k, c in enumerate(data.class_names[:6]):
                 table[f"q({c})"] = blk.q[:, k]
                 cols[f"q({c})"] = st.column_config.NumberColumn(format="%.3f")
-            table["F_i"] = blk.F
-            cols["F_i"] = st.column_config.NumberColumn(format="%.2f")
+            table["Fᵢ"] = blk.F
+            cols["Fᵢ"] = st.column_config.NumberColumn(format="%.2f")
             table["prediction"] = names[blk.pred]
             if data.has_gold:
                 gold = data.gold[blk.items]
@@ -423,7 +423,7 @@ def block_panel(run: OnlineRun) -> None:
             st.dataframe(table.head(200), hide_index=True, height=height, column_config=cols, key="onl.block")
     with table_tab:
         st.caption(
-            "Rows at example counters 1, 2, 4, 8, ... (at the block that reaches them): the average F_i so far and "
+            "Rows at example counters 1, 2, 4, 8, ... (at the item that reaches them): the average Fᵢ so far and "
             "since the last row, the item's gold label ('?' if unknown), the prediction before the update, and its "
             "number of ratings. The average should rise as data is consumed."
         )

@@ -30,6 +30,7 @@ from scipy.special import expit
 
 from crowdlab import plots, safe
 from crowdlab.data import Annotations
+from crowdlab.describe import plural
 from crowdlab.em import Run
 from crowdlab.errors import DataError
 from crowdlab.features import ItemFeatures, read_features
@@ -39,7 +40,6 @@ from crowdlab.models.raykar import RaykarModel, logistic_regression
 from crowdlab.plots import risk as figs
 from crowdlab.simulate import simulate_raykar
 from crowdlab.ui import lab, presenter
-from crowdlab.ui.convergence_view import plural
 from crowdlab.ui.frame import file_boxes, load_upload_cached, upload_id
 
 NS = "raykar"

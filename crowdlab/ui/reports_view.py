@@ -18,6 +18,7 @@ import streamlit as st
 
 from crowdlab.api import fit
 from crowdlab.data import Annotations
+from crowdlab.describe import plural
 from crowdlab.em import Run
 from crowdlab.errors import ModelError
 from crowdlab.export import csv_bytes
@@ -218,5 +219,5 @@ def data_report_section(data: Annotations) -> None:
     report_table(
         df,
         "data.report",
-        consensus=f"Dawid-Skene fitted from majority vote ({df.attrs.get('iterations', 0)} iterations)",
+        consensus=f"Dawid-Skene fitted from majority vote ({plural(df.attrs.get('iterations', 0), 'iteration')})",
     )

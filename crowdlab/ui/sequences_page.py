@@ -20,6 +20,7 @@ import streamlit as st
 
 from crowdlab import safe
 from crowdlab.data import Annotations, read_sequences
+from crowdlab.describe import plural
 from crowdlab.em import Run, Snapshot, posterior_window
 from crowdlab.errors import DataError
 from crowdlab.metrics import accuracy, confusion_error, macro_f
@@ -529,7 +530,7 @@ def comparison_panel(run: Run) -> None:
     st.table(table.style.format("{:.3f}", subset=numbers, na_rep="—").hide(axis="index"))
     notes = [
         f"HMM rows at the cursor ({lab.step_label(run)}): run to convergence for the final comparison",
-        f"i.i.d. Dawid-Skene fitted to convergence once ({baselines()['ds_iterations']} iterations)",
+        f"i.i.d. Dawid-Skene fitted to convergence once ({plural(baselines()['ds_iterations'], 'iteration')})",
     ]
     if data.has_gold:
         notes.append("macro F = Traganitis & Giannakis eq. 37 over the classes")

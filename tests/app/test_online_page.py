@@ -90,7 +90,7 @@ def test_cold_load_steps_online_em_with_the_one_stepper():
     _click(at, "onl.stepper.e_step")
     assert run.current.kind == "E" and _label(at).startswith("pass 1, block 1 of 11: after E-step")
     block = at.dataframe[0].value  # the block's q_i table
-    assert len(block) == 10 and {"item", "ratings", "q(1)", "F_i", "prediction", "gold"} <= set(block.columns)
+    assert len(block) == 10 and {"item", "ratings", "q(1)", "Fᵢ", "prediction", "gold"} <= set(block.columns)
     _click(at, "onl.stepper.m_step")
     assert run.current.kind == "M" and run.last.t == 1
     _click(at, "onl.stepper.step")

@@ -181,9 +181,9 @@ def fresh_estimates(p: float, thetas: tuple[float, ...], n: int, missing: float,
                 "classifier": f"f{j + 1}",
                 "true θ": th[j],
                 "outputs": n_obs,
-                "θ̂ eq. (9)": np.nan if t_hat is None else t_hat,
-                "SE eq. (9)": _se_symmetric(t_hat, p, n_obs),
-                "|error| eq. (9)": np.nan if t_hat is None else abs(t_hat - th[j]),
+                "θ̂ (9)": np.nan if t_hat is None else t_hat,
+                "SE (9)": _se_symmetric(t_hat, p, n_obs),
+                "|err| (9)": np.nan if t_hat is None else abs(t_hat - th[j]),
             }
         )
     try:
@@ -194,9 +194,9 @@ def fresh_estimates(p: float, thetas: tuple[float, ...], n: int, missing: float,
         coll_msg = readable(coll.verdict)
     table = pd.DataFrame(rows)
     if coll is not None:
-        table["θ̂ collaborative"] = coll.theta
-        table["SE collaborative"] = _collaborative_se(coll.theta, p, missing, n)
-        table["|error| collaborative"] = np.abs(coll.theta - th)
+        table["θ̂ collab."] = coll.theta
+        table["SE collab."] = _collaborative_se(coll.theta, p, missing, n)
+        table["|err| collab."] = np.abs(coll.theta - th)
         combined = risk.combine(out, coll.theta, p)
         acc_combined = float((combined == y).mean())
     else:
@@ -508,6 +508,7 @@ def estimates_table(fresh: dict, q: dict) -> None:
     st.markdown(f"**Estimates on fresh data** (n = {q['n']:,}, p(y = 1) = {q['p']:.2f}, seed {q['seed']})")
     st.dataframe(text_table(table), hide_index=True, key="risk.estimates_table")
     notes = [
+        "(9): each classifier alone, eq. (9); collab.: all together, the collaborative MLE (Prop. 3)",
         "Risk R(fⱼ) = 1 − θⱼ",
         "SE: 1/√(n J) from the Fisher information (corrected eq. 24; collaborative: the k × k information, enumerated)",
     ]

@@ -79,9 +79,26 @@ def half_step_positions(kind: Sequence[str], iteration: Sequence[int]) -> np.nda
     return np.where(kind == "E", it + 0.5, it)
 
 
+def _atoms(text: str, width: int) -> list[str]:
+    """The words of ``text``, with the spaces of a short formula kept: inside parentheses ("log p(x | θ)") and around
+    an equals sign ("k = 1"), as long as the piece fits in ``width`` (and 16) characters."""
+    out: list[str] = []
+    for w in str(text).split(" "):
+        if out:
+            prev = out[-1]
+            inside = prev.count("(") > prev.count(")")
+            around = w == "=" or prev.endswith(" =") or prev == "="
+            if (inside or around) and len(prev) + 1 + len(w) <= min(width, 16):
+                out[-1] = f"{prev} {w}"
+                continue
+        out.append(w)
+    return out
+
+
 def _wrap_lines(text: str, width: int) -> list[str]:
-    """``text`` broken at spaces into lines of at most ``width`` characters (a longer word keeps its own line)."""
-    words, lines, cur = str(text).split(" "), [], ""
+    """``text`` broken at spaces into lines of at most ``width`` characters (a longer word keeps its own line); a
+    short formula is not broken (:func:`_atoms`)."""
+    words, lines, cur = _atoms(text, width), [], ""
     for w in words:
         if cur and len(cur) + 1 + len(w) > width:
             lines.append(cur)

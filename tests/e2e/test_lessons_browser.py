@@ -36,15 +36,21 @@ def test_lesson_first_steps_at_projector_size(server, page):
     screenshot(page, "lessons_e_step")
 
 
-def test_arrow_keys_move_the_lesson_not_the_hidden_free_controls(server, page):
-    """A presentation clicker sends → and ←: in presenter mode they go to the lesson's next / previous step (the free
-    controls under the lesson take no keys: → used to move their hidden run and the narration fell behind)."""
+def _start_em_lesson(server, page, path: str):
+    """The EM lesson at 1024x768 on ``path``, after its first action; returns the main area."""
     page.set_viewport_size({"width": 1024, "height": 768})
-    page.goto(server + "/Lessons?present=1")
+    page.goto(server + path)
     wait_page(page)
     main = _main(page)
     main.get_by_role("button", name="Start: assume everyone is good").click()
     wait_idle(page)
+    return main
+
+
+def test_arrow_keys_move_the_lesson_not_the_hidden_free_controls(server, page):
+    """A presentation clicker sends → and ←: in presenter mode they go to the lesson's next / previous step (the free
+    controls under the lesson take no keys: → used to move their hidden run and the narration fell behind)."""
+    main = _start_em_lesson(server, page, "/Lessons?present=1")
     main.locator('[data-testid="stAlertContentSuccess"]').wait_for()
     main.get_by_text("iteration 0, initialisation").wait_for(state="attached")  # in the (closed) free controls
     main.locator("h1").first.click()  # focus the page, not an input
@@ -60,12 +66,7 @@ def test_arrow_keys_move_the_lesson_not_the_hidden_free_controls(server, page):
 
 
 def test_free_controls_stay_open_and_a_double_click_on_next_moves_one_step(server, page):
-    page.set_viewport_size({"width": 1024, "height": 768})
-    page.goto(server + "/Lessons")
-    wait_page(page)
-    main = _main(page)
-    main.get_by_role("button", name="Start: assume everyone is good").click()
-    wait_idle(page)
+    main = _start_em_lesson(server, page, "/Lessons")
     free = main.locator('[data-testid="stExpander"] details')
     free.locator("summary").click()
     wait_idle(page)

@@ -22,7 +22,6 @@ from pathlib import Path
 import numpy as np
 
 from crowdlab import safe
-from crowdlab.describe import plural
 from crowdlab.errors import CrowdlabError
 from crowdlab.export import (
     history_dict,
@@ -35,6 +34,7 @@ from crowdlab.export import (
 )
 from crowdlab.init import INITS
 from crowdlab.models import CLASS_PRIOR_MODELS, MODELS, ONLINE_MODELS
+from crowdlab.safe import plural
 
 
 class OptionError(CrowdlabError, ValueError):

@@ -1,5 +1,4 @@
-"""Pictures of a label set before any model: who labelled what, class balance, worker-by-worker agreement; and
-:func:`plural`, the one way every page and the CLI say a count in words."""
+"""Pictures of a label set before any model: who labelled what, class balance, worker-by-worker agreement."""
 
 from __future__ import annotations
 
@@ -7,11 +6,6 @@ import numpy as np
 import pandas as pd
 
 from crowdlab.data import Annotations
-
-
-def plural(n: int, one: str, many: str | None = None) -> str:
-    """``1 iteration``, ``2 iterations``, ``1,000 items``; ``many`` for an irregular plural (``pass``)."""
-    return f"{n:,} {one if n == 1 else (many or one + 's')}"
 
 
 def class_balance(data: Annotations) -> pd.DataFrame:

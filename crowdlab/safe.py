@@ -28,7 +28,8 @@ spreadsheet. Each function below escapes for one target; every page, figure buil
 =================  =============================================================================================
 
 :func:`shorten` cuts a long name for a narrow place (a tick label, a formula) with an ellipsis; escape after
-shortening, never before (an entity or escape cut in half would show as garbage).
+shortening, never before (an entity or escape cut in half would show as garbage). :func:`plural` says a count in
+words (``1 iteration``, ``2 items``); it escapes nothing.
 """
 
 from __future__ import annotations
@@ -73,6 +74,12 @@ def _clean(s: Any) -> str:
     """str(s) with line breaks folded to one space and invisible control/format characters made visible as
     nothing (they cannot carry meaning in a name shown on a page)."""
     return _CONTROL.sub("", _NEWLINES.sub(" ", str(s)))
+
+
+def plural(n: int, one: str, many: str | None = None) -> str:
+    """A count in words, the one way every page and the CLI say it: ``1 iteration``, ``2 iterations``, ``1,000
+    items``; ``many`` for an irregular plural (``pass``). Not an escape: ``one`` is crowdlab's own word."""
+    return f"{n:,} {one if n == 1 else (many or one + 's')}"
 
 
 def shorten(s: Any, n: int = 24) -> str:

@@ -11,8 +11,8 @@ from __future__ import annotations
 import streamlit as st
 
 from crowdlab import plots
-from crowdlab.describe import plural
 from crowdlab.em import STOP_REASONS, Run
+from crowdlab.safe import plural
 
 PLATEAU_NOTE = (
     "A plateau is not always the end. Near a saddle point EM's steps become tiny, so both curves drop, and then "

@@ -15,7 +15,6 @@ import streamlit as st
 
 from crowdlab import safe
 from crowdlab.api import fit
-from crowdlab.describe import plural
 from crowdlab.em import Run
 from crowdlab.errors import CrowdlabError
 from crowdlab.export import (
@@ -30,6 +29,7 @@ from crowdlab.export import (
 )
 from crowdlab.init import INITS
 from crowdlab.models import estimates_class_prior
+from crowdlab.safe import plural
 from crowdlab.ui import state
 
 EXPORT_RUN = "export.run"  # {"key": (data id, MethodConfig), "run": Run}

@@ -28,11 +28,11 @@ import numpy as np
 import streamlit as st
 
 from crowdlab import explain, plots, safe, surface, sweep
-from crowdlab.describe import plural
 from crowdlab.em import Run, Snapshot
 from crowdlab.init import moment_posterior_start
 from crowdlab.models import ClassParams, ScoreParams
 from crowdlab.models.majority import majority_labels, tied_items
+from crowdlab.safe import plural
 from crowdlab.ui import lab, method_options, presenter, state
 from crowdlab.ui.convergence_view import convergence_panel
 from crowdlab.ui.intervals import worker_intervals_panel

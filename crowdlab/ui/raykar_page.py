@@ -30,7 +30,6 @@ from scipy.special import expit
 
 from crowdlab import plots, safe
 from crowdlab.data import Annotations
-from crowdlab.describe import plural
 from crowdlab.em import Run
 from crowdlab.errors import DataError
 from crowdlab.features import ItemFeatures, read_features
@@ -38,6 +37,7 @@ from crowdlab.metrics import accuracy, auc
 from crowdlab.models.majority import majority_labels
 from crowdlab.models.raykar import RaykarModel, logistic_regression
 from crowdlab.plots import risk as figs
+from crowdlab.safe import plural
 from crowdlab.simulate import simulate_raykar
 from crowdlab.ui import lab, presenter
 from crowdlab.ui.frame import file_boxes, load_upload_cached, upload_id

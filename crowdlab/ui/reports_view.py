@@ -18,11 +18,11 @@ import streamlit as st
 
 from crowdlab.api import fit
 from crowdlab.data import Annotations
-from crowdlab.describe import plural
 from crowdlab.em import Run
 from crowdlab.errors import ModelError
 from crowdlab.export import csv_bytes
 from crowdlab.reports import worker_report
+from crowdlab.safe import plural
 from crowdlab.ui import state
 
 SORTS = ("spammer score (lowest first)", "accuracy (lowest first)", "labels (most first)")

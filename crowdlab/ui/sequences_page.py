@@ -20,7 +20,6 @@ import streamlit as st
 
 from crowdlab import safe
 from crowdlab.data import Annotations, read_sequences
-from crowdlab.describe import plural
 from crowdlab.em import Run, Snapshot, posterior_window
 from crowdlab.errors import DataError
 from crowdlab.metrics import accuracy, confusion_error, macro_f
@@ -28,6 +27,7 @@ from crowdlab.models import HMMCrowd, make_model
 from crowdlab.models.majority import majority_labels
 from crowdlab.plots import confusion_grid
 from crowdlab.plots import dependent as figs
+from crowdlab.safe import plural
 from crowdlab.samples import SEQUENCE_SAMPLES
 from crowdlab.simulate import mix_from_counts, simulate_sequences
 from crowdlab.ui import lab, presenter

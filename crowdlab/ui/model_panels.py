@@ -36,7 +36,7 @@ SPAM_LINE = 0.5
 # column widths in px: every column whole at 1024 px (GLAD's table sits in a half column, about 270 px there)
 GLAD_COLUMNS = {
     "item": st.column_config.TextColumn("item", width=80),
-    "difficulty 1/β": st.column_config.NumberColumn("1/β", format="%.3g", width=60, help="difficulty 1/βᵢ"),
+    "difficulty 1/β": st.column_config.NumberColumn("1/β", format="%.3f", width=60, help="difficulty 1/βᵢ"),
     "max q": st.column_config.NumberColumn("max q", format="%.2f", width=60, help="the posterior's largest entry"),
     "right": st.column_config.CheckboxColumn("right", width=55, help="the arg-max of q agrees with gold"),
 }

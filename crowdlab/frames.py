@@ -67,19 +67,31 @@ def _column(df: pd.DataFrame, aliases: tuple[str, ...], role: str) -> str:
 
 def _stripped(col: pd.Series, role: str) -> pd.Series:
     """Text values without surrounding spaces (as the CSV reader reads them: " y" and "y" are one class);
-    a value that is blank after that is refused, as the reader refuses a blank cell. Other values are kept."""
-    text = col.map(lambda v: isinstance(v, str))
+    a value that is blank after that is refused, as the reader refuses a blank cell. Other values are kept, and a
+    numeric column is returned as it is. Vectorised (``.str``), for frames of 10^8 rows; a categorical column
+    keeps its categories' order."""
+    if isinstance(col.dtype, pd.CategoricalDtype):
+        cats = col.cat.categories
+        new = pd.Series(cats).str.strip() if cats.dtype.kind in "OUT" or cats.dtype == "str" else None
+        if new is None or new.isna().all():
+            return col
+        new = new.where(new.notna(), pd.Series(cats))
+        if (new == "").any():
+            raise DataError(f"A {role} category of the DataFrame is blank: fill it in or drop its rows first.")
+        if new.is_unique:
+            return col.cat.rename_categories(list(new))
+        return col.astype(object).str.strip().astype(pd.CategoricalDtype(pd.unique(new), ordered=False))
+    if col.dtype.kind != "O" and col.dtype != "str":
+        return col
+    stripped = col.str.strip()  # NaN where a cell is not text (NaN cells were refused before)
+    text = stripped.notna()
     if not text.any():
         return col
-    out = col.copy() if not isinstance(col.dtype, pd.CategoricalDtype) else col.astype(object)
-    out[text] = col[text].str.strip()
-    blank = text & out.eq("")
+    blank = stripped.eq("").to_numpy(dtype=bool, na_value=False)
     if blank.any():
-        rows = np.flatnonzero(blank.to_numpy())[:5].tolist()
+        rows = np.flatnonzero(blank)[:5].tolist()
         raise DataError(f"Rows {rows} of the DataFrame have a blank {role}: fill them in or drop them first.")
-    if isinstance(col.dtype, pd.CategoricalDtype):  # keep the dtype, with the stripped categories
-        out = out.astype(pd.CategoricalDtype(pd.unique(out), ordered=False))
-    return out
+    return stripped.where(text, col)
 
 
 class _Frame:

@@ -86,6 +86,9 @@ def test_categorical_labels_come_back_categorical():
     cat = TOY.assign(label=pd.Categorical(TOY.label.map({0: "no", 1: "yes"}), categories=["yes", "no", "maybe"]))
     labels = cl.aggregate(cat, "ds", prior=1.0)
     assert isinstance(labels.dtype, pd.CategoricalDtype)
+    assert list(labels.dtype.categories) == ["yes", "no", "maybe"]  # the user's order and categories kept
+    spaced = cat.assign(label=cat.label.cat.rename_categories(["yes ", " no", "maybe"]))
+    pd.testing.assert_series_equal(cl.aggregate(spaced, "ds", prior=1.0), labels)
     assert labels.astype(str).to_dict() == cl.aggregate(TOY, "ds", prior=1.0).map({0: "no", 1: "yes"}).to_dict()
 
 

@@ -4,7 +4,8 @@
 
 ==================  ==========================================================================================
 ``n_labels``        how many labels the worker gave
-``accuracy``        estimated P(worker is right) = sum_k pi_k Gamma_m(k, k)
+``accuracy``        estimated P(worker is right) = sum_k pi_k Gamma_m(k, k); for GLAD, whose accuracy depends on
+                    the item, the mean of sigma(alpha_m beta_i) over the items the worker labelled
 ``lower``/``upper`` its interval: for the variational models (IBCC, MACE by VB) the central credible interval
                     of the posterior (``model.accuracy_intervals``, Monte Carlo with a fixed seed); else Wald
                     from the observed information (:func:`crowdlab.fisher.worker_intervals`, Louis' identity)
@@ -75,6 +76,8 @@ def krippendorff_alpha(data: Annotations) -> float:
 
 WALD_MAX_WORKERS = 2_000  # the observed information costs ~4 ms per worker: beyond this, exact intervals only
 WALD_MAX_CLASSES = 8  # and K^2 x K^2 per worker
+ACCURACY_UNDER_PRIOR = "Σ_k π_k Γ(k, k)"
+ACCURACY_ON_LABELS = "the mean of σ(α_j β_i) over the items the worker labelled (GLAD: it depends on the item)"
 CLOPPER_PEARSON = "Clopper-Pearson (the estimate over n labels, labels as known)"
 
 
@@ -96,7 +99,9 @@ def worker_report(run, *, level: float = 0.95, intervals: bool = True) -> pd.Dat
     gamma = params.gamma
     M, K = data.n_workers, data.n_classes
     n = np.bincount(data.worker, minlength=M)
-    acc = params.worker_accuracy()  # under the class prior; an HMM weighs by its chain's stationary distribution
+    on_labels = getattr(params, "accuracy_on_labels", None)  # GLAD: over the difficulties of the worker's items
+    # else under the class prior; an HMM weighs by its chain's stationary distribution
+    acc = on_labels(data) if on_labels is not None else params.worker_accuracy()
     labels = run.labels()
     hit = (data.label == labels[data.item]).astype(np.float64)
     agreement = np.bincount(data.worker, weights=hit, minlength=M) / np.maximum(n, 1)
@@ -141,4 +146,5 @@ def worker_report(run, *, level: float = 0.95, intervals: bool = True) -> pd.Dat
         }
     )
     df.attrs["krippendorff_alpha"] = krippendorff_alpha(data)
+    df.attrs["accuracy_formula"] = ACCURACY_ON_LABELS if on_labels is not None else ACCURACY_UNDER_PRIOR
     return df

@@ -21,7 +21,7 @@ from crowdlab.data import Annotations
 from crowdlab.em import Run
 from crowdlab.errors import ModelError
 from crowdlab.export import csv_bytes
-from crowdlab.reports import worker_report
+from crowdlab.reports import ACCURACY_UNDER_PRIOR, worker_report
 from crowdlab.safe import plural
 from crowdlab.ui import state
 
@@ -30,9 +30,10 @@ STEP_CACHE = "stepper.report_cache"  # plain key: [((run id, snapshot index), Da
 STEP_CACHE_SIZE = 4
 DATA_FIT_MAX_ITER = 500  # the Data page's Dawid-Skene fit: enough for every bundled set, bounded for uploads
 
+ACCURACY_CAPTION = (
+    "**accuracy**: estimated P(the worker's label is right) = {formula}, with its 95 % interval (*lower*–*upper*)."
+)
 CAPTIONS = (
-    "**accuracy**: estimated P(the worker's label is right) = Σ_k π_k Γ(k, k), with its 95 % interval "
-    "(*lower*–*upper*).",
     "**worst confusion** (under the table): the largest off-diagonal entry of the worker's confusion matrix "
     "(*rate*: its probability).",
     "**spammer score** (Raykar & Yu 2012): how far the confusion matrix is from one whose answer does not depend "
@@ -117,7 +118,9 @@ def report_table(df: pd.DataFrame, key: str, *, consensus: str) -> None:
     kinds = sorted(set(df["interval"]))
     how_ci = " and ".join(kinds)
     st.caption(
-        " ".join(CAPTIONS)
+        ACCURACY_CAPTION.format(formula=df.attrs.get("accuracy_formula", ACCURACY_UNDER_PRIOR))
+        + " "
+        + " ".join(CAPTIONS)
         + f" Intervals: {how_ci}. Consensus: {consensus}. α = {_alpha_text(alpha)} over the items with two or more "
         "labels."
     )

@@ -37,6 +37,7 @@ def test_step_worker_report_is_the_cursors_and_sorted_by_spammer_score():
     assert got["accuracy"].to_numpy() == pytest.approx(by.loc[got["worker"], "accuracy"].to_numpy())
     assert [m.value for m in at.metric] == [f"{krippendorff_alpha(run.data):.3f}"]
     assert any("near 0: a spammer" in c.value.lower() for c in at.caption)
+    assert any("Σ_k π_k Γ(k, k)" in c.value for c in at.caption)
     # sort by accuracy instead; back one step: the report follows the cursor
     _ok(at.radio(key="stepper.report.sort").set_value(reports_view.SORTS[1]).run())
     assert np.all(np.diff(_table(at)["accuracy"].to_numpy()) >= 0)
@@ -46,6 +47,18 @@ def test_step_worker_report_is_the_cursors_and_sorted_by_spammer_score():
     earlier = worker_report(run).set_index("worker")
     got = _table(at)
     assert got["accuracy"].to_numpy() == pytest.approx(earlier.loc[got["worker"], "accuracy"].to_numpy())
+
+
+def test_glads_worker_report_says_its_accuracy_is_over_the_workers_items():
+    at = _method(_open("bluebirds"), "glad")
+    _click(at, "stepper.run")
+    _tab(at, "Workers")
+    run = _run(at)
+    got = _table(at).set_index("worker")
+    want = worker_report(run).set_index("worker")
+    np.testing.assert_allclose(got.loc[want.index, "accuracy"], want["accuracy"], rtol=1e-12)
+    assert any("the mean of σ(α_j β_i) over the items the worker labelled" in c.value for c in at.caption)
+    assert not any("Σ_k π_k Γ(k, k)" in c.value for c in at.caption)
 
 
 @pytest.mark.parametrize("method", ["mv", "scores"])

@@ -136,6 +136,26 @@ def test_the_report_shows_the_models_own_accuracy_and_an_hmm_interval_holds_it()
         run.params.worker_accuracy(), np.diagonal(run.params.gamma, axis1=1, axis2=2) @ run.params.pi
     )
     assert ((df.lower <= df.accuracy) & (df.accuracy <= df.upper)).all()
-    for method in ("ds", "ibcc", "glad"):
+    for method in ("ds", "ibcc"):
         fit = cl.fit(sim.annotations, method)
         np.testing.assert_allclose(worker_report(fit).accuracy, fit.params.worker_accuracy(), rtol=0, atol=1e-15)
+
+
+def test_glads_report_averages_its_accuracy_over_the_workers_own_items():
+    """GLAD's accuracy depends on the item: sigma(alpha_j beta_i). The report gave the median item's value, which
+    read 0.066 above the workers' gold-based accuracy on a simulated crowd; the mean over each worker's own
+    items is the model's estimate of the share of that worker's labels that are right."""
+    from crowdlab.simulate import simulate_crowd
+
+    d = simulate_crowd(n_items=300, n_workers=10, n_classes=2, labels_per_item=5, seed=100).annotations
+    run = cl.fit(d, "glad")
+    df = worker_report(run)
+    p = run.params
+    x = p.alpha[d.worker] * p.beta[d.item]
+    by_hand = [np.mean(1.0 / (1.0 + np.exp(-x[d.worker == j]))) for j in range(d.n_workers)]
+    np.testing.assert_allclose(df.accuracy, by_hand, rtol=0, atol=1e-13)
+    assert "σ(α_j β_i)" in df.attrs["accuracy_formula"]
+    gold = np.bincount(d.worker, d.label == d.gold[d.item], d.n_workers) / np.bincount(d.worker)
+    assert abs(np.mean(df.accuracy - gold)) < 0.04 < abs(np.mean(p.worker_accuracy() - gold))
+    assert ((df.lower <= df.accuracy) & (df.accuracy <= df.upper)).all()
+    assert worker_report(cl.fit(d, "ds")).attrs["accuracy_formula"] == "Σ_k π_k Γ(k, k)"

@@ -216,6 +216,7 @@ class ModelInfo:
     exact: bool  # exact E-step (objective guaranteed not to decrease)
     latent: str  # "item" or "annotator"
     binary_only: bool = False
+    prior_pull: str = ""  # what the prior strength s does, in one phrase (the Step page's help, the Priors page)
 
 
 CREDIBLE_DRAWS = 4000  # Monte Carlo draws for a credible interval of a small crowd

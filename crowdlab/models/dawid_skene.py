@@ -56,7 +56,17 @@ class ConfusionLogJoint:
 class DawidSkene(ConfusionLogJoint, LatentModel):
     """Dawid-Skene EM with optional symmetric Dirichlet priors (MAP) and optional hard EM."""
 
-    info = ModelInfo("ds", "Dawid-Skene", "classes", exact=True, latent="item")
+    info = ModelInfo(
+        "ds",
+        "Dawid-Skene",
+        "classes",
+        exact=True,
+        latent="item",
+        prior_pull=(
+            "s pseudo-counts in every cell of every confusion matrix and of the class prior: a stronger prior "
+            "pulls them towards uniform"
+        ),
+    )
 
     def __init__(self, prior: float = 0.0, hard: bool = False) -> None:
         if prior < 0:

@@ -405,7 +405,17 @@ def transition_counts(data: Annotations, labels: np.ndarray, K: int) -> np.ndarr
 class HMMCrowd(LatentModel):
     """EM for crowd-labelled chains (Traganitis & Giannakis Alg. 1): exact (forward-backward) or hard (Viterbi)."""
 
-    info = ModelInfo("hmm", "HMM-crowd (Markov-chain labels)", "classes", exact=True, latent="item")
+    info = ModelInfo(
+        "hmm",
+        "HMM-crowd (Markov-chain labels)",
+        "classes",
+        exact=True,
+        latent="item",
+        prior_pull=(
+            "s pseudo-counts in every cell of every confusion matrix, the transition matrix and the start "
+            "distribution: a stronger prior pulls them towards uniform"
+        ),
+    )
 
     def __init__(self, prior: float = 0.0, hard: bool = False) -> None:
         if prior < 0:

@@ -94,7 +94,17 @@ def kl_dirichlet(a: np.ndarray, b: np.ndarray, axis: int = -1, elog: np.ndarray 
 class IBCC(VariationalObjective, LatentModel):
     """Variational Bayesian Dawid-Skene (Kim & Ghahramani 2012): Dirichlet posteriors, the ELBO as objective."""
 
-    info = ModelInfo("ibcc", "Bayesian Dawid-Skene (IBCC, variational)", "classes", exact=False, latent="item")
+    info = ModelInfo(
+        "ibcc",
+        "Bayesian Dawid-Skene (IBCC, variational)",
+        "classes",
+        exact=False,
+        latent="item",
+        prior_pull=(
+            "s more pseudo-counts in every cell of every Dirichlet (confusion columns and class prior; the "
+            "diagonal bonus stays): a stronger prior pulls them towards uniform"
+        ),
+    )
 
     def __init__(self, prior: float = 0.0, hard: bool = False, diagonal: float = 1.0) -> None:
         if prior < 0 or diagonal < 0:

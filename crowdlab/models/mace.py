@@ -94,7 +94,17 @@ def spam_responsibility(theta: np.ndarray, xi: np.ndarray) -> np.ndarray:
 class MACE(ConfusionLogJoint, LatentModel):
     """MACE EM (Hovy et al. 2013), MAP with Beta and Dirichlet priors; hard EM optional."""
 
-    info = ModelInfo("mace", "MACE (competence and spamming)", "classes", exact=True, latent="item")
+    info = ModelInfo(
+        "mace",
+        "MACE (competence and spamming)",
+        "classes",
+        exact=True,
+        latent="item",
+        prior_pull=(
+            "s more pseudo-counts on each competence's Beta(2, 2) and each strategy's Dirichlet(2): a stronger "
+            "prior pulls competences towards 0.5 and strategies towards uniform"
+        ),
+    )
 
     def __init__(
         self,
@@ -274,7 +284,17 @@ class MaceVB(VariationalObjective, MACE):
     ``class_prior="estimate"`` keeps pi a point estimate (MAP with Dirichlet(1 + ``prior``)).
     """
 
-    info = ModelInfo("mace_vb", "MACE (variational Bayes)", "classes", exact=False, latent="item")
+    info = ModelInfo(
+        "mace_vb",
+        "MACE (variational Bayes)",
+        "classes",
+        exact=False,
+        latent="item",
+        prior_pull=(
+            "s more pseudo-counts on each competence's Beta(0.5, 0.5) and each strategy's Dirichlet(10): a "
+            "stronger prior pulls competences towards 0.5 and strategies towards uniform"
+        ),
+    )
 
     def __init__(
         self,

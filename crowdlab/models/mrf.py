@@ -74,7 +74,15 @@ class MRFParams(ClassParams):
 class NetworkCrowd(LatentModel):
     """EM for crowd labels on a graph with a Potts prior (Traganitis & Giannakis, Alg. 3), ICM or mean-field E-step."""
 
-    info = ModelInfo("mrf", "MRF-crowd (networked items)", "classes", exact=False, latent="item")
+    info = ModelInfo(
+        "mrf",
+        "MRF-crowd (networked items)",
+        "classes",
+        exact=False,
+        latent="item",
+        prior_pull="s pseudo-counts in every cell of every confusion matrix: a stronger prior pulls them towards "
+        "uniform",
+    )
 
     def __init__(
         self,

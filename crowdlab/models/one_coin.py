@@ -33,7 +33,17 @@ def one_coin_gamma(theta: np.ndarray, K: int) -> np.ndarray:
 class OneCoin(ConfusionLogJoint, LatentModel):
     """One accuracy per worker (symmetric noise), optional Beta(1+s, 1+s) prior on each accuracy."""
 
-    info = ModelInfo("one_coin", "One-coin (symmetric noise)", "classes", exact=True, latent="item")
+    info = ModelInfo(
+        "one_coin",
+        "One-coin (symmetric noise)",
+        "classes",
+        exact=True,
+        latent="item",
+        prior_pull=(
+            "Beta(1 + s, 1 + s) on each worker's accuracy and s pseudo-counts on the class prior: a stronger "
+            "prior pulls every accuracy towards 0.5 (not 1/K)"
+        ),
+    )
 
     def __init__(self, prior: float = 0.0, hard: bool = False, class_prior=None) -> None:
         if prior < 0:

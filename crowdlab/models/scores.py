@@ -141,7 +141,14 @@ def range_note(params: ScoreParams) -> str:
 class GoodBadScores(LatentModel):
     """Good annotators ~ N(mu_i, sigma), bad ~ Uniform[low, high]; latent good/bad per annotator."""
 
-    info = ModelInfo("scores", "Good/bad annotators (scores)", "continuous", exact=True, latent="annotator")
+    info = ModelInfo(
+        "scores",
+        "Good/bad annotators (scores)",
+        "continuous",
+        exact=True,
+        latent="annotator",
+        prior_pull=("Beta(1 + s, 1 + s) on P(good): a stronger prior pulls it towards 0.5"),
+    )
 
     def __init__(
         self,

@@ -46,7 +46,18 @@ def _beta_map(success: np.ndarray, total: np.ndarray, a: float, b: float) -> np.
 class TwoCoin(ConfusionLogJoint, LatentModel):
     """Sensitivity/specificity per worker; optional Beta priors on alpha_j, beta_j and p (MAP)."""
 
-    info = ModelInfo("two_coin", "Two-coin (sensitivity / specificity)", "classes", True, "item", True)
+    info = ModelInfo(
+        "two_coin",
+        "Two-coin (sensitivity / specificity)",
+        "classes",
+        True,
+        "item",
+        True,
+        prior_pull=(
+            "Beta(1 + s, 1 + s) on each sensitivity and specificity and on the prevalence: a stronger prior pulls"
+            " them towards 0.5"
+        ),
+    )
 
     def __init__(
         self,

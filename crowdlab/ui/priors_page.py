@@ -376,8 +376,9 @@ def sweep_results(job: dict | None) -> None:
     _status(job)
     t = table(job)
     st.plotly_chart(plots.prior_sweep_figure(t), key="priors.sweep_chart")
+    method = job["settings"].method
     st.caption(
-        "A stronger prior pulls every confusion matrix (and the class prior) towards uniform: the objective "
-        "(log-likelihood + log prior) changes scale, and a moderate prior often helps workers with few labels."
+        f"{state.method_title(method)}: {state.prior_help(method)} The objective (log-likelihood + log prior) "
+        "changes scale, and a moderate prior often helps workers with few labels."
     )
     st.dataframe(t, hide_index=True, column_config=number_formats(t), key="priors.sweep_table")

@@ -30,7 +30,7 @@ from crowdlab.plots import dependent as figs
 from crowdlab.safe import plural
 from crowdlab.samples import SEQUENCE_SAMPLES
 from crowdlab.simulate import mix_from_counts, simulate_sequences
-from crowdlab.ui import lab, presenter
+from crowdlab.ui import lab, presenter, state
 from crowdlab.ui.frame import file_boxes, load_sample_cached, upload_id
 
 NS = "seq"
@@ -374,7 +374,7 @@ def _settings_widgets() -> None:
         **SEQ.config_widget("init"),
     )
     c2.number_input(
-        "Prior strength", min_value=0.0, step=0.5, help="Pseudo-counts (MAP EM); 0 = maximum likelihood.",
+        "Prior strength", min_value=0.0, step=0.5, help=state.prior_help("hmm"),
         **SEQ.config_widget("prior"),
     )  # fmt: skip
     c3.checkbox(

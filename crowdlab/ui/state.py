@@ -179,6 +179,13 @@ def method_title(key: str) -> str:
     return MODELS[key].info.title
 
 
+def prior_help(key: str) -> str:
+    """The prior-strength widget's help for method ``key``: what s does in that model (``ModelInfo.prior_pull``)."""
+    cls = MODELS.get(key)
+    pull = cls.info.prior_pull if cls is not None else ""
+    return "Prior strength s (MAP EM; 0 = maximum likelihood)" + (f": {pull}." if pull else ".")
+
+
 def inits_for(method: str) -> tuple[str, ...]:
     """The initialisations offered for ``method``, its default first: moment matching only where it applies; for
     the scores model "Assume everyone is good" (what majority vote means there) and a random start."""

@@ -60,7 +60,7 @@ def _method_widgets() -> None:
         key=state.W_PRIOR,
         on_change=state.on_config_widget,
         disabled=not_em,
-        help="Pseudo-counts added to every cell (MAP EM); 0 = maximum likelihood.",
+        help=state.prior_help(cfg.method),
         width=130,
     )
     c4.checkbox(

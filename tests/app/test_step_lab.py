@@ -328,6 +328,13 @@ def test_priors_page_prior_sweep_and_a_bad_strengths_list():
     spec = _chart(at, "priors.sweep_chart")
     assert _trace(spec, "objective")["yaxis"] == "y2"
     assert [tr["meta"] for tr in spec["data"]][:2] == ["accuracy", "macro F"]
+    assert any("Dawid-Skene: Prior strength s" in c.value and "towards uniform" in c.value for c in at.caption)
+    # the caption says what the prior does in the method swept: one-coin's Beta prior pulls accuracies to 0.5
+    _ok(at.selectbox(key=priors_page.W_METHOD).set_value("one_coin").run())
+    _click(at, priors_page.B_SWEEP)
+    said = [c.value for c in at.caption if "Prior strength s" in c.value]
+    assert len(said) == 1 and "towards 0.5 (not 1/K)" in said[0] and "uniform" not in said[0], said
+    job = at.session_state[priors_page.SWEEP]
     _ok(at.text_input(key=priors_page.W_STRENGTHS).set_value("0, lots").run())
     at.button(key=priors_page.B_SWEEP).click().run()
     assert [e.value for e in at.error] == [

@@ -191,3 +191,20 @@ def test_vectorised_surface_equals_pointwise_likelihood(bluebirds, method, coord
         for ix in (0, 2, 5):
             p = surface.with_value(run.model, run.params, {x: xs[ix], y: ys[iy]})
             assert Z[iy, ix] == pytest.approx(run.model.log_likelihood(bluebirds, p), rel=1e-12, abs=1e-8)
+
+
+def test_every_model_with_a_prior_strength_says_what_it_pulls_towards():
+    """The Step page's help and the Priors page's caption read ``ModelInfo.prior_pull``; one sentence for all
+    models said one-coin's prior pulled confusion matrices towards uniform (its Beta(1 + s, 1 + s) pulls each
+    accuracy towards 0.5: at K = 3 and s = 1000 the diagonal is 0.50-0.52, not 1/3)."""
+    import inspect
+
+    from crowdlab.models import MODELS
+
+    with_prior = [k for k, c in MODELS.items() if "prior" in inspect.signature(c.__init__).parameters]
+    assert {"ds", "one_coin", "glad", "mace", "ibcc", "scores", "hmm", "mrf"} <= set(with_prior)
+    assert [k for k in with_prior if not MODELS[k].info.prior_pull] == []
+    sim = simulate_crowd(n_items=200, n_workers=6, n_classes=3, labels_per_item=4, seed=1)
+    diag = np.diagonal(cl.fit(sim.annotations, "one_coin", prior=1000.0).params.gamma, axis1=1, axis2=2)
+    assert np.all(np.abs(diag - 0.5) < 0.05)
+    assert "towards 0.5" in MODELS["one_coin"].info.prior_pull

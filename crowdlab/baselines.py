@@ -24,6 +24,8 @@ number per worker. All are vectorised over observations (``np.bincount`` and spa
 
 from __future__ import annotations
 
+import inspect
+import numbers
 from dataclasses import dataclass
 
 import numpy as np
@@ -49,6 +51,65 @@ class Baseline:
     skill_name: str
     hard: bool = False
     iterations: int = 1
+
+
+def option_int(name: str, value, low: int) -> int:
+    """``value`` as an int >= ``low``, or a one-line TypeError / ValueError naming the option ``name``."""
+    if isinstance(value, bool | np.bool_) or not isinstance(value, numbers.Integral):
+        raise TypeError(f"{name} must be a whole number, not {value!r}.")
+    if value < low:
+        raise ValueError(f"{name} must be at least {low}, not {value!r}.")
+    return int(value)
+
+
+def option_real(name: str, value, low: float, *, strict: bool = False, high: float | None = None) -> float:
+    """``value`` as a finite float >= ``low`` (> ``low`` when ``strict``; <= ``high`` when given), or a one-line
+    TypeError / ValueError naming the option ``name``."""
+    if isinstance(value, bool | np.bool_) or not isinstance(value, numbers.Real):
+        raise TypeError(f"{name} must be a number, not {value!r}.")
+    v = float(value)
+    if not np.isfinite(v) or v < low or (strict and v == low) or (high is not None and v > high):
+        bound = f"{'above' if strict else 'at least'} {low:g}" + (f" and at most {high:g}" if high is not None else "")
+        raise ValueError(f"{name} must be a finite number {bound}, not {value!r}.")
+    return v
+
+
+def option_seed(name: str, value) -> int | None:
+    """A random seed: None or a whole number >= 0 (what ``np.random.default_rng`` takes)."""
+    if value is None:
+        return None
+    if isinstance(value, bool | np.bool_) or not isinstance(value, numbers.Integral):
+        raise TypeError(f"{name} must be a whole number >= 0 or None, not {value!r}.")
+    if value < 0:
+        raise ValueError(f"{name} must be a whole number >= 0 or None, not {value!r}.")
+    return int(value)
+
+
+_OPTION_CHECKS = {
+    "n_iter": lambda v: option_int("n_iter", v, 1),
+    "lr": lambda v: option_real("lr", v, 0.0, strict=True),
+    "lr_steps": lambda v: option_int("lr_steps", v, 1),
+    "lr_factor": lambda v: option_real("lr_factor", v, 0.0, strict=True),
+    "tol": lambda v: option_real("tol", v, 0.0),
+    "seed": lambda v: option_seed("seed", v),
+}
+
+
+def baseline_options(key: str) -> dict:
+    """The options of baseline ``key`` (see ``BASELINES``) with their defaults."""
+    sig = inspect.signature(BASELINES[key][1])
+    return {p.name: p.default for p in sig.parameters.values() if p.kind is p.KEYWORD_ONLY}
+
+
+def check_options(key: str, options: dict) -> None:
+    """Refuse an option baseline ``key`` does not have (TypeError listing those it has) or a value out of range
+    (TypeError / ValueError), in one line each."""
+    known = baseline_options(key)
+    for name, value in options.items():
+        if name not in known:
+            valid = ", ".join(known) if known else "none"
+            raise TypeError(f"{BASELINES[key][0]} has no option {name!r}; its options: {valid}.")
+        _OPTION_CHECKS[name](value)
 
 
 def _check_classes(data: Annotations, method: str) -> None:
@@ -101,8 +162,7 @@ def zero_based_skill(
 ) -> Baseline:
     """Zero-Based Skill: skills from 1/K move by ``lr`` towards each worker's agreement with the weighted vote."""
     _check_classes(data, "Zero-Based Skill")
-    if n_iter < 1:
-        raise ModelError("Zero-Based Skill needs n_iter >= 1.")
+    check_options("zbs", {"n_iter": n_iter, "lr": lr, "lr_steps": lr_steps, "lr_factor": lr_factor})
     skills = np.full(data.n_workers, 1.0 / data.n_classes + 1e-5)
     rate = lr
     labels = majority_labels(data)
@@ -119,6 +179,7 @@ def kos(data: Annotations, *, n_iter: int = 10, seed: int | None = 0) -> Baselin
     """KOS message passing (binary labels only). ``skills``: each worker's final reliability message, averaged
     over their edges and scaled to [-1, 1] (negative: the worker tends to say the opposite)."""
     _check_classes(data, "KOS")
+    check_options("kos", {"n_iter": n_iter, "seed": seed})
     if data.n_classes != 2:
         raise ModelError(f"KOS (Karger, Oh & Shah 2011) is for binary labels; this dataset has {data.n_classes}.")
     A = np.where(data.label == 1, 1.0, -1.0)
@@ -185,7 +246,12 @@ def mmsr(data: Annotations, *, n_iter: int = 2000, tol: float = 1e-10, seed: int
     """M-MSR: worker skills s_j = (K p_j - 1)/(K - 1) by robust rank-one completion of the agreement matrix,
     then a vote weighted by log((K - 1) p_j / (1 - p_j)). ``skills``: the estimated accuracies p_j."""
     _check_classes(data, "M-MSR")
+    check_options("mmsr", {"n_iter": n_iter, "tol": tol, "seed": seed})
     K, M, N = data.n_classes, data.n_workers, data.n_items
+    if K == 1:  # one class: every label is right and every task gets it (as majority vote and Dawid-Skene say)
+        return Baseline(
+            "mmsr", np.ones((N, 1)), np.zeros(N, np.int32), np.ones(M), "estimated accuracy p_j", iterations=0
+        )
     C, common = agreement_matrix(data)
     observed = common > 0
     X = np.abs((K * C - 1.0) / (K - 1.0)) * observed

@@ -56,3 +56,8 @@ class DataError(CrowdlabError, ValueError):
 
 class ModelError(CrowdlabError, ValueError):
     """A model was asked to do something it cannot do (e.g. two-coin on three classes)."""
+
+
+class NotFittedError(CrowdlabError, ValueError, AttributeError):
+    """A fitted attribute (``labels_``, ``run_``, ...) of an estimator was read before ``fit`` (the same bases as
+    scikit-learn's ``NotFittedError``, so ``hasattr`` says False and ``except AttributeError`` catches it)."""

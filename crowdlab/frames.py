@@ -10,22 +10,29 @@
 
 ``df`` has the columns crowd-kit uses (``task``, ``worker``, ``label``) or crowdlab's (``item``, ``worker``,
 ``label``; the reader's aliases such as ``annotator`` or ``answer`` work too). Results are indexed by the task
-column's own values and labels come back in the label column's own values and dtype (ints stay ints, categorical
-stays categorical). Text is read as the CSV reader reads it: surrounding spaces go, a blank value is refused, and
-two candidate columns for one role (``worker`` and ``annotator``) are refused rather than one picked. This is a
+column's own values, sorted (rows sorted by task, probability columns by class), and labels come back in the label
+column's own values and dtype (ints stay ints, categorical stays categorical); ``skills_`` is indexed by the worker
+column's values and named after it. Text is read as the CSV reader reads it: surrounding spaces go, a blank value is
+refused, and so is a column that mixes text with other values (1 and "1"), and two candidate columns for one role
+(``worker`` and ``annotator``, or ``worker`` and ``Worker``) are refused rather than one picked. Options are
+checked when an estimator is built (``get_params()`` lists them with their defaults). This is a
 thin layer: the same models, the same EM engine (:class:`crowdlab.em.Run`) and the same baselines
 (:mod:`crowdlab.baselines`) as everywhere else; ``run_`` is the :class:`~crowdlab.em.Run` for the EM methods.
 """
 
 from __future__ import annotations
 
+import difflib
+import inspect
+from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
+from crowdlab.baselines import option_int, option_real, option_seed
 from crowdlab.data import Annotations
-from crowdlab.errors import DataError
+from crowdlab.errors import DataError, NotFittedError
 
 __all__ = [
     "GLAD",
@@ -49,33 +56,72 @@ WORKER_ALIASES = ("worker", "annotator", "labeler", "labeller", "rater", "worker
 LABEL_ALIASES = ("label", "answer", "response", "class", "output")
 
 
-def _column(df: pd.DataFrame, aliases: tuple[str, ...], role: str) -> str:
-    lower = {str(c).strip().lower(): c for c in df.columns}
-    found = [lower[a] for a in aliases if a in lower]
+def _column(df: pd.DataFrame, aliases: tuple[str, ...], role: str, what: str = "The DataFrame") -> str:
+    """The one column of ``df`` whose name (stripped, any case) is one of ``aliases``; two or more (``worker`` and
+    ``annotator``, ``worker`` and ``Worker``, or two called ``label``) are refused, as the reader refuses them."""
+    names = [str(c).strip().lower() for c in df.columns]
+    found = [c for a in aliases for c, n in zip(df.columns, names, strict=True) if n == a]
     if len(found) > 1:  # as the reader: two candidates are a question, not a choice to make silently
         raise DataError(
-            f"The DataFrame has {len(found)} {role} columns ({', '.join(map(repr, found))}): drop or rename all "
-            "but one."
+            f"{what} has {len(found)} {role} columns ({', '.join(map(repr, found))}): drop or rename all but one."
         )
     if found:
         return found[0]
     raise DataError(
-        f"The DataFrame has no {role} column (looked for {', '.join(aliases)}; "
-        f"it has {', '.join(map(str, df.columns))})."
+        f"{what} has no {role} column (looked for {', '.join(aliases)}; it has {', '.join(map(str, df.columns))})."
     )
 
 
-def _stripped(col: pd.Series, role: str) -> pd.Series:
+def _rows(index: pd.Index, mask: np.ndarray) -> str:
+    """The index labels of the first five rows where ``mask`` holds (what ``df.loc`` finds them by)."""
+    return repr(index[mask][:5].tolist())
+
+
+def _refuse_mixed(col: pd.Series, role: str, name) -> bool:
+    """For an object column: refuse bytes, values that cannot name anything (lists, dicts) and text mixed with
+    other values (1 and "1" would be two different classes that print alike); True when the values are text.
+    pandas' type inference is one C pass; only a column it calls mixed is looked at value by value."""
+    kind = pd.api.types.infer_dtype(col, skipna=True)
+    if kind in ("string", "empty"):
+        return True
+    if kind not in ("bytes", "mixed", "mixed-integer"):
+        return False  # numbers, dates, ...: no text
+    types = col.map(type)
+    kinds = list(pd.unique(types))
+    fix = f"convert the column to one type first, e.g. df[{name!r}] = df[{name!r}].astype(str)"
+    for t in kinds:
+        if issubclass(t, bytes):
+            raise DataError(
+                f"The {role} column {name!r} holds bytes ({col[types == t].iloc[0]!r}): decode them first, e.g. "
+                f"df[{name!r}] = df[{name!r}].str.decode('utf-8')."
+            )
+        if t.__hash__ is None:
+            raise DataError(
+                f"The {role} column {name!r} holds {t.__name__} values ({col[types == t].iloc[0]!r}), which cannot "
+                f"name a {role}: {fix}."
+            )
+    text = [t for t in kinds if issubclass(t, str)]
+    if text and len(text) < len(kinds):
+        is_text = types.isin(text).to_numpy()
+        a, b = col[is_text].iloc[0], col[~is_text].iloc[0]
+        raise DataError(
+            f"The {role} column {name!r} mixes text with other values ({a!r} and {b!r}; 1 and '1' would be two "
+            f"different {role}s): {fix}."
+        )
+    return bool(text)
+
+
+def _stripped(col: pd.Series, role: str, name=None) -> pd.Series:
     """Text values without surrounding spaces (as the CSV reader reads them: " y" and "y" are one class);
-    a value that is blank after that is refused, as the reader refuses a blank cell. Other values are kept, and a
-    numeric column is returned as it is. Vectorised (``.str``), for frames of 10^8 rows; a categorical column
-    keeps its categories' order."""
+    a value that is blank after that is refused, as the reader refuses a blank cell, and so is a column that mixes
+    text with other values (see ``_refuse_mixed``). A numeric column is returned as it is. Vectorised (``.str``),
+    for frames of 10^8 rows; a categorical column keeps its categories' order."""
+    name = role if name is None else name
     if isinstance(col.dtype, pd.CategoricalDtype):
         cats = col.cat.categories
-        new = pd.Series(cats).str.strip() if cats.dtype.kind in "OUT" or cats.dtype == "str" else None
-        if new is None or new.isna().all():
+        if not (cats.dtype.kind in "OUT" or cats.dtype == "str") or not _refuse_mixed(pd.Series(cats), role, name):
             return col
-        new = new.where(new.notna(), pd.Series(cats))
+        new = pd.Series(cats).str.strip()
         if (new == "").any():
             raise DataError(f"A {role} category of the DataFrame is blank: fill it in or drop its rows first.")
         if new.is_unique:
@@ -83,21 +129,33 @@ def _stripped(col: pd.Series, role: str) -> pd.Series:
         return col.astype(object).str.strip().astype(pd.CategoricalDtype(pd.unique(new), ordered=False))
     if col.dtype.kind != "O" and col.dtype != "str":
         return col
-    stripped = col.str.strip()  # NaN where a cell is not text (NaN cells were refused before)
-    text = stripped.notna()
-    if not text.any():
+    if not isinstance(col.dtype, pd.StringDtype) and not _refuse_mixed(col, role, name):
         return col
+    stripped = col.str.strip()
     blank = stripped.eq("").to_numpy(dtype=bool, na_value=False)
     if blank.any():
-        rows = np.flatnonzero(blank)[:5].tolist()
-        raise DataError(f"Rows {rows} of the DataFrame have a blank {role}: fill them in or drop them first.")
-    return stripped.where(text, col)
+        raise DataError(
+            f"Rows {_rows(col.index, blank)} (index labels) of the DataFrame have a blank {role}: fill them in or "
+            "drop them first."
+        )
+    return stripped
+
+
+def _factorize(col: pd.Series, role: str, name) -> tuple[np.ndarray, pd.Index]:
+    try:
+        codes, uniques = pd.factorize(col, sort=True)
+    except TypeError as exc:  # values of types that do not compare (1 and (1, 2)): one line, not pandas' traceback
+        raise DataError(
+            f"The {role} column {name!r} holds values that cannot be sorted together ({exc}): convert the column "
+            f"to one type first, e.g. df[{name!r}] = df[{name!r}].astype(str)."
+        ) from None
+    return codes, pd.Index(uniques)
 
 
 class _Frame:
     """The Annotations built from a DataFrame, with the original task and label values to map results back."""
 
-    def __init__(self, df: pd.DataFrame, gold: pd.Series | dict | None = None) -> None:
+    def __init__(self, df: pd.DataFrame, gold: pd.Series | pd.DataFrame | dict | None = None) -> None:
         if not isinstance(df, pd.DataFrame):
             raise DataError(
                 f"Expected a pandas DataFrame with task, worker and label columns, got {type(df).__name__}."
@@ -108,18 +166,19 @@ class _Frame:
         sub = df[[tcol, wcol, lcol]]
         missing = sub.isna().any(axis=1).to_numpy()
         if missing.any():
-            rows = np.flatnonzero(missing)[:5].tolist()
-            raise DataError(f"Rows {rows} of the DataFrame have a missing task, worker or label: drop them first.")
+            raise DataError(
+                f"Rows {_rows(sub.index, missing)} (index labels) of the DataFrame have a missing task, worker or "
+                "label: drop them first."
+            )
         if len(sub) == 0:
             raise DataError("The DataFrame has no rows.")
-        item, self.tasks = pd.factorize(_stripped(sub[tcol], "task"), sort=True)
-        worker, self.workers = pd.factorize(_stripped(sub[wcol], "worker"), sort=True)
-        label, self.classes = pd.factorize(_stripped(sub[lcol], "label"), sort=True)
-        self.tasks, self.workers, self.classes = pd.Index(self.tasks), pd.Index(self.workers), pd.Index(self.classes)
-        self.task_name = tcol
+        item, self.tasks = _factorize(_stripped(sub[tcol], "task", tcol), "task", tcol)
+        worker, self.workers = _factorize(_stripped(sub[wcol], "worker", wcol), "worker", wcol)
+        label, self.classes = _factorize(_stripped(sub[lcol], "label", lcol), "label", lcol)
+        self.task_name, self.worker_name, self.label_name = tcol, wcol, lcol
         g = None
         if gold is not None:
-            gold = pd.Series(gold)
+            gold = _gold_series(gold)
             pos = self.tasks.get_indexer(gold.index)
             cls = self.classes.get_indexer(gold.to_numpy())
             ok = (pos >= 0) & (cls >= 0)
@@ -143,27 +202,84 @@ class _Frame:
             name="DataFrame",
         )
 
+    def known_codes(self, known) -> np.ndarray:
+        """``known=`` (a mapping or Series task -> label, in the DataFrame's own values) as (n_tasks,) class codes
+        (-1: not known). A task or a label the data does not have is an error, never read as a position."""
+        if isinstance(known, pd.Series):
+            keys, values = known.index, known.to_numpy()
+        else:
+            keys = pd.Index(list(known.keys()), tupleize_cols=False)
+            values = np.array(list(known.values()) + [None], dtype=object)[:-1]  # tuples stay whole
+        pos = _lookup(self.tasks, self.data.item_names, keys)
+        bad = np.flatnonzero(pos < 0)
+        if bad.size:
+            raise DataError(
+                f"known=: task {_plain(keys[bad[0]])!r} is not in the data (its tasks: {_sample(self.tasks)}, dtype "
+                f"{self.tasks.dtype})."
+            )
+        cls = _lookup(self.classes, self.data.class_names, pd.Index(values, tupleize_cols=False))
+        bad = np.flatnonzero(cls < 0)
+        if bad.size:
+            raise DataError(
+                f"known=: label {_plain(values[bad[0]])!r} for task {_plain(keys[bad[0]])!r} is not one of the "
+                f"classes ({_sample(self.classes, 10)})."
+            )
+        out = np.full(len(self.tasks), -1, dtype=np.int64)
+        out[pos] = cls
+        return out
+
     def labels(self, codes: np.ndarray) -> pd.Series:
         """The label column's own values and dtype (categorical stays categorical), indexed by task."""
         return pd.Series(self.classes.take(codes), index=pd.Index(self.tasks, name=self.task_name), name="agg_label")
 
     def probas(self, q: np.ndarray) -> pd.DataFrame:
         return pd.DataFrame(
-            q, index=pd.Index(self.tasks, name=self.task_name), columns=pd.Index(self.classes, name="label")
+            q, index=pd.Index(self.tasks, name=self.task_name), columns=pd.Index(self.classes, name=self.label_name)
         )
 
     def per_worker(self, values: np.ndarray, name: str) -> pd.Series:
-        return pd.Series(values, index=pd.Index(self.workers, name="worker"), name=name)
+        return pd.Series(values, index=pd.Index(self.workers, name=self.worker_name), name=name)
+
+    def per_class(self, values: np.ndarray, name: str) -> pd.Series:
+        return pd.Series(values, index=pd.Index(self.classes, name=self.label_name), name=name)
 
     def errors(self, gamma: np.ndarray) -> pd.DataFrame:
         """crowd-kit's layout: rows (worker, label said), columns the true label, P(said | true)."""
         M, K, _ = gamma.shape
-        index = pd.MultiIndex.from_product([self.workers, self.classes], names=["worker", "label"])
-        return pd.DataFrame(gamma.reshape(M * K, K), index=index, columns=pd.Index(self.classes, name="label"))
+        index = pd.MultiIndex.from_product([self.workers, self.classes], names=[self.worker_name, self.label_name])
+        return pd.DataFrame(gamma.reshape(M * K, K), index=index, columns=pd.Index(self.classes, name=self.label_name))
+
+
+def _lookup(index: pd.Index, names: tuple[str, ...], keys: pd.Index) -> np.ndarray:
+    """Positions of ``keys`` in ``index`` (-1: absent); a key not found as it is is looked up by its text too
+    (task "7" finds task 7), as ``crowdlab.models.base.resolve_known`` does."""
+    try:
+        pos = index.get_indexer(keys)
+    except (TypeError, ValueError) as exc:
+        raise DataError(f"known= must map tasks to labels of the DataFrame ({exc}).") from None
+    miss = pos < 0
+    if miss.any():
+        pos[miss] = pd.Index(names).get_indexer(keys[miss].map(str))
+    return pos
+
+
+def _gold_series(gold) -> pd.Series:
+    """Gold as a Series task -> label: a Series or mapping as it is, a DataFrame by its task and label columns
+    (the same names as the annotations', e.g. a gold.csv read with ``pd.read_csv``)."""
+    if isinstance(gold, pd.DataFrame):
+        tcol = _column(gold, TASK_ALIASES, "task", "The gold DataFrame")
+        lcol = _column(gold, LABEL_ALIASES, "label", "The gold DataFrame")
+        return pd.Series(gold[lcol].to_numpy(), index=pd.Index(gold[tcol]), name=lcol)
+    return gold if isinstance(gold, pd.Series) else pd.Series(gold)
+
+
+def _plain(value):
+    """A numpy scalar as the Python value it holds (so a message shows 7, not np.int64(7))."""
+    return value.item() if isinstance(value, np.generic) else value
 
 
 def _sample(values, n: int = 3) -> str:
-    shown = list(pd.unique(np.asarray(values, dtype=object)))[:n]
+    shown = [_plain(v) for v in pd.unique(np.asarray(values, dtype=object))[:n]]
     return "[" + ", ".join(map(repr, shown)) + (", ...]" if len(values) > n else "]")
 
 
@@ -175,78 +291,262 @@ def from_dataframe(df: pd.DataFrame, gold: pd.Series | dict | None = None) -> An
 
 class _Aggregator:
     """Base of the estimators: ``fit(df)`` sets ``labels_``, ``probas_`` and ``skills_``; EM ones also ``errors_``
-    (the confusion matrices) and ``run_``. ``fit_predict`` / ``fit_predict_proba`` return labels / probabilities."""
+    (the confusion matrices), ``run_`` and ``stop_reason_``. ``fit_predict`` / ``fit_predict_proba`` return labels /
+    probabilities. Options are checked when the estimator is built (an unknown keyword is a TypeError listing the
+    valid ones) and again by ``fit``; ``get_params()`` gives every option with its default, ``set_params`` changes
+    them (scikit-learn's ``clone`` works). A fitted attribute read before ``fit`` raises
+    :class:`crowdlab.errors.NotFittedError`; ``fit`` first drops what an earlier fit left."""
 
     method: str = ""
+    _one_class_ok = True  # False: the model cannot run on a single class; fit then returns that class, without EM
 
     def __init__(self, **options: Any) -> None:
+        self._check_names(options)
+        self._check({**self._defaults(), **options})
         self.options = options
-        self.labels_: pd.Series | None = None
-        self.probas_: pd.DataFrame | None = None
-        self.skills_: pd.Series | None = None
+
+    @classmethod
+    def _defaults(cls) -> dict:  # pragma: no cover - every subclass has its own
+        raise NotImplementedError
+
+    @classmethod
+    def _title(cls) -> str:
+        return cls.__name__
+
+    def _check(self, params: dict) -> None:
+        """Raise TypeError / ValueError (one line) on an option value that cannot work."""
+
+    def _check_names(self, options: dict) -> None:
+        valid = self._defaults()
+        for name in options:
+            if name not in valid:
+                close = difflib.get_close_matches(str(name), list(valid), n=1)
+                hint = f" (did you mean {close[0]!r}?)" if close else ""
+                raise TypeError(
+                    f"{self._title()} has no option {name!r}{hint}; its options: {', '.join(valid) or 'none'}."
+                )
 
     def get_params(self, deep: bool = True) -> dict:
-        return dict(self.options)
+        """Every option with its value: the defaults, overridden by what was given."""
+        return {**self._defaults(), **self.options}
 
     def set_params(self, **options: Any) -> _Aggregator:
+        self._check_names(options)
+        self._check({**self.get_params(), **options})
         self.options.update(options)
         return self
 
     def __repr__(self) -> str:
-        args = ", ".join(f"{k}={v!r}" for k, v in self.options.items())
-        return f"{type(self).__name__}({args})"
+        defaults = self._defaults()
+        shown = {k: v for k, v in self.options.items() if not _same(v, defaults.get(k, _same))}
+        return f"{type(self).__name__}({', '.join(f'{k}={v!r}' for k, v in shown.items())})"
 
-    def fit(self, df: pd.DataFrame, gold: pd.Series | dict | None = None) -> _Aggregator:
+    def __getattr__(self, name: str):
+        # only called for attributes not set: a fitted one (labels_, run_, ...) read before fit, or one this fit
+        # does not set (spamming_intervals_ after MACE by EM)
+        if name.endswith("_") and not name.startswith("__"):
+            if "labels_" not in self.__dict__:
+                raise NotFittedError(f"{self._title()} is not fitted yet: call fit(df) first.")
+            why = self.__dict__.get("_absent", {}).get(name)
+            if why:
+                raise AttributeError(why)
+        raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
+
+    def __sklearn_is_fitted__(self) -> bool:
+        return "labels_" in self.__dict__
+
+    def _clear(self) -> None:
+        for key in [k for k in self.__dict__ if k.endswith("_") and not k.startswith("__")]:
+            del self.__dict__[key]
+        self.__dict__.pop("_absent", None)
+
+    def fit(self, df: pd.DataFrame, gold: pd.Series | pd.DataFrame | dict | None = None) -> _Aggregator:
+        """Fit on ``df``; ``gold``: task -> label (a Series, a mapping, or a DataFrame with task and label columns),
+        needed for ``reveal=`` and kept in ``run_.data`` for the metrics."""
+        self._clear()  # a refit, failed or not, leaves nothing of the last one
+        params = self.get_params()
+        self._check(params)
+        if params.get("reveal") and gold is None:
+            raise DataError("reveal= reveals gold labels: pass them too, fit(df, gold=...) (a Series task -> label).")
         frame = _Frame(df, gold)
-        self._fit(frame)
+        try:
+            if frame.data.n_classes == 1 and not self._one_class_ok:
+                self._fit_one_class(frame)
+            else:
+                self._fit(frame, params)
+        except BaseException:
+            self._clear()
+            raise
         return self
 
-    def _fit(self, frame: _Frame) -> None:  # pragma: no cover - every subclass has its own
+    def _fit(self, frame: _Frame, params: dict) -> None:  # pragma: no cover - every subclass has its own
         raise NotImplementedError
 
-    def fit_predict(self, df: pd.DataFrame) -> pd.Series:
-        return self.fit(df).labels_
+    def _fit_one_class(self, frame: _Frame) -> None:
+        """Every label is the one class: every task gets it for certain, every worker is right (as majority vote
+        and Dawid-Skene find); no EM is run, so there is no ``run_``."""
+        N, M = len(frame.tasks), len(frame.workers)
+        why = (
+            f"{self._title()} ran no EM: the data has one class ({_plain(frame.classes[0])!r}), which every task gets, "
+            "so it has no run_ or difficulties_."
+        )
+        self._absent = {"run_": why, "difficulties_": why, "spamming_intervals_": why}
+        self.errors_ = frame.errors(np.ones((M, 1, 1)))
+        self.priors_ = frame.per_class(np.ones(1), "prior")
+        self.probas_ = frame.probas(np.ones((N, 1)))
+        self.skills_ = frame.per_worker(np.ones(M), "skill")
+        self.stop_reason_ = "converged"
+        self.labels_ = frame.labels(np.zeros(N, dtype=np.intp))
 
-    def fit_predict_proba(self, df: pd.DataFrame) -> pd.DataFrame:
-        return self.fit(df).probas_
+    def fit_predict(self, df: pd.DataFrame, gold: pd.Series | pd.DataFrame | dict | None = None) -> pd.Series:
+        return self.fit(df, gold).labels_
+
+    def fit_predict_proba(self, df: pd.DataFrame, gold: pd.Series | pd.DataFrame | dict | None = None) -> pd.DataFrame:
+        return self.fit(df, gold).probas_
+
+
+def _same(a, b) -> bool:
+    """``a`` is the default ``b`` (identity, or equal plain values; never an elementwise comparison)."""
+    if a is b:
+        return True
+    plain = (str, int, float, bool, tuple, type(None))
+    return type(a) is type(b) and isinstance(a, plain) and a == b
+
+
+def _model_options(keys: tuple[str, ...]) -> dict:
+    """The constructor options of the models ``keys`` (besides prior and hard) with their defaults; an option whose
+    default differs between them defaults to None (each model's own default)."""
+    from crowdlab.models import MODELS
+
+    out: dict = {}
+    for n, key in enumerate(keys):
+        sig = inspect.signature(MODELS[key].__init__)
+        for p in list(sig.parameters.values())[1:]:
+            if p.name in ("prior", "hard") or p.default is p.empty:
+                continue
+            if n and not _same(out.get(p.name, p.default), p.default):
+                out[p.name] = None
+            else:
+                out.setdefault(p.name, p.default)
+    return out
 
 
 class _EM(_Aggregator):
     """An EM model run to convergence through :func:`crowdlab.fit` (options: prior, init, hard, seed, tol,
-    max_iter, and the model's own)."""
+    max_iter, the model's own, and semi-supervised EM's known / reveal / reveal_seed)."""
 
-    FIT_KEYS = ("init", "prior", "hard", "seed", "tol", "max_iter")
+    FIT_KEYS = ("prior", "hard", "init", "max_iter", "tol", "seed")
+    FIT_DEFAULTS = {"prior": 0.0, "hard": False, "init": "majority", "max_iter": 10000, "tol": 1e-8, "seed": 0}
+    SEMI_DEFAULTS = {"known": None, "reveal": None, "reveal_seed": 0}
+    INIT_DEFAULTS = {"q0": None, "params": None, "good_accuracy": 0.8}  # for init="posterior" / "params" / "all_good"
 
-    def _fit(self, frame: _Frame) -> None:
-        self._fit_as(frame, self.method, self.options)
+    @classmethod
+    def _model_keys(cls) -> tuple[str, ...]:
+        return (cls.method,)
 
-    def _fit_as(self, frame: _Frame, method: str, options: dict) -> None:
+    @classmethod
+    def _defaults(cls) -> dict:
+        own = cls.__dict__.get("_defaults_memo")
+        if own is None:
+            own = {**cls.FIT_DEFAULTS, **cls._extra(), **_model_options(cls._model_keys())}
+            own.update(cls.SEMI_DEFAULTS)
+            own.update(cls.INIT_DEFAULTS)
+            cls._defaults_memo = own
+        return own
+
+    @classmethod
+    def _extra(cls) -> dict:
+        return {}
+
+    def _model_key(self, params: dict) -> str:
+        return self.method
+
+    def _model_kw(self, params: dict) -> dict:
+        own = _model_options(self._model_keys())
+        return {k: params[k] for k in own if params[k] is not None}
+
+    def _check(self, params: dict) -> None:
+        from crowdlab.init import INITS
+        from crowdlab.models import make_model
+
+        if not isinstance(params["init"], str) or params["init"] not in INITS:
+            raise ValueError(f"init must be one of {', '.join(INITS)}; not {params['init']!r}.")
+        if params["prior"] is not None:
+            option_real("prior", params["prior"], 0.0)
+        if not isinstance(params["hard"], bool | np.bool_):
+            raise TypeError(f"hard must be True or False, not {params['hard']!r}.")
+        option_int("max_iter", params["max_iter"], 0)
+        option_real("tol", params["tol"], 0.0)
+        option_seed("seed", params["seed"])
+        if params["reveal"] is not None:
+            option_real("reveal", params["reveal"], 0.0, high=1.0)
+        option_int("reveal_seed", params["reveal_seed"], 0)
+        option_real("good_accuracy", params["good_accuracy"], 0.0, strict=True, high=1.0)
+        if isinstance(params["known"], str | bytes | int | float):
+            raise TypeError(f"known must map tasks to labels (a dict or a Series), not {params['known']!r}.")
+        # the model's own options, checked by building it (cheap; no data involved)
+        make_model(
+            self._model_key(params), prior=params["prior"] or 0.0, hard=bool(params["hard"]), **self._model_kw(params)
+        )
+
+    def _fit(self, frame: _Frame, params: dict) -> None:
         from crowdlab.api import fit
 
-        fit_kw = {k: v for k, v in options.items() if k in self.FIT_KEYS}
-        model_kw = {k: v for k, v in options.items() if k not in self.FIT_KEYS}
-        run = fit(frame.data, method, model_options=model_kw or None, **fit_kw)
+        known = params["known"]
+        if isinstance(known, Mapping | pd.Series):
+            known = frame.known_codes(known)
+        init_kw = {k: params[k] for k in self.INIT_DEFAULTS}
+        if isinstance(init_kw["q0"], pd.DataFrame):  # e.g. another estimator's probas_
+            q0 = init_kw["q0"].reindex(index=frame.tasks, columns=frame.classes)
+            if q0.isna().to_numpy().any():
+                raise DataError("q0 must have a row for every task and a column for every class of the DataFrame.")
+            init_kw["q0"] = q0.to_numpy(dtype=np.float64)
+        run = fit(
+            frame.data,
+            self._model_key(params),
+            **{k: params[k] for k in self.FIT_KEYS},
+            model_options=self._model_kw(params) or None,
+            known=known,
+            reveal=params["reveal"],
+            reveal_seed=params["reveal_seed"],
+            **init_kw,
+        )
         self.run_ = run
         self.stop_reason_ = run.stop_reason  # "converged", "stalled" or "max_iter" (crowdlab.em.STOP_REASONS)
-        self.labels_ = frame.labels(run.labels())
         self.probas_ = frame.probas(run.posterior)
-        params = run.params
-        if hasattr(params, "gamma"):
-            self.errors_ = frame.errors(params.gamma)
-            self.skills_ = frame.per_worker(params.worker_accuracy(), "skill")
-        if hasattr(params, "pi"):
-            self.priors_ = pd.Series(params.pi, index=pd.Index(frame.classes, name="label"), name="prior")
+        p = run.params
+        if hasattr(p, "gamma"):
+            self.errors_ = frame.errors(p.gamma)
+            self.skills_ = frame.per_worker(p.worker_accuracy(), "skill")
+        if hasattr(p, "pi"):
+            self.priors_ = frame.per_class(p.pi, "prior")
+        self._fit_more(frame, params, run)
+        self.labels_ = frame.labels(run.labels())  # last: labels_ is what marks the estimator fitted
+
+    def _fit_more(self, frame: _Frame, params: dict, run) -> None:
+        """The model's own fitted attributes (GLAD's difficulties, MACE's spamming)."""
 
 
 class _NotEM(_Aggregator):
-    def _fit(self, frame: _Frame) -> None:
+    @classmethod
+    def _defaults(cls) -> dict:
+        from crowdlab.baselines import baseline_options
+
+        return baseline_options(cls.method)
+
+    def _check(self, params: dict) -> None:
+        from crowdlab.baselines import check_options
+
+        check_options(self.method, params)
+
+    def _fit(self, frame: _Frame, params: dict) -> None:
         from crowdlab.baselines import BASELINES
 
-        result = BASELINES[self.method][1](frame.data, **self.options)
+        result = BASELINES[self.method][1](frame.data, **params)
         self.result_ = result
-        self.labels_ = frame.labels(result.labels)
         self.probas_ = frame.probas(result.scores)
         self.skills_ = frame.per_worker(result.skills, "skill")
+        self.labels_ = frame.labels(result.labels)
 
 
 class MajorityVote(_Aggregator):
@@ -256,18 +556,29 @@ class MajorityVote(_Aggregator):
 
     method = "mv"
 
-    def _fit(self, frame: _Frame) -> None:
+    @classmethod
+    def _defaults(cls) -> dict:
+        return {"tie_break": "frequent", "tie_seed": 0}
+
+    def _check(self, params: dict) -> None:
+        from crowdlab.models.majority import TIE_RULES
+
+        if not isinstance(params["tie_break"], str) or params["tie_break"] not in TIE_RULES:
+            raise ValueError(f"tie_break must be one of {', '.join(TIE_RULES)}; not {params['tie_break']!r}.")
+        option_seed("tie_seed", params["tie_seed"])
+
+    def _fit(self, frame: _Frame, params: dict) -> None:
         from crowdlab.models.majority import majority_labels, majority_posterior, tied_items
 
-        rule = self.options.get("tie_break", "frequent")
-        labels = majority_labels(frame.data, tie_break=rule, seed=self.options.get("tie_seed", 0))
-        self.labels_ = frame.labels(labels)
-        self.tied_ = pd.Series(tied_items(frame.data), index=self.labels_.index, name="tied")
+        labels = majority_labels(frame.data, tie_break=params["tie_break"], seed=params["tie_seed"])
+        index = pd.Index(frame.tasks, name=frame.task_name)
+        self.tied_ = pd.Series(tied_items(frame.data), index=index, name="tied")
         self.probas_ = frame.probas(majority_posterior(frame.data))
         d = frame.data
         hit = (d.label == labels[d.item]).astype(float)
         skill = np.bincount(d.worker, weights=hit, minlength=d.n_workers) / np.bincount(d.worker, minlength=d.n_workers)
         self.skills_ = frame.per_worker(skill, "skill")
+        self.labels_ = frame.labels(labels)
 
 
 class DawidSkene(_EM):
@@ -280,6 +591,7 @@ class OneCoin(_EM):
     """One accuracy per worker, errors spread evenly over the other classes."""
 
     method = "one_coin"
+    _one_class_ok = False
 
 
 class TwoCoin(_EM):
@@ -293,12 +605,13 @@ class GLAD(_EM):
     ``difficulties_`` = 1 / beta_i per task."""
 
     method = "glad"
+    _one_class_ok = False
 
-    def _fit(self, frame: _Frame) -> None:
-        super()._fit(frame)
-        p = self.run_.params
+    def _fit_more(self, frame: _Frame, params: dict, run) -> None:
+        p = run.params
         self.skills_ = frame.per_worker(p.alpha, "skill")
-        self.difficulties_ = pd.Series(p.difficulty, index=self.labels_.index, name="difficulty")
+        index = pd.Index(frame.tasks, name=frame.task_name)
+        self.difficulties_ = pd.Series(p.difficulty, index=index, name="difficulty")
 
 
 class MACE(_EM):
@@ -306,31 +619,59 @@ class MACE(_EM):
 
     ``inference="em"`` (default): EM with MAP priors (:class:`crowdlab.models.MACE`); ``inference="vb"``: the
     paper's variational Bayes (:class:`crowdlab.models.MaceVB`, like crowd-kit's ``MACE(method="vb")``), which
-    also sets ``spamming_intervals_`` (the 95% credible interval of P(spamming) per worker)."""
+    also sets ``spamming_intervals_`` (the 95% credible interval of P(spamming) per worker). ``theta_prior`` and
+    ``strategy_prior`` default to None: each inference's own ((2, 2) and 2 for EM, (0.5, 0.5) and 10 for VB)."""
 
     method = "mace"
+    INFERENCE = ("em", "vb")
 
-    def _fit(self, frame: _Frame) -> None:
+    @classmethod
+    def _model_keys(cls) -> tuple[str, ...]:
+        return ("mace", "mace_vb")
+
+    @classmethod
+    def _extra(cls) -> dict:
+        return {"inference": "vb" if cls.method == "mace_vb" else "em"}
+
+    def _model_key(self, params: dict) -> str:
+        return "mace_vb" if params["inference"] == "vb" else "mace"
+
+    def _check(self, params: dict) -> None:
+        if params["inference"] not in self.INFERENCE:
+            raise ValueError(f"MACE's inference must be 'em' or 'vb', not {params['inference']!r}.")
+        super()._check(params)
+
+    def _fit_more(self, frame: _Frame, params: dict, run) -> None:
         from crowdlab.models.mace import spam_intervals
 
-        options = dict(self.options)
-        inference = options.pop("inference", "vb" if self.method == "mace_vb" else "em")
-        if inference not in ("em", "vb"):
-            raise ValueError(f"MACE's inference must be 'em' or 'vb', not {inference!r}.")
-        self._fit_as(frame, "mace_vb" if inference == "vb" else "mace", options)
-        p = self.run_.params
+        p = run.params
         self.skills_ = frame.per_worker(p.theta, "skill")
         self.spamming_ = frame.per_worker(p.spamming, "spamming")
-        if inference == "vb":
+        if params["inference"] == "vb":
             lo, hi = spam_intervals(p, 0.95)
-            index = pd.Index(frame.workers, name="worker")
+            index = pd.Index(frame.workers, name=frame.worker_name)
             self.spamming_intervals_ = pd.DataFrame({"lower": lo, "upper": hi}, index=index)
+        else:
+            self._absent = {"spamming_intervals_": "spamming_intervals_ comes with MACE(inference='vb') only."}
 
 
 class _MaceVB(MACE):
     """``aggregate(df, "mace_vb")``: MACE with ``inference="vb"``."""
 
     method = "mace_vb"
+    INFERENCE = ("vb",)
+
+    @classmethod
+    def _title(cls) -> str:
+        return "MACE (method 'mace_vb')"
+
+    def _check(self, params: dict) -> None:
+        if params["inference"] != "vb":
+            raise ValueError(
+                f"Method 'mace_vb' is MACE by variational Bayes: inference={params['inference']!r} contradicts it; "
+                "use method 'mace' (EM by default) instead."
+            )
+        super()._check(params)
 
 
 class IBCC(_EM):
@@ -369,27 +710,43 @@ ESTIMATORS: dict[str, type[_Aggregator]] = {
     for cls in (MajorityVote, DawidSkene, OneCoin, TwoCoin, GLAD, MACE, _MaceVB, IBCC, Wawa, ZeroBasedSkill, KOS, MMSR)
 }
 
+NOT_FROM_DATAFRAME = {
+    "scores": "it models continuous scores, and a DataFrame's labels are read as classes; use "
+    "cl.fit(cl.read_annotations(path, kind='continuous'), 'scores').",
+    "hmm": "it needs sequences (each item's sequence and position); use crowdlab.data.read_sequences and cl.fit.",
+    "mrf": "it needs a graph over the items; add one with crowdlab.graph.read_edges and use cl.fit.",
+    "online_ds": "online EM has no estimator; use cl.fit(crowdlab.frames.from_dataframe(df), 'online_ds').",
+    "online_one_coin": "online EM has no estimator; use cl.fit(crowdlab.frames.from_dataframe(df), 'online_one_coin').",
+    "raykar": "it needs item features; use crowdlab.models.raykar.RaykarModel with crowdlab.features.",
+}
+"""Methods of ``cl.fit`` that a task/worker/label DataFrame cannot feed, and why (the unknown-method message)."""
+
 
 def _estimator(method: str, options: dict) -> _Aggregator:
-    from crowdlab.models import ALIASES, MODELS
+    from crowdlab.models import ALIASES
 
-    key = ALIASES.get(method, method)
-    if key in ESTIMATORS:
+    key = ALIASES.get(method, method) if isinstance(method, str) else method
+    if isinstance(key, str) and key in ESTIMATORS:
         return ESTIMATORS[key](**options)
-    if key in MODELS:  # any other EM model in the registry (e.g. one added later) works through the engine
-        est = _EM(**options)
-        est.method = key
-        return est
-    choices = sorted(set(ESTIMATORS) | set(MODELS))
-    raise DataError(f"Unknown method {method!r}; choose one of {', '.join(choices)}.")
+    if isinstance(key, str) and key in NOT_FROM_DATAFRAME:
+        raise DataError(f"Method {method!r} does not work from a DataFrame: {NOT_FROM_DATAFRAME[key]}")
+    choices = sorted(ESTIMATORS)
+    close = difflib.get_close_matches(method, [*choices, *ALIASES], n=1) if isinstance(method, str) else []
+    hint = f" (did you mean {close[0]!r}?)" if close else ""
+    raise DataError(f"Unknown method {method!r}{hint}; choose one of {', '.join(choices)}.")
 
 
-def aggregate(df: pd.DataFrame, method: str = "ds", **options: Any) -> pd.Series:
-    """The aggregated label of every task (a Series indexed by task, in the label column's own values)."""
-    return _estimator(method, options).fit(df).labels_
+def aggregate(
+    df: pd.DataFrame, method: str = "ds", *, gold: pd.Series | pd.DataFrame | dict | None = None, **options: Any
+) -> pd.Series:
+    """The aggregated label of every task (a Series indexed by task, sorted, in the label column's own values).
+    ``options`` are the estimator's (``cl.DawidSkene().get_params()`` lists them); ``gold`` as in ``fit``."""
+    return _estimator(method, options).fit(df, gold).labels_
 
 
-def proba(df: pd.DataFrame, method: str = "ds", **options: Any) -> pd.DataFrame:
-    """The posterior (EM methods) or normalised vote shares (baselines) of every task: rows = tasks, columns =
-    classes, rows summing to 1."""
-    return _estimator(method, options).fit(df).probas_
+def proba(
+    df: pd.DataFrame, method: str = "ds", *, gold: pd.Series | pd.DataFrame | dict | None = None, **options: Any
+) -> pd.DataFrame:
+    """The posterior (EM methods) or normalised vote shares (baselines) of every task: rows = tasks (sorted),
+    columns = classes (sorted), rows summing to 1."""
+    return _estimator(method, options).fit(df, gold).probas_

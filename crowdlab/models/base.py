@@ -522,7 +522,11 @@ class LatentModel:
 
 
 def resolve_known(data: Annotations, known, reveal: float | None, seed: int) -> np.ndarray:
-    """(n_items,) int class codes fixed by semi-supervised EM (-1: unknown); see ``LatentModel.with_known``."""
+    """(n_items,) int class codes fixed by semi-supervised EM (-1: unknown); see ``LatentModel.with_known``.
+
+    A mapping's keys are item names and its values class names (``str(key)`` is tried too: 7 finds item "7"). An
+    integer that is no name is read as a code (item position, class index) only where that cannot be a misreading:
+    when no name is itself an integer. With items "101", "102", "103", key 1 is an error, never the second item."""
     from crowdlab.errors import ModelError
 
     N, K = data.n_items, data.n_classes
@@ -531,17 +535,32 @@ def resolve_known(data: Annotations, known, reveal: float | None, seed: int) -> 
         if isinstance(known, dict):
             items = {name: n for n, name in enumerate(data.item_names)}
             classes = {name: k for k, name in enumerate(data.class_names)}
+            numeric: dict[str, bool] = {}  # "items" / "classes": whether some name is an integer (computed once)
+
+            def code(x, names, what: str, size: int) -> int | None:
+                if isinstance(x, bool | np.bool_) or not isinstance(x, int | np.integer) or not 0 <= int(x) < size:
+                    return None
+                if what not in numeric:
+                    numeric[what] = any(str(n).strip().lstrip("+-").isdigit() for n in names)
+                return None if numeric[what] else int(x)
+
             for key, value in known.items():
                 n = items.get(key, items.get(str(key)))
-                if n is None and isinstance(key, int | np.integer) and 0 <= int(key) < N:
-                    n = int(key)
                 if n is None:
-                    raise ModelError(f"Known label for item {key!r}, which is not in the data.")
+                    n = code(key, data.item_names, "items", N)
+                if n is None:
+                    raise ModelError(
+                        f"Known label for item {key!r}, which is not in the data (items are named like "
+                        f"{', '.join(map(repr, data.item_names[:3]))})."
+                    )
                 k = classes.get(value, classes.get(str(value)))
-                if k is None and isinstance(value, int | np.integer) and 0 <= int(value) < K:
-                    k = int(value)
                 if k is None:
-                    raise ModelError(f"Known label {value!r} for item {key!r} is not one of the classes.")
+                    k = code(value, data.class_names, "classes", K)
+                if k is None:
+                    raise ModelError(
+                        f"Known label {value!r} for item {key!r} is not one of the classes "
+                        f"({', '.join(map(repr, data.class_names[:10]))})."
+                    )
                 out[n] = k
         else:
             arr = np.asarray(known)

@@ -157,3 +157,27 @@ def bluebirds():
     from crowdlab.samples import load_sample
 
     return load_sample("bluebirds")
+
+
+def test_options_are_checked_in_one_line():
+    data = _ann(TOY)
+    with pytest.raises(ValueError, match="lr_steps must be at least 1, not 0"):  # was a ZeroDivisionError
+        B.zero_based_skill(data, lr_steps=0)
+    with pytest.raises(TypeError, match="n_iter must be a whole number, not 1.5"):
+        B.zero_based_skill(data, n_iter=1.5)
+    with pytest.raises(ValueError, match="lr must be a finite number above 0"):
+        B.zero_based_skill(data, lr=-1.0)
+    with pytest.raises(ValueError, match="n_iter must be at least 1"):
+        B.kos(_ann(TOY), n_iter=-1)
+    with pytest.raises(ValueError, match="n_iter must be at least 1"):
+        B.mmsr(data, n_iter=0)
+    with pytest.raises(TypeError, match="seed must be a whole number"):
+        B.mmsr(data, seed="a")
+    with pytest.raises(TypeError, match=r"has no option 'n_iterations'; its options: n_iter, tol, seed"):
+        B.check_options("mmsr", {"n_iterations": 5})
+
+
+def test_mmsr_on_one_class_gives_that_class():
+    data = _ann([("i1", "w1", "a"), ("i1", "w2", "a"), ("i2", "w1", "a"), ("i2", "w3", "a")], classes=("a",))
+    r = B.mmsr(data)  # was LinAlgError: Eigenvalues did not converge
+    assert r.labels.tolist() == [0, 0] and np.all(r.scores == 1.0) and np.all(r.skills == 1.0)

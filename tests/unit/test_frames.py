@@ -1,5 +1,7 @@
 """The pandas API (crowdlab.aggregate / proba) and the scikit-learn-style estimators."""
 
+import re
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -155,3 +157,206 @@ def test_majority_vote_tie_rule_and_tied_flags():
     mv = cl.MajorityVote(tie_break="first").fit(df)
     assert mv.tied_.to_dict() == {"a": True, "b": False}
     assert mv.labels_["a"] == 1 and mv.labels_["b"] == 2
+
+
+# ---------------------------------------------------------------- the API audit: each test failed on the old code
+def test_text_mixed_with_other_values_is_refused_naming_the_column():
+    mixed = TOY.assign(label=[1 if i % 2 else "1" for i in range(len(TOY))])  # 1 and "1" were two classes
+    with pytest.raises(
+        DataError, match=r"label column 'label' mixes text with other values \('1' and 1;.*astype\(str\)"
+    ):
+        cl.aggregate(mixed)
+    with pytest.raises(DataError, match="task column 'task' mixes"):
+        cl.aggregate(TOY.assign(task=[1 if i < 4 else t for i, t in enumerate(TOY.task)]))
+    with pytest.raises(DataError, match="worker column 'worker' mixes"):
+        cl.aggregate(TOY.assign(worker=[7 if w == "w5" else w for w in TOY.worker]))
+    with pytest.raises(DataError, match=r"holds bytes \(b'yes'\).*decode"):
+        cl.aggregate(TOY.assign(label=TOY.label.map({0: b"no", 1: b"yes"})))
+    with pytest.raises(DataError, match="holds list values"):
+        cl.aggregate(TOY.assign(label=[[v] for v in TOY.label]))
+    # what worked still works: object columns of numbers (this one raised AttributeError), tuples, dates, Int64
+    plain = cl.aggregate(TOY, "ds")
+    assert (cl.aggregate(TOY.assign(label=TOY.label.astype(object)), "ds") == plain).all()
+    tup = cl.aggregate(TOY.assign(task=[(t, 0) for t in TOY.task]), "ds")
+    assert list(tup.index) == [(f"p{i}", 0) for i in range(1, 7)]
+    dates = TOY.assign(task=pd.to_datetime(TOY.task.str[1:].astype(int), unit="D"))
+    assert cl.aggregate(dates, "ds").tolist() == plain.tolist()
+    assert cl.aggregate(TOY.assign(label=TOY.label.astype("Int64")), "ds").dtype == "Int64"
+
+
+def test_unknown_options_are_refused_when_the_estimator_is_built():
+    with pytest.raises(
+        TypeError, match=r"DawidSkene has no option 'priro' \(did you mean 'prior'\?\); its options: prior"
+    ):
+        cl.DawidSkene(priro=1)
+    with pytest.raises(TypeError, match=r"MajorityVote has no option 'tiebreak'.*tie_break, tie_seed"):
+        cl.aggregate(TOY, "mv", tiebreak="random")
+    with pytest.raises(TypeError, match="Wawa has no option 'seed'"):
+        cl.Wawa(seed=1)
+    with pytest.raises(TypeError, match="has no option 'foo'"):
+        cl.DawidSkene().set_params(foo=1)
+    params = cl.DawidSkene().get_params()  # every option with its default (was {})
+    assert params["prior"] == 0.0 and params["max_iter"] == 10000 and params["init"] == "majority"
+    assert "known" in params and "reveal" in params
+    assert cl.MajorityVote().get_params() == {"tie_break": "frequent", "tie_seed": 0}
+    assert cl.ZeroBasedSkill().get_params() == {"n_iter": 100, "lr": 1.0, "lr_steps": 20, "lr_factor": 0.5}
+    mace = cl.MACE().get_params()
+    assert mace["inference"] == "em" and mace["theta_prior"] is None  # each inference's own default
+    ds = cl.DawidSkene(prior=1.0).set_params(tol=1e-6)
+    assert ds.get_params()["tol"] == 1e-6 and repr(ds) == "DawidSkene(prior=1.0, tol=1e-06)"
+    # gold is an argument of aggregate / proba, not an option
+    assert cl.aggregate(TOY, "mv", gold={"p1": 1}).equals(cl.aggregate(TOY, "mv"))
+
+
+def test_sklearn_clone_and_fitted_checks():
+    base = pytest.importorskip("sklearn.base")
+    for est in (cl.DawidSkene(prior=1.0), cl.MACE(inference="vb"), cl.MajorityVote(tie_break="first"), cl.KOS()):
+        twin = base.clone(est)
+        assert type(twin) is type(est) and twin.get_params() == est.get_params() and repr(twin) == repr(est)
+    fitted = base.clone(cl.DawidSkene().fit(TOY))
+    with pytest.raises(AttributeError):
+        _ = fitted.labels_
+
+
+def test_reading_a_result_before_fit_says_not_fitted():
+    from crowdlab.errors import NotFittedError
+
+    ds = cl.DawidSkene()
+    for name in ("labels_", "probas_", "skills_", "errors_", "run_"):
+        with pytest.raises(NotFittedError, match="DawidSkene is not fitted yet: call fit"):
+            getattr(ds, name)
+    assert issubclass(NotFittedError, ValueError) and issubclass(NotFittedError, AttributeError)
+    assert not hasattr(cl.MajorityVote(), "labels_")
+
+
+def test_known_names_tasks_and_labels_never_positions():
+    df = pd.DataFrame(
+        {
+            "task": [101] * 3 + [102] * 3 + [103] * 3,
+            "worker": ["a", "b", "c"] * 3,
+            "label": [10, 10, 20, 20, 20, 10, 10, 10, 10],
+        }
+    )
+    assert cl.aggregate(df, "ds").to_dict() == {101: 10, 102: 20, 103: 10}
+    with pytest.raises(DataError, match=r"known=: task 1 is not in the data"):  # pinned task 102 by position
+        cl.aggregate(df, "ds", known={1: 10})
+    with pytest.raises(DataError, match=r"known=: label 1 for task 101 is not one of the classes \(\[10, 20\]\)"):
+        cl.aggregate(df, "ds", known={101: 1})
+    assert cl.aggregate(df, "ds", known={102: 10})[102] == 10
+    assert cl.aggregate(df, "ds", known=pd.Series({102: 10}))[102] == 10
+    assert cl.aggregate(df, "ds", known={"102": 10})[102] == 10  # the text of a task is found, as cl.fit finds it
+
+
+def test_resolve_known_reads_integers_as_codes_only_when_names_are_not_numbers():
+    from crowdlab.data import Annotations
+    from crowdlab.errors import ModelError
+    from crowdlab.models.base import resolve_known
+
+    z = np.zeros(3, dtype=np.int32)
+    numeric = Annotations(np.arange(3), z, np.array([0, 1, 0]), ("101", "102", "103"), ("w",), ("10", "20"))
+    with pytest.raises(ModelError, match="item 1, which is not in the data"):
+        resolve_known(numeric, {1: "10"}, None, 0)
+    with pytest.raises(ModelError, match="Known label 1 for item 101 is not one of the classes"):
+        resolve_known(numeric, {101: 1}, None, 0)
+    assert resolve_known(numeric, {102: 20}, None, 0).tolist() == [-1, 1, -1]
+    named = Annotations(np.arange(3), z, np.array([0, 1, 0]), ("a", "b", "c"), ("w",), ("no", "yes"))
+    assert resolve_known(named, {1: 1}, None, 0).tolist() == [-1, 1, -1]  # documented codes, unambiguous here
+
+
+def test_unknown_method_lists_only_what_works_from_a_dataframe():
+    with pytest.raises(DataError, match="Unknown method 'nope'; choose one of ds, glad") as info:
+        cl.aggregate(TOY, method="nope")
+    assert "scores" not in str(info.value) and "hmm" not in str(info.value) and "mrf" not in str(info.value)
+    for method, why in (("hmm", "needs sequences"), ("mrf", "needs a graph"), ("scores", "continuous scores")):
+        with pytest.raises(DataError, match=f"Method '{method}' does not work from a DataFrame: .*{why}"):
+            cl.aggregate(TOY, method=method)
+
+
+def test_more_one_line_errors_instead_of_tracebacks():
+    with pytest.raises(DataError, match=r"2 label columns \('label', 'label'\)"):
+        cl.aggregate(pd.concat([TOY, TOY[["label"]]], axis=1))
+    with pytest.raises(ValueError, match="lr_steps must be at least 1"):
+        cl.aggregate(TOY, "zbs", lr_steps=0)
+    with pytest.raises(TypeError, match="n_iter must be a whole number, not 1.5"):
+        cl.aggregate(TOY, "zbs", n_iter=1.5)
+    with pytest.raises(TypeError, match="prior must be a number, not '1'"):
+        cl.aggregate(TOY, "ds", prior="1")
+    with pytest.raises(TypeError, match="seed must be a whole number"):
+        cl.aggregate(TOY, "ds", init="random", seed="a")
+    with pytest.raises(TypeError, match="tie_seed must be a whole number"):
+        cl.aggregate(TOY, "mv", tie_break="random", tie_seed="x")
+
+
+def test_one_class_gives_that_class_in_every_method():
+    one = TOY.assign(label="yes")
+    for method in ("mv", "ds", "one_coin", "glad", "mace", "mace_vb", "ibcc", "wawa", "zbs", "mmsr"):
+        labels = cl.aggregate(one, method)
+        assert (labels == "yes").all() and len(labels) == 6, method
+        np.testing.assert_allclose(cl.proba(one, method).to_numpy(), 1.0)
+    with pytest.raises(AttributeError, match="ran no EM: the data has one class"):
+        _ = cl.OneCoin().fit(one).run_
+
+
+def test_gold_may_be_a_dataframe_with_task_and_label_columns():
+    gold = pd.DataFrame({"task": ["p1", "p2", "p3"], "label": [1, 0, 1]})
+    ds = cl.DawidSkene().fit(TOY, gold=gold)
+    assert ds.run_.data.gold.tolist()[:3] == [1, 0, 1]
+    assert cl.aggregate(TOY, "ds", gold=gold, reveal=1.0)[["p1", "p2", "p3"]].tolist() == [1, 0, 1]
+    with pytest.raises(DataError, match="The gold DataFrame has no label column"):
+        cl.DawidSkene().fit(TOY, gold=gold.rename(columns={"label": "truth"}))
+
+
+def test_worker_and_Worker_columns_are_refused_as_ambiguous():
+    with pytest.raises(DataError, match=r"2 worker columns \('worker', 'Worker'\)"):
+        cl.aggregate(TOY.assign(Worker="z"))
+
+
+def test_refit_drops_what_the_last_fit_left():
+    from crowdlab.samples import sample_paths
+
+    df = pd.read_csv(sample_paths("bluebirds")[0])
+    mace = cl.MACE(inference="vb").fit(df)
+    assert hasattr(mace, "spamming_intervals_")
+    mace.set_params(inference="em").fit(df)
+    assert not hasattr(mace, "spamming_intervals_")
+    two = cl.TwoCoin().fit(TOY)
+    three = TOY.assign(label=[i % 3 for i in range(len(TOY))])
+    with pytest.raises(ValueError, match="two classes"):
+        two.fit(three)
+    with pytest.raises(AttributeError, match="not fitted"):
+        _ = two.labels_  # not the last fit's labels
+
+
+def test_missing_and_blank_cells_are_cited_by_index_label():
+    bad = TOY.set_axis([f"r{i}" for i in range(len(TOY))])
+    bad.loc["r4", "label"] = None
+    with pytest.raises(DataError, match=r"Rows \['r4'\] \(index labels\) .* missing"):
+        cl.aggregate(bad)
+    blank = TOY.assign(label=TOY.label.map({0: "no", 1: "yes"})).set_axis(list("ABCDEFGHIJKLMNOPQRSTUVWX"))
+    blank.loc["E", "label"] = " "
+    with pytest.raises(DataError, match=r"Rows \['E'\] .* blank label"):
+        cl.aggregate(blank)
+
+
+@pytest.mark.parametrize(
+    ("method", "options", "error", "message"),
+    [
+        ("ds", {"max_iter": -1}, ValueError, "max_iter must be at least 0"),
+        ("ds", {"tol": -1}, ValueError, "tol must be a finite number at least 0"),
+        ("ds", {"hard": "yes"}, TypeError, "hard must be True or False"),
+        ("kos", {"n_iter": -1}, ValueError, "n_iter must be at least 1"),
+        ("zbs", {"lr": -1}, ValueError, "lr must be a finite number above 0"),
+        ("mace_vb", {"inference": "em"}, ValueError, "'mace_vb' is MACE by variational Bayes: inference='em'"),
+    ],
+)
+def test_nonsense_settings_are_refused(method, options, error, message):
+    with pytest.raises(error, match=re.escape(message)):
+        cl.aggregate(TOY, method, **options)
+
+
+def test_results_are_sorted_by_task_and_named_after_the_users_columns():
+    df = TOY.rename(columns={"worker": "annotator", "label": "answer"}).iloc[::-1]
+    ds = cl.DawidSkene().fit(df)
+    assert list(ds.labels_.index) == sorted(TOY.task.unique()) and ds.labels_.index.name == "task"
+    assert ds.skills_.index.name == "annotator" and ds.probas_.columns.name == "answer"
+    assert ds.errors_.index.names == ["annotator", "answer"]

@@ -9,7 +9,7 @@ run.labels(), run.posterior, run.params
 from crowdlab.api import fit
 from crowdlab.data import Annotations
 from crowdlab.em import Run, Snapshot
-from crowdlab.errors import DataError, ModelError
+from crowdlab.errors import DataError, ModelError, NotFittedError
 from crowdlab.models import MODELS, applicable_models, make_model
 
 _FRAMES = (
@@ -53,6 +53,7 @@ __all__ = [
     "Annotations",
     "DataError",
     "ModelError",
+    "NotFittedError",
     "Run",
     "Snapshot",
     "applicable_models",

@@ -505,6 +505,8 @@ class LatentModel:
     def hard_labels(self, q: np.ndarray) -> np.ndarray:
         return np.argmax(q, axis=1).astype(np.int32)
 
+    spreads_errors = False  # errors spread evenly over the K - 1 other classes (one-coin, GLAD): K >= 2 needed
+
     def check(self, data: Annotations) -> None:
         """Raise ModelError when the model does not apply to ``data``."""
         from crowdlab.errors import ModelError
@@ -515,6 +517,11 @@ class LatentModel:
             raise ModelError(f"{self.info.title} needs continuous scores; this dataset has class labels.")
         if self.info.binary_only and data.n_classes != 2:
             raise ModelError(f"{self.info.title} is for two classes; this dataset has {data.n_classes}.")
+        if self.spreads_errors and data.n_classes < 2:
+            raise ModelError(
+                f"{self.info.title} spreads a worker's errors over the K - 1 other classes, so it needs at least two "
+                f"classes; this dataset has {data.n_classes}."
+            )
         if self.semi_supervised:
             if self.info.latent != "item" or data.is_continuous:
                 raise ModelError(f"{self.info.title} has no item classes to fix: semi-supervised EM needs classes.")

@@ -114,6 +114,7 @@ def _obs_terms(data: Annotations, alpha: np.ndarray, b: np.ndarray, w: np.ndarra
 class GLAD(LatentModel):
     """GLAD EM (Whitehill et al. 2009): exact E-step, generalised M-step by Newton / Fisher-scoring ascent."""
 
+    spreads_errors = True
     info = ModelInfo(
         "glad",
         "GLAD (ability and difficulty)",

@@ -33,6 +33,7 @@ def one_coin_gamma(theta: np.ndarray, K: int) -> np.ndarray:
 class OneCoin(ConfusionLogJoint, LatentModel):
     """One accuracy per worker (symmetric noise), optional Beta(1+s, 1+s) prior on each accuracy."""
 
+    spreads_errors = True
     info = ModelInfo(
         "one_coin",
         "One-coin (symmetric noise)",

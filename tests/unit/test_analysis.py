@@ -208,3 +208,23 @@ def test_every_model_with_a_prior_strength_says_what_it_pulls_towards():
     diag = np.diagonal(cl.fit(sim.annotations, "one_coin", prior=1000.0).params.gamma, axis1=1, axis2=2)
     assert np.all(np.abs(diag - 0.5) < 0.05)
     assert "towards 0.5" in MODELS["one_coin"].info.prior_pull
+
+
+@pytest.mark.parametrize("method", ["one_coin", "glad"])
+def test_models_that_spread_errors_over_k_minus_1_classes_refuse_one_class(method):
+    """One-coin's and GLAD's (1 - theta) / (K - 1) divided by zero on one class: "the initialisation gave
+    non-finite values ... Rescale extreme inputs (scores, edge weights)", which did not say what was wrong."""
+    from crowdlab.data import Annotations
+
+    d = Annotations(
+        item=np.array([0, 0, 1, 1, 2]),
+        worker=np.array([0, 1, 0, 1, 0]),
+        label=np.zeros(5, int),
+        item_names=("1", "2", "3"),
+        worker_names=("a", "b"),
+        class_names=("x",),
+    )
+    with pytest.raises(cl.ModelError, match="needs at least two classes; this dataset has 1"):
+        cl.fit(d, method)
+    assert cl.fit(d, "ds").labels().tolist() == [0, 0, 0]
+    assert issubclass(cl.NotFittedError, AttributeError)

@@ -193,3 +193,175 @@ def spectral_positions(A: sp.csr_matrix, seed: int = 0) -> np.ndarray:
         pos = rng.random((n, 2))
     pos = pos + 0.02 * rng.standard_normal(pos.shape) * (pos.std(axis=0, keepdims=True) + 1e-9)
     return (pos - pos.mean(axis=0)) / (pos.std(axis=0) + 1e-12)
+
+
+# ---------------------------------------------------------------------------- drawing a graph of any size
+def drawn_nodes(A: sp.spmatrix, budget: int, seed: int = 0, starts: int = 8) -> np.ndarray:
+    """The nodes to draw of a graph with more than ``budget`` nodes (sorted indices; all of them when it fits).
+
+    Whole connected components, largest first; the first that does not fit is cut to a breadth-first ball grown
+    from ``starts`` nodes of it at once (every node within d hops of a start, and a random part of those d + 1 hops
+    away), so a drawn node keeps its neighbours. (A uniform random subset of a sparse graph keeps few of its edges and
+    falls apart into isolated nodes and pairs.) The starts are spread out: a random one, then each next one as far
+    as can be from those chosen. Deterministic in ``seed``; O(starts × (nodes + edges)) (scipy's connected
+    components and breadth-first searches).
+    """
+    from scipy.sparse import csgraph
+
+    A = sp.csr_matrix(A)
+    n = A.shape[0]
+    if n <= budget:
+        return np.arange(n)
+    _, comp = csgraph.connected_components(A, directed=False)
+    sizes = np.bincount(comp)
+    order = np.argsort(-sizes, kind="stable")
+    n_whole = int((np.cumsum(sizes[order]) <= budget).sum())  # cumulative sizes grow: a prefix fits
+    take = np.isin(comp, order[:n_whole])
+    left = budget - int(take.sum())
+    if left > 0:
+        rng = np.random.default_rng(seed)
+        members = np.flatnonzero(comp == order[n_whole])
+        # spread starts: each next one as far as can be from those chosen (ties at random), so that the ball
+        # reaches every region (every community of a block model) rather than the neighbourhood of a few
+        first = [int(rng.choice(members))]
+        far = csgraph.shortest_path(A, directed=False, unweighted=True, indices=first[0])
+        for _ in range(min(starts, members.size) - 1):  # a few breadth-first searches, one per start
+            first.append(int(rng.choice(members[far[members] == far[members].max()])))
+            far = np.minimum(far, csgraph.shortest_path(A, directed=False, unweighted=True, indices=first[-1]))
+        first = np.asarray(first)
+        # hops from a virtual node joined to every start (one breadth-first search): the balls grow together
+        S = sp.csr_matrix((np.ones(first.size), (np.zeros(first.size, dtype=np.int64), first)), shape=(1, n))
+        B = sp.bmat([[None, S], [S.T, A]], format="csr")
+        hops = csgraph.shortest_path(B, directed=False, unweighted=True, indices=0)[1:]
+        within = np.cumsum(np.bincount(hops[members].astype(np.int64)))  # nodes within d hops, d = 0, 1, ...
+        d = int(np.searchsorted(within, left))  # the first hop count that does not fit whole
+        inner = members[hops[members] < d]
+        shell = members[hops[members] == d]
+        take[inner] = True
+        take[rng.choice(shell, left - inner.size, replace=False)] = True
+    return np.flatnonzero(take)
+
+
+PIVOTS = 50  # pivots of the start (Brandes & Pich 2007's pivot MDS)
+PIVOT_MIN = 20  # components smaller than this start from random positions
+PARTNERS = 48  # nodes each node is repelled by per step (a random sample of its component; all when fewer)
+GAP = 0.5  # neighbours closer than GAP * (the component's spread) / sqrt(its nodes) push apart: no node hides another
+
+
+def _pivot_mds(A: sp.csr_matrix, rng: np.random.Generator) -> np.ndarray:
+    """Pivot MDS of a connected graph (Brandes & Pich 2007): classical MDS of the breadth-first distances to
+    ``PIVOTS`` random pivots; (n, 2)."""
+    from scipy.sparse import csgraph
+
+    n = A.shape[0]
+    piv = rng.choice(n, min(PIVOTS, n), replace=False)
+    C = csgraph.shortest_path(A, directed=False, unweighted=True, indices=piv).T ** 2  # (n, pivots)
+    C = -0.5 * (C - C.mean(axis=0, keepdims=True) - C.mean(axis=1, keepdims=True) + C.mean())
+    U, s, _ = np.linalg.svd(C, full_matrices=False)
+    return U[:, :2] * s[:2]
+
+
+def _per_component(values: np.ndarray, comp: np.ndarray, sizes: np.ndarray) -> np.ndarray:
+    """The mean of ``values`` (n, d) over each component, (components, d)."""
+    return (
+        np.stack([np.bincount(comp, weights=values[:, j], minlength=sizes.size) for j in range(values.shape[1])], 1)
+        / sizes[:, None]
+    )
+
+
+def force_positions(A: sp.spmatrix, seed: int = 0, iterations: int = 150) -> np.ndarray:
+    """(n, 2) drawing positions of any graph: force-directed, each connected component on its own, the components
+    packed in rows, largest first (the biggest top left).
+
+    The forces are those of Noack (2007)'s edge-repulsion LinLog energy, which draws densely linked groups
+    (communities) as separate clusters: a pull of constant strength along each edge (times its weight), a push
+    between every two nodes of a component of strength deg_i deg_j / distance (deg: weighted degree + 1, over the
+    component's total), and a weak pull to the component's centre. A component of 20 nodes or more starts from
+    Brandes & Pich (2007)'s pivot MDS, a smaller one from random positions. The push on a node is estimated from
+    ``PARTNERS`` random nodes of its component each step (exact in a smaller component), so a step costs
+    O(n · PARTNERS + edges); the step shrinks over ``iterations``. Each component is then scaled to an area in
+    proportion to its nodes. Deterministic in ``seed``; vectorised over nodes and edges (the one loop over
+    components only starts those of 20 nodes or more).
+    """
+    from scipy.sparse import csgraph
+
+    A = sp.csr_matrix(A, dtype=np.float64)
+    n = A.shape[0]
+    if n == 0:
+        return np.zeros((0, 2))
+    rng = np.random.default_rng(seed)
+    n_comp, comp = csgraph.connected_components(A, directed=False)
+    sizes = np.bincount(comp, minlength=n_comp).astype(np.float64)
+    # the start: unit-scale positions per component
+    angle, radius = rng.random(n) * 2 * np.pi, np.sqrt(rng.random(n))
+    X = np.stack([radius * np.cos(angle), radius * np.sin(angle)], axis=1)
+    for c in np.flatnonzero(sizes >= PIVOT_MIN):
+        idx = np.flatnonzero(comp == c)
+        P = _pivot_mds(A[idx][:, idx], rng)
+        P -= P.mean(axis=0)
+        X[idx] = P / (np.sqrt((P**2).sum(axis=1).mean()) + 1e-12) + 0.05 * rng.standard_normal(P.shape)
+    # the forces
+    C = A.tocoo()
+    u, v, w = C.row, C.col, np.abs(C.data)
+    deg = np.asarray(abs(A).sum(axis=1)).ravel() + 1.0
+    push = deg / np.bincount(comp, weights=deg, minlength=n_comp)[comp]  # deg_i / (the component's total)
+    members = np.argsort(comp, kind="stable")  # nodes grouped by component
+    first = np.concatenate([[0], np.cumsum(sizes)[:-1]]).astype(np.int64)[comp]
+    size = sizes[comp].astype(np.int64)
+    r = int(min(PARTNERS, size.max()))
+    slot = np.arange(r)
+    whole = size <= r  # a small component: every member, once
+    valid = np.where(whole[:, None], slot[None, :] < size[:, None], True)
+    scale = np.where(whole, 1.0, size / r)
+    for it in range(iterations):
+        pick = np.where(
+            whole[:, None], np.minimum(slot[None, :], size[:, None] - 1), rng.random((n, r)) * size[:, None]
+        )
+        P = members[first[:, None] + pick.astype(np.int64)]
+        dx, dy = X[:, 0:1] - X[P, 0], X[:, 1:2] - X[P, 1]
+        wgt = valid * deg[P] / np.maximum(dx * dx + dy * dy, 1e-9)
+        F = np.stack([(wgt * dx).sum(axis=1), (wgt * dy).sum(axis=1)], axis=1) * (scale * push)[:, None]
+        centre = _per_component(X, comp, sizes)[comp]
+        out = X - centre
+        dist = np.sqrt((out * out).sum(axis=1))
+        F -= 0.05 * deg[:, None] * out / (dist[:, None] + 1e-12)
+        spread = np.sqrt(_per_component(dist[:, None] ** 2, comp, sizes)[comp, 0])
+        # along an edge: the pull, which turns into a push closer than a node's share of the component's room
+        gap = (GAP * spread / np.sqrt(size))[u]
+        e = X[u] - X[v]
+        length2 = (e * e).sum(axis=1) + 1e-18
+        e *= (w * (1.0 - gap**2 / length2) / np.sqrt(length2))[:, None]
+        F[:, 0] -= np.bincount(u, weights=e[:, 0], minlength=n)
+        F[:, 1] -= np.bincount(u, weights=e[:, 1], minlength=n)
+        cap = spread * (0.05 * (1 - it / iterations) + 1e-4)
+        step = F / deg[:, None]
+        length = np.sqrt((step * step).sum(axis=1)) + 1e-12
+        X += step * (np.minimum(length, cap) / length)[:, None]
+    return _pack(X, comp, sizes)
+
+
+def _pack(X: np.ndarray, comp: np.ndarray, sizes: np.ndarray) -> np.ndarray:
+    """Scale each component to an area in proportion to its nodes and pack them in rows, largest first."""
+    centre = _per_component(X, comp, sizes)
+    X = X - centre[comp]
+    spread = np.sqrt(_per_component((X * X).sum(axis=1, keepdims=True), comp, sizes)[:, 0])
+    X = X * np.where(spread > 0, 0.6 * np.sqrt(sizes) / np.maximum(spread, 1e-12), 1.0)[comp, None]
+    n_comp = sizes.size
+    lo, hi = np.full((n_comp, 2), np.inf), np.full((n_comp, 2), -np.inf)
+    np.minimum.at(lo, comp, X)
+    np.maximum.at(hi, comp, X)
+    box = hi - lo + 1.0  # one unit of space around each
+    order = np.argsort(-sizes, kind="stable")
+    width, height = box[order, 0], box[order, 1]
+    row_width = max(width[0], 1.2 * np.sqrt((width * height).sum()))
+    before = np.cumsum(width) - width
+    row = np.unique(np.floor(before / row_width), return_inverse=True)[1].ravel()  # next fit, rows of ~row_width
+    row_first = np.searchsorted(row, np.arange(row.max() + 1))
+    row_height = np.zeros(row.max() + 1)
+    np.maximum.at(row_height, row, height)
+    top = -np.concatenate([[0.0], np.cumsum(row_height)[:-1]])
+    corner = np.zeros((n_comp, 2))
+    corner[order, 0] = before - before[row_first][row]
+    corner[order, 1] = top[row] - height
+    X = X - lo[comp] + corner[comp]
+    return X - X.mean(axis=0)

@@ -5,12 +5,14 @@ stochastic block model of 1,000 nodes in K = 4 communities, average degree 5, la
 (10 workers: 6 experts with accuracy U(0.35, 0.6), 4 spammers). Other sources: a simulated SBM with other
 parameters, an uploaded label file with an edge list, and a small noisy image on its pixel grid.
 
-The E-steps are approximate (the exact posterior of a Potts MRF is intractable): ICM (Alg. 3) improves
-J(ŷ, Γ) = log p(F, ŷ | Γ) + log Z at the ICM labels and its EM is not guaranteed monotone; mean field (Remark 2)
-ascends the free energy F(q, Γ). The page says so, plots the model's own objective, and the trace of that
-quantity over the sweeps of the last E-step. The drawing's positions (spectral, or the pixel grid) are computed
-once per graph (``st.cache_data`` on the dataset id, then kept under ``net.derived``); graphs over
-``MAX_DRAWN`` nodes are drawn as a random induced subgraph.
+The E-steps are approximate (the exact posterior of a Potts MRF is intractable): ICM (Traganitis & Giannakis,
+Alg. 3) improves J(ŷ, Γ) = log p(F, ŷ | Γ) + log Z at the ICM labels and its EM is not guaranteed monotone; mean
+field (their Remark 2) ascends the free energy F(q, Γ). The page says so, plots the model's own objective, and the
+trace of that quantity over the sweeps of the last E-step. The drawing's positions (force-directed,
+:func:`crowdlab.graph.force_positions`, or the pixel grid) and the i.i.d. Dawid-Skene baseline are computed once
+per graph (``st.cache_data`` on the dataset id, then kept under ``net.derived``); a graph over ``MAX_DRAWN`` nodes
+is drawn in part (:func:`crowdlab.graph.drawn_nodes`: whole pieces, then a breadth-first ball, so drawn nodes keep
+their neighbours). Chart titles and captions name a position as the stepper does ("iteration 2, after M-step").
 """
 
 from __future__ import annotations
@@ -27,7 +29,7 @@ from crowdlab import safe
 from crowdlab.data import Annotations, read_annotations
 from crowdlab.em import Run
 from crowdlab.errors import DataError
-from crowdlab.graph import grid_graph, read_edges, spectral_positions
+from crowdlab.graph import drawn_nodes, force_positions, grid_graph, read_edges
 from crowdlab.metrics import accuracy, confusion_error, macro_f
 from crowdlab.models import NetworkCrowd, make_model
 from crowdlab.models.majority import majority_labels
@@ -41,21 +43,23 @@ from crowdlab.ui.sequences_page import seed_crowd
 NS = "net"
 MAX_DRAWN = 2000
 DEFAULT_WORKERS = 8
-E_STEPS = {"icm": "ICM (Alg. 3)", "mean_field": "Mean field (Remark 2)"}
-INITS = {"majority": "Majority vote (soft)", "moments": "Moment matching (Alg. 2 / 4)"}
+E_STEPS = {"icm": "ICM", "mean_field": "Mean field"}
+SOURCES = {"icm": "Traganitis & Giannakis, Alg. 3", "mean_field": "Traganitis & Giannakis, Remark 2"}
+INITS = {"majority": "Majority vote (soft)", "moments": "Moment matching"}
+CONFUSION_ERROR = "confusion error (Traganitis & Giannakis, eq. 38)"
 TABS = ("Graph", "Workers", "Comparison")
 COLOUR_BY = ("EM posterior (at the cursor)", "i.i.d. Dawid-Skene", "majority vote", "truth")
 APPROXIMATE = {
     "icm": "**The E-step is approximate.** The exact posterior of a Potts MRF couples every node, so EM cannot "
-    "compute it. ICM (Alg. 3) sets each node in turn to its best label given its neighbours' (eq. 33), which never "
-    "lowers **J(ŷ, Γ) = log p(F, ŷ | Γ) + log Z** at the ICM labels ŷ, and then takes the soft q of eq. 34 for the "
-    "M-step. That M-step is not guaranteed to raise J, so **ICM-EM is not guaranteed monotone**: the objective "
-    "curve below is J, and it may dip.",
+    "compute it. ICM (Traganitis & Giannakis, Alg. 3) sets each node in turn to its best label given its "
+    "neighbours' (their eq. 33), which never lowers **J(ŷ, Γ) = log p(F, ŷ | Γ) + log Z** at the ICM labels ŷ, and "
+    "then takes the soft q of their eq. 34 for the M-step. That M-step is not guaranteed to raise J, so **ICM-EM is "
+    "not guaranteed monotone**: the objective curve below is J, and it may dip.",
     "mean_field": "**The E-step is approximate.** The exact posterior of a Potts MRF couples every node, so EM "
-    "cannot compute it. Mean field (Remark 2) replaces it by independent q_n and sweeps "
-    "q_n ∝ exp(log e_n + δ/2 Σ w q_n'), which never lowers the **free energy F(q, Γ) = E_q log p(F, y | Γ) + H(q) "
-    "+ log Z**, a lower bound of log p(F | Γ) + log Z; the M-step raises F too, so this variational EM never lowers "
-    "F. The objective curve below is F, not the (intractable) likelihood.",
+    "cannot compute it. Mean field (Traganitis & Giannakis, Remark 2) replaces it by independent qₙ and sweeps "
+    "qₙ ∝ exp(log eₙ + δ/2 Σ w qₙ′), which never lowers the **free energy F(q, Γ)** = (the mean of "
+    "log p(F, y | Γ) under q) + H(q) + log Z, a lower bound of log p(F | Γ) + log Z; the M-step raises F too, so "
+    "this variational EM never lowers F. The objective curve below is F, not the (intractable) likelihood.",
 }
 
 # source widgets (mirrored under net.widgets)
@@ -141,31 +145,44 @@ def read_upload_cached(
     return read_edges(_named(edges, edges_name), data, where="app")
 
 
-def baselines_fit(data_id: str, _data: Annotations, _progress=None) -> dict:
-    """Majority vote and i.i.d. Dawid-Skene to convergence (``_progress`` follows the fit); kept once per graph
-    under ``net.derived``."""
-    ds = Run(_data, make_model("ds"), keep_posteriors=2)
-    ds.run(progress=_progress)
-    return {"mv": majority_labels(_data), "ds": ds.labels(), "ds_q": ds.posterior, "ds_gamma": ds.params.gamma}
+def baselines_fit(data: Annotations) -> dict:
+    """Majority vote and i.i.d. Dawid-Skene to convergence."""
+    ds = Run(data, make_model("ds"), keep_posteriors=2)
+    ds.run()
+    return {"mv": majority_labels(data), "ds": ds.labels(), "ds_q": ds.posterior, "ds_gamma": ds.params.gamma}
+
+
+@st.cache_data(max_entries=6, show_spinner="Fitting i.i.d. Dawid-Skene once for this graph (the baseline)...")
+def baselines_cached(data_id: str, _data: Annotations) -> dict:
+    """:func:`baselines_fit`, cached on the dataset id (a revisit, or another session on the same graph, reuses it)."""
+    return baselines_fit(_data)
 
 
 @st.cache_data(max_entries=6, show_spinner="Laying out the graph (once per graph)...")
 def drawing_cached(data_id: str, _data: Annotations, _grid: tuple[int, int] | None = None) -> dict:
-    """Nodes to draw (all, or a random ``MAX_DRAWN`` of them), their positions and the edges among them."""
+    """Nodes to draw (all, or ``MAX_DRAWN`` of them: :func:`crowdlab.graph.drawn_nodes`), their positions (the pixel
+    grid, or :func:`crowdlab.graph.force_positions`) and the edges among them; ``pieces``: connected pieces drawn."""
+    from scipy.sparse.csgraph import connected_components
+
     A = _data.graph.tocsr()
     n = A.shape[0]
-    nodes = np.arange(n)
-    if n > MAX_DRAWN:
-        nodes = np.sort(np.random.default_rng(0).choice(n, MAX_DRAWN, replace=False))
+    nodes = drawn_nodes(A, MAX_DRAWN)
+    if nodes.size < n:
         A = A[nodes][:, nodes].tocsr()
     if _grid is not None:
         h, w = _grid
         pos = np.stack([nodes % w, -(nodes // w)], axis=1).astype(np.float64)
     else:
-        pos = spectral_positions(A)
+        pos = force_positions(A)
     upper = A.tocoo()
     keep = upper.row < upper.col
-    return {"nodes": nodes, "pos": pos, "edges": np.stack([upper.row[keep], upper.col[keep]], axis=1), "n": n}
+    return {
+        "nodes": nodes,
+        "pos": pos,
+        "edges": np.stack([upper.row[keep], upper.col[keep]], axis=1),
+        "n": n,
+        "pieces": int(connected_components(A, directed=False)[0]),
+    }
 
 
 def _named(content: bytes, name: str) -> io.BytesIO:
@@ -207,10 +224,7 @@ NET = lab.Lab(
 
 def baselines() -> dict:
     data = NET.ensure()
-    return NET.derived("baselines", lambda: lab.with_progress(
-        "Fitting i.i.d. Dawid-Skene once for this graph (the baseline)",
-        lambda progress: baselines_fit(f"{NS}:{NET.data_id()}", data, progress),
-    ))  # fmt: skip
+    return NET.derived("baselines", lambda: baselines_cached(f"{NS}:{NET.data_id()}", data))
 
 
 def drawing() -> dict:
@@ -292,7 +306,7 @@ def _on_delta_labels() -> None:
 # ---------------------------------------------------------------------------- derived
 def comparison_table(data: Annotations, run: Run, base: dict, truth: dict) -> pd.DataFrame:
     """Majority vote, i.i.d. DS and MRF-EM at the cursor: accuracy and macro F against gold; with a simulation's
-    truth also the confusion error (eq. 38)."""
+    truth also the confusion error (Traganitis & Giannakis, eq. 38)."""
     snap = run.current
     rows = [
         ("Majority vote", base["mv"], None),
@@ -306,7 +320,7 @@ def comparison_table(data: Annotations, run: Run, base: dict, truth: dict) -> pd
             row["accuracy"] = accuracy(labels, data.gold)
             row["macro F"] = macro_f(labels, data.gold, data.n_classes)
         if "gamma" in truth:
-            row["confusion error (eq. 38)"] = np.nan if gamma is None else confusion_error(truth["gamma"], gamma)
+            row[CONFUSION_ERROR] = np.nan if gamma is None else confusion_error(truth["gamma"], gamma)
         out.append(row)
     return pd.DataFrame(out)
 
@@ -330,56 +344,70 @@ def _sweeps(n: int) -> str:
 
 # ---------------------------------------------------------------------------- the page
 def networks_page() -> None:
-    """Dataset, settings, then the stepper (its notice, buttons, Play, curves and the tabs)."""
-    source_section()
-    settings_section()
+    """Dataset, settings, then the stepper (its notice, buttons, Play, curves and the tabs). In presenter mode the
+    dataset and the settings fold into one expander, so the graph starts higher on the first screen."""
+    if presenter.is_on():
+        data = NET.ensure()
+        cfg = NET.config()
+        delta = "δ per edge" if cfg.delta == "labels" else f"δ = {delta_now(data):g}"
+        with st.expander(
+            f"Settings and dataset: {E_STEPS[cfg.e_step]} E-step, {delta}, start from {INITS[cfg.init].lower()} · "
+            f"**{safe.md(data.name)}**"
+        ):
+            _settings_widgets()
+            st.markdown("**Dataset**: simulate a network, a noisy image, or upload")
+            _source_widgets()
+    else:
+        source_section()
+        settings_section()
     stepper_panel()
 
 
 def source_section() -> None:
     data = NET.ensure()
     with st.expander(f"Dataset: **{safe.md(data.name)}** — simulate a network, a noisy image, or upload"):
-        sbm, image, upload = st.tabs(["Simulate (SBM)", "Noisy image (pixel grid)", "Upload"])
-        with sbm:
-            st.markdown(
-                "A **stochastic block model**: communities = classes, an edge inside a community with probability "
-                "p_in, between communities with p_out = ratio × p_in, set by the average degree. Every node is "
-                "labelled by every worker of Traganitis & Giannakis' crowd (40 % spammers, experts with accuracy "
-                "U(0.35, 0.6))."
-            )
-            c1, c2, c3 = st.columns(3)
-            c1.slider("Nodes", 100, 5000, step=100, **NET.mirrored(SIM_N))
-            c2.slider("Classes (communities)", 2, 8, **NET.mirrored(SIM_K))
-            c3.slider("Workers", 2, 30, **NET.mirrored(SIM_M))
-            d1, d2, d3 = st.columns(3)
-            d1.slider("Average degree", 0.5, 20.0, step=0.5, **NET.mirrored(SIM_DEGREE))
-            d2.slider("Ratio p_out / p_in", 0.0, 1.0, step=0.01, **NET.mirrored(SIM_RATIO))
-            d3.number_input("Seed", min_value=0, step=1, **NET.mirrored(SIM_SEED))
-            st.button("Simulate", key="net.sim.run", type="primary", on_click=use_simulation)
-        with image:
-            st.markdown(
-                f"A {IMAGE_SHAPE[0]} × {IMAGE_SHAPE[1]} image (background, a disc, a bar); every worker labels every "
-                "pixel, right with the given probability; the graph joins each pixel to its 4 neighbours."
-            )
-            c1, c2, c3 = st.columns(3)
-            c1.slider("Workers", 1, 15, **NET.mirrored(IMG_WORKERS))
-            c2.slider("Accuracy of a worker", 0.34, 1.0, step=0.02, **NET.mirrored(IMG_ACC))
-            c3.number_input("Seed", min_value=0, step=1, **NET.mirrored(IMG_SEED))
-            st.button("Make the image", key="net.img.run", type="primary", on_click=use_image)
-        with upload:
-            st.markdown(
-                "A label file (long `item,worker,label` or wide CSV), an edge list `source,target[,weight]` naming its "
-                "items, and optionally gold (`item,label`)."
-            )
-            file_boxes(
-                [("Label file", UPLOAD_LABELS), ("Edge list", UPLOAD_EDGES), ("Gold file (optional)", UPLOAD_GOLD)]
-            )
-            st.button("Load", key="net.upload.load", type="primary", on_click=_on_load)
-        NET.upload_messages()
+        _source_widgets()
+
+
+def _source_widgets() -> None:
+    sbm, image, upload = st.tabs(["Simulate (SBM)", "Noisy image (pixel grid)", "Upload"])
+    with sbm:
+        st.markdown(
+            "A **stochastic block model**: communities = classes, an edge inside a community with probability "
+            "pᵢₙ, between communities with pₒᵤₜ = ratio × pᵢₙ, set by the average degree. Every node is labelled by "
+            "every worker of Traganitis & Giannakis' crowd (40 % spammers, experts with accuracy U(0.35, 0.6))."
+        )
+        c1, c2, c3 = st.columns(3)
+        c1.slider("Nodes", 100, 5000, step=100, **NET.mirrored(SIM_N))
+        c2.slider("Classes (communities)", 2, 8, **NET.mirrored(SIM_K))
+        c3.slider("Workers", 2, 30, **NET.mirrored(SIM_M))
+        d1, d2, d3 = st.columns(3)
+        d1.slider("Average degree", 0.5, 20.0, step=0.5, **NET.mirrored(SIM_DEGREE))
+        d2.slider("Ratio pₒᵤₜ / pᵢₙ", 0.0, 1.0, step=0.01, **NET.mirrored(SIM_RATIO))
+        d3.number_input("Seed", min_value=0, step=1, **NET.mirrored(SIM_SEED))
+        st.button("Simulate", key="net.sim.run", type="primary", on_click=use_simulation)
+    with image:
+        st.markdown(
+            f"A {IMAGE_SHAPE[0]} × {IMAGE_SHAPE[1]} image (background, a disc, a bar); every worker labels every "
+            "pixel, right with the given probability; the graph joins each pixel to its 4 neighbours."
+        )
+        c1, c2, c3 = st.columns(3)
+        c1.slider("Workers", 1, 15, **NET.mirrored(IMG_WORKERS))
+        c2.slider("Accuracy of a worker", 0.34, 1.0, step=0.02, **NET.mirrored(IMG_ACC))
+        c3.number_input("Seed", min_value=0, step=1, **NET.mirrored(IMG_SEED))
+        st.button("Make the image", key="net.img.run", type="primary", on_click=use_image)
+    with upload:
+        st.markdown(
+            "A label file (long `item,worker,label` or wide CSV), an edge list `source,target[,weight]` naming its "
+            "items, and optionally gold (`item,label`)."
+        )
+        file_boxes([("Label file", UPLOAD_LABELS), ("Edge list", UPLOAD_EDGES), ("Gold file (optional)", UPLOAD_GOLD)])
+        st.button("Load", key="net.upload.load", type="primary", on_click=_on_load)
+    NET.upload_messages()
 
 
 def settings_section() -> None:
-    """The page's settings (a change resets the run), folded into an expander in presenter mode."""
+    """The page's settings (a change resets the run)."""
     with presenter.settings(f"Settings: {E_STEPS[NET.config().e_step]} E-step, δ and start"):
         _settings_widgets()
 
@@ -392,7 +420,14 @@ def _settings_widgets() -> None:
     per_edge = NET.config().delta == "labels"
     st.session_state[W_DELTA_LABELS] = per_edge
     c1, c2, c3 = st.columns([2, 2, 3], vertical_alignment="bottom")  # every start whole at 1024 px
-    c1.radio("E-step", list(E_STEPS), format_func=E_STEPS.get, horizontal=True, **NET.config_widget("e_step"))
+    c1.radio(
+        "E-step",
+        list(E_STEPS),
+        format_func=E_STEPS.get,
+        horizontal=True,
+        help="ICM: Traganitis & Giannakis, Alg. 3; mean field: their Remark 2.",
+        **NET.config_widget("e_step"),
+    )
     c2.slider(
         "δ, the Potts penalty for disagreeing neighbours",
         0.0,
@@ -403,12 +438,18 @@ def _settings_widgets() -> None:
         disabled=per_edge,
         help=f"0: no graph (i.i.d. Dawid-Skene with a uniform prior); the default is M = {M} workers.",
     )
-    c3.selectbox("Start from", list(INITS), format_func=INITS.get, **NET.config_widget("init"))
+    c3.selectbox(
+        "Start from",
+        list(INITS),
+        format_func=INITS.get,
+        help="Moment matching: Traganitis & Giannakis, Alg. 2 and 4.",
+        **NET.config_widget("init"),
+    )
     st.checkbox(  # its own row: the label is whole at 1024 px
-        "δ per edge from the labels: (M_n + M_n′) / 4",
+        "δ per edge from the labels: (Mₙ + Mₙ′) / 4",
         key=W_DELTA_LABELS,
         on_change=_on_delta_labels,
-        help="Traganitis & Giannakis' choice for graphs built from features: each node contributes M_n / 2, half "
+        help="Traganitis & Giannakis' choice for graphs built from features: each node contributes Mₙ / 2, half "
         "its number of labels, so well-labelled nodes trust their neighbours more.",
     )
     with st.expander("Seed and stopping rule"):
@@ -429,18 +470,42 @@ def curves_panel(run: Run) -> None:
     c1, c2 = lab.curve_columns(2)  # two columns: a third would be too narrow for its title at 1024 px
     with c1:
         lab.objective_chart(NET.slot, run, title=f"Objective: {run.model.objective_name}", show_bound=False)
-        trace, at = last_trace(run)
-        name = "F" if run.model.method == "mean_field" else "J"
-        fig = figs.sweep_trace(trace, title="Sweeps of the last E-step", y_title=name)
-        fig.update_layout(height=lab.chart_height(fig.layout.height or 360))
-        st.plotly_chart(lab.wrap_title(fig, 28), key="net.trace_chart")
-        if at is not None:
-            st.caption(
-                f"{name} over the {_sweeps(len(trace) - 1)} of the E-step to snapshot {at}, as the gain over its "
-                "start: it never falls within an E-step."
-            )
+        sweeps_panel(run)
     with c2:
         lab.metric_chart(NET.slot, run)
+
+
+def sweeps_panel(run: Run) -> None:
+    """The improved quantity over the sweeps of the E-step behind the cursor: a chart, or a sentence where a chart
+    would be empty (no E-step yet, one sweep, nothing gained)."""
+    trace, at = last_trace(run)
+    name = "F" if run.model.method == "mean_field" else "J"
+    title = "Sweeps of the last E-step"
+    if at is None:
+        st.markdown(f"**{title}**")
+        st.caption(f"No E-step yet: step once to see {name} grow over the sweeps of an E-step.")
+        return
+    which = e_step_name(run, at)
+    gain = float(trace[-1] - trace[0])
+    if len(trace) <= 2 or gain == 0.0:
+        st.markdown(f"**{title}**")
+        change = "did not change" if gain == 0.0 else f"rose by {gain:.4g}"
+        settled = " (the labels were already settled)" if gain == 0.0 else ""
+        st.caption(f"The {which} took {_sweeps(len(trace) - 1)}: {name} {change}{settled}.")
+        return
+    fig = figs.sweep_trace(trace, title=title, y_title=name)
+    fig.update_layout(height=lab.chart_height(fig.layout.height or 360))
+    st.plotly_chart(lab.wrap_title(fig, 28), key="net.trace_chart")
+    st.caption(
+        f"{name} over the {_sweeps(len(trace) - 1)} of the {which}, as the gain over its start: it never falls "
+        "within an E-step."
+    )
+
+
+def e_step_name(run: Run, index: int) -> str:
+    """ "E-step of iteration 3" for the E-step snapshot ``index`` (the stepper's "iteration 3, after E-step")."""
+    snap = run.snapshots[index]
+    return "E-step of the start" if snap.kind == "init" else f"E-step of iteration {snap.iteration + 1}"
 
 
 def tabs_panel(run: Run) -> None:
@@ -452,14 +517,19 @@ def tabs_panel(run: Run) -> None:
 
 
 def graph_panel(run: Run) -> None:
+    """The graph coloured as chosen; in presenter mode without a title and with the choice below it, so the drawing
+    starts high on the first screen (the heading above says where the cursor is)."""
     data = run.data
     draw = drawing()
     nodes = draw["nodes"]
+    compact = presenter.is_on()
     options = list(COLOUR_BY if data.has_gold else COLOUR_BY[:-1])
+    chart = st.container() if compact else None  # presenter mode: the drawing above the choice
     by = st.radio(
         "Colour the nodes by", options, horizontal=True,
         **NET.view_widget(W_COLOUR, "colour", lambda v: v in options, options[0]),
     )  # fmt: skip
+    chart = st.container() if chart is None else chart
     base = baselines()
     snap = run.current
     if by == COLOUR_BY[0]:
@@ -471,6 +541,12 @@ def graph_panel(run: Run) -> None:
     else:
         labels, conf = np.maximum(data.gold, 0), np.where(data.gold >= 0, 1.0, 0.0)
     wrong = (labels != data.gold) & (data.gold >= 0) if data.has_gold and by != COLOUR_BY[3] else None
+    n_wrong = None if wrong is None else int(wrong.sum())
+    title = (
+        f"Nodes coloured by the EM posterior: {lab.step_label(run)}"
+        if by == COLOUR_BY[0]
+        else f"Nodes coloured by {by}"
+    )
     fig = figs.network_figure(
         draw["pos"],
         draw["edges"],
@@ -478,23 +554,50 @@ def graph_panel(run: Run) -> None:
         conf[nodes],
         data.class_names,
         wrong=None if wrong is None else wrong[nodes],
+        wrong_total=n_wrong,
         names=[data.item_names[i] for i in nodes],
-        title=f"Nodes coloured by {by}" + (f", snapshot {snap.index}" if by == COLOUR_BY[0] else ""),
-        height=560 if "grid" in NET.extra() else 620,
+        title="" if compact else title,
+        height=(400 if compact else 560) if "grid" in NET.extra() else (440 if compact else 620),
     )
-    st.plotly_chart(lab.wrap_title(fig, 60), key="net.graph_chart")
-    notes = ["opacity = the posterior's max q (faint: unsure)"]
+    with chart:
+        st.plotly_chart(lab.wrap_title(fig, 60), key="net.graph_chart")
+    st.caption(graph_caption(data, draw, by, wrong, n_wrong))
+
+
+def graph_caption(data: Annotations, draw: dict, by: str, wrong, n_wrong: int | None) -> str:
+    """What the drawing shows: opacity (when it varies), the rings and their counts (all nodes, and the drawn ones
+    when only part is drawn), which nodes are drawn and how they were placed."""
+    n, drawn = draw["n"], draw["nodes"].size
+    notes = []
+    if by in COLOUR_BY[:2]:
+        notes.append("opacity = the posterior's max q (faint: unsure)")
+    elif by == COLOUR_BY[3] and (data.gold < 0).any():
+        notes.append("faint: no gold label")
     if wrong is not None:
-        notes.append(f"black rings: wrong against gold ({int(wrong.sum()):,} of {data.n_items:,} nodes)")
-    if draw["n"] > nodes.size:
-        notes.append(
-            f"the graph has {draw['n']:,} nodes: a random {nodes.size:,} of them are drawn with the edges among them; "
-            "the counts cover all nodes"
-        )
+        ring = f"black rings: wrong against gold ({n_wrong:,} of {n:,} nodes"
+        if drawn < n:
+            ring += f"; {int(wrong[draw['nodes']].sum()):,} of them among the {drawn:,} drawn"
+        notes.append(ring + ")")
+    if "grid" in NET.extra():
+        notes.append(f"{n:,} pixels on their grid, {len(draw['edges']):,} edges")
     else:
-        where = "the pixel grid" if "grid" in NET.extra() else "spectral layout, computed once per graph"
-        notes.append(f"{draw['n']:,} nodes, {len(draw['edges']):,} edges ({where})")
-    st.caption("; ".join(notes) + ".")
+        if drawn < n:
+            notes.append(
+                f"the graph has {n:,} nodes: {drawn:,} are drawn, with the {len(draw['edges']):,} edges among them "
+                "(its largest connected pieces; one too big is cut to the nodes nearest 8 random starting nodes, so "
+                "neighbours stay together); scores and counts cover all nodes"
+            )
+        else:
+            notes.append(f"{n:,} nodes, {len(draw['edges']):,} edges")
+        pieces = draw.get("pieces", 1)
+        packed = f"; its {pieces:,} connected pieces side by side, largest first" if pieces > 1 else ""
+        notes.append(f"force-directed layout (LinLog, Noack 2007), computed once per graph{packed}")
+    return "; ".join(notes) + "."
+
+
+def worker_title(name: str) -> str:
+    """A worker's name as a title: "worker 39" for a bare number (which would read as a count), else the name."""
+    return f"worker {name}" if str(name).strip().isdigit() else str(name)
 
 
 def workers_panel(run: Run) -> None:
@@ -502,11 +605,11 @@ def workers_panel(run: Run) -> None:
     active = np.argsort(-data.labels_per_worker, kind="stable")[:DEFAULT_WORKERS]
     fig = confusion_grid(
         run.current.params.gamma,
-        data.worker_names,
+        [worker_title(w) for w in data.worker_names],
         data.class_names,
         workers=active.tolist(),
         cols=4,
-        title=f"Confusion matrices Γₘ at snapshot {run.index} (columns: true class, rows: worker says)",
+        title=f"Confusion matrices Γₘ, {lab.step_label(run)} (columns: true class, rows: worker says)",
     )
     st.plotly_chart(lab.wrap_title(fig, 60), key="net.confusion_chart")
     st.caption(f"The {len(active)} most active of {data.n_workers:,} workers; colours fixed to [0, 1].")

@@ -14,7 +14,7 @@ from streamlit.testing.v1 import AppTest
 
 from crowdlab import safe
 from crowdlab.ui import networks_page as npg
-from crowdlab.ui import state
+from crowdlab.ui import presenter, state
 
 ROOT = Path(__file__).resolve().parents[2]
 PAGE = "pages/7_Networks.py"
@@ -97,8 +97,10 @@ def test_cold_load_draws_the_sbm_and_says_the_e_step_is_approximate():
     assert len(classes) == 4 and sum(len(_arr(t["x"])) for t in classes) == 1000
     assert "wrong" in {t.get("meta") for t in graph["data"]}
     assert _meta(graph, "edges")
-    trace = _chart(at, "net.trace_chart")
-    assert not trace["data"]  # no E-step yet: a message instead
+    assert _chart(at, "net.trace_chart") is None  # no E-step yet: a sentence, not an empty chart
+    assert any(c.value.startswith("No E-step yet") for c in at.caption)
+    caption = " ".join(c.value for c in at.caption)
+    assert "opacity = the posterior's max q" in caption and "force-directed layout" in caption
     objective = _chart(at, "net.stepper.objective_chart")
     assert "ICM labels" in objective["layout"]["title"]["text"].replace("<br>", " ")  # wrapped to fit
 
@@ -108,10 +110,16 @@ def test_step_e_m_back_scrub_run_reset_and_the_sweep_trace():
     run = _run(at)
     _click(at, "net.stepper.e_step")
     assert run.current.kind == "E" and _label(at) == "iteration 1, after E-step"
-    trace = _meta(_chart(at, "net.trace_chart"), "trace")
+    spec = _chart(at, "net.trace_chart")
+    trace = _meta(spec, "trace")
     post = run.current.posterior
     y = _arr(trace["y"])
     assert y.size == len(post.trace) == post.sweeps + 1 and y[0] == 0 and np.all(np.diff(y) >= -1e-9)
+    assert spec["layout"]["xaxis"]["dtick"] >= 1 and spec["layout"]["xaxis"]["tick0"] == 0  # whole sweeps
+    # the stepper's words: "iteration 1", not "snapshot 1"
+    assert any("of the E-step of iteration 1," in c.value for c in at.caption)
+    title = _chart(at, "net.graph_chart")["layout"]["title"]["text"].replace("<br>", " ")
+    assert title == "Nodes coloured by the EM posterior: iteration 1, after E-step"
     _click(at, "net.stepper.m_step")
     _click(at, "net.stepper.step")
     assert (run.index, run.iteration) == (4, 2)
@@ -161,7 +169,7 @@ def test_tabs_colouring_and_comparison():
     mrf = table.iloc[2]
     # the graph helps (Traganitis & Giannakis Sec. 6.2)
     assert mrf["macro F"] > table.loc["i.i.d. Dawid-Skene", "macro F"] + 0.1
-    assert "confusion error (eq. 38)" in table.columns
+    assert npg.CONFUSION_ERROR in table.columns and "Traganitis & Giannakis" in npg.CONFUSION_ERROR
     at.session_state["net.view.tab"] = "Workers"
     _ok(at.run())
     assert len(_chart(at, "net.confusion_chart")["data"]) == npg.DEFAULT_WORKERS
@@ -268,3 +276,134 @@ def test_play_and_the_shortcuts_drive_the_pages_run_and_a_settings_notice_goes_w
     assert "Settings changed: the run was reset." in [i.value for i in at.info]
     _click(at, "net.stepper.next")
     assert "Settings changed: the run was reset." not in [i.value for i in at.info]
+
+
+def _order(at: AppTest) -> list[str]:
+    """Keys of the widgets and charts, in the order the page draws them (depth first)."""
+    out = []
+
+    def walk(node) -> None:
+        kind = getattr(node, "type", None)
+        if kind == "plotly_chart":
+            out.append(node.proto.id.rsplit("-", 1)[-1])
+        elif getattr(node, "key", None):
+            out.append(node.key)
+        for k in sorted(getattr(node, "children", None) or {}):
+            walk(node.children[k])
+
+    walk(at._tree)
+    return out
+
+
+def _captions(at: AppTest) -> str:
+    return " ".join(c.value for c in at.caption)
+
+
+def test_a_graph_of_5000_nodes_is_drawn_readably_and_its_counts_agree():
+    """The audit: over 2,000 nodes the drawing collapsed to about five dots, and the legend counted 55 wrong nodes
+    where the caption said 83."""
+    at = _page()
+    _ok(at.slider(key=npg.SIM_N).set_value(5000).run())
+    _click(at, "net.sim.run")
+    _click(at, "net.stepper.step")
+    data, run = at.session_state["net.data.obj"], _run(at)
+    assert data.n_items == 5000
+    graph = _chart(at, "net.graph_chart")
+    classes = [t for t in graph["data"] if str(t.get("meta", "")).startswith("class:")]
+    pos = np.stack(
+        [np.concatenate([_arr(t["x"]) for t in classes]), np.concatenate([_arr(t["y"]) for t in classes])], axis=1
+    )
+    assert len(pos) == npg.MAX_DRAWN
+    d = np.sqrt(((pos[:, None, :] - pos[None, :, :]) ** 2).sum(-1))
+    np.fill_diagonal(d, np.inf)
+    near = d.min(axis=1) / np.ptp(pos, axis=0).max()
+    assert np.median(near) > 1e-3 and np.mean(near < 1e-4) < 0.02  # not five dots
+    assert len(_arr(_meta(graph, "edges")["x"])) / 3 > npg.MAX_DRAWN  # the drawn nodes keep their edges
+    total = int(((np.argmax(run.current.q, axis=1) != data.gold) & (data.gold >= 0)).sum())
+    drawn = len(_arr(_meta(graph, "wrong")["x"]))
+    assert 0 < drawn < total
+    assert _meta(graph, "wrong")["name"] == f"wrong: {drawn:,} drawn of {total:,}"
+    assert f"({total:,} of 5,000 nodes; {drawn:,} of them among the 2,000 drawn)" in _captions(at)
+    assert "2,000 are drawn" in _captions(at) and "random 2,000" not in _captions(at)
+
+
+def test_presenter_mode_puts_the_graph_on_the_first_screen():
+    """Dataset and settings fold into one expander, and the graph has no title and comes before its colour choice,
+    so it starts high enough to be seen whole at 1024 x 768 (the browser test measures it)."""
+    at = AppTest.from_file(str(ROOT / PAGE), default_timeout=TIMEOUT)
+    at.session_state[presenter.KEY] = True
+    _ok(at.run())
+    labels = [e.label for e in at.expander]
+    assert labels[0].startswith("Settings and dataset: ICM E-step, δ = 10, start from majority vote")
+    assert not any(label.startswith("Dataset") for label in labels)
+    order = _order(at)
+    assert order.index("net.graph_chart") < order.index(npg.W_COLOUR)
+    graph = _chart(at, "net.graph_chart")
+    assert not graph["layout"].get("title", {}).get("text") and graph["layout"]["height"] <= 440
+    _ok(at.toggle(key=presenter.W_TOGGLE).set_value(False).run())
+    order = _order(at)
+    assert order.index(npg.W_COLOUR) < order.index("net.graph_chart")  # the choice above it otherwise
+    assert [e.label for e in at.expander][0].startswith("Dataset:")
+
+
+def test_the_sweeps_are_words_when_there_is_nothing_to_draw_and_opacity_is_noted_only_where_it_varies():
+    at = _page()
+    _click(at, "net.stepper.run")
+    run = _run(at)
+    trace, index = npg.last_trace(run)
+    assert len(trace) == 2  # converged ICM: the last E-step changed nothing in its one sweep
+    assert _chart(at, "net.trace_chart") is None  # not an empty 0-1 axis
+    iteration = run.snapshots[index].iteration + 1
+    said = f"The E-step of iteration {iteration} took 1 sweep: J did not change (the labels were already settled)."
+    assert said in _captions(at)
+    assert "opacity = the posterior's max q" in _captions(at)
+    for by in (npg.COLOUR_BY[2], npg.COLOUR_BY[3]):  # majority vote and truth: every node opaque
+        _ok(at.radio(key=npg.W_COLOUR).set_value(by).run())
+        assert "opacity" not in _captions(at), by
+    _ok(at.radio(key=npg.W_COLOUR).set_value(npg.COLOUR_BY[1]).run())
+    assert "opacity = the posterior's max q" in _captions(at)
+
+
+def test_one_vocabulary_subscripts_and_whose_equations():
+    at = _page()
+    _click(at, "net.stepper.step")
+    _ok(at.radio(key=npg.W_ESTEP).set_value("mean_field").run())
+    _click(at, "net.stepper.e_step")
+    info = " ".join(i.value for i in at.info)
+    assert "Traganitis & Giannakis, Remark 2" in info and "qₙ ∝ exp(log eₙ" in info
+    assert "q_n" not in info and "e_n" not in info and "E_q" not in info
+    assert at.radio(key=npg.W_ESTEP).options == ["ICM", "Mean field"]
+    assert "Traganitis & Giannakis, Alg. 3" in npg.APPROXIMATE["icm"]
+    assert "Alg. 3" in at.radio(key=npg.W_ESTEP).help and "Traganitis & Giannakis" in at.radio(key=npg.W_ESTEP).help
+    assert at.checkbox(key=npg.W_DELTA_LABELS).label == "δ per edge from the labels: (Mₙ + Mₙ′) / 4"
+    # the charts say where the cursor is as the stepper's heading does
+    assert _label(at) == "iteration 1, after E-step"
+    ours = " ".join(c.value for c in at.caption if not c.value.startswith("snapshot "))  # less the stepper's count
+    assert "of the E-step of iteration 1," in ours and "snapshot" not in ours
+    at.session_state["net.view.tab"] = "Workers"
+    _ok(at.run())
+    title = _chart(at, "net.confusion_chart")["layout"]["title"]["text"].replace("<br>", " ")
+    assert "iteration 1, after E-step" in title and "snapshot" not in title
+
+
+def test_numbered_workers_are_named_workers(wrapper):
+    labels = b"item,worker,label\na,39,x\na,97,x\nb,39,x\nb,97,y\nc,39,y\nc,97,y\nd,39,y\nd,97,x\n"
+    at = AppTest.from_file(str(wrapper), default_timeout=TIMEOUT)
+    at.session_state["test.upload"] = dict(labels=labels, edges=EDGES, gold=GOLD, name="lab.csv")
+    _ok(at.run())
+    at.session_state["net.view.tab"] = "Workers"
+    _ok(at.run())
+    spec = _chart(at, "net.confusion_chart")
+    names = [a["text"] for a in spec["layout"]["annotations"]]
+    assert "worker 39" in names and "worker 97" in names and "39" not in names
+    assert npg.worker_title("w3") == "w3" and npg.worker_title("7") == "worker 7"
+
+
+def test_the_baseline_is_fitted_once_per_graph_across_sessions(monkeypatch):
+    calls = []
+    fit = npg.baselines_fit
+    monkeypatch.setattr(npg, "baselines_fit", lambda data: calls.append(1) or fit(data))
+    npg.baselines_cached.clear()
+    _page()
+    _page()  # a second session (a revisit in a new tab): the cached fit
+    assert len(calls) == 1

@@ -67,6 +67,11 @@ STRIP_TITLE_PAD = 10  # px above a strip's title
 STRIP_TITLE_LINE = 20  # px per line of a strip's title (15 px text)
 STRIP_LEGEND_ROW = 29  # px per row of a strip's legend (11 px text, 12 px symbols)
 EDGE_COLOR = "#c8c8c8"
+CELL_TEXT_PX = 14  # the largest size heatmap numbers are drawn at (presenter mode's CSS: 14 px, whatever we ask)
+DIGITS_EM = (1.96, 1.4)  # widths of "0.44" and ".44" in em (a digit ~0.56 em, the point ~0.28 em)
+CELL_PAD_PX = 4  # room left in a cell around its number
+LABEL_CHAR_PX = 8.0  # px a character of an axis label (12 px text; 14 px in presenter mode)
+COLORBAR_PX = 75  # a colour bar with its ticks and title "P"
 
 
 def class_colors(n_classes: int, background: int | None = None) -> list[str]:
@@ -259,16 +264,26 @@ def transition_heatmap(
     title: str = "Transitions T[to, from]",
     text_max: int = 10,
     height: int | None = None,
+    width_px: int | None = None,
+    text_px: float = CELL_TEXT_PX,
+    title_width: int = 36,
 ) -> go.Figure:
     """Heatmap of a transition matrix with T[k_new, k_old] = P(y_{n+1} = k_new | y_n = k_old): rows = "to"
     (top-down, row 0 on top), columns = "from" (each column sums to 1); fixed colour range [0, 1] on a shared
-    colour axis, numbers on the cells when K <= ``text_max``. One trace, ``meta="T"``."""
+    colour axis. One trace, ``meta="T"``; every class is labelled on both axes (a category axis would skip every
+    other label when crowded).
+
+    ``width_px``: about how wide the chart is drawn. Given, the numbers go on the cells only when they fit a cell
+    at ``text_px`` (the largest size they are drawn at: presenter mode's CSS draws heatmap numbers at 14 px,
+    whatever the figure asks), as "0.44", else ".44", else not at all (the hover keeps them); the "from" labels
+    turn (-45 or -90 degrees) only when they do not fit across, and the height follows the cells. Without it:
+    numbers when K <= ``text_max``, in plotly's own size (the lessons' fixed-size charts)."""
     T = np.asarray(T, dtype=np.float64)
     if T.ndim != 2 or T.shape[0] != T.shape[1]:
         raise ValueError(f"T must be (K, K), got shape {T.shape}.")
     K = T.shape[0]
     names = safe.html_all(class_names)
-    show_text = K <= text_max
+    chars = max((len(str(c)) for c in class_names), default=1)
     heat = dict(
         type="heatmap",
         z=T,
@@ -283,21 +298,54 @@ def transition_heatmap(
         name="T",
         hovertemplate="from %{x} to %{y}: %{z:.3f}<extra></extra>",
     )
-    if show_text:
-        heat["text"] = _cell_text(T)
+    angle: float | str = -45 if K > 6 else 0
+    if width_px is None:
+        text = _cell_text(T) if K <= text_max else None
+        side = max(320, min(560, 140 + 42 * K))
+    else:
+        cell = transition_cell_px(K, class_names, width_px)
+        text = fitting_cell_text(T, cell, text_px) if K <= text_max else None
+        if text is not None:
+            heat["textfont"] = dict(size=12)
+        label = LABEL_CHAR_PX * chars + 6  # a "from" label written across
+        angle = 0 if label <= cell else -45 if cell >= 18 else -90
+        drop = {0: 20, -45: 0.72 * label, -90: label}[angle]  # how far the "from" labels reach below the plot
+        side = int(50 + min(cell, 40) * K + drop + 45)
+    if text is not None:
+        heat["text"] = text
         heat["texttemplate"] = "%{text}"
-    side = max(320, min(560, 140 + 42 * K))
+    ticks = dict(tickmode="array", tickvals=names, ticktext=names)
     layout = _layout(
         title,
         height or side,
+        title_width=title_width,
         margin=dict(l=10, r=10, t=50, b=10),
         coloraxis=dict(cmin=0.0, cmax=1.0, colorscale=COLOR_SCALE, colorbar=dict(title=dict(text="P"), thickness=12)),
-        xaxis=dict(
-            type="category", title=dict(text="from (label at n)"), automargin=True, tickangle=-45 if K > 6 else 0
+        xaxis=dict(type="category", title=dict(text="from (label at n)"), automargin=True, tickangle=angle, **ticks),
+        yaxis=dict(
+            type="category", title=dict(text="to (label at n + 1)"), autorange="reversed", automargin=True, **ticks
         ),
-        yaxis=dict(type="category", title=dict(text="to (label at n + 1)"), autorange="reversed", automargin=True),
     )
     return go.Figure(data=[heat], layout=layout)
+
+
+def transition_cell_px(K: int, class_names: Sequence[str], width_px: int) -> float:
+    """About how wide one cell of :func:`transition_heatmap`'s K x K matrix is drawn in a chart ``width_px`` wide:
+    the chart less the margins, the "to" title and labels (``LABEL_CHAR_PX`` a character) and the colour bar."""
+    chars = max((len(str(c)) for c in class_names), default=1)
+    return max(width_px - 20 - 25 - LABEL_CHAR_PX * chars - COLORBAR_PX, 0) / max(K, 1)
+
+
+def fitting_cell_text(z: np.ndarray, cell_px: float, text_px: float = CELL_TEXT_PX) -> np.ndarray | None:
+    """The numbers of a [0, 1] heatmap as they fit a cell ``cell_px`` wide at ``text_px``: "0.44"; else ".44"
+    (no leading zero, as is usual for probabilities; 1.00 as "1"); else None (too narrow for any)."""
+    z = np.asarray(z, dtype=np.float64)
+    if DIGITS_EM[0] * text_px + CELL_PAD_PX <= cell_px:
+        return np.char.mod("%.2f", z)
+    if DIGITS_EM[1] * text_px + CELL_PAD_PX <= cell_px:
+        full = np.char.mod("%.2f", z)
+        return np.where(full == "1.00", "1", np.char.lstrip(full, "0"))
+    return None
 
 
 # ---------------------------------------------------------------------------- networks
@@ -314,14 +362,16 @@ def network_figure(
     min_opacity: float = 0.15,
     title: str = "The graph",
     height: int = 620,
+    wrong_total: int | None = None,
 ) -> go.Figure:
     """A drawing of a graph: nodes at ``pos`` (n, 2), ``edges`` (E, 2) node index pairs as thin grey lines, nodes
     coloured by their class ``labels`` (n,) with opacity = ``confidence`` (n,) (max q; at least ``min_opacity``),
     and the nodes of ``wrong`` (n,) bool (disagreeing with gold) ringed in black.
 
     Traces: ``edges``, one ``class:<name>`` per class (markers; per-point opacity), ``legend:<name>`` (solid
-    legend markers), ``wrong`` when given.
-    Axes are hidden and equally scaled.
+    legend markers), ``wrong`` when given: its legend entry counts the ringed nodes, and says "N drawn of T" when
+    ``wrong_total`` (the count over the whole graph, of which only part is drawn) differs.
+    Axes are hidden and equally scaled; an empty ``title`` leaves out the title and its margin.
     """
     pos = np.asarray(pos, dtype=np.float64)
     labels = np.asarray(labels, dtype=np.int64)
@@ -378,7 +428,9 @@ def network_figure(
                 y=pos[w, 1],
                 mode="markers",
                 meta="wrong",
-                name=f"wrong ({w.size:,})",
+                name=f"wrong ({w.size:,})"
+                if wrong_total is None or wrong_total == w.size
+                else f"wrong: {w.size:,} drawn of {wrong_total:,}",
                 marker=dict(symbol="circle-open", size=13, color=WRONG_COLOR, line=dict(width=2)),
                 hoverinfo="skip",
                 legendgroup="wrong",
@@ -388,12 +440,18 @@ def network_figure(
     layout = _layout(
         title,
         height,
-        margin=dict(l=10, r=10, t=50, b=10),
+        margin=dict(l=10, r=10, t=50 if title else 10, b=10),
         legend=dict(orientation="h", yanchor="top", y=-0.01, xanchor="left", x=0, itemsizing="constant"),
         xaxis=hidden,
         yaxis=dict(hidden, scaleanchor="x", scaleratio=1),
     )
     return go.Figure(data=traces, layout=layout)
+
+
+def _whole_step(last: int, ticks: int = 8) -> int:
+    """A whole tick step, 1, 2 or 5 times a power of ten, that puts at most ``ticks`` ticks past 0 on 0 .. ``last``."""
+    steps = [m * 10**e for e in range(7) for m in (1, 2, 5)]
+    return next((s for s in steps if last / s <= ticks), steps[-1])
 
 
 def sweep_trace(
@@ -406,7 +464,7 @@ def sweep_trace(
     """The quantity an approximate E-step improves (ICM: J at the labels; mean field: F) after each sweep of that
     E-step, drawn as the gain over its value at the E-step's start (sweep 0), so small late gains stay readable;
     the hover gives the values themselves. One trace ``meta="trace"`` (y = gain) and ``end`` (the last sweep);
-    a message when there is nothing to show."""
+    the sweeps are whole numbers, so are the x ticks; a message when there is nothing to show."""
     v = np.asarray(values, dtype=np.float64)
     if v.size == 0:
         return _empty(title, "No E-step yet:<br>step once to see its sweeps.", height)
@@ -440,7 +498,9 @@ def sweep_trace(
         title,
         height,
         showlegend=False,
-        xaxis=_axis(title=dict(text="sweep (0 = start)", standoff=6), nticks=8, rangemode="tozero"),
+        xaxis=_axis(
+            title=dict(text="sweep (0 = start)", standoff=6), tick0=0, dtick=_whole_step(x[-1]), rangemode="tozero"
+        ),
         yaxis=_axis(title=dict(text=f"{y_title} − its start"), tickformat=".4~g", rangemode="tozero"),
     )
     return go.Figure(data=traces, layout=layout)

@@ -493,6 +493,7 @@ def confusion_grid(
     title: str = "Confusion matrices Γₘ (columns: true class, rows: worker says)",
     cell_height: int = 190,
     width_px: int = 640,
+    text_px: float = 14.0,
 ) -> go.Figure:
     """A grid of heatmaps, one per worker: ``gamma[m]`` with true class as columns, "worker says" as rows.
 
@@ -504,6 +505,12 @@ def confusion_grid(
     Worker names are wrapped onto at most two lines as wide as a matrix of a chart about ``width_px`` wide
     (:func:`wrap_label`) so neighbouring titles never overlap. No tick marks: a matrix's marks would poke into
     its left neighbour's numbers.
+
+    ``text_px``: the largest size the page draws the cell numbers and tick labels at (presenter mode's CSS draws
+    them at 14 px, whatever the figure asks; the default covers both modes). The numbers are written as "0.44"
+    when that fits a cell of a matrix about ``width_px`` / ``cols`` wide at that size, else as ".44" (1.00 as
+    "1"), else not at all (the hover keeps them). Class labels that do not fit across a cell turn upright, and
+    the rows of the grid move apart to make room for them under each matrix.
     """
     gamma = np.asarray(gamma, dtype=np.float64)
     if gamma.ndim != 3 or gamma.shape[1] != gamma.shape[2]:
@@ -525,17 +532,31 @@ def confusion_grid(
     titles = {m: wrap_label(worker_names[m], name_chars) for m in idx}
     name_lines = max(t.count("<br>") + 1 for t in titles.values())
     extra = 16 * (name_lines - 1)  # px for a second line of the matrix titles
+    # one cell, in px: a matrix's share of the plot area (the chart less the colour bar and the margins, ~95 px,
+    # and the "says" title and row labels, ~7.5 px a character at 14 px), split between the K classes
+    label_chars = max(len(safe.shorten(str(c), 12)) for c in class_names)  # as shown (not as escaped)
+    cell_px = (1.0 - 0.06 * (cols - 1)) / cols * max(width_px - 100 - 8 * label_chars, 0) / K
+    label_px = 0.56 * text_px * label_chars  # a class label written across, at text_px
+    upright = label_px + 4 > cell_px  # labels turned upright reach label_px down instead of one text line
+    drop = int(label_px - text_px) if upright else 0
+    extra += drop
     cell_h, gap = cell_height, 75 + extra  # pixels: a heatmap, and the room between rows for ticks and titles
     plot_h = rows * cell_h + (rows - 1) * gap
     vspace = gap / plot_h if rows > 1 else 0.0
     domains = _grid(rows, cols, hspace=0.06, vspace=vspace)
-    show_text = K <= text_max_classes
     text_size = 12 if K <= 2 else 11 if K == 3 else 10
+    cells = None  # the numbers in the widest form that fits a cell at text_px: "0.44", ".44", or none
+    if K <= text_max_classes:
+        for em, form in ((1.96, "full"), (1.4, "short")):  # "0.44" and ".44" in em (digits ~0.56, point ~0.28)
+            if em * max(text_px, text_size) + 4 <= cell_px:
+                cells = form
+                break
+    show_text = cells is not None
     traces = []
     layout = _layout(
         title,
-        plot_h + 140 + extra,
-        margin=dict(l=10, r=10, t=90 + extra, b=50),
+        plot_h + 140 + extra,  # the top margin (+ a second line of matrix titles) and the bottom (+ labels)
+        margin=dict(l=10, r=10, t=90 + extra - drop, b=50 + drop),
         coloraxis=dict(
             cmin=0.0,
             cmax=1.0,
@@ -564,6 +585,7 @@ def confusion_grid(
             title=dict(text="true class" if (r == rows - 1 or j + cols >= n) and c == 0 else "", standoff=4),
             ticks="",
             **ticks,
+            **({"tickangle": -90} if upright else {}),  # else plotly's own choice
         )
         layout["yaxis" + s] = dict(
             domain=yd,
@@ -572,7 +594,8 @@ def confusion_grid(
             autorange="reversed",
             visible=used,
             showticklabels=c == 0,  # every matrix has the same classes: label the rows once per grid row
-            title=dict(text="says" if c == 0 else "", standoff=4),
+            # plotly places the title by the labels at its own size: clear of them at text_px too
+            title=dict(text="says" if c == 0 else "", standoff=4 + round(0.56 * max(text_px - 12, 0) * label_chars)),
             ticks="",
             **ticks,
         )
@@ -580,6 +603,11 @@ def confusion_grid(
             continue
         m = idx[j]
         z = gamma[m]
+        text = None
+        if show_text:
+            text = _cell_text(z)
+            if cells == "short":
+                text = np.where(text == "1.00", "1", np.char.lstrip(text, "0"))
         wname = safe.html(worker_names[m])
         traces.append(
             dict(
@@ -592,7 +620,7 @@ def confusion_grid(
                 zmin=0.0,
                 zmax=1.0,
                 coloraxis="coloraxis",
-                text=_cell_text(z) if show_text else None,
+                text=text,
                 texttemplate="%{text}" if show_text else None,
                 textfont=dict(size=text_size) if show_text else None,
                 name=wname,

@@ -6,6 +6,10 @@ Traganitis & Giannakis' crowd of 6 experts and 4 spammers), which steps instantl
 split (39,025 tokens) is one click away. Majority vote and i.i.d. Dawid-Skene, the baselines of the strip view and of
 the comparison, are fitted once per dataset (kept under ``seq.derived``, under a progress bar);
 Viterbi and the comparison at the cursor once per (run, snapshot), kept under ``seq.cursor``.
+
+One vocabulary for where the run is: the stepper's "iteration 2, after M-step" (chart titles say "after iteration
+2" for the parameters they show). The open tab is a plain key of its own (``seq.open_tab``): it stays open when a
+new dataset comes in (the other view choices, such as the picked sequence, are forgotten then).
 """
 
 from __future__ import annotations
@@ -20,7 +24,7 @@ import streamlit as st
 
 from crowdlab import safe
 from crowdlab.data import Annotations, read_sequences
-from crowdlab.em import Run, Snapshot, posterior_window
+from crowdlab.em import STOP_REASONS, Run, Snapshot, posterior_window
 from crowdlab.errors import DataError
 from crowdlab.metrics import accuracy, confusion_error, macro_f
 from crowdlab.models import HMMCrowd, make_model
@@ -43,11 +47,18 @@ MAX_WORKERS = 12
 
 INITS = {
     "majority": "Majority vote (soft)",
-    "moments": "Moment matching (Alg. 2)",  # T from lagged moments: the start story says so
+    "moments": "Moment matching",  # T from lagged moments (Traganitis & Giannakis, Alg. 2: the help says so)
     "ds": "i.i.d. Dawid-Skene posterior",
 }
 TABS = ("Strip view", "Transitions", "Workers", "Comparison")
 ROW_TRUTH, ROW_MV, ROW_DS, ROW_HMM, ROW_VITERBI = "truth", "majority vote", "i.i.d. DS", "HMM posterior", "HMM Viterbi"
+M_MV, M_DS, M_HMM, M_VITERBI = (
+    "Majority vote",
+    "i.i.d. Dawid-Skene",
+    "HMM-crowd (posterior arg-max)",
+    "HMM-crowd (Viterbi)",
+)  # the comparison's rows
+CONFUSION_ERROR = "confusion error"  # Traganitis & Giannakis, eq. (38)
 
 # source widgets (values mirrored under seq.widgets)
 SIM_S = "seq.sim.sequences"
@@ -65,6 +76,13 @@ W_INIT, W_PRIOR, W_HARD = "seq.init", "seq.prior", "seq.hard"
 W_SEED, W_TOL, W_MAX_ITER = "seq.seed", "seq.tol", "seq.max_iter"
 W_TAB, W_SEQUENCE, W_START = "seq.tab", "seq.sequence", "seq.window_start"
 CURSOR = "seq.cursor"  # plain key: what was computed at the cursor, {"key": (run id, index), ...}
+OPEN_TAB = "seq.open_tab"  # plain key: the open tab (kept when the dataset changes)
+DS_START = "i.i.d. Dawid-Skene posterior"  # how the stepper names that start (the engine says "another model's")
+# about how wide a chart across the tabs is drawn at 1024 px: beside the sidebar, and in presenter mode's right column
+CHART_PX = {False: 560, True: 640}
+# the size heatmap numbers and tick labels are drawn at: the figure's 12 px, presenter mode's CSS 14 px
+TEXT_PX = {False: 12.0, True: 14.0}
+TITLE_CHARS = 34  # a title line of a chart half as wide as the tabs (15 px bold)
 
 
 @dataclass(frozen=True)
@@ -114,7 +132,31 @@ def baselines_fit(data_id: str, _data: Annotations, _progress=None) -> dict:
         "ds_q": ds.posterior,
         "ds_gamma": ds.params.gamma,
         "ds_iterations": ds.last.iteration,
+        "ds_stop": ds.stop_reason,
+        "ds_max_iter": ds.max_iter,
     }
+
+
+def stop_text(reason: str | None, iterations: int, max_iter: int, *, count: bool = True) -> str:
+    """How a finished run stopped, in words: "converged after 23 iterations", "stopped at the 500-iteration limit
+    before converging", ... (``count=False``: without "after n iterations")."""
+    after = f" after {plural(iterations, 'iteration')}" if count else ""
+    if reason == "max_iter":
+        return f"stopped at the {max_iter}-iteration limit before converging"
+    return ("converged" if reason == "converged" else STOP_REASONS.get(reason, "stopped")) + after
+
+
+class NamedStartRun(Run):
+    """A :class:`~crowdlab.em.Run` from a given posterior whose start the stepper names (``start_name``); the
+    engine would call it "Another model's result", and says so again after a reset."""
+
+    def __init__(self, *args, start_name: str, **kwargs) -> None:
+        self.start_name = start_name
+        super().__init__(*args, **kwargs)
+
+    def _start(self) -> None:
+        super()._start()
+        self.start_description = self.start_name
 
 
 def _named(content: bytes, name: str) -> io.BytesIO:
@@ -139,7 +181,7 @@ def _build(data: Annotations, cfg: SeqConfig, extra: dict) -> Run:
     model = HMMCrowd(prior=cfg.prior, hard=cfg.hard)
     options = dict(seed=cfg.seed, tol=cfg.tol, max_iter=cfg.max_iter, keep_posteriors=posterior_window(data))
     if cfg.init == "ds":
-        return Run(data, model, "posterior", q0=baselines()["ds_q"], **options)
+        return NamedStartRun(data, model, "posterior", q0=baselines()["ds_q"], start_name=DS_START, **options)
     return Run(data, model, cfg.init, **options)
 
 
@@ -227,6 +269,25 @@ def params_snapshot(run: Run) -> Snapshot:
     return run.snapshots[i]
 
 
+def params_at(run: Run) -> str:
+    """Where the parameters the tabs show come from, in the stepper's words: "after iteration 2" (its M-step;
+    after an E-step still the M-step before it) or "at the start"."""
+    snap = params_snapshot(run)
+    return "at the start" if snap.kind == "init" else f"after iteration {snap.iteration}"
+
+
+def run_status(run: Run) -> str:
+    """Where the cursor is and, at the end of a finished run, how it stopped ("iteration 500, after M-step: the end
+    of the run, stopped at the 500-iteration limit before converging")."""
+    where = lab.step_label(run)
+    if run.at_end and run.stop_reason:
+        return f"{where}: the end of the run, {stop_text(run.stop_reason, run.last.iteration, run.max_iter)}"
+    if run.stop_reason:
+        how = stop_text(run.stop_reason, run.last.iteration, run.max_iter, count=False)
+        return f"{where}; the run went on to iteration {run.last.iteration} and {how} there"
+    return where
+
+
 def at_cursor(run: Run) -> dict:
     """Viterbi labels and the comparison table at the cursor, computed once per (run id, snapshot)."""
     key = (SEQ.run_id(), run.index, id(run.current))
@@ -249,14 +310,14 @@ def comparison_table(
     data: Annotations, snap: Snapshot, params, viterbi: np.ndarray, base: dict, truth: dict
 ) -> pd.DataFrame:
     """Majority vote, i.i.d. DS, the HMM's posterior arg-max and its Viterbi path: accuracy and macro F against
-    gold; with a simulation's truth also the confusion error (eq. 38) and ||T - T_hat||_1 (NaN where a method
-    has no such parameter)."""
+    gold; with a simulation's truth also the confusion error (Traganitis & Giannakis, eq. (38)) and
+    ||T - T_hat||_1 (NaN where a method has no such parameter)."""
     hmm = np.argmax(snap.q, axis=1)
     rows = [
-        ("Majority vote", base["mv"], None, None),
-        ("i.i.d. Dawid-Skene", base["ds"], base["ds_gamma"], None),
-        ("HMM-crowd (posterior arg-max)", hmm, params.gamma, params.T),
-        ("HMM-crowd (Viterbi)", viterbi, params.gamma, params.T),
+        (M_MV, base["mv"], None, None),
+        (M_DS, base["ds"], base["ds_gamma"], None),
+        (M_HMM, hmm, params.gamma, params.T),
+        (M_VITERBI, viterbi, params.gamma, params.T),
     ]
     out = []
     for name, labels, gamma, T in rows:
@@ -265,7 +326,7 @@ def comparison_table(
             row["accuracy"] = accuracy(labels, data.gold)
             row["macro F"] = macro_f(labels, data.gold, data.n_classes)
         if "gamma" in truth:
-            row["confusion error (eq. 38)"] = np.nan if gamma is None else confusion_error(truth["gamma"], gamma)
+            row[CONFUSION_ERROR] = np.nan if gamma is None else confusion_error(truth["gamma"], gamma)
             row["‖T − T̂‖₁"] = np.nan if T is None else transition_error(truth["T"], T)
         out.append(row)
     return pd.DataFrame(out)
@@ -304,8 +365,17 @@ def default_sequence(data: Annotations, mv: np.ndarray) -> int:
 
 
 # ---------------------------------------------------------------------------- the page
+WHEN_IT_HELPS = (
+    "When does the chain help? When true labels persist along a sequence and single labels are unreliable, as in "
+    "the simulation (sticky chains, 40 % spammers), where HMM-crowd beats i.i.d. Dawid-Skene clearly. It need not "
+    "help otherwise: on the bundled CoNLL NER, whose Turk workers are mostly good, HMM-crowd ends below i.i.d. "
+    "Dawid-Skene. The line under the curves compares them at the cursor."
+)
+
+
 def sequences_page() -> None:
     """Dataset, settings, then the stepper (its notice, buttons, Play, curves and the tabs)."""
+    presenter.intro(WHEN_IT_HELPS)
     source_section()
     settings_section()
     stepper_panel()
@@ -320,7 +390,12 @@ def source_section() -> None:
         with sample:
             s = SEQUENCE_SAMPLES["ner"]
             st.markdown(f"**{s.title}**: {s.description}")
-            st.caption("Loading takes about a second; i.i.d. Dawid-Skene (the baseline) is fitted once, a few seconds.")
+            st.caption(
+                "Loading takes about a second; i.i.d. Dawid-Skene (the baseline) is fitted once, a few seconds. "
+                "HMM-crowd's Run to convergence takes half a minute or more here (a progress bar follows it) and "
+                "stops at the 500-iteration limit: the log-likelihood still creeps up by about 10⁻⁷ of itself an "
+                "iteration."
+            )
             st.button("Load CoNLL NER", key="seq.ner.load", type="primary", on_click=use_sample, args=("ner",))
         with upload:
             upload_tab()
@@ -370,7 +445,8 @@ def _settings_widgets() -> None:
         "Start from",
         list(INITS),
         format_func=INITS.get,
-        help="Moment matching takes a few seconds on CoNLL NER; i.i.d. DS fits Dawid-Skene first (once per dataset).",
+        help="Moment matching (Traganitis & Giannakis, Alg. 2) takes a few seconds on CoNLL NER; i.i.d. DS fits "
+        "Dawid-Skene first (once per dataset).",
         **SEQ.config_widget("init"),
     )
     c2.number_input(
@@ -379,7 +455,7 @@ def _settings_widgets() -> None:
     )  # fmt: skip
     c3.checkbox(
         "Hard EM (Viterbi)",
-        help="The E-step keeps only the Viterbi path; the objective becomes log p(F, ŷ | θ).",
+        help=HARD_HELP,
         **SEQ.config_widget("hard"),
     )
     with st.expander("Seed and stopping rule"):
@@ -389,18 +465,76 @@ def _settings_widgets() -> None:
         d3.number_input("Max iterations", min_value=1, step=10, **SEQ.config_widget("max_iter"))
 
 
+# the page's notation is Traganitis & Giannakis': F the crowd's labels, y the true ones, ŷ the Viterbi path
+HARD_HELP = (
+    "The E-step keeps only the most probable label path ŷ (Viterbi); the objective becomes log p(F, ŷ | θ), the "
+    "complete-data log-likelihood at ŷ (one curve: the EM bound is the same number there)."
+)
+
+
+def objective_title(run: Run) -> str:
+    """The objective chart's title, in the page's notation (the help of "Hard EM" writes the same)."""
+    prior = " + log prior" if run.model.has_prior else ""
+    if run.model.hard:
+        return f"Objective: log p(F, ŷ | θ){prior} at the Viterbi path ŷ"
+    return f"Objective: log-likelihood log p(F | θ){prior}"
+
+
+def curves_panel(run: Run) -> None:
+    """The objective (with hard EM one curve: its bound is the same number), the metrics against gold and the
+    verdict: does the chain help here?"""
+    slot = SEQ.slot
+    left, right = lab.curve_columns(2)
+    with left:
+        lab.objective_chart(slot, run, title=objective_title(run), show_bound=not run.model.hard)
+    with right:
+        lab.metric_chart(slot, run)
+    verdict(run)  # under both curves; in presenter mode's narrow column under "accuracy now"
+
+
 def stepper_panel() -> None:
     """The one stepper (:func:`crowdlab.ui.lab.stepper`) on the page's run, with the tabs below the curves."""
-    lab.stepper(SEQ.slot, panels=tabs_panel)
+    lab.stepper(SEQ.slot, curves=curves_panel, panels=tabs_panel)
+
+
+def _on_tab() -> None:
+    if st.session_state.get(W_TAB) in TABS:
+        st.session_state[OPEN_TAB] = st.session_state[W_TAB]
+
+
+def tab_widget() -> dict:
+    """Arguments of the tab bar: the open tab kept under its own plain key, so a new dataset leaves it open."""
+    value = st.session_state.get(OPEN_TAB)
+    st.session_state[W_TAB] = value if value in TABS else TABS[0]
+    return {"key": W_TAB, "on_change": _on_tab}
 
 
 def tabs_panel(run: Run) -> None:
     """The open tab: strip view, transitions, workers or the comparison (only the open one runs)."""
     panels = (strip_panel, transitions_panel, workers_panel, comparison_panel)
-    for tab, panel in zip(st.tabs(TABS, **SEQ.view_widget(W_TAB, "tab", lambda v: v in TABS, TABS[0])), panels):
+    for tab, panel in zip(st.tabs(TABS, **tab_widget()), panels):
         if tab.open:
             with tab:
                 panel(run)
+
+
+def verdict(run: Run) -> None:
+    """One line: does the chain help here? HMM-crowd's accuracy at the cursor against i.i.d. Dawid-Skene's."""
+    table = at_cursor(run)["table"]
+    if "accuracy" not in table.columns:
+        return
+    acc = table.set_index("method")["accuracy"]
+    hmm, ds = max(acc[M_HMM], acc[M_VITERBI]), acc[M_DS]  # the better of HMM-crowd's two label estimates
+    if hmm > ds + 5e-4:
+        word = "the chain helps here"
+    elif hmm < ds - 5e-4:
+        word = "the chain does not help here"
+    else:
+        word = "the chain makes no difference here"
+    st.caption(
+        f"Accuracy here: HMM-crowd **{acc[M_HMM]:.3f}** (Viterbi {acc[M_VITERBI]:.3f}), i.i.d. Dawid-Skene "
+        f"**{ds:.3f}**, majority vote {acc[M_MV]:.3f}: {word}."
+    )
 
 
 def strip_panel(run: Run) -> None:
@@ -453,10 +587,10 @@ def strip_panel(run: Run) -> None:
         positions=np.arange(first, first + sl.stop - sl.start),
         confidence=conf,
         background=SEQ.derived("background", lambda: background_class(base["mv"], data.n_classes)),
-        title=safe.html(f"sequence {data.sequence_names[s]} at snapshot {snap.index}: truth, baselines, the HMM"),
+        title=safe.html(f"sequence {data.sequence_names[s]}, {lab.step_label(run)}: truth, baselines, the HMM"),
     )
     st.plotly_chart(fig, key="seq.strip_chart")  # a one-line title: its legend sits right under it
-    notes = [f"HMM rows at the cursor ({lab.step_label(run)}); majority vote and i.i.d. DS are fitted once"]
+    notes = [f"HMM rows at {lab.step_label(run)}; majority vote and i.i.d. DS are fitted once"]
     if ROW_TRUTH in rows:
         truth = rows[ROW_TRUTH]
         wrong = {k: int(((v != truth) & (truth >= 0)).sum()) for k, v in rows.items() if k != ROW_TRUTH}
@@ -468,47 +602,90 @@ def strip_panel(run: Run) -> None:
     st.caption("; ".join(notes) + ".")
 
 
+def chart_px() -> int:
+    """About how wide a chart across the tabs is drawn (at 1024 px; wider screens only give more room)."""
+    return CHART_PX[presenter.is_on()]
+
+
+def text_px() -> float:
+    """The size heatmap numbers and tick labels are drawn at (presenter mode's CSS enlarges them)."""
+    return TEXT_PX[presenter.is_on()]
+
+
+def same_top(figures: list) -> None:
+    """Give figures drawn side by side the same top margin (the most any title needs), their titles pinned to the
+    top, and heights grown by what each margin grew: their plot areas line up row for row."""
+    top = max(f.layout.margin.t or 0 for f in figures)
+    for f in figures:
+        f.update_layout(
+            height=f.layout.height + top - (f.layout.margin.t or 0),
+            margin_t=top,
+            title=dict(y=1.0, yref="container", yanchor="top", pad=dict(t=12)),
+        )
+
+
 def transitions_panel(run: Run) -> None:
+    """The estimated T beside (or, when a K x K matrix would be too narrow there to read, above) the reference:
+    the simulation's true T or T counted from the gold labels."""
     data = run.data
     base = params_snapshot(run)
+    names = data.class_names
+    K = data.n_classes
     truth = SEQ.extra()
-    left, right = st.columns(2)
-    left.plotly_chart(
-        lab.wrap_title(
-            figs.transition_heatmap(base.params.T, data.class_names, title=f"Estimated T at snapshot {base.index}"), 28
-        ),
-        key="seq.transition_chart",
-    )
     if "T" in truth:
         ref, ref_title = truth["T"], "True T of the simulation"
     else:
         ref = SEQ.derived("gold_T", lambda: gold_transitions(data))
         ref_title = "T counted from the gold labels"
+    full, size = chart_px(), text_px()
+    half = (full - 16) // 2
+    # side by side while the numbers fit a cell of a half-width chart; else each chart across the tabs
+    side = figs.fitting_cell_text(np.zeros(1), figs.transition_cell_px(K, names, half), size) is not None
+    width = half if side else full
+
+    def heatmap(T: np.ndarray, title: str):
+        return figs.transition_heatmap(
+            T, names, title=title, width_px=width, text_px=size, title_width=TITLE_CHARS if side else 2 * TITLE_CHARS
+        )
+
+    shown = [heatmap(base.params.T, f"Estimated T̂ {params_at(run)}")]
     if ref is not None:
-        fig = lab.wrap_title(figs.transition_heatmap(ref, data.class_names, title=ref_title), 28)
-        right.plotly_chart(fig, key="seq.transition_ref")
+        shown.append(heatmap(ref, ref_title))
+    same_top(shown)
+    boxes = st.columns(2) if side else [st.container(), st.container()]
+    boxes[0].plotly_chart(shown[0], key="seq.transition_chart")
+    if ref is not None:
+        boxes[1].plotly_chart(shown[1], key="seq.transition_ref")
     else:
-        right.info("No gold labels: nothing to compare the estimated transitions with.")
+        boxes[1].info("No gold labels: nothing to compare the estimated transitions with.")
     notes = [
         "T[to, from] = P(label at n + 1 = to | label at n = from); every column sums to 1; colours fixed to [0, 1]"
     ]
+    if shown[0].data[0].text is None:
+        notes.append("the numbers are in the hover (too many classes to write them on the cells)")
     if ref is not None:
         notes.append(f"‖T − T̂‖₁ (largest column sum of |differences|) = {transition_error(ref, base.params.T):.3f}")
     st.caption("; ".join(notes) + ".")
 
 
 def workers_panel(run: Run) -> None:
+    """The most active workers' confusion matrices: two rows, fewer columns (and workers) as K grows, so the class
+    labels fit under every matrix."""
     data = run.data
     base = params_snapshot(run)
-    active = np.argsort(-data.labels_per_worker, kind="stable")[:DEFAULT_WORKERS]
+    K = data.n_classes
+    cols = 4 if K <= 5 else 3 if K <= 7 else 2
+    active = np.argsort(-data.labels_per_worker, kind="stable")[: min(DEFAULT_WORKERS, 2 * cols)]
     fig = confusion_grid(
         base.params.gamma,
         data.worker_names,
         data.class_names,
         max_workers=MAX_WORKERS,
         workers=active.tolist(),
-        cols=4,
-        title=f"Confusion matrices Γₘ at snapshot {base.index} (columns: true class, rows: worker says)",
+        cols=cols,
+        title=f"Confusion matrices Γₘ {params_at(run)} (columns: true class, rows: worker says)",
+        width_px=chart_px(),
+        text_px=text_px(),
     )
     st.plotly_chart(lab.wrap_title(fig, 60), key="seq.confusion_chart")
     notes = [f"The {len(active)} most active of {data.n_workers:,} workers; colours fixed to [0, 1]"]
@@ -516,7 +693,9 @@ def workers_panel(run: Run) -> None:
     if "gamma" in truth:
         err = confusion_error(truth["gamma"], base.params.gamma)
         ds = confusion_error(truth["gamma"], baselines()["ds_gamma"])
-        notes.append(f"confusion error (eq. 38) of the HMM here {err:.3f}, of i.i.d. DS {ds:.3f}")
+        notes.append(
+            f"confusion error (Traganitis & Giannakis, eq. (38)) of the HMM here {err:.3f}, of i.i.d. DS {ds:.3f}"
+        )
     st.caption("; ".join(notes) + ".")
 
 
@@ -528,10 +707,14 @@ def comparison_panel(run: Run) -> None:
         return
     numbers = [c for c in table.columns if c != "method"]
     st.table(table.style.format("{:.3f}", subset=numbers, na_rep="—").hide(axis="index"))
-    notes = [
-        f"HMM rows at the cursor ({lab.step_label(run)}): run to convergence for the final comparison",
-        f"i.i.d. Dawid-Skene fitted to convergence once ({plural(baselines()['ds_iterations'], 'iteration')})",
-    ]
+    base = baselines()
+    ds = stop_text(base.get("ds_stop"), base["ds_iterations"], base.get("ds_max_iter", base["ds_iterations"]))
+    hmm = f"HMM rows at {run_status(run)}"
+    if not (run.at_end and run.stop_reason):
+        hmm += ": Run to convergence for the final comparison"
+    notes = [hmm, f"i.i.d. Dawid-Skene fitted once for this dataset: {ds}"]
     if data.has_gold:
-        notes.append("macro F = Traganitis & Giannakis eq. 37 over the classes")
+        notes.append("macro F: Traganitis & Giannakis, eq. (37), over the classes")
+    if CONFUSION_ERROR in table.columns:
+        notes.append("confusion error: their eq. (38)")
     st.caption("; ".join(notes) + ".")

@@ -80,7 +80,7 @@ def _arr(v) -> np.ndarray:
 
 
 def _tab(at: AppTest, tab: str) -> AppTest:
-    at.session_state["seq.view.tab"] = tab  # what the tab bar's on_change callback writes
+    at.session_state[sp.OPEN_TAB] = tab  # what the tab bar's on_change callback writes
     return _ok(at.run())
 
 
@@ -182,7 +182,7 @@ def test_every_tab_draws_and_the_comparison_is_computed_once_per_snapshot():
         "HMM-crowd (posterior arg-max)",
         "HMM-crowd (Viterbi)",
     ]
-    assert {"accuracy", "macro F", "confusion error (eq. 38)", "‖T − T̂‖₁"} <= set(table.columns)
+    assert {"accuracy", "macro F", sp.CONFUSION_ERROR, "‖T − T̂‖₁"} <= set(table.columns)
     assert table.loc["HMM-crowd (posterior arg-max)", "macro F"] > table.loc["i.i.d. Dawid-Skene", "macro F"] + 0.05
     assert np.isnan(table.loc["i.i.d. Dawid-Skene", "‖T − T̂‖₁"])
     cached = at.session_state[sp.CURSOR]
@@ -316,3 +316,148 @@ def test_play_and_the_shortcuts_drive_the_pages_run():
     assert (run.index, run.current.kind) == (2, "M")
     _click(at, "seq.stepper.back")  # pauses, one half-step back
     assert not at.session_state["seq.stepper.playing"] and _label(at) == "iteration 1, after E-step"
+
+
+# ---------------------------------------------------------------------------- the lecturer's audit of this page
+def _in_columns(at: AppTest, key: str) -> bool:
+    """Whether the chart ``key`` sits inside st.columns within its tab (side by side) or across the tab."""
+    from streamlit.testing.v1.element_tree import Column, Tab
+
+    def walk(node, inside):
+        for child in getattr(node, "children", {}).values():
+            if getattr(child, "type", None) == "plotly_chart" and child.proto.id.endswith("-" + key):
+                return inside
+            found = walk(child, False if isinstance(child, Tab) else inside or isinstance(child, Column))
+            if found is not None:
+                return found
+        return None
+
+    found = walk(at._tree, False)
+    assert found is not None, key
+    return found
+
+
+def _captions(at: AppTest) -> str:
+    return "\n".join(c.value for c in at.caption)
+
+
+def _ner(at: AppTest) -> AppTest:
+    _click(at, "seq.ner.load")
+    assert at.session_state["seq.data.id"] == "sample:ner"
+    return at
+
+
+@pytest.mark.parametrize("present", [False, True])
+def test_nine_class_transitions_are_stacked_and_written_small_ones_side_by_side(present):
+    """Audit (CoNLL NER, both modes): two 9 x 9 maps side by side were unreadable and their rows did not line up
+    (one title wrapped). Now a K x K map too narrow at half width goes across the tabs, one above the other, with
+    numbers that fit; small maps stay side by side; both always have the same top margin and plot height."""
+    at = _page()
+    at.session_state["presenter"] = present
+    _tab(at, "Transitions")
+    small = [_chart(at, "seq.transition_chart"), _chart(at, "seq.transition_ref")]
+    assert _in_columns(at, "seq.transition_chart") and _in_columns(at, "seq.transition_ref")
+    _ner(at)
+    _click(at, "seq.stepper.step")
+    assert at.session_state[sp.OPEN_TAB] == "Transitions"
+    big = [_chart(at, "seq.transition_chart"), _chart(at, "seq.transition_ref")]
+    assert not _in_columns(at, "seq.transition_chart") and not _in_columns(at, "seq.transition_ref")
+    for pair in (small, big):
+        assert len({(f["layout"]["margin"]["t"], f["layout"]["height"]) for f in pair}) == 1  # rows line up
+        assert all("<br>" not in f["layout"]["title"]["text"] for f in pair)
+        for f in pair:
+            text = np.asarray(f["data"][0]["text"])
+            assert all(len(x) <= 4 for x in text.ravel())
+    tags = list(at.session_state["seq.data.obj"].class_names)
+    assert big[0]["layout"]["xaxis"]["tickvals"] == tags  # every "from" label shown
+    assert big[0]["layout"]["title"]["text"] == "Estimated T̂ after iteration 1"
+
+
+def test_presenter_workers_numbers_fit_and_nine_tags_leave_room_for_the_titles():
+    """Audit (presenter mode): "0.440.160.140.09" in 4 x 4 cells; with CoNLL's 9 tags the upright class labels ran
+    into the next row's worker names."""
+    at = _page()
+    at.session_state["presenter"] = True
+    _tab(at, "Workers")
+    spec = _chart(at, "seq.confusion_chart")
+    assert len(spec["data"]) == sp.DEFAULT_WORKERS
+    assert all(len(x) <= 3 for t in spec["data"] for x in np.asarray(t["text"]).ravel())  # ".44" at 14 px
+    _ner(at)
+    spec = _chart(at, "seq.confusion_chart")
+    layout = spec["layout"]
+    assert len(spec["data"]) == 4 and layout["xaxis"]["tickangle"] == -90  # two to a row, labels upright
+    plot_h = layout["height"] - layout["margin"]["t"] - layout["margin"]["b"]
+    gap = (layout["yaxis"]["domain"][0] - layout["yaxis3"]["domain"][1]) * plot_h
+    assert gap >= 0.56 * 14 * len("B-MISC") + 16 + 17
+    assert "The 4 most active of 46 workers" in _captions(at)
+
+
+def test_comparison_says_how_each_fit_stopped_and_whether_the_chain_helps():
+    """Audit: the caption said "i.i.d. Dawid-Skene fitted to convergence once (500 iterations)" when that fit hit
+    the limit, and "run to convergence for the final comparison" after the run had converged; the page promised
+    that the sequence helps, which on CoNLL it does not. The captions now say what happened, with live numbers."""
+    at = _page()
+    assert sp.WHEN_IT_HELPS in _captions(at) and "CoNLL NER" in sp.WHEN_IT_HELPS
+    _tab(at, "Comparison")
+    _click(at, "seq.stepper.run")
+    run = _run(at)
+    text = _captions(at)
+    assert f"the end of the run, converged after {run.iteration} iterations" in text
+    assert "Run to convergence for the final comparison" not in text
+    assert "i.i.d. Dawid-Skene fitted once for this dataset: converged after" in text
+    assert "the chain helps here" in text
+    assert "Traganitis & Giannakis, eq. (37)" in text and "eq. (38)" in text
+    _click(at, "seq.stepper.back")
+    assert "Run to convergence for the final comparison" in _captions(at)
+    # CoNLL NER: i.i.d. DS stops at its 500-iteration limit, and a short HMM run at its own
+    _ner(at)
+    _ok(at.number_input(key=sp.W_MAX_ITER).set_value(3).run())
+    _click(at, "seq.stepper.run")
+    assert _run(at).stop_reason == "max_iter"
+    text = _captions(at)
+    assert "i.i.d. Dawid-Skene fitted once for this dataset: stopped at the 500-iteration limit before converging" in (
+        text
+    )
+    assert "the end of the run, stopped at the 3-iteration limit before converging" in text
+    assert "the chain does not help here" in text
+
+
+def test_the_open_tab_stays_open_when_a_new_dataset_comes_in():
+    """Audit: Simulate sent the page back to the Strip view."""
+    at = _page()
+    _tab(at, "Workers")
+    at.slider(key=sp.SIM_S).set_value(20)
+    _click(at, "seq.sim.run")
+    assert at.session_state["seq.data.id"].startswith("sim:seq:20:")
+    assert at.session_state[sp.OPEN_TAB] == "Workers" and at.session_state[sp.W_TAB] == "Workers"
+    assert _chart(at, "seq.confusion_chart") is not None and _chart(at, "seq.strip_chart") is None
+
+
+def test_one_vocabulary_named_start_and_one_hard_em_curve():
+    """Audit: "iteration 2, after M-step" above charts titled "snapshot 4"; the i.i.d. DS start shown as "Another
+    model's result"; hard EM drew "objective" and "complete-data objective" as two identical curves, titled
+    log p(x, ẑ | θ) while its help said log p(F, ŷ | θ)."""
+    at = _page()
+    _click(at, "seq.stepper.step")
+    _click(at, "seq.stepper.step")
+    assert _label(at) == "iteration 2, after M-step"
+    strip = _chart(at, "seq.strip_chart")["layout"]["title"]["text"]
+    assert "iteration 2, after M-step" in strip and "snapshot" not in strip
+    for tab, key in (("Transitions", "seq.transition_chart"), ("Workers", "seq.confusion_chart")):
+        _tab(at, tab)
+        title = _chart(at, key)["layout"]["title"]["text"].replace("<br>", " ")
+        assert "after iteration 2" in title and "snapshot" not in title
+    _ok(at.selectbox(key=sp.W_INIT).set_value("ds").run())
+    starts = [c.value for c in at.caption if "snapshot 0" in c.value]
+    assert starts and sp.DS_START in starts[0] and "Another model" not in starts[0]
+    _click(at, "seq.stepper.step")
+    _click(at, "seq.stepper.reset")
+    assert _run(at).start_description == sp.DS_START
+    assert "Moment matching (Traganitis & Giannakis, Alg. 2)" in at.selectbox(key=sp.W_INIT).help
+    _ok(at.checkbox(key=sp.W_HARD).check().run())
+    _click(at, "seq.stepper.step")
+    spec = _chart(at, "seq.stepper.objective_chart")
+    lines = [t for t in spec["data"] if "lines" in str(t.get("mode", ""))]
+    assert len(lines) == 1  # one curve: the bound of hard EM is the same number
+    assert "log p(F, ŷ | θ)" in spec["layout"]["title"]["text"] and "log p(F, ŷ | θ)" in sp.HARD_HELP
+    assert at.checkbox(key=sp.W_HARD).help == sp.HARD_HELP

@@ -248,6 +248,49 @@ def test_confusion_grid_labels_the_rows_once_per_grid_row():
     assert shown == {"yaxis": True, "yaxis2": False, "yaxis3": False, "yaxis4": True, "yaxis5": False, "yaxis6": False}
 
 
+def _confusion_cell_px(fig, K: int, width_px: int, label_chars: int) -> float:
+    """A matrix cell's width as confusion_grid estimates it (the measured one in Chromium is a little wider)."""
+    return (fig.layout.xaxis.domain[1] - fig.layout.xaxis.domain[0]) * (width_px - 100 - 8 * label_chars) / K
+
+
+def test_confusion_grid_numbers_fit_their_cells_at_presenter_size():
+    """Audit (presenter mode, Sequences and Networks): presenter mode's CSS draws cell numbers at 14 px, and in
+    4 x 4 matrices four to a row they ran together ("0.440.160.140.09"). The numbers now take the form that fits
+    a cell at 14 px (".44"), or go when none does; where there is room they stay "0.44"."""
+    rng = np.random.default_rng(1)
+    gamma = rng.dirichlet(np.ones(4), size=(8, 4)).transpose(0, 2, 1)
+    gamma[0, 0, 0] = 1.0
+    names = [f"w{m}" for m in range(8)]
+    fig = plots.confusion_grid(gamma, names, list("0123"), cols=4, width_px=640)  # the Networks page's call
+    cell = _confusion_cell_px(fig, 4, 640, 1)
+    for t in fig.data:
+        text = np.asarray(t.text)
+        assert all(len(x) <= 3 for x in text.ravel()), text  # ".44" (no leading zero), "1" for 1.00
+        assert 1.4 * 14 + 4 <= cell  # ".44" at 14 px with room to spare
+    assert fig.data[0].text[0][0] == "1" and fig.data[1].text[0][0] == f"{gamma[1, 0, 0]:.2f}"[1:]
+    wide = plots.confusion_grid(gamma, names, list("0123"), cols=2, width_px=640)
+    assert wide.data[0].text[1][0] == f"{gamma[0, 1, 0]:.2f}"  # room for "0.44"
+    tiny = plots.confusion_grid(gamma, names, list("0123"), cols=4, width_px=300)
+    assert all(t.text is None for t in tiny.data)  # too narrow for any number: the hover keeps them
+
+
+def test_confusion_grid_upright_class_labels_clear_the_next_row_of_titles():
+    """Audit (presenter mode, CoNLL NER's 9 tags): the class labels under a matrix, turned upright by plotly, ran
+    into the worker names of the next row. Labels that do not fit across turn upright on purpose and the rows
+    move apart by their length."""
+    tags = ["B-LOC", "B-MISC", "B-ORG", "B-PER", "I-LOC", "I-MISC", "I-ORG", "I-PER", "O"]
+    gamma = np.tile(np.eye(9), (4, 1, 1))
+    fig = plots.confusion_grid(gamma, ["W04", "W05", "W13", "W15"], tags, cols=2, width_px=640)
+    assert fig.layout.xaxis.tickangle == -90 and fig.layout.xaxis3.tickangle == -90
+    plot_h = fig.layout.height - fig.layout.margin.t - fig.layout.margin.b
+    gap = (fig.layout.yaxis.domain[0] - fig.layout.yaxis3.domain[1]) * plot_h
+    label = 0.56 * 14 * len("B-MISC")  # the longest tag, upright, at 14 px
+    assert gap >= label + 16 + 17  # the labels, their standoff and a line of worker names
+    assert fig.layout.margin.b >= label + 20  # the last row's labels and "true class" below them
+    small = plots.confusion_grid(np.tile(np.eye(2), (4, 1, 1)), ["a", "b", "c", "d"], ["0", "1"], cols=2)
+    assert small.layout.xaxis.tickangle is None  # short labels: plotly's own choice, as before
+
+
 # ---------------------------------------------------------------------------- workers and priors
 def test_reliability_scatter_points_highlight_fixed_range_and_log_axis():
     n = np.array([10.0, 500.0, 40.0, 1000.0])

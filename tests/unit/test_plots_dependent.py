@@ -110,6 +110,37 @@ def test_transition_heatmap_is_fixed_to_0_1_rows_top_down_with_from_to_axes():
         figs.transition_heatmap(np.ones((2, 3)), ["a", "b"])
 
 
+NER_TAGS = ["B-LOC", "B-MISC", "B-ORG", "B-PER", "I-LOC", "I-MISC", "I-ORG", "I-PER", "O"]
+
+
+def test_transition_heatmap_of_nine_tags_is_readable_across_the_tabs():
+    """Audit (CoNLL NER, 1024 px): two 9 x 9 maps side by side were ~90 px wide, their numbers ran together and
+    only every other "from" label showed. Given the width it is drawn at, the map writes numbers only where they
+    fit a cell at 14 px (presenter mode's size), labels every class and grows with its cells."""
+    T = np.full((9, 9), 1 / 9)
+    T[8, 0] = 1.0
+    full = figs.transition_heatmap(T, NER_TAGS, width_px=560)
+    heat = _by_meta(full, "T")
+    cell = figs.transition_cell_px(9, NER_TAGS, 560)
+    assert cell >= 1.96 * 14 + 4 and np.asarray(heat.text)[8, 0] == "1.00" and heat.textfont.size == 12
+    for axis in (full.layout.xaxis, full.layout.yaxis):  # every class labelled
+        assert list(axis.tickvals) == NER_TAGS and list(axis.ticktext) == NER_TAGS
+    assert full.layout.height >= 9 * 36  # the cells keep a readable height
+    half = figs.transition_heatmap(T, NER_TAGS, width_px=270)
+    assert half.data[0].text is None  # ~14 px cells: no number fits, the hover keeps them
+    assert half.layout.xaxis.tickangle == -90
+    # the old call (the lessons' fixed-size chart) is unchanged: numbers in plotly's own size
+    assert figs.transition_heatmap(T, NER_TAGS).data[0].textfont.size is None
+
+
+def test_fitting_cell_text_drops_the_leading_zero_before_the_number():
+    z = np.array([[0.444, 1.0], [0.05, 0.999]])
+    assert figs.fitting_cell_text(z, 40, 14).tolist() == [["0.44", "1.00"], ["0.05", "1.00"]]
+    assert figs.fitting_cell_text(z, 25, 14).tolist() == [[".44", "1"], [".05", "1"]]
+    assert figs.fitting_cell_text(z, 20, 14) is None
+    assert figs.fitting_cell_text(z, 25, 10).tolist()[0][0] == "0.44"  # smaller text: the full form fits
+
+
 def test_network_figure_colours_opacity_edges_and_wrong_rings():
     pos = np.array([[0, 0], [1, 0], [0, 1], [1, 1]], dtype=float)
     edges = np.array([[0, 1], [1, 3], [2, 3]])

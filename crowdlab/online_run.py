@@ -22,14 +22,17 @@ so a pass over 10^6 labels stays fast). The progressive values of every block ar
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
 from crowdlab.data import Annotations
 from crowdlab.em import Snapshot
 from crowdlab.metrics import accuracy
-from crowdlab.models.online import Block, OnlineDawidSkene, OnlineState, Progress
+from crowdlab.models.dawid_skene import DawidSkene
+from crowdlab.models.one_coin import OneCoin
+from crowdlab.models.online import Block, OnlineDawidSkene, OnlineOneCoin, OnlineState, Progress, worker_buckets
+from crowdlab.models.params import ClassParams
 
 
 @dataclass(frozen=True, eq=False)
@@ -59,6 +62,7 @@ class OnlineRun:
 
     iterative = True
     init = "online"
+    progress_unit = "update"  # what ``run(progress=...)`` counts (the progress bar's word): updates, not iterations
 
     def __init__(
         self,
@@ -186,7 +190,7 @@ class OnlineRun:
         self.progress.add(block)
         violation = None
         if not np.all(np.isfinite(block.F)):
-            violation = f"non-finite F_i in block at update {st.t + 1}"
+            violation = f"non-finite Fᵢ in block at update {st.t + 1}"
             self.violations.append(violation)
         prev = self.last
         rec = Record(
@@ -258,15 +262,17 @@ class OnlineRun:
         progress: Callable[[int, int], None] | None = None,
         should_stop: Callable[[], bool] | None = None,
     ):
-        """Run the remaining passes (``max_iter`` may lower or raise the number of passes of this run)."""
+        """Run the remaining passes (``max_iter`` may lower or raise the number of passes of this run).
+        ``progress(t, total)`` after every update: the updates done and the run's total (:attr:`progress_unit`)."""
         if max_iter is not None and int(max_iter) != self.model.passes:
             self.model = self.model.with_options(passes=int(max_iter))
             self.max_iter = self.model.passes
         self.index = len(self.snapshots) - 1
+        total = self.model.passes * -(-self.stream.n_items // self.model.batch_size)
         while self.next_kind is not None:
             self.step()
-            if progress is not None and self._tip.pos == 0:
-                progress(self._tip.epoch, self.model.passes)
+            if progress is not None:
+                progress(self._tip.t, total)
             if should_stop is not None and should_stop():
                 break
         return self.current
@@ -359,20 +365,56 @@ def fast_fit(data: Annotations, model: OnlineDawidSkene, on_pass: Callable[[int,
     return stream, state, prog
 
 
-def batch_curves(data: Annotations, prior: float = 0.0, max_iter: int = 100) -> dict[str, np.ndarray]:
-    """Batch Dawid-Skene EM (:class:`crowdlab.em.Run`, majority-vote start) per complete iteration: ``iteration``,
-    ``objective`` (log p(x | theta) + log prior) and ``accuracy`` against gold (nan without gold)."""
-    from crowdlab.em import Run
-    from crowdlab.models.dawid_skene import DawidSkene
+def batch_model(model: OnlineDawidSkene):
+    """The batch EM model whose fixed point online ``model`` approximates: Dawid-Skene for ``online_ds``, one-coin
+    for ``online_one_coin``, with the same prior (the same MAP M-step of the expected counts)."""
+    return OneCoin(prior=model.prior) if isinstance(model, OnlineOneCoin) else DawidSkene(prior=model.prior)
 
-    run = Run(data, DawidSkene(prior=prior), "majority", max_iter=max_iter)
+
+def bucketed(data: Annotations, model: OnlineDawidSkene) -> Annotations:
+    """``data`` with every worker replaced by its hash bucket (the buckets in use, renumbered 0 .. B' - 1): batch
+    EM on it fits one matrix (or accuracy) per bucket, the model online EM fits. ``data`` itself without hashing."""
+    if model.buckets is None:
+        return data
+    used, worker = np.unique(worker_buckets(data.worker_names, model.buckets, model.seed), return_inverse=True)
+    return replace(data, worker=worker[data.worker], worker_names=tuple(f"bucket {b}" for b in used))
+
+
+def batch_curves(data: Annotations, model: OnlineDawidSkene, max_iter: int = 100) -> dict:
+    """Batch EM of the same model as online ``model`` from the same start, per complete iteration: the model of
+    :func:`batch_model` (with hashing, on :func:`bucketed` data), started from the parameters online EM starts from
+    (``model.params`` of ``model.init_state``), run with :class:`crowdlab.em.Run` to convergence (at most
+    ``max_iter`` iterations). Iteration 0 is then online EM's start exactly (the same objective and accuracy).
+    Keys: ``iteration``, ``objective`` (log p(x | theta) + log prior), ``accuracy`` against gold (nan without
+    gold; measured as online EM measures it), ``model`` (its short name) and ``start`` (how it starts, in words)."""
+    from crowdlab.em import Run
+
+    stream = model.stream(data)
+    p0 = model.params(stream, model.init_state(stream))
+    tied = bucketed(data, model)
+    # one worker per bucket in use (in order), and every worker's bucket among them
+    _, first, of_worker = np.unique(stream.bucket_of_worker, return_index=True, return_inverse=True)
+    batch = batch_model(model)
+    if isinstance(batch, OneCoin):
+        params0 = batch.params_from(p0.pi, p0.extra["theta"][first])
+    else:
+        params0 = ClassParams(pi=p0.pi, gamma=p0.gamma[first])
+    run = Run(tied, batch, "params", params=params0, max_iter=max_iter)
     run.run()
     snaps = [s for s in run.snapshots if s.kind in ("init", "M")]
-    acc = [accuracy(run.labels(s), data.gold) if data.has_gold else float("nan") for s in snaps]
+
+    def acc(s) -> float:  # measured as online EM measures it (the same E-step on the data, so ties break alike)
+        if not data.has_gold:
+            return float("nan")
+        params = ClassParams(pi=s.params.pi, gamma=s.params.gamma[of_worker])
+        return accuracy(np.argmax(model.e_step(data, params), axis=1), data.gold)
+
     return {
         "iteration": np.array([s.iteration for s in snaps], dtype=np.float64),
         "objective": np.array([s.objective for s in snaps], dtype=np.float64),
-        "accuracy": np.array(acc, dtype=np.float64),
+        "accuracy": np.array([acc(s) for s in snaps], dtype=np.float64),
+        "model": "one-coin" if isinstance(batch, OneCoin) else "Dawid-Skene",
+        "start": f"{model.init_accuracy:g} on the diagonal, uniform class prior",
     }
 
 

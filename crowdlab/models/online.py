@@ -527,7 +527,7 @@ def format_table(rows: list[dict]) -> str:
     """The progress rows as vw prints them: fixed-width columns under a two-line header."""
     head = (
         f"{'average':>10} {'since':>10} {'example':>9} {'current':>10} {'current':>10} {'current':>8}\n"
-        f"{'F_i':>10} {'last':>10} {'counter':>9} {'label':>10} {'predict':>10} {'ratings':>8}"
+        f"{'Fᵢ':>10} {'last':>10} {'counter':>9} {'label':>10} {'predict':>10} {'ratings':>8}"
     )
     lines = [head]
     for r in rows:

@@ -14,7 +14,7 @@ import plotly.graph_objects as go
 
 from crowdlab.plots.run import CURRENT_COLOR, LEGEND_BELOW, METRIC_COLORS, OBJECTIVE_COLOR, _axis, _layout
 
-__all__ = ["accuracy_vs_buckets", "eta_schedule", "online_curve", "padded_range"]
+__all__ = ["accuracy_vs_buckets", "bucket_ticks", "eta_schedule", "online_curve", "padded_range"]
 
 ONLINE_COLOR = OBJECTIVE_COLOR
 BATCH_COLOR = "#ff7f0e"
@@ -64,9 +64,10 @@ def online_curve(
     y_range: tuple[float, float],
     y_title: str = "",
     height: int = 340,
+    batch_name: str = "batch EM (per iteration)",
 ) -> go.Figure:
-    """Online series against items seen, batch EM's values per iteration (orange, markers at every pass), the
-    cursor as a dotted vertical line.
+    """Online series against items seen, batch EM's values per iteration (orange, markers at every pass, named
+    ``batch_name`` in the legend: say which model and start), the cursor as a dotted vertical line.
 
     ``series``: (name, x, y, meta) per online line (meta "online" or "progressive"); ``batch``: (x, y) of batch
     EM (x = iteration x N). Fixed axes: x in [0, x_max], y in ``y_range``.
@@ -76,7 +77,7 @@ def online_curve(
     for name, x, y, meta in series:
         traces.append(_line(x, y, name, colors.get(meta, METRIC_COLORS[2]), meta))
     if batch is not None:
-        traces.append(_line(batch[0], batch[1], "batch EM (per iteration)", BATCH_COLOR, "batch", markers=True))
+        traces.append(_line(batch[0], batch[1], batch_name, BATCH_COLOR, "batch", markers=True))
     vline = dict(
         type="line", x0=x_now, x1=x_now, y0=0, y1=1, xref="x", yref="paper",
         line=dict(color=CURRENT_COLOR, width=1, dash="dot"),
@@ -96,8 +97,9 @@ def eta_schedule(
     eta0: float, tau0: float, rho: float, n_updates: int, *, t_now: int | None = None, height: int = 260
 ) -> go.Figure:
     """The step size eta_t = min(1, eta0 (tau0 + t)^(-rho)) over the updates of a run (log-scaled t), with the
-    bounds of the Robbins-Monro range drawn for reference (rho = 0.5 and rho = 1 with the same eta0 and tau0).
-    Fixed axes: t in [1, n_updates], eta in [0, 1.02]."""
+    bounds of the Robbins-Monro range drawn for reference (rho = 0.5 and rho = 1 with the same eta0 and tau0), and
+    the current update ``t_now`` (1-based; None or 0: no update yet) as a ring on the curve, named with its t and
+    eta in the legend. Fixed axes: t in [1, n_updates], eta in [0, 1.02]."""
     n = max(int(n_updates), 2)
     t = np.unique(np.geomspace(1, n, 200).round())
 
@@ -119,7 +121,7 @@ def eta_schedule(
                 x=[t_now],
                 y=[e_now],
                 mode="markers",
-                name="now",
+                name=f"now: update {t_now:,}, ηₜ = {e_now:.4f}",
                 meta="now",
                 marker=dict(symbol="circle-open", size=14, color=CURRENT_COLOR, line=dict(width=3)),
                 hoverinfo="skip",
@@ -135,6 +137,14 @@ def eta_schedule(
     return go.Figure(data=traces, layout=layout)
 
 
+def bucket_ticks(buckets: Sequence[float], max_ticks: int = 8) -> list[float]:
+    """Where to label the B axis: the sweep's values of B (every other one, or fewer, when there are more than
+    ``max_ticks``; the largest always)."""
+    b = [float(v) for v in buckets]
+    step = max(1, -(-len(b) // max_ticks))
+    return sorted(set(b[::-1][::step]))
+
+
 def accuracy_vs_buckets(
     buckets: Sequence[float],
     mean: Sequence[float],
@@ -147,10 +157,13 @@ def accuracy_vs_buckets(
     chosen: float | None = None,
     y_title: str = "accuracy against gold",
     height: int = 300,
+    per_worker_range: tuple[float, float] | None = None,
 ) -> go.Figure:
-    """Final accuracy of online EM against the number of hash buckets B (log2 axis): the mean over hash seeds and
-    their range (error bars); one matrix per worker (no hashing) and batch EM as horizontal lines; the number of
-    workers M as a dotted vertical line."""
+    """Final accuracy of online EM against the number of hash buckets B (log axis, every tick labelled with its
+    whole value): the mean over hash seeds and their range (error bars); one matrix per worker (no hashing) as its
+    own point right of the largest B (a diamond at the tick "per worker", its seeds' range ``per_worker_range`` as
+    an error bar) and a dotted line across, drawn above batch EM's dashed line so that it shows when they are
+    equal; the number of workers M as a dotted vertical line."""
     b = np.asarray(buckets, dtype=np.float64)
     m = np.asarray(mean, dtype=np.float64)
     traces = [
@@ -162,15 +175,33 @@ def accuracy_vs_buckets(
             hovertemplate="B = %{x}<br>%{y:.4f}<extra></extra>",
         )
     ]  # fmt: skip
-    x_hi = max(float(b.max()) if b.size else 2.0, float(n_workers)) * 1.5
+    x_pw = max(float(b.max()) if b.size else 1.0, float(n_workers)) * 2.5  # clear of the largest B and of M
+    x_hi = x_pw * 1.6
     shapes = [
         dict(type="line", x0=n_workers, x1=n_workers, y0=0, y1=1, xref="x", yref="paper",
              line=dict(color="#888888", width=1, dash="dot"))
     ]  # fmt: skip
-    for value, name, color, meta in ((per_worker, "one matrix per worker", PROGRESSIVE_COLOR, "per_worker"),
-                                     (batch, "batch EM", BATCH_COLOR, "batch")):  # fmt: skip
-        if value is not None and np.isfinite(value):
-            traces.append(_line([1, x_hi], [value, value], name, color, meta, dash="dash"))
+    if batch is not None and np.isfinite(batch):
+        traces.append(
+            _line([1, x_hi], [batch, batch], f"batch EM (no hashing): {batch:.3f}", BATCH_COLOR, "batch", dash="dash")
+        )
+    pw_ok = per_worker is not None and np.isfinite(per_worker)
+    if pw_ok:
+        name = f"one matrix per worker: {per_worker:.3f}"
+        line = _line([1, x_hi], [per_worker, per_worker], name, PROGRESSIVE_COLOR, "per_worker", dash="dot")
+        line["legendgroup"] = "per_worker"
+        traces.append(line)
+        point = dict(
+            type="scatter", x=[x_pw], y=[per_worker], mode="markers", name=name, meta="per_worker_point",
+            legendgroup="per_worker", showlegend=False,
+            marker=dict(symbol="diamond", size=11, color=PROGRESSIVE_COLOR, line=dict(color="white", width=1)),
+            hovertemplate="one matrix per worker<br>%{y:.4f}<extra></extra>",
+        )  # fmt: skip
+        if per_worker_range is not None:
+            lo_pw, hi_pw = per_worker_range
+            point["error_y"] = dict(type="data", symmetric=False, array=[hi_pw - per_worker],
+                                    arrayminus=[per_worker - lo_pw], color=PROGRESSIVE_COLOR, thickness=1)  # fmt: skip
+        traces.append(point)
     if chosen is not None:
         at = np.flatnonzero(b == chosen)
         if at.size:
@@ -187,8 +218,12 @@ def accuracy_vs_buckets(
                 )  # fmt: skip
             )
     lows = np.asarray(low, dtype=np.float64)
-    y_range = padded_range(lows, high, [per_worker if per_worker is not None else np.nan],
-                           [batch if batch is not None else np.nan], floor=0.0, ceil=1.02)  # fmt: skip
+    extra = [per_worker if pw_ok else np.nan, *(per_worker_range or ())]
+    y_range = padded_range(lows, high, extra, [batch if batch is not None else np.nan], pad=0.1, floor=0.0,
+                           ceil=1.02)  # fmt: skip
+    ticks = bucket_ticks(b) if b.size else []
+    tickvals = [*ticks, *([x_pw] if pw_ok else [])]
+    ticktext = [f"{int(v):,}" for v in ticks] + (["per<br>worker"] if pw_ok else [])
     layout = _layout(
         "Hashing workers into B confusion matrices",
         height,
@@ -206,7 +241,14 @@ def accuracy_vs_buckets(
             )
         ],  # fmt: skip
         legend=LEGEND_BELOW,
-        xaxis=_axis(title=dict(text="B (hash buckets, log scale)", standoff=4), type="log", range=[0, np.log10(x_hi)]),
+        xaxis=_axis(
+            title=dict(text="B (hash buckets, log scale)", standoff=4),
+            type="log",
+            range=[0, np.log10(x_hi)],
+            tickmode="array",
+            tickvals=tickvals,
+            ticktext=ticktext,
+        ),  # fmt: skip
         yaxis=_axis(title=dict(text=y_title), range=list(y_range)),
     )
     return go.Figure(data=traces, layout=layout)

@@ -346,7 +346,8 @@ def _pearson(params, data: Annotations) -> float:
 
 
 # ---------------------------------------------------------------------------- stepper widgets
-def progress_bar(box=None) -> tuple[object, Callable[[int, int], None]]:
+def progress_bar(box=None, unit: str = "iteration") -> tuple[object, Callable[[int, int], None]]:
+    """A bar and its ``update(done, total)``; ``unit`` names what is counted (online EM counts updates)."""
     bar = (box or st).progress(0.0, text="Running EM to convergence...")
     last = [0.0]
 
@@ -354,7 +355,7 @@ def progress_bar(box=None) -> tuple[object, Callable[[int, int], None]]:
         now = time.perf_counter()
         if now - last[0] > 0.1:
             last[0] = now
-            bar.progress(min(iteration / max(max_iter, 1), 1.0), text=f"Running EM: iteration {iteration}")
+            bar.progress(min(iteration / max(max_iter, 1), 1.0), text=f"Running EM: {unit} {iteration:,}")
 
     return bar, update
 
@@ -385,7 +386,7 @@ def do_pending(slot: RunSlot, box=None) -> None:
         return
     box = box if box is not None else st.empty()
     if request is True or request == "run":
-        bar, update = progress_bar(box)
+        bar, update = progress_bar(box, getattr(slot.get(), "progress_unit", "iteration"))
         run_pending(slot, progress=update)
         box.empty()
         return

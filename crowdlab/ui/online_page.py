@@ -1,16 +1,17 @@
 """The "Batch vs online" page: batch Dawid-Skene EM and online (stepwise) EM on the same data, side by side.
 
-Online EM (:mod:`crowdlab.models.online`, after an online-EM blog post and Cappé & Moulines 2009) reads the items
-in mini-batches; the one stepper (:func:`crowdlab.ui.lab.stepper`) steps it: the E-step evaluates the next block
-(q_i and its F_i, before any update: progressive validation), the M-step moves the expected statistics by eta_t.
-Beside it: batch EM per iteration (one iteration = one pass over the N items), on the x axis of items seen.
+Online EM (:mod:`crowdlab.models.online`, after the nominalonlineextract blog post and Cappé & Moulines 2009) reads the
+items in mini-batches; the one stepper (:func:`crowdlab.ui.lab.stepper`) steps it: the E-step evaluates the next
+block (qᵢ and its Fᵢ, before any update: progressive validation), the M-step moves the expected statistics by ηₜ.
+Beside it: batch EM of the same model from the same start, per iteration (one iteration = one pass over the N
+items), on the x axis of items seen.
 
 The page keeps its own dataset, settings and run under ``onl.*`` (a :class:`crowdlab.ui.lab.Lab`); the working
 dataset of the other pages is untouched. Sources: bluebirds and RTE (bundled, with gold), a simulated crowd
 (:func:`crowdlab.simulate.simulate_crowd`) and an upload (read by :func:`crowdlab.data.read_annotations`, the one
-reader path). Derived per dataset (``onl.derived``): batch EM's curves, the objective and accuracy under online
-EM's start (with batch EM's they fix the axes before anyone has stepped) and the accuracy-vs-B sweep (computed
-on request, with at most 100 updates per pass so it takes seconds).
+reader path). Derived per dataset (``onl.derived``): batch EM's curves per model (they fix the axes before anyone
+has stepped) and the accuracy-vs-B sweep (computed on request, with at most 100 updates per pass so it takes
+seconds).
 """
 
 from __future__ import annotations
@@ -53,6 +54,14 @@ W = {
 }
 BUCKET_CHOICES = (*(2**i for i in range(13)), 0)  # 0 (last, the most): one matrix per worker, no hashing
 TAU_CHOICES = (0.0, 1.0, 2.0, 5.0, 10.0, 20.0, 50.0, 100.0, 200.0, 500.0, 1000.0)
+# the seed of this page: a blog post whose author and year the copy we have does not give (docs/references.md)
+CITE = "the nominalonlineextract blog post"
+INTRO = (
+    "Batch EM reads every item before it changes the parameters. Online EM (" + CITE + "; stepwise "
+    "EM, Cappé & Moulines 2009) reads a few items, finds their posteriors qᵢ with the parameters fixed, moves the "
+    "confusion matrices and the class prior a step ηₜ towards what those items say, and forgets qᵢ. "
+    "The x axis counts items seen, so one batch iteration is one pass."
+)
 METHODS = {"online_ds": "Dawid-Skene (a confusion matrix per bucket)", "online_one_coin": "one-coin (an accuracy)"}
 
 
@@ -150,22 +159,19 @@ def _on_load() -> None:
 
 
 # ---------------------------------------------------------------------------- derived (once per dataset)
-def batch(data: Annotations, prior: float) -> dict:
-    return ONL.derived(f"batch:{prior}", lambda: batch_curves(data, prior))
+def batch(data: Annotations, cfg: OnlineConfig) -> dict:
+    """Batch EM of the online run's model (Dawid-Skene or one-coin, its B hash buckets, its prior) from the online
+    run's start (:func:`crowdlab.online_run.batch_curves`): its iteration 0 is the online run's start, and its
+    curve fixes the axes before anyone has stepped. Computed once per model (the step size, the mini-batches and
+    the passes do not change it)."""
+    key = f"batch:{cfg.method}:{cfg.prior:g}:{cfg.buckets}:{cfg.seed if cfg.buckets else 0}"
+    return ONL.derived(key, lambda: batch_curves(data, model_of(cfg)))
 
 
-def start(data: Annotations, cfg: OnlineConfig) -> dict:
-    """The whole-data objective per item and the accuracy under online EM's starting parameters (cheap: one
-    E-step); with batch EM's curve they fix the axes before anyone has stepped."""
-
-    def compute() -> dict:
-        model = model_of(cfg)
-        stream = model.stream(data)
-        params = model.params(stream, model.init_state(stream))
-        acc = accuracy(np.argmax(model.e_step(data, params), axis=1), data.gold) if data.has_gold else np.nan
-        return {"objective": model.log_likelihood(data, params) / data.n_items, "accuracy": acc}
-
-    return ONL.derived(f"start:{cfg}", compute)
+def batch_words(b: dict, cfg: OnlineConfig) -> str:
+    """What the batch reference is, in words (its legend entry): "batch Dawid-Skene EM (B = 4), same start"."""
+    hashed = f" (B = {cfg.buckets:,})" if cfg.buckets else ""
+    return f"batch {b['model']} EM{hashed}, same start"
 
 
 def _sweep_key(cfg: OnlineConfig) -> str:
@@ -209,11 +215,12 @@ def source_section() -> None:
 
 
 def settings_section() -> None:
-    """Three tabs of settings (a change resets the run): the step size, hashing, and the rest."""
+    """Three tabs of settings (a change resets the run): the step size (its schedule drawn beside the sliders; the
+    stepper's own copy marks the current update), hashing, and the rest."""
     ONL.sync_config_widgets()
     cfg, data = ONL.config(), ONL.data()
     with presenter.settings("Settings: step size ηₜ, hash buckets B, passes and mini-batches"):
-        rate, hashing, rest = st.tabs(["Step size η_t", "Hashing workers", "Passes, mini-batches, prior"])
+        rate, hashing, rest = st.tabs(["Step size ηₜ", "Hashing workers", "Passes, mini-batches, prior"])
         with rate:
             left, right = st.columns([1, 1])
             with left:
@@ -221,17 +228,14 @@ def settings_section() -> None:
                 st.select_slider("τ₀", TAU_CHOICES, format_func=lambda v: f"{v:g}", **ONL.config_widget("tau0"))
                 st.slider("ρ", 0.0, 1.0, step=0.05, **ONL.config_widget("rho"))
             with right:
-                run = ONL.slot.get()
-                t_now = None if run is None else run.snapshots[run.index].t
-                n_up = cfg.passes * -(-data.n_items // cfg.batch_size)
-                fig = figs.eta_schedule(cfg.eta0, cfg.tau0, cfg.rho, n_up, t_now=t_now, height=240)
-                st.plotly_chart(fig, key="onl.eta_chart")
+                st.plotly_chart(eta_figure(None), key="onl.eta_chart")
             st.caption(
                 "Online EM moves the statistics by ηₜ each update. It converges (Robbins-Monro) when the steps "
                 "add up to infinity, so it can travel anywhere, and their squares add up to a finite number, so the "
                 "noise of single blocks averages out: Σ ηₜ = ∞ and Σ ηₜ² < ∞, i.e. ρ in (0.5, 1]. With ρ ≤ 0.5 "
                 "the estimate keeps jittering; with ρ = 1 it is a running average that forgets its bad start "
-                "slowly. τ₀ delays the decay: large τ₀ means small, careful early steps."
+                "slowly. τ₀ delays the decay: large τ₀ means small, careful early steps. The stepper's tab "
+                "*Step size ηₜ* marks the update the run is at."
                 + ("" if 0.5 < cfg.rho <= 1 else f" **ρ = {cfg.rho:g} is outside (0.5, 1].**")
             )
         with hashing:
@@ -252,10 +256,25 @@ def settings_section() -> None:
             )
             st.caption(
                 "Each pass reads the items in a new seeded random order. The prior adds pseudo-counts to every cell "
-                "once against the whole data set (the blog's log P(θ) / |I| per item); batch EM uses the same prior. "
-                "Without a clock per worker one step ηₜ moves every statistic and a block's counts stand for |I| "
-                "items: with one item per update a rarely seen worker's matrix then follows its last few labels."
+                f"once against the whole data set (log P(θ) / |I| per item, as in {CITE}); batch EM uses the same "
+                "model, prior and start. Without a clock per worker one step ηₜ moves every statistic and a block's "
+                "counts stand for |I| items: with one item per update a rarely seen worker's matrix then follows its "
+                "last few labels."
             )
+
+
+def eta_figure(run: OnlineRun | None):
+    """The step-size schedule of the current settings; with a run, its current update marked: the update whose
+    block the cursor shows (after an E-step the update about to be made, with the ηₜ it will use; none at the
+    start). The settings draw it without a run: they sit outside the stepper's fragment, which a step reruns alone,
+    so a marker there would lag behind the run."""
+    cfg, data = ONL.config(), ONL.data()
+    rec = None if run is None else run.snapshots[run.index]
+    t_now = None
+    if rec is not None and rec.block is not None:
+        t_now = rec.t + 1 if rec.kind == "E" else rec.t
+    n_up = cfg.passes * -(-data.n_items // cfg.batch_size)
+    return figs.eta_schedule(cfg.eta0, cfg.tau0, cfg.rho, n_up, t_now=t_now, height=240)
 
 
 def hashing_tab(data: Annotations, cfg: OnlineConfig) -> None:
@@ -280,10 +299,11 @@ def hashing_tab(data: Annotations, cfg: OnlineConfig) -> None:
             st.info("Press *Compute accuracy vs B* to run the current settings with B = 1, 2, 4, ... buckets.")
             return
         vals = sweep["values"]
-        ref = batch(data, cfg.prior)
+        ref = batch(data, replace(cfg, buckets=0))
         fig = figs.accuracy_vs_buckets(
             sweep["buckets"], vals.mean(axis=1), vals.min(axis=1), vals.max(axis=1), n_workers=data.n_workers,
             per_worker=float(sweep["per_worker"].mean()), batch=_batch_final(ref, data),
+            per_worker_range=(float(sweep["per_worker"].min()), float(sweep["per_worker"].max())),
             chosen=cfg.buckets or None, y_title=sweep["measure"], height=300,
         )  # fmt: skip
         st.plotly_chart(fig, key="onl.bucket_chart")
@@ -321,7 +341,8 @@ def curves_panel(run: OnlineRun) -> None:
     h = run.history()
     upto = slice(0, run.index + 1)
     seen = h["seen"][upto].astype(np.float64)
-    b, s0 = batch(data, cfg.prior), start(data, cfg)
+    b = batch(data, cfg)
+    b_name = batch_words(b, cfg)
     x_max = cfg.passes * N
     bx = b["iteration"] * N
     keep = bx <= x_max
@@ -329,12 +350,12 @@ def curves_panel(run: OnlineRun) -> None:
     x_now = float(h["seen"][run.index])
     c1, c2 = lab.curve_columns(2)
     with c1:
-        y = padded_range([s0["objective"]], b["objective"][keep] / N, pad=0.15)
+        y = padded_range(b["objective"][keep] / N, pad=0.15)
         fig = figs.online_curve(
-            [("progressive: average F_i so far", seen, h["progressive"][upto], "progressive"),
+            [("progressive: average Fᵢ so far", seen, h["progressive"][upto], "progressive"),
              ("online: log p(x | θ) / N", seen[np.isfinite(obj)], obj[np.isfinite(obj)], "online")],
             (bx[keep], b["objective"][keep] / N), x_now, title="Objective per item", x_max=x_max, y_range=y,
-            height=lab.chart_height(330),
+            height=lab.chart_height(330), batch_name=b_name,
         )  # fmt: skip
         st.plotly_chart(lab.wrap_title(fig), key="onl.objective_chart")
     with c2:
@@ -343,24 +364,33 @@ def curves_panel(run: OnlineRun) -> None:
         else:
             acc = h["accuracy"][upto]
             prog = _progressive_accuracy(run, seen)
-            lo = float(np.nanmin([s0["accuracy"], *b["accuracy"][keep]]))
+            lo = float(np.nanmin(b["accuracy"][keep]))
             fig = figs.online_curve(
                 [("online: every item, current θ", seen[np.isfinite(acc)], acc[np.isfinite(acc)], "online"),
                  ("progressive: before each update (last N)", seen, prog, "progressive")],
                 (bx[keep], b["accuracy"][keep]), x_now, title="Accuracy against gold", x_max=x_max,
-                y_range=(max(0.0, lo - 0.08), 1.0), height=lab.chart_height(330),
+                y_range=(max(0.0, lo - 0.08), 1.0), height=lab.chart_height(330), batch_name=b_name,
             )  # fmt: skip
             st.plotly_chart(lab.wrap_title(fig), key="onl.accuracy_chart")
     rec = run.snapshots[run.index]
     eta = "" if rec.block is None else f" · ηₜ of this block = {rec.block.eta:.4f}"
+    hashed = f" with the same B = {cfg.buckets:,} hash buckets" if cfg.buckets else ""
     st.caption(
-        f"{int(x_now):,} items seen of {x_max:,} ({cfg.passes} passes){eta}. Batch EM (orange) reads all "
-        f"{N:,} items per iteration; online EM updates after every {cfg.batch_size} and never sees q of more than "
-        "one block at a time."
+        f"{int(x_now):,} items seen of {x_max:,} ({cfg.passes} passes){eta}. Orange: batch {b['model']} EM, the "
+        f"model online EM fits{hashed}, with the same prior and from the same start ({b['start']}), so both "
+        f"curves begin at the same point; it reads all {N:,} items per iteration (one marker per pass). Online EM "
+        f"updates after every {cfg.batch_size} and never sees q of more than one block at a time."
     )
 
 
 MAX_MATRICES = 8
+TABLE_ROWS = 20  # a block's table shows this many rows whole; a bigger block scrolls
+
+
+def table_height(n_rows: int) -> int:
+    """The height of ``st.dataframe`` that shows its header and ``n_rows`` rows whole (35 px each, 2 px of border),
+    at most :data:`TABLE_ROWS` of them."""
+    return 35 * (min(n_rows, TABLE_ROWS) + 1) + 3
 
 
 def matrices_tab(run: OnlineRun) -> None:
@@ -391,11 +421,12 @@ def matrices_tab(run: OnlineRun) -> None:
 
 
 def block_panel(run: OnlineRun) -> None:
-    """Three tabs: the confusion matrices, the current block (its ratings, qᵢ, Fᵢ, prediction, gold) and the
-    progress table (vw style)."""
+    """Four tabs: the confusion matrices, the current block (its ratings, qᵢ, Fᵢ, prediction, gold), the step size
+    with the current update marked, and the progress table (vw style)."""
     data = run.data
     rec = run.snapshots[run.index]
-    matrices, here, table_tab = st.tabs(["Confusion matrices", "This block", "Progressive validation"])
+    tabs = st.tabs(["Confusion matrices", "This block", "Step size ηₜ", "Progressive validation"])
+    matrices, here, rate, table_tab = tabs
     with matrices:
         matrices_tab(run)
     with here:
@@ -405,7 +436,7 @@ def block_panel(run: OnlineRun) -> None:
             blk = rec.block
             st.caption(
                 f"{len(blk.items)} items; ηₜ = {blk.eta:.4f}; qᵢ and Fᵢ = log p(Dᵢ | θ) (+ log prior / |I|) "
-                "under the parameters before this block's update (the blog's progressive validation)."
+                f"under the parameters before this block's update (progressive validation, as in {CITE})."
             )
             names = np.asarray(data.class_names, dtype=object)
             table = pd.DataFrame({"item": [data.item_names[i] for i in blk.items], "ratings": blk.ratings})
@@ -419,8 +450,16 @@ def block_panel(run: OnlineRun) -> None:
             if data.has_gold:
                 gold = data.gold[blk.items]
                 table["gold"] = np.where(gold >= 0, names[np.maximum(gold, 0)], "?")
-            height = min(38 + 35 * len(table), 300)
-            st.dataframe(table.head(200), hide_index=True, height=height, column_config=cols, key="onl.block")
+            shown = table.head(200)
+            st.dataframe(shown, hide_index=True, height=table_height(len(shown)), column_config=cols, key="onl.block")
+    with rate:
+        st.plotly_chart(eta_figure(run), key="onl.eta_now_chart")
+        st.caption(
+            "The schedule of the settings; the ring is the update the cursor shows (after an E-step: the update "
+            "about to be made). Its ηₜ is how far this block moves the statistics."
+            if rec.block is not None
+            else "The schedule of the settings. No update yet: press Step or E-step to read the first block."
+        )
     with table_tab:
         st.caption(
             "Rows at example counters 1, 2, 4, 8, ... (at the item that reaches them): the average Fᵢ so far and "

@@ -215,3 +215,109 @@ def test_state_survives_switching_pages():
     _click(at, "stepper.step")
     _ok(at.switch_page(PAGE).run())
     assert _run(at) is run and run.index == 2
+
+
+# ---------------------------------------------------------------------------- the lecturer's audit
+def _trace(fig: dict, meta: str) -> dict | None:
+    return next((t for t in fig["data"] if t.get("meta") == meta), None)
+
+
+def test_batch_reference_is_the_same_model_from_the_same_start():
+    """The orange line is batch EM of the model online EM fits (one-coin when one-coin is chosen, the same B
+    buckets, the same prior), from online EM's start: at 0 items both curves are at the same point, and the legend
+    and caption say what it is. (It was Dawid-Skene from a majority-vote start whatever the model: -19.6 / 0.76
+    against online's -24.5 at 0 items, and one-coin left it unchanged.)"""
+    at = _page()
+    run = _run(at)
+    N = run.data.n_items
+    for model, chart, start in (("Dawid-Skene", "onl.objective_chart", run.snapshots[0].objective / N),
+                                ("Dawid-Skene", "onl.accuracy_chart", run.snapshots[0].accuracy)):  # fmt: skip
+        batch = _trace(_chart(at, chart), "batch")
+        assert _arr(batch["x"])[0] == 0 and _arr(batch["y"])[0] == pytest.approx(start, abs=1e-9)
+        assert batch["name"] == f"batch {model} EM, same start"
+    ds = _arr(_trace(_chart(at, "onl.objective_chart"), "batch")["y"])
+    assert any("same start" in c.value and "batch Dawid-Skene EM" in c.value for c in at.caption)
+    _ok(at.selectbox(key=op.W["method"]).set_value("online_one_coin").run())
+    run = _run(at)
+    fig = _chart(at, "onl.objective_chart")
+    one = _arr(_trace(fig, "batch")["y"])
+    assert _trace(fig, "batch")["name"] == "batch one-coin EM, same start"
+    assert one[0] == pytest.approx(run.snapshots[0].objective / N, abs=1e-9)
+    assert not np.allclose(one[: len(ds)], ds[: len(one)])  # the model changed, so did the orange line
+    online = _trace(fig, "online")
+    assert _arr(online["y"])[0] == pytest.approx(one[0], abs=1e-9)
+    _ok(at.select_slider(key=op.W["buckets"]).set_value(4).run())
+    batch = _trace(_chart(at, "onl.objective_chart"), "batch")
+    assert batch["name"] == "batch one-coin EM (B = 4), same start"
+    assert _arr(batch["y"])[0] == pytest.approx(_run(at).snapshots[0].objective / N, abs=1e-9)
+
+
+def test_step_size_marker_follows_every_step():
+    """The stepper's own step-size chart (inside the stepper, which a step reruns) marks the update of the block
+    the cursor shows, with its ηₜ, at every step; the settings' chart (outside it, never rerun by a step) shows the
+    schedule alone, so nothing there can lag behind the run."""
+    at = _page()
+
+    def now() -> tuple[float, float] | None:
+        t = _trace(_chart(at, "onl.eta_now_chart"), "now")
+        return None if t is None else (float(_arr(t["x"])[0]), float(_arr(t["y"])[0]))
+
+    assert now() is None  # no update yet
+    run = _run(at)
+    for n in range(1, 9):
+        _click(at, "onl.stepper.step")
+        rec = run.snapshots[run.index]
+        assert now() == (n, pytest.approx(rec.block.eta)) and rec.t == n
+        assert any(f"ηₜ of this block = {rec.block.eta:.4f}" in c.value for c in at.caption)
+        assert _trace(_chart(at, "onl.eta_chart"), "now") is None
+    _click(at, "onl.stepper.e_step")  # the block of update 9, before its update
+    assert now() == (9, pytest.approx(run.model.eta(9)))
+    _click(at, "onl.stepper.back")  # after the M-step of update 8
+    assert now() == (8, pytest.approx(run.model.eta(8)))
+    _click(at, "onl.stepper.back")  # after the E-step of update 8
+    assert now() == (8, pytest.approx(run.model.eta(8)))
+
+
+def test_step_size_marker_after_switching_pages():
+    """The audit's case: 3 steps, another page, back, 5 more steps: the marker is at update 8 (ηₜ = 0.1765), not
+    left at update 3."""
+    at = _ok(AppTest.from_file(str(ROOT / "app.py"), default_timeout=TIMEOUT).run())
+    _ok(at.switch_page(PAGE).run())
+    for _ in range(3):
+        _click(at, "onl.stepper.step")
+    _ok(at.switch_page(STEP_PAGE).run())
+    _ok(at.switch_page(PAGE).run())
+    for _ in range(5):
+        _click(at, "onl.stepper.step")
+    t = _trace(_chart(at, "onl.eta_now_chart"), "now")
+    assert float(_arr(t["x"])[0]) == 8 and float(_arr(t["y"])[0]) == pytest.approx(0.1765, abs=5e-5)
+
+
+def test_sweep_axis_labels_every_tick_and_shows_one_matrix_per_worker():
+    at = _page()
+    _click(at, "onl.sweep")
+    fig = _chart(at, "onl.bucket_chart")
+    x = fig["layout"]["xaxis"]
+    assert x["ticktext"] == ["1", "2", "4", "8", "16", "32", "64", "per<br>worker"]
+    point = _trace(fig, "per_worker_point")
+    assert _arr(point["x"])[0] == x["tickvals"][-1] > 64 and point["marker"]["symbol"] == "diamond"
+    metas = [t["meta"] for t in fig["data"]]
+    assert metas.index("per_worker") > metas.index("batch")  # drawn over batch EM's line
+
+
+def test_block_table_shows_every_row_and_ui_text_names_its_source():
+    """The block table is as tall as its rows (it cut the 8th of 10); the page writes ηₜ, qᵢ, Fᵢ (never η_t,
+    q_i, F_i) and names the online-EM source by author and year, never "the blog"."""
+    assert op.table_height(10) >= 35 * (10 + 1) + 2 and op.table_height(3) < op.table_height(10)
+    assert op.table_height(500) == op.table_height(op.TABLE_ROWS)
+    at = _page()
+    _click(at, "onl.stepper.e_step")
+    texts = [c.value for c in at.caption] + [m.value for m in at.markdown] + [t.label for t in at.tabs]
+    texts += [i.value for i in at.info] + [op.INTRO]
+    for key in ("onl.objective_chart", "onl.accuracy_chart", "onl.eta_chart", "onl.eta_now_chart"):
+        fig = _chart(at, key)
+        texts += [t.get("name") or "" for t in fig["data"]] + [fig["layout"]["title"]["text"]]
+    joined = "\n".join(texts)
+    for bad in ("η_t", "q_i", "F_i", "blog's", "the blog ", "online-EM blog post"):
+        assert bad not in joined, bad
+    assert op.CITE in joined and op.CITE in op.INTRO and [m.value for m in at.markdown].count(op.INTRO) <= 1

@@ -10,14 +10,8 @@ import pytest
 import crowdlab as cl
 from crowdlab import compare, describe, explain, surface, sweep
 from crowdlab.models import DawidSkene, OneCoin, TwoCoin
-from crowdlab.samples import load_sample
 from crowdlab.simulate import simulate_crowd, simulate_scores
 from tests.unit.problems import random_problem
-
-
-@pytest.fixture(scope="module")
-def bluebirds():
-    return load_sample("bluebirds")
 
 
 def test_worker_agreement_equals_pairwise_count():

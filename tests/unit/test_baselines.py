@@ -152,13 +152,6 @@ def test_baselines_on_bluebirds_beat_chance_and_stay_finite(bluebirds):
         assert accuracy(r.labels, bluebirds.gold) > 0.65, key
 
 
-@pytest.fixture(scope="module")
-def bluebirds():
-    from crowdlab.samples import load_sample
-
-    return load_sample("bluebirds")
-
-
 def test_options_are_checked_in_one_line():
     data = _ann(TOY)
     with pytest.raises(ValueError, match="lr_steps must be at least 1, not 0"):  # was a ZeroDivisionError

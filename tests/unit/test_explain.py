@@ -15,11 +15,6 @@ from crowdlab.samples import load_sample
 from crowdlab.simulate import simulate_scores
 
 
-@pytest.fixture(scope="module")
-def bluebirds():
-    return load_sample("bluebirds")
-
-
 def _all_lines(data, method: str, items, workers) -> list[str]:
     run = cl.fit(data, method)
     out = []

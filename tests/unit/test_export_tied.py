@@ -13,12 +13,6 @@ from crowdlab.export import posterior_frame, python_snippet
 from crowdlab.lessons import lecture_scores
 from crowdlab.models import make_model
 from crowdlab.models.majority import tied_items
-from crowdlab.samples import load_sample
-
-
-@pytest.fixture(scope="module")
-def rte():
-    return load_sample("rte")
 
 
 @pytest.mark.parametrize("method", ["mv", "ds", "one_coin"])

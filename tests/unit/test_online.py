@@ -33,16 +33,6 @@ from crowdlab.simulate import simulate_crowd
 ROOT = Path(__file__).resolve().parents[2]
 
 
-@pytest.fixture(scope="module")
-def bluebirds():
-    return load_sample("bluebirds")
-
-
-@pytest.fixture(scope="module")
-def rte():
-    return load_sample("rte")
-
-
 def _acc(run) -> float:
     return accuracy(run.labels(), run.data.gold)
 

@@ -12,17 +12,6 @@ from crowdlab.models import DawidSkene, OneCoin
 from crowdlab.models.online import OnlineDawidSkene, OnlineOneCoin
 from crowdlab.online_run import OnlineRun, batch_curves, batch_model, bucketed
 from crowdlab.plots import online as figs
-from crowdlab.samples import load_sample
-
-
-@pytest.fixture(scope="module")
-def bluebirds():
-    return load_sample("bluebirds")
-
-
-@pytest.fixture(scope="module")
-def rte():
-    return load_sample("rte")
 
 
 # ---------------------------------------------------------------------------- batch EM of the same model

@@ -15,11 +15,6 @@ C = surface.Coord
 
 
 @pytest.fixture(scope="module")
-def bluebirds():
-    return load_sample("bluebirds")
-
-
-@pytest.fixture(scope="module")
 def lecture():
     sim = simulate_scores(20, 3, 2, seed=0)
     return sim.annotations, cl.fit(sim.annotations, "scores", tol=1e-12)

@@ -64,9 +64,11 @@ def initialise(
     seed: int | None = 0,
     params=None,
     q0: np.ndarray | None = None,
+    q0_name: str | None = None,
     good_accuracy: float = 0.8,
 ) -> Start:
-    """Build the starting state of an EM run (see the module docstring for the strategies)."""
+    """Build the starting state of an EM run (see the module docstring for the strategies). ``q0_name`` names the
+    model whose posterior ``q0`` is (the stepper shows it; default "Another model's result")."""
     rng = np.random.default_rng(seed)
     continuous = model.info.latent == "annotator"
     if strategy == "params":
@@ -84,7 +86,7 @@ def initialise(
         if q0 is None:
             raise ModelError("Initialisation 'posterior' needs a posterior (q0=...).")
         q = _validate_q(np.asarray(q0, dtype=np.float64), data, model)
-        desc = INITS["posterior"]
+        desc = q0_name or INITS["posterior"]
     elif strategy == "random":
         n = data.n_workers if continuous else data.n_items
         k = 2 if continuous else data.n_classes

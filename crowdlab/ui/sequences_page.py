@@ -146,19 +146,6 @@ def stop_text(reason: str | None, iterations: int, max_iter: int, *, count: bool
     return ("converged" if reason == "converged" else STOP_REASONS.get(reason, "stopped")) + after
 
 
-class NamedStartRun(Run):
-    """A :class:`~crowdlab.em.Run` from a given posterior whose start the stepper names (``start_name``); the
-    engine would call it "Another model's result", and says so again after a reset."""
-
-    def __init__(self, *args, start_name: str, **kwargs) -> None:
-        self.start_name = start_name
-        super().__init__(*args, **kwargs)
-
-    def _start(self) -> None:
-        super()._start()
-        self.start_description = self.start_name
-
-
 def _named(content: bytes, name: str) -> io.BytesIO:
     f = io.BytesIO(content)
     f.name = name
@@ -181,7 +168,7 @@ def _build(data: Annotations, cfg: SeqConfig, extra: dict) -> Run:
     model = HMMCrowd(prior=cfg.prior, hard=cfg.hard)
     options = dict(seed=cfg.seed, tol=cfg.tol, max_iter=cfg.max_iter, keep_posteriors=posterior_window(data))
     if cfg.init == "ds":
-        return NamedStartRun(data, model, "posterior", q0=baselines()["ds_q"], start_name=DS_START, **options)
+        return Run(data, model, "posterior", q0=baselines()["ds_q"], q0_name=DS_START, **options)
     return Run(data, model, cfg.init, **options)
 
 

@@ -222,3 +222,13 @@ def test_models_that_spread_errors_over_k_minus_1_classes_refuse_one_class(metho
         cl.fit(d, method)
     assert cl.fit(d, "ds").labels().tolist() == [0, 0, 0]
     assert issubclass(cl.NotFittedError, AttributeError)
+
+
+def test_a_start_from_another_models_posterior_can_be_named(bluebirds):
+    q = cl.fit(bluebirds, "ds").posterior
+    run = cl.Run(bluebirds, cl.make_model("one_coin"), "posterior", q0=q, q0_name="Dawid-Skene's posterior")
+    assert run.start_description == "Dawid-Skene's posterior"
+    run.step()
+    run.reset()
+    assert run.start_description == "Dawid-Skene's posterior"
+    assert cl.Run(bluebirds, cl.make_model("one_coin"), "posterior", q0=q).start_description == "Another model's result"

@@ -513,10 +513,13 @@ def _narrow(fig):
 
 
 def objective_chart(
-    slot: RunSlot, run: Run, *, title: str | None = None, show_bound: bool = True, height: int = 360
+    slot: RunSlot, run: Run, *, title: str | None = None, show_bound: bool | None = None, height: int = 360
 ) -> None:
-    """The objective after every half-step (the bound dashed), the cursor marked."""
+    """The objective after every half-step (the bound dashed), the cursor marked. ``show_bound`` defaults to soft
+    EM only: hard EM's objective *is* its complete-data objective, so a second, identical curve would say nothing."""
     model = run.model
+    if show_bound is None:
+        show_bound = not model.hard
     bound_name = "complete-data objective" if model.hard else "bound F(q, θ)"
     fig = plots.objective_curve(
         run.history(),

@@ -473,7 +473,7 @@ def curves_panel(run: Run) -> None:
     slot = SEQ.slot
     left, right = lab.curve_columns(2)
     with left:
-        lab.objective_chart(slot, run, title=objective_title(run), show_bound=not run.model.hard)
+        lab.objective_chart(slot, run, title=objective_title(run))
     with right:
         lab.metric_chart(slot, run)
     verdict(run)  # under both curves; in presenter mode's narrow column under "accuracy now"

@@ -3,6 +3,7 @@ every method converges on every bundled dataset it applies to, and state survive
 
 from __future__ import annotations
 
+import json
 import math
 import re
 from pathlib import Path
@@ -155,10 +156,20 @@ def test_method_change_resets_the_run_with_a_notice_shown_once():
     assert _label(at).startswith("majority vote")
     # hard EM: its objective is the complete-data log-likelihood and it never decreases
     _ok(at.selectbox(key=state.W_METHOD).set_value("ds").run())
+    assert "bound" in _trace_metas(at, "stepper.objective_chart")  # soft EM: the bound F(q, θ) beside it
     _ok(at.checkbox(key=state.W_HARD).check().run())
     _click(at, "stepper.run")
     run = _run(at)
     assert run.model.hard and run.converged and not run.violations
+    # one curve: hard EM's bound is its objective (a second, identical dashed curve said nothing)
+    assert "bound" not in _trace_metas(at, "stepper.objective_chart")
+    assert "objective" in _trace_metas(at, "stepper.objective_chart")
+
+
+def _trace_metas(at: AppTest, key: str) -> list[str]:
+    found = [c for c in at.get("plotly_chart") if c.proto.id.endswith("-" + key)]
+    assert found, f"no chart {key}"
+    return [t.get("meta") for t in json.loads(found[0].proto.spec)["data"]]
 
 
 def test_state_survives_page_switches():

@@ -106,7 +106,7 @@ def build_parser() -> argparse.ArgumentParser:
     f.add_argument("--known", help="semi-supervised EM: CSV item,label of items whose class is known (kept fixed)")
     f.add_argument("--reveal", type=float, help="semi-supervised EM: fix the classes of this fraction of --gold")
     f.add_argument("--reveal-seed", dest="reveal_seed", type=int, default=0, help="which gold items --reveal picks")
-    o = f.add_argument_group("online EM (--method online_ds / online_one_coin; an online-EM blog post)")
+    o = f.add_argument_group("online EM (--method online_ds / online_one_coin; the nominalonlineextract blog post)")
     o.add_argument("--eta0", type=float, default=1.0, help="step size eta_t = eta0 (tau0 + t)^-rho (default 1)")
     o.add_argument("--tau0", type=float, default=10.0, help="delay tau0 >= 0 (default 10)")
     o.add_argument("--rho", type=float, default=0.6, help="decay rho; Robbins-Monro needs 0.5 < rho <= 1 (default 0.6)")

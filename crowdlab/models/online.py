@@ -1,4 +1,4 @@
-"""Online EM for Dawid-Skene and one-coin: one item's block of labels at a time ("an online-EM blog post").
+"""Online EM for Dawid-Skene and one-coin: one item's block of labels at a time ("the nominalonlineextract blog post").
 
 The blog post writes batch EM as maximising F(alpha, gamma, q) = sum_i F_i(alpha, gamma, q_i), where
 F_i = E_{q_i}[log L(D_i | alpha, gamma, Z_i)] + (1 / |I|) log P(alpha, gamma) + E_{q_i}[log P(Z_i)] + H(q_i) and

@@ -1037,3 +1037,118 @@ def _score_intervals(model, data, params, level, scale, block, extra_notes) -> p
     df.attrs["kind"] = "scores"
     df.attrs["score_range"] = (params.low, params.high)
     return df
+
+
+MACE_INTERVAL = "Wald (observed information of the worker's own θ, ξ)"
+
+
+def mace_worker_intervals(model, data: Annotations, params, *, level: float = 0.95) -> pd.DataFrame:
+    """Wald intervals for each MACE worker's accuracy from the observed information of its own parameters.
+
+    MACE (Hovy et al. 2013) gives worker j the confusion Gamma_j(a, t) = theta_j I(a = t) + (1 - theta_j) xi_j(a).
+    Holding pi and every other worker at their estimates, item i contributes to j's marginal log-likelihood
+    log sum_t w_it Gamma_j(a_i, t), where w_it is proportional to p(x_i without j's label, T_i = t) (the log joint
+    minus j's own term). With rho_i = w_i(a_i) / sum_t w_it, the probability that the truth is the label j gave,
+    judged from everyone else, this is
+
+        l_j(theta, xi) = sum_i log s_i,   s_i = theta rho_i + (1 - theta) xi(a_i),
+
+    plus the MAP objective's log Beta(theta) and log Dirichlet(xi) priors. Its gradient and Hessian in the free
+    coordinates (theta, xi_1 .. xi_(K-1); xi_0 = 1 - the rest) are closed-form: ds/dtheta = rho_i - xi(a_i),
+    ds/dxi_c = (1 - theta) e_ic with e_ic = I(a_i = c) - I(a_i = 0), d2s/dtheta dxi_c = -e_ic, the rest 0; then
+    d2 log s = d2s / s - ds ds^T / s^2. The accuracy sum_k pi_k Gamma_j(k, k) = theta + (1 - theta) pi . xi goes
+    through the delta method on the logit scale (the interval stays inside (0, 1)). This is the conditional
+    ("worker block") information, as ``block="worker"`` is for Dawid-Skene: it leaves out the uncertainty of the
+    other workers and of the truth's prior, so the interval is somewhat narrow. Over 200 simulated Dawid-Skene
+    crowds (300 items, 5 workers, 5 labels an item; MACE is misspecified there) it covered the truth 0.921 (K = 2)
+    and 0.829 (K = 3) of the time, against 0.872 and 0.774 for the exact binomial interval with the labels taken
+    as known (``benchmarks/bench_fisher.py``).
+
+    Items whose class is known (semi-supervised EM) count with rho_i = I(a_i = known class). A worker on the
+    boundary (theta or an xi entry within 1e-6 of 0 or 1), with a singular information, or with two labels on one
+    item gets the exact binomial interval of its expected correct labels instead, with a note. Returns a
+    DataFrame with columns worker, estimate, se, lower, upper, n_labels, note.
+    """
+    if not 0.0 < level < 1.0:
+        raise ValueError(f"level must lie strictly between 0 and 1, got {level}.")
+    theta = np.asarray(params.theta, dtype=np.float64)
+    xi = np.asarray(params.xi, dtype=np.float64)
+    pi = np.asarray(params.pi, dtype=np.float64)
+    M, K = xi.shape
+    w_, it, lab = data.worker, data.item, data.label
+    n_labels = np.bincount(w_, minlength=M)
+    on_edge = (theta <= BOUNDARY) | (theta >= 1.0 - BOUNDARY) | (xi <= BOUNDARY).any(axis=1)
+    pair = w_.astype(np.int64) * data.n_items + it
+    uniq, counts = np.unique(pair, return_counts=True)
+    repeated = np.zeros(M, bool)
+    repeated[(uniq[counts > 1] // data.n_items).astype(np.int64)] = True
+    safe_gamma = np.where(on_edge[:, None, None], 0.5, params.gamma)
+    own = np.log(safe_gamma[w_, lab, :])  # (n_obs, K): log Gamma_j(a, t) of each label
+    lw = model.log_joint(data, params)[it] - own
+    lw -= lw.max(axis=1, keepdims=True)
+    w = np.exp(lw)
+    rho = w[np.arange(lab.size), lab] / w.sum(axis=1)
+    known = model.known_classes(data) if getattr(model, "semi_supervised", False) else None
+    if known is not None:
+        kc = known[it]
+        rho = np.where(kc >= 0, (lab == kc).astype(np.float64), rho)
+    th = np.where(on_edge, 0.5, theta)[w_]
+    xa = np.where(on_edge[:, None], 1.0 / K, xi)[w_, lab]
+    s = th * rho + (1.0 - th) * xa
+    P = K  # free coordinates: theta, xi_1 .. xi_(K-1)
+    e = np.zeros((lab.size, K - 1))
+    rows = np.arange(lab.size)
+    e[rows[lab > 0], lab[lab > 0] - 1] = 1.0
+    e[lab == 0] = -1.0
+    ds = np.concatenate([(rho - xa)[:, None], (1.0 - th)[:, None] * e], axis=1)  # (n_obs, P)
+    u = ds / s[:, None]  # d log s
+    H = np.zeros((M, P, P))  # the information: minus the Hessian of l_j, one (a, b) entry at a time (O(n) memory)
+    for i in range(P):
+        for k in range(i, P):
+            d2 = -e[:, k - 1] / s if i == 0 and k > 0 else 0.0  # d2s/dtheta dxi_c / s; the other d2s are 0
+            H[:, i, k] = H[:, k, i] = -np.bincount(w_, weights=d2 - u[:, i] * u[:, k], minlength=M)
+    a, b = model.theta_prior
+    t_ = np.where(on_edge, 0.5, theta)
+    H[:, 0, 0] += (a - 1.0) / t_**2 + (b - 1.0) / (1.0 - t_) ** 2
+    c0 = model.strategy_prior - 1.0
+    xs = np.where(on_edge[:, None], 1.0 / K, xi)
+    H[:, 1:, 1:] += c0 * (np.eye(K - 1)[None] / xs[:, 1:, None] ** 2 + (1.0 / xs[:, 0] ** 2)[:, None, None])
+    est = theta + (1.0 - theta) * (xi @ pi)
+    g = np.concatenate([(1.0 - xs @ pi)[:, None], (1.0 - t_)[:, None] * (pi[1:] - pi[0])[None, :]], axis=1)
+    singular = np.zeros(M, bool)
+    var = np.full(M, np.nan)
+    for j in np.flatnonzero(~(on_edge | repeated)):
+        ev = np.linalg.eigvalsh(H[j])
+        if not np.all(np.isfinite(ev)) or ev.min() <= EIG_RTOL * max(ev.max(), 1e-300):
+            singular[j] = True
+            continue
+        var[j] = float(g[j] @ np.linalg.solve(H[j], g[j]))
+    se = np.sqrt(np.maximum(var, 0.0))
+    z = float(norm.ppf(0.5 + level / 2))
+    e_ = np.clip(est, BOUNDARY, 1.0 - BOUNDARY)
+    half = z * se / (e_ * (1.0 - e_))
+    lo, hi = expit(logit(e_) - half), expit(logit(e_) + half)
+    exact = on_edge | repeated | singular | ~np.isfinite(se)
+    cp_lo, cp_hi = clopper_pearson(est * n_labels, n_labels.astype(float), level)
+    lo, hi = np.where(exact, cp_lo, lo), np.where(exact, cp_hi, hi)
+    tail = "exact binomial interval of the estimate over the worker's labels (labels taken as known)"
+    note = np.where(
+        on_edge,
+        f"on the boundary: {tail}",
+        np.where(
+            repeated,
+            f"labelled an item more than once: {tail}",
+            np.where(exact, f"singular information: {tail}", ""),
+        ),
+    )
+    return pd.DataFrame(
+        {
+            "worker": list(data.worker_names),
+            "estimate": est,
+            "se": np.where(exact, np.nan, se),
+            "lower": np.minimum(lo, est),
+            "upper": np.maximum(hi, est),
+            "n_labels": n_labels,
+            "note": note,
+        }
+    )

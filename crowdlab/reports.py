@@ -9,8 +9,9 @@
 ``lower``/``upper`` its interval: for the variational models (IBCC, MACE by VB) the central credible interval
                     of the posterior (``model.accuracy_intervals``, Monte Carlo with a fixed seed); else Wald
                     from the observed information (:func:`crowdlab.fisher.worker_intervals`, Louis' identity)
-                    where the model has one (Dawid-Skene, one-coin, two-coin); else (GLAD, MACE, very large
-                    crowds) the Clopper-Pearson interval of the estimate as a proportion of the worker's n labels
+                    where the model has one (Dawid-Skene, one-coin, two-coin); for MACE's EM the Wald interval
+                    of the worker's own theta and xi (:func:`crowdlab.fisher.mace_worker_intervals`); else (GLAD,
+                    very large crowds) the Clopper-Pearson interval of the estimate as a proportion of the n labels
                     (acc n successes in n trials: the labels taken as known). Every interval holds its estimate.
                     ``interval`` says which
 ``worst_confusion`` the largest off-diagonal entry of the worker's confusion matrix: "says B when A" and its
@@ -34,7 +35,8 @@ import pandas as pd
 
 from crowdlab.data import Annotations
 from crowdlab.errors import ModelError
-from crowdlab.fisher import clopper_pearson, worker_intervals
+from crowdlab.fisher import MACE_INTERVAL, clopper_pearson, mace_worker_intervals, worker_intervals
+from crowdlab.models.mace import MACE
 
 __all__ = ["krippendorff_alpha", "spammer_score", "worker_report"]
 
@@ -81,6 +83,11 @@ ACCURACY_ON_LABELS = "the mean of σ(α_j β_i) over the items the worker labell
 CLOPPER_PEARSON = "Clopper-Pearson (the estimate over n labels, labels as known)"
 
 
+def is_mace(model) -> bool:
+    """MACE fitted by EM (its variational version has its own credible intervals)."""
+    return isinstance(model, MACE) and getattr(model, "accuracy_intervals", None) is None
+
+
 def worker_report(run, *, level: float = 0.95, intervals: bool = True) -> pd.DataFrame:
     """One row per worker (see the module docstring) from ``run`` (a :class:`crowdlab.em.Run` of a class model
     at its cursor). ``df.attrs["krippendorff_alpha"]`` holds the dataset's alpha. Wald intervals need the observed
@@ -113,6 +120,12 @@ def worker_report(run, *, level: float = 0.95, intervals: bool = True) -> pd.Dat
         ci = credible(params, level=level)
         lower, upper = ci["lo"], ci["hi"]
         how = np.full(M, f"credible (posterior, {ci['draws']:,} draws)", dtype=object)
+    elif intervals and run.iterative and M <= WALD_MAX_WORKERS and K <= WALD_MAX_CLASSES and is_mace(run.model):
+        wi = mace_worker_intervals(run.model, data, params, level=level)
+        ok = wi["note"].eq("").to_numpy()
+        lower = np.where(ok, wi["lower"].to_numpy(float), lower)
+        upper = np.where(ok, wi["upper"].to_numpy(float), upper)
+        how = np.where(ok, MACE_INTERVAL, how)
     elif intervals and run.iterative and M <= WALD_MAX_WORKERS and K <= WALD_MAX_CLASSES:
         try:
             wi = worker_intervals(run, level=level)

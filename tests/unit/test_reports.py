@@ -93,8 +93,10 @@ def test_every_interval_holds_its_estimate(method):
     kinds = set(df.interval)
     if method in ("mace_vb", "ibcc"):
         assert kinds == {"credible (posterior, 4,000 draws)"}
-    elif method in ("glad", "mace"):
+    elif method == "glad":
         assert kinds == {"Clopper-Pearson (the estimate over n labels, labels as known)"}
+    elif method == "mace":
+        assert kinds == {"Wald (observed information of the worker's own θ, ξ)"}
     else:
         assert kinds == {"Wald (observed information)"}
 

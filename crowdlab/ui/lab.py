@@ -46,6 +46,7 @@ from crowdlab.data import Annotations
 from crowdlab.em import Run
 from crowdlab.errors import CrowdlabError
 from crowdlab.metrics import accuracy, macro_f, pearson
+from crowdlab.plots.run import X_TITLE
 from crowdlab.ui import presenter
 
 NOTICE_SETTINGS = "Settings changed: the run was reset."
@@ -490,24 +491,50 @@ def curve_columns(spec: int | list[float]) -> list:
     return list(st.columns(spec))
 
 
+# Characters a title line in presenter mode's curve column (:func:`stepper`: a third of the page beside the main
+# panel): about 215 px wide when the lecturer re-opens the sidebar at 1024 px (the server cannot know whether it is
+# open, so titles are wrapped for the narrower case), where a line of the 15 px bold title font takes about 6.5 px
+# a character; the 36 of the figure builders (which ``wrap_title`` used to keep) ran past the edge ("Objective: ELBO
+# (variational lower" for IBCC and variational MACE).
+CURVE_CHARS = 31
+# the curves' x-axis title there: the full one (plots.X_TITLE, 31 characters, centred on the plot) lost its ")" at
+# the chart's edge beside six-digit y tick labels ("-32050")
+CURVE_X_TITLE = "iteration (E-steps at ½)"
+
+
 def wrap_title(fig, chars: int = 40):
     """Break a figure's title into lines of at most ``chars`` characters (plotly cuts a long title at the edge of a
-    narrow chart instead of wrapping it), growing the top margin to fit; returns the figure."""
+    narrow chart instead of wrapping it), growing the top margin to fit; returns the figure. A title its builder
+    already wrapped at a wider width is wrapped again."""
     if presenter.is_on():
         chars = int(chars * 0.85)  # presenter mode draws at a larger scale in narrower columns
+    return _wrap(fig, chars)
+
+
+def _wrap(fig, chars: int):
     title = fig.layout.title.text
-    if not title or len(title) <= chars or "<br>" in title:
+    lines = title.split("<br>") if title else []
+    if not lines or max(len(line) for line in lines) <= chars:
         return fig
-    text = plots.wrap_title(title, chars)  # the one wrapping rule (the figure builders use it too)
+    text = plots.wrap_title(" ".join(lines), chars)  # the one wrapping rule (the builders break at spaces too)
     top = fig.layout.margin.t if fig.layout.margin.t is not None else 80
-    fig.update_layout(title_text=text, margin_t=max(top, 30 + 22 * (text.count("<br>") + 1)))
+    n = text.count("<br>") + 1
+    # a builder sized its top margin for its own lines (and any tick labels on top): it grows by the lines added
+    grow = 22 * max(n - len(lines), 0) if len(lines) > 1 else 0
+    fig.update_layout(title_text=text, margin_t=max(top + grow, 30 + 22 * n))
     return fig
 
 
 def _narrow(fig):
-    """A curve in presenter mode's narrow column: its legend (wrapped onto two lines there) moves clear of the
-    x-axis title."""
-    if presenter.is_on() and fig.layout.legend.y is not None and fig.layout.legend.y < 0:
+    """A curve in presenter mode's narrow column: its title wrapped to :data:`CURVE_CHARS` and its x-axis title the
+    short :data:`CURVE_X_TITLE` (whole with the sidebar open too), its legend (wrapped onto two lines there) moved
+    clear of the x-axis title."""
+    if not presenter.is_on():
+        return fig
+    _wrap(fig, CURVE_CHARS)
+    if fig.layout.xaxis.title.text == X_TITLE:
+        fig.update_layout(xaxis_title_text=CURVE_X_TITLE)
+    if fig.layout.legend.y is not None and fig.layout.legend.y < 0:
         fig.update_layout(legend_y=-0.34)
     return fig
 

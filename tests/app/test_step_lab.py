@@ -609,6 +609,38 @@ def test_presenter_toggle_turns_it_on_and_off_and_keeps_the_url_in_step():
     assert not at.get("html")
 
 
+@pytest.mark.parametrize(
+    ("method", "hard", "prior"),
+    [("ds", False, 0.0), ("ds", True, 1.0), ("glad", False, 0.0), ("mace_vb", False, 0.0), ("ibcc", False, 0.0)],
+)
+def test_presenter_curve_titles_fit_the_narrow_column_with_the_sidebar_open(method, hard, prior):
+    """Presenter mode puts the curves in a third of the page: about 215 px wide when the lecturer re-opens the
+    sidebar at 1024 px, room for 31 characters a title line. The builders' 36 ("Objective: ELBO (variational lower")
+    ran past the chart's edge there, and so did the long x-axis title beside six-digit tick labels. Normal mode
+    keeps the builders' lines and x-axis title."""
+    at = _method(_open(), method)
+    if hard:
+        _ok(at.checkbox(key=state.W_HARD).check().run())
+    if prior:
+        _ok(at.number_input(key=state.W_PRIOR).set_value(prior).run())
+    _click(at, "stepper.step")
+    keys = ("stepper.objective_chart", "stepper.metric_chart")
+    normal = {k: _chart(at, k)["layout"] for k in keys}
+    _ok(at.toggle(key=presenter.W_TOGGLE).set_value(True).run())
+    assert lab.CURVE_CHARS <= 31
+    for key in keys:
+        before, layout = normal[key], _chart(at, key)["layout"]
+        text = layout["title"]["text"]
+        lines = text.split("<br>")
+        assert max(len(line) for line in lines) <= lab.CURVE_CHARS, (key, lines)
+        assert " ".join(lines) == before["title"]["text"].replace("<br>", " ")  # nothing lost
+        assert layout["margin"]["t"] >= 30 + 20 * len(lines)
+        assert layout["xaxis"]["title"]["text"] == lab.CURVE_X_TITLE
+        assert before["xaxis"]["title"]["text"] == plots.run.X_TITLE
+    title = f"Objective: {_run(at).model.objective_name}"
+    assert normal["stepper.objective_chart"]["title"]["text"] == plots.wrap_title(safe.html(title), 36)
+
+
 def test_scores_item_means_axes_stay_put_from_step_to_step():
     """The Step page's μ_i scatter (scores model): the axes come from the data, not from the iterate, so they do
     not jump between snapshots, and every iterate's means lie inside them."""

@@ -9,7 +9,15 @@ from __future__ import annotations
 
 import pytest
 
-from tests.e2e.helpers import ARTIFACTS, assert_no_exception, assert_nothing_cut, iteration, wait_idle, wait_page
+from tests.e2e.helpers import (
+    ARTIFACTS,
+    CHART_TEXT_OUT,
+    assert_no_exception,
+    assert_nothing_cut,
+    iteration,
+    wait_idle,
+    wait_page,
+)
 
 pytestmark = pytest.mark.e2e
 
@@ -112,6 +120,41 @@ def test_stepping_pages_fit_a_projector_in_presenter_mode(server, page, path, ta
             folded.nth(i).click()
             wait_idle(page)
     assert_nothing_cut(page, f"{path}, settings open")
+
+
+# (page, the method to pick in the folded settings): the Step page with the longest objective name (IBCC's ELBO), and
+# the pages whose objectives have six-digit tick labels (the x-axis title lost its ")" beside them)
+REOPENED = [("/Step_through_EM", "Bayesian Dawid-Skene (IBCC, variational)"), ("/Sequences", None), ("/Networks", None)]
+
+
+@pytest.mark.parametrize(("path", "method"), REOPENED, ids=[p.strip("/").lower() for p, _ in REOPENED])
+def test_curve_titles_stay_whole_when_the_sidebar_is_reopened(server, page, path, method):
+    """Presenter mode starts with the sidebar folded; a lecturer who opens it again (for the toggle, or another
+    page) narrows the curves' column to about 215 px: their titles and axis titles stay inside their charts."""
+    _open(page, server, path)
+    main = page.locator('[data-testid="stMain"]')
+    if method:
+        main.locator('[data-testid="stExpander"] summary').filter(has_text="Method:").first.click()
+        wait_idle(page)
+        main.locator('[data-testid="stSelectbox"]').filter(has_text="Method").first.click()
+        page.get_by_role("option", name=method, exact=True).click()
+        wait_idle(page)
+    main.get_by_role("button", name="Step", exact=True).first.click()
+    page.get_by_text("iteration 1, after M-step").first.wait_for()
+    wait_idle(page)
+    page.locator('[data-testid="stExpandSidebarButton"]').click()
+    page.locator('[data-testid="stSidebar"]').get_by_text("Presenter mode").wait_for()
+    wait_idle(page)
+    page.wait_for_timeout(800)  # plotly lays out its charts for the narrower column
+    sidebar = page.evaluate("() => document.querySelector('[data-testid=\"stSidebar\"]').getBoundingClientRect().right")
+    assert sidebar > 200, f"the sidebar did not open: {sidebar}"
+    titles = [t["text"] for t in page.evaluate(CHART_TITLES)]
+    assert any(t.startswith("Objective") for t in titles), titles
+    _assert_titles_fit(page)
+    out = page.evaluate(CHART_TEXT_OUT)
+    assert out == [], ("chart text cut at its chart's edge", out)
+    main.locator(".js-plotly-plot").first.scroll_into_view_if_needed()
+    _shot(page, f"{path.strip('/').lower()}_sidebar_open")
 
 
 def test_confusion_matrix_numbers_are_readable_in_presenter_mode(server, page):

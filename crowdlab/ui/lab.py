@@ -500,6 +500,9 @@ CURVE_CHARS = 31
 # the curves' x-axis title there: the full one (plots.X_TITLE, 31 characters, centred on the plot) lost its ")" at
 # the chart's edge beside six-digit y tick labels ("-32050")
 CURVE_X_TITLE = "iteration (E-steps at ½)"
+# a legend entry's characters there (12 px font beside a 30 px line sample): "progressive: before each update (last
+# N)" on Batch vs online ran 31 px past the edge with the sidebar open
+LEGEND_CHARS = 26
 
 
 def wrap_title(fig, chars: int = 40):
@@ -525,15 +528,19 @@ def _wrap(fig, chars: int):
     return fig
 
 
-def _narrow(fig):
+def narrow(fig):
     """A curve in presenter mode's narrow column: its title wrapped to :data:`CURVE_CHARS` and its x-axis title the
-    short :data:`CURVE_X_TITLE` (whole with the sidebar open too), its legend (wrapped onto two lines there) moved
-    clear of the x-axis title."""
+    short :data:`CURVE_X_TITLE` (whole with the sidebar open too), long legend entries broken at
+    :data:`LEGEND_CHARS`, its legend (wrapped onto two lines there) moved clear of the x-axis title."""
     if not presenter.is_on():
         return fig
     _wrap(fig, CURVE_CHARS)
     if fig.layout.xaxis.title.text == X_TITLE:
         fig.update_layout(xaxis_title_text=CURVE_X_TITLE)
+    for trace in fig.data:  # a legend entry longer than the column breaks onto a second line
+        name = trace.name or ""
+        if trace.showlegend is not False and "<br>" not in name and len(name) > LEGEND_CHARS:
+            trace.name = plots.wrap_title(name, LEGEND_CHARS)
     if fig.layout.legend.y is not None and fig.layout.legend.y < 0:
         fig.update_layout(legend_y=-0.34)
     return fig
@@ -557,7 +564,7 @@ def objective_chart(
         show_bound=show_bound,
         height=chart_height(height),
     )
-    st.plotly_chart(_narrow(wrap_title(fig)), key=slot.key("objective_chart"))
+    st.plotly_chart(narrow(wrap_title(fig)), key=slot.key("objective_chart"))
 
 
 def metric_chart(slot: RunSlot, run: Run, *, height: int = 360) -> None:
@@ -567,7 +574,7 @@ def metric_chart(slot: RunSlot, run: Run, *, height: int = 360) -> None:
     if values:
         x_now = float(m["x"][run.index])
         fig = plots.metric_curve(m["x"], values, x_now, height=chart_height(height))
-        st.plotly_chart(_narrow(wrap_title(fig)), key=slot.key("metric_chart"))
+        st.plotly_chart(narrow(wrap_title(fig)), key=slot.key("metric_chart"))
         st.caption(" · ".join(f"{k} now: **{v[run.index]:.3f}**" for k, v in values.items()))
     else:
         st.info("This dataset has no gold labels, so there is no accuracy to track.")

@@ -357,7 +357,7 @@ def curves_panel(run: OnlineRun) -> None:
             (bx[keep], b["objective"][keep] / N), x_now, title="Objective per item", x_max=x_max, y_range=y,
             height=lab.chart_height(330), batch_name=b_name,
         )  # fmt: skip
-        st.plotly_chart(lab.wrap_title(fig), key="onl.objective_chart")
+        st.plotly_chart(lab.narrow(lab.wrap_title(fig)), key="onl.objective_chart")
     with c2:
         if not data.has_gold:
             st.info("This dataset has no gold labels, so there is no accuracy to track.")
@@ -371,7 +371,7 @@ def curves_panel(run: OnlineRun) -> None:
                 (bx[keep], b["accuracy"][keep]), x_now, title="Accuracy against gold", x_max=x_max,
                 y_range=(max(0.0, lo - 0.08), 1.0), height=lab.chart_height(330), batch_name=b_name,
             )  # fmt: skip
-            st.plotly_chart(lab.wrap_title(fig), key="onl.accuracy_chart")
+            st.plotly_chart(lab.narrow(lab.wrap_title(fig)), key="onl.accuracy_chart")
     rec = run.snapshots[run.index]
     eta = "" if rec.block is None else f" · ηₜ of this block = {rec.block.eta:.4f}"
     hashed = f" with the same B = {cfg.buckets:,} hash buckets" if cfg.buckets else ""

@@ -122,9 +122,15 @@ def test_stepping_pages_fit_a_projector_in_presenter_mode(server, page, path, ta
     assert_nothing_cut(page, f"{path}, settings open")
 
 
-# (page, the method to pick in the folded settings): the Step page with the longest objective name (IBCC's ELBO), and
-# the pages whose objectives have six-digit tick labels (the x-axis title lost its ")" beside them)
-REOPENED = [("/Step_through_EM", "Bayesian Dawid-Skene (IBCC, variational)"), ("/Sequences", None), ("/Networks", None)]
+# (page, the method to pick in the folded settings): the Step page with the longest objective name (IBCC's ELBO),
+# the pages whose objectives have six-digit tick labels (the x-axis title lost its ")" beside them), and Batch vs
+# online, whose long legend entries ran past the edge
+REOPENED = [
+    ("/Step_through_EM", "Bayesian Dawid-Skene (IBCC, variational)"),
+    ("/Sequences", None),
+    ("/Networks", None),
+    ("/Batch_vs_online", None),
+]
 
 
 @pytest.mark.parametrize(("path", "method"), REOPENED, ids=[p.strip("/").lower() for p, _ in REOPENED])
@@ -140,7 +146,8 @@ def test_curve_titles_stay_whole_when_the_sidebar_is_reopened(server, page, path
         page.get_by_role("option", name=method, exact=True).click()
         wait_idle(page)
     main.get_by_role("button", name="Step", exact=True).first.click()
-    page.get_by_text("iteration 1, after M-step").first.wait_for()
+    after = "block 1 of" if path == "/Batch_vs_online" else "iteration 1, after M-step"
+    page.get_by_text(after).first.wait_for()
     wait_idle(page)
     page.locator('[data-testid="stExpandSidebarButton"]').click()
     page.locator('[data-testid="stSidebar"]').get_by_text("Presenter mode").wait_for()

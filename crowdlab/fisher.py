@@ -1067,7 +1067,8 @@ def mace_worker_intervals(model, data: Annotations, params, *, level: float = 0.
     Items whose class is known (semi-supervised EM) count with rho_i = I(a_i = known class). A worker on the
     boundary (theta or an xi entry within 1e-6 of 0 or 1), with a singular information, or with two labels on one
     item gets the exact binomial interval of its expected correct labels instead, with a note. Returns a
-    DataFrame with columns worker, estimate, se, lower, upper, n_labels, note.
+    DataFrame with columns worker, estimate, se, lower, upper (the accuracy), spamming, spam_lower, spam_upper
+    (P(spamming) = 1 - theta_j and its interval, the same way), n_labels, note.
     """
     if not 0.0 < level < 1.0:
         raise ValueError(f"level must lie strictly between 0 and 1, got {level}.")
@@ -1117,20 +1118,28 @@ def mace_worker_intervals(model, data: Annotations, params, *, level: float = 0.
     g = np.concatenate([(1.0 - xs @ pi)[:, None], (1.0 - t_)[:, None] * (pi[1:] - pi[0])[None, :]], axis=1)
     singular = np.zeros(M, bool)
     var = np.full(M, np.nan)
+    var_theta = np.full(M, np.nan)
     for j in np.flatnonzero(~(on_edge | repeated)):
         ev = np.linalg.eigvalsh(H[j])
         if not np.all(np.isfinite(ev)) or ev.min() <= EIG_RTOL * max(ev.max(), 1e-300):
             singular[j] = True
             continue
-        var[j] = float(g[j] @ np.linalg.solve(H[j], g[j]))
-    se = np.sqrt(np.maximum(var, 0.0))
+        cov = np.linalg.inv(H[j])
+        var[j] = float(g[j] @ cov @ g[j])
+        var_theta[j] = float(cov[0, 0])
+    exact = on_edge | repeated | singular | ~np.isfinite(var)
     z = float(norm.ppf(0.5 + level / 2))
-    e_ = np.clip(est, BOUNDARY, 1.0 - BOUNDARY)
-    half = z * se / (e_ * (1.0 - e_))
-    lo, hi = expit(logit(e_) - half), expit(logit(e_) + half)
-    exact = on_edge | repeated | singular | ~np.isfinite(se)
-    cp_lo, cp_hi = clopper_pearson(est * n_labels, n_labels.astype(float), level)
-    lo, hi = np.where(exact, cp_lo, lo), np.where(exact, cp_hi, hi)
+
+    def wald(value, v):  # the logit-scale Wald interval of a probability, or the exact one where there is none
+        e_ = np.clip(value, BOUNDARY, 1.0 - BOUNDARY)
+        half = z * np.sqrt(np.maximum(v, 0.0)) / (e_ * (1.0 - e_))
+        lo, hi = expit(logit(e_) - half), expit(logit(e_) + half)
+        cp_lo, cp_hi = clopper_pearson(value * n_labels, n_labels.astype(float), level)
+        return np.minimum(np.where(exact, cp_lo, lo), value), np.maximum(np.where(exact, cp_hi, hi), value)
+
+    se = np.sqrt(np.maximum(var, 0.0))
+    lo, hi = wald(est, var)
+    spam_lo, spam_hi = wald(1.0 - theta, var_theta)  # P(spamming) = 1 - theta has theta's variance
     tail = "exact binomial interval of the estimate over the worker's labels (labels taken as known)"
     note = np.where(
         on_edge,
@@ -1146,8 +1155,11 @@ def mace_worker_intervals(model, data: Annotations, params, *, level: float = 0.
             "worker": list(data.worker_names),
             "estimate": est,
             "se": np.where(exact, np.nan, se),
-            "lower": np.minimum(lo, est),
-            "upper": np.maximum(hi, est),
+            "lower": lo,
+            "upper": hi,
+            "spamming": 1.0 - theta,
+            "spam_lower": spam_lo,
+            "spam_upper": spam_hi,
             "n_labels": n_labels,
             "note": note,
         }

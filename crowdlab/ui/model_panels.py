@@ -3,7 +3,8 @@
 - GLAD (Whitehill et al. 2009): every worker's ability alpha_j and every item's difficulty 1/beta_i, with the
   hardest items in a table (four narrow columns, whole in half the tab at 1024 px).
 - MACE (Hovy et al. 2013): who is a spammer: P(spamming) = 1 - theta_j per worker and what each answers when
-  spamming (the strategy xi_j); by variational Bayes also the 95% credible interval of P(spamming) from its
+  spamming (the strategy xi_j), with a 95% interval of P(spamming): by EM the Wald interval of the worker's own
+  information (:func:`crowdlab.fisher.mace_worker_intervals`), by variational Bayes the credible interval of its
   Beta posterior (:func:`crowdlab.models.mace.spam_intervals`); the table across the tab (every column whole at
   1024 px, as IBCC's), the chart under it.
 - IBCC (Kim & Ghahramani 2012): credible intervals of each worker's accuracy from the Dirichlet posteriors
@@ -21,11 +22,13 @@ import pandas as pd
 import streamlit as st
 
 from crowdlab.em import Run
+from crowdlab.fisher import mace_worker_intervals
 from crowdlab.models.glad import GladParams
 from crowdlab.models.ibcc import IbccParams, accuracy_intervals
 from crowdlab.models.mace import MaceParams, MaceVBParams, spam_intervals
 from crowdlab.plots import models as figs
 from crowdlab.plots.risk import interval_chart
+from crowdlab.reports import WALD_MAX_CLASSES, WALD_MAX_WORKERS
 from crowdlab.ui.reports_view import ds_report_if_ready
 
 MODELS = ("glad", "mace", "mace_vb", "ibcc")
@@ -44,7 +47,6 @@ MACE_COLUMNS = {
     "worker": st.column_config.TextColumn("worker", width=90),
     "labels": st.column_config.NumberColumn("labels", format="%d", width=60),
     "P(spamming)": st.column_config.ProgressColumn(min_value=0.0, max_value=1.0, format="%.3f", width=130),
-    "95% credible": st.column_config.TextColumn("95% credible", width=110),
     "spams with": st.column_config.TextColumn("spams with", width=95),
     "ξ of it": st.column_config.NumberColumn("ξ of it", format="%.3f", width=70),
 }
@@ -110,7 +112,7 @@ def _mace(run: Run, p: MaceParams) -> None:
     c2.metric("Their share of the labels", f"{share:.1%}")
     c3.metric("Mean competence θ", f"{float(np.mean(p.theta)):.3f}")
     vb = isinstance(p, MaceVBParams)  # variational Bayes: the Beta posterior's central 95% of P(spamming)
-    interval = spam_intervals(p, 0.95) if vb else None
+    interval, kind = (spam_intervals(p, 0.95), "95% credible") if vb else _mace_wald(run, p)
     favourite = np.argmax(p.xi, axis=1)
     table = pd.DataFrame(
         {
@@ -122,8 +124,9 @@ def _mace(run: Run, p: MaceParams) -> None:
         }
     )
     fmt = dict(MACE_COLUMNS)
-    if vb:  # the interval right after the estimate
-        table.insert(3, "95% credible", [f"{a:.2f} – {b:.2f}" for a, b in zip(*interval)])
+    if interval is not None:  # the interval right after the estimate
+        table.insert(3, kind, [f"{a:.2f} – {b:.2f}" for a, b in zip(*interval)])
+        fmt[kind] = st.column_config.TextColumn(kind, width=110)
         fmt["P(spamming)"] = st.column_config.NumberColumn(format="%.3f", width=95)  # no bar: the interval shows
     table = table.sort_values("P(spamming)", ascending=False, kind="stable")
     st.dataframe(
@@ -142,9 +145,33 @@ def _mace(run: Run, p: MaceParams) -> None:
             " Variational Bayes: θⱼ has a Beta posterior; P(spamming) is its mean, and the whiskers and the "
             "table give its central 95% credible interval (wide for a worker with few labels)."
             if vb
+            else WALD_WORDS
+            if interval is not None
             else ""
         )
+        + (
+            ""
+            if vb or interval is None or run.converged
+            else " EM has not converged yet: the intervals assume a maximum."
+        )
     )
+
+
+WALD_WORDS = (
+    " The whiskers and the table's 95% Wald interval come from the observed information of the worker's own θⱼ and "
+    "ξⱼ, the other workers held at their estimates (logit scale; an exact binomial interval where θⱼ or ξⱼ sits on "
+    "its boundary)."
+)
+
+
+def _mace_wald(run: Run, p: MaceParams) -> tuple[tuple[np.ndarray, np.ndarray] | None, str]:
+    """EM's P(spamming) intervals (:func:`crowdlab.fisher.mace_worker_intervals`), within the worker report's size
+    limits (else none)."""
+    data = run.data
+    if data.n_workers > WALD_MAX_WORKERS or data.n_classes > WALD_MAX_CLASSES:
+        return None, ""
+    wi = mace_worker_intervals(run.model, data, p)
+    return (wi["spam_lower"].to_numpy(), wi["spam_upper"].to_numpy()), "95% Wald"
 
 
 def _intervals(p: IbccParams) -> dict:
@@ -199,7 +226,6 @@ def _ibcc(run: Run, p: IbccParams) -> None:
             "worker": st.column_config.TextColumn("worker", width=90),
             "labels": st.column_config.NumberColumn("labels", format="%d", width=60),
             "mean": st.column_config.NumberColumn("mean", format="%.3f", width=60),
-            "95% credible": st.column_config.TextColumn("95% credible", width=110),
             "DS 95%": st.column_config.TextColumn("DS 95%", width=110),
         },
     )

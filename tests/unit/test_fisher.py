@@ -390,8 +390,15 @@ def test_mace_intervals_equal_a_finite_difference_hessian_of_the_objective(K):
         )  # fmt: skip
         assert np.abs(grad).max() < 1e-3 * np.abs(H).max()
         g = np.r_[1.0 - p.xi[j] @ pi, (1.0 - p.theta[j]) * (pi[1:] - pi[0])]
-        se = np.sqrt(g @ np.linalg.solve(-H, g))
+        cov = np.linalg.inv(-H)
+        se = np.sqrt(g @ cov @ g)
         assert df.se[j] == pytest.approx(se, rel=1e-3)
+        # P(spamming) = 1 - theta: its logit-scale interval has half-width z se(theta) / (theta (1 - theta))
+        s_ = df.spamming[j]
+        half = 1.959963985 * np.sqrt(cov[0, 0]) / (s_ * (1 - s_))
+        assert np.log(df.spam_upper[j] / (1 - df.spam_upper[j])) - np.log(s_ / (1 - s_)) == pytest.approx(
+            half, rel=1e-3
+        )
         est = p.theta[j] + (1 - p.theta[j]) * p.xi[j] @ pi
         assert df.estimate[j] == pytest.approx(est, abs=1e-12)
         assert df.lower[j] < est < df.upper[j] and df.note[j] == ""

@@ -3,7 +3,6 @@ every method converges on every bundled dataset it applies to, and state survive
 
 from __future__ import annotations
 
-import json
 import math
 import re
 from pathlib import Path
@@ -16,6 +15,7 @@ from crowdlab.init import INITS
 from crowdlab.models import applicable_models
 from crowdlab.samples import SAMPLES, load_sample
 from crowdlab.ui import state
+from tests.app.helpers import chart, click, ok
 
 ROOT = Path(__file__).resolve().parents[2]
 HOME = str(ROOT / "app.py")
@@ -24,34 +24,23 @@ STEP_PAGE = "pages/2_Step_through_EM.py"
 LABEL = re.compile(r"iteration \d+, (after [EM]-step|initialisation)|majority vote")
 
 
-def _ok(at: AppTest) -> AppTest:
-    assert not at.exception, [e.value for e in at.exception]
-    assert not at.error, [e.value for e in at.error]
-    return at
-
-
 def _step_page() -> AppTest:
-    return _ok(AppTest.from_file(STEP, default_timeout=30).run())
+    return ok(AppTest.from_file(STEP, default_timeout=30).run())
 
 
 def _run(at: AppTest):
     return at.session_state[state.RUN]
 
 
+# unlike helpers.iteration_label: also the "majority vote" heading, and the hashes are stripped after the match
 def _label(at: AppTest) -> str:
     found = [m.value for m in at.markdown if LABEL.search(m.value)]
     assert len(found) == 1, found
     return found[0].lstrip("# ")
 
 
-def _click(at: AppTest, key: str) -> AppTest:
-    btn = at.button(key=key)
-    assert not btn.disabled, f"{key} is disabled"
-    return _ok(btn.click().run())
-
-
 def test_home_loads_with_default_dataset_and_links():
-    at = _ok(AppTest.from_file(HOME, default_timeout=30).run())
+    at = ok(AppTest.from_file(HOME, default_timeout=30).run())
     assert at.session_state[state.DATA_ID] == "sample:bluebirds"
     assert at.session_state[state.DATA].n_items == 108
     assert at.selectbox(key="home.dataset").value == "bluebirds"
@@ -85,36 +74,36 @@ def test_step_page_cold_start_defaults_to_dawid_skene_on_bluebirds():
 def test_step_e_m_back_scrub_run_reset_move_the_run():
     at = _step_page()
     run = _run(at)
-    _click(at, "stepper.step")
+    click(at, "stepper.step")
     assert (run.index, run.current.kind, run.iteration) == (2, "M", 1)
     assert _label(at) == "iteration 1, after M-step"
-    _click(at, "stepper.e_step")
+    click(at, "stepper.e_step")
     assert (run.index, run.current.kind) == (3, "E")
     assert _label(at) == "iteration 2, after E-step"
     assert at.button(key="stepper.e_step").disabled and not at.button(key="stepper.m_step").disabled
-    _click(at, "stepper.m_step")
+    click(at, "stepper.m_step")
     assert (run.index, run.iteration) == (4, 2)
     assert _label(at) == "iteration 2, after M-step"
-    _click(at, "stepper.step")
+    click(at, "stepper.step")
     assert (run.index, run.iteration) == (6, 3)
     # Back: one half-step back, nothing recomputed
     n = len(run.snapshots)
-    _click(at, "stepper.back")
+    click(at, "stepper.back")
     assert (run.index, run.current.kind) == (5, "E") and len(run.snapshots) == n
     assert _label(at) == "iteration 3, after E-step"
-    _click(at, "stepper.back")
+    click(at, "stepper.back")
     assert (run.index, run.iteration) == (4, 2) and len(run.snapshots) == n
     assert _label(at) == "iteration 2, after M-step"
     # scrub to the E-step of iteration 2
     assert at.slider(key=state.W_SCRUB).value == 4
-    _ok(at.slider(key=state.W_SCRUB).set_value(3).run())
+    ok(at.slider(key=state.W_SCRUB).set_value(3).run())
     assert run.index == 3 and _label(at) == "iteration 2, after E-step"
     assert at.slider(key=state.W_SCRUB).max == n - 1
     # Step from the middle reuses the stored snapshots
-    _click(at, "stepper.m_step")
+    click(at, "stepper.m_step")
     assert run.index == 4 and len(run.snapshots) == n
     # Run to convergence
-    _click(at, "stepper.run")
+    click(at, "stepper.run")
     assert run.converged and run.at_end and run.iteration > 3
     assert at.button(key="stepper.run").disabled
     assert any("converged" in c.value for c in at.caption)
@@ -127,7 +116,7 @@ def test_step_e_m_back_scrub_run_reset_move_the_run():
     assert len(acc) == len(run.snapshots) and acc[-1] > acc[0] + 0.05
     # Reset: back to the initialisation, same method
     run_id = at.session_state[state.RUN_ID]
-    _click(at, "stepper.reset")
+    click(at, "stepper.reset")
     assert len(run.snapshots) == 1 and run.index == 0
     assert _label(at) == "iteration 0, initialisation"
     assert at.session_state[state.RUN_ID] == run_id
@@ -136,29 +125,29 @@ def test_step_e_m_back_scrub_run_reset_move_the_run():
 
 def test_method_change_resets_the_run_with_a_notice_shown_once():
     at = _step_page()
-    _click(at, "stepper.step")
-    _click(at, "stepper.step")
+    click(at, "stepper.step")
+    click(at, "stepper.step")
     old = _run(at)
     assert old.index == 4
-    _ok(at.selectbox(key=state.W_METHOD).set_value("one_coin").run())
+    ok(at.selectbox(key=state.W_METHOD).set_value("one_coin").run())
     new = _run(at)
     assert new is not old and new.model.info.key == "one_coin" and new.index == 0
     assert [i.value for i in at.info] == [state.NOTICE_METHOD]
     assert at.session_state[state.CONFIG].method == "one_coin"
     # a prior change resets too; the next unrelated rerun no longer shows the notice
-    _ok(at.number_input(key=state.W_PRIOR).set_value(2.0).run())
+    ok(at.number_input(key=state.W_PRIOR).set_value(2.0).run())
     assert _run(at).model.prior == 2.0 and _run(at).index == 0
-    _click(at, "stepper.step")
+    click(at, "stepper.step")
     assert state.NOTICE_METHOD not in [i.value for i in at.info]
     # majority vote: one snapshot, every stepping button disabled
-    _ok(at.selectbox(key=state.W_METHOD).set_value("mv").run())
+    ok(at.selectbox(key=state.W_METHOD).set_value("mv").run())
     assert all(b.disabled for b in at.button)
     assert _label(at).startswith("majority vote")
     # hard EM: its objective is the complete-data log-likelihood and it never decreases
-    _ok(at.selectbox(key=state.W_METHOD).set_value("ds").run())
+    ok(at.selectbox(key=state.W_METHOD).set_value("ds").run())
     assert "bound" in _trace_metas(at, "stepper.objective_chart")  # soft EM: the bound F(q, θ) beside it
-    _ok(at.checkbox(key=state.W_HARD).check().run())
-    _click(at, "stepper.run")
+    ok(at.checkbox(key=state.W_HARD).check().run())
+    click(at, "stepper.run")
     run = _run(at)
     assert run.model.hard and run.converged and not run.violations
     # one curve: hard EM's bound is its objective (a second, identical dashed curve said nothing)
@@ -167,35 +156,35 @@ def test_method_change_resets_the_run_with_a_notice_shown_once():
 
 
 def _trace_metas(at: AppTest, key: str) -> list[str]:
-    found = [c for c in at.get("plotly_chart") if c.proto.id.endswith("-" + key)]
-    assert found, f"no chart {key}"
-    return [t.get("meta") for t in json.loads(found[0].proto.spec)["data"]]
+    spec = chart(at, key)
+    assert spec is not None, f"no chart {key}"
+    return [t.get("meta") for t in spec["data"]]
 
 
 def test_state_survives_page_switches():
-    at = _ok(AppTest.from_file(HOME, default_timeout=30).run())
-    _ok(at.selectbox(key="home.dataset").set_value("simulated").run())
+    at = ok(AppTest.from_file(HOME, default_timeout=30).run())
+    ok(at.selectbox(key="home.dataset").set_value("simulated").run())
     assert at.session_state[state.DATA_ID] == "sample:simulated"
     assert [i.value for i in at.info] == [state.NOTICE_DATASET]
-    _ok(at.switch_page(STEP_PAGE).run())
+    ok(at.switch_page(STEP_PAGE).run())
     assert any("Simulated crowd" in m.value for m in at.sidebar.markdown)
-    _ok(at.selectbox(key=state.W_METHOD).set_value("one_coin").run())
-    _click(at, "stepper.step")
-    _click(at, "stepper.step")
-    _click(at, "stepper.e_step")
+    ok(at.selectbox(key=state.W_METHOD).set_value("one_coin").run())
+    click(at, "stepper.step")
+    click(at, "stepper.step")
+    click(at, "stepper.e_step")
     run = _run(at)
     assert run.index == 5
-    _ok(at.switch_page("app.py").run())
+    ok(at.switch_page("app.py").run())
     assert at.selectbox(key="home.dataset").value == "simulated"
-    _ok(at.switch_page(STEP_PAGE).run())
+    ok(at.switch_page(STEP_PAGE).run())
     assert _run(at) is run and run.index == 5
     assert at.selectbox(key=state.W_METHOD).value == "one_coin"  # widget restored from the plain key
     assert _label(at) == "iteration 3, after E-step"
     # a dataset without a method's applicability falls back to one that applies (affect: scores only)
-    _ok(at.switch_page("app.py").run())
-    _ok(at.selectbox(key="home.dataset").set_value("affect").run())
+    ok(at.switch_page("app.py").run())
+    ok(at.selectbox(key="home.dataset").set_value("affect").run())
     assert at.session_state[state.CONFIG].method == "scores"
-    _ok(at.switch_page(STEP_PAGE).run())
+    ok(at.switch_page(STEP_PAGE).run())
     assert at.selectbox(key=state.W_METHOD).value == "scores"
 
 
@@ -204,20 +193,20 @@ CASES = [(key, method) for key in SAMPLES for method in applicable_models(load_s
 
 @pytest.mark.parametrize("sample", list(SAMPLES))
 def test_every_method_runs_to_convergence_on_every_dataset(sample):
-    at = _ok(AppTest.from_file(HOME, default_timeout=30).run())
+    at = ok(AppTest.from_file(HOME, default_timeout=30).run())
     if sample != "bluebirds":
-        _ok(at.selectbox(key="home.dataset").set_value(sample).run())
-    _ok(at.switch_page(STEP_PAGE).run())
+        ok(at.selectbox(key="home.dataset").set_value(sample).run())
+    ok(at.switch_page(STEP_PAGE).run())
     methods = [m for s, m in CASES if s == sample]
     assert methods, sample
     for method in methods:
-        _ok(at.selectbox(key=state.W_METHOD).set_value(method).run())
+        ok(at.selectbox(key=state.W_METHOD).set_value(method).run())
         run = _run(at)
         assert run.model.info.key == method
         if method == "mv":
             assert not run.iterative and at.button(key="stepper.run").disabled
             continue
-        _click(at, "stepper.run")
+        click(at, "stepper.run")
         run = _run(at)
         assert run.stop_reason in ("converged", "stalled", "max_iter"), (sample, method, run.stop_reason)
         assert run.at_end and run.iteration >= 1
@@ -229,54 +218,54 @@ def test_every_method_runs_to_convergence_on_every_dataset(sample):
 
 def test_a_violation_is_shown_as_a_warning():
     at = _step_page()
-    _click(at, "stepper.step")
+    click(at, "stepper.step")
     _run(at).violations.append("M-step to snapshot 2: objective fell by 0.5")
-    _ok(at.run())
+    ok(at.run())
     assert len(at.warning) == 1 and "objective fell by 0.5" in at.warning[0].value
 
 
 def test_majority_vote_and_scores_panels():
-    at = _ok(AppTest.from_file(HOME, default_timeout=30).run())
-    _ok(at.switch_page(STEP_PAGE).run())
-    _ok(at.selectbox(key=state.W_METHOD).set_value("mv").run())
+    at = ok(AppTest.from_file(HOME, default_timeout=30).run())
+    ok(at.switch_page(STEP_PAGE).run())
+    ok(at.selectbox(key=state.W_METHOD).set_value("mv").run())
     # the Posterior tab's heatmap only: no objective to draw
     assert len(at.get("plotly_chart")) == 1
     assert [m.label for m in at.metric] == ["accuracy", "macro F"]
     assert float(at.metric[0].value) == pytest.approx(0.75, abs=0.02)  # bluebirds' majority vote
-    _ok(at.switch_page("app.py").run())
-    _ok(at.selectbox(key="home.dataset").set_value("affect").run())
-    _ok(at.switch_page(STEP_PAGE).run())
+    ok(at.switch_page("app.py").run())
+    ok(at.selectbox(key="home.dataset").set_value("affect").run())
+    ok(at.switch_page(STEP_PAGE).run())
     # the scores model's posterior is per annotator: bars of P(good) and the item means, no item table to order
     assert not at.radio and len(at.get("plotly_chart")) == 4
-    _click(at, "stepper.step")
+    click(at, "stepper.step")
     assert any("Pearson r now" in c.value for c in at.caption)
 
 
 def test_moment_matching_start_on_the_step_page_and_a_failed_start_is_an_error(monkeypatch):
     at = _step_page()
     assert INITS["moments"] in at.selectbox(key=state.W_INIT).options
-    _ok(at.selectbox(key=state.W_INIT).set_value("moments").run())
+    ok(at.selectbox(key=state.W_INIT).set_value("moments").run())
     run = _run(at)
     assert run.init == "moments" and run.next_kind == "M" and run.start_description.startswith("Moment matching")
-    _click(at, "stepper.run")
+    click(at, "stepper.run")
     assert run.converged and not run.violations
     assert at.session_state[state.METRICS]["values"]["accuracy"][-1] > 0.85  # bluebirds: as good as from MV
     # a method without a moment-matched start: the start falls back to majority vote, the option goes away
-    _ok(at.selectbox(key=state.W_METHOD).set_value("mv").run())
+    ok(at.selectbox(key=state.W_METHOD).set_value("mv").run())
     assert at.session_state[state.CONFIG].init == "majority"
     assert INITS["moments"] not in at.selectbox(key=state.W_INIT).options
-    _ok(at.selectbox(key=state.W_METHOD).set_value("one_coin").run())
-    _ok(at.selectbox(key=state.W_INIT).set_value("moments").run())
+    ok(at.selectbox(key=state.W_METHOD).set_value("one_coin").run())
+    ok(at.selectbox(key=state.W_INIT).set_value("moments").run())
     assert _run(at).init == "moments"
     # GLAD, MACE and IBCC start from Dawid-Skene's posterior at the moment estimates
     for method in ("glad", "mace", "mace_vb", "ibcc"):
-        _ok(at.selectbox(key=state.W_METHOD).set_value(method).run())
+        ok(at.selectbox(key=state.W_METHOD).set_value(method).run())
         assert at.session_state[state.CONFIG].init == "moments"
         run = _run(at)
         assert run.init == "moments" and run.start_description.endswith(
             "Dawid-Skene's posterior at the moment estimates"
         )
-        _click(at, "stepper.step")
+        click(at, "stepper.step")
         assert not run.violations and math.isfinite(run.current.objective)
 
     # the optimiser failing: a message on the page, no traceback
@@ -299,7 +288,7 @@ def test_sidebar_navigation_reads_home_then_every_page_in_order():
     assert [path for path, _, _ in NAV] == ["app.py", *(f"pages/{f.name}" for f in pages)]
     labels = [label for _, label, _ in NAV]
     assert labels[:4] == ["Home", "Lessons", "Data", "Step through EM"] and {"Sequences", "Networks"} <= set(labels)
-    at = _ok(AppTest.from_file(HOME, default_timeout=30).run())
+    at = ok(AppTest.from_file(HOME, default_timeout=30).run())
     assert [link.proto.label for link in at.sidebar.get("page_link")] == labels
     main = [link.proto.label for link in at.main.get("page_link")]
     assert {"Sequences", "Networks"} <= set(main)

@@ -18,6 +18,7 @@ from streamlit.testing.v1 import AppTest
 
 from crowdlab import safe
 from crowdlab.ui import data_page, export_page, state
+from tests.app.helpers import goto, ok
 
 ROOT = Path(__file__).resolve().parents[2]
 DATA_DIR = ROOT / "tests" / "data"
@@ -55,12 +56,6 @@ def wrapper(tmp_path_factory) -> Path:
     return script
 
 
-def _ok(at: AppTest) -> AppTest:
-    assert not at.exception, [e.value for e in at.exception]
-    assert not at.error, [e.value for e in at.error]
-    return at
-
-
 def _texts(at: AppTest) -> list[str]:
     """The source of every element that Streamlit renders as Markdown or LaTeX (main area and sidebar)."""
     kinds = ("markdown", "caption", "success", "info", "warning", "error", "subheader", "title")
@@ -95,20 +90,17 @@ def _upload(wrapper: Path) -> AppTest:
         name=FILE_NAME,
         gold_name=GOLD_NAME,
     )
-    return _ok(at.run())
+    return ok(at.run())
 
 
-def _goto(at: AppTest, page: str) -> AppTest:
-    return _ok(at.switch_page(page).run())
-
-
+# unlike helpers.click: does not assert that the button is enabled
 def _click(at: AppTest, key: str) -> AppTest:
-    return _ok(at.button(key=key).click().run())
+    return ok(at.button(key=key).click().run())
 
 
 def _tab(at: AppTest, tab: str) -> AppTest:
     at.session_state[state.VIEW_PREFIX + "tab"] = tab  # what the tab's on_change callback writes
-    return _ok(at.run())
+    return ok(at.run())
 
 
 def _assert_no_formula(content: bytes) -> list[list[str]]:
@@ -134,10 +126,10 @@ def test_hostile_names_through_every_page(wrapper):
     assert ["'@SUM(A1)"] == sorted({r[1] for r in rows[1:] if "SUM" in r[1]})
     _assert_no_formula(files["gold"])
 
-    _goto(at, STEP_PAGE)
+    goto(at, STEP_PAGE)
     for method in ("ds", "two_coin"):
         if at.selectbox(key=state.W_METHOD).value != method:
-            _ok(at.selectbox(key=state.W_METHOD).set_value(method).run())
+            ok(at.selectbox(key=state.W_METHOD).set_value(method).run())
         for _ in range(3):
             _click(at, "stepper.step")
         _click(at, "stepper.e_step")
@@ -153,19 +145,19 @@ def test_hostile_names_through_every_page(wrapper):
     # the "What just happened" formulas name the item $x^2$ literally
     _tab(at, "Formulas")
     n = data.item_names.index("$x^2$")
-    _ok(at.selectbox(key="stepper.explain_item").set_value(n).run())
+    ok(at.selectbox(key="stepper.explain_item").set_value(n).run())
     assert any(r"\text{item \$x\textasciicircum{}2\$}" in x.value for x in at.latex)
     _escaped(at)
 
-    _goto(at, COMPARE_PAGE)
+    goto(at, COMPARE_PAGE)
     _click(at, "compare.run")
     _escaped(at)
 
-    _goto(at, PRIORS_PAGE)
+    goto(at, PRIORS_PAGE)
     _click(at, "priors.run_restarts")
     _escaped(at)
 
-    _goto(at, EXPORT_PAGE)
+    goto(at, EXPORT_PAGE)
     _escaped(at)
     run = at.session_state[state.RUN]
     files = export_page.export_files(run, "print()")
@@ -182,8 +174,8 @@ def test_the_upload_survives_a_page_switch(wrapper):
     assert data_id.startswith("upload:")
     kept = at.session_state[data_page.UPLOAD_KEPT]
     assert kept["file"][0] == FILE_NAME and kept["gold"][0] == GOLD_NAME
-    _goto(at, STEP_PAGE)
-    _goto(at, DATA_PAGE)
+    goto(at, STEP_PAGE)
+    goto(at, DATA_PAGE)
     assert at.session_state[state.DATA_ID] == data_id  # the dataset is kept
     texts = _escaped(at)
     notice = [t for t in texts if "Kept from your last upload" in t]

@@ -6,7 +6,6 @@ moves one step, and the sequence strip's majority row is the run's own start."""
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import pytest
@@ -17,6 +16,7 @@ from crowdlab.metrics import accuracy
 from crowdlab.models.majority import majority_labels
 from crowdlab.ui import lab, state
 from crowdlab.ui import lesson_page as lp
+from tests.app.helpers import chart
 
 ROOT = Path(__file__).resolve().parents[2]
 PAGE = str(ROOT / "pages" / "0_Lessons.py")
@@ -29,6 +29,7 @@ def no_hold(monkeypatch):
     monkeypatch.setattr(lp, "HOLD_S", 0.0)
 
 
+# unlike helpers.ok: checks for an exception only, not for st.error
 def _ok(at: AppTest) -> AppTest:
     assert not at.exception, [e.message for e in at.exception]
     return at
@@ -123,22 +124,17 @@ def test_switching_lessons_starts_the_new_one_and_state_survives_a_rerun():
     assert len(at.get("plotly_chart")) == 1
 
 
-def _chart(at: AppTest, key: str) -> dict | None:
-    found = [c for c in at.get("plotly_chart") if c.proto.id.endswith("-" + key)]
-    return json.loads(found[0].proto.spec) if found else None
-
-
 def test_item_means_axes_stay_put_from_step_to_step():
     """The μ_i scatter of the scores lesson: the same axes at the start and after the M-step (taken from the data,
     holding every iterate's means), and dots large enough for a projector."""
     at = _ok(AppTest.from_file(PAGE, default_timeout=TIMEOUT).run())
     _ok(at.button(key=lp.W_ACTION).click().run())  # start: the plain averages
-    start = _chart(at, "lesson.chart.item_means")
+    start = chart(at, "lesson.chart.item_means")
     _ok(at.button(key=lp.W_NEXT).click().run())
     _ok(at.button(key=lp.W_ACTION).click().run())  # E-step
     _ok(at.button(key=lp.W_NEXT).click().run())
     _ok(at.button(key=lp.W_ACTION).click().run())  # M-step
-    after = _chart(at, "lesson.chart.item_means")
+    after = chart(at, "lesson.chart.item_means")
     assert start is not None and after is not None
     for axis in ("xaxis", "yaxis"):
         assert start["layout"][axis]["range"] == after["layout"][axis]["range"]
@@ -231,7 +227,7 @@ def test_sequence_strip_majority_row_is_the_runs_start_and_the_text_quotes_its_a
     run = at.session_state[lp.RUN]
     d = run.data
     lo, hi = L.showcase_sequence()
-    spec = _chart(at, "lesson.chart.strip")
+    spec = chart(at, "lesson.chart.strip")
     strip = next(t for t in spec["data"] if t["type"] == "heatmap")
     names = spec["layout"]["yaxis"]["ticktext"]
     assert L.MAJORITY_ROW in names
@@ -244,7 +240,7 @@ def test_sequence_strip_majority_row_is_the_runs_start_and_the_text_quotes_its_a
     assert f"{acc:.3f}" != f"{accuracy(majority_labels(d), d.gold):.3f}"  # the hard vote's figure would differ
     _ok(at.button(key=lp.W_NEXT).click().run())
     _ok(at.button(key=lp.W_ACTION).click().run())  # Dawid-Skene to convergence: the same start row, quoted again
-    spec = _chart(at, "lesson.chart.strip")
+    spec = chart(at, "lesson.chart.strip")
     strip = next(t for t in spec["data"] if t["type"] == "heatmap")
     assert strip["z"][spec["layout"]["yaxis"]["ticktext"].index(L.MAJORITY_ROW)] == row
     assert f"started from: {acc:.3f}" in at.session_state[lp.DONE]

@@ -4,8 +4,6 @@ sweep trace, simulate / image / upload as sources, every tab, and the page's sta
 
 from __future__ import annotations
 
-import base64
-import json
 from pathlib import Path
 
 import numpy as np
@@ -15,6 +13,7 @@ from streamlit.testing.v1 import AppTest
 from crowdlab import safe
 from crowdlab.ui import networks_page as npg
 from crowdlab.ui import presenter, state
+from tests.app.helpers import arr, chart, click, iteration_label, ok, trace
 
 ROOT = Path(__file__).resolve().parents[2]
 PAGE = "pages/7_Networks.py"
@@ -38,47 +37,12 @@ EDGES = b"source,target\na,b\nb,c\nc,d\n"
 GOLD = b"item,label\na,x\nd,y\n"
 
 
-def _ok(at: AppTest) -> AppTest:
-    assert not at.exception, [e.value for e in at.exception]
-    assert not at.error, [e.value for e in at.error]
-    return at
-
-
 def _page() -> AppTest:
-    return _ok(AppTest.from_file(str(ROOT / PAGE), default_timeout=TIMEOUT).run())
-
-
-def _click(at: AppTest, key: str) -> AppTest:
-    btn = at.button(key=key)
-    assert not btn.disabled, f"{key} is disabled"
-    return _ok(btn.click().run())
+    return ok(AppTest.from_file(str(ROOT / PAGE), default_timeout=TIMEOUT).run())
 
 
 def _run(at: AppTest):
     return at.session_state[RUN]
-
-
-def _label(at: AppTest) -> str:
-    found = [m.value.lstrip("# ") for m in at.markdown if m.value.startswith("#### iteration")]
-    assert len(found) == 1, found
-    return found[0]
-
-
-def _chart(at: AppTest, key: str) -> dict | None:
-    found = [c for c in at.get("plotly_chart") if c.proto.id.endswith("-" + key)]
-    return json.loads(found[0].proto.spec) if found else None
-
-
-def _arr(v) -> np.ndarray:
-    if isinstance(v, dict) and "bdata" in v:
-        return np.frombuffer(base64.b64decode(v["bdata"]), dtype=np.dtype(v["dtype"]))
-    return np.asarray(v, dtype=float)
-
-
-def _meta(spec: dict, meta: str) -> dict:
-    found = [t for t in spec["data"] if t.get("meta") == meta]
-    assert len(found) == 1, [t.get("meta") for t in spec["data"]]
-    return found[0]
 
 
 def test_cold_load_draws_the_sbm_and_says_the_e_step_is_approximate():
@@ -92,78 +56,78 @@ def test_cold_load_draws_the_sbm_and_says_the_e_step_is_approximate():
     assert at.slider(key=npg.W_DELTA).value == 10.0 and at.slider(key=npg.W_DELTA).max == 30.0
     notes = [i.value for i in at.info]
     assert any("approximate" in n and "not guaranteed monotone" in n and "J(ŷ, Γ)" in n for n in notes)
-    graph = _chart(at, "net.graph_chart")
+    graph = chart(at, "net.graph_chart")
     classes = [t for t in graph["data"] if str(t.get("meta", "")).startswith("class:")]
-    assert len(classes) == 4 and sum(len(_arr(t["x"])) for t in classes) == 1000
+    assert len(classes) == 4 and sum(len(arr(t["x"], float)) for t in classes) == 1000
     assert "wrong" in {t.get("meta") for t in graph["data"]}
-    assert _meta(graph, "edges")
-    assert _chart(at, "net.trace_chart") is None  # no E-step yet: a sentence, not an empty chart
+    assert trace(graph, "edges")
+    assert chart(at, "net.trace_chart") is None  # no E-step yet: a sentence, not an empty chart
     assert any(c.value.startswith("No E-step yet") for c in at.caption)
     caption = " ".join(c.value for c in at.caption)
     assert "opacity = the posterior's max q" in caption and "force-directed layout" in caption
-    objective = _chart(at, "net.stepper.objective_chart")
+    objective = chart(at, "net.stepper.objective_chart")
     assert "ICM labels" in objective["layout"]["title"]["text"].replace("<br>", " ")  # wrapped to fit
 
 
 def test_step_e_m_back_scrub_run_reset_and_the_sweep_trace():
     at = _page()
     run = _run(at)
-    _click(at, "net.stepper.e_step")
-    assert run.current.kind == "E" and _label(at) == "iteration 1, after E-step"
-    spec = _chart(at, "net.trace_chart")
-    trace = _meta(spec, "trace")
+    click(at, "net.stepper.e_step")
+    assert run.current.kind == "E" and iteration_label(at) == "iteration 1, after E-step"
+    spec = chart(at, "net.trace_chart")
+    sweeps = trace(spec, "trace")
     post = run.current.posterior
-    y = _arr(trace["y"])
+    y = arr(sweeps["y"], float)
     assert y.size == len(post.trace) == post.sweeps + 1 and y[0] == 0 and np.all(np.diff(y) >= -1e-9)
     assert spec["layout"]["xaxis"]["dtick"] >= 1 and spec["layout"]["xaxis"]["tick0"] == 0  # whole sweeps
     # the stepper's words: "iteration 1", not "snapshot 1"
     assert any("of the E-step of iteration 1," in c.value for c in at.caption)
-    title = _chart(at, "net.graph_chart")["layout"]["title"]["text"].replace("<br>", " ")
+    title = chart(at, "net.graph_chart")["layout"]["title"]["text"].replace("<br>", " ")
     assert title == "Nodes coloured by the EM posterior: iteration 1, after E-step"
-    _click(at, "net.stepper.m_step")
-    _click(at, "net.stepper.step")
+    click(at, "net.stepper.m_step")
+    click(at, "net.stepper.step")
     assert (run.index, run.iteration) == (4, 2)
-    _click(at, "net.stepper.back")  # one half-step back: after E, M gives "after E"
+    click(at, "net.stepper.back")  # one half-step back: after E, M gives "after E"
     assert run.index == 3 and run.current.kind == "E"
-    _click(at, "net.stepper.back")
+    click(at, "net.stepper.back")
     assert run.index == 2
-    _ok(at.slider(key="net.stepper.scrub").set_value(1).run())
-    assert run.index == 1 and _label(at) == "iteration 1, after E-step"
-    _click(at, "net.stepper.run")
+    ok(at.slider(key="net.stepper.scrub").set_value(1).run())
+    assert run.index == 1 and iteration_label(at) == "iteration 1, after E-step"
+    click(at, "net.stepper.run")
     assert run.at_end and (run.converged or run.iteration == run.max_iter)
     acc = at.session_state["net.run.metrics"]["values"]["accuracy"]
     assert acc[-1] > 0.95 and acc[-1] > acc[0] + 0.2
-    _click(at, "net.stepper.reset")
-    assert len(run.snapshots) == 1 and _label(at) == "iteration 0, initialisation"
+    click(at, "net.stepper.reset")
+    assert len(run.snapshots) == 1 and iteration_label(at) == "iteration 0, initialisation"
 
 
 def test_e_step_and_delta_changes_reset_the_run_with_a_notice():
     at = _page()
-    _click(at, "net.stepper.step")
+    click(at, "net.stepper.step")
     old = _run(at)
-    _ok(at.radio(key=npg.W_ESTEP).set_value("mean_field").run())
+    ok(at.radio(key=npg.W_ESTEP).set_value("mean_field").run())
     new = _run(at)
     assert new is not old and new.model.method == "mean_field" and new.index == 0
     assert RESET in [i.value for i in at.info]
     assert any("free energy F(q, Γ)" in i.value for i in at.info)
-    _click(at, "net.stepper.run")
+    click(at, "net.stepper.run")
     assert not new.violations  # mean-field EM never lowers F: the engine checks it
-    _ok(at.slider(key=npg.W_DELTA).set_value(0.0).run())
+    ok(at.slider(key=npg.W_DELTA).set_value(0.0).run())
     run = _run(at)
     assert run is not new and run.model.delta_for(run.data) == 0.0 and RESET in [i.value for i in at.info]
-    _ok(at.selectbox(key=npg.W_INIT).set_value("moments").run())
+    ok(at.selectbox(key=npg.W_INIT).set_value("moments").run())
     assert _run(at).start_description.startswith("Moment matching") and _run(at).model.delta == 0.0
-    _click(at, "net.stepper.step")
+    click(at, "net.stepper.step")
     assert RESET not in [i.value for i in at.info]
 
 
 def test_tabs_colouring_and_comparison():
     at = _page()
-    _click(at, "net.stepper.run")
-    _ok(at.radio(key=npg.W_COLOUR).set_value(npg.COLOUR_BY[1]).run())
-    assert "Dawid-Skene" in _chart(at, "net.graph_chart")["layout"]["title"]["text"]
+    click(at, "net.stepper.run")
+    ok(at.radio(key=npg.W_COLOUR).set_value(npg.COLOUR_BY[1]).run())
+    assert "Dawid-Skene" in chart(at, "net.graph_chart")["layout"]["title"]["text"]
     at.session_state["net.view.tab"] = "Comparison"
-    _ok(at.run())
+    ok(at.run())
     table = at.session_state[npg.CURSOR]["table"].set_index("method")
     assert list(table.index)[:2] == ["Majority vote", "i.i.d. Dawid-Skene"]
     mrf = table.iloc[2]
@@ -171,28 +135,28 @@ def test_tabs_colouring_and_comparison():
     assert mrf["macro F"] > table.loc["i.i.d. Dawid-Skene", "macro F"] + 0.1
     assert npg.CONFUSION_ERROR in table.columns and "Traganitis & Giannakis" in npg.CONFUSION_ERROR
     at.session_state["net.view.tab"] = "Workers"
-    _ok(at.run())
-    assert len(_chart(at, "net.confusion_chart")["data"]) == npg.DEFAULT_WORKERS
+    ok(at.run())
+    assert len(chart(at, "net.confusion_chart")["data"]) == npg.DEFAULT_WORKERS
 
 
 def test_simulate_and_image_sources_reset_delta_and_step():
     at = _page()
-    _ok(at.slider(key=npg.W_DELTA).set_value(25.0).run())
+    ok(at.slider(key=npg.W_DELTA).set_value(25.0).run())
     at.slider(key=npg.SIM_N).set_value(300)
     at.slider(key=npg.SIM_M).set_value(6)
-    _ok(at.run())
-    _click(at, "net.sim.run")
+    ok(at.run())
+    click(at, "net.sim.run")
     data = at.session_state["net.data.obj"]
     assert data.n_items == 300 and data.n_workers == 6
     assert "Dataset changed: the run was reset." in [i.value for i in at.info]
     assert at.slider(key=npg.W_DELTA).value == 6.0 and at.slider(key=npg.W_DELTA).max == 18.0  # back to M
-    _click(at, "net.stepper.step")
-    _click(at, "net.img.run")
+    click(at, "net.stepper.step")
+    click(at, "net.img.run")
     data = at.session_state["net.data.obj"]
     assert data.n_items == npg.IMAGE_SHAPE[0] * npg.IMAGE_SHAPE[1] and data.class_names == ("background", "disc", "bar")
-    _click(at, "net.stepper.run")
-    graph = _chart(at, "net.graph_chart")
-    xs = np.concatenate([_arr(t["x"]) for t in graph["data"] if str(t.get("meta", "")).startswith("class:")])
+    click(at, "net.stepper.run")
+    graph = chart(at, "net.graph_chart")
+    xs = np.concatenate([arr(t["x"], float) for t in graph["data"] if str(t.get("meta", "")).startswith("class:")])
     assert set(np.unique(xs)) == set(range(npg.IMAGE_SHAPE[1]))  # the pixel grid, not a spectral layout
     acc = at.session_state["net.run.metrics"]["values"]["accuracy"]
     assert acc[-1] > acc[0]
@@ -211,12 +175,12 @@ def wrapper(tmp_path_factory) -> Path:
 def test_upload_labels_and_an_edge_list_and_a_bad_edge_list(wrapper):
     at = AppTest.from_file(str(wrapper), default_timeout=TIMEOUT)
     at.session_state["test.upload"] = dict(labels=LABELS, edges=EDGES, gold=GOLD, name="lab.csv", gold_name="g.csv")
-    _ok(at.run())
+    ok(at.run())
     data = at.session_state["net.data.obj"]
     assert data.n_items == 4 and data.graph.nnz == 6 and data.has_gold
     loaded = f"Loaded '{safe.md('lab.csv')}' and '{safe.md('edges.csv')}': 4 nodes, 3 edges"  # names escaped
     assert any(loaded in s.value for s in at.success)
-    _click(at, "net.stepper.run")
+    click(at, "net.stepper.run")
     assert _run(at).data is data
     good = at.session_state["net.data.id"]
     at.session_state["test.upload"] = dict(labels=LABELS, edges=b"source,target\na,zz\n", name="lab.csv")
@@ -226,20 +190,20 @@ def test_upload_labels_and_an_edge_list_and_a_bad_edge_list(wrapper):
 
 
 def test_state_survives_switching_pages():
-    at = _ok(AppTest.from_file(str(ROOT / "app.py"), default_timeout=TIMEOUT).run())
-    _ok(at.switch_page(PAGE).run())
-    _ok(at.radio(key=npg.W_ESTEP).set_value("mean_field").run())
-    _ok(at.slider(key=npg.W_DELTA).set_value(5.0).run())
-    _click(at, "net.stepper.step")
-    _click(at, "net.stepper.e_step")
+    at = ok(AppTest.from_file(str(ROOT / "app.py"), default_timeout=TIMEOUT).run())
+    ok(at.switch_page(PAGE).run())
+    ok(at.radio(key=npg.W_ESTEP).set_value("mean_field").run())
+    ok(at.slider(key=npg.W_DELTA).set_value(5.0).run())
+    click(at, "net.stepper.step")
+    click(at, "net.stepper.e_step")
     run = _run(at)
-    _ok(at.switch_page(SEQ_PAGE).run())
-    _click(at, "seq.stepper.step")
-    _ok(at.switch_page("app.py").run())
-    _ok(at.switch_page(PAGE).run())
+    ok(at.switch_page(SEQ_PAGE).run())
+    click(at, "seq.stepper.step")
+    ok(at.switch_page("app.py").run())
+    ok(at.switch_page(PAGE).run())
     assert _run(at) is run and run.index == 3
     assert at.radio(key=npg.W_ESTEP).value == "mean_field" and at.slider(key=npg.W_DELTA).value == 5.0
-    assert _label(at) == "iteration 2, after E-step"
+    assert iteration_label(at) == "iteration 2, after E-step"
     assert at.session_state["seq.run.obj"].index == 2  # the Sequences page kept its run too
 
 
@@ -265,16 +229,16 @@ def test_play_and_the_shortcuts_drive_the_pages_run_and_a_settings_notice_goes_w
         "back": "left",
         "e_step": "e",
     }
-    _click(at, "net.stepper.play")
+    click(at, "net.stepper.play")
     assert (run.index, run.current.kind) == (1, "E")
     at.session_state["net.stepper.play_last"] = 0.0
-    _ok(at.run())
+    ok(at.run())
     assert (run.index, run.current.kind) == (2, "M")
-    _click(at, "net.stepper.play")  # Pause
+    click(at, "net.stepper.play")  # Pause
     assert not at.session_state["net.stepper.playing"]
-    _ok(at.radio(key=npg.W_ESTEP).set_value("mean_field").run())
+    ok(at.radio(key=npg.W_ESTEP).set_value("mean_field").run())
     assert "Settings changed: the run was reset." in [i.value for i in at.info]
-    _click(at, "net.stepper.next")
+    click(at, "net.stepper.next")
     assert "Settings changed: the run was reset." not in [i.value for i in at.info]
 
 
@@ -303,26 +267,27 @@ def test_a_graph_of_5000_nodes_is_drawn_readably_and_its_counts_agree():
     """The audit: over 2,000 nodes the drawing collapsed to about five dots, and the legend counted 55 wrong nodes
     where the caption said 83."""
     at = _page()
-    _ok(at.slider(key=npg.SIM_N).set_value(5000).run())
-    _click(at, "net.sim.run")
-    _click(at, "net.stepper.step")
+    ok(at.slider(key=npg.SIM_N).set_value(5000).run())
+    click(at, "net.sim.run")
+    click(at, "net.stepper.step")
     data, run = at.session_state["net.data.obj"], _run(at)
     assert data.n_items == 5000
-    graph = _chart(at, "net.graph_chart")
+    graph = chart(at, "net.graph_chart")
     classes = [t for t in graph["data"] if str(t.get("meta", "")).startswith("class:")]
     pos = np.stack(
-        [np.concatenate([_arr(t["x"]) for t in classes]), np.concatenate([_arr(t["y"]) for t in classes])], axis=1
+        [np.concatenate([arr(t["x"], float) for t in classes]), np.concatenate([arr(t["y"], float) for t in classes])],
+        axis=1,
     )
     assert len(pos) == npg.MAX_DRAWN
     d = np.sqrt(((pos[:, None, :] - pos[None, :, :]) ** 2).sum(-1))
     np.fill_diagonal(d, np.inf)
     near = d.min(axis=1) / np.ptp(pos, axis=0).max()
     assert np.median(near) > 1e-3 and np.mean(near < 1e-4) < 0.02  # not five dots
-    assert len(_arr(_meta(graph, "edges")["x"])) / 3 > npg.MAX_DRAWN  # the drawn nodes keep their edges
+    assert len(arr(trace(graph, "edges")["x"], float)) / 3 > npg.MAX_DRAWN  # the drawn nodes keep their edges
     total = int(((np.argmax(run.current.q, axis=1) != data.gold) & (data.gold >= 0)).sum())
-    drawn = len(_arr(_meta(graph, "wrong")["x"]))
+    drawn = len(arr(trace(graph, "wrong")["x"], float))
     assert 0 < drawn < total
-    assert _meta(graph, "wrong")["name"] == f"wrong: {drawn:,} drawn of {total:,}"
+    assert trace(graph, "wrong")["name"] == f"wrong: {drawn:,} drawn of {total:,}"
     assert f"({total:,} of 5,000 nodes; {drawn:,} of them among the 2,000 drawn)" in _captions(at)
     assert "2,000 are drawn" in _captions(at) and "random 2,000" not in _captions(at)
 
@@ -332,15 +297,15 @@ def test_presenter_mode_puts_the_graph_on_the_first_screen():
     so it starts high enough to be seen whole at 1024 x 768 (the browser test measures it)."""
     at = AppTest.from_file(str(ROOT / PAGE), default_timeout=TIMEOUT)
     at.session_state[presenter.KEY] = True
-    _ok(at.run())
+    ok(at.run())
     labels = [e.label for e in at.expander]
     assert labels[0].startswith("Settings and dataset: ICM E-step, δ = 10, start from majority vote")
     assert not any(label.startswith("Dataset") for label in labels)
     order = _order(at)
     assert order.index("net.graph_chart") < order.index(npg.W_COLOUR)
-    graph = _chart(at, "net.graph_chart")
+    graph = chart(at, "net.graph_chart")
     assert not graph["layout"].get("title", {}).get("text") and graph["layout"]["height"] <= 440
-    _ok(at.toggle(key=presenter.W_TOGGLE).set_value(False).run())
+    ok(at.toggle(key=presenter.W_TOGGLE).set_value(False).run())
     order = _order(at)
     assert order.index(npg.W_COLOUR) < order.index("net.graph_chart")  # the choice above it otherwise
     assert [e.label for e in at.expander][0].startswith("Dataset:")
@@ -348,27 +313,27 @@ def test_presenter_mode_puts_the_graph_on_the_first_screen():
 
 def test_the_sweeps_are_words_when_there_is_nothing_to_draw_and_opacity_is_noted_only_where_it_varies():
     at = _page()
-    _click(at, "net.stepper.run")
+    click(at, "net.stepper.run")
     run = _run(at)
     trace, index = npg.last_trace(run)
     assert len(trace) == 2  # converged ICM: the last E-step changed nothing in its one sweep
-    assert _chart(at, "net.trace_chart") is None  # not an empty 0-1 axis
+    assert chart(at, "net.trace_chart") is None  # not an empty 0-1 axis
     iteration = run.snapshots[index].iteration + 1
     said = f"The E-step of iteration {iteration} took 1 sweep: J did not change (the labels were already settled)."
     assert said in _captions(at)
     assert "opacity = the posterior's max q" in _captions(at)
     for by in (npg.COLOUR_BY[2], npg.COLOUR_BY[3]):  # majority vote and truth: every node opaque
-        _ok(at.radio(key=npg.W_COLOUR).set_value(by).run())
+        ok(at.radio(key=npg.W_COLOUR).set_value(by).run())
         assert "opacity" not in _captions(at), by
-    _ok(at.radio(key=npg.W_COLOUR).set_value(npg.COLOUR_BY[1]).run())
+    ok(at.radio(key=npg.W_COLOUR).set_value(npg.COLOUR_BY[1]).run())
     assert "opacity = the posterior's max q" in _captions(at)
 
 
 def test_one_vocabulary_subscripts_and_whose_equations():
     at = _page()
-    _click(at, "net.stepper.step")
-    _ok(at.radio(key=npg.W_ESTEP).set_value("mean_field").run())
-    _click(at, "net.stepper.e_step")
+    click(at, "net.stepper.step")
+    ok(at.radio(key=npg.W_ESTEP).set_value("mean_field").run())
+    click(at, "net.stepper.e_step")
     info = " ".join(i.value for i in at.info)
     assert "Traganitis & Giannakis, Remark 2" in info and "qₙ ∝ exp(log eₙ" in info
     assert "q_n" not in info and "e_n" not in info and "E_q" not in info
@@ -377,12 +342,12 @@ def test_one_vocabulary_subscripts_and_whose_equations():
     assert "Alg. 3" in at.radio(key=npg.W_ESTEP).help and "Traganitis & Giannakis" in at.radio(key=npg.W_ESTEP).help
     assert at.checkbox(key=npg.W_DELTA_LABELS).label == "δ per edge from the labels: (Mₙ + Mₙ′) / 4"
     # the charts say where the cursor is as the stepper's heading does
-    assert _label(at) == "iteration 1, after E-step"
+    assert iteration_label(at) == "iteration 1, after E-step"
     ours = " ".join(c.value for c in at.caption if not c.value.startswith("snapshot "))  # less the stepper's count
     assert "of the E-step of iteration 1," in ours and "snapshot" not in ours
     at.session_state["net.view.tab"] = "Workers"
-    _ok(at.run())
-    title = _chart(at, "net.confusion_chart")["layout"]["title"]["text"].replace("<br>", " ")
+    ok(at.run())
+    title = chart(at, "net.confusion_chart")["layout"]["title"]["text"].replace("<br>", " ")
     assert "iteration 1, after E-step" in title and "snapshot" not in title
 
 
@@ -390,10 +355,10 @@ def test_numbered_workers_are_named_workers(wrapper):
     labels = b"item,worker,label\na,39,x\na,97,x\nb,39,x\nb,97,y\nc,39,y\nc,97,y\nd,39,y\nd,97,x\n"
     at = AppTest.from_file(str(wrapper), default_timeout=TIMEOUT)
     at.session_state["test.upload"] = dict(labels=labels, edges=EDGES, gold=GOLD, name="lab.csv")
-    _ok(at.run())
+    ok(at.run())
     at.session_state["net.view.tab"] = "Workers"
-    _ok(at.run())
-    spec = _chart(at, "net.confusion_chart")
+    ok(at.run())
+    spec = chart(at, "net.confusion_chart")
     names = [a["text"] for a in spec["layout"]["annotations"]]
     assert "worker 39" in names and "worker 97" in names and "39" not in names
     assert npg.worker_title("w3") == "w3" and npg.worker_title("7") == "worker 7"

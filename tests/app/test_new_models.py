@@ -11,7 +11,8 @@ import crowdlab as cl
 from crowdlab.models.ibcc import accuracy_intervals
 from crowdlab.models.mace import spam_intervals
 from crowdlab.reports import worker_report
-from tests.app.test_step_lab import _arr, _chart, _click, _latex, _method, _ok, _open, _run, _tab, _trace
+from tests.app.helpers import arr, click, ok, trace
+from tests.app.test_step_lab import _chart, _latex, _method, _open, _run, _tab
 
 NEW = ("glad", "mace", "mace_vb", "ibcc")
 
@@ -30,8 +31,8 @@ def test_step_explain_and_details(method):
     run = _run(at)
     assert run.model.info.key == method
     for _ in range(3):
-        _click(at, "stepper.step")
-    _click(at, "stepper.e_step")
+        click(at, "stepper.step")
+    click(at, "stepper.e_step")
     run = _run(at)
     assert run.current.kind == "E" and run.iteration == 3
     obj = run.history()["objective"]
@@ -54,7 +55,7 @@ def test_step_explain_and_details(method):
         "ibcc": "A^0_m",
     }[method] in tex
 
-    _click(at, "stepper.m_step")
+    click(at, "stepper.m_step")
     tex = " ".join(_latex(at))
     assert any("M-step just done" in m.value for m in at.markdown)
     assert {
@@ -68,17 +69,17 @@ def test_step_explain_and_details(method):
     run = _run(at)
     p = run.params
     if method == "glad":
-        ability = _trace(_chart(at, "stepper.details.ability"), "ability")
+        ability = trace(_chart(at, "stepper.details.ability"), "ability")
         a = np.sort(p.alpha)  # 109 workers: the 20 lowest and the 20 highest abilities
-        assert _arr(ability["x"]) == pytest.approx(np.concatenate([a[:20], a[-20:]]))
-        hist = _trace(_chart(at, "stepper.details.difficulty"), "difficulty")
-        assert _arr(hist["y"]).sum() == run.data.n_items
+        assert arr(ability["x"]) == pytest.approx(np.concatenate([a[:20], a[-20:]]))
+        hist = trace(_chart(at, "stepper.details.difficulty"), "difficulty")
+        assert arr(hist["y"]).sum() == run.data.n_items
         table = at.dataframe[0].value
         assert table["difficulty 1/β"].iloc[0] == pytest.approx(p.difficulty.max())
     elif method in ("mace", "mace_vb"):
-        spam = _trace(_chart(at, "stepper.details.spam"), "spam")
+        spam = trace(_chart(at, "stepper.details.spam"), "spam")
         sp = np.sort(p.spamming)
-        assert _arr(spam["x"]) == pytest.approx(np.concatenate([sp[:20], sp[-20:]]))
+        assert arr(spam["x"]) == pytest.approx(np.concatenate([sp[:20], sp[-20:]]))
         n_spam = int((p.spamming > 0.5).sum())
         assert at.metric[0].value == f"{n_spam} of {run.data.n_workers:,}"
         table = at.dataframe[0].value
@@ -89,11 +90,18 @@ def test_step_explain_and_details(method):
             assert row["95% credible"] == f"{lo[j]:.2f} – {hi[j]:.2f}"
             ends = table["95% credible"].str.split(" – ", expand=True).astype(float)
             assert (ends[0] <= table["P(spamming)"] + 0.005).all() and (table["P(spamming)"] <= ends[1] + 0.005).all()
-        else:
+        else:  # EM: the Wald interval of the worker's own information, the same numbers as the core's
+            from crowdlab.fisher import mace_worker_intervals
+
+            wi = mace_worker_intervals(run.model, run.data, p)
             assert "95% credible" not in table.columns
+            for _, row in table.head(5).iterrows():
+                j = run.data.worker_names.index(row["worker"])
+                assert row["95% Wald"] == f"{wi.spam_lower[j]:.2f} – {wi.spam_upper[j]:.2f}"
+            assert "observed information" in " ".join(c.value for c in at.caption)
     else:
         spec = _chart(at, "stepper.details.credible")
-        dots = _trace(spec, "wald")
+        dots = trace(spec, "wald")
         assert "credible" in dots["name"]
         ci = accuracy_intervals(p, seed=0)
         table = at.dataframe[0].value.set_index("worker")
@@ -112,7 +120,7 @@ def test_step_explain_and_details(method):
 
 def test_details_tab_explains_itself_for_other_models():
     at = _method(_open("bluebirds"), "ds")
-    _click(at, "stepper.step")
+    click(at, "stepper.step")
     _tab(at, "Details")
     assert any("GLAD" in i.value and "MACE" in i.value for i in at.info)
 
@@ -123,5 +131,5 @@ def test_variational_models_with_hard_em_say_why_they_cannot_start(method):
     at.checkbox(key="stepper.hard").check().run()
     assert not at.exception
     assert any("no hard version" in e.value for e in at.error)
-    _ok(at.checkbox(key="stepper.hard").uncheck().run())
-    _click(at, "stepper.step")
+    ok(at.checkbox(key="stepper.hard").uncheck().run())
+    click(at, "stepper.step")

@@ -12,6 +12,7 @@ from streamlit.testing.v1 import AppTest
 
 from crowdlab import limits
 from crowdlab.ui import export_page, state
+from tests.app.helpers import ok
 
 ROOT = Path(__file__).resolve().parents[2]
 WRAPPER = """
@@ -39,12 +40,6 @@ def wrapper(tmp_path_factory) -> Path:
     return script
 
 
-def _ok(at: AppTest) -> AppTest:
-    assert not at.exception, [e.value for e in at.exception]
-    assert not at.error, [e.value for e in at.error]
-    return at
-
-
 @pytest.mark.parametrize(
     ("page", "button"),
     [
@@ -60,11 +55,11 @@ def test_pages_with_a_1e308_score(wrapper, page, button, monkeypatch):
     at = AppTest.from_file(str(wrapper), default_timeout=60)
     at.session_state["test.target"] = str(ROOT / page)
     at.session_state["test.upload"] = dict(content=CONTENT, name="huge.csv")
-    _ok(at.run())
+    ok(at.run())
     data = at.session_state[state.DATA]
     assert data.is_continuous and data.value.max() == 1e308
     if button:
-        _ok(at.button(key=button).click().run())
+        ok(at.button(key=button).click().run())
     if page.endswith("Export.py"):
         run = at.session_state[export_page.EXPORT_RUN]["run"]
         files = export_page.export_files(run, "")

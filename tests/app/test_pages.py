@@ -23,6 +23,7 @@ from crowdlab.data import read_annotations
 from crowdlab.errors import DataError
 from crowdlab.simulate import simulate_crowd
 from crowdlab.ui import compare_page, data_page, export_page, state
+from tests.app.helpers import click, goto, ok
 
 ROOT = Path(__file__).resolve().parents[2]
 DATA_DIR = ROOT / "tests" / "data"
@@ -46,24 +47,8 @@ runpy.run_path(st.session_state.get("test.target", {data_page!r}), run_name="__m
 """
 
 
-def _ok(at: AppTest) -> AppTest:
-    assert not at.exception, [e.value for e in at.exception]
-    assert not at.error, [e.value for e in at.error]
-    return at
-
-
 def _home() -> AppTest:
-    return _ok(AppTest.from_file(str(ROOT / HOME), default_timeout=TIMEOUT).run())
-
-
-def _goto(at: AppTest, page: str) -> AppTest:
-    return _ok(at.switch_page(page).run())
-
-
-def _click(at: AppTest, key: str) -> AppTest:
-    btn = at.button(key=key)
-    assert not btn.disabled, f"{key} is disabled"
-    return _ok(btn.click().run())
+    return ok(AppTest.from_file(str(ROOT / HOME), default_timeout=TIMEOUT).run())
 
 
 def _downloads(at: AppTest) -> list[str]:
@@ -98,7 +83,7 @@ def _upload(wrapper: Path, name: str, gold: str | None = None, *, target: str = 
 # ---------------------------------------------------------------------------- every page, three kinds of data
 @pytest.mark.parametrize("page", PAGES)
 def test_every_page_loads_cold_on_the_default_data(page):
-    at = _ok(AppTest.from_file(str(ROOT / page), default_timeout=TIMEOUT).run())
+    at = ok(AppTest.from_file(str(ROOT / page), default_timeout=TIMEOUT).run())
     assert at.session_state[state.DATA_ID] == "sample:bluebirds"
     assert any("items: **108**" in m.value for m in at.sidebar.markdown)
     assert len(at.title) == 1
@@ -106,18 +91,18 @@ def test_every_page_loads_cold_on_the_default_data(page):
 
 @pytest.mark.parametrize("page", PAGES)
 def test_every_page_loads_on_an_uploaded_file(wrapper, page):
-    at = _ok(_upload(wrapper, "small_long.csv", "small_gold.csv", target=page if page == HOME else DATA_PAGE))
+    at = ok(_upload(wrapper, "small_long.csv", "small_gold.csv", target=page if page == HOME else DATA_PAGE))
     data_id = at.session_state[state.DATA_ID]
     assert data_id.startswith("upload:")
     assert at.session_state[state.DATA].n_items == 4
     if page != HOME:
-        _goto(at, page)
+        goto(at, page)
     assert at.session_state[state.DATA_ID] == data_id
     assert any(safe.md("small_long") in m.value for m in at.sidebar.markdown)  # names are escaped Markdown
     # the page's main action works on the uploaded data too
     for key in ("stepper.run", "compare.run", "export.fit"):
         if any(b.key == key for b in at.button) and not at.button(key=key).disabled:
-            _click(at, key)
+            click(at, key)
     assert at.session_state[state.DATA_ID] == data_id
     if page == EXPORT_PAGE:
         assert 'read_annotations("small_long.csv", gold="small_gold.csv")' in at.code[0].value
@@ -126,12 +111,12 @@ def test_every_page_loads_on_an_uploaded_file(wrapper, page):
 @pytest.mark.parametrize("kind", ["crowd", "scores"])
 @pytest.mark.parametrize("page", PAGES)
 def test_every_page_loads_on_simulated_data(page, kind):
-    at = _goto(_home(), DATA_PAGE)
-    _click(at, "data.sim.run" if kind == "crowd" else "data.scores.run")
+    at = goto(_home(), DATA_PAGE)
+    click(at, "data.sim.run" if kind == "crowd" else "data.scores.run")
     data_id = at.session_state[state.DATA_ID]
     assert data_id.startswith(f"sim:{kind}:")
     assert [i.value for i in at.info] == [state.NOTICE_DATASET]
-    _goto(at, page)
+    goto(at, page)
     assert at.session_state[state.DATA_ID] == data_id
     data = at.session_state[state.DATA]
     assert data.is_continuous == (kind == "scores")
@@ -139,7 +124,7 @@ def test_every_page_loads_on_simulated_data(page, kind):
 
 # ---------------------------------------------------------------------------- the Data page
 def test_data_page_shows_preview_pictures_and_downloads():
-    at = _goto(_home(), DATA_PAGE)
+    at = goto(_home(), DATA_PAGE)
     head = at.dataframe[0].value
     assert list(head.columns) == ["item", "worker", "label"] and len(head) == data_page.PREVIEW_ROWS
     assert any("The first 20 of 4,212 labels" in c.value for c in at.caption)
@@ -168,7 +153,7 @@ BAD_FILES = [
 
 @pytest.mark.parametrize("name,gold", BAD_FILES)
 def test_a_bad_upload_shows_the_readers_message_and_keeps_the_dataset(wrapper, name, gold):
-    at = _ok(AppTest.from_file(str(wrapper), default_timeout=TIMEOUT).run())
+    at = ok(AppTest.from_file(str(wrapper), default_timeout=TIMEOUT).run())
     assert at.session_state[state.DATA_ID] == "sample:bluebirds"
     before = at.session_state[state.DATA]
     _upload(wrapper, name, gold, at=at)
@@ -189,7 +174,7 @@ def test_a_bad_upload_shows_the_readers_message_and_keeps_the_dataset(wrapper, n
 
 
 def test_a_bad_upload_after_a_good_one_keeps_the_good_one(wrapper):
-    at = _ok(_upload(wrapper, "small_wide.csv", fmt="wide"))
+    at = ok(_upload(wrapper, "small_wide.csv", fmt="wide"))
     good_id = at.session_state[state.DATA_ID]
     assert good_id.startswith("upload:") and at.session_state[state.DATA].n_workers == 3
     assert [i.value for i in at.info] == [state.NOTICE_DATASET]
@@ -199,26 +184,26 @@ def test_a_bad_upload_after_a_good_one_keeps_the_good_one(wrapper):
     assert len(at.error) == 1 and "same class" in at.error[0].value
     assert at.session_state[state.DATA_ID] == good_id
     # the Step page still runs on the good upload
-    _goto(at, STEP_PAGE)
+    goto(at, STEP_PAGE)
     assert at.session_state[state.DATA_ID] == good_id
 
 
 def test_load_without_a_file_says_so_and_keeps_the_dataset():
-    at = _goto(_home(), DATA_PAGE)
+    at = goto(_home(), DATA_PAGE)
     at.button(key="data.upload.load").click().run()
     assert [e.value for e in at.error] == [safe.md("Choose a label file first (long or wide CSV).")]
     assert at.session_state[state.DATA_ID] == "sample:bluebirds"
 
 
 def test_simulate_a_crowd_uses_the_sliders_and_a_reproducible_source():
-    at = _goto(_home(), DATA_PAGE)
+    at = goto(_home(), DATA_PAGE)
     at.slider(key=data_page.SIM_ITEMS).set_value(300)
     at.slider(key=data_page.SIM_WORKERS).set_value(10)
     at.slider(key=data_page.SIM_SPAMMERS).set_value(3)
     at.slider(key=data_page.SIM_ADVERSARIES).set_value(0)
-    _ok(at.run())
+    ok(at.run())
     assert any("10 workers: **3 experts**, 4 novices, 3 spammers, 0 adversaries" in c.value for c in at.caption)
-    _click(at, "data.sim.run")
+    click(at, "data.sim.run")
     data = at.session_state[state.DATA]
     assert (data.n_items, data.n_workers, data.n_classes) == (300, 10, 3)
     source = at.session_state[state.DATA_SOURCE]
@@ -228,58 +213,58 @@ def test_simulate_a_crowd_uses_the_sliders_and_a_reproducible_source():
     np.testing.assert_array_equal(again.gold, data.gold)
     # too many non-experts: a warning and a disabled button
     at.slider(key=data_page.SIM_NOVICES).set_value(8)
-    _ok(at.run())
+    ok(at.run())
     assert at.warning and at.button(key="data.sim.run").disabled
 
 
 # ---------------------------------------------------------------------------- state across pages
 def test_switching_pages_keeps_dataset_sliders_comparison_and_run():
-    at = _goto(_home(), DATA_PAGE)
+    at = goto(_home(), DATA_PAGE)
     at.slider(key=data_page.SIM_ITEMS).set_value(200)
     at.slider(key=data_page.SIM_SPAMMERS).set_value(3)
-    _click(at, "data.sim.run")
+    click(at, "data.sim.run")
     data_id = at.session_state[state.DATA_ID]
-    _goto(at, COMPARE_PAGE)
-    _click(at, "compare.run")
+    goto(at, COMPARE_PAGE)
+    click(at, "compare.run")
     comparison = at.session_state[compare_page.RESULTS][(data_id, 0.0)]
-    _goto(at, STEP_PAGE)
-    _click(at, "stepper.step")
-    _click(at, "stepper.step")
+    goto(at, STEP_PAGE)
+    click(at, "stepper.step")
+    click(at, "stepper.step")
     run = at.session_state[state.RUN]
-    _goto(at, EXPORT_PAGE)
+    goto(at, EXPORT_PAGE)
     assert any("iteration 2, after M-step" in i.value for i in at.info)
-    _goto(at, HOME)
-    _goto(at, DATA_PAGE)
+    goto(at, HOME)
+    goto(at, DATA_PAGE)
     assert at.session_state[state.DATA_ID] == data_id
     assert at.slider(key=data_page.SIM_ITEMS).value == 200  # restored from the plain key
     assert at.slider(key=data_page.SIM_SPAMMERS).value == 3
-    _goto(at, COMPARE_PAGE)
+    goto(at, COMPARE_PAGE)
     assert at.session_state[compare_page.RESULTS][(data_id, 0.0)] is comparison  # not recomputed
     assert len(at.dataframe) >= 1 and "accuracy" in at.dataframe[0].value
-    _goto(at, STEP_PAGE)
+    goto(at, STEP_PAGE)
     assert at.session_state[state.RUN] is run and run.index == 4
 
 
 def test_changing_the_dataset_resets_the_run_and_the_comparison_view():
-    at = _goto(_home(), COMPARE_PAGE)
-    _click(at, "compare.run")
+    at = goto(_home(), COMPARE_PAGE)
+    click(at, "compare.run")
     assert len(at.dataframe) >= 1
-    _goto(at, STEP_PAGE)
-    _click(at, "stepper.step")
-    _goto(at, DATA_PAGE)
-    _click(at, "data.scores.run")
+    goto(at, STEP_PAGE)
+    click(at, "stepper.step")
+    goto(at, DATA_PAGE)
+    click(at, "data.scores.run")
     assert [i.value for i in at.info] == [state.NOTICE_DATASET]
-    _goto(at, COMPARE_PAGE)
+    goto(at, COMPARE_PAGE)
     assert not at.dataframe and any("Run all methods" in i.value for i in at.info)
-    _goto(at, STEP_PAGE)
+    goto(at, STEP_PAGE)
     assert at.session_state[state.RUN].index == 0
 
 
 # ---------------------------------------------------------------------------- Compare
 def test_compare_bluebirds_table_agreement_and_disagreements():
-    at = _goto(_home(), COMPARE_PAGE)
+    at = goto(_home(), COMPARE_PAGE)
     assert any("Run all methods" in i.value for i in at.info)
-    _click(at, "compare.run")
+    click(at, "compare.run")
     table = at.dataframe[0].value
     assert list(table["method"]) == ["Majority vote", "Dawid-Skene", "One-coin (symmetric noise)",
                                       "Two-coin (sensitivity / specificity)", "GLAD (ability and difficulty)",
@@ -305,29 +290,29 @@ def test_compare_bluebirds_table_agreement_and_disagreements():
 
 def test_compare_scores_and_no_gold():
     at = _home()
-    _ok(at.selectbox(key="home.dataset").set_value("affect").run())
-    _goto(at, COMPARE_PAGE)
-    _click(at, "compare.run")
+    ok(at.selectbox(key="home.dataset").set_value("affect").run())
+    goto(at, COMPARE_PAGE)
+    click(at, "compare.run")
     table = at.dataframe[0].value
     assert list(table["method"]) == ["Mean of the scores", "Good/bad annotators (scores)"]
     assert "pearson r" in table and not at.get("plotly_chart")
-    _goto(at, HOME)
-    _ok(at.selectbox(key="home.dataset").set_value("patients").run())
-    _goto(at, COMPARE_PAGE)
-    _click(at, "compare.run")
+    goto(at, HOME)
+    ok(at.selectbox(key="home.dataset").set_value("patients").run())
+    goto(at, COMPARE_PAGE)
+    click(at, "compare.run")
     assert "accuracy" not in at.dataframe[0].value
     assert any("no gold labels" in c.value for c in at.caption)
 
 
 def test_compare_prior_strength_is_part_of_the_key():
-    at = _goto(_home(), COMPARE_PAGE)
-    _click(at, "compare.run")
-    _ok(at.number_input(key=compare_page.PRIOR).set_value(2.0).run())
+    at = goto(_home(), COMPARE_PAGE)
+    click(at, "compare.run")
+    ok(at.number_input(key=compare_page.PRIOR).set_value(2.0).run())
     assert not at.dataframe  # a new prior needs a new run
-    _click(at, "compare.run")
+    click(at, "compare.run")
     assert set(at.session_state[compare_page.RESULTS]) == {("sample:bluebirds", 0.0), ("sample:bluebirds", 2.0)}
-    _goto(at, HOME)
-    _goto(at, COMPARE_PAGE)
+    goto(at, HOME)
+    goto(at, COMPARE_PAGE)
     assert at.number_input(key=compare_page.PRIOR).value == 2.0 and at.dataframe
 
 
@@ -339,10 +324,10 @@ def _exec_snippet(code: str) -> dict:
 
 
 def test_export_fits_when_the_step_run_has_not_moved_and_the_snippet_reproduces_it():
-    at = _goto(_home(), EXPORT_PAGE)
+    at = goto(_home(), EXPORT_PAGE)
     assert any("Nothing to export yet" in i.value for i in at.info)
     assert not at.get("download_button")
-    _click(at, "export.fit")
+    click(at, "export.fit")
     assert any("fitted to convergence" in i.value for i in at.info)
     assert sorted(_downloads(at)) == sorted(
         [
@@ -372,12 +357,12 @@ def test_export_fits_when_the_step_run_has_not_moved_and_the_snippet_reproduces_
 
 
 def test_export_takes_the_step_pages_cursor_and_the_snippet_stops_there():
-    at = _goto(_home(), STEP_PAGE)
-    _click(at, "stepper.step")
-    _click(at, "stepper.step")
-    _click(at, "stepper.e_step")
+    at = goto(_home(), STEP_PAGE)
+    click(at, "stepper.step")
+    click(at, "stepper.step")
+    click(at, "stepper.e_step")
     run = at.session_state[state.RUN]
-    _goto(at, EXPORT_PAGE)
+    goto(at, EXPORT_PAGE)
     assert any("**iteration 3, after E-step** (snapshot 5 of 5)" in i.value for i in at.info)
     assert any("Not at convergence" in c.value for c in at.caption)
     code = at.code[0].value
@@ -385,25 +370,25 @@ def test_export_takes_the_step_pages_cursor_and_the_snippet_stops_there():
     ns = _exec_snippet(code)
     np.testing.assert_allclose(ns["posterior"], run.current.q, rtol=1e-12)
     # run to convergence on the Step page: the snippet is the plain fit again, and still reproduces it
-    _goto(at, STEP_PAGE)
-    _click(at, "stepper.run")
-    _goto(at, EXPORT_PAGE)
+    goto(at, STEP_PAGE)
+    click(at, "stepper.run")
+    goto(at, EXPORT_PAGE)
     code = at.code[0].value
     assert "tol=1e-08, max_iter=500" in code
     np.testing.assert_allclose(_exec_snippet(code)["posterior"], run.current.q, rtol=1e-12)
     # majority vote has nothing to step: exported at once, no metrics download without gold
-    _goto(at, STEP_PAGE)
-    _ok(at.selectbox(key=state.W_METHOD).set_value("mv").run())
-    _goto(at, EXPORT_PAGE)
+    goto(at, STEP_PAGE)
+    ok(at.selectbox(key=state.W_METHOD).set_value("mv").run())
+    goto(at, EXPORT_PAGE)
     assert any("majority vote" in i.value for i in at.info)
     assert "metrics.json" in _downloads(at)
 
 
 def test_export_of_scores():
     at = _home()
-    _ok(at.selectbox(key="home.dataset").set_value("affect").run())
-    _goto(at, EXPORT_PAGE)
-    _click(at, "export.fit")
+    ok(at.selectbox(key="home.dataset").set_value("affect").run())
+    goto(at, EXPORT_PAGE)
+    click(at, "export.fit")
     names = _downloads(at)
     assert "labels.csv" not in names and "posteriors.csv" in names and "metrics.json" in names
     assert re.search(r'cl\.fit\(data, "scores"', at.code[0].value)

@@ -11,7 +11,6 @@ app, as the Sequences tests do). Intervals: :func:`crowdlab.ui.intervals.worker_
 
 from __future__ import annotations
 
-import base64
 import json
 import time
 from pathlib import Path
@@ -25,6 +24,7 @@ from crowdlab.simulate import simulate_raykar
 from crowdlab.ui import intervals as iv
 from crowdlab.ui import raykar_page as rp
 from crowdlab.ui import risk_page as rk
+from tests.app.helpers import arr, chart, click, ok, trace
 
 ROOT = Path(__file__).resolve().parents[2]
 RISK = str(ROOT / "pages" / "8_Error_rates_without_labels.py")
@@ -44,31 +44,6 @@ runpy.run_path({page!r}, run_name="__main__")
 """
 
 
-def _ok(at: AppTest) -> AppTest:
-    assert not at.exception, [e.value for e in at.exception]
-    assert not at.error, [e.value for e in at.error]
-    return at
-
-
-def _chart(at: AppTest, key: str) -> dict | None:
-    found = [c for c in at.get("plotly_chart") if c.proto.id.endswith("-" + key)]
-    return json.loads(found[0].proto.spec) if found else None
-
-
-def _arr(v) -> np.ndarray:
-    if isinstance(v, dict) and "bdata" in v:
-        a = np.frombuffer(base64.b64decode(v["bdata"]), dtype=np.dtype(v["dtype"]))
-        shape = v.get("shape")
-        return a.reshape([int(n) for n in str(shape).split(",")]) if shape else a
-    return np.asarray(v)
-
-
-def _trace(spec: dict, meta: str) -> dict:
-    found = [t for t in spec["data"] if t.get("meta") == meta]
-    assert len(found) == 1, [t.get("meta") for t in spec["data"]]
-    return found[0]
-
-
 TABLE_COLUMN = {  # a dataframe's key does not reach AppTest: tables are found by a column of their own
     "risk.estimates_table": "θ̂ (9)",
     "risk.fig3_variance": "variance",
@@ -86,12 +61,12 @@ def _table(at: AppTest, key: str):
 
 # ============================================================================ error rates without labels
 def _risk() -> AppTest:
-    return _ok(AppTest.from_file(RISK, default_timeout=TIMEOUT).run())
+    return ok(AppTest.from_file(RISK, default_timeout=TIMEOUT).run())
 
 
 def _tab(at: AppTest, tab: str) -> AppTest:
     at.session_state[rk.TAB_VIEW] = tab  # what the tab bar's on_change callback writes
-    return _ok(at.run())
+    return ok(at.run())
 
 
 def test_error_rates_page_loads_cold_with_a_verdict_a_table_and_fig_1():
@@ -102,23 +77,23 @@ def test_error_rates_page_loads_cold_with_a_verdict_a_table_and_fig_1():
     assert list(table["classifier"]) == ["f1", "f2", "f3"]
     cf = table["θ̂ (9)"].astype(float)
     assert np.all(np.abs(cf - 0.75) < 0.2)
-    curves = _chart(at, "risk.fig1_curves")
+    curves = chart(at, "risk.fig1_curves")
     assert [t["meta"] for t in curves["data"] if t["meta"].startswith("curve:")] == [
         "curve:n = 100",
         "curve:n = 250",
         "curve:n = 500",
     ]
-    assert _chart(at, "risk.fig1_contour") is not None
-    assert _chart(at, "risk.fig3_error") is None  # lazy tabs: only the open one runs
+    assert chart(at, "risk.fig1_contour") is not None
+    assert chart(at, "risk.fig3_error") is None  # lazy tabs: only the open one runs
 
 
 def test_sliders_change_the_verdict_and_the_table():
     at = _risk()
     before = _table(at, "risk.estimates_table")
-    _ok(at.slider(key=rk.K).set_value(5).run())
+    ok(at.slider(key=rk.K).set_value(5).run())
     assert list(_table(at, "risk.estimates_table")["classifier"]) == ["f1", "f2", "f3", "f4", "f5"]
     assert any("All 5 together" in m.value for m in at.markdown)
-    _ok(at.number_input(key=rk.SEED).set_value(3).run())
+    ok(at.number_input(key=rk.SEED).set_value(3).run())
     after = _table(at, "risk.estimates_table")
     assert list(after["θ̂ (9)"][:3]) != list(before["θ̂ (9)"])  # fresh data for a new seed
     # a uniform p(y): not identifiable (Prop. 3), no estimate from eq. (9)
@@ -128,26 +103,26 @@ def test_sliders_change_the_verdict_and_the_table():
     assert set(_table(at, "risk.estimates_table")["θ̂ (9)"]) == {"—"}
     # out of the symmetric model's range: a warning with the constrained estimate
     at.slider(key=rk.P).set_value(0.95).run()
-    _ok(at.slider(key=rk.THETA).set_value(0.2).run())
+    ok(at.slider(key=rk.THETA).set_value(0.2).run())
     assert at.session_state[rk.VALUES][rk.THETA] == 0.2  # mirrored under the plain key
 
 
 def test_fisher_tab_draws_both_panels_and_the_printed_equation_on_request():
     at = _tab(_risk(), rk.TABS[1])
-    err = _chart(at, "risk.fig3_error")
-    heat = _trace(err, "error")
-    assert _arr(heat["z"]).shape == (len(rk.GRID_P), len(rk.GRID_THETA))
+    err = chart(at, "risk.fig3_error")
+    heat = trace(err, "error")
+    assert arr(heat["z"]).shape == (len(rk.GRID_P), len(rk.GRID_THETA))
     assert (heat["zmin"], heat["zmax"]) == (0.0, 0.3)
-    assert list(err["layout"]["xaxis"]["range"]) == list(_chart(at, "risk.fig3_fisher")["layout"]["xaxis"]["range"])
-    z_bottom, z_top = _arr(heat["z"])[0].mean(), _arr(heat["z"])[-1].mean()
+    assert list(err["layout"]["xaxis"]["range"]) == list(chart(at, "risk.fig3_fisher")["layout"]["xaxis"]["range"])
+    z_bottom, z_top = arr(heat["z"])[0].mean(), arr(heat["z"])[-1].mean()
     assert z_bottom > 2 * z_top  # p(y) near 1/2 (bottom row) is much harder (Donmez et al. Fig. 3)
-    corrected = _arr(_trace(_chart(at, "risk.fig3_fisher"), "fisher")["z"])
+    corrected = arr(trace(chart(at, "risk.fig3_fisher"), "fisher")["z"])
     variance = _table(at, "risk.fig3_variance")
     mc, good, printed = (float(v) for v in variance["variance"])
     assert abs(mc - good) < abs(mc - printed)  # the corrected J predicts the Monte-Carlo variance
-    _ok(at.toggle(key=rk.PRINTED).set_value(True).run())
+    ok(at.toggle(key=rk.PRINTED).set_value(True).run())
     assert any("weights the squared score by p(y)" in w.value for w in at.warning)
-    printed_z = _arr(_trace(_chart(at, "risk.fig3_fisher"), "fisher")["z"])
+    printed_z = arr(trace(chart(at, "risk.fig3_fisher"), "fisher")["z"])
     assert not np.allclose(np.nan_to_num(printed_z), np.nan_to_num(corrected))
 
 
@@ -160,19 +135,19 @@ def test_error_vs_n_tab_runs_the_monte_carlo_once_and_caches_it():
     first = time.perf_counter() - start
     computed = rk.MC_CALLS["fig46"] - calls
     assert computed == len(rk.NS_LIST)  # one chunk per sample size, under the progress bar
-    fig4 = _chart(at, "risk.fig4")
+    fig4 = chart(at, "risk.fig4")
     assert [t["meta"] for t in fig4["data"]] == [f"collaborative:{k}" for k in rk.K_LIST]
-    y = {t["meta"]: _arr(t["y"]) for t in fig4["data"]}
+    y = {t["meta"]: arr(t["y"]) for t in fig4["data"]}
     assert y["collaborative:10"][-1] < y["collaborative:1"][0]  # more data and more classifiers: smaller error
     assert y["collaborative:10"].mean() < y["collaborative:1"].mean()
-    fig6 = _chart(at, "risk.fig6")
+    fig6 = chart(at, "risk.fig6")
     assert len([t for t in fig6["data"] if t["meta"].startswith("single:")]) == 10
-    assert _arr(_trace(fig6, "collaborative")["y"]).mean() < np.mean(
-        [_arr(t["y"]).mean() for t in fig6["data"] if t["meta"].startswith("single:")]
+    assert arr(trace(fig6, "collaborative")["y"]).mean() < np.mean(
+        [arr(t["y"]).mean() for t in fig6["data"] if t["meta"].startswith("single:")]
     )
     # a rerun (any other widget) and a fresh session with the same parameters compute nothing again
     start = time.perf_counter()
-    _ok(at.run())
+    ok(at.run())
     _tab(AppTest.from_file(RISK, default_timeout=TIMEOUT).run(), rk.TABS[2])
     assert rk.MC_CALLS["fig46"] - calls == computed
     assert time.perf_counter() - start < first + 1.0
@@ -180,21 +155,21 @@ def test_error_vs_n_tab_runs_the_monte_carlo_once_and_caches_it():
 
 def test_misspecified_and_two_population_tabs():
     at = _tab(_risk(), rk.TABS[3])
-    fig8 = _chart(at, "risk.fig8")
+    fig8 = chart(at, "risk.fig8")
     metas = [t["meta"] for t in fig8["data"]]
     assert metas == [f"assumed:{a:g}" for a in rk.assumed_marginals(0.75)]
-    y = {t["meta"]: _arr(t["y"]) for t in fig8["data"]}
+    y = {t["meta"]: arr(t["y"]) for t in fig8["data"]}
     assert y["assumed:0.75"][-1] < y["assumed:0.65"][-1]  # the right p(y) keeps improving, a wrong one levels off
-    assert _chart(at, "risk.fig8_limit") is not None
+    assert chart(at, "risk.fig8_limit") is not None
     _tab(at, rk.TABS[4])
-    fig = _chart(at, "risk.two_contour")
+    fig = chart(at, "risk.two_contour")
     assert {"surface", "ridge_a", "ridge_b", "truth", "estimate"} <= {t["meta"] for t in fig["data"]}
     est = _table(at, "risk.two_table")
     assert abs(float(est["estimate"][0]) - 0.85) < 0.15 and abs(float(est["estimate"][1]) - 0.65) < 0.15
     at.slider(key=rk.PB).set_value(0.75).run()  # the same marginal twice: Prop. 7 fails
     assert not at.exception
     assert any("Not identifiable: the two populations have the same marginal" in e.value for e in at.error)
-    assert "ridge_b" not in {t["meta"] for t in _chart(at, "risk.two_contour")["data"]}
+    assert "ridge_b" not in {t["meta"] for t in chart(at, "risk.two_contour")["data"]}
 
 
 def test_error_rates_verdicts_write_theta_as_the_page_does():
@@ -214,17 +189,11 @@ def test_error_rates_verdicts_write_theta_as_the_page_does():
 
 # ============================================================================ learning from crowds
 def _raykar() -> AppTest:
-    return _ok(AppTest.from_file(RAYKAR, default_timeout=TIMEOUT).run())
-
-
-def _click(at: AppTest, key: str) -> AppTest:
-    btn = at.button(key=key)
-    assert not btn.disabled, f"{key} is disabled"
-    return _ok(btn.click().run())
+    return ok(AppTest.from_file(RAYKAR, default_timeout=TIMEOUT).run())
 
 
 def _boundary(at: AppTest) -> tuple:
-    t = _trace(_chart(at, "raykar.scatter_chart"), "boundary")
+    t = trace(chart(at, "raykar.scatter_chart"), "boundary")
     return tuple(np.round(np.asarray(t["x"] + t["y"], dtype=float), 6))
 
 
@@ -234,11 +203,11 @@ def test_raykar_page_loads_cold_on_its_own_simulation():
     assert at.session_state["data.id"] == "sample:bluebirds"  # the other pages' dataset, untouched
     run = at.session_state[RUN]
     assert run.model.info.key == "raykar" and run.index == 0
-    spec = _chart(at, "raykar.scatter_chart")
+    spec = chart(at, "raykar.scatter_chart")
     assert {"items:1", "items:0", "boundary", "mv_boundary", "true_boundary"} <= {t["meta"] for t in spec["data"]}
-    roc = _chart(at, "raykar.roc_chart")
+    roc = chart(at, "raykar.roc_chart")
     assert len([t for t in roc["data"] if t["meta"].startswith("trail:")]) == 5
-    assert _chart(at, "raykar.stepper.objective_chart") is not None
+    assert chart(at, "raykar.stepper.objective_chart") is not None
     assert {b.key: b.disabled for b in at.button if b.key.startswith("raykar.stepper.")} == {
         "raykar.stepper.e_step": False,
         "raykar.stepper.m_step": True,
@@ -255,30 +224,30 @@ def test_raykar_stepper_moves_the_boundary_and_learns_a_better_classifier_than_m
     at = _raykar()
     run = at.session_state[RUN]
     b0 = _boundary(at)
-    _click(at, "raykar.stepper.step")
+    click(at, "raykar.stepper.step")
     assert (run.index, run.iteration) == (2, 1)
     b1 = _boundary(at)
     assert b1 != b0  # the M-step moved w
-    _click(at, "raykar.stepper.e_step")
+    click(at, "raykar.stepper.e_step")
     assert run.current.kind == "E" and _boundary(at) == b1  # an E-step leaves w, moves mu
-    _click(at, "raykar.stepper.m_step")
+    click(at, "raykar.stepper.m_step")
     assert run.index == 4 and _boundary(at) != b1
-    roc = _chart(at, "raykar.roc_chart")
-    assert len(_arr(_trace(roc, "trail:w0")["x"])) == 3  # init and two M-steps
-    _click(at, "raykar.stepper.back")  # one half-step back: after E, M gives "after E"
+    roc = chart(at, "raykar.roc_chart")
+    assert len(arr(trace(roc, "trail:w0")["x"])) == 3  # init and two M-steps
+    click(at, "raykar.stepper.back")  # one half-step back: after E, M gives "after E"
     assert run.index == 3 and run.current.kind == "E"
-    _click(at, "raykar.stepper.back")
+    click(at, "raykar.stepper.back")
     assert run.index == 2 and _boundary(at) == b1
-    _ok(at.slider(key="raykar.stepper.scrub").set_value(0).run())
+    ok(at.slider(key="raykar.stepper.scrub").set_value(0).run())
     assert run.index == 0 and _boundary(at) == b0
-    _click(at, "raykar.stepper.run")
+    click(at, "raykar.stepper.run")
     assert run.stop_reason in ("converged", "stalled") and run.at_end and not run.violations, run.stop_reason
     table = _table(at, "raykar.metrics_table")
     assert table["model"].iloc[0] == "trained on majority vote" and len(table) == run.iteration + 2
     last, mv = table.iloc[-1], table.iloc[0]
     assert last["test accuracy"] > mv["test accuracy"] + 0.01  # biased novices shift the MV classifier
     assert last["labels accuracy"] > mv["labels accuracy"]  # EM's labels beat majority vote's
-    _click(at, "raykar.stepper.reset")
+    click(at, "raykar.stepper.reset")
     assert len(run.snapshots) == 1 and _boundary(at) == b0
 
 
@@ -287,8 +256,8 @@ def test_raykar_in_presenter_mode_fits_its_narrow_columns():
     names placed for 14 px text; the metrics table's columns add up to less than the pictures' width."""
     at = AppTest.from_file(RAYKAR, default_timeout=TIMEOUT)
     at.query_params["present"] = "1"
-    at = _ok(at.run())
-    roc = _chart(at, "raykar.roc_chart")
+    at = ok(at.run())
+    roc = chart(at, "raykar.roc_chart")
     assert roc["layout"]["xaxis"]["title"]["text"] == rp.ROC_PRESENTER["x_title"]
     assert all(len(line) <= 18 for line in roc["layout"]["title"]["text"].split("<br>"))
     table = [d for d in at.dataframe if "model" in d.value.columns][0]
@@ -300,18 +269,18 @@ def test_raykar_in_presenter_mode_fits_its_narrow_columns():
 
 def test_raykar_settings_and_simulation_reset_the_run():
     at = _raykar()
-    _click(at, "raykar.stepper.step")
+    click(at, "raykar.stepper.step")
     old = at.session_state[RUN]
-    _ok(at.number_input(key=rp.W_L2).set_value(5.0).run())
+    ok(at.number_input(key=rp.W_L2).set_value(5.0).run())
     new = at.session_state[RUN]
     assert new is not old and new.model.l2 == 5.0 and new.index == 0
     assert [i.value for i in at.info] == ["Settings changed: the run was reset."]
-    _ok(at.slider(key=rp.SIM_N).set_value(200).run())
-    _ok(at.toggle(key=rp.SIM_BIAS).set_value(False).run())
-    _click(at, "raykar.sim.run")
+    ok(at.slider(key=rp.SIM_N).set_value(200).run())
+    ok(at.toggle(key=rp.SIM_BIAS).set_value(False).run())
+    click(at, "raykar.sim.run")
     assert at.session_state["raykar.data.id"] == "sim:raykar:200:5:3:0:noisy"
     assert at.session_state[RUN].data.n_items == 200
-    assert len(_arr(_trace(_chart(at, "raykar.scatter_chart"), "items:1")["x"])) < 200
+    assert len(arr(trace(chart(at, "raykar.scatter_chart"), "items:1")["x"])) < 200
 
 
 def test_raykar_upload_of_labels_and_features(tmp_path):
@@ -323,13 +292,13 @@ def test_raykar_upload_of_labels_and_features(tmp_path):
     page.write_text(WRAPPER.format(page=RAYKAR))
     at = AppTest.from_file(str(page), default_timeout=TIMEOUT)
     at.session_state["test.upload"] = {"labels": labels, "features": features.encode(), "name": "crowd.csv"}
-    _ok(at.run())
+    ok(at.run())
     assert at.session_state["raykar.data.id"].startswith("upload:")
     assert any("3 features (a, b, c)" in s.value for s in at.success)
-    spec = _chart(at, "raykar.scatter_chart")
+    spec = chart(at, "raykar.scatter_chart")
     assert spec["layout"]["xaxis"]["title"]["text"] == "a" and spec["layout"]["yaxis"]["title"]["text"] == "b"
     assert any("other 1 features held at their mean" in c.value for c in at.caption)
-    _click(at, "raykar.stepper.run")
+    click(at, "raykar.stepper.run")
     # a broken features file: the reader's message, the dataset stays
     at.session_state["test.upload"] = {"labels": labels, "features": b"item,a\n0,1\n", "name": "crowd.csv"}
     at.run()
@@ -359,14 +328,14 @@ def _intervals_app(key: str, steps: int | None = None) -> None:
 
 
 def _intervals(key: str, steps: int | None = None) -> AppTest:
-    return _ok(AppTest.from_function(_intervals_app, args=(key, steps), default_timeout=TIMEOUT).run())
+    return ok(AppTest.from_function(_intervals_app, args=(key, steps), default_timeout=TIMEOUT).run())
 
 
 @pytest.mark.parametrize("key", ["ds", "one_coin", "two_coin"])
 def test_intervals_panel_shows_every_worker_sorted_with_its_interval(key):
     at = _intervals(key)
-    spec = _chart(at, "stepper.intervals_chart")
-    est = np.concatenate([_arr(t["x"]) for t in spec["data"]])
+    spec = chart(at, "stepper.intervals_chart")
+    est = np.concatenate([arr(t["x"]) for t in spec["data"]])
     assert len(est) == 8
     order = spec["layout"]["yaxis"]["categoryarray"]
     table = _table(at, "stepper.intervals_table")
@@ -379,16 +348,16 @@ def test_intervals_panel_native_parameters_and_the_cache():
     calls = iv.CALLS["n"]
     at = _intervals("two_coin")
     assert iv.CALLS["n"] == calls + 1
-    _ok(at.run())
+    ok(at.run())
     assert iv.CALLS["n"] == calls + 1  # a rerun recomputes nothing
-    _ok(at.radio(key=iv.W_WHAT).set_value("native").run())
+    ok(at.radio(key=iv.W_WHAT).set_value("native").run())
     assert at.selectbox(key=iv.W_PARAM).options == ["alpha (sensitivity)", "beta (specificity)"]
-    alpha = _chart(at, "stepper.intervals_chart")
-    _ok(at.selectbox(key=iv.W_PARAM).set_value("beta (specificity)").run())
-    beta = _chart(at, "stepper.intervals_chart")
+    alpha = chart(at, "stepper.intervals_chart")
+    ok(at.selectbox(key=iv.W_PARAM).set_value("beta (specificity)").run())
+    beta = chart(at, "stepper.intervals_chart")
     assert alpha["layout"]["xaxis"]["title"]["text"] != beta["layout"]["xaxis"]["title"]["text"]
     assert iv.CALLS["n"] == calls + 2  # one computation per choice of what; the parameter is a view of it
-    _ok(at.radio(key=iv.W_SCALE).set_value("logit").run())
+    ok(at.radio(key=iv.W_SCALE).set_value("logit").run())
     assert at.session_state[iv.VIEW] == {iv.W_WHAT: "native", iv.W_PARAM: "beta (specificity)", iv.W_SCALE: "logit"}
 
 
@@ -397,7 +366,7 @@ def test_intervals_panel_notes_an_unconverged_run_and_declines_other_models():
     assert any("has not converged" in c.value for c in at.caption)
     at = _intervals("mv")
     assert any("Dawid-Skene, one-coin and two-coin only" in i.value for i in at.info)
-    assert _chart(at, "stepper.intervals_chart") is None
+    assert chart(at, "stepper.intervals_chart") is None
 
 
 def _scores_intervals_app() -> None:
@@ -413,10 +382,10 @@ def _scores_intervals_app() -> None:
 
 
 def test_intervals_panel_draws_the_item_means_of_the_scores_model():
-    at = _ok(AppTest.from_function(_scores_intervals_app, default_timeout=TIMEOUT).run())
+    at = ok(AppTest.from_function(_scores_intervals_app, default_timeout=TIMEOUT).run())
     assert not at.info
-    spec = _chart(at, "stepper.intervals_chart")
-    est = np.concatenate([_arr(t["x"]) for t in spec["data"]])
+    spec = chart(at, "stepper.intervals_chart")
+    est = np.concatenate([arr(t["x"]) for t in spec["data"]])
     assert len(est) == iv.SCORES_ROWS  # the 40 widest of 60 item intervals
     run = at.session_state["run"]
     assert spec["layout"]["xaxis"]["range"] == pytest.approx([run.params.low, run.params.high])  # the score range

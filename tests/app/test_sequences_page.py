@@ -8,8 +8,6 @@ the Load button's callback calls) in a small wrapper app, as in test_pages.py.
 
 from __future__ import annotations
 
-import base64
-import json
 from pathlib import Path
 
 import numpy as np
@@ -19,6 +17,7 @@ from streamlit.testing.v1 import AppTest
 from crowdlab import safe
 from crowdlab.ui import sequences_page as sp
 from crowdlab.ui import state
+from tests.app.helpers import arr, chart, click, iteration_label, ok
 
 ROOT = Path(__file__).resolve().parents[2]
 DATA_DIR = ROOT / "tests" / "data"
@@ -40,48 +39,17 @@ runpy.run_path({page!r}, run_name="__main__")
 """
 
 
-def _ok(at: AppTest) -> AppTest:
-    assert not at.exception, [e.value for e in at.exception]
-    assert not at.error, [e.value for e in at.error]
-    return at
-
-
 def _page() -> AppTest:
-    return _ok(AppTest.from_file(str(ROOT / PAGE), default_timeout=TIMEOUT).run())
-
-
-def _click(at: AppTest, key: str) -> AppTest:
-    btn = at.button(key=key)
-    assert not btn.disabled, f"{key} is disabled"
-    return _ok(btn.click().run())
+    return ok(AppTest.from_file(str(ROOT / PAGE), default_timeout=TIMEOUT).run())
 
 
 def _run(at: AppTest):
     return at.session_state[RUN]
 
 
-def _label(at: AppTest) -> str:
-    found = [m.value.lstrip("# ") for m in at.markdown if m.value.startswith("#### iteration")]
-    assert len(found) == 1, found
-    return found[0]
-
-
-def _chart(at: AppTest, key: str) -> dict | None:
-    found = [c for c in at.get("plotly_chart") if c.proto.id.endswith("-" + key)]
-    return json.loads(found[0].proto.spec) if found else None
-
-
-def _arr(v) -> np.ndarray:
-    if isinstance(v, dict) and "bdata" in v:
-        a = np.frombuffer(base64.b64decode(v["bdata"]), dtype=np.dtype(v["dtype"]))
-        shape = v.get("shape")
-        return a.reshape([int(n) for n in str(shape).split(",")]) if shape else a
-    return np.asarray(v)
-
-
 def _tab(at: AppTest, tab: str) -> AppTest:
     at.session_state[sp.OPEN_TAB] = tab  # what the tab bar's on_change callback writes
-    return _ok(at.run())
+    return ok(at.run())
 
 
 def test_cold_load_has_its_own_simulated_dataset_and_leaves_the_working_one():
@@ -94,7 +62,7 @@ def test_cold_load_has_its_own_simulated_dataset_and_leaves_the_working_one():
     assert any("other pages work on **Bluebirds" in m.value for m in at.sidebar.markdown)
     run = _run(at)
     assert run.model.info.key == "hmm" and run.index == 0
-    assert _label(at) == "iteration 0, initialisation"
+    assert iteration_label(at) == "iteration 0, initialisation"
     assert {b.key: b.disabled for b in at.button if b.key.startswith("seq.stepper.")} == {
         "seq.stepper.e_step": False,
         "seq.stepper.m_step": True,
@@ -106,74 +74,74 @@ def test_cold_load_has_its_own_simulated_dataset_and_leaves_the_working_one():
         "seq.stepper.play": False,
     }
     # the strip view: truth, the baselines, the HMM's posterior and its Viterbi path, top-down
-    strip = _chart(at, "seq.strip_chart")
+    strip = chart(at, "seq.strip_chart")
     heat = next(t for t in strip["data"] if t.get("meta") == "strip")
     assert strip["layout"]["yaxis"]["ticktext"] == [sp.ROW_TRUTH, sp.ROW_MV, sp.ROW_DS, sp.ROW_HMM, sp.ROW_VITERBI]
-    assert _arr(heat["z"]).shape == (5, 40)
+    assert arr(heat["z"]).shape == (5, 40)
     assert any(t.get("meta") == "mistakes" for t in strip["data"])
-    assert _chart(at, "seq.stepper.objective_chart") is not None
+    assert chart(at, "seq.stepper.objective_chart") is not None
 
 
 def test_step_e_m_back_scrub_run_reset_move_the_run():
     at = _page()
     run = _run(at)
-    _click(at, "seq.stepper.step")
-    assert (run.index, run.iteration) == (2, 1) and _label(at) == "iteration 1, after M-step"
-    _click(at, "seq.stepper.e_step")
-    assert run.current.kind == "E" and _label(at) == "iteration 2, after E-step"
+    click(at, "seq.stepper.step")
+    assert (run.index, run.iteration) == (2, 1) and iteration_label(at) == "iteration 1, after M-step"
+    click(at, "seq.stepper.e_step")
+    assert run.current.kind == "E" and iteration_label(at) == "iteration 2, after E-step"
     assert at.button(key="seq.stepper.e_step").disabled
-    _click(at, "seq.stepper.m_step")
+    click(at, "seq.stepper.m_step")
     assert (run.index, run.iteration) == (4, 2)
-    _click(at, "seq.stepper.back")  # one half-step back: after E, M gives "after E"
+    click(at, "seq.stepper.back")  # one half-step back: after E, M gives "after E"
     assert run.index == 3 and run.current.kind == "E"
-    _click(at, "seq.stepper.back")
+    click(at, "seq.stepper.back")
     assert run.index == 2 and len(run.snapshots) == 5
-    _ok(at.slider(key="seq.stepper.scrub").set_value(3).run())
-    assert run.index == 3 and _label(at) == "iteration 2, after E-step"
-    _click(at, "seq.stepper.run")
+    ok(at.slider(key="seq.stepper.scrub").set_value(3).run())
+    assert run.index == 3 and iteration_label(at) == "iteration 2, after E-step"
+    click(at, "seq.stepper.run")
     assert run.converged and run.at_end and run.iteration > 5 and not run.violations
     assert at.button(key="seq.stepper.run").disabled
     acc = at.session_state["seq.run.metrics"]["values"]["accuracy"]
     assert len(acc) == len(run.snapshots) and acc[-1] > acc[0] + 0.2  # the HMM beats its majority-vote start
-    _click(at, "seq.stepper.reset")
-    assert len(run.snapshots) == 1 and _label(at) == "iteration 0, initialisation"
+    click(at, "seq.stepper.reset")
+    assert len(run.snapshots) == 1 and iteration_label(at) == "iteration 0, initialisation"
     assert at.session_state["seq.run.metrics"] is None or at.session_state["seq.run.metrics"]["n"] == 1
 
 
 def test_settings_reset_the_run_with_a_notice_and_every_start_works():
     at = _page()
-    _click(at, "seq.stepper.step")
+    click(at, "seq.stepper.step")
     old = _run(at)
     for init in ("ds", "moments"):
-        _ok(at.selectbox(key=sp.W_INIT).set_value(init).run())
+        ok(at.selectbox(key=sp.W_INIT).set_value(init).run())
         new = _run(at)
         assert (
             new is not old and new.index == 0 and [i.value for i in at.info] == ["Settings changed: the run was reset."]
         )
-        _click(at, "seq.stepper.step")
+        click(at, "seq.stepper.step")
         assert not new.violations and new.iteration == 1
         old = new
-    _ok(at.checkbox(key=sp.W_HARD).check().run())
+    ok(at.checkbox(key=sp.W_HARD).check().run())
     assert _run(at).model.hard and _run(at).index == 0
-    _click(at, "seq.stepper.run")
+    click(at, "seq.stepper.run")
     assert _run(at).converged and not _run(at).violations  # hard EM never lowers its objective either
-    _click(at, "seq.stepper.step")  # the notice was shown once
+    click(at, "seq.stepper.step")  # the notice was shown once
     assert not at.info
 
 
 def test_every_tab_draws_and_the_comparison_is_computed_once_per_snapshot():
     at = _page()
-    _click(at, "seq.stepper.run")
+    click(at, "seq.stepper.run")
     _tab(at, "Transitions")
-    spec = _chart(at, "seq.transition_chart")
-    T = _arr(spec["data"][0]["z"])
+    spec = chart(at, "seq.transition_chart")
+    T = arr(spec["data"][0]["z"])
     np.testing.assert_allclose(T.sum(axis=0), 1.0)  # columns: "from"
     assert spec["layout"]["yaxis"]["autorange"] == "reversed"
     assert spec["layout"]["coloraxis"]["cmin"] == 0 and spec["layout"]["coloraxis"]["cmax"] == 1
-    assert _chart(at, "seq.transition_ref") is not None
+    assert chart(at, "seq.transition_ref") is not None
     assert any("‖T − T̂‖₁" in c.value for c in at.caption)
     _tab(at, "Workers")
-    assert len(_chart(at, "seq.confusion_chart")["data"]) == sp.DEFAULT_WORKERS
+    assert len(chart(at, "seq.confusion_chart")["data"]) == sp.DEFAULT_WORKERS
     _tab(at, "Comparison")
     table = at.session_state[sp.CURSOR]["table"].set_index("method")
     assert list(table.index) == [
@@ -186,7 +154,7 @@ def test_every_tab_draws_and_the_comparison_is_computed_once_per_snapshot():
     assert table.loc["HMM-crowd (posterior arg-max)", "macro F"] > table.loc["i.i.d. Dawid-Skene", "macro F"] + 0.05
     assert np.isnan(table.loc["i.i.d. Dawid-Skene", "‖T − T̂‖₁"])
     cached = at.session_state[sp.CURSOR]
-    _ok(at.run())
+    ok(at.run())
     assert at.session_state[sp.CURSOR] is cached  # not recomputed without a move
 
 
@@ -195,25 +163,25 @@ def test_simulate_then_step():
     at.slider(key=sp.SIM_S).set_value(20)
     at.slider(key=sp.SIM_K).set_value(3)
     at.slider(key=sp.SIM_LABELS).set_value(3)
-    _ok(at.run())
-    _click(at, "seq.sim.run")
+    ok(at.run())
+    click(at, "seq.sim.run")
     data = at.session_state["seq.data.obj"]
     assert at.session_state["seq.data.id"] == "sim:seq:20:40:3:10:0.8:3:0"
     assert (data.n_sequences, data.n_classes) == (20, 3) and data.n_obs == 20 * 40 * 3
     assert [i.value for i in at.info] == ["Dataset changed: the run was reset."]
-    _click(at, "seq.stepper.step")
+    click(at, "seq.stepper.step")
     assert _run(at).data is data and _run(at).iteration == 1
 
 
 def test_the_ner_sample_loads_and_steps():
     at = _page()
-    _click(at, "seq.ner.load")
+    click(at, "seq.ner.load")
     data = at.session_state["seq.data.obj"]
     assert at.session_state["seq.data.id"] == "sample:ner" and data.n_items == 39_025 and data.n_classes == 9
     assert at.session_state[state.DATA_ID] == "sample:bluebirds"
-    _click(at, "seq.stepper.step")
+    click(at, "seq.stepper.step")
     assert _run(at).iteration == 1 and not _run(at).violations
-    strip = _chart(at, "seq.strip_chart")
+    strip = chart(at, "seq.strip_chart")
     legend = [t["name"] for t in strip["data"] if str(t.get("meta", "")).startswith("legend:")]
     assert legend == list(data.class_names)
 
@@ -240,12 +208,12 @@ def _upload(wrapper: Path, name: str, gold: str | None = None, at: AppTest | Non
 
 
 def test_upload_a_sequence_file_and_a_bad_one(wrapper):
-    at = _ok(_upload(wrapper, "seq_small.csv", "seq_gold.csv"))
+    at = ok(_upload(wrapper, "seq_small.csv", "seq_gold.csv"))
     data = at.session_state["seq.data.obj"]
     assert at.session_state["seq.data.id"].startswith("upload:") and data.n_sequences == 2
     loaded = f"Loaded '{safe.md('seq_small.csv')}' with gold from '{safe.md('seq_gold.csv')}'"  # names escaped
     assert any(loaded in s.value for s in at.success)
-    _click(at, "seq.stepper.run")
+    click(at, "seq.stepper.run")
     assert _run(at).data is data and not _run(at).violations
     good = at.session_state["seq.data.id"]
     _upload(wrapper, "seq_no_position.csv", at=at)
@@ -255,23 +223,23 @@ def test_upload_a_sequence_file_and_a_bad_one(wrapper):
 
 
 def test_state_survives_switching_pages():
-    at = _ok(AppTest.from_file(str(ROOT / "app.py"), default_timeout=TIMEOUT).run())
-    _ok(at.switch_page(PAGE).run())
-    _click(at, "seq.stepper.step")
-    _click(at, "seq.stepper.e_step")
+    at = ok(AppTest.from_file(str(ROOT / "app.py"), default_timeout=TIMEOUT).run())
+    ok(at.switch_page(PAGE).run())
+    click(at, "seq.stepper.step")
+    click(at, "seq.stepper.e_step")
     at.session_state["seq.view.sequence"] = 3
-    _ok(at.selectbox(key=sp.W_INIT).set_value("ds").run())
-    _click(at, "seq.stepper.step")
+    ok(at.selectbox(key=sp.W_INIT).set_value("ds").run())
+    click(at, "seq.stepper.step")
     run = _run(at)
-    _ok(at.switch_page(STEP_PAGE).run())
+    ok(at.switch_page(STEP_PAGE).run())
     assert at.session_state[state.RUN].data.name.startswith("Bluebirds")
-    _click(at, "stepper.step")
-    _ok(at.switch_page("app.py").run())
-    _ok(at.switch_page(PAGE).run())
+    click(at, "stepper.step")
+    ok(at.switch_page("app.py").run())
+    ok(at.switch_page(PAGE).run())
     assert _run(at) is run and run.index == 2
     assert at.selectbox(key=sp.W_INIT).value == "ds"  # restored from the plain key
     assert at.selectbox(key=sp.W_SEQUENCE).value == 3
-    assert _label(at) == "iteration 1, after M-step"
+    assert iteration_label(at) == "iteration 1, after M-step"
 
 
 def _path(at: AppTest, key: str) -> tuple[int, ...]:
@@ -298,10 +266,10 @@ def test_a_step_right_after_simulate_finds_its_stepper():
     at = _page()
     before = _path(at, "seq.stepper.step")
     at.slider(key=sp.SIM_S).set_value(20)
-    _click(at, "seq.sim.run")
+    click(at, "seq.sim.run")
     assert [i.value for i in at.info] == ["Dataset changed: the run was reset."]
     assert _path(at, "seq.stepper.step") == before
-    _click(at, "seq.stepper.step")
+    click(at, "seq.stepper.step")
     assert _run(at).iteration == 1 and not at.info
 
 
@@ -309,13 +277,13 @@ def test_play_and_the_shortcuts_drive_the_pages_run():
     at = _page()
     run = _run(at)
     assert at.button(key="seq.stepper.next").proto.shortcut == "right"
-    _click(at, "seq.stepper.play")
+    click(at, "seq.stepper.play")
     assert at.session_state["seq.stepper.playing"] and (run.index, run.current.kind) == (1, "E")
     at.session_state["seq.stepper.play_last"] = 0.0
-    _ok(at.run())
+    ok(at.run())
     assert (run.index, run.current.kind) == (2, "M")
-    _click(at, "seq.stepper.back")  # pauses, one half-step back
-    assert not at.session_state["seq.stepper.playing"] and _label(at) == "iteration 1, after E-step"
+    click(at, "seq.stepper.back")  # pauses, one half-step back
+    assert not at.session_state["seq.stepper.playing"] and iteration_label(at) == "iteration 1, after E-step"
 
 
 # ---------------------------------------------------------------------------- the lecturer's audit of this page
@@ -342,7 +310,7 @@ def _captions(at: AppTest) -> str:
 
 
 def _ner(at: AppTest) -> AppTest:
-    _click(at, "seq.ner.load")
+    click(at, "seq.ner.load")
     assert at.session_state["seq.data.id"] == "sample:ner"
     return at
 
@@ -355,12 +323,12 @@ def test_nine_class_transitions_are_stacked_and_written_small_ones_side_by_side(
     at = _page()
     at.session_state["presenter"] = present
     _tab(at, "Transitions")
-    small = [_chart(at, "seq.transition_chart"), _chart(at, "seq.transition_ref")]
+    small = [chart(at, "seq.transition_chart"), chart(at, "seq.transition_ref")]
     assert _in_columns(at, "seq.transition_chart") and _in_columns(at, "seq.transition_ref")
     _ner(at)
-    _click(at, "seq.stepper.step")
+    click(at, "seq.stepper.step")
     assert at.session_state[sp.OPEN_TAB] == "Transitions"
-    big = [_chart(at, "seq.transition_chart"), _chart(at, "seq.transition_ref")]
+    big = [chart(at, "seq.transition_chart"), chart(at, "seq.transition_ref")]
     assert not _in_columns(at, "seq.transition_chart") and not _in_columns(at, "seq.transition_ref")
     for pair in (small, big):
         assert len({(f["layout"]["margin"]["t"], f["layout"]["height"]) for f in pair}) == 1  # rows line up
@@ -379,11 +347,11 @@ def test_presenter_workers_numbers_fit_and_nine_tags_leave_room_for_the_titles()
     at = _page()
     at.session_state["presenter"] = True
     _tab(at, "Workers")
-    spec = _chart(at, "seq.confusion_chart")
+    spec = chart(at, "seq.confusion_chart")
     assert len(spec["data"]) == sp.DEFAULT_WORKERS
     assert all(len(x) <= 3 for t in spec["data"] for x in np.asarray(t["text"]).ravel())  # ".44" at 14 px
     _ner(at)
-    spec = _chart(at, "seq.confusion_chart")
+    spec = chart(at, "seq.confusion_chart")
     layout = spec["layout"]
     assert len(spec["data"]) == 4 and layout["xaxis"]["tickangle"] == -90  # two to a row, labels upright
     plot_h = layout["height"] - layout["margin"]["t"] - layout["margin"]["b"]
@@ -399,7 +367,7 @@ def test_comparison_says_how_each_fit_stopped_and_whether_the_chain_helps():
     at = _page()
     assert sp.WHEN_IT_HELPS in _captions(at) and "CoNLL NER" in sp.WHEN_IT_HELPS
     _tab(at, "Comparison")
-    _click(at, "seq.stepper.run")
+    click(at, "seq.stepper.run")
     run = _run(at)
     text = _captions(at)
     assert f"the end of the run, converged after {run.iteration} iterations" in text
@@ -407,12 +375,12 @@ def test_comparison_says_how_each_fit_stopped_and_whether_the_chain_helps():
     assert "i.i.d. Dawid-Skene fitted once for this dataset: converged after" in text
     assert "the chain helps here" in text
     assert "Traganitis & Giannakis, eq. (37)" in text and "eq. (38)" in text
-    _click(at, "seq.stepper.back")
+    click(at, "seq.stepper.back")
     assert "Run to convergence for the final comparison" in _captions(at)
     # CoNLL NER: i.i.d. DS stops at its 500-iteration limit, and a short HMM run at its own
     _ner(at)
-    _ok(at.number_input(key=sp.W_MAX_ITER).set_value(3).run())
-    _click(at, "seq.stepper.run")
+    ok(at.number_input(key=sp.W_MAX_ITER).set_value(3).run())
+    click(at, "seq.stepper.run")
     assert _run(at).stop_reason == "max_iter"
     text = _captions(at)
     assert "i.i.d. Dawid-Skene fitted once for this dataset: stopped at the 500-iteration limit before converging" in (
@@ -427,10 +395,10 @@ def test_the_open_tab_stays_open_when_a_new_dataset_comes_in():
     at = _page()
     _tab(at, "Workers")
     at.slider(key=sp.SIM_S).set_value(20)
-    _click(at, "seq.sim.run")
+    click(at, "seq.sim.run")
     assert at.session_state["seq.data.id"].startswith("sim:seq:20:")
     assert at.session_state[sp.OPEN_TAB] == "Workers" and at.session_state[sp.W_TAB] == "Workers"
-    assert _chart(at, "seq.confusion_chart") is not None and _chart(at, "seq.strip_chart") is None
+    assert chart(at, "seq.confusion_chart") is not None and chart(at, "seq.strip_chart") is None
 
 
 def test_one_vocabulary_named_start_and_one_hard_em_curve():
@@ -438,25 +406,25 @@ def test_one_vocabulary_named_start_and_one_hard_em_curve():
     model's result"; hard EM drew "objective" and "complete-data objective" as two identical curves, titled
     log p(x, ẑ | θ) while its help said log p(F, ŷ | θ)."""
     at = _page()
-    _click(at, "seq.stepper.step")
-    _click(at, "seq.stepper.step")
-    assert _label(at) == "iteration 2, after M-step"
-    strip = _chart(at, "seq.strip_chart")["layout"]["title"]["text"]
+    click(at, "seq.stepper.step")
+    click(at, "seq.stepper.step")
+    assert iteration_label(at) == "iteration 2, after M-step"
+    strip = chart(at, "seq.strip_chart")["layout"]["title"]["text"]
     assert "iteration 2, after M-step" in strip and "snapshot" not in strip
     for tab, key in (("Transitions", "seq.transition_chart"), ("Workers", "seq.confusion_chart")):
         _tab(at, tab)
-        title = _chart(at, key)["layout"]["title"]["text"].replace("<br>", " ")
+        title = chart(at, key)["layout"]["title"]["text"].replace("<br>", " ")
         assert "after iteration 2" in title and "snapshot" not in title
-    _ok(at.selectbox(key=sp.W_INIT).set_value("ds").run())
+    ok(at.selectbox(key=sp.W_INIT).set_value("ds").run())
     starts = [c.value for c in at.caption if "snapshot 0" in c.value]
     assert starts and sp.DS_START in starts[0] and "Another model" not in starts[0]
-    _click(at, "seq.stepper.step")
-    _click(at, "seq.stepper.reset")
+    click(at, "seq.stepper.step")
+    click(at, "seq.stepper.reset")
     assert _run(at).start_description == sp.DS_START
     assert "Moment matching (Traganitis & Giannakis, Alg. 2)" in at.selectbox(key=sp.W_INIT).help
-    _ok(at.checkbox(key=sp.W_HARD).check().run())
-    _click(at, "seq.stepper.step")
-    spec = _chart(at, "seq.stepper.objective_chart")
+    ok(at.checkbox(key=sp.W_HARD).check().run())
+    click(at, "seq.stepper.step")
+    spec = chart(at, "seq.stepper.objective_chart")
     lines = [t for t in spec["data"] if "lines" in str(t.get("mode", ""))]
     assert len(lines) == 1  # one curve: the bound of hard EM is the same number
     assert "log p(F, ŷ | θ)" in spec["layout"]["title"]["text"] and "log p(F, ŷ | θ)" in sp.HARD_HELP

@@ -16,7 +16,8 @@ from streamlit.testing.v1 import AppTest
 
 from crowdlab import explain
 from crowdlab.ui import panels, state
-from tests.app.test_step_lab import HOME, STEP_PAGE, _arr, _chart, _click, _method, _ok, _open, _run, _tab, _trace
+from tests.app.helpers import arr, click, ok, trace
+from tests.app.test_step_lab import HOME, STEP_PAGE, _chart, _method, _open, _run, _tab
 
 DATA_PAGE = "pages/1_Data.py"
 
@@ -33,10 +34,10 @@ def _frame(at: AppTest, column: str):
 
 
 def _simulated(button: str) -> AppTest:
-    at = _ok(AppTest.from_file(HOME, default_timeout=30).run())
-    at = _ok(at.switch_page(DATA_PAGE).run())
-    _click(at, button)
-    return _ok(at.switch_page(STEP_PAGE).run())
+    at = ok(AppTest.from_file(HOME, default_timeout=30).run())
+    at = ok(at.switch_page(DATA_PAGE).run())
+    click(at, button)
+    return ok(at.switch_page(STEP_PAGE).run())
 
 
 @pytest.mark.parametrize(
@@ -51,14 +52,14 @@ def test_every_explanation_line_fits_and_every_new_panel_renders(sample, method)
     _tab(at, "Formulas")
     for _ in range(2):
         if method != "mv":
-            _click(at, "stepper.e_step")
+            click(at, "stepper.e_step")
         lines = _latex(at)
         assert lines
         wide = [x for x in lines if explain.visible_width(x) > explain.MAX_WIDTH]
         assert not wide, wide[:2]
         assert not any("e-" in x for x in lines)
         if method != "mv":
-            _click(at, "stepper.m_step")
+            click(at, "stepper.m_step")
     _tab(at, "Surface")
     applies = method == "scores" or (method != "mv" and _run(at).data.n_classes == 2)
     assert (_chart(at, "stepper.surface_chart") is not None) == applies
@@ -70,12 +71,12 @@ def test_lecture_model_shows_pi_good_sigma_and_its_density():
     at = _simulated("data.scores.run")
     _method(at, "scores")
     _tab(at, "Formulas")
-    _click(at, "stepper.step")
-    _click(at, "stepper.e_step")
+    click(at, "stepper.step")
+    click(at, "stepper.e_step")
     text = " ".join(_latex(at))
     p = _run(at).current.params
     assert rf"\pi_{{good}} = {explain._f(p.pi_good)}" in text and r"\text{(the lecture's range)}" in text
-    _click(at, "stepper.m_step")
+    click(at, "stepper.m_step")
     lines = _latex(at)
     assert any(x.startswith(r"\sigma^2 = \frac") for x in lines)
     sums = [x for x in lines if x.startswith((r"\textstyle\sum_a", r"\quad"))]
@@ -83,17 +84,17 @@ def test_lecture_model_shows_pi_good_sigma_and_its_density():
     _tab(at, "Surface")
     spec = _chart(at, "stepper.surface_chart")
     assert "σ" in spec["layout"]["xaxis"]["title"]["text"] and "π_good" in spec["layout"]["yaxis"]["title"]["text"]
-    path = _trace(spec, "path")
+    path = trace(spec, "path")
     run = _run(at)
-    assert len(_arr(path["x"])) == run.current.iteration + 1
-    assert _arr(_trace(spec, "current")["x"])[0] == pytest.approx(run.current.params.sigma)
+    assert len(arr(path["x"])) == run.current.iteration + 1
+    assert arr(trace(spec, "current")["x"])[0] == pytest.approx(run.current.params.sigma)
     assert any("lecture's range" in c.value for c in at.caption)
 
 
 def test_simulated_scores_show_which_annotators_are_good():
     at = _simulated("data.scores.run")
     truth = at.session_state[panels.TRUTH][1]["good"]
-    _click(at, "stepper.step")
+    click(at, "stepper.step")
     _tab(at, "Workers")
     table = _frame(at, "truth")
     names = at.session_state[state.DATA].worker_names
@@ -101,7 +102,7 @@ def test_simulated_scores_show_which_annotators_are_good():
     assert dict(zip(table["annotator"], table["truth"])) == expect
     _tab(at, "Posterior")
     spec = _chart(at, "stepper.annotator_chart")
-    bars, said = _trace(spec, "p_good"), _trace(spec, "truth")
+    bars, said = trace(spec, "p_good"), trace(spec, "truth")
     assert dict(zip(bars["x"], said["text"])) == expect
     _tab(at, "Priors")
     assert any(m.label.startswith("Truth") for m in at.metric)
@@ -113,10 +114,10 @@ def test_scores_model_names_its_real_start_and_keeps_its_annotators_in_place():
     step to step, and the row of true types above them is labelled "truth" on the chart itself."""
     at = AppTest.from_file(HOME, default_timeout=30)
     at.query_params["present"] = "1"
-    at = _ok(at.run())
-    at = _ok(at.switch_page(DATA_PAGE).run())
-    _click(at, "data.scores.run")
-    at = _ok(at.switch_page(STEP_PAGE).run())
+    at = ok(at.run())
+    at = ok(at.switch_page(DATA_PAGE).run())
+    click(at, "data.scores.run")
+    at = ok(at.switch_page(STEP_PAGE).run())
     everyone = "Assume everyone is good"
 
     def header() -> str:
@@ -132,23 +133,23 @@ def test_scores_model_names_its_real_start_and_keeps_its_annotators_in_place():
     for _ in range(3):
         _tab(at, "Posterior")
         spec = _chart(at, "stepper.annotator_chart")
-        orders.append(list(_trace(spec, "p_good")["x"]))
-        assert _arr(_trace(spec, "p_good")["y"]) == pytest.approx(_run(at).current.q[:, 1])
-        said = _trace(spec, "truth")
+        orders.append(list(trace(spec, "p_good")["x"]))
+        assert arr(trace(spec, "p_good")["y"]) == pytest.approx(_run(at).current.q[:, 1])
+        said = trace(spec, "truth")
         assert list(said["text"]) == ["good" if g else "bad" for g in good]
         axis = spec["layout"]["yaxis"]
-        assert dict(zip(axis["tickvals"], axis["ticktext"]))[float(_arr(said["y"])[0])] == "truth"
-        _click(at, "stepper.step")
+        assert dict(zip(axis["tickvals"], axis["ticktext"]))[float(arr(said["y"])[0])] == "truth"
+        click(at, "stepper.step")
     assert orders == [names] * 3
     # the start "only this annotator good": named as such in both places
-    _ok(at.selectbox(key=state.W_ONLY_GOOD).set_value(1).run())
+    ok(at.selectbox(key=state.W_ONLY_GOOD).set_value(1).run())
     assert header().endswith(f"start: {state.ONLY_GOOD_START}")
     assert any(c.value.endswith(f"· {state.ONLY_GOOD_START}") for c in at.caption)
     _tab(at, "Formulas")
     assert any("One annotator is taken to be good" in m.value for m in at.markdown)
     # back to class labels: majority vote is the start again
-    at = _ok(at.switch_page("app.py").run())
-    _ok(at.selectbox(key="home.dataset").set_value("bluebirds").run())
+    at = ok(at.switch_page("app.py").run())
+    ok(at.selectbox(key="home.dataset").set_value("bluebirds").run())
     assert at.session_state[state.CONFIG].init == "majority"
 
 
@@ -158,10 +159,10 @@ def test_glad_and_mace_details_fit_the_projector():
     whole inside its x range."""
     at = AppTest.from_file(HOME, default_timeout=30)
     at.query_params["present"] = "1"
-    at = _ok(_ok(at.run()).switch_page(STEP_PAGE).run())
+    at = ok(ok(at.run()).switch_page(STEP_PAGE).run())
     for method, room in (("glad", 270), ("mace", 560), ("mace_vb", 560)):
         _method(at, method)
-        _click(at, "stepper.step")
+        click(at, "stepper.step")
         _tab(at, "Details")
         assert len(at.dataframe) == 1
         config = json.loads(at.dataframe[0].proto.columns)
@@ -170,8 +171,8 @@ def test_glad_and_mace_details_fit_the_projector():
         assert all(isinstance(w, int) for w in widths) and sum(widths) <= room, (method, dict(zip(shown, widths)))
         if method == "glad":
             spec = _chart(at, "stepper.details.difficulty")
-            bars = _trace(spec, "difficulty")
-            x, w = _arr(bars["x"]), _arr(bars["width"])
+            bars = trace(spec, "difficulty")
+            x, w = arr(bars["x"]), arr(bars["width"])
             lo, hi = spec["layout"]["xaxis"]["range"]
             assert lo < (x - w / 2).min() and (x + w / 2).max() < hi  # the hardest items' bar too
             assert w == pytest.approx(np.full(w.size, w[0]))  # equal widths, none a hairline
@@ -183,13 +184,13 @@ def test_glad_and_mace_details_fit_the_projector():
 def test_simulated_crowd_shows_true_types_and_confusion_matrices():
     at = _simulated("data.sim.run")
     _method(at, "ds")
-    _click(at, "stepper.step")
+    click(at, "stepper.step")
     _tab(at, "Workers")
     held = at.session_state[panels.TRUTH]
     assert held[0] == at.session_state[state.DATA_ID]
     true_grid = _chart(at, "stepper.true_confusion_chart")
     picked = at.multiselect(key=panels.W_WORKERS).value
-    est, true = _arr(true_grid["data"][0]["z"]), _arr(true_grid["data"][1]["z"])  # side by side
+    est, true = arr(true_grid["data"][0]["z"]), arr(true_grid["data"][1]["z"])  # side by side
     np.testing.assert_allclose(true, held[1]["gamma"][picked[0]])
     np.testing.assert_allclose(est, _run(at).current.params.gamma[picked[0]])
     names = [a["text"] for a in true_grid["layout"]["annotations"]]
@@ -209,16 +210,16 @@ def test_reliability_x_is_never_constant():
     at = _method(_open("bluebirds"), "ds")  # every bluebirds worker labelled all 108 items
     _tab(at, "Workers")
     spec = _chart(at, "stepper.reliability_chart")
-    xs = np.concatenate([_arr(t["x"]) for t in spec["data"]])
+    xs = np.concatenate([arr(t["x"]) for t in spec["data"]])
     assert np.ptp(xs) > 0.1 and "majority" in spec["layout"]["xaxis"]["title"]["text"]
 
 
 def test_a_mirrored_run_is_called_label_switched():
     at = _method(_open("bluebirds"), "ds")
-    _click(at, "stepper.run")
+    click(at, "stepper.run")
     assert not any("Label switching" in w.value for w in at.warning)
-    _ok(at.selectbox(key=state.W_INIT).set_value("random").run())
-    _ok(at.number_input(key=state.W_SEED).set_value(0).run())
-    _click(at, "stepper.run")
+    ok(at.selectbox(key=state.W_INIT).set_value("random").run())
+    ok(at.number_input(key=state.W_SEED).set_value(0).run())
+    click(at, "stepper.run")
     warn = [w.value for w in at.warning if "Label switching" in w.value]
     assert warn and "0 → 1" in warn[0] and "accuracy against gold" in warn[0]

@@ -8,7 +8,6 @@ the state survives switching between the two pages.
 
 from __future__ import annotations
 
-import base64
 import json
 from dataclasses import replace
 from pathlib import Path
@@ -21,6 +20,7 @@ from crowdlab import plots, safe, sweep
 from crowdlab.models import applicable_models
 from crowdlab.samples import load_sample
 from crowdlab.ui import lab, panels, presenter, priors_page, state
+from tests.app.helpers import arr, chart, click, iteration_label, ok, trace
 
 ROOT = Path(__file__).resolve().parents[2]
 HOME = str(ROOT / "app.py")
@@ -30,56 +30,28 @@ SAMPLES = ("bluebirds", "dogs", "affect", "patients")
 CASES = [(s, m) for s in SAMPLES for m in applicable_models(load_sample(s))]
 
 
-def _ok(at: AppTest) -> AppTest:
-    assert not at.exception, [e.value for e in at.exception]
-    assert not at.error, [e.value for e in at.error]
-    return at
-
-
-def _click(at: AppTest, key: str) -> AppTest:
-    btn = at.button(key=key)
-    assert not btn.disabled, f"{key} is disabled"
-    return _ok(btn.click().run())
-
-
 def _open(sample: str = "bluebirds", page: str = STEP_PAGE) -> AppTest:
-    at = _ok(AppTest.from_file(HOME, default_timeout=30).run())
+    at = ok(AppTest.from_file(HOME, default_timeout=30).run())
     if sample != "bluebirds":
-        _ok(at.selectbox(key="home.dataset").set_value(sample).run())
-    return _ok(at.switch_page(page).run())
+        ok(at.selectbox(key="home.dataset").set_value(sample).run())
+    return ok(at.switch_page(page).run())
 
 
 def _method(at: AppTest, method: str) -> AppTest:
     if at.selectbox(key=state.W_METHOD).value != method:
-        _ok(at.selectbox(key=state.W_METHOD).set_value(method).run())
+        ok(at.selectbox(key=state.W_METHOD).set_value(method).run())
     return at
 
 
 def _tab(at: AppTest, tab: str) -> AppTest:
     at.session_state[state.VIEW_PREFIX + "tab"] = tab  # what the tab's on_change callback writes
-    return _ok(at.run())
+    return ok(at.run())
 
 
+# unlike plain helpers.chart: asserts that the key matches at most one chart (also used by test_wiring etc.)
 def _chart(at: AppTest, key: str) -> dict | None:
     """The plotly spec of the chart with widget key ``key`` (None when it is not on the page)."""
-    found = [c for c in at.get("plotly_chart") if c.proto.id.endswith("-" + key)]
-    assert len(found) <= 1
-    return json.loads(found[0].proto.spec) if found else None
-
-
-def _arr(v) -> np.ndarray:
-    """A plotly JSON array: a list, or a typed array ``{"dtype", "bdata"[, "shape"]}``."""
-    if isinstance(v, dict) and "bdata" in v:
-        a = np.frombuffer(base64.b64decode(v["bdata"]), dtype=np.dtype(v["dtype"]))
-        shape = v.get("shape")
-        return a.reshape([int(n) for n in str(shape).split(",")]) if shape else a
-    return np.asarray(v)
-
-
-def _trace(spec: dict, meta: str) -> dict:
-    found = [t for t in spec["data"] if t.get("meta") == meta]
-    assert len(found) == 1, [t.get("meta") for t in spec["data"]]
-    return found[0]
+    return chart(at, key, unique=True)
 
 
 def _latex(at: AppTest) -> list[str]:
@@ -95,8 +67,8 @@ def _run(at: AppTest):
 def test_every_tab_renders_for_every_method(sample, method):
     at = _method(_open(sample), method)
     if method != "mv":
-        _click(at, "stepper.step")
-        _click(at, "stepper.e_step")  # the cursor on an E-step snapshot
+        click(at, "stepper.step")
+        click(at, "stepper.e_step")  # the cursor on an E-step snapshot
     run = _run(at)
     scores = method == "scores"
     data = run.data
@@ -122,8 +94,8 @@ def test_every_tab_renders_for_every_method(sample, method):
         assert _chart(at, "stepper.sens_spec_chart") is not None
 
     _tab(at, "Priors")
-    bars = _trace(_chart(at, "stepper.prior_chart"), "pi")
-    assert _arr(bars["y"]).sum() == pytest.approx(1.0)
+    bars = trace(_chart(at, "stepper.prior_chart"), "pi")
+    assert arr(bars["y"]).sum() == pytest.approx(1.0)
 
     _tab(at, "Formulas")
     if method == "mv":
@@ -143,7 +115,7 @@ def test_every_tab_renders_for_every_method(sample, method):
 # ---------------------------------------------------------------------------- posterior table
 def test_posterior_pages_and_orders_by_uncertainty_and_stars_changed_items():
     at = _method(_open("dogs"), "ds")
-    _click(at, "stepper.step")
+    click(at, "stepper.step")
     run = _run(at)
     data = run.data
     q = run.current.q
@@ -156,7 +128,7 @@ def test_posterior_pages_and_orders_by_uncertainty_and_stars_changed_items():
     first = rows()
     u = unc[[names.index(r) for r in first]]
     assert np.all(np.diff(u) <= 1e-12) and u[0] == pytest.approx(unc.max())  # most uncertain first
-    _ok(at.number_input(key=panels.W_PAGE).set_value(2).run())
+    ok(at.number_input(key=panels.W_PAGE).set_value(2).run())
     second = rows()
     assert not set(first) & set(second)
     assert unc[[names.index(r) for r in second]].max() <= u.min() + 1e-12
@@ -164,9 +136,9 @@ def test_posterior_pages_and_orders_by_uncertainty_and_stars_changed_items():
     assert run.current.kind == "M" and run.current.changed.size == 0  # an M-step leaves q as it was ...
     changed = set(run.snapshots[run.index - 1].changed.tolist())  # ... the step's E-step changed labels
     assert changed, "the first E-step changes some hard labels on dogs"
-    _ok(at.radio(key=panels.W_ORDER).set_value(panels.ORDER_CHANGED).run())
+    ok(at.radio(key=panels.W_ORDER).set_value(panels.ORDER_CHANGED).run())
     assert at.number_input(key=panels.W_PAGE).value == 2  # the page is remembered; go back to page 1
-    _ok(at.number_input(key=panels.W_PAGE).set_value(1).run())
+    ok(at.number_input(key=panels.W_PAGE).set_value(1).run())
     spec = _chart(at, "stepper.posterior_chart")
     top = spec["data"][0]["y"]
     n_star = min(len(changed), panels.PAGE_SIZE)
@@ -186,13 +158,13 @@ def test_workers_pick_and_survive_a_page_switch():
     at = _method(_open("bluebirds"), "ds")
     _tab(at, "Workers")
     data = _run(at).data
-    _ok(at.multiselect(key=panels.W_WORKERS).set_value([5, 2]).run())
+    ok(at.multiselect(key=panels.W_WORKERS).set_value([5, 2]).run())
     names = [a["text"] for a in _chart(at, "stepper.confusion_chart")["layout"]["annotations"]]
     assert names == [data.worker_names[5], data.worker_names[2]]
-    hi = _trace(_chart(at, "stepper.reliability_chart"), "highlight")
+    hi = trace(_chart(at, "stepper.reliability_chart"), "highlight")
     assert sorted(hi["text"]) == sorted([data.worker_names[5], data.worker_names[2]])
-    _ok(at.switch_page("app.py").run())
-    _ok(at.switch_page(STEP_PAGE).run())
+    ok(at.switch_page("app.py").run())
+    ok(at.switch_page(STEP_PAGE).run())
     assert at.multiselect(key=panels.W_WORKERS).value == [5, 2]  # the tab and the pick are remembered
 
 
@@ -202,7 +174,7 @@ def test_explain_follows_the_half_step_and_the_picked_item_and_worker():
     _tab(at, "Formulas")
     data = _run(at).data
     assert any("The start: Majority vote" in m.value for m in at.markdown)
-    _click(at, "stepper.e_step")
+    click(at, "stepper.e_step")
     assert any("E-step just done" in m.value for m in at.markdown)
     item = at.selectbox(key=panels.W_ITEM)
     default = item.value
@@ -210,17 +182,17 @@ def test_explain_follows_the_half_step_and_the_picked_item_and_worker():
     before = _latex(at)
     assert any(f"item {data.item_names[default]}" in x for x in before)
     other = (default + 1) % data.n_items
-    _ok(item.set_value(other).run())
+    ok(item.set_value(other).run())
     after = _latex(at)
     assert after != before and any(f"item {data.item_names[other]}" in x for x in after)
     # the M-step explains the picked worker (default: the most active)
-    _click(at, "stepper.m_step")
+    click(at, "stepper.m_step")
     assert any("M-step just done" in m.value for m in at.markdown)
     worker = at.selectbox(key=panels.W_WORKER)
     assert worker.value == int(panels.by_activity(data)[0])
     before = _latex(at)
     assert any(f"worker {data.worker_names[worker.value]}" in x for x in before)
-    _ok(worker.set_value(7).run())
+    ok(worker.set_value(7).run())
     after = _latex(at)
     assert after != before and any(f"worker {data.worker_names[7]}" in x for x in after)
     assert at.selectbox(key=panels.W_ITEM).value == other  # the item pick stays
@@ -229,9 +201,9 @@ def test_explain_follows_the_half_step_and_the_picked_item_and_worker():
 def test_explain_scores_model_uses_annotators_for_the_e_step():
     at = _open("affect")
     _tab(at, "Formulas")
-    _click(at, "stepper.step")  # after the M-step: item means
+    click(at, "stepper.step")  # after the M-step: item means
     assert any(r"\mu_i" in x for x in _latex(at))
-    _click(at, "stepper.e_step")
+    click(at, "stepper.e_step")
     data = _run(at).data
     w = at.selectbox(key=panels.W_WORKER).value
     assert any(f"annotator {data.worker_names[w]}" in x and "w_a" not in x for x in _latex(at))
@@ -249,30 +221,30 @@ def test_surface_two_coin_bluebirds_path_grows_with_step():
     assert f"α ({data.worker_names[top]})" in spec["layout"]["title"]["text"]
 
     def path_len() -> int:
-        return len(_arr(_trace(_chart(at, "stepper.surface_chart"), "path")["x"]))
+        return len(arr(trace(_chart(at, "stepper.surface_chart"), "path")["x"]))
 
     assert path_len() == 1
-    _click(at, "stepper.step")
+    click(at, "stepper.step")
     assert path_len() == 2
-    _click(at, "stepper.step")
+    click(at, "stepper.step")
     assert path_len() == 3
-    _click(at, "stepper.e_step")  # an E-step leaves the parameters (and the path) as they were
+    click(at, "stepper.e_step")  # an E-step leaves the parameters (and the path) as they were
     assert path_len() == 3
     run = _run(at)
     spec = _chart(at, "stepper.surface_chart")
-    cur = _trace(spec, "current")
+    cur = trace(spec, "current")
     p = run.current.params
-    assert (_arr(cur["x"])[0], _arr(cur["y"])[0]) == pytest.approx((p.extra["alpha"][top], p.extra["beta"][top]))
-    surf = _trace(spec, "surface")
-    assert len(_arr(surf["x"])) == panels.SURFACE_N and surf["zmax"] == 0
-    _click(at, "stepper.back")  # to the M-step of iteration 2
+    assert (arr(cur["x"])[0], arr(cur["y"])[0]) == pytest.approx((p.extra["alpha"][top], p.extra["beta"][top]))
+    surf = trace(spec, "surface")
+    assert len(arr(surf["x"])) == panels.SURFACE_N and surf["zmax"] == 0
+    click(at, "stepper.back")  # to the M-step of iteration 2
     assert path_len() == 3
-    _click(at, "stepper.back")
+    click(at, "stepper.back")
     assert path_len() == 2  # the path follows the cursor
     cache = at.session_state[panels.SURFACE_CACHE]
     assert 1 <= len(cache) <= panels.SURFACE_CACHE_SIZE
     # the same parameter twice: a warning, no chart
-    _ok(at.selectbox(key=panels.W_SURF_Y).set_value(at.selectbox(key=panels.W_SURF_X).value).run())
+    ok(at.selectbox(key=panels.W_SURF_Y).set_value(at.selectbox(key=panels.W_SURF_X).value).run())
     assert _chart(at, "stepper.surface_chart") is None and at.warning
 
 
@@ -290,8 +262,8 @@ def _metric(at: AppTest, label: str) -> str:
 def test_priors_page_restarts_match_the_library_and_count_optima():
     at = _priors()
     assert at.selectbox(key=priors_page.W_METHOD).value == "ds"
-    _ok(at.slider(key=priors_page.W_RANDOM).set_value(3).run())
-    _click(at, priors_page.B_RESTARTS)
+    ok(at.slider(key=priors_page.W_RANDOM).set_value(3).run())
+    click(at, priors_page.B_RESTARTS)
     job = at.session_state[priors_page.RESTARTS]
     assert job["status"] == priors_page.DONE and len(job["rows"]) == 5
     ref = sweep.restarts(load_sample("bluebirds"), "ds", n_random=3)
@@ -310,8 +282,8 @@ def test_priors_page_restarts_match_the_library_and_count_optima():
 
 def test_priors_page_prior_sweep_and_a_bad_strengths_list():
     at = _priors()
-    _ok(at.text_input(key=priors_page.W_STRENGTHS).set_value("0, 2, 10").run())
-    _click(at, priors_page.B_SWEEP)
+    ok(at.text_input(key=priors_page.W_STRENGTHS).set_value("0, 2, 10").run())
+    click(at, priors_page.B_SWEEP)
     job = at.session_state[priors_page.SWEEP]
     t = priors_page.table(job)
     assert list(t["prior"]) == [0.0, 2.0, 10.0]
@@ -326,16 +298,16 @@ def test_priors_page_prior_sweep_and_a_bad_strengths_list():
     ref = sweep.prior_sweep(load_sample("bluebirds"), "ds", [0.0, 2.0, 10.0])
     np.testing.assert_allclose(t["objective"], ref["objective"])
     spec = _chart(at, "priors.sweep_chart")
-    assert _trace(spec, "objective")["yaxis"] == "y2"
+    assert trace(spec, "objective")["yaxis"] == "y2"
     assert [tr["meta"] for tr in spec["data"]][:2] == ["accuracy", "macro F"]
     assert any("Dawid-Skene: Prior strength s" in c.value and "towards uniform" in c.value for c in at.caption)
     # the caption says what the prior does in the method swept: one-coin's Beta prior pulls accuracies to 0.5
-    _ok(at.selectbox(key=priors_page.W_METHOD).set_value("one_coin").run())
-    _click(at, priors_page.B_SWEEP)
+    ok(at.selectbox(key=priors_page.W_METHOD).set_value("one_coin").run())
+    click(at, priors_page.B_SWEEP)
     said = [c.value for c in at.caption if "Prior strength s" in c.value]
     assert len(said) == 1 and "towards 0.5 (not 1/K)" in said[0] and "uniform" not in said[0], said
     job = at.session_state[priors_page.SWEEP]
-    _ok(at.text_input(key=priors_page.W_STRENGTHS).set_value("0, lots").run())
+    ok(at.text_input(key=priors_page.W_STRENGTHS).set_value("0, lots").run())
     at.button(key=priors_page.B_SWEEP).click().run()
     assert [e.value for e in at.error] == [
         safe.md("Prior strengths must be numbers separated by commas, e.g. 0, 0.5, 1, 2, 5, 10, 20.")
@@ -345,72 +317,72 @@ def test_priors_page_prior_sweep_and_a_bad_strengths_list():
 
 def test_priors_job_resumes_after_an_interruption_and_stops_on_request():
     at = _priors()
-    _ok(at.slider(key=priors_page.W_RANDOM).set_value(3).run())
-    _click(at, priors_page.B_RESTARTS)
+    ok(at.slider(key=priors_page.W_RANDOM).set_value(3).run())
+    click(at, priors_page.B_RESTARTS)
     job = at.session_state[priors_page.RESTARTS]
     full = list(job["rows"])
     # a click during the job interrupted the run after two fits: the next run resumes where it was
     job["rows"] = full[:2]
     job["status"] = priors_page.RUNNING
-    _ok(at.run())
+    ok(at.run())
     assert job["status"] == priors_page.DONE and len(job["rows"]) == 5
     assert [r["objective"] for r in job["rows"]] == pytest.approx([r["objective"] for r in full])
     # Stop was clicked during a job: its callback set the flag that should_stop reads; the partial rows stay
     job["rows"] = full[:2]
     job["status"] = priors_page.RUNNING
     at.session_state[priors_page.STOP] = True
-    _ok(at.run())
+    ok(at.run())
     assert job["status"] == priors_page.STOPPED and len(job["rows"]) == 2
     assert any("Stopped after 2 of 5 fits" in w.value for w in at.warning)
     assert _metric(at, "reach the best").endswith("of 2")
     # a new job clears the flag and runs to the end
-    _click(at, priors_page.B_RESTARTS)
+    click(at, priors_page.B_RESTARTS)
     assert at.session_state[priors_page.RESTARTS]["status"] == priors_page.DONE
     assert not at.warning
 
 
 def test_use_a_restart_on_the_step_page():
     at = _priors()
-    _ok(at.slider(key=priors_page.W_RANDOM).set_value(2).run())
-    _click(at, priors_page.B_RESTARTS)
+    ok(at.slider(key=priors_page.W_RANDOM).set_value(2).run())
+    click(at, priors_page.B_RESTARTS)
     t = priors_page.table(at.session_state[priors_page.RESTARTS])
     assert at.selectbox(key=priors_page.W_PICK).value == priors_page.best_start(t)
     assert not t.loc[priors_page.best_start(t), "relabelled"]
-    _ok(at.selectbox(key=priors_page.W_PICK).set_value(3).run())  # random start, seed 1
-    _click(at, priors_page.B_USE)
+    ok(at.selectbox(key=priors_page.W_PICK).set_value(3).run())  # random start, seed 1
+    click(at, priors_page.B_USE)
     cfg = at.session_state[state.CONFIG]
     assert (cfg.method, cfg.init, cfg.seed) == ("ds", "random", 1)
-    _ok(at.switch_page(STEP_PAGE).run())
+    ok(at.switch_page(STEP_PAGE).run())
     run = _run(at)
     assert (run.init, run.seed) == ("random", 1)
     assert at.selectbox(key=state.W_INIT).value == "random"
-    _click(at, "stepper.run")
+    click(at, "stepper.run")
     assert _run(at).last.objective == pytest.approx(t.loc[3, "objective"])
 
 
 def test_state_survives_switching_between_step_and_priors_pages():
     at = _method(_open("bluebirds"), "two_coin")
     _tab(at, "Surface")
-    _click(at, "stepper.step")
-    _click(at, "stepper.step")
+    click(at, "stepper.step")
+    click(at, "stepper.step")
     run = _run(at)
-    _ok(at.switch_page(PRIORS_PAGE).run())
+    ok(at.switch_page(PRIORS_PAGE).run())
     assert at.selectbox(key=priors_page.W_METHOD).value == "two_coin"  # follows the Step page's method
-    _ok(at.slider(key=priors_page.W_RANDOM).set_value(2).run())
-    _click(at, priors_page.B_RESTARTS)
+    ok(at.slider(key=priors_page.W_RANDOM).set_value(2).run())
+    click(at, priors_page.B_RESTARTS)
     n_opt = _metric(at, "distinct optima")
-    _ok(at.switch_page(STEP_PAGE).run())
+    ok(at.switch_page(STEP_PAGE).run())
     assert _run(at) is run and run.index == 4
     assert at.selectbox(key=state.W_METHOD).value == "two_coin"
     assert _chart(at, "stepper.surface_chart") is not None  # the open tab is remembered
-    _click(at, "stepper.step")
-    _ok(at.switch_page(PRIORS_PAGE).run())
+    click(at, "stepper.step")
+    ok(at.switch_page(PRIORS_PAGE).run())
     assert at.slider(key=priors_page.W_RANDOM).value == 2
     assert _metric(at, "distinct optima") == n_opt  # the results are still there
     # a new dataset drops the results made on the old one
-    _ok(at.switch_page("app.py").run())
-    _ok(at.selectbox(key="home.dataset").set_value("dogs").run())
-    _ok(at.switch_page(PRIORS_PAGE).run())
+    ok(at.switch_page("app.py").run())
+    ok(at.selectbox(key="home.dataset").set_value("dogs").run())
+    ok(at.switch_page(PRIORS_PAGE).run())
     assert not at.metric and any("Run restarts" in i.value for i in at.info)
     assert at.selectbox(key=priors_page.W_METHOD).value == "ds"  # two-coin does not apply to 4 classes
 
@@ -419,7 +391,7 @@ def test_state_survives_switching_between_step_and_priors_pages():
 def test_intervals_tab_after_a_run(method):
     at = _method(_open(), method)
     if method != "mv":
-        _click(at, "stepper.run")
+        click(at, "stepper.run")
     _tab(at, "Intervals")
     texts = " ".join(str(x.value) for x in [*at.markdown, *at.caption, *at.info])
     if method == "mv":
@@ -446,21 +418,21 @@ def test_every_shortcut_button_exists_and_does_its_action():
         "reset": "0",
         "play": "p",
     }
-    _click(at, "stepper.next")  # right arrow: one half-step, the E-step
+    click(at, "stepper.next")  # right arrow: one half-step, the E-step
     assert (run.index, run.current.kind) == (1, "E")
-    _click(at, "stepper.next")  # then the M-step
+    click(at, "stepper.next")  # then the M-step
     assert (run.index, run.current.kind) == (2, "M")
-    _click(at, "stepper.e_step")  # e
+    click(at, "stepper.e_step")  # e
     assert (run.index, run.current.kind) == (3, "E")
-    _click(at, "stepper.m_step")  # m
+    click(at, "stepper.m_step")  # m
     assert (run.index, run.current.kind) == (4, "M")
-    _click(at, "stepper.back")  # left arrow: one half-step back
+    click(at, "stepper.back")  # left arrow: one half-step back
     assert (run.index, run.current.kind) == (3, "E")
-    _click(at, "stepper.run")  # g: to convergence
+    click(at, "stepper.run")  # g: to convergence
     assert run.converged and run.at_end and run.iteration > 2
-    _click(at, "stepper.reset")  # 0
+    click(at, "stepper.reset")  # 0
     assert len(run.snapshots) == 1 and run.index == 0
-    _click(at, "stepper.play")  # p: plays, and shows the first half-step at once
+    click(at, "stepper.play")  # p: plays, and shows the first half-step at once
     assert at.session_state["stepper.playing"] and run.index == 1
     assert at.button(key="stepper.play").label == "Pause"
 
@@ -468,13 +440,13 @@ def test_every_shortcut_button_exists_and_does_its_action():
 def test_back_after_e_then_m_gives_after_e_as_the_scrubber_does():
     at = _open()
     run = _run(at)
-    _click(at, "stepper.e_step")
-    _click(at, "stepper.m_step")
-    _click(at, "stepper.back")
-    assert _step_label(at) == "iteration 1, after E-step" and run.index == 1
+    click(at, "stepper.e_step")
+    click(at, "stepper.m_step")
+    click(at, "stepper.back")
+    assert iteration_label(at) == "iteration 1, after E-step" and run.index == 1
     assert at.slider(key=state.W_SCRUB).value == 1  # the scrubber shows the same snapshot
-    _click(at, "stepper.back")
-    assert _step_label(at) == "iteration 0, initialisation" and at.button(key="stepper.back").disabled
+    click(at, "stepper.back")
+    assert iteration_label(at) == "iteration 0, initialisation" and at.button(key="stepper.back").disabled
     assert any(c.value.startswith("snapshot 0 of 2 · ") for c in at.caption)
 
 
@@ -483,82 +455,76 @@ def test_a_fresh_run_calls_its_one_snapshot_the_start_not_0_of_0():
     captions = [c.value for c in at.caption]
     assert any(c.startswith("snapshot 0, the start (Step computes the next) · ") for c in captions), captions
     assert not any("snapshot 0 of 0" in c for c in captions)
-    _click(at, "stepper.step")
+    click(at, "stepper.step")
     assert any(c.value.startswith("snapshot 2 of 2 · ") for c in at.caption)
-
-
-def _step_label(at: AppTest) -> str:
-    found = [m.value.lstrip("# ") for m in at.markdown if m.value.startswith("#### iteration")]
-    assert len(found) == 1, found
-    return found[0]
 
 
 def test_play_advances_one_half_step_per_tick_and_pause_stops():
     at = _open()
     run = _run(at)
-    _ok(at.selectbox(key="stepper.speed").set_value("fast").run())
+    ok(at.selectbox(key="stepper.speed").set_value("fast").run())
     assert lab.SPEEDS[at.session_state["stepper.speed_value"]] == 0.5
-    _click(at, "stepper.play")
+    click(at, "stepper.play")
     seen = [(run.index, run.current.kind)]
     for _ in range(3):  # each tick of Play's timer (a rerun of the panel once the half-step is due)
         at.session_state["stepper.play_last"] = 0.0
-        _ok(at.run())
+        ok(at.run())
         seen.append((run.index, run.current.kind))
     assert seen == [(1, "E"), (2, "M"), (3, "E"), (4, "M")]
-    _ok(at.run())  # a rerun before the next half-step is due does not advance
+    ok(at.run())  # a rerun before the next half-step is due does not advance
     assert run.index == 4
     assert "playing, 0.5 s per half-step" in " ".join(c.value for c in at.caption)
-    _click(at, "stepper.play")  # Pause
+    click(at, "stepper.play")  # Pause
     assert not at.session_state["stepper.playing"] and at.button(key="stepper.play").label == "Play"
     at.session_state["stepper.play_last"] = 0.0
-    _ok(at.run())
+    ok(at.run())
     assert run.index == 4
     # a manual move pauses Play too
-    _click(at, "stepper.play")
+    click(at, "stepper.play")
     assert run.index == 5
-    _click(at, "stepper.back")
+    click(at, "stepper.back")
     assert not at.session_state["stepper.playing"] and run.index == 4
     # leaving the page stops Play; coming back does not start it again
-    _click(at, "stepper.play")
-    _ok(at.switch_page(PRIORS_PAGE).run())
-    _ok(at.switch_page(STEP_PAGE).run())
+    click(at, "stepper.play")
+    ok(at.switch_page(PRIORS_PAGE).run())
+    ok(at.switch_page(STEP_PAGE).run())
     assert not at.session_state["stepper.playing"] and at.button(key="stepper.play").label == "Play"
 
 
 def test_play_stops_at_convergence():
     at = _open()
     run = _run(at)
-    _click(at, "stepper.run")
+    click(at, "stepper.run")
     assert at.button(key="stepper.play").disabled  # nothing left to show
-    _ok(at.slider(key=state.W_SCRUB).set_value(len(run.snapshots) - 3).run())
-    _click(at, "stepper.play")  # replays the stored snapshots, then stops at the converged end
+    ok(at.slider(key=state.W_SCRUB).set_value(len(run.snapshots) - 3).run())
+    click(at, "stepper.play")  # replays the stored snapshots, then stops at the converged end
     for _ in range(4):
         at.session_state["stepper.play_last"] = 0.0
-        _ok(at.run())
+        ok(at.run())
     assert run.at_end and not at.session_state["stepper.playing"]
     assert len(run.snapshots) == run.index + 1
 
 
 def test_the_notice_disappears_after_the_next_action():
     at = _open()
-    _ok(at.selectbox(key=state.W_METHOD).set_value("one_coin").run())
+    ok(at.selectbox(key=state.W_METHOD).set_value("one_coin").run())
     assert _info(at) == [state.NOTICE_METHOD]
-    _click(at, "stepper.next")  # a click in the stepper reruns only the stepper: the notice goes with it
+    click(at, "stepper.next")  # a click in the stepper reruns only the stepper: the notice goes with it
     assert state.NOTICE_METHOD not in _info(at)
-    _ok(at.number_input(key=state.W_PRIOR).set_value(1.0).run())
+    ok(at.number_input(key=state.W_PRIOR).set_value(1.0).run())
     assert _info(at) == ["Prior strength changed: the run was reset."]  # what changed, not "Method changed"
-    _ok(at.selectbox(key="stepper.speed").set_value("slow").run())  # so does any other widget of the stepper
+    ok(at.selectbox(key="stepper.speed").set_value("slow").run())  # so does any other widget of the stepper
     assert "Prior strength changed: the run was reset." not in _info(at)
 
 
 def test_the_reset_notice_names_the_setting_that_changed():
     """Moving only "Reveal gold" (or another setting) says what changed, not "Method changed"."""
     at = _open()
-    _click(at, "stepper.step")
-    _ok(at.slider(key=state.W_REVEAL).set_value(20).run())
+    click(at, "stepper.step")
+    ok(at.slider(key=state.W_REVEAL).set_value(20).run())
     assert _run(at).index == 0 and _run(at).model.semi_supervised
     assert _info(at) == ["Revealed gold changed: the run was reset."]
-    _ok(at.selectbox(key=state.W_INIT).set_value("random").run())
+    ok(at.selectbox(key=state.W_INIT).set_value("random").run())
     assert _info(at) == ["Start changed: the run was reset."]
     cfg = state.MethodConfig()
     both = state.notice_for(cfg, replace(cfg, prior=1.0, hard=True, reveal=10))
@@ -568,11 +534,11 @@ def test_the_reset_notice_names_the_setting_that_changed():
 
 def test_the_stopping_tab_counts_one_iteration_in_the_singular():
     at = _open()
-    _click(at, "stepper.step")
+    click(at, "stepper.step")
     _tab(at, "Stopping")
     said = " ".join(m.value for m in at.markdown)
     assert "Not converged yet: 1 iteration so far" in said and "1 iterations" not in said
-    _click(at, "stepper.step")
+    click(at, "stepper.step")
     _tab(at, "Stopping")
     assert any("Not converged yet: 2 iterations so far" in m.value for m in at.markdown)
 
@@ -581,9 +547,9 @@ def test_the_stopping_tab_counts_one_iteration_in_the_singular():
 def test_presenter_mode_from_the_url_loads_every_page(page):
     at = AppTest.from_file(HOME, default_timeout=30)
     at.query_params["present"] = "1"
-    _ok(at.run())
+    ok(at.run())
     if page is not None:
-        _ok(at.switch_page(page).run())
+        ok(at.switch_page(page).run())
     assert at.session_state[presenter.KEY] is True
     assert at.toggle(key=presenter.W_TOGGLE).value is True
     assert any(presenter.CSS.strip() in h.proto.body for h in at.get("html"))
@@ -597,14 +563,14 @@ def test_presenter_toggle_turns_it_on_and_off_and_keeps_the_url_in_step():
     at = _open()
     assert not at.session_state[presenter.KEY] if presenter.KEY in at.session_state else True
     assert not at.get("html")
-    _ok(at.toggle(key=presenter.W_TOGGLE).set_value(True).run())
+    ok(at.toggle(key=presenter.W_TOGGLE).set_value(True).run())
     assert at.session_state[presenter.KEY] is True and at.query_params["present"] in ("1", ["1"])
     assert any("font-size" in h.proto.body for h in at.get("html"))
-    _click(at, "stepper.step")  # the stepper works in presenter mode
+    click(at, "stepper.step")  # the stepper works in presenter mode
     assert _run(at).iteration == 1
-    _ok(at.switch_page(PRIORS_PAGE).run())
+    ok(at.switch_page(PRIORS_PAGE).run())
     assert at.session_state[presenter.KEY] is True  # survives a page switch
-    _ok(at.toggle(key=presenter.W_TOGGLE).set_value(False).run())
+    ok(at.toggle(key=presenter.W_TOGGLE).set_value(False).run())
     assert at.session_state[presenter.KEY] is False and "present" not in at.query_params
     assert not at.get("html")
 
@@ -620,13 +586,13 @@ def test_presenter_curve_titles_fit_the_narrow_column_with_the_sidebar_open(meth
     keeps the builders' lines and x-axis title."""
     at = _method(_open(), method)
     if hard:
-        _ok(at.checkbox(key=state.W_HARD).check().run())
+        ok(at.checkbox(key=state.W_HARD).check().run())
     if prior:
-        _ok(at.number_input(key=state.W_PRIOR).set_value(prior).run())
-    _click(at, "stepper.step")
+        ok(at.number_input(key=state.W_PRIOR).set_value(prior).run())
+    click(at, "stepper.step")
     keys = ("stepper.objective_chart", "stepper.metric_chart")
     normal = {k: _chart(at, k)["layout"] for k in keys}
-    _ok(at.toggle(key=presenter.W_TOGGLE).set_value(True).run())
+    ok(at.toggle(key=presenter.W_TOGGLE).set_value(True).run())
     assert lab.CURVE_CHARS <= 31
     for key in keys:
         before, layout = normal[key], _chart(at, key)["layout"]
@@ -648,7 +614,7 @@ def test_scores_item_means_axes_stay_put_from_step_to_step():
     _tab(at, "Posterior")
     first = _chart(at, "stepper.means_chart")
     for _ in range(3):
-        _click(at, "stepper.step")
+        click(at, "stepper.step")
     _tab(at, "Posterior")
     later = _chart(at, "stepper.means_chart")
     for axis in ("xaxis", "yaxis"):

@@ -11,7 +11,8 @@ from crowdlab.em import STOP_REASONS
 from crowdlab.reports import krippendorff_alpha, worker_report
 from crowdlab.samples import load_sample
 from crowdlab.ui import reports_view
-from tests.app.test_step_lab import _arr, _chart, _click, _method, _ok, _open, _run, _tab, _trace
+from tests.app.helpers import arr, click, ok, trace
+from tests.app.test_step_lab import _chart, _method, _open, _run, _tab
 
 DATA_PAGE = "pages/1_Data.py"
 
@@ -26,7 +27,7 @@ def _table(at, column: str = "spammer_score"):
 # ---------------------------------------------------------------------------- worker reports
 def test_step_worker_report_is_the_cursors_and_sorted_by_spammer_score():
     at = _method(_open("bluebirds"), "ds")
-    _click(at, "stepper.run")
+    click(at, "stepper.run")
     _tab(at, "Workers")
     run = _run(at)
     want = worker_report(run)
@@ -39,10 +40,10 @@ def test_step_worker_report_is_the_cursors_and_sorted_by_spammer_score():
     assert any("near 0: a spammer" in c.value.lower() for c in at.caption)
     assert any("Σ_k π_k Γ(k, k)" in c.value for c in at.caption)
     # sort by accuracy instead; back one step: the report follows the cursor
-    _ok(at.radio(key="stepper.report.sort").set_value(reports_view.SORTS[1]).run())
+    ok(at.radio(key="stepper.report.sort").set_value(reports_view.SORTS[1]).run())
     assert np.all(np.diff(_table(at)["accuracy"].to_numpy()) >= 0)
-    _click(at, "stepper.back")
-    _click(at, "stepper.back")
+    click(at, "stepper.back")
+    click(at, "stepper.back")
     run = _run(at)
     earlier = worker_report(run).set_index("worker")
     got = _table(at)
@@ -51,7 +52,7 @@ def test_step_worker_report_is_the_cursors_and_sorted_by_spammer_score():
 
 def test_glads_worker_report_says_its_accuracy_is_over_the_workers_items():
     at = _method(_open("bluebirds"), "glad")
-    _click(at, "stepper.run")
+    click(at, "stepper.run")
     _tab(at, "Workers")
     run = _run(at)
     got = _table(at).set_index("worker")
@@ -70,7 +71,7 @@ def test_step_worker_report_says_why_not(method):
 
 
 def test_data_page_worker_report_and_alpha():
-    at = _ok(_open("dogs").switch_page(DATA_PAGE).run())
+    at = ok(_open("dogs").switch_page(DATA_PAGE).run())
     data = load_sample("dogs")
     got = _table(at)
     assert len(got) == data.n_workers
@@ -90,7 +91,7 @@ def test_worker_report_table_is_as_tall_as_its_rows(monkeypatch):
         return dataframe(*args, **kwargs)
 
     monkeypatch.setattr(st, "dataframe", spy)
-    at = _ok(_open("patients").switch_page(DATA_PAGE).run())  # 5 workers
+    at = ok(_open("patients").switch_page(DATA_PAGE).run())  # 5 workers
     key = [k for k in heights if k and k.endswith("report.table")]
     assert len(key) == 1 and len(_table(at)) == 5
     assert heights[key[0]] == reports_view.table_height(5, 320) == 35 * 6 + 3
@@ -103,20 +104,20 @@ def test_convergence_tab_plots_the_trace_on_a_fixed_range_and_says_why_it_stoppe
     at = _method(_open("bluebirds"), "ds")
     _tab(at, "Stopping")
     assert any("Not converged yet" in m.value for m in at.markdown)
-    _click(at, "stepper.run")
+    click(at, "stepper.run")
     run = _run(at)
     assert run.stop_reason in STOP_REASONS
-    trace = run.convergence_trace()
+    convergence = run.convergence_trace()
     spec = _chart(at, "stepper.convergence_chart")
-    gain = _trace(spec, "gain")
-    assert len(_arr(gain["x"])) == len(trace["gain"]) == run.last.iteration
-    assert _arr(gain["y"])[0] == pytest.approx(np.log10(trace["gain"][0]))
-    assert _trace(spec, "param_change") is not None
+    gain = trace(spec, "gain")
+    assert len(arr(gain["x"])) == len(convergence["gain"]) == run.last.iteration
+    assert arr(gain["y"])[0] == pytest.approx(np.log10(convergence["gain"][0]))
+    assert trace(spec, "param_change") is not None
     fixed = spec["layout"]["yaxis"]["range"]
     assert any(STOP_REASONS[run.stop_reason] in m.value for m in at.markdown)
     assert any("284 nats" in c.value for c in at.caption)
     for _ in range(3):  # scrubbing back moves the cursor line, never the y axis
-        _click(at, "stepper.back")
+        click(at, "stepper.back")
         spec = _chart(at, "stepper.convergence_chart")
         assert spec["layout"]["yaxis"]["range"] == fixed
     line = [s for s in spec["layout"]["shapes"] if s["name"] == "current"][0]
@@ -139,7 +140,7 @@ def test_majority_vote_ties_rule_count_marks_and_export():
     assert any(f"{n_tied} items in all" in c.value for c in at.caption)
     labels = {}
     for rule in ("random", "first", "frequent"):
-        _ok(at.selectbox(key=state.W_TIE_BREAK).set_value(rule).run())
+        ok(at.selectbox(key=state.W_TIE_BREAK).set_value(rule).run())
         run = _run(at)
         assert run.model.tie_break == rule
         labels[rule] = run.labels()
@@ -148,8 +149,8 @@ def test_majority_vote_ties_rule_count_marks_and_export():
     assert np.array_equal(labels["random"][untied], labels["frequent"][untied])
     assert not np.array_equal(labels["random"], labels["frequent"])  # the rule decides the tied items
     # the Export page's posterior CSV flags them (and the majority-vote labels follow the rule)
-    _ok(at.selectbox(key=state.W_TIE_BREAK).set_value("first").run())
-    at = _ok(at.switch_page("pages/5_Export.py").run())
+    ok(at.selectbox(key=state.W_TIE_BREAK).set_value("first").run())
+    at = ok(at.switch_page("pages/5_Export.py").run())
     from crowdlab.ui import export_page
 
     post = export_page.export_files(_run(at), "")["posteriors.csv"]
@@ -172,19 +173,19 @@ def test_reveal_gold_fixes_items_and_changes_the_workers():
     from crowdlab.ui import state
 
     at = _method(_open("bluebirds"), "ds")
-    _click(at, "stepper.run")
+    click(at, "stepper.run")
     gamma0 = _run(at).params.gamma.copy()
     acc0 = float(np.mean(_run(at).labels() == _run(at).data.gold))
     assert acc0 < 0.95
     assert any("none of the 108 gold labels" in c.value for c in at.caption)
-    _ok(at.slider(key=state.W_REVEAL).set_value(50).run())
-    _click(at, "stepper.run")
+    ok(at.slider(key=state.W_REVEAL).set_value(50).run())
+    click(at, "stepper.run")
     run = _run(at)
     assert run.model.semi_supervised and run.model.reveal == 0.5
     assert any("54 of 108 items with gold are fixed" in c.value for c in at.caption)
     assert not np.allclose(run.params.gamma, gamma0, atol=1e-3)  # the worker estimates move
-    _ok(at.slider(key=state.W_REVEAL).set_value(100).run())
-    _click(at, "stepper.run")
+    ok(at.slider(key=state.W_REVEAL).set_value(100).run())
+    click(at, "stepper.run")
     run = _run(at)
     assert any("108 of 108 items with gold are fixed" in c.value for c in at.caption)
     assert float(np.mean(run.labels() == run.data.gold)) == 1.0
@@ -205,21 +206,21 @@ def test_scores_degenerate_optimum_notice_and_the_floor_remedy():
     from crowdlab.ui import state
 
     at = _open("bluebirds", page=DATA_PAGE)
-    _click(at, "data.scores.run")  # the lecture's crowd: 20 items, 3 good and 2 bad scorers (seed 0)
-    at = _method(_ok(at.switch_page("pages/2_Step_through_EM.py").run()), "scores")
-    _click(at, "stepper.run")
+    click(at, "data.scores.run")  # the lecture's crowd: 20 items, 3 good and 2 bad scorers (seed 0)
+    at = _method(ok(at.switch_page("pages/2_Step_through_EM.py").run()), "scores")
+    click(at, "stepper.run")
     run = _run(at)
     assert run.current.objective == pytest.approx(67.72, abs=0.01)  # the sensible optimum, from everyone good
     assert not [i for i in at.info if "degenerate" in i.value]
-    _ok(at.selectbox(key=state.W_ONLY_GOOD).set_value(0).run())  # only A0 good
-    _click(at, "stepper.run")
+    ok(at.selectbox(key=state.W_ONLY_GOOD).set_value(0).run())  # only A0 good
+    click(at, "stepper.run")
     run = _run(at)
     assert run.init == "posterior" and run.current.objective == pytest.approx(117.27, abs=0.01)
     assert int((run.current.q[:, 1] > 0.5).sum()) == 1 and run.params.sigma == pytest.approx(1e-3)
     note = [i.value for i in at.info if "degenerate maximum" in i.value]
     assert note and "only A0 is 'good'" in note[0] and "sits at its floor" in note[0]
-    _ok(at.number_input(key=state.W_SIGMA_MIN).set_value(0.07).run())  # the remedy
-    _click(at, "stepper.run")
+    ok(at.number_input(key=state.W_SIGMA_MIN).set_value(0.07).run())  # the remedy
+    click(at, "stepper.run")
     run = _run(at)
     assert run.model.sigma_min == 0.07
     assert run.current.objective == pytest.approx(67.72, abs=0.01)  # the sensible optimum, not 117.3
@@ -237,11 +238,11 @@ def test_class_prior_choice_for_mace_changes_the_fit_and_the_export():
 
     at = _method(_open("simulated"), "mace")
     assert at.selectbox(key=state.W_CLASS_PRIOR).value == "uniform"
-    _click(at, "stepper.run")
+    click(at, "stepper.run")
     uniform = _run(at)
     assert uniform.model.class_prior == "uniform" and np.allclose(uniform.params.pi, 1 / 3)
-    _ok(at.selectbox(key=state.W_CLASS_PRIOR).set_value("estimate").run())
-    _click(at, "stepper.run")
+    ok(at.selectbox(key=state.W_CLASS_PRIOR).set_value("estimate").run())
+    click(at, "stepper.run")
     run = _run(at)
     assert run.model.class_prior == "estimate"
     assert run.params.pi[0] > 0.45 > run.params.pi[2]  # the posterior's class shares, not 1/3 each
@@ -261,7 +262,7 @@ def test_compare_lists_the_baselines_beside_em(sample):
     from crowdlab.metrics import accuracy
 
     at = _open(sample, page="pages/3_Compare_methods.py")
-    _click(at, "compare.run")
+    click(at, "compare.run")
     table = _table(at, "kind").set_index("method")
     data = load_sample(sample)
     binary = data.n_classes == 2
@@ -286,9 +287,9 @@ def test_compare_lists_the_baselines_beside_em(sample):
 
 def test_data_page_report_waits_for_a_button_on_a_large_dataset(monkeypatch):
     monkeypatch.setattr(reports_view, "AUTO_LABELS", 1_000)  # bluebirds has 4,212 labels
-    at = _ok(_open("bluebirds").switch_page(DATA_PAGE).run())
+    at = ok(_open("bluebirds").switch_page(DATA_PAGE).run())
     assert not [d for d in at.dataframe if "spammer_score" in d.value.columns]
-    _click(at, "data.report.fit")
+    click(at, "data.report.fit")
     assert len(_table(at)) == 39
 
 
@@ -301,7 +302,7 @@ def test_compare_table_fits_and_agreement_labels_are_unique(sample):
     from crowdlab.ui import compare_page
 
     at = _open(sample, page="pages/3_Compare_methods.py")
-    _click(at, "compare.run")
+    click(at, "compare.run")
     (table,) = [d for d in at.dataframe if "kind" in d.value.columns]
     widths = json.loads(table.proto.columns)
     assert "time (s)" in table.proto.column_order

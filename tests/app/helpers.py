@@ -1,12 +1,15 @@
-"""Shared helpers of the AppTest tests: run checks, button clicks, page switches and plotly charts."""
+"""Shared helpers of the AppTest tests: run checks, button clicks, page switches, plotly charts and wrapper apps."""
 
 from __future__ import annotations
 
 import base64
 import json
+from pathlib import Path
 
 import numpy as np
 from streamlit.testing.v1 import AppTest
+
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def ok(at: AppTest) -> AppTest:
@@ -57,3 +60,18 @@ def iteration_label(at: AppTest) -> str:
     found = [m.value.lstrip("# ") for m in at.markdown if m.value.startswith("#### iteration")]
     assert len(found) == 1, found
     return found[0]
+
+
+def wrapper_script(folder: Path, text: str, name: str = "wrapper.py", *, links: bool = True) -> Path:
+    """Write ``text`` as the main script ``folder/name`` of a wrapper app and return its path.
+
+    AppTest cannot drive ``st.file_uploader``: a module's wrapper script (its own ``WRAPPER`` text) pops a request
+    from ``st.session_state``, calls a page's load function, then runs the page with runpy. ``links``: put links to
+    the real ``pages/`` and ``app.py`` next to it, so that the session can switch from it to the real pages.
+    """
+    if links:
+        (folder / "pages").symlink_to(ROOT / "pages", target_is_directory=True)
+        (folder / "app.py").symlink_to(ROOT / "app.py")
+    script = folder / name
+    script.write_text(text)
+    return script

@@ -15,6 +15,7 @@ from streamlit.testing.v1 import AppTest
 
 from crowdlab import safe
 from crowdlab.ui import data_page, state
+from tests.app.helpers import wrapper_script
 from tests.unit.test_corpus import CORPUS, MANIFEST, SECONDS, big_file, check_error
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -34,11 +35,8 @@ UPLOADS = [e for e in MANIFEST["files"] if e["kind"] in ("labels", "gold")]
 
 @pytest.fixture(scope="module")
 def app(tmp_path_factory) -> AppTest:
-    folder = tmp_path_factory.mktemp("corpus_app")
-    (folder / "pages").symlink_to(ROOT / "pages", target_is_directory=True)
-    (folder / "app.py").symlink_to(ROOT / "app.py")
-    script = folder / "upload_wrapper.py"
-    script.write_text(WRAPPER.format(data_page=str(ROOT / "pages" / "1_Data.py")))
+    text = WRAPPER.format(data_page=str(ROOT / "pages" / "1_Data.py"))
+    script = wrapper_script(tmp_path_factory.mktemp("corpus_app"), text, "upload_wrapper.py")
     return AppTest.from_file(str(script), default_timeout=30)
 
 

@@ -18,7 +18,7 @@ from streamlit.testing.v1 import AppTest
 
 from crowdlab import safe
 from crowdlab.ui import data_page, export_page, state
-from tests.app.helpers import goto, ok
+from tests.app.helpers import goto, ok, wrapper_script
 
 ROOT = Path(__file__).resolve().parents[2]
 DATA_DIR = ROOT / "tests" / "data"
@@ -48,12 +48,8 @@ runpy.run_path(st.session_state.get("test.target", {data_page!r}), run_name="__m
 
 @pytest.fixture(scope="module")
 def wrapper(tmp_path_factory) -> Path:
-    folder = tmp_path_factory.mktemp("hostile_app")
-    (folder / "pages").symlink_to(ROOT / "pages", target_is_directory=True)
-    (folder / "app.py").symlink_to(ROOT / "app.py")
-    script = folder / "upload_wrapper.py"
-    script.write_text(WRAPPER.format(data_page=str(ROOT / DATA_PAGE)))
-    return script
+    text = WRAPPER.format(data_page=str(ROOT / DATA_PAGE))
+    return wrapper_script(tmp_path_factory.mktemp("hostile_app"), text, "upload_wrapper.py")
 
 
 def _texts(at: AppTest) -> list[str]:

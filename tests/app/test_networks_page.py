@@ -13,7 +13,7 @@ from streamlit.testing.v1 import AppTest
 from crowdlab import safe
 from crowdlab.ui import networks_page as npg
 from crowdlab.ui import presenter, state
-from tests.app.helpers import arr, chart, click, iteration_label, ok, trace
+from tests.app.helpers import arr, chart, click, iteration_label, ok, trace, wrapper_script
 
 ROOT = Path(__file__).resolve().parents[2]
 PAGE = "pages/7_Networks.py"
@@ -164,12 +164,8 @@ def test_simulate_and_image_sources_reset_delta_and_step():
 
 @pytest.fixture(scope="module")
 def wrapper(tmp_path_factory) -> Path:
-    folder = tmp_path_factory.mktemp("net_upload_app")
-    (folder / "pages").symlink_to(ROOT / "pages", target_is_directory=True)
-    (folder / "app.py").symlink_to(ROOT / "app.py")
-    script = folder / "net_wrapper.py"
-    script.write_text(WRAPPER.format(page=str(ROOT / PAGE)))
-    return script
+    text = WRAPPER.format(page=str(ROOT / PAGE))
+    return wrapper_script(tmp_path_factory.mktemp("net_upload_app"), text, "net_wrapper.py")
 
 
 def test_upload_labels_and_an_edge_list_and_a_bad_edge_list(wrapper):

@@ -12,7 +12,7 @@ from streamlit.testing.v1 import AppTest
 
 from crowdlab import limits
 from crowdlab.ui import export_page, state
-from tests.app.helpers import ok
+from tests.app.helpers import ok, wrapper_script
 
 ROOT = Path(__file__).resolve().parents[2]
 WRAPPER = """
@@ -32,12 +32,7 @@ CONTENT = ("\n".join(ROWS) + "\n").encode()
 
 @pytest.fixture(scope="module")
 def wrapper(tmp_path_factory) -> Path:
-    folder = tmp_path_factory.mktemp("huge_app")
-    (folder / "pages").symlink_to(ROOT / "pages", target_is_directory=True)
-    (folder / "app.py").symlink_to(ROOT / "app.py")
-    script = folder / "wrapper.py"
-    script.write_text(WRAPPER)
-    return script
+    return wrapper_script(tmp_path_factory.mktemp("huge_app"), WRAPPER)
 
 
 @pytest.mark.parametrize(

@@ -19,7 +19,7 @@ from crowdlab import safe
 from crowdlab.online_run import OnlineRun
 from crowdlab.ui import online_page as op
 from crowdlab.ui import state
-from tests.app.helpers import arr, chart, click, ok
+from tests.app.helpers import arr, chart, click, ok, wrapper_script
 
 ROOT = Path(__file__).resolve().parents[2]
 DATA_DIR = ROOT / "tests" / "data"
@@ -161,12 +161,8 @@ def test_sources_rte_and_simulation():
 
 @pytest.fixture(scope="module")
 def wrapper(tmp_path_factory) -> Path:
-    folder = tmp_path_factory.mktemp("onl_upload_app")
-    (folder / "pages").symlink_to(ROOT / "pages", target_is_directory=True)
-    (folder / "app.py").symlink_to(ROOT / "app.py")
-    script = folder / "onl_wrapper.py"
-    script.write_text(WRAPPER.format(page=str(ROOT / PAGE)))
-    return script
+    text = WRAPPER.format(page=str(ROOT / PAGE))
+    return wrapper_script(tmp_path_factory.mktemp("onl_upload_app"), text, "onl_wrapper.py")
 
 
 def test_upload_through_the_one_reader_and_a_bad_file(wrapper):

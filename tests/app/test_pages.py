@@ -23,7 +23,7 @@ from crowdlab.data import read_annotations
 from crowdlab.errors import DataError
 from crowdlab.simulate import simulate_crowd
 from crowdlab.ui import compare_page, data_page, export_page, state
-from tests.app.helpers import click, goto, ok
+from tests.app.helpers import click, goto, ok, wrapper_script
 
 ROOT = Path(__file__).resolve().parents[2]
 DATA_DIR = ROOT / "tests" / "data"
@@ -57,12 +57,8 @@ def _downloads(at: AppTest) -> list[str]:
 
 @pytest.fixture(scope="module")
 def wrapper(tmp_path_factory) -> Path:
-    folder = tmp_path_factory.mktemp("upload_app")
-    (folder / "pages").symlink_to(ROOT / "pages", target_is_directory=True)
-    (folder / "app.py").symlink_to(ROOT / "app.py")
-    script = folder / "upload_wrapper.py"
-    script.write_text(WRAPPER.format(data_page=str(ROOT / DATA_PAGE)))
-    return script
+    text = WRAPPER.format(data_page=str(ROOT / DATA_PAGE))
+    return wrapper_script(tmp_path_factory.mktemp("upload_app"), text, "upload_wrapper.py")
 
 
 def _upload(wrapper: Path, name: str, gold: str | None = None, *, target: str = DATA_PAGE, at=None, **options):

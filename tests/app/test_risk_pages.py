@@ -24,7 +24,7 @@ from crowdlab.simulate import simulate_raykar
 from crowdlab.ui import intervals as iv
 from crowdlab.ui import raykar_page as rp
 from crowdlab.ui import risk_page as rk
-from tests.app.helpers import arr, chart, click, ok, trace
+from tests.app.helpers import arr, chart, click, ok, trace, wrapper_script
 
 ROOT = Path(__file__).resolve().parents[2]
 RISK = str(ROOT / "pages" / "8_Error_rates_without_labels.py")
@@ -288,8 +288,7 @@ def test_raykar_upload_of_labels_and_features(tmp_path):
     labels = to_long_dataframe(sim.annotations).to_csv(index=False).encode()
     raw = sim.features.X[:, 1:]
     features = "item,a,b,c\n" + "".join(f"{i},{r[0]},{r[1]},{r[2]}\n" for i, r in enumerate(raw))
-    page = tmp_path / "page.py"
-    page.write_text(WRAPPER.format(page=RAYKAR))
+    page = wrapper_script(tmp_path, WRAPPER.format(page=RAYKAR), "page.py", links=False)  # the script alone
     at = AppTest.from_file(str(page), default_timeout=TIMEOUT)
     at.session_state["test.upload"] = {"labels": labels, "features": features.encode(), "name": "crowd.csv"}
     ok(at.run())

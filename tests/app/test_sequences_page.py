@@ -17,7 +17,7 @@ from streamlit.testing.v1 import AppTest
 from crowdlab import safe
 from crowdlab.ui import sequences_page as sp
 from crowdlab.ui import state
-from tests.app.helpers import arr, chart, click, iteration_label, ok
+from tests.app.helpers import arr, chart, click, iteration_label, ok, wrapper_script
 
 ROOT = Path(__file__).resolve().parents[2]
 DATA_DIR = ROOT / "tests" / "data"
@@ -188,12 +188,8 @@ def test_the_ner_sample_loads_and_steps():
 
 @pytest.fixture(scope="module")
 def wrapper(tmp_path_factory) -> Path:
-    folder = tmp_path_factory.mktemp("seq_upload_app")
-    (folder / "pages").symlink_to(ROOT / "pages", target_is_directory=True)
-    (folder / "app.py").symlink_to(ROOT / "app.py")
-    script = folder / "seq_wrapper.py"
-    script.write_text(WRAPPER.format(page=str(ROOT / PAGE)))
-    return script
+    text = WRAPPER.format(page=str(ROOT / PAGE))
+    return wrapper_script(tmp_path_factory.mktemp("seq_upload_app"), text, "seq_wrapper.py")
 
 
 def _upload(wrapper: Path, name: str, gold: str | None = None, at: AppTest | None = None) -> AppTest:

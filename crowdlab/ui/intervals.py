@@ -40,6 +40,13 @@ DEFAULTS = {W_WHAT: "accuracy", W_SCALE: "linear", W_PARAM: None}
 MAX_ROWS = 40  # workers in the chart (the lowest and highest estimates); the table has every one
 SCORES_ROWS = 40  # item means in the scores model's chart: the widest intervals
 CALLS = {"n": 0}  # computations done in this process (tests read it)
+ELSEWHERE = {  # where the models this tab does not cover show their intervals
+    "mace": " MACE's are in the Workers tab's report (accuracy) and the Details tab (P(spamming)): Wald, from the "
+    "information of each worker's own θ and ξ.",
+    "mace_vb": " MACE's (variational Bayes) credible intervals are in the Workers tab's report and the Details tab.",
+    "ibcc": " IBCC's credible intervals are in the Workers tab's report and the Details tab.",
+    "glad": " GLAD's worker report (Workers tab) gives an exact binomial interval with the labels taken as known.",
+}
 
 
 def _view(key: str):
@@ -87,7 +94,7 @@ def worker_intervals_panel(run: Run) -> None:
         st.info(
             "Standard errors and 95 % intervals per worker are available for Dawid-Skene, one-coin and two-coin "
             "only (and item means for the good/bad scores model), from the observed information of their "
-            "likelihood. Pick one of them to see them."
+            "likelihood. Pick one of them to see them." + ELSEWHERE.get(run.model.info.key, "")
         )
         return
     if run.model.info.key == "scores":

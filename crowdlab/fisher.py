@@ -80,6 +80,7 @@ from crowdlab.data import Annotations
 from crowdlab.errors import DataError, ModelError
 from crowdlab.models.base import softmax_rows
 from crowdlab.models.dawid_skene import DawidSkene, expected_counts
+from crowdlab.models.mace import mace_gamma
 from crowdlab.models.one_coin import OneCoin
 from crowdlab.models.params import ClassParams
 from crowdlab.models.scores import GoodBadScores, ScoreParams, standard_diff, standard_frame
@@ -1046,29 +1047,28 @@ def mace_worker_intervals(model, data: Annotations, params, *, level: float = 0.
     """Wald intervals for each MACE worker's accuracy from the observed information of its own parameters.
 
     MACE (Hovy et al. 2013) gives worker j the confusion Gamma_j(a, t) = theta_j I(a = t) + (1 - theta_j) xi_j(a).
-    Holding pi and every other worker at their estimates, item i contributes to j's marginal log-likelihood
-    log sum_t w_it Gamma_j(a_i, t), where w_it is proportional to p(x_i without j's label, T_i = t) (the log joint
-    minus j's own term). With rho_i = w_i(a_i) / sum_t w_it, the probability that the truth is the label j gave,
-    judged from everyone else, this is
+    Holding pi and every other worker at their estimates, j's marginal log-likelihood is a sum over the items it
+    labelled, and Louis' identity gives its Hessian in the free coordinates (theta, xi_1 .. xi_(K-1); xi_0 = 1 - the
+    rest) from the complete-data terms f_it = sum of log Gamma_j(a, t) over j's labels a of item i: with q_i the
+    exact posterior of item i, g_it and h_it the gradient and Hessian of f_it (closed form: dGamma/dtheta = I(a = t)
+    - xi(a), dGamma/dxi_c = (1 - theta) e_c with e_c = I(a = c) - I(a = 0), d2Gamma/dtheta dxi_c = -e_c),
 
-        l_j(theta, xi) = sum_i log s_i,   s_i = theta rho_i + (1 - theta) xi(a_i),
+        d2 l_j = sum_i [sum_t q_it (h_it + g_it g_it^T) - gbar_i gbar_i^T],   gbar_i = sum_t q_it g_it
 
-    plus the MAP objective's log Beta(theta) and log Dirichlet(xi) priors. Its gradient and Hessian in the free
-    coordinates (theta, xi_1 .. xi_(K-1); xi_0 = 1 - the rest) are closed-form: ds/dtheta = rho_i - xi(a_i),
-    ds/dxi_c = (1 - theta) e_ic with e_ic = I(a_i = c) - I(a_i = 0), d2s/dtheta dxi_c = -e_ic, the rest 0; then
-    d2 log s = d2s / s - ds ds^T / s^2. The accuracy sum_k pi_k Gamma_j(k, k) = theta + (1 - theta) pi . xi goes
-    through the delta method on the logit scale (the interval stays inside (0, 1)). This is the conditional
+    (:func:`_mace_information`; a worker who labelled an item twice is covered too), plus the MAP objective's log
+    Beta(theta) and log Dirichlet(xi) priors. The accuracy sum_k pi_k Gamma_j(k, k) = theta + (1 - theta) pi . xi
+    goes through the delta method on the logit scale (the interval stays inside (0, 1)). This is the conditional
     ("worker block") information, as ``block="worker"`` is for Dawid-Skene: it leaves out the uncertainty of the
     other workers and of the truth's prior, so the interval is somewhat narrow. Over 200 simulated Dawid-Skene
     crowds (300 items, 5 workers, 5 labels an item; MACE is misspecified there) it covered the truth 0.921 (K = 2)
     and 0.829 (K = 3) of the time, against 0.872 and 0.774 for the exact binomial interval with the labels taken
     as known (``benchmarks/bench_fisher.py``).
 
-    Items whose class is known (semi-supervised EM) count with rho_i = I(a_i = known class). A worker on the
-    boundary (theta or an xi entry within 1e-6 of 0 or 1), with a singular information, or with two labels on one
-    item gets the exact binomial interval of its expected correct labels instead, with a note. Returns a
-    DataFrame with columns worker, estimate, se, lower, upper (the accuracy), spamming, spam_lower, spam_upper
-    (P(spamming) = 1 - theta_j and its interval, the same way), n_labels, note.
+    Items whose class is known (semi-supervised EM) have a one-hot posterior. A worker on the boundary (theta or
+    an xi entry within 1e-6 of 0 or 1) or with a singular information gets the exact binomial interval of its
+    expected correct labels instead, with a note. Returns a DataFrame with columns worker, estimate, se, lower,
+    upper (the accuracy), spamming, spam_lower, spam_upper (P(spamming) = 1 - theta_j and its interval, the same
+    way), n_labels, note.
     """
     if not 0.0 < level < 1.0:
         raise ValueError(f"level must lie strictly between 0 and 1, got {level}.")
@@ -1076,50 +1076,25 @@ def mace_worker_intervals(model, data: Annotations, params, *, level: float = 0.
     xi = np.asarray(params.xi, dtype=np.float64)
     pi = np.asarray(params.pi, dtype=np.float64)
     M, K = xi.shape
-    w_, it, lab = data.worker, data.item, data.label
-    n_labels = np.bincount(w_, minlength=M)
+    n_labels = np.bincount(data.worker, minlength=M)
     on_edge = (theta <= BOUNDARY) | (theta >= 1.0 - BOUNDARY) | (xi <= BOUNDARY).any(axis=1)
-    pair = w_.astype(np.int64) * data.n_items + it
-    uniq, counts = np.unique(pair, return_counts=True)
-    repeated = np.zeros(M, bool)
-    repeated[(uniq[counts > 1] // data.n_items).astype(np.int64)] = True
-    safe_gamma = np.where(on_edge[:, None, None], 0.5, params.gamma)
-    own = np.log(safe_gamma[w_, lab, :])  # (n_obs, K): log Gamma_j(a, t) of each label
-    lw = model.log_joint(data, params)[it] - own
-    lw -= lw.max(axis=1, keepdims=True)
-    w = np.exp(lw)
-    rho = w[np.arange(lab.size), lab] / w.sum(axis=1)
-    known = model.known_classes(data) if getattr(model, "semi_supervised", False) else None
-    if known is not None:
-        kc = known[it]
-        rho = np.where(kc >= 0, (lab == kc).astype(np.float64), rho)
-    th = np.where(on_edge, 0.5, theta)[w_]
-    xa = np.where(on_edge[:, None], 1.0 / K, xi)[w_, lab]
-    s = th * rho + (1.0 - th) * xa
-    P = K  # free coordinates: theta, xi_1 .. xi_(K-1)
-    e = np.zeros((lab.size, K - 1))
-    rows = np.arange(lab.size)
-    e[rows[lab > 0], lab[lab > 0] - 1] = 1.0
-    e[lab == 0] = -1.0
-    ds = np.concatenate([(rho - xa)[:, None], (1.0 - th)[:, None] * e], axis=1)  # (n_obs, P)
-    u = ds / s[:, None]  # d log s
-    H = np.zeros((M, P, P))  # the information: minus the Hessian of l_j, one (a, b) entry at a time (O(n) memory)
-    for i in range(P):
-        for k in range(i, P):
-            d2 = -e[:, k - 1] / s if i == 0 and k > 0 else 0.0  # d2s/dtheta dxi_c / s; the other d2s are 0
-            H[:, i, k] = H[:, k, i] = -np.bincount(w_, weights=d2 - u[:, i] * u[:, k], minlength=M)
+    th = np.where(on_edge, 0.5, theta)  # boundary workers: placeholders (they get the exact interval)
+    xs = np.where(on_edge[:, None], 1.0 / K, xi)
+    gam = mace_gamma(th, xs)  # (M, K, K): Gamma_j(a, t)
+    q = model.e_step(data, params)
+    q = np.asarray(q if isinstance(q, np.ndarray) else q.q, dtype=np.float64)  # exact; known items one-hot
+    H = _mace_information(data, q, th, xs, gam)
     a, b = model.theta_prior
-    t_ = np.where(on_edge, 0.5, theta)
+    t_ = th
     H[:, 0, 0] += (a - 1.0) / t_**2 + (b - 1.0) / (1.0 - t_) ** 2
     c0 = model.strategy_prior - 1.0
-    xs = np.where(on_edge[:, None], 1.0 / K, xi)
     H[:, 1:, 1:] += c0 * (np.eye(K - 1)[None] / xs[:, 1:, None] ** 2 + (1.0 / xs[:, 0] ** 2)[:, None, None])
     est = theta + (1.0 - theta) * (xi @ pi)
     g = np.concatenate([(1.0 - xs @ pi)[:, None], (1.0 - t_)[:, None] * (pi[1:] - pi[0])[None, :]], axis=1)
     singular = np.zeros(M, bool)
     var = np.full(M, np.nan)
     var_theta = np.full(M, np.nan)
-    for j in np.flatnonzero(~(on_edge | repeated)):
+    for j in np.flatnonzero(~on_edge):
         ev = np.linalg.eigvalsh(H[j])
         if not np.all(np.isfinite(ev)) or ev.min() <= EIG_RTOL * max(ev.max(), 1e-300):
             singular[j] = True
@@ -1127,7 +1102,7 @@ def mace_worker_intervals(model, data: Annotations, params, *, level: float = 0.
         cov = np.linalg.inv(H[j])
         var[j] = float(g[j] @ cov @ g[j])
         var_theta[j] = float(cov[0, 0])
-    exact = on_edge | repeated | singular | ~np.isfinite(var)
+    exact = on_edge | singular | ~np.isfinite(var)
     z = float(norm.ppf(0.5 + level / 2))
 
     def wald(value, v):  # the logit-scale Wald interval of a probability, or the exact one where there is none
@@ -1141,15 +1116,7 @@ def mace_worker_intervals(model, data: Annotations, params, *, level: float = 0.
     lo, hi = wald(est, var)
     spam_lo, spam_hi = wald(1.0 - theta, var_theta)  # P(spamming) = 1 - theta has theta's variance
     tail = "exact binomial interval of the estimate over the worker's labels (labels taken as known)"
-    note = np.where(
-        on_edge,
-        f"on the boundary: {tail}",
-        np.where(
-            repeated,
-            f"labelled an item more than once: {tail}",
-            np.where(exact, f"singular information: {tail}", ""),
-        ),
-    )
+    note = np.where(on_edge, f"on the boundary: {tail}", np.where(exact, f"singular information: {tail}", ""))
     return pd.DataFrame(
         {
             "worker": list(data.worker_names),
@@ -1164,3 +1131,48 @@ def mace_worker_intervals(model, data: Annotations, params, *, level: float = 0.
             "note": note,
         }
     )
+
+
+PAIR_CHUNK = 1 << 15  # (worker, item) pairs per block of :func:`_mace_information` (memory O(chunk K^2))
+
+
+def _mace_information(data: Annotations, q: np.ndarray, theta, xi, gam) -> np.ndarray:
+    """(M, K, K): minus the Hessian of each MACE worker's marginal log-likelihood in its free coordinates
+    (theta, xi_1 .. xi_(K-1)), the others held fixed, by Louis' identity over the worker's (worker, item) pairs:
+    with f_pt = sum over the pair's labels r of log Gamma(a_r, t), its gradient g_pt and Hessian h_pt, and q_p the
+    exact posterior of the pair's item, -H = -sum_p [sum_t q_pt (h_pt + g_pt g_pt^T) - gbar_p gbar_p^T],
+    gbar_p = sum_t q_pt g_pt. One label per pair reduces to the closed form of :func:`mace_worker_intervals`; a
+    worker who labelled an item twice is covered too."""
+    M, K = xi.shape
+    order = np.lexsort((data.item, data.worker))
+    w_, it, lab = data.worker[order], data.item[order], data.label[order]
+    new_pair = np.r_[True, (w_[1:] != w_[:-1]) | (it[1:] != it[:-1])]
+    starts = np.flatnonzero(new_pair)  # first label of each pair
+    P = K
+    H = np.zeros((M, P, P))
+    for c0 in range(0, starts.size, PAIR_CHUNK):
+        ps = starts[c0 : c0 + PAIR_CHUNK]
+        lo, hi = int(ps[0]), int(starts[c0 + PAIR_CHUNK]) if c0 + PAIR_CHUNK < starts.size else lab.size
+        a, w = lab[lo:hi], w_[lo:hi]
+        rel = ps - lo
+        G = gam[w, a, :]  # (n, K): Gamma(a_r, t)
+        e = np.zeros((a.size, K - 1))  # d xi(a) / d xi_c = I(a = c) - I(a = 0)
+        e[np.flatnonzero(a > 0), a[a > 0] - 1] = 1.0
+        e[a == 0] = -1.0
+        onehot = np.eye(K)[a]  # I(a = t)
+        # d log Gamma(a, t) per coordinate: theta, then xi_1 .. xi_(K-1); (n, K) each
+        d = [(onehot - xi[w, a][:, None]) / G] + [((1.0 - theta[w]) * e[:, c])[:, None] / G for c in range(K - 1)]
+        g = [np.add.reduceat(x, rel, axis=0) for x in d]  # per pair, (n_pairs, K)
+        qp = q[it[ps]]
+        gbar = [(qp * x).sum(axis=1) for x in g]
+        pw = w_[ps]
+        for i in range(P):
+            for k in range(i, P):
+                h = -d[i] * d[k]  # d2 log Gamma = d2 Gamma / Gamma - d log Gamma d log Gamma
+                if i == 0 and k > 0:
+                    h = h - e[:, k - 1][:, None] / G
+                hp = np.add.reduceat(h, rel, axis=0)
+                entry = (qp * (hp + g[i] * g[k])).sum(axis=1) - gbar[i] * gbar[k]
+                H[:, i, k] -= np.bincount(pw, weights=entry, minlength=M)
+                H[:, k, i] = H[:, i, k]
+    return H

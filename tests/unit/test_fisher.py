@@ -369,13 +369,31 @@ def _mace_objective_of_worker(run, j):
     return f
 
 
-@pytest.mark.parametrize("K", [2, 3])
-def test_mace_intervals_equal_a_finite_difference_hessian_of_the_objective(K):
-    """The closed-form information of one MACE worker's theta and xi is minus the finite-difference Hessian of the
-    whole MAP objective in those coordinates (the rest held fixed), and its score there is 0 (a MAP fixed point);
-    the standard error of the accuracy follows by the delta method (checked the same way)."""
-    sim = simulate_crowd(200, 5, K, labels_per_item=4, seed=7)
-    run = fit(sim.annotations, "mace", tol=1e-13, max_iter=20000)
+def _relabelled_twice(data, n: int, seed: int = 0):
+    """``data`` with its first ``n`` labels given again by the same workers, half of them with another answer."""
+    from crowdlab.data import Annotations
+
+    rng = np.random.default_rng(seed)
+    idx = np.arange(n)
+    again = np.where(rng.random(n) < 0.5, data.label[idx], (data.label[idx] + 1) % data.n_classes)
+    items, workers, labels = (np.r_[x, y] for x, y in ((data.item, data.item[idx]), (data.worker, data.worker[idx]),
+                                                          (data.label, again)))  # fmt: skip
+    names = (data.item_names, data.worker_names, data.class_names)
+    return Annotations.from_labels(*([n_[i] for i in v] for n_, v in zip(names, (items, workers, labels))))
+
+
+@pytest.mark.parametrize(("K", "twice"), [(2, 0), (3, 0), (3, 60)])
+def test_mace_intervals_equal_a_finite_difference_hessian_of_the_objective(K, twice):
+    """The information of one MACE worker's theta and xi (Louis' identity over its (worker, item) pairs) is minus
+    the finite-difference Hessian of the whole MAP objective in those coordinates (the rest held fixed), also for
+    workers who labelled items twice, and its score there is 0 (a MAP fixed point); the standard errors of the
+    accuracy and of P(spamming) follow by the delta method (checked the same way)."""
+    data = simulate_crowd(200, 5, K, labels_per_item=4, seed=7).annotations
+    if twice:
+        data = _relabelled_twice(data, twice)
+        pairs = data.worker.astype(np.int64) * data.n_items + data.item
+        assert np.unique(pairs).size < data.n_obs  # repeated (worker, item) pairs are there
+    run = fit(data, "mace", tol=1e-13, max_iter=20000)
     df = fisher.mace_worker_intervals(run.model, run.data, run.params)
     p, pi, h = run.params, run.params.pi, 1e-4
     for j in range(run.data.n_workers):
@@ -423,24 +441,10 @@ def test_mace_intervals_cover_the_truth_better_than_the_labels_as_known_interval
     assert 0.89 <= np.mean(hits) <= 0.99 and np.mean(hits) > np.mean(known) + 0.03, (np.mean(hits), np.mean(known))
 
 
-def test_mace_intervals_fall_back_with_a_note():
-    """A worker on the boundary (theta = 1 under a flat prior), or one that labelled an item twice, gets the exact
-    binomial interval and says why; semi-supervised items count with their known class; nothing is NaN."""
-    from crowdlab.data import Annotations
-
-    sim = simulate_crowd(120, 4, 2, labels_per_item=3, seed=3)
-    d = sim.annotations
-    items = np.r_[d.item, d.item[:1]]
-    workers = np.r_[d.worker, d.worker[:1]]  # worker of the first label labels its item again
-    labels = np.r_[d.label, d.label[:1]]
-    twice = Annotations.from_labels(
-        [d.item_names[i] for i in items], [d.worker_names[w] for w in workers], [d.class_names[c] for c in labels]
-    )
-    run = fit(twice, "mace")
-    df = fisher.mace_worker_intervals(run.model, run.data, run.params)
-    w0 = list(twice.worker_names).index(d.worker_names[d.worker[0]])
-    assert df.note[w0].startswith("labelled an item more than once")
-    assert np.isfinite(df[["estimate", "lower", "upper"]].to_numpy()).all()
+def test_mace_intervals_on_the_boundary_fall_back_with_a_note():
+    """A worker on the boundary (theta = 1 under a flat prior) gets the exact binomial interval and says why;
+    semi-supervised items count with their known class; nothing is NaN."""
+    d = simulate_crowd(120, 4, 2, labels_per_item=3, seed=3).annotations
     flat = fit(d, "mace", model_options={"theta_prior": (1.0, 1.0), "strategy_prior": 1.0}, reveal=0.5)
     df = fisher.mace_worker_intervals(flat.model, flat.data, flat.params)
     assert np.isfinite(df[["estimate", "lower", "upper"]].to_numpy()).all()

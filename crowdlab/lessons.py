@@ -15,10 +15,13 @@ Actions (:func:`apply`):
 ``reset``                    back to the run's initialisation (every step forgotten)
 ``restart_from:<init>[:s]``  a new run on the same data and model from another start (seed ``s``), to convergence
 ``switch_model:<name>[:i]``  a new run on the same data with another model (``hard``, ``soft``, ``hmm``, ``mrf``,
-                             ``ds``), from start ``i`` (default: the run's own start), at snapshot 0
+                             ``ds``, ``mace``, ``ibcc``, or ``ds_gold``: Dawid-Skene with :data:`GOLD_REVEAL` of the
+                             gold classes revealed and held fixed in every E-step), from start ``i`` (default: the
+                             run's own start), at snapshot 0
 
-Three lessons (:data:`LESSONS`), narration written for crowdlab from the EM lecture on bad annotators, Traganitis &
-Giannakis (Dawid-Skene eqs. (9)-(11), sequences, networks) and Donmez, Lebanon & Balasubramanian (2010). Every
+Four lessons (:data:`LESSONS`), narration written for crowdlab from the EM lecture on bad annotators, Traganitis &
+Giannakis (Dawid-Skene eqs. (9)-(11), sequences, networks), Donmez, Lebanon & Balasubramanian (2010), and on
+spammers Hovy et al. (2013, MACE) and Kim & Ghahramani (2012, IBCC). Every
 claim a narration makes about a run is checked by ``tests/unit/test_lessons.py`` on the very runs built here.
 Outcome templates read ``{b[...]}`` (facts before the action), ``{a[...]}`` (after), ``{d[...]}`` (how a fact
 moved from before to after, :func:`changes`) and ``{r[...]}`` (reference facts of the lesson, :func:`reference`);
@@ -39,10 +42,11 @@ from crowdlab.data import Annotations
 from crowdlab.em import Run
 from crowdlab.errors import ModelError
 from crowdlab.metrics import accuracy, pearson
-from crowdlab.models import DawidSkene, GoodBadScores, HMMCrowd, NetworkCrowd, OneCoin
+from crowdlab.models import IBCC, MACE, DawidSkene, GoodBadScores, HMMCrowd, NetworkCrowd, OneCoin
 
 __all__ = [
     "ACTIONS",
+    "GOLD_REVEAL",
     "LESSONS",
     "MAJORITY_ROW",
     "SETUPS",
@@ -58,6 +62,8 @@ __all__ = [
     "majority_start",
     "prepare",
     "reference",
+    "spam_crowd",
+    "worker_types",
 ]
 
 ACTIONS = ("start", "e_step", "m_step", "step", "run", "reset", "restart_from", "switch_model")
@@ -69,6 +75,8 @@ TRAP_SEED = 3  # the same recipe where the everyone-good start stays at "everyon
 TRAP_RESTART_SEED = 1  # a random start that finds the two bad scorers on the TRAP_SEED crowd
 MIRROR_SEED = 1  # a random start that lands on the label-swapped mirror optimum on bluebirds
 RISK_N, RISK_THETA, RISK_START, RISK_SEED = 500, 0.8, 0.6, 2  # one classifier's outputs (Donmez et al. 2010)
+SPAM_SEED = 0  # the sparse crowd with many spammers (lesson 4)
+GOLD_REVEAL, GOLD_SEED = 0.1, 0  # the share of the gold classes revealed to semi-supervised Dawid-Skene, its draw
 
 
 @lru_cache(maxsize=4)
@@ -122,6 +130,22 @@ def classifier_outputs(p: float) -> Annotations:
         name=f"one classifier, p(y = 1) = {p:g}",
         notes=(f"simulate_classifier_outputs(n={RISK_N}, theta={RISK_THETA}, p={p}, seed={RISK_SEED})",),
     )
+
+
+@lru_cache(maxsize=1)
+def spam_crowd():
+    """A sparse crowd full of spammers: 200 items, 3 classes, 40 workers (30% experts, 20% novices, 50%
+    spammers), every item labelled by only 4 of them (about 20 labels per worker)."""
+    from crowdlab.simulate import simulate_crowd
+
+    mix = {"expert": 0.3, "novice": 0.2, "spammer": 0.5}
+    return simulate_crowd(200, 40, 3, labels_per_item=4, mix=mix, seed=SPAM_SEED)
+
+
+def worker_types(data: Annotations) -> tuple[str, ...] | None:
+    """The simulation's true worker types behind ``data`` (the spam crowd's), or None when they are not known."""
+    crowd = spam_crowd()
+    return crowd.worker_types if data is crowd.annotations else None
 
 
 MAJORITY_ROW = "soft majority vote"  # the name of majority_start's row in the sequence strip (the run's start)
@@ -187,6 +211,7 @@ SETUPS: dict[str, Setup] = {
         "A harder crowd, same recipe", lambda: lecture_scores(TRAP_SEED).annotations, _scores_model, "all_good"
     ),
     "bluebirds": Setup("Bluebirds, Dawid-Skene", bluebirds, DawidSkene, "majority"),
+    "spammers": Setup("A sparse crowd with many spammers, Dawid-Skene", lambda: spam_crowd().annotations, DawidSkene),
     "sentences": Setup("Label sequences, i.i.d. Dawid-Skene", lambda: sentences().annotations, DawidSkene),
     "network": Setup("A network, i.i.d. Dawid-Skene", lambda: network().annotations, DawidSkene),
     "risk_skewed": Setup(
@@ -233,6 +258,12 @@ def _variant(model, name: str):
         return NetworkCrowd()  # Potts penalty delta = M (the number of workers), ICM E-step (Alg. 3)
     if name == "ds":
         return DawidSkene()
+    if name == "mace":
+        return MACE()  # Beta(2, 2) on each competence, Dirichlet(2) on each spam strategy (MAP)
+    if name == "ibcc":
+        return IBCC()  # Dirichlet(1, ..., 1) + 1 on the diagonal for every confusion column (variational Bayes)
+    if name == "ds_gold":
+        return DawidSkene().with_known(None, GOLD_REVEAL, GOLD_SEED)
     raise ValueError(f"unknown model variant {name!r}")
 
 
@@ -309,9 +340,14 @@ def facts(run: Run | None) -> dict:
     Always: ``objective``, ``objective0`` (at the start), ``index``, ``kind``, ``iteration``, ``start``,
     ``hard``, ``loglik`` (log p(x | theta) at the current parameters, also for hard EM; NaN for the MRF).
     With class gold: ``accuracy``, ``wrong``, ``n_items``. Class models:
-    ``acc_min`` / ``acc_max`` (worker accuracies). Scores: ``pearson`` (item means vs true means), ``sigma``,
-    ``pi_good``, ``good`` / ``bad`` (annotator names with P(good) above / below 1/2), ``n_good``, ``w_min``. HMM:
-    ``T_stay`` (mean of diag T). One classifier (one-coin, one worker): ``theta``, ``error`` = |theta - truth|.
+    ``acc_min`` / ``acc_max`` (worker accuracies), ``n_extreme`` (workers with a confusion entry at 0 or 1, to
+    1e-6). Semi-supervised: ``n_known`` (items whose class is given), ``n_unknown``, ``accuracy_unknown`` (on the
+    other items). MACE: ``n_flagged`` (workers with P(spamming) = 1 - theta_j > 1/2); with the true worker types
+    (:func:`worker_types`) also ``caught`` (true spammers flagged), ``n_spammers``, ``false_flags`` (other workers
+    flagged) and ``flags`` (type -> how many of its workers are flagged). Scores: ``pearson`` (item means vs true
+    means), ``sigma``, ``pi_good``, ``good`` / ``bad`` (annotator names with P(good) above / below 1/2), ``n_good``,
+    ``w_min``. HMM: ``T_stay`` (mean of diag T). One classifier (one-coin, one worker): ``theta``, ``error`` =
+    |theta - truth|.
     """
     if run is None:
         return {}
@@ -352,7 +388,24 @@ def facts(run: Run | None) -> dict:
             "n_items": data.n_items,
         }
     acc = params.worker_accuracy()
-    out |= {"acc_min": float(acc.min()), "acc_max": float(acc.max())}
+    g = params.gamma
+    extreme = ((g < 1e-6) | (g > 1.0 - 1e-6)).any(axis=(1, 2))
+    out |= {"acc_min": float(acc.min()), "acc_max": float(acc.max()), "n_extreme": int(extreme.sum())}
+    if getattr(model, "semi_supervised", False) and data.has_gold:
+        unknown = model.known_classes(data) < 0
+        acc_unknown = accuracy(labels[unknown], data.gold[unknown])
+        out |= {"n_known": int((~unknown).sum()), "n_unknown": int(unknown.sum()), "accuracy_unknown": acc_unknown}
+    spam = getattr(params, "spamming", None)
+    if spam is not None:
+        flagged = spam > 0.5
+        out["n_flagged"] = int(flagged.sum())
+        types = worker_types(data)
+        if types is not None:
+            types = np.array(types)
+            spammer = types == "spammer"
+            out["flags"] = {t: int((flagged & (types == t)).sum()) for t in sorted(set(types.tolist()))}
+            out |= {"caught": int((flagged & spammer).sum()), "n_spammers": int(spammer.sum()),
+                    "false_flags": int((flagged & ~spammer).sum())}  # fmt: skip
     T = getattr(params, "T", None)
     if T is not None:
         out["T_stay"] = float(np.mean(np.diag(T)))
@@ -410,6 +463,25 @@ def reference(lesson_key: str) -> dict:
                 "sd": float(1.0 / np.sqrt(RISK_N * fisher_symmetric(RISK_THETA, p))) if p != 0.5 else float("inf"),
             }
         return out
+    if lesson_key == "trust":
+        crowd = spam_crowd()
+        d = crowd.annotations
+        ds = build("spammers")
+        ds.run()
+        types = np.array(crowd.worker_types)
+        return {
+            "n_items": d.n_items,
+            "n_workers": d.n_workers,
+            "n_classes": d.n_classes,
+            "per_item": int(round(d.n_obs / d.n_items)),
+            "per_worker": d.n_obs / d.n_workers,
+            "n_experts": int((types == "expert").sum()),
+            "n_novices": int((types == "novice").sum()),
+            "n_spammers": int((types == "spammer").sum()),
+            "n_honest": int((types != "spammer").sum()),
+            "reveal": GOLD_REVEAL,
+            "ds": facts(ds),
+        }
     return {}
 
 
@@ -891,4 +963,134 @@ RISK_LESSON = Lesson(
     ),
 )
 
-LESSONS: dict[str, Lesson] = {lesson.key: lesson for lesson in (EM_LESSON, DEPENDENT_LESSON, RISK_LESSON)}
+# -- lesson 4: whom to trust (Dawid & Skene 1979, Hovy et al. 2013, Kim & Ghahramani 2012) ----------------------
+_MACE = (
+    r"\Gamma_j(a, t) = \theta_j\, \mathcal{I}(a = t) + (1 - \theta_j)\, \xi_j(a), \\"
+    r" P(\text{worker } j \text{ spams}) = 1 - \theta_j"
+)
+_MACE_M = (
+    r"\theta_j = \frac{\mathbb{E}[\#\text{honest labels of } j] + 1}{\#\text{labels of } j + 2}"
+    r" \quad (\text{prior } \theta_j \sim \mathrm{Beta}(2, 2))"
+)
+_IBCC = (
+    r"\Gamma_m(\cdot, k) \sim \mathrm{Dirichlet}(A_{0}(\cdot, k)), \quad A_0(k', k) = 1 + \mathcal{I}(k' = k), \\"
+    r" A_m(k', k) = A_0(k', k) + \sum_n q_{nk}\, \mathcal{I}(f_m(x_n) = k')"
+)
+_ELBO = r"\mathrm{ELBO} = \mathbb{E}_q[\log p(F, y, \kappa, \Gamma)] - \mathbb{E}_q[\log q] \le \log p(F)"
+_GOLD = (
+    r"q_{nk} = \mathcal{I}(k = y_n) \text{ for the items with known gold } y_n, \\"
+    r" q_{nk} \propto \pi_k \prod_m \Gamma_m(f_m(x_n), k) \text{ for the rest}"
+)
+
+TRUST_LESSON = Lesson(
+    "trust",
+    "Whom to trust: spammers, priors and a little gold",
+    "A sparse crowd, half of it spammers: Dawid-Skene, MACE's spam coin, IBCC's Dirichlet prior, and what a few "
+    "gold labels do.",
+    (
+        Step(
+            "A sparse crowd full of spammers",
+            "{r[n_items]} items, {r[n_classes]} classes and {r[n_workers]} workers: {r[n_experts]} experts, "
+            "{r[n_novices]} novices and {r[n_spammers]} spammers who answer without looking. Each item gets only "
+            "{r[per_item]} labels, so a worker labels about {r[per_worker]:.0f} items. We start Dawid-Skene "
+            "(Dawid & Skene 1979) from the majority vote, where every worker counts the same.",
+            _DS,
+            "start:spammers",
+            "Start Dawid-Skene (majority start)",
+            "accuracy",
+            "The majority vote gets **{a[accuracy]:.3f}** of the items right ({a[wrong]} of {a[n_items]} wrong): "
+            "a spammer's vote weighs as much as an expert's.",
+        ),
+        Step(
+            "Dawid-Skene: learn whom to trust",
+            "Run EM to convergence. Every worker gets a confusion matrix $\\Gamma_m$, so a worker who answers at "
+            "random ends up with flat columns and little say. But $\\Gamma_m$ is counted from about "
+            "{r[per_worker]:.0f} labels, a handful per class.",
+            _DS_M,
+            "run",
+            "Run to convergence",
+            "confusion",
+            "Dawid-Skene: accuracy **{a[accuracy]:.3f}** against {b[accuracy]:.3f} for the majority vote, "
+            "after {a[iteration]} iterations (crowdlab's cap: the parameters have not settled). "
+            "Yet **{a[n_extreme]}** of the {r[n_workers]} workers have "
+            "a confusion matrix with an entry at 0 or 1: from so few labels, maximum likelihood concludes "
+            "that a worker never (or always) gives some answer. It overfits.",
+        ),
+        Step(
+            "MACE: a spammer is a coin",
+            "MACE (Hovy et al. 2013) explains every label by a coin: with probability $\\theta_j$ worker j gives "
+            "the true class, otherwise j spams with a strategy $\\xi_j$ of their own. That is K numbers per worker "
+            "instead of Dawid-Skene's K(K − 1), and a Beta(2, 2) prior keeps every $\\theta_j$ off 0 and 1. "
+            "Switch the model; same majority start.",
+            _MACE,
+            "switch_model:mace",
+            "Switch to MACE (majority start)",
+            "spam",
+            "A MACE run at the majority start, before any EM step: judged against the majority vote, "
+            "**{a[n_flagged]}** of the {r[n_workers]} workers look like spammers (P(spamming) > 0.5).",
+        ),
+        Step(
+            "MACE to convergence: who is spamming?",
+            "Run EM. The E-step weighs every label by how likely its worker was honest; the M-step re-counts "
+            "$\\theta_j$ with the prior's two pseudo-labels. The chart groups the workers by their true type, "
+            "which MACE never sees.",
+            _MACE_M,
+            "run",
+            "Run to convergence",
+            "spam",
+            "MACE: accuracy **{a[accuracy]:.3f}**, above Dawid-Skene's {r[ds][accuracy]:.3f}. It flags "
+            "**{a[caught]} of the {a[n_spammers]}** true spammers with P(spamming) > 0.5, "
+            "**{a[flags][novice]}** of the {r[n_novices]} novices and **{a[flags][expert]}** of the "
+            "{r[n_experts]} experts: a novice, right only a little more often than chance, looks to MACE like a "
+            "part-time spammer.",
+        ),
+        Step(
+            "IBCC: a prior on every confusion column",
+            "Kim & Ghahramani (2012) keep Dawid-Skene's full confusion matrices but put a Dirichlet prior on "
+            "every column: a pseudo-count in every cell, one more on the diagonal. Variational Bayes takes EM's "
+            "place; its objective is the ELBO, a lower bound on the evidence log p(F).",
+            _IBCC,
+            "switch_model:ibcc",
+            "Switch to IBCC (majority start)",
+            "objective",
+            "An IBCC run at the majority start: ELBO **{a[objective]:.2f}**.",
+        ),
+        Step(
+            "IBCC to convergence",
+            "Run variational Bayes. Each half-step maximises the ELBO over one factor with the other fixed, so "
+            "the curve never goes down.",
+            _ELBO,
+            "run",
+            "Run to convergence",
+            "objective",
+            "The ELBO rose from {a[objective0]:.2f} to **{a[objective]:.2f}** in {a[iteration]} iterations. "
+            "Accuracy **{a[accuracy]:.3f}**, above Dawid-Skene's {r[ds][accuracy]:.3f}; workers with a confusion "
+            "entry at 0 or 1: **{a[n_extreme]}** (Dawid-Skene: {r[ds][n_extreme]}).",
+        ),
+        Step(
+            "A little gold",
+            "Often an expert has checked a few items. Reveal the true class of {r[reveal]:.0%} of the items to "
+            "Dawid-Skene: semi-supervised EM holds them fixed in every E-step, so the confusion matrices are "
+            "counted partly on labels whose truth is certain.",
+            _GOLD,
+            "switch_model:ds_gold",
+            f"Reveal {GOLD_REVEAL:.0%} of the gold to Dawid-Skene",
+            "accuracy",
+            "**{a[n_known]}** items are known. The start is the majority vote with the known items set to their "
+            "class: accuracy **{a[accuracy]:.3f}**.",
+        ),
+        Step(
+            "Semi-supervised Dawid-Skene to convergence",
+            "Run EM. The known items stay fixed; the others are inferred as before.",
+            _GOLD,
+            "run",
+            "Run to convergence",
+            "accuracy",
+            "Accuracy **{a[accuracy]:.3f}** on all {a[n_items]} items, against {r[ds][accuracy]:.3f} for "
+            "Dawid-Skene without gold; on the {a[n_unknown]} items whose class was not given it is "
+            "**{a[accuracy_unknown]:.3f}**. A little gold helped on the rest too.",
+        ),
+    ),
+)
+
+LESSONS: dict[str, Lesson] = {lesson.key: lesson for lesson in (EM_LESSON, DEPENDENT_LESSON, RISK_LESSON, TRUST_LESSON)}

@@ -168,3 +168,61 @@ def spam_chart(
         yaxis=_axis(type="category", categoryorder="array", categoryarray=labels, automargin=True),
     )
     return go.Figure(data=[trace], layout=layout)
+
+
+def spam_by_group(
+    spamming: np.ndarray,
+    groups: Sequence[str],
+    names: Sequence,
+    *,
+    order: Sequence[str] | None = None,
+    height: int = 340,
+    title: str | None = None,
+) -> go.Figure:
+    """MACE's P(spamming) = 1 - theta_j per worker as one row of dots per group (e.g. the simulation's true worker
+    types), spread over the row so that equal values stay apart; dots above 0.5 (flagged as spammers) in red. Each
+    row's label says how many of its workers are flagged, so a figure of any number of workers keeps its
+    height. Trace ``meta``: "spam"."""
+    p = np.asarray(spamming, dtype=np.float64)
+    groups = [str(g) for g in groups]
+    rows = list(order) if order is not None else sorted(set(groups))
+    rows = [r for r in rows if r in groups]
+    if p.size == 0 or not rows:
+        return _empty(title or "Spamming", "No workers to show.")
+    y = np.zeros(p.size)
+    ticks = []
+    for r, row in enumerate(rows):
+        idx = np.flatnonzero(np.array(groups) == row)
+        idx = idx[np.argsort(p[idx], kind="stable")]
+        y[idx] = r + (np.linspace(-0.25, 0.25, idx.size) if idx.size > 1 else 0.0)
+        ticks.append(f"{safe.html(row)}<br>{int((p[idx] > 0.5).sum())} of {idx.size} flagged")
+    labels = [safe.html(safe.shorten(str(n), 24)) for n in names]
+    trace = dict(
+        type="scatter",
+        mode="markers",
+        x=p,
+        y=y,
+        meta="spam",
+        marker=dict(size=9, color=[CURRENT_COLOR if v > 0.5 else OBJECTIVE_COLOR for v in p], opacity=0.85),
+        text=labels,
+        hovertemplate="%{text}<br>P(spamming) = %{x:.3f}<extra></extra>",
+    )
+    layout = _layout(
+        title or "P(spamming) = 1 − θⱼ per worker",
+        int(height),
+        showlegend=False,
+        margin=dict(l=24, r=10, t=50, b=10),  # a little room: the row labels stay whole in presenter mode too
+        shapes=[
+            dict(type="line", x0=0.5, x1=0.5, y0=0, y1=1, xref="x", yref="paper", line=dict(color=GREY, dash="dot"))
+        ],
+        xaxis=_axis(title=dict(text="P(spamming)", standoff=6), range=[0, 1]),
+        yaxis=_axis(
+            tickmode="array",
+            tickvals=list(range(len(rows))),
+            ticktext=ticks,
+            range=[-0.5, len(rows) - 0.5],
+            automargin=True,
+            zeroline=False,
+        ),  # fmt: skip
+    )
+    return go.Figure(data=[trace], layout=layout)

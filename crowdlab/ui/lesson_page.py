@@ -314,6 +314,19 @@ def _network(run: Run):
     )  # fmt: skip
 
 
+def _spam(run: Run):
+    """MACE's P(spamming) per worker, one row per true worker type when the simulation's are known."""
+    from crowdlab.plots.models import spam_by_group
+
+    d = run.data
+    types = lessons.worker_types(d)
+    groups = types if types is not None else ["workers"] * d.n_workers
+    return spam_by_group(
+        run.params.spamming, groups, d.worker_names, order=["expert", "novice", "spammer", "workers"],
+        height=CHART_HEIGHT, title=f"MACE's P(spamming) = 1 − θⱼ at snapshot {run.index}, by true worker type",
+    )  # fmt: skip
+
+
 def _class_prior(run: Run) -> float:
     return float(run.model.class_prior[0])
 
@@ -350,4 +363,5 @@ FIGURES = {
     "network": _network,
     "loglik": _loglik,
     "fisher": _fisher,
+    "spam": _spam,
 }

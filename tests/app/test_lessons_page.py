@@ -16,7 +16,7 @@ from crowdlab.metrics import accuracy
 from crowdlab.models.majority import majority_labels
 from crowdlab.ui import lab, state
 from crowdlab.ui import lesson_page as lp
-from tests.app.helpers import chart
+from tests.app.helpers import arr, chart, trace
 
 ROOT = Path(__file__).resolve().parents[2]
 PAGE = str(ROOT / "pages" / "0_Lessons.py")
@@ -80,6 +80,30 @@ def test_every_lesson_first_to_last_step_action_then_next(key):
         if i + 1 < len(lesson.steps):
             _ok(at.button(key=lp.W_NEXT).click().run())
     assert at.button(key=lp.W_NEXT).disabled
+
+
+def test_trust_lesson_spam_chart_shows_the_run_and_the_counts_the_outcome_quotes():
+    """Lesson 4, step 4 (MACE converged): the chart's dots are the run's P(spamming) = 1 - theta_j, one row per
+    true worker type, and the spammers' row counts exactly the flagged spammers the outcome quotes."""
+    at = _ok(AppTest.from_file(PAGE, default_timeout=TIMEOUT).run())
+    _ok(at.segmented_control(key=lp.W_PICK).set_value("trust").run())
+    i = [s.action for s in L.TRUST_LESSON.steps].index("switch_model:mace") + 1
+    for _ in range(i):
+        _ok(at.button(key=lp.W_ACTION).click().run())
+        _ok(at.button(key=lp.W_NEXT).click().run())
+    _ok(at.button(key=lp.W_ACTION).click().run())  # MACE to convergence
+    assert at.session_state[lp.STEP] == i and L.TRUST_LESSON.steps[i].chart == "spam"
+    run = at.session_state[lp.RUN]
+    assert run.model.info.key == "mace" and run.converged
+    spec = chart(at, "lesson.chart.spam", unique=True)
+    dots = trace(spec, "spam")
+    assert arr(dots["x"], float) == pytest.approx(run.params.spamming)
+    f = L.facts(run)
+    ticks = spec["layout"]["yaxis"]["ticktext"]
+    assert f"spammer<br>{f['caught']} of {f['n_spammers']} flagged" in ticks
+    assert f"**{f['caught']} of the {f['n_spammers']}**" in at.session_state[lp.DONE]
+    assert spec["layout"]["height"] == lp.CHART_HEIGHT
+    assert not at.error
 
 
 def test_previous_replays_the_earlier_state_and_next_without_the_action_does_it():

@@ -37,8 +37,8 @@ def after(walks, key: str, action: str, nth: int = 0) -> tuple[dict, dict, objec
 
 
 # ---------------------------------------------------------------------------- every step
-def test_three_lessons_with_every_field_filled():
-    assert list(L.LESSONS) == ["em", "dependent", "risk"]
+def test_four_lessons_with_every_field_filled():
+    assert list(L.LESSONS) == ["em", "dependent", "risk", "trust"]
     for lesson in L.LESSONS.values():
         assert lesson.title and lesson.summary and len(lesson.steps) >= 6
         for step in lesson.steps:
@@ -47,7 +47,7 @@ def test_three_lessons_with_every_field_filled():
             assert 2 <= sentences <= 5, (lesson.key, step.title, sentences)
             assert step.action.split(":")[0] in L.ACTIONS
             assert step.chart in {"item_means", "annotators", "objective", "accuracy", "confusion", "strip",
-                                  "transitions", "network", "loglik", "fisher"}  # fmt: skip
+                                  "transitions", "network", "loglik", "fisher", "spam"}  # fmt: skip
 
 
 @pytest.mark.parametrize(("key", "i"), STEPS)
@@ -223,6 +223,100 @@ def test_near_uniform_p_estimate_is_poor_and_em_slow(walks):
     _, a, run = walks["risk"][5]
     assert not run.converged and abs(a["theta"] - ref["weak"]["eq9"]) > 0.01
     assert ref["weak"]["eq9_error"] > 3 * ref["skewed_error"]
+
+
+# ---------------------------------------------------------------------------- lesson 4
+def test_trust_crowd_is_sparse_and_half_spammers():
+    ref = L.reference("trust")
+    crowd = L.spam_crowd()
+    d = crowd.annotations
+    assert (ref["n_items"], ref["n_workers"], ref["n_classes"]) == (d.n_items, d.n_workers, d.n_classes)
+    assert ref["per_item"] == 4 and np.all(np.bincount(d.item, minlength=d.n_items) == 4)
+    assert ref["per_worker"] == pytest.approx(20.0)
+    types = list(crowd.worker_types)
+    assert [types.count(t) for t in ("expert", "novice", "spammer")] == [
+        ref["n_experts"], ref["n_novices"], ref["n_spammers"]]  # fmt: skip
+    assert ref["n_spammers"] == d.n_workers // 2 and ref["n_honest"] == d.n_workers - ref["n_spammers"]
+    assert L.worker_types(d) == crowd.worker_types and L.worker_types(L.bluebirds()) is None
+
+
+def test_trust_dawid_skene_beats_majority_vote_but_overfits(walks):
+    from crowdlab.metrics import accuracy
+
+    ref = L.reference("trust")
+    d = L.spam_crowd().annotations
+    _, mv, run0 = walks["trust"][0]
+    assert mv["accuracy"] == pytest.approx(accuracy(L.majority_start(d), d.gold))
+    assert np.array_equal(run0.labels(run0.snapshots[0]), L.majority_start(d))
+    b, ds, run = walks["trust"][1]
+    assert run.model.info.key == "ds" and not run.model.semi_supervised
+    assert not run.converged and ds["iteration"] == run.max_iter  # "crowdlab's cap: not settled"
+    assert ds["accuracy"] > b["accuracy"] + 0.05
+    assert ds == ref["ds"] | {k: ds[k] for k in ("n_snapshots",)}
+    g = run.params.gamma
+    extreme = ((g < 1e-6) | (g > 1 - 1e-6)).any(axis=(1, 2))
+    assert ds["n_extreme"] == extreme.sum() > d.n_workers // 2  # most workers: overfitting, not a rare case
+    assert (g[extreme] == 0).any()  # "never gives some answer": exact zeros
+
+
+def test_mace_flags_most_true_spammers_and_beats_dawid_skene(walks):
+    ref = L.reference("trust")
+    types = np.array(L.spam_crowd().worker_types)
+    _, m0, run0 = walks["trust"][2]
+    assert run0.model.info.key == "mace" and m0["index"] == 0 and run0.init == "majority"
+    assert run0.model.theta_prior == (2.0, 2.0)  # the Beta(2, 2) the narration names
+    _, m, run = walks["trust"][3]
+    assert run.converged and not run.violations
+    assert m["accuracy"] > ref["ds"]["accuracy"] + 0.03
+    flagged = run.params.spamming > 0.5
+    assert np.allclose(run.params.spamming, 1 - run.params.theta)
+    assert m["caught"] == (flagged & (types == "spammer")).sum() and m["n_spammers"] == ref["n_spammers"]
+    assert m["false_flags"] == (flagged & (types != "spammer")).sum()
+    assert m["caught"] == m["n_spammers"] and m["flags"]["spammer"] == m["caught"]  # every true spammer
+    assert m["flags"]["expert"] == 0 and m["flags"]["novice"] > ref["n_novices"] / 2  # no expert, most novices
+    assert m["n_flagged"] == m["caught"] + m["false_flags"] == sum(m["flags"].values())
+    novices = types == "novice"
+    assert np.all(L.spam_crowd().gamma[novices].diagonal(axis1=1, axis2=2) < 1 / 3 + 0.31)  # a little above chance
+
+
+def test_ibcc_prior_keeps_confusion_matrices_off_0_and_1(walks):
+    ref = L.reference("trust")
+    _, i0, run0 = walks["trust"][4]
+    assert run0.model.info.key == "ibcc" and i0["index"] == 0
+    assert run0.model.prior == 0.0 and run0.model.diagonal == 1.0  # one pseudo-count per cell, one more on the diagonal
+    assert "ELBO" in run0.model.objective_name
+    _, i, run = walks["trust"][5]
+    assert run.converged and not run.violations
+    obj = run.history()["objective"]
+    assert np.all(np.diff(obj) >= -1e-9 * np.abs(obj[:-1])) and i["objective"] > i["objective0"]
+    assert i["accuracy"] > ref["ds"]["accuracy"]
+    assert i["n_extreme"] == 0 < ref["ds"]["n_extreme"]
+
+
+def test_a_little_gold_helps_dawid_skene_also_on_the_items_not_given(walks):
+    ref = L.reference("trust")
+    d = L.spam_crowd().annotations
+    _, g0, run0 = walks["trust"][6]
+    known = run0.model.known_classes(d) >= 0
+    assert g0["n_known"] == known.sum() == round(L.GOLD_REVEAL * d.n_items) and g0["n_unknown"] == (~known).sum()
+    start = run0.labels(run0.snapshots[0])
+    assert np.array_equal(start[known], d.gold[known])  # the known items set to their class
+    assert np.array_equal(start[~known], L.majority_start(d)[~known])  # the others: the majority vote
+    _, g, run = walks["trust"][7]
+    assert run.converged and run.model.semi_supervised
+    assert g["accuracy"] > ref["ds"]["accuracy"] + 0.03
+    assert g["accuracy_unknown"] > ref["ds"]["accuracy"]  # "helped on the rest too"
+    assert np.array_equal(run.labels()[known], d.gold[known])
+
+
+def test_trust_texts_name_the_papers_and_quote_the_runs(walks):
+    text = " ".join(s.narration for s in L.TRUST_LESSON.steps)
+    for paper in ("Dawid & Skene 1979", "Hovy et al. 2013", "Kim & Ghahramani (2012)"):
+        assert paper in text
+    _, m, _ = walks["trust"][3]
+    assert f"**{m['caught']} of the {m['n_spammers']}**" in _text(walks, "trust", 3)
+    _, g, _ = walks["trust"][7]
+    assert f"**{g['accuracy_unknown']:.3f}**" in _text(walks, "trust", 7)
 
 
 # ---------------------------------------------------------------------------- the numbers the texts quote

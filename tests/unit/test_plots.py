@@ -642,3 +642,22 @@ def test_spam_chart_credible_whiskers():
     assert "95% credible" in bar.hovertemplate
     plain = spam_chart(p, ["a", "b", "c", "d"], np.array([5, 6, 7, 8]))
     assert plain.data[0].error_x.array is None and "credible" not in plain.data[0].hovertemplate
+
+
+def test_spam_by_group_one_row_per_group_counts_the_flagged():
+    """The lesson's spam chart: one row per group in the given order, each worker's dot at its P(spamming) and in
+    its group's row, the row's label counting the workers above 0.5; its height does not grow with the workers."""
+    from crowdlab.plots.models import spam_by_group
+
+    p = np.array([0.9, 0.1, 0.6, 0.2, 0.95, 0.5])
+    groups = ["spammer", "expert", "spammer", "novice", "spammer", "expert"]
+    fig = spam_by_group(p, groups, list("abcdef"), order=["expert", "novice", "spammer", "other"], height=300)
+    dots = fig.data[0]
+    assert dots.meta == "spam" and fig.layout.height == 300
+    np.testing.assert_allclose(dots.x, p)
+    assert list(fig.layout.yaxis.ticktext) == ["expert<br>0 of 2 flagged", "novice<br>0 of 1 flagged",
+                                               "spammer<br>3 of 3 flagged"]  # fmt: skip
+    rows = np.rint(np.asarray(dots.y)).astype(int)
+    assert [["expert", "novice", "spammer"][r] for r in rows] == groups
+    assert (np.array(dots.marker.color) == np.where(p > 0.5, dots.marker.color[0], dots.marker.color[1])).all()
+    assert spam_by_group(np.array([]), [], []).data == ()

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import re
 
-from tests.e2e.helpers import assert_no_exception, screenshot, wait_idle, wait_page
+from tests.e2e.helpers import assert_no_exception, assert_nothing_cut, screenshot, wait_idle, wait_page
 
 
 def _main(page):
@@ -80,3 +80,32 @@ def test_free_controls_stay_open_and_a_double_click_on_next_moves_one_step(serve
     wait_idle(page)
     main.get_by_text("step 2 of 15").wait_for()
     assert_no_exception(page)
+
+
+def test_whom_to_trust_walks_end_to_end_in_presenter_mode(server, page):
+    """The fourth lesson in a real browser, presenter mode at 1024x768: each step's action, its outcome with the
+    run's numbers, its chart, nothing cut off (text or chart labels), Next to the following step."""
+    from crowdlab.lessons import LESSONS
+
+    steps = LESSONS["trust"].steps
+    page.set_viewport_size({"width": 1024, "height": 768})
+    page.goto(server + "/Lessons?present=1")
+    wait_page(page)
+    main = _main(page)
+    main.get_by_role("radio", name="Whom to trust").click()  # the lesson picker (a segmented control)
+    wait_idle(page)
+    main.get_by_text(f"step 1 of {len(steps)}").wait_for()
+    for i, step in enumerate(steps, start=1):
+        main.get_by_role("button", name=step.button, exact=True).click()
+        wait_idle(page)
+        assert_no_exception(page)
+        main.locator('[data-testid="stAlertContentSuccess"]').first.wait_for()
+        assert main.locator(".js-plotly-plot").count() >= 1, step.title
+        assert_nothing_cut(page, f"trust step {i}")
+        if i == 4:  # MACE to convergence: the spammers chart
+            screenshot(page, "lessons_trust_mace")
+        if i < len(steps):
+            main.get_by_role("button", name="Next").click()
+            wait_idle(page)
+            main.get_by_text(f"step {i + 1} of {len(steps)}").wait_for()
+    assert re.search(r"0\.8\d\d", main.locator('[data-testid="stAlertContentSuccess"]').first.inner_text())

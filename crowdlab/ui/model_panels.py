@@ -226,6 +226,7 @@ def _ibcc(run: Run, p: IbccParams) -> None:
             "worker": st.column_config.TextColumn("worker", width=90),
             "labels": st.column_config.NumberColumn("labels", format="%d", width=60),
             "mean": st.column_config.NumberColumn("mean", format="%.3f", width=60),
+            "95% credible": st.column_config.TextColumn("95% credible", width=110),
             "DS 95%": st.column_config.TextColumn("DS 95%", width=110),
         },
     )

@@ -4,6 +4,8 @@ abilities and difficulties (GLAD), spammers (MACE) and credible intervals (IBCC)
 
 from __future__ import annotations
 
+import json
+
 import numpy as np
 import pytest
 
@@ -117,6 +119,8 @@ def test_step_explain_and_details(method):
         ds = worker_report(cl.fit(run.data, "ds", max_iter=500))
         assert table.loc[name, "DS 95%"] == f"{ds.lower[0]:.2f} – {ds.upper[0]:.2f}"
         assert list(table.columns[:4]) == ["labels", "mean", "95% credible", "DS 95%"]  # side by side, on screen
+        widths = {c: v.get("width") for c, v in json.loads(at.dataframe[0].proto.columns).items()}
+        assert widths["95% credible"] == widths["DS 95%"] == 110  # both intervals whole, at the same width
         widths = ci["hi"] - ci["lo"]
         assert table.index[0] == run.data.worker_names[int(np.argmax(widths))]  # the widest first
         notes = " ".join(c.value for c in at.caption)

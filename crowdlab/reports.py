@@ -83,11 +83,6 @@ ACCURACY_ON_LABELS = "the mean of σ(α_j β_i) over the items the worker labell
 CLOPPER_PEARSON = "Clopper-Pearson (the estimate over n labels, labels as known)"
 
 
-def is_mace(model) -> bool:
-    """MACE fitted by EM (its variational version has its own credible intervals)."""
-    return isinstance(model, MACE) and getattr(model, "accuracy_intervals", None) is None
-
-
 def worker_report(run, *, level: float = 0.95, intervals: bool = True) -> pd.DataFrame:
     """One row per worker (see the module docstring) from ``run`` (a :class:`crowdlab.em.Run` of a class model
     at its cursor). ``df.attrs["krippendorff_alpha"]`` holds the dataset's alpha. Wald intervals need the observed
@@ -120,8 +115,10 @@ def worker_report(run, *, level: float = 0.95, intervals: bool = True) -> pd.Dat
         ci = credible(params, level=level)
         lower, upper = ci["lo"], ci["hi"]
         how = np.full(M, f"credible (posterior, {ci['draws']:,} draws)", dtype=object)
-    elif intervals and run.iterative and M <= WALD_MAX_WORKERS and K <= WALD_MAX_CLASSES and is_mace(run.model):
-        wi = mace_worker_intervals(run.model, data, params, level=level)
+    elif (
+        intervals and run.iterative and M <= WALD_MAX_WORKERS and K <= WALD_MAX_CLASSES and isinstance(run.model, MACE)
+    ):
+        wi = mace_worker_intervals(run.model, data, params, level=level)  # (its variational version: above)
         ok = wi["note"].eq("").to_numpy()
         lower = np.where(ok, wi["lower"].to_numpy(float), lower)
         upper = np.where(ok, wi["upper"].to_numpy(float), upper)

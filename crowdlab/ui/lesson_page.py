@@ -28,6 +28,7 @@ import streamlit as st
 from crowdlab import lessons, plots
 from crowdlab.em import Run
 from crowdlab.plots import dependent as dplots
+from crowdlab.plots import models as mplots
 from crowdlab.plots import risk as rplots
 from crowdlab.ui import lab
 
@@ -316,12 +317,10 @@ def _network(run: Run):
 
 def _spam(run: Run):
     """MACE's P(spamming) per worker, one row per true worker type when the simulation's are known."""
-    from crowdlab.plots.models import spam_by_group
-
     d = run.data
     types = lessons.worker_types(d)
     groups = types if types is not None else ["workers"] * d.n_workers
-    return spam_by_group(
+    return mplots.spam_by_group(
         run.params.spamming, groups, d.worker_names, order=["expert", "novice", "spammer", "workers"],
         height=CHART_HEIGHT, title=f"MACE's P(spamming) = 1 − θⱼ at snapshot {run.index}, by true worker type",
     )  # fmt: skip

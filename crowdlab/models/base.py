@@ -217,6 +217,7 @@ class ModelInfo:
     latent: str  # "item" or "annotator"
     binary_only: bool = False
     prior_pull: str = ""  # what the prior strength s does, in one phrase (the Step page's help, the Priors page)
+    has_hard: bool = True  # a hard (classification) EM exists; False for variational Bayes, which keeps q whole
 
 
 CREDIBLE_DRAWS = 4000  # Monte Carlo draws for a credible interval of a small crowd

@@ -100,6 +100,7 @@ class IBCC(VariationalObjective, LatentModel):
         "classes",
         exact=False,
         latent="item",
+        has_hard=False,
         prior_pull=(
             "s more pseudo-counts in every cell of every Dirichlet (confusion columns and class prior; the "
             "diagonal bonus stays): a stronger prior pulls them towards uniform"

@@ -290,6 +290,7 @@ class MaceVB(VariationalObjective, MACE):
         "classes",
         exact=False,
         latent="item",
+        has_hard=False,
         prior_pull=(
             "s more pseudo-counts on each competence's Beta(0.5, 0.5) and each strategy's Dirichlet(10): a "
             "stronger prior pulls competences towards 0.5 and strategies towards uniform"

@@ -16,7 +16,7 @@ inside a fragment would only act after the whole job.
 from __future__ import annotations
 
 import time
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 
 import numpy as np
 import pandas as pd
@@ -44,6 +44,8 @@ W_HARD = "priors.hard"
 W_PICK = "priors.pick"
 B_RESTARTS = "priors.run_restarts"
 B_SWEEP = "priors.run_sweep"
+W_TAB = "priors.tab"
+TABS = ("Restarts", "Prior sweep")
 B_STOP = "priors.stop"
 B_USE = "priors.use_start"
 
@@ -101,15 +103,22 @@ def get_settings(data) -> LabSettings:
     options = iterative_methods(data)
     if s.method not in options:
         cfg = state.get_config()
-        s = LabSettings(**{**asdict(s), "method": cfg.method if cfg.method in options else options[0]})
+        s = _no_hard_where_none(
+            LabSettings(**{**asdict(s), "method": cfg.method if cfg.method in options else options[0]})
+        )
         st.session_state[SETTINGS] = s
     return s
+
+
+def _no_hard_where_none(s: LabSettings) -> LabSettings:
+    """Hard EM off for a method that has none (IBCC, MACE (VB): :func:`state.hard_applies`)."""
+    return replace(s, hard=False) if s.hard and not state.hard_applies(s.method) else s
 
 
 def _on_settings() -> None:
     s = st.session_state.get(SETTINGS) or LabSettings()
     changes = {f: st.session_state[k] for f, k in WIDGETS.items() if k in st.session_state}
-    st.session_state[SETTINGS] = LabSettings(**{**asdict(s), **changes})
+    st.session_state[SETTINGS] = _no_hard_where_none(LabSettings(**{**asdict(s), **changes}))
 
 
 def _sync_widgets(s: LabSettings) -> None:
@@ -139,6 +148,7 @@ def _start(kind: str) -> None:
         if job and job["status"] == RUNNING:
             job["status"] = STOPPED
     st.session_state[STOP] = False
+    st.session_state[W_TAB] = TABS[0] if kind == "restarts" else TABS[1]  # show the job just started
     st.session_state[RESTARTS if kind == "restarts" else SWEEP] = {
         "kind": kind,
         "data_id": state.get_data_id(),
@@ -247,7 +257,13 @@ def priors_lab() -> None:
     # three rows (the method, the restarts, the sweep): every method title is whole at 1024 px
     c1, c2 = st.columns([3, 2], vertical_alignment="bottom")
     c1.selectbox("Method", options, format_func=state.method_title, key=W_METHOD, on_change=_on_settings)
-    c2.checkbox("Hard EM", key=W_HARD, on_change=_on_settings)
+    c2.checkbox(
+        "Hard EM",
+        key=W_HARD,
+        on_change=_on_settings,
+        disabled=not state.hard_applies(s.method),
+        help=state.hard_help(s.method),
+    )
     r1, r2 = st.columns([3, 2], vertical_alignment="bottom")
     r1.slider("Random restarts R", 0, 50, key=W_RANDOM, on_change=_on_settings)
     r2.number_input("Prior strength (restarts)", min_value=0.0, step=0.5, key=W_PRIOR, on_change=_on_settings)
@@ -276,7 +292,7 @@ def priors_lab() -> None:
         stop_slot.button("Stop", key=B_STOP, on_click=on_stop, width="stretch")
         work(running[0], data)
         stop_slot.empty()
-    tab_r, tab_s = st.tabs(["Restarts", "Prior sweep"])
+    tab_r, tab_s = st.tabs(TABS, key=W_TAB, on_change="rerun")
     with tab_r:
         restarts_results(restarts_job, data)
     with tab_s:

@@ -186,6 +186,24 @@ def prior_help(key: str) -> str:
     return "Prior strength s (MAP EM; 0 = maximum likelihood)" + (f": {pull}." if pull else ".")
 
 
+def hard_applies(method: str) -> bool:
+    """Whether ``method`` has a hard (classification) EM: not majority vote, not the variational methods (IBCC,
+    MACE (VB)), which keep the whole posterior (``ModelInfo.has_hard``)."""
+    cls = MODELS.get(method)
+    return method != "mv" and cls is not None and cls.info.has_hard
+
+
+HARD_HELP = "Replace the posterior by its arg-max (classification EM); the objective becomes log p(x, ẑ | θ)."
+
+
+def hard_help(method: str) -> str:
+    """The Hard EM checkbox's help: what it does, and why it is off for a method without a hard version."""
+    if method == "mv" or hard_applies(method):
+        return HARD_HELP
+    title = method_title(method)
+    return f"{HARD_HELP} {title} is variational Bayes: it keeps the whole posterior, so it has no hard version."
+
+
 def inits_for(method: str) -> tuple[str, ...]:
     """The initialisations offered for ``method``, its default first: moment matching only where it applies; for
     the scores model "Assume everyone is good" (what majority vote means there) and a random start."""
@@ -198,7 +216,10 @@ def inits_for(method: str) -> tuple[str, ...]:
 def _fit_init(cfg: MethodConfig, old: MethodConfig | None = None) -> MethodConfig:
     """A config whose start applies to its method: a start the method does not offer falls back to its default
     (majority vote; the scores model: everyone good), and so does the old method's default when only the method
-    changed (leaving the scores model for Dawid-Skene starts from majority vote again)."""
+    changed (leaving the scores model for Dawid-Skene starts from majority vote again). Hard EM is turned off for
+    a method that has none (:func:`hard_applies`; IBCC, MACE (VB)): the run is built, not refused."""
+    if cfg.hard and cfg.method != "mv" and not hard_applies(cfg.method):
+        cfg = replace(cfg, hard=False)
     offered = inits_for(cfg.method)
     if old is not None and cfg.method != old.method and cfg.init == old.init == inits_for(old.method)[0]:
         return replace(cfg, init=offered[0])

@@ -67,8 +67,8 @@ def _method_widgets() -> None:
         "Hard EM",
         key=state.W_HARD,
         on_change=state.on_config_widget,
-        disabled=not_em,
-        help="Replace the posterior by its arg-max (classification EM); the objective becomes log p(x, ẑ | θ).",
+        disabled=not_em or not state.hard_applies(cfg.method),
+        help=state.hard_help(cfg.method),
     )
     with st.expander("Seed and stopping rule"):
         d1, d2, d3 = st.columns(3)
@@ -98,5 +98,6 @@ def _baseline(run: Run) -> None:
     st.info("Majority vote is the baseline EM starts from: no parameters, no objective, nothing to step.")
     values = {k: v for k, v in state.metrics(run).items() if k != "x"}
     if values:
-        for col, (k, v) in zip(st.columns(4), values.items()):
-            col.metric(k, f"{v[0]:.3f}")
+        row = st.container(horizontal=True, gap="medium")  # wraps when narrow (presenter mode): never "0.…"
+        for k, v in values.items():
+            row.metric(k, f"{v[0]:.3f}", width="content")

@@ -315,6 +315,34 @@ def test_priors_page_prior_sweep_and_a_bad_strengths_list():
     assert at.session_state[priors_page.SWEEP] is job  # the old results stay
 
 
+def test_priors_page_shows_the_tab_of_the_job_just_started():
+    """The audit pressed "Run prior sweep" and saw nothing happen: the Restarts tab stayed open over the sweep."""
+    at = _priors()
+    ok(at.slider(key=priors_page.W_RANDOM).set_value(1).run())
+    click(at, priors_page.B_RESTARTS)
+    assert at.session_state[priors_page.W_TAB] == "Restarts"
+    click(at, priors_page.B_SWEEP)
+    assert at.session_state[priors_page.W_TAB] == "Prior sweep"
+    assert [t.label for t in at.tabs] == list(priors_page.TABS)
+    click(at, priors_page.B_RESTARTS)
+    assert at.session_state[priors_page.W_TAB] == "Restarts"
+
+
+@pytest.mark.parametrize("method", ["ibcc", "mace_vb"])
+def test_priors_page_hard_em_is_off_for_variational_methods(method):
+    at = _priors()
+    ok(at.checkbox(key=priors_page.W_HARD).check().run())
+    assert at.session_state[priors_page.SETTINGS].hard
+    ok(at.selectbox(key=priors_page.W_METHOD).set_value(method).run())
+    box = at.checkbox(key=priors_page.W_HARD)
+    assert box.value is False and box.disabled and "no hard version" in box.help
+    assert not at.session_state[priors_page.SETTINGS].hard
+    ok(at.slider(key=priors_page.W_RANDOM).set_value(0).run())
+    click(at, priors_page.B_RESTARTS)
+    job = at.session_state[priors_page.RESTARTS]
+    assert job["status"] == priors_page.DONE and len(job["rows"]) == 2
+
+
 def test_priors_job_resumes_after_an_interruption_and_stops_on_request():
     at = _priors()
     ok(at.slider(key=priors_page.W_RANDOM).set_value(3).run())

@@ -37,6 +37,7 @@ REL_TOL_MONOTONE = 1e-9
 PARAM_TOL = 1e-7  # default: how far the parameters may still be projected to move when a run counts as converged
 STALL_ITERATIONS = 20  # iterations with no gain above rounding before a run counts as stalled
 SETTLE_ITERATIONS = 10  # consecutive iterations both tests must hold for (a saddle passes them only briefly)
+STILL = 1e-12  # a largest parameter change at or below this: nothing moves any more (an exact fixed point)
 TAIL_SNAPSHOTS = 2 * SETTLE_ITERATIONS + 8  # the snapshots the stopping rule reads (SETTLE_ITERATIONS + 2 states)
 KEEP_ALL_BELOW = 200_000  # labels: below this an interactive run keeps every posterior (scrubbing recomputes nothing)
 POSTERIOR_WINDOW = 8  # above it, the posteriors of the last 8 snapshots; older ones are recomputed when scrubbed to
@@ -106,7 +107,7 @@ def settled(objectives, changes, tol: float, param_tol: float | None) -> bool:
     d = np.asarray(changes[-(SETTLE_ITERATIONS + 2) :], dtype=np.float64)
     if not d.size or not np.isfinite(d[-1]):
         return True  # a model without float parameters: the objective test alone
-    if d[-1] <= 1e-12:
+    if d[-1] <= STILL:
         return True  # nothing moves any more (rounding level)
     if d.size < SETTLE_ITERATIONS + 2 or np.any(d <= 0):
         return False

@@ -11,7 +11,7 @@ from __future__ import annotations
 import streamlit as st
 
 from crowdlab import plots
-from crowdlab.em import STOP_REASONS, Run
+from crowdlab.em import STILL, STOP_REASONS, Run
 from crowdlab.safe import plural
 
 PLATEAU_NOTE = (
@@ -25,8 +25,20 @@ PLATEAU_NOTE = (
 )
 
 
+HARD_NOTE = (
+    "Hard EM stops differently: it reaches its fixed point exactly, in a finite number of steps. Once no item's "
+    "arg-max label changes, the M-step returns the same parameters (a change of 0, drawn at the floor) and the run "
+    "stops at once; the 10-iteration test is for soft EM, which only approaches its fixed point. "
+)
+
+
 def stop_sentence(run: Run) -> str:
-    """Why the run stopped, in words (or where it stands when it was stepped by hand)."""
+    """Why the run stopped, in words (or where it stands when it was stepped by hand). A run that converged
+    because its parameters stopped moving altogether (hard EM, once no label changes) says so."""
+    change = run.last.param_change if run.last.kind == "M" else None
+    exact = change is not None and 0 <= change <= STILL
+    if run.stop_reason == "converged" and exact:
+        return "Stop reason: converged: the last iteration left every parameter where it was (an exact fixed point)."
     if run.stop_reason in STOP_REASONS:
         return f"Stop reason: {STOP_REASONS[run.stop_reason]}."
     if run.converged:
@@ -54,5 +66,7 @@ def convergence_panel(run: Run) -> None:
     st.caption(
         "Blue: log10 of the objective's gain in each iteration" + hard + "; purple: log10 of the largest change "
         "of any parameter; dashed: the objective test's threshold (tolerance × |objective|); dotted red: the "
-        "cursor. Gains at or below zero are drawn at the floor (10^-16). " + PLATEAU_NOTE
+        "cursor. Gains at or below zero are drawn at the floor (10^-16). "
+        + (HARD_NOTE if run.model.hard else "")
+        + PLATEAU_NOTE
     )

@@ -124,6 +124,25 @@ def test_convergence_tab_plots_the_trace_on_a_fixed_range_and_says_why_it_stoppe
     assert line["x0"] == _run(at).current.iteration
 
 
+def test_hard_em_stopping_tab_says_it_reached_an_exact_fixed_point():
+    """Hard EM converges in a few iterations with a parameter change of exactly 0 (no label changed): the tab says
+    so instead of "contracting ... 10 iterations in a row", which the audit found contradicted the chart."""
+    at = _method(_open("bluebirds"), "ds")
+    ok(at.checkbox(key="stepper.hard").check().run())
+    _tab(at, "Stopping")
+    click(at, "stepper.run")
+    run = _run(at)
+    assert run.model.hard and run.stop_reason == "converged" and run.last.iteration < 10
+    assert run.last.param_change == 0.0
+    assert any("exact fixed point" in m.value for m in at.markdown)
+    assert not any(STOP_REASONS["converged"] in m.value for m in at.markdown)
+    assert any("Hard EM stops differently" in c.value for c in at.caption)
+    ok(at.checkbox(key="stepper.hard").uncheck().run())  # soft EM: the general reason, no hard-EM note
+    click(at, "stepper.run")
+    assert any(STOP_REASONS["converged"] in m.value for m in at.markdown)
+    assert not any("Hard EM stops differently" in c.value for c in at.caption)
+
+
 # ---------------------------------------------------------------------------- majority-vote ties
 def test_majority_vote_ties_rule_count_marks_and_export():
     from crowdlab.models.majority import majority_labels, tied_items

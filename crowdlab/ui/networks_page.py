@@ -408,7 +408,7 @@ def _source_widgets() -> None:
 
 def settings_section() -> None:
     """The page's settings (a change resets the run)."""
-    with presenter.settings(f"Settings: {E_STEPS[NET.config().e_step]} E-step, δ and start"):
+    with presenter.settings(f"Settings: {E_STEPS[NET.config().e_step]} E-step, δ and start", key="net.settings"):
         _settings_widgets()
 
 

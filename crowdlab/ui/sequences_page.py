@@ -421,7 +421,7 @@ def upload_tab() -> None:
 
 def settings_section() -> None:
     """The page's settings (a change resets the run), folded into an expander in presenter mode."""
-    with presenter.settings(f"Settings: start from {INITS.get(SEQ.config().init)}"):
+    with presenter.settings(f"Settings: start from {INITS.get(SEQ.config().init)}", key="seq.settings"):
         _settings_widgets()
 
 

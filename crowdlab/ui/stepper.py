@@ -23,7 +23,8 @@ def method_picker() -> None:
     """Method, initialisation, prior strength, hard EM, seed and stopping rule (a change resets the run); folded
     into an expander in presenter mode, whose label names the run's real start (:func:`state.start_title`)."""
     cfg = state.get_config()
-    with presenter.settings(f"Method: {state.method_title(cfg.method)} · start: {state.start_title()}"):
+    summary = f"Method: {state.method_title(cfg.method)} · start: {state.start_title()}"
+    with presenter.settings(summary, key="stepper.settings"):
         _method_widgets()
 
 

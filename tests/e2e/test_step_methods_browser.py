@@ -65,3 +65,17 @@ def test_hard_em_then_a_variational_method_still_steps(server, page):
     page.get_by_text("iteration 1, after M-step").first.wait_for()
     wait_idle(page)
     assert_no_exception(page)
+
+
+def test_presenter_settings_stay_open_while_the_method_changes(server, page):
+    """The folded settings' summary names the method, so each change used to draw a new, folded expander: the
+    lecturer had to reopen it for every choice. It is keyed now and stays open."""
+    _start(page, server)
+    main = _open_settings(page)
+    for method, summary in (("One-coin", "Method: One-coin"), ("GLAD", "Method: GLAD")):
+        main.locator('[data-testid="stSelectbox"]').filter(has_text="Method").first.click()
+        page.get_by_role("option", name=method, exact=False).first.click()
+        wait_idle(page)
+        main.locator('[data-testid="stExpander"] summary').filter(has_text=summary).first.wait_for()
+        assert main.locator('[data-testid="stSelectbox"]').filter(has_text="Method").first.is_visible(), method
+    assert_no_exception(page)

@@ -591,7 +591,8 @@ EM_LESSON = Lesson(
             "item_means",
             "Every annotator counts fully, so each estimated mean $\\mu_i$ is the plain average of the five scores "
             "(correlation with the true means: **{a[pearson]:.3f}**); the random scores pull the means toward the "
-            "middle. σ = **{a[sigma]:.3f}** is inflated by them; π starts at 0.5.",
+            "middle. σ = **{a[sigma]:.3f}** is inflated by them. π, the share of good annotators, starts at 0.5, not "
+            "at 1: with π = 1 no annotator could ever be judged bad, a fixed point EM would never leave.",
         ),
         Step(
             "E-step: who looks good?",

@@ -59,6 +59,50 @@ class LabelSwitch:
         return [(class_names[k], class_names[int(j)]) for k, j in enumerate(self.perm) if int(j) != k]
 
 
+@dataclass(frozen=True)
+class PriorCollapse:
+    """Evidence that a run's estimated class prior has collapsed onto the other classes: class ``k`` has prior
+    ``pi`` although majority vote gives it ``mv_share`` of the items; ``share`` of the items keep it as their
+    label now; ``accuracy`` / ``mv_accuracy`` against gold (None without gold)."""
+
+    k: int
+    pi: float
+    mv_share: float
+    share: float
+    accuracy: float | None = None
+    mv_accuracy: float | None = None
+
+
+def prior_collapse(
+    data: Annotations, pi: np.ndarray, labels: np.ndarray, *, ratio: float = 0.25, min_share: float = 0.1
+) -> PriorCollapse | None:
+    """A :class:`PriorCollapse` when an estimated class prior ``pi`` (K,) gives some class less than ``ratio`` of
+    the share of items majority vote gives it (a class majority vote gives at least ``min_share`` of the items),
+    else None; ``labels`` (N,) are the run's hard labels. The class most collapsed is reported.
+
+    A model whose errors cannot depend on the true class (one-coin: one accuracy per worker, errors spread evenly)
+    can fit a crowd that errs more on one class than on another better by calling nearly every item one class: a
+    higher likelihood and a worse answer (bluebirds: pi = (0.972, 0.028), accuracy 0.583 against majority vote's
+    0.759 and Dawid-Skene's 0.898).
+    """
+    from crowdlab.models.majority import majority_labels
+
+    pi = np.asarray(pi, dtype=np.float64)
+    if data.is_continuous or pi.shape != (data.n_classes,) or not np.all(np.isfinite(pi)):
+        return None
+    mv = majority_labels(data)
+    mv_share = np.bincount(mv, minlength=data.n_classes) / max(len(mv), 1)
+    fall = np.where(mv_share >= min_share, pi / np.maximum(mv_share, 1e-300), np.inf)
+    k = int(np.argmin(fall))
+    if not fall[k] < ratio:
+        return None
+    labels = np.asarray(labels, dtype=int)
+    acc = mv_acc = None
+    if data.has_gold:
+        acc, mv_acc = accuracy(labels, data.gold), accuracy(mv, data.gold)
+    return PriorCollapse(k, float(pi[k]), float(mv_share[k]), float(np.mean(labels == k)), acc, mv_acc)
+
+
 def label_switch(data: Annotations, labels: np.ndarray, min_gain: float = 0.1) -> LabelSwitch | None:
     """A :class:`LabelSwitch` when the hard labels ``labels`` (N,) are a relabelling of the majority vote's
     classes, else None.

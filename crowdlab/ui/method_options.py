@@ -20,7 +20,7 @@ from __future__ import annotations
 import numpy as np
 import streamlit as st
 
-from crowdlab import safe
+from crowdlab import safe, sweep
 from crowdlab.data import Annotations
 from crowdlab.em import Run
 from crowdlab.models import CLASS_PRIOR_MODELS, ScoreParams
@@ -199,5 +199,38 @@ def degenerate_notice(run: Run) -> None:
         "answer). EM reaches it from a start with one good annotator. Remedy: set **Floor on σ** to about the "
         "spread you expect of a good annotator (0.07 on the lecture's [0, 1] scores): the degenerate answer then "
         "scores below the sensible one, and from 'Assume everyone is good' EM finds the sensible optimum.",
+        icon=":material/warning:",
+    )
+
+
+def prior_collapse_notice(run: Run) -> None:
+    """Say so when the cursor's estimated class prior has collapsed (:func:`crowdlab.sweep.prior_collapse`: a class
+    majority vote gives many items has almost no prior left), with the live numbers and what to do. Drawn above the
+    Step page's tabs, so it follows the cursor."""
+    pi = getattr(run.current.params, "pi", None)
+    if not run.iterative or pi is None or run.data.is_continuous or run.model.info.latent != "item":
+        return
+    found = sweep.prior_collapse(run.data, pi, np.argmax(run.current.q, axis=1))
+    if found is None:
+        return
+    name = safe.md(run.data.class_names[found.k])
+    score = ""
+    if found.accuracy is not None:
+        score = f" Accuracy against gold: {found.accuracy:.3f}, against majority vote's {found.mv_accuracy:.3f}."
+    if run.model.info.key == "one_coin":
+        why = (
+            "A higher objective is not always a better answer: one-coin's errors cannot depend on the true class "
+            "(one accuracy per worker, errors spread evenly), so it can explain a crowd that errs more on one class "
+            "than on another by calling nearly everything the other class. A model with per-class errors "
+            "(Dawid-Skene, two-coin) does not need to."
+        )
+    else:
+        why = (
+            "The objective is higher there, but a class that loses almost all its items is worth a second look: "
+            "compare the methods on this dataset (Compare methods), or try a prior strength."
+        )
+    st.info(
+        f"**The class prior has collapsed: π = {found.pi:.3f} for class {name}**, which majority vote gives "
+        f"{found.mv_share:.0%} of the items; {found.share:.0%} of the items get class {name} now.{score} {why}",
         icon=":material/warning:",
     )

@@ -199,6 +199,7 @@ def draw_tabs(run: Run) -> None:
     )
     label_switch_notice(run)
     method_options.degenerate_notice(run)
+    method_options.prior_collapse_notice(run)
     for tab, panel in zip(tab_bar(), panels):
         if tab.open:
             with tab:

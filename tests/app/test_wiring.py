@@ -143,6 +143,22 @@ def test_hard_em_stopping_tab_says_it_reached_an_exact_fixed_point():
     assert not any("Hard EM stops differently" in c.value for c in at.caption)
 
 
+def test_one_coin_collapsed_class_prior_is_explained_above_the_tabs():
+    """One-coin on bluebirds ends at 0.583 (majority vote 0.759) with pi = (0.972, 0.028): the audit found no word
+    on the page about why. The notice names the class, the live numbers and the remedy; Dawid-Skene has none."""
+    at = _method(_open("bluebirds"), "one_coin")
+    assert not any("class prior has collapsed" in i.value for i in at.info)  # the start: majority vote's prior
+    click(at, "stepper.run")
+    said = [i.value for i in at.info if "class prior has collapsed" in i.value]
+    assert len(said) == 1, [i.value for i in at.info]
+    assert "π = 0.028 for class 1" in said[0] and "30% of the items" in said[0]
+    assert "Accuracy against gold: 0.583, against majority vote's 0.759" in said[0]
+    assert "one-coin's errors cannot depend on the true class" in said[0] and "Dawid-Skene" in said[0]
+    at = _method(at, "ds")
+    click(at, "stepper.run")
+    assert not any("class prior has collapsed" in i.value for i in at.info)
+
+
 # ---------------------------------------------------------------------------- majority-vote ties
 def test_majority_vote_ties_rule_count_marks_and_export():
     from crowdlab.models.majority import majority_labels, tied_items

@@ -123,3 +123,40 @@ def test_label_switch_without_gold_and_never_for_scores():
     assert found is not None and found.accuracy is None  # no gold: the evidence is the agreement
     scores = simulate_scores(10, 2, 1, seed=1).annotations
     assert sweep.label_switch(scores, np.zeros(scores.n_workers, dtype=int)) is None
+
+
+# ---------------------------------------------------------------------------- a collapsed class prior
+def test_prior_collapse_fires_on_one_coin_bluebirds_and_not_on_dawid_skene(bluebirds):
+    """One-coin on bluebirds climbs to pi = (0.972, 0.028) and calls 97 % of the photos class 0 (accuracy 0.583,
+    majority vote 0.759); Dawid-Skene keeps pi near the gold share (0.564, 0.436)."""
+    oc = cl.fit(bluebirds, "one_coin")
+    found = sweep.prior_collapse(bluebirds, oc.params.pi, oc.labels())
+    assert found is not None and found.k == 1
+    assert found.pi == pytest.approx(oc.params.pi[1]) and found.pi < 0.05
+    assert found.mv_share == pytest.approx(32 / 108) and found.share == pytest.approx(3 / 108)
+    assert found.accuracy == pytest.approx(0.583, abs=1e-3) and found.mv_accuracy == pytest.approx(0.759, abs=1e-3)
+    ds = cl.fit(bluebirds, "ds")
+    assert sweep.prior_collapse(bluebirds, ds.params.pi, ds.labels()) is None
+    # at the start (majority vote's own prior) nothing has collapsed
+    assert sweep.prior_collapse(bluebirds, oc.snapshots[0].params.pi, oc.labels()) is None
+
+
+def test_prior_collapse_thresholds_and_inputs_it_ignores():
+    patients = load_sample("patients")  # no gold
+    mv_share = np.bincount(cl.fit(patients, "mv").labels(), minlength=4) / patients.n_items
+    k = int(np.argmax(mv_share))
+    pi = np.full(4, 1.0 / 3)
+    pi[k] = 0.2 * mv_share[k]
+    pi /= pi.sum()
+    found = sweep.prior_collapse(patients, pi, np.zeros(patients.n_items, dtype=int))
+    assert found is not None and found.k == k and found.accuracy is None
+    assert sweep.prior_collapse(patients, pi, np.zeros(patients.n_items, dtype=int), ratio=0.1) is None
+    # a class majority vote gives fewer than min_share of the items is not watched
+    rare = int(np.argmin(mv_share))
+    pi = mv_share.copy()
+    pi[rare] = 0.0
+    assert mv_share[rare] < 0.1  # 1 patient of 45
+    assert sweep.prior_collapse(patients, pi, np.zeros(patients.n_items, dtype=int)) is None
+    assert sweep.prior_collapse(patients, pi, np.zeros(patients.n_items, dtype=int), min_share=0.01).k == rare
+    assert sweep.prior_collapse(patients, np.array([0.5, 0.5]), np.zeros(patients.n_items, dtype=int)) is None
+    assert sweep.prior_collapse(patients, np.full(4, np.nan), np.zeros(patients.n_items, dtype=int)) is None

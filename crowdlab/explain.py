@@ -3,14 +3,17 @@
 Each function returns a list of LaTeX lines (one ``st.latex`` each): the general formula with the papers' symbols,
 then the same formula evaluated for the item or worker the user picked. KaTeX display math does not wrap, so every
 line is kept narrow enough for a 1024 x 768 projector: at most :data:`MAX_WIDTH` characters as estimated by
-:func:`visible_width` (about 500 px, the narrowest box the lines are shown in with the sidebar open). Long
-formulas are split over several lines, long sums and products are written out as far as they fit with the rest
-counted ("(35 more)"), and the printed result is always the exact one. Small and large numbers are written as
-``2.91 \\times 10^{-15}``, never ``2.91e-15``.
+:func:`visible_width` (about 500 px, the narrowest box the lines are shown in with the sidebar open), or
+:data:`NARROW_WIDTH` inside :func:`narrow` (presenter mode, whose larger font and side-by-side layout leave the
+formulas about 440 px). Long formulas are split over several lines, long sums and products are written out as
+far as they fit with the rest counted ("(35 more)"), and the printed result is always the exact one. Small and large
+numbers are written as ``2.91 \\times 10^{-15}``, never ``2.91e-15``.
 """
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import functools
 import math
 import re
@@ -28,6 +31,24 @@ SHOW = 4  # at most this many factors of a long product are written out before "
 ALL_TERMS = 8  # a sum with at most this many terms (a weighted mean over few scorers) is written out in full
 MAX_WIDTH = 56  # estimated characters per line: about 500 px of KaTeX at Streamlit's size (8.6-9 px each), so a
 # line fits the narrowest place it is shown at 1024 x 768 (the next half-step's expander beside the sidebar)
+NARROW_WIDTH = 40  # presenter mode: the Step page's formulas tab is 446 px wide with the sidebar open, where KaTeX
+# draws a digit 10.3 px wide and a sum or a fraction wider than estimated
+_WIDTH = contextvars.ContextVar("explain_width", default=MAX_WIDTH)  # per thread: each Streamlit session its own
+
+
+def line_width() -> float:
+    """The width every line is kept to now: :data:`MAX_WIDTH`, or :data:`NARROW_WIDTH` inside :func:`narrow`."""
+    return _WIDTH.get()
+
+
+@contextlib.contextmanager
+def narrow(width: float = NARROW_WIDTH):
+    """Within the block every explainer keeps its lines to ``width`` (presenter mode's narrower formulas)."""
+    token = _WIDTH.set(width)
+    try:
+        yield
+    finally:
+        _WIDTH.reset(token)
 
 
 # ---------------------------------------------------------------------------- numbers and names
@@ -157,11 +178,13 @@ def visible_width(latex: str) -> float:
     return width
 
 
-def _fits(line: str) -> bool:
-    return visible_width(line) <= MAX_WIDTH
+def _fits(line: str, width: float | None = None) -> bool:
+    return visible_width(line) <= (line_width() if width is None else width)
 
 
-def _pack(first: str, terms: list[str], joiner: str, end: str = "", cont: str = r"\quad") -> list[str]:
+def _pack(
+    first: str, terms: list[str], joiner: str, end: str = "", cont: str = r"\quad", width: float | None = None
+) -> list[str]:
     """``first`` then every term joined with ``joiner``, as many per line as fit, then ``end``; a continuation
     line starts with ``cont`` and the joiner. ``end`` (e.g. ``" = 0.42"``) goes on a line of its own when it
     does not fit on the last one."""
@@ -170,13 +193,13 @@ def _pack(first: str, terms: list[str], joiner: str, end: str = "", cont: str = 
     for j, t in enumerate(terms):
         glue = ("" if first.endswith("(") else " ") if j == 0 else joiner
         cand = cur + glue + t
-        if j > 0 and not _fits(cand + (tail if j < len(terms) - 1 else "")):
+        if j > 0 and not _fits(cand + (tail if j < len(terms) - 1 else ""), width):
             lines.append(cur + tail)
             cur = f"{cont} {t}"
         else:
             cur = cand
     if end:
-        if _fits(cur + end):
+        if _fits(cur + end, width):
             cur += end
         else:
             lines.append(cur)
@@ -188,11 +211,12 @@ def _pack(first: str, terms: list[str], joiner: str, end: str = "", cont: str = 
 _BREAKS = (r",\qquad ", r",\qquad", r"\qquad ", r"\qquad", r",\quad ", r",\quad", r"\quad ", r",\ ")
 
 
-def wrap(line: str, cont: str = r"\quad") -> list[str]:
-    r"""``line`` cut into lines that fit (:data:`MAX_WIDTH`) at its top-level breaks (``\qquad``, ``\quad`` and
-    ``,\ `` outside braces), each break kept at the end of the piece before it; a continuation line starts with
-    ``cont``. A piece with no break in it that does not fit is left whole (the explainers keep those short)."""
-    if _fits(line):
+def wrap(line: str, cont: str = r"\quad", width: float | None = None) -> list[str]:
+    r"""``line`` cut into lines that fit (``width``, else :func:`line_width`) at its top-level breaks (``\qquad``,
+    ``\quad`` and ``,\ `` outside braces), each break kept at the end of the piece before it; a continuation line
+    starts with ``cont``. A piece with no break in it that does not fit is left whole (the explainers keep those
+    short)."""
+    if _fits(line, width):
         return [line]
     pieces, depth, start, i = [], 0, 0, 0
     while i < len(line):
@@ -212,7 +236,7 @@ def wrap(line: str, cont: str = r"\quad") -> list[str]:
                 continue
         i += 1
     pieces.append(line[start:])
-    out = _pack("", pieces, "", cont=cont)  # as many pieces per line as fit
+    out = _pack("", pieces, "", cont=cont, width=width)  # as many pieces per line as fit
     out[0] = out[0].lstrip()
     return [_trim_end(x) for x in out[:-1]] + out[-1:]
 
@@ -226,11 +250,11 @@ def _trim_end(line: str) -> str:
 
 
 def _fitted(explainer):
-    """``explainer`` with every line it returns passed through :func:`wrap`."""
+    """``explainer`` with every line it returns passed through :func:`wrap` (at most :func:`line_width`)."""
 
     @functools.wraps(explainer)
-    def run(*args) -> list[str]:
-        return [w for line in explainer(*args) for w in wrap(line)]
+    def run(*args, **kwargs) -> list[str]:
+        return [w for line in explainer(*args, **kwargs) for w in wrap(line)]
 
     return run
 
@@ -251,6 +275,7 @@ def _product_line(head: str, factors: list[str], result: str) -> list[str]:
 
 
 # ---------------------------------------------------------------------------- class models
+@_fitted
 def e_step_classes(data: Annotations, params: ClassParams, item: int, model_key: str = "ds") -> list[str]:
     """E-step for item n (Traganitis & Giannakis eq. (9); Raykar et al. 2010's mu_i for two-coin): q_nk from pi
     and Gamma. Per class: the prior, the first few factors Gamma_m(f_m(x_n), k), the product."""
@@ -278,6 +303,7 @@ def e_step_classes(data: Annotations, params: ClassParams, item: int, model_key:
     return lines
 
 
+@_fitted
 def m_step_classes(data: Annotations, q: np.ndarray, worker: int, model_key: str = "ds") -> list[str]:
     """M-step for worker m (Traganitis & Giannakis eq. (11); one-coin theta; Raykar et al. 2010's alpha and
     beta for two-coin), the expected counts written out as fractions."""
@@ -320,6 +346,7 @@ def _bad_density(p: ScoreParams) -> str:
     return num(1.0 / (p.high - p.low), 3)
 
 
+@_fitted
 def e_step_scores(data: Annotations, p: ScoreParams, annotator: int) -> list[str]:
     """E-step for annotator a (the EM lecture on bad annotators): w_a = P(good | their scores), with pi_good,
     sigma and the bad-annotator density as numbers, and the two log-terms that are compared."""
@@ -340,23 +367,27 @@ def e_step_scores(data: Annotations, p: ScoreParams, annotator: int) -> list[str
         head + " + ".join(terms[: shown + 1]) + rf" + \cdots (\text{{{len(terms) - shown - 1} more}})"
     ):
         shown += 1
-    line = head + " + ".join(terms[:shown])
-    if len(terms) > shown:
-        line += rf" + \cdots (\text{{{len(terms) - shown} more}})"
+    sum_lines = [head + " + ".join(terms[:shown])]
+    more = rf" + \cdots (\text{{{len(terms) - shown} more}})" if len(terms) > shown else ""
+    if more and _fits(sum_lines[0] + more):
+        sum_lines[0] += more
+    elif more:  # not even one term and the count fit beside the head: the count on a line of its own
+        sum_lines.append(r"\qquad" + more)
     return [
         r"w_a = \frac{G_a}{G_a + B_a}",
         r"G_a = \pi_{good} \prod_i \mathcal{N}(s_{ia}; \mu_i, \sigma)",
         r"B_a = (1-\pi_{good}) \prod_i b",
-        rf"b = {dens}\ \text{{on}}\ [{_f(p.low)}, {_f(p.high)}]\ \text{{({range_note(p)})}}",
+        rf"b = {dens}\ \text{{on}}\ [{_f(p.low)}, {_f(p.high)}]\quad \text{{({range_note(p)})}}",
         rf"\text{{annotator {name}}}\ ({len(obs)}\ \text{{scores}}):",
         rf"\pi_{{good}} = {_f(p.pi_good)},\qquad \sigma = {num(p.sigma, 4)}",
-        line,
+        *sum_lines,
         rf"\qquad = {num(lg, 4)}",
         rf"\log B_a = \log {_f(1 - p.pi_good)} + {len(obs)} \cdot \log {dens} = {num(lb, 4)}",
         rf"\Rightarrow\ w_a = \frac{{1}}{{1 + e^{{\log B_a - \log G_a}}}} = {_f(w)}",
     ]
 
 
+@_fitted
 def m_step_scores(
     data: Annotations, q: np.ndarray, item: int, prior: float = 0.0, sigma_floor: float = 0.0
 ) -> list[str]:
@@ -448,11 +479,12 @@ def e_step_glad(data: Annotations, params, item: int) -> list[str]:
     obs = np.flatnonzero(data.item == item)
     beta = float(params.beta[item])
     acc = sigmoid(params.alpha[data.worker[obs]] * beta)
-    lines = [
-        r"q_{ik} \propto \pi_k \prod_j \sigma(\alpha_j\beta_i)^{I(L_{ij}=k)}"
-        r"\Big(\frac{1-\sigma(\alpha_j\beta_i)}{K-1}\Big)^{I(L_{ij}\neq k)},\qquad \sigma(x)=\frac{1}{1+e^{-x}}",
-        rf"\text{{item {_tex_name(data.item_names[item])}}}:\ \beta_i = {_f(beta)}\ "
-        rf"(\text{{difficulty}}\ 1/\beta_i = {_f(1 / beta)}),\ {len(obs)}\ \text{{labels}}",
+    lines = [  # the general formula over three lines: one did not fit the tab beside the sidebar
+        r"q_{ik} \propto \pi_k \prod_j \sigma(\alpha_j\beta_i)^{I(L_{ij}=k)}",
+        r"\qquad \cdot\Big(\frac{1-\sigma(\alpha_j\beta_i)}{K-1}\Big)^{I(L_{ij}\neq k)},",
+        r"\sigma(x)=\frac{1}{1+e^{-x}}",
+        rf"\text{{item {_tex_name(data.item_names[item])}}}\ ({len(obs)}\ \text{{labels}}):\ \beta_i = {_f(beta)},\ "
+        rf"\text{{difficulty}}\ 1/\beta_i = {_f(1 / beta)}",
     ]
     shown = [
         rf"\text{{{_tex_name(data.worker_names[data.worker[o]])}}}:\ \sigma({_f(params.alpha[data.worker[o]])}"
@@ -480,17 +512,19 @@ def m_step_glad(data: Annotations, q: np.ndarray, params, worker: int) -> list[s
     med = float(np.median(params.beta))
     terms = [rf"({_f(wi)} - {_f(si)})\cdot {_f(bi)}" for wi, si, bi in zip(w, s, beta)]
     shown = terms[:SHOW] + ([rf"\cdots (\text{{{len(terms) - SHOW} more}})"] if len(terms) > SHOW else [])
-    return [
-        r"\frac{\partial Q}{\partial \alpha_j} = \sum_i \big(q_{i,L_{ij}} - \sigma(\alpha_j\beta_i)\big)\,\beta_i"
-        r" - \frac{\alpha_j-\mu_\alpha}{\sigma^2_\alpha},\qquad "
-        r"\frac{\partial Q}{\partial \log\beta_i} = \sum_j \big(q_{i,L_{ij}} - \sigma(\alpha_j\beta_i)\big)"
-        r"\,\alpha_j\beta_i"
-        r" - \frac{\log\beta_i-\mu_\beta}{\sigma^2_\beta}",
+    return [  # each gradient over two lines, its prior's term on the second, sigma_ij named: one line ran off the tab
+        r"\frac{\partial Q}{\partial \alpha_j} = \sum_i (q_{i,L_{ij}} - \sigma_{ij})\,\beta_i",
+        r"\qquad - \frac{\alpha_j-\mu_\alpha}{\sigma^2_\alpha},",
+        r"\frac{\partial Q}{\partial \log\beta_i} = \sum_j (q_{i,L_{ij}} - \sigma_{ij})\,\alpha_j\beta_i",
+        r"\qquad - \frac{\log\beta_i-\mu_\beta}{\sigma^2_\beta},",
+        r"\sigma_{ij} = \sigma(\alpha_j\beta_i)",
         r"\text{No closed form: the M-step climbs } Q",
-        r"\text{(Newton steps, halved until } Q \text{ does not fall)}",
+        r"\text{(Newton steps, halved until } Q",
+        r"\text{does not fall)}",
         rf"\text{{worker {_tex_name(data.worker_names[worker])}}}\ ({len(obs)}\ \text{{labels}}):\ "
         rf"\alpha_j = {_f(a)},",
-        *_pack(r"\sum_i (q - \sigma)\beta_i =", shown, " + ", end=f" = {_f(grad)}"),
+        # the sum sign with its limit draws wider than the estimate: a narrower budget for this line
+        *_pack(r"\sum_i (q - \sigma)\beta_i =", shown, " + ", end=f" = {_f(grad)}", width=line_width() - 4),
         r"\text{P(right) on an item of median difficulty}",
         rf"\sigma({_f(a)} \cdot {_f(med)}) = {_f(float(sigmoid(a * med)))}",
     ]
@@ -541,14 +575,15 @@ def m_step_mace(data: Annotations, q: np.ndarray, params, worker: int) -> list[s
         rf"\ \text{{of}}\ {len(obs)},\quad \theta_j \approx {_f(honest / max(len(obs), 1))},\quad"
         rf"\text{{stored}}\ \theta_j = {_f(float(params.theta[worker]))}\ (\text{{P(spamming)}} = "
         rf"{_f(float(1 - params.theta[worker]))})",
-        r"\text{spam strategy } \xi_j:\ "
+        r"\text{spam strategy } \xi_j:\qquad "  # a break there, where the line is too long
         + ",\\ ".join(
             rf"\text{{{_tex_name(data.class_names[k])}}}\ {_f(float(params.xi[worker, k]))}"
             rf"\ (E[\#] = {_f(float(spam[k]))})"
             for k in top
         ),
-        r"\text{(the stored values include the prior's pseudo-counts}",
-        r"\text{and the inner EM over } S\text{, run from the previous } \theta, \xi)",
+        r"\text{(the stored values include the prior's}",
+        r"\text{pseudo-counts and the inner EM over } S\text{,}",
+        r"\text{run from the previous } \theta, \xi)",
     ]
 
 
@@ -562,7 +597,8 @@ def e_step_mace_vb(data: Annotations, params, item: int) -> list[str]:
         r"q_{it} \propto \pi_t \prod_j \big(\tilde\theta_j\, I(A_{ij}=t) + \tilde s_j\,\tilde\xi_j(A_{ij})\big),",
         r"\tilde\theta_j = e^{\psi(a_j)-\psi(a_j+b_j)},\ \tilde s_j = e^{\psi(b_j)-\psi(a_j+b_j)},\ "
         r"\tilde\xi_j(a) = e^{\psi(c_j(a))-\psi(\sum_{a'} c_j(a'))}",
-        r"\tilde\theta_j + \tilde s_j < 1\text{: uncertainty about } \theta_j \text{ costs weight}",
+        r"\tilde\theta_j + \tilde s_j < 1:",
+        r"\text{uncertainty about } \theta_j \text{ costs weight}",
         rf"\text{{item {_tex_name(data.item_names[item])}}}\ ({len(obs)}\ \text{{labels}}):",
     ]
     parts = [
@@ -589,18 +625,20 @@ def m_step_mace_vb(data: Annotations, q: np.ndarray, params, worker: int) -> lis
         r"\xi_j \sim \mathrm{Dir}\big(c + E[\#\text{spam labels } a]\big),",
         r"P(S_{ij}=0 \mid A_{ij}=a, T_i=a) = \frac{\tilde\theta_j}{\tilde\theta_j + \tilde s_j\tilde\xi_j(a)}",
         rf"\text{{worker {_tex_name(data.worker_names[worker])}}}\ ({n}\ \text{{labels}}):",
-        rf"\mathrm{{Beta}}({_f(a0)} + {_f(a - a0)},\, {_f(b0)} + {_f(b - b0)}) = \mathrm{{Beta}}({_f(a)},\, {_f(b)}),",
+        rf"\mathrm{{Beta}}({_f(a0)} + {_f(a - a0)},\, {_f(b0)} + {_f(b - b0)})",
+        rf"\qquad = \mathrm{{Beta}}({_f(a)},\, {_f(b)}),",
         rf"E[\theta_j] = {_f(a / (a + b))}\ (\text{{P(spamming)}} = {_f(b / (a + b))}),\ "
         rf"\tilde\theta_j = {_f(float(np.exp(params.e_theta[worker])))}",
-        r"\text{spam strategy } \xi_j:\ "
+        r"\text{spam strategy } \xi_j:\qquad "  # a break there, where the line is too long
         + ",\\ ".join(
             rf"\text{{{_tex_name(data.class_names[k])}}}:\ {_f(c0)} + {_f(float(c[k] - c0))}"
             rf" \Rightarrow E[\xi_j] = {_f(float(c[k] / c.sum()))}"
             for k in top
         ),
-        r"\text{(the counts come from the inner rounds over } S\text{,}",
-        r"\text{run from the previous posteriors; they add up to}",
-        rf"\text{{the number of labels: }} {_f(a - a0)} + {_f(b - b0)} = {n})",
+        r"\text{(the counts come from the inner rounds}",
+        r"\text{over } S\text{, from the previous posteriors;}",
+        r"\text{they add up to the number of labels:}",
+        rf"{_f(a - a0)} + {_f(b - b0)} = {n})",
     ]
 
 
@@ -612,8 +650,9 @@ def e_step_ibcc(data: Annotations, params, item: int) -> list[str]:
     obs = np.flatnonzero(data.item == item)
     el = expected_log(params.A, axis=1)
     ek = expected_log(params.nu)
-    lines = [
-        r"q_{nk} \propto \exp\Big(E[\log\kappa_k] + \sum_m E[\log\Gamma_m(f_m(x_n), k)]\Big),\qquad "
+    lines = [  # the general formula over two lines: KaTeX draws it about 40 % wider than visible_width estimates
+        r"q_{nk} \propto \exp\Big(E[\log\kappa_k]",
+        r"\qquad + \sum_m E[\log\Gamma_m(f_m(x_n), k)]\Big),",
         r"E[\log x_a] = \psi(a_a) - \psi\big(\textstyle\sum_b a_b\big)",
         rf"\text{{item {_tex_name(data.item_names[item])}}}\ ({len(obs)}\ \text{{labels}}),"
         r"\ \text{terms written as } e^{E\log}:",
@@ -633,10 +672,10 @@ def m_step_ibcc(data: Annotations, q: np.ndarray, params, worker: int) -> list[s
     A = params.A[worker]
     A0 = A - counts
     lines = [
-        r"A_m(k', k) = A^0_m(k', k) + \sum_n q_{nk}\, I(f_m(x_n) = k'),\qquad "
+        r"A_m(k', k) = A^0_m(k', k)\quad + \sum_n q_{nk}\, I(f_m(x_n) = k'),\qquad "
         r"E[\Gamma_m(k', k)] = \frac{A_m(k', k)}{\sum_{k''} A_m(k'', k)},\qquad \nu_k = \nu^0_k + \sum_n q_{nk}",
         rf"\text{{worker {_tex_name(data.worker_names[worker])}}}\ ({len(obs)}\ \text{{labels}}),\ "
-        r"\text{column = true class, prior + counts = } A:",
+        r"\text{column = true class,}\quad \text{prior + counts = } A:",
     ]
     for k in range(min(K, 6)):
         cells = ",\\ ".join(rf"{_f(A0[kp, k])}+{_f(counts[kp, k])}" for kp in range(min(K, 6)))

@@ -21,6 +21,7 @@ ones, good/bad annotators above P(good), "truth" instead of "gold" on the poster
 
 from __future__ import annotations
 
+import contextlib
 import math
 from collections.abc import Callable, Sequence
 
@@ -561,7 +562,14 @@ def _latex(lines: Sequence[str]) -> None:
 
 
 def explain_panel(run: Run) -> None:
-    """The formulas of the half-step that produced this snapshot, with the numbers of a picked item / worker."""
+    """The formulas of the half-step that produced this snapshot, with the numbers of a picked item / worker; in
+    presenter mode at the narrower width (:func:`crowdlab.explain.narrow`): its larger font puts this tab beside
+    the curves, 446 px wide with the sidebar open, where Dawid-Skene's products ran 80 px past the edge."""
+    with explain.narrow() if presenter.is_on() else contextlib.nullcontext():
+        _explain_panel(run)
+
+
+def _explain_panel(run: Run) -> None:
     data = run.data
     snap = run.current
     scores = run.model.info.latent == "annotator"
@@ -688,7 +696,7 @@ def _explain_majority(data, item: int) -> None:
     st.markdown("**Majority vote** has no parameters and takes no steps: each item's posterior is its share of votes.")
     st.latex(r"q_{nk} = \frac{\#\{\text{labels of item } n \text{ that say } k\}}{\#\{\text{labels of item } n\}}")
     parts = [rf"\frac{{{int(v)}}}{{{int(total)}}}" for v in votes]
-    st.latex(r"\text{this item}: q = (" + ",\\ ".join(parts) + ")")
+    _latex(explain.wrap(r"\text{this item}: q = (" + ",\\ ".join(parts) + ")"))
 
 
 # ---------------------------------------------------------------------------- likelihood surface

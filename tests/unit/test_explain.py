@@ -84,6 +84,16 @@ def test_every_class_line_fits_the_projector(sample, method):
     lines = _all_lines(data, method, items, range(data.n_workers))
     too_wide = [(round(explain.visible_width(x), 1), x) for x in lines if explain.visible_width(x) > explain.MAX_WIDTH]
     assert not too_wide, too_wide[:3]
+    # presenter mode's narrower tab: the same explanations within NARROW_WIDTH (Dawid-Skene's products ran 80 px
+    # past the edge of the 446 px tab; IBCC's general formula 44 px)
+    with explain.narrow():
+        assert explain.line_width() == explain.NARROW_WIDTH
+        narrow = _all_lines(data, method, items, range(data.n_workers))
+    assert explain.line_width() == explain.MAX_WIDTH  # the block's width ends with it
+    width = explain.NARROW_WIDTH
+    too_wide = [(round(explain.visible_width(x), 1), x) for x in narrow if explain.visible_width(x) > width]
+    assert not too_wide, too_wide[:3]
+    assert len(narrow) >= len(lines)
     assert not any("e-" in x or "e+" in x for x in lines)
     assert not any(x.endswith("\\") and not x.endswith("\\\\") for x in lines)  # no dangling backslash
     # the products that do not fit are cut and counted: bluebirds items have 39 labels
@@ -108,6 +118,10 @@ def test_scores_lines_fit_on_affect_and_with_long_names():
     data = load_sample("affect")
     lines = _all_lines(data, "scores", range(0, 700, 70), range(0, 38, 4))
     assert max(explain.visible_width(x) for x in lines) <= explain.MAX_WIDTH
+    with explain.narrow():  # presenter mode: a sum whose first term and count do not fit keeps the count below
+        narrow = _all_lines(data, "scores", range(0, 700, 70), range(0, 38, 4))
+    assert max(explain.visible_width(x) for x in narrow) <= explain.NARROW_WIDTH
+    assert any(re.fullmatch(r"\\qquad \+ \\cdots \(\\text\{\d+ more\}\)", x) for x in narrow)
     long = _scores([0.2, 0.3, 0.9, 0.5, 0.6, 0.1], ["an item with a very long name indeed", "b"])
     lines = _all_lines(long, "scores", range(2), range(3))
     assert max(explain.visible_width(x) for x in lines) <= explain.MAX_WIDTH
@@ -144,7 +158,7 @@ def test_e_step_shows_pi_good_sigma_and_the_density(five):
     lines = explain.e_step_scores(data, p, 1)
     text = " ".join(lines)
     assert rf"\pi_{{good}} = {explain._f(p.pi_good)}" in text and rf"\sigma = {explain.num(p.sigma, 4)}" in text
-    assert r"b = 1\ \text{on}\ [0, 1]\ \text{(the lecture's range)}" in text
+    assert r"b = 1\ \text{on}\ [0, 1]\quad \text{(the lecture's range)}" in text
     w = run.model.e_step(data, p)[1, 1]
     assert lines[-1].endswith(explain._f(w))
 

@@ -39,6 +39,30 @@ SCALE = {"linear": "Wald, linear (clipped to [0, 1])", "logit": "Wald on the log
 DEFAULTS = {W_WHAT: "accuracy", W_SCALE: "linear", W_PARAM: None}
 MAX_ROWS = 40  # workers in the chart (the lowest and highest estimates); the table has every one
 SCORES_ROWS = 40  # item means in the scores model's chart: the widest intervals
+# the workers' table under the chart: fixed widths that add up to less than the tab at 1024 px with the sidebar
+# open in presenter mode (about 440 px); the CSV has every column, the reason of an exact interval included
+TABLE_COLUMNS = {
+    "worker": st.column_config.TextColumn("worker", width=85),
+    "estimate": st.column_config.NumberColumn("estimate", format="%.3f", width=75),
+    "se": st.column_config.NumberColumn("SE", format="%.3f", width=55),
+    "lower": st.column_config.NumberColumn("lower", format="%.3f", width=55),
+    "upper": st.column_config.NumberColumn("upper", format="%.3f", width=55),
+    "n_labels": st.column_config.NumberColumn("labels", format="%d", width=55),
+    "exact": st.column_config.CheckboxColumn(
+        "exact", width=50, help="On the boundary: an exact binomial interval instead of Wald's"
+    ),
+}
+TABLE_WIDTH = sum(c["width"] for c in TABLE_COLUMNS.values())
+TABLE_ROWS = 8  # rows a table shows whole; a longer one scrolls in TABLE_MAX_HEIGHT px
+TABLE_MAX_HEIGHT = 320
+
+
+def _height(rows: int) -> int | str:
+    """A table's height: its own ("content": every row, no blank ones; presenter mode's rows are taller than
+    35 px) up to ``TABLE_ROWS`` rows, else ``TABLE_MAX_HEIGHT`` px and it scrolls."""
+    return "content" if rows <= TABLE_ROWS else TABLE_MAX_HEIGHT
+
+
 CALLS = {"n": 0}  # computations done in this process (tests read it)
 ELSEWHERE = {  # where the models this tab does not cover show their intervals
     "mace": " MACE's are in the Workers tab's report (accuracy) and the Details tab (P(spamming)): Wald, from the "
@@ -129,22 +153,20 @@ def worker_intervals_panel(run: Run) -> None:
         title=f"{param}: estimate and {df.attrs.get('level', 0.95):.0%} interval per worker (snapshot {run.index})",
         max_rows=MAX_ROWS,
     )
-    left, right = st.columns([3, 2])
-    left.plotly_chart(fig, key="stepper.intervals_chart")
+    # the chart across the tab, the table under it: beside the chart (two fifths of the tab, 170 px in presenter
+    # mode with the sidebar open) the table showed two of its columns and cut its button to "Download all interva…"
+    st.plotly_chart(fig, key="stepper.intervals_chart")
     table = rows.drop(columns=["parameter"]).sort_values("estimate", ascending=False, kind="stable")
-    right.dataframe(
+    table["exact"] = table["note"].to_numpy() != ""
+    st.dataframe(
         table,
         hide_index=True,
         key="stepper.intervals_table",
-        column_config={
-            "estimate": st.column_config.NumberColumn(format="%.3f"),
-            "se": st.column_config.NumberColumn("SE", format="%.3f"),
-            "lower": st.column_config.NumberColumn(format="%.3f"),
-            "upper": st.column_config.NumberColumn(format="%.3f"),
-            "n_labels": st.column_config.NumberColumn("labels", format="%d"),
-        },
+        column_order=list(TABLE_COLUMNS),
+        column_config=TABLE_COLUMNS,
+        height=_height(len(table)),
     )
-    right.download_button(
+    st.download_button(
         "Download all intervals (CSV)",
         csv_bytes(df),
         file_name="worker_intervals.csv",
@@ -188,21 +210,23 @@ def _scores_panel(run: Run) -> None:
         max_rows=SCORES_ROWS,
     )
     fig.update_xaxes(range=[low, high])
-    left, right = st.columns([3, 2])
-    left.plotly_chart(fig, key="stepper.intervals_chart")
+    st.plotly_chart(fig, key="stepper.intervals_chart")  # the table under it, as the workers' table
     glob = df[df["parameter"] != "mu"][["parameter", "estimate", "se", "lower", "upper", "note"]]
-    right.dataframe(
+    st.dataframe(
         glob,
         hide_index=True,
         key="stepper.intervals_scores_table",
+        column_order=["parameter", "estimate", "se", "lower", "upper"],
         column_config={
-            "estimate": st.column_config.NumberColumn(format="%.4f"),
-            "se": st.column_config.NumberColumn("SE", format="%.4f"),
-            "lower": st.column_config.NumberColumn(format="%.4f"),
-            "upper": st.column_config.NumberColumn(format="%.4f"),
+            "parameter": st.column_config.TextColumn("parameter", width=90),
+            "estimate": st.column_config.NumberColumn("estimate", format="%.4f", width=80),
+            "se": st.column_config.NumberColumn("SE", format="%.4f", width=70),
+            "lower": st.column_config.NumberColumn("lower", format="%.4f", width=70),
+            "upper": st.column_config.NumberColumn("upper", format="%.4f", width=70),
         },
+        height=_height(len(glob)),
     )
-    right.download_button(
+    st.download_button(
         "Download all intervals (CSV)",
         csv_bytes(df),
         file_name="item_mean_intervals.csv",

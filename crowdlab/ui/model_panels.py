@@ -105,12 +105,18 @@ def _mace(run: Run, p: MaceParams) -> None:
     data = run.data
     spam = p.spamming
     n_spam = int((spam > SPAM_LINE).sum())
-    c1, c2, c3 = st.columns(3)
-    c1.metric("Spammers (P > 0.5)", f"{n_spam} of {data.n_workers:,}", help="Workers with P(spamming) > 0.5.")
+    # a row that wraps when narrow (presenter mode with the sidebar open): a label is never cut to "Spammers (P > …"
+    row = st.container(horizontal=True, gap="medium", key="stepper.details.counts")
+    row.metric(
+        "Spammers (P > 0.5)",
+        f"{n_spam} of {data.n_workers:,}",
+        help="Workers with P(spamming) > 0.5.",
+        width="content",
+    )
     labels = data.labels_per_worker
     share = float(labels[spam > SPAM_LINE].sum() / max(labels.sum(), 1))
-    c2.metric("Their share of the labels", f"{share:.1%}")
-    c3.metric("Mean competence θ", f"{float(np.mean(p.theta)):.3f}")
+    row.metric("Their share of the labels", f"{share:.1%}", width="content")
+    row.metric("Mean competence θ", f"{float(np.mean(p.theta)):.3f}", width="content")
     vb = isinstance(p, MaceVBParams)  # variational Bayes: the Beta posterior's central 95% of P(spamming)
     interval, kind = (spam_intervals(p, 0.95), "95% credible") if vb else _mace_wald(run, p)
     favourite = np.argmax(p.xi, axis=1)

@@ -68,14 +68,16 @@ def table_height(rows: int, cap: int) -> int:
 def report_table(df: pd.DataFrame, key: str, *, consensus: str) -> None:
     """Krippendorff's alpha, a sort choice, the table (3 decimals, fixed widths for 1024 px) and the captions."""
     alpha = df.attrs.get("krippendorff_alpha", float("nan"))
-    c1, c2 = st.columns([1, 3], vertical_alignment="bottom")
-    c1.metric(
+    # a row that wraps when narrow (presenter mode with the sidebar open): the metric's label is never cut
+    row = st.container(horizontal=True, gap="medium", vertical_alignment="bottom", key=f"{key}.head")
+    row.metric(
         "Krippendorff's α",
         _alpha_text(alpha),
         help="Agreement of the whole label set beyond chance (nominal α, Krippendorff 2011): 1 = perfect, "
         "0 = no better than chance.",
+        width="content",
     )
-    how = c2.radio("Sort by", SORTS, horizontal=True, key=f"{key}.sort")
+    how = row.radio("Sort by", SORTS, horizontal=True, key=f"{key}.sort", width="stretch")
     shown = sorted_report(df, how)
     # 7 narrow columns fit the main column at 1024 px; the worst confusions (long class names) get their own table
     config = {

@@ -100,6 +100,8 @@ def test_whom_to_trust_walks_end_to_end_in_presenter_mode(server, page):
         wait_idle(page)
         assert_no_exception(page)
         main.locator('[data-testid="stAlertContentSuccess"]').first.wait_for()
+        # the chart may draw a moment after the outcome on a busy machine: wait for it (30 s), then count
+        main.locator(".js-plotly-plot").first.wait_for()
         assert main.locator(".js-plotly-plot").count() >= 1, step.title
         assert_nothing_cut(page, f"trust step {i}")
         if i == 4:  # MACE to convergence: the spammers chart

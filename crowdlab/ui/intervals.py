@@ -26,6 +26,7 @@ from crowdlab.export import csv_bytes
 from crowdlab.models.params import ClassParams
 from crowdlab.models.scores import ScoreParams
 from crowdlab.plots import risk as figs
+from crowdlab.ui import lab
 
 SUPPORTED = ("ds", "one_coin", "two_coin")
 W_WHAT = "stepper.intervals.what"
@@ -150,7 +151,7 @@ def worker_intervals_panel(run: Run) -> None:
         exact=exact,
         chance=chance,
         x_title=param,
-        title=f"{param}: estimate and {df.attrs.get('level', 0.95):.0%} interval per worker (snapshot {run.index})",
+        title=f"{param}: estimate and {df.attrs.get('level', 0.95):.0%} interval per worker ({lab.where(run)})",
         max_rows=MAX_ROWS,
     )
     # the chart across the tab, the table under it: beside the chart (two fifths of the tab, 170 px in presenter
@@ -206,7 +207,7 @@ def _scores_panel(run: Run) -> None:
         n_labels=shown["n_labels"].to_numpy(),
         exact=shown["note"].to_numpy() != "",
         x_title="item mean μᵢ",
-        title=f"Item means: estimate and {level:.0%} interval (snapshot {run.index})",
+        title=f"Item means: estimate and {level:.0%} interval ({lab.where(run)})",
         max_rows=SCORES_ROWS,
     )
     fig.update_xaxes(range=[low, high])

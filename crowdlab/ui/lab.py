@@ -43,7 +43,7 @@ from streamlit.runtime.scriptrunner_utils.script_run_context import get_script_r
 
 from crowdlab import plots, safe
 from crowdlab.data import Annotations
-from crowdlab.em import Run
+from crowdlab.em import Run, Snapshot
 from crowdlab.errors import CrowdlabError
 from crowdlab.metrics import accuracy, macro_f, pearson
 from crowdlab.plots.run import X_TITLE
@@ -297,19 +297,30 @@ def run_pending(slot: RunSlot, progress: Callable[[int, int], None] | None = Non
     return True
 
 
-def step_label(run: Run) -> str:
-    """ "iteration 3, after M-step" for the cursor's snapshot (a run that describes its own position, such as an
-    online run's "pass 2, block 5 of 80", says so through ``position_label()``)."""
-    if hasattr(run, "position_label"):
-        return run.position_label()
-    snap = run.current
-    if not run.iterative:
-        return "majority vote (one step, nothing to iterate)"
+def snapshot_label(snap: Snapshot) -> str:
+    """A snapshot in the stepper's words, the one vocabulary of every title and caption: "iteration 0,
+    initialisation", "iteration 3, after E-step", "iteration 3, after M-step"."""
     if snap.kind == "init":
         return "iteration 0, initialisation"
     if snap.kind == "E":
         return f"iteration {snap.iteration + 1}, after E-step"
     return f"iteration {snap.iteration}, after M-step"
+
+
+def where(run: Run, snap: Snapshot | None = None) -> str:
+    """Where a chart's numbers come from, for its title: :func:`snapshot_label` of ``snap`` (default: the cursor's),
+    or "majority vote" for a run with nothing to iterate."""
+    return snapshot_label(snap if snap is not None else run.current) if run.iterative else "majority vote"
+
+
+def step_label(run: Run) -> str:
+    """ "iteration 3, after M-step" for the cursor's snapshot (a run that describes its own position, such as an
+    online run's "pass 2, block 5 of 80", says so through ``position_label()``)."""
+    if hasattr(run, "position_label"):
+        return run.position_label()
+    if not run.iterative:
+        return "majority vote (one step, nothing to iterate)"
+    return snapshot_label(run.current)
 
 
 def metrics(slot: RunSlot, run: Run) -> dict[str, np.ndarray]:

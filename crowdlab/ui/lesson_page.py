@@ -297,7 +297,7 @@ def _strip(run: Run):
     rows = {"truth": d.gold[lo:hi], lessons.MAJORITY_ROW: lessons.majority_start(d)[lo:hi], name: run.labels()[lo:hi]}
     return dplots.sequence_strip(
         rows, d.class_names, confidence={name: run.current.q[lo:hi].max(axis=1)},
-        title=f"One sequence: the truth, the soft majority vote and {name} at snapshot {run.index}", height=260,
+        title=f"One sequence: the truth, the soft majority vote and {name}, {lab.where(run)}", height=260,
     )  # fmt: skip
 
 
@@ -311,7 +311,7 @@ def _network(run: Run):
     labels = run.labels()
     return dplots.network_figure(
         pos, edges, labels, run.current.q.max(axis=1), d.class_names, wrong=labels != d.gold, height=420,
-        title=f"{'MRF-crowd' if run.model.info.key == 'mrf' else 'Dawid-Skene'} at snapshot {run.index}",
+        title=f"{'MRF-crowd' if run.model.info.key == 'mrf' else 'Dawid-Skene'}, {lab.where(run)}",
     )  # fmt: skip
 
 
@@ -322,7 +322,7 @@ def _spam(run: Run):
     groups = types if types is not None else ["workers"] * d.n_workers
     return mplots.spam_by_group(
         run.params.spamming, groups, d.worker_names, order=["expert", "novice", "spammer", "workers"],
-        height=CHART_HEIGHT, title=f"MACE's P(spamming) = 1 − θⱼ at snapshot {run.index}, by true worker type",
+        height=CHART_HEIGHT, title=f"MACE's P(spamming) = 1 − θⱼ, {lab.where(run)}, by true worker type",
     )  # fmt: skip
 
 

@@ -29,6 +29,7 @@ from crowdlab.models.mace import MaceParams, MaceVBParams, spam_intervals
 from crowdlab.plots import models as figs
 from crowdlab.plots.risk import interval_chart
 from crowdlab.reports import WALD_MAX_CLASSES, WALD_MAX_WORKERS
+from crowdlab.ui import lab
 from crowdlab.ui.reports_view import ds_report_if_ready
 
 MODELS = ("glad", "mace", "mace_vb", "ibcc")
@@ -222,7 +223,7 @@ def _ibcc(run: Run, p: IbccParams) -> None:
     for k, c in enumerate(data.class_names[:6]):
         table[f"Γ({c},{c}) 95%"] = [f"{a:.2f} – {b:.2f}" for a, b in zip(ci["diag_lo"][:, k], ci["diag_hi"][:, k])]
     order = np.argsort(-(ci["hi"] - ci["lo"]), kind="stable")  # the widest first
-    st.markdown(f"**Each worker's accuracy: IBCC's credible interval beside Dawid-Skene's** (snapshot {run.index})")
+    st.markdown(f"**Each worker's accuracy: IBCC's credible interval beside Dawid-Skene's** ({lab.where(run)})")
     st.dataframe(
         table.iloc[order].head(TABLE_ROWS),
         hide_index=True,
@@ -245,7 +246,7 @@ def _ibcc(run: Run, p: IbccParams) -> None:
         n_labels=data.labels_per_worker,
         chance=1.0 / data.n_classes,
         x_title="accuracy Σₖ κₖ Γₘ(k, k)",
-        title=f"Accuracy per worker: posterior mean and 95 % credible interval (snapshot {run.index})",
+        title=f"Accuracy per worker: posterior mean and 95 % credible interval ({lab.where(run)})",
     )
     fig.update_traces(name="95 % credible interval (Dirichlet posteriors)", selector=dict(meta="wald"))
     st.plotly_chart(fig, key="stepper.details.credible")

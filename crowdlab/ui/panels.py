@@ -250,7 +250,7 @@ def posterior_panel(run: Run) -> None:
         data.class_names,
         gold=None if gold is None else gold[rows],
         changed=changed[rows],
-        title=f"Posterior q at snapshot {snap.index} (rows: items, columns: classes)",
+        title=f"Posterior q, {lab.where(run, snap)} (rows: items, columns: classes)",
         gold_name="truth" if simulated else "gold",
         tied=None if tied is None else tied[rows],
     )
@@ -289,7 +289,7 @@ def _scores_posterior(run: Run) -> None:
             snap.q[:, 1],
             data.worker_names,
             truth=good,
-            title=f"P(annotator is good) at snapshot {snap.index}",
+            title=f"P(annotator is good), {lab.where(run, snap)}",
         )
         st.plotly_chart(lab.wrap_title(fig, 30), key="stepper.annotator_chart")  # whole in a narrow column
         st.caption(
@@ -354,7 +354,7 @@ def _scores_workers(run: Run) -> None:
         snap.q[data.worker, 1],
         [data.worker_names[m] for m in data.worker],
         sigma=p.sigma,
-        title=f"Every score against its item's mean μᵢ (snapshot {snap.index})",
+        title=f"Every score against its item's mean μᵢ ({lab.where(run, snap)})",
     )
     left, right = st.columns([3, 2])
     left.plotly_chart(fig, key="stepper.scores_chart")
@@ -532,7 +532,7 @@ def class_prior_panel(run: Run) -> None:
         g = data.gold[data.gold >= 0]
         reference = np.bincount(g, minlength=data.n_classes) / max(g.size, 1)
     if isinstance(snap.params, ClassParams):
-        pi, title = snap.params.pi, f"Class prior π at snapshot {snap.index}"
+        pi, title = snap.params.pi, f"Class prior π, {lab.where(run, snap)}"
     else:
         pi, title = snap.q.mean(axis=0), "Share of the (soft) majority votes"
     left, right = st.columns(2)
@@ -633,16 +633,16 @@ def _explain_panel(run: Run) -> None:
             _latex(e_lines(snap.params))
     elif snap.kind == "E":
         st.markdown(
-            f"**E-step just done** (snapshot {prev.index} → {snap.index}): the posterior q from the parameters θ of "
-            f"snapshot {prev.index}, here for {e_unit}."
+            f"**E-step just done** ({lab.snapshot_label(prev)} → {lab.snapshot_label(snap)}): the posterior q from "
+            f"the parameters θ of {lab.snapshot_label(prev)}, here for {e_unit}."
         )
         _latex(e_lines(prev.params))
         if run.model.hard:
             st.caption("Hard EM then keeps only the arg-max: q becomes one-hot.")
     else:
         st.markdown(
-            f"**M-step just done** (snapshot {prev.index} → {snap.index}): the parameters θ from the posterior q of "
-            f"snapshot {prev.index}, here for {m_unit}."
+            f"**M-step just done** ({lab.snapshot_label(prev)} → {lab.snapshot_label(snap)}): the parameters θ from "
+            f"the posterior q of {lab.snapshot_label(prev)}, here for {m_unit}."
         )
         _latex(m_lines(prev.q, snap.params))
     if getattr(run.model, "prior", 0.0) > 0 and snap.kind != "E":
@@ -789,8 +789,8 @@ def surface_panel(run: Run) -> None:
         path_index=idx[keep],
         x_title=labels[ix],
         y_title=labels[iy],
-        title=f"Objective over {labels[ix]} and {labels[iy]} (snapshot {base.index})",
-        end_label="end (converged)" if done else f"now (snapshot {base.index})",
+        title=f"Objective over {labels[ix]} and {labels[iy]} ({lab.where(run, base)})",
+        end_label="end (converged)" if done else "now",
     )
     st.plotly_chart(fig, key="stepper.surface_chart")
     objective = np.array([run.snapshots[i].objective for i in idx[keep]])

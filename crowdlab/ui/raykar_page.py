@@ -446,7 +446,7 @@ def scatter_panel(run: Run, pl: dict, base: dict, extra: dict) -> None:
         box=pl["box"],
         x_title=pl["x_name"],
         y_title=pl["y_name"],
-        title=f"Items coloured by μᵢ at snapshot {snap.index}; boundaries wᵀx = 0",
+        title=f"Items coloured by μᵢ, {lab.where(run, snap)}; boundaries wᵀx = 0",
     )
     st.plotly_chart(lab.wrap_title(fig, 36), key="raykar.scatter_chart")
     notes = [

@@ -23,7 +23,7 @@ from crowdlab.errors import ModelError
 from crowdlab.export import csv_bytes
 from crowdlab.reports import ACCURACY_UNDER_PRIOR, worker_report
 from crowdlab.safe import plural
-from crowdlab.ui import state
+from crowdlab.ui import lab, state
 
 SORTS = ("spammer score (lowest first)", "accuracy (lowest first)", "labels (most first)")
 STEP_CACHE = "stepper.report_cache"  # plain key: [((run id, snapshot index), DataFrame), ...], newest last
@@ -157,9 +157,9 @@ def step_report_panel(run: Run) -> None:
     except (ModelError, ValueError, np.linalg.LinAlgError) as exc:
         st.info(f"No worker report for this snapshot: {exc}")
         return
-    snap = run.current
-    st.markdown(f"**Worker report at snapshot {snap.index}** ({data.n_workers:,} workers)")
-    report_table(df, "stepper.report", consensus=f"the arg-max of q at snapshot {snap.index}")
+    at = lab.where(run)
+    st.markdown(f"**Worker report, {at}** ({data.n_workers:,} workers)")
+    report_table(df, "stepper.report", consensus=f"the arg-max of q, {at}")
 
 
 # ---------------------------------------------------------------------------- the Data page's section

@@ -348,3 +348,30 @@ def test_compare_table_fits_and_agreement_labels_are_unique(sample):
         assert len(set(labels)) == len(labels) > 6, labels
         assert {"MACE", "MACE (VB)"} <= set(labels)
     assert fig["data"][0]["textfont"]["size"] >= 11
+
+
+# ---------------------------------------------------------------------------- one vocabulary on the Step page
+def test_step_page_names_positions_as_the_stepper_does():
+    """The stepper's heading says "iteration 1, after M-step"; the charts, the Formulas tab and the worker report
+    under it said "snapshot 2" (and "snapshot 1 -> 2"): two numberings of one position on one screen."""
+    at = _method(_open("bluebirds"), "ds")
+    click(at, "stepper.step")
+    here = "iteration 1, after M-step"
+    titles = {}
+    for tab, key in (
+        ("Posterior", "stepper.posterior_chart"),
+        ("Priors", "stepper.prior_chart"),
+        ("Surface", "stepper.surface_chart"),
+        ("Intervals", "stepper.intervals_chart"),
+    ):
+        _tab(at, tab)
+        spec = _chart(at, key)
+        assert spec is not None, (tab, key)
+        titles[tab] = spec["layout"]["title"]["text"].replace("<br>", " ")
+    assert all(here in t and "snapshot" not in t for t in titles.values()), titles
+    _tab(at, "Formulas")
+    said = " ".join(m.value for m in at.markdown)
+    assert "M-step just done** (iteration 1, after E-step → iteration 1, after M-step)" in said
+    assert "snapshot 1" not in said
+    _tab(at, "Workers")
+    assert any(f"**Worker report, {here}**" in m.value for m in at.markdown)

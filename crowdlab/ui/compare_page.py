@@ -24,7 +24,6 @@ RESULTS = "compare.results"  # {(data id, prior): Comparison}, the most recent f
 KEEP = 4
 HEAD_ROWS = 20
 MAIN_WIDTH = 560  # px: the main column at 1024 px (sidebar open); the results table's columns must fit in it
-TABLE_HEIGHT = "content"  # the results and details tables: every row, whatever the row height
 METRIC_COLUMNS = ("accuracy", "soft accuracy", "macro F", "log loss", "pearson r")
 
 
@@ -123,9 +122,7 @@ def show_table(data: Annotations, comparison: Comparison) -> None:
     for col in METRIC_COLUMNS:
         config[col] = st.column_config.NumberColumn(col, format="%.3f", width=70)
     main = [c for c in main if c in shown]
-    # every method on screen (a dozen rows at most), no inner scrolling: the table's own height, since a height
-    # in px of 35 per row cut the last row (M-MSR) in presenter mode, whose rows are taller
-    height = TABLE_HEIGHT
+    height = "content"  # every method on screen (a dozen rows at most), no inner scrolling (lab.table_height)
     st.dataframe(shown, hide_index=True, column_order=main, column_config=config, height=height, key="compare.table")
     if runs or scores:
         with st.expander("Iterations, convergence, objective, macro F and the posterior's scores"):

@@ -53,15 +53,6 @@ TABLE_COLUMNS = {
         "exact", width=50, help="On the boundary: an exact binomial interval instead of Wald's"
     ),
 }
-TABLE_WIDTH = sum(c["width"] for c in TABLE_COLUMNS.values())
-TABLE_ROWS = 8  # rows a table shows whole; a longer one scrolls in TABLE_MAX_HEIGHT px
-TABLE_MAX_HEIGHT = 320
-
-
-def _height(rows: int) -> int | str:
-    """A table's height: its own ("content": every row, no blank ones; presenter mode's rows are taller than
-    35 px) up to ``TABLE_ROWS`` rows, else ``TABLE_MAX_HEIGHT`` px and it scrolls."""
-    return "content" if rows <= TABLE_ROWS else TABLE_MAX_HEIGHT
 
 
 CALLS = {"n": 0}  # computations done in this process (tests read it)
@@ -165,7 +156,7 @@ def worker_intervals_panel(run: Run) -> None:
         key="stepper.intervals_table",
         column_order=list(TABLE_COLUMNS),
         column_config=TABLE_COLUMNS,
-        height=_height(len(table)),
+        height=lab.table_height(len(table)),
     )
     st.download_button(
         "Download all intervals (CSV)",
@@ -225,7 +216,7 @@ def _scores_panel(run: Run) -> None:
             "lower": st.column_config.NumberColumn("lower", format="%.4f", width=70),
             "upper": st.column_config.NumberColumn("upper", format="%.4f", width=70),
         },
-        height=_height(len(glob)),
+        height=lab.table_height(len(glob)),
     )
     st.download_button(
         "Download all intervals (CSV)",

@@ -489,6 +489,16 @@ def position(slot: RunSlot, run: Run) -> None:
         )
 
 
+ROW_PX = 35  # a dataframe row (and its header) as Streamlit draws them in normal mode; presenter mode's are taller
+
+
+def table_height(rows: int, cap: int = 320) -> int | str:
+    """The height of every ``st.dataframe`` that lists rows: its own ("content": each row whole and no blank ones,
+    whatever the row height) when ``rows`` normal rows fit in ``cap`` px, else ``cap`` px and it scrolls. A height
+    in px per row cut the last row in presenter mode, whose rows are taller (Compare methods lost M-MSR)."""
+    return "content" if ROW_PX * (rows + 1) + 3 <= cap else cap
+
+
 def chart_height(default: int = 360) -> int:
     """A curve's height: smaller in presenter mode, where the curves and the main panel share the first screen."""
     return min(default, 300) if presenter.is_on() else default

@@ -387,10 +387,10 @@ MAX_MATRICES = 8
 TABLE_ROWS = 20  # a block's table shows this many rows whole; a bigger block scrolls
 
 
-def table_height(n_rows: int) -> int:
-    """The height of ``st.dataframe`` that shows its header and ``n_rows`` rows whole (35 px each, 2 px of border),
-    at most :data:`TABLE_ROWS` of them."""
-    return 35 * (min(n_rows, TABLE_ROWS) + 1) + 3
+def table_height(n_rows: int) -> int | str:
+    """The block table's height (:func:`crowdlab.ui.lab.table_height`): every row up to :data:`TABLE_ROWS`, then
+    it scrolls."""
+    return lab.table_height(n_rows, lab.ROW_PX * (TABLE_ROWS + 1) + 3)
 
 
 def matrices_tab(run: OnlineRun) -> None:

@@ -56,15 +56,6 @@ def _alpha_text(alpha: float) -> str:
     return "—" if alpha is None or not math.isfinite(alpha) else f"{alpha:.3f}"
 
 
-ROW_PX = 35  # a dataframe row (and its header), as Streamlit draws them
-
-
-def table_height(rows: int, cap: int) -> int:
-    """A dataframe's height in px: its header and ``rows`` rows, at most ``cap`` (it scrolls beyond); a fixed
-    height drew empty bordered rows under a short table (3 workers: 5 blank rows)."""
-    return min(ROW_PX * (rows + 1) + 3, cap)
-
-
 def report_table(df: pd.DataFrame, key: str, *, consensus: str) -> None:
     """Krippendorff's alpha, a sort choice, the table (3 decimals, fixed widths for 1024 px) and the captions."""
     alpha = df.attrs.get("krippendorff_alpha", float("nan"))
@@ -94,7 +85,7 @@ def report_table(df: pd.DataFrame, key: str, *, consensus: str) -> None:
         hide_index=True,
         column_order=list(config),
         column_config=config,
-        height=table_height(len(shown), 320),
+        height=lab.table_height(len(shown), 320),
         key=f"{key}.table",
     )
     with st.expander("Each worker's worst confusion"):
@@ -106,7 +97,7 @@ def report_table(df: pd.DataFrame, key: str, *, consensus: str) -> None:
                 "worst_confusion": st.column_config.TextColumn("worst confusion", width=300),
                 "worst_rate": st.column_config.NumberColumn("rate", format="%.3f", width=70),
             },
-            height=table_height(len(shown), 240),
+            height=lab.table_height(len(shown), 240),
             key=f"{key}.confusions",
         )
     st.download_button(

@@ -282,8 +282,8 @@ def test_sweep_axis_labels_every_tick_and_shows_one_matrix_per_worker():
 def test_block_table_shows_every_row_and_ui_text_names_its_source():
     """The block table is as tall as its rows (it cut the 8th of 10); the page writes ηₜ, qᵢ, Fᵢ (never η_t,
     q_i, F_i) and names the online-EM source by author and year, never "the blog"."""
-    assert op.table_height(10) >= 35 * (10 + 1) + 2 and op.table_height(3) < op.table_height(10)
-    assert op.table_height(500) == op.table_height(op.TABLE_ROWS)
+    assert op.table_height(10) == op.table_height(op.TABLE_ROWS) == "content"  # every row, whatever its height
+    assert op.table_height(op.TABLE_ROWS + 1) == op.table_height(500) == 35 * (op.TABLE_ROWS + 1) + 3
     at = _page()
     click(at, "onl.stepper.e_step")
     texts = [c.value for c in at.caption] + [m.value for m in at.markdown] + [t.label for t in at.tabs]

@@ -10,7 +10,7 @@ import pytest
 from crowdlab.em import STOP_REASONS
 from crowdlab.reports import krippendorff_alpha, worker_report
 from crowdlab.samples import load_sample
-from crowdlab.ui import reports_view
+from crowdlab.ui import lab, reports_view
 from tests.app.helpers import arr, click, ok, trace
 from tests.app.test_step_lab import _chart, _method, _open, _run, _tab
 
@@ -81,7 +81,8 @@ def test_data_page_worker_report_and_alpha():
 
 
 def test_worker_report_table_is_as_tall_as_its_rows(monkeypatch):
-    """A fixed 320 px drew ~5 empty bordered rows under a 3-worker report; the height follows the rows now."""
+    """A fixed 320 px drew ~5 empty bordered rows under a 3-worker report; the height follows the rows now: the
+    table's own ("content"), never px per row, which cut the last row in presenter mode's taller rows."""
     import streamlit as st
 
     heights, dataframe = {}, st.dataframe
@@ -94,9 +95,10 @@ def test_worker_report_table_is_as_tall_as_its_rows(monkeypatch):
     at = ok(_open("patients").switch_page(DATA_PAGE).run())  # 5 workers
     key = [k for k in heights if k and k.endswith("report.table")]
     assert len(key) == 1 and len(_table(at)) == 5
-    assert heights[key[0]] == reports_view.table_height(5, 320) == 35 * 6 + 3
-    assert heights[key[0].replace("table", "confusions")] == 35 * 6 + 3
-    assert reports_view.table_height(39, 320) == 320  # a long report scrolls inside its box
+    assert heights[key[0]] == lab.table_height(5, 320) == "content"
+    assert heights[key[0].replace("table", "confusions")] == "content"
+    assert lab.table_height(8, 320) == "content" and lab.table_height(9, 320) == 320
+    assert lab.table_height(39, 320) == 320  # a long report scrolls inside its box
 
 
 # ---------------------------------------------------------------------------- convergence

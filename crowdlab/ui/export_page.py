@@ -30,7 +30,7 @@ from crowdlab.export import (
 from crowdlab.init import INITS
 from crowdlab.models import estimates_class_prior
 from crowdlab.safe import plural
-from crowdlab.ui import state
+from crowdlab.ui import lab, state
 
 EXPORT_RUN = "export.run"  # {"key": (data id, MethodConfig), "run": Run}
 EXPORT_ERROR = "export.error"
@@ -178,7 +178,13 @@ def export_page() -> None:
             f"(snapshot {run.index} of {len(run.snapshots) - 1}{tail}) — {_settings(run)}.",
             icon=":material/my_location:",
         )
-        if reproduces_cursor(run):
+        if reproduces_cursor(run) and lab.at_limit(run) and run.at_end:
+            st.caption(
+                f"Not converged: EM stopped at the Step page's iteration limit ({run.max_iter:,} iterations), and "
+                f"the files hold the estimates there. To export converged ones, {lab.limit_way('on the Step page')}, "
+                "then Run to convergence."
+            )
+        elif reproduces_cursor(run):
             st.caption(
                 "Not at convergence: the files hold the estimates at this snapshot. Run to convergence on the "
                 "Step page to export the final ones."

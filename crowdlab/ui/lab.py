@@ -220,12 +220,45 @@ def on_reset(slot: RunSlot) -> None:
         st.session_state[slot.pending] = False
 
 
+def limit_way(where: str = "in the settings above") -> str:
+    """What to do at the iteration limit, in words (the stepper's notice, the Export page)."""
+    return f"raise Max iterations {where}: the run keeps its iterations and goes on from there"
+
+
+def at_limit(run: Run | None) -> bool:
+    """The run has done its ``max_iter`` iterations without converging: Run to convergence has nothing to do."""
+    return bool(run is not None and run.iterative and not run.converged and run.last.iteration >= run.max_iter)
+
+
+def kept_for_new_limit(run: Run | None, old, new) -> str | None:
+    """When the only change from the settings ``old`` to ``new`` is a higher ``max_iter``, keep ``run`` with the
+    new limit and return the notice to show; else None (the caller resets the run). EM's path does not depend on
+    the limit, only where it stops, so an analyst who hit the limit goes on instead of starting again."""
+    if run is None or not run.iterative or not hasattr(old, "max_iter") or new.max_iter <= old.max_iter:
+        return None
+    if replace(old, max_iter=new.max_iter) != new:
+        return None
+    run.max_iter = int(new.max_iter)
+    if run.stop_reason == "max_iter":
+        run.stop_reason = None
+    return (
+        f"Max iterations raised to {run.max_iter:,}: the run keeps its {run.last.iteration:,} iterations, and Run "
+        "to convergence goes on from there."
+    )
+
+
 def on_run_to_convergence(slot: RunSlot) -> None:
-    """Ask for a run to convergence; the stepper does it next, under a progress bar."""
+    """Ask for a run to convergence; the stepper does it next, under a progress bar. At the iteration limit it
+    says so and what to do (the click did nothing visible before: the run was already at its limit)."""
     _pause(slot)
     run = slot.get()
     if run is not None and run.iterative:
         st.session_state[slot.pending] = "run"
+        if at_limit(run) and slot.notice:
+            st.session_state[slot.notice] = (
+                f"EM stopped at the iteration limit ({run.max_iter:,} iterations) before converging. To go on, "
+                f"{limit_way()}."
+            )
 
 
 def on_scrub(slot: RunSlot) -> None:
@@ -464,8 +497,9 @@ def position(slot: RunSlot, run: Run) -> None:
     n = len(run.snapshots)
     tail = ""
     if run.iterative and run.at_end:
-        reason = run.stop_reason or ("converged" if run.converged else None)
+        reason = run.stop_reason or ("converged" if run.converged else "max_iter" if at_limit(run) else None)
         tail = f" · {STOP_WORDS[reason]}" if reason in STOP_WORDS else ""
+        tail += f" ({run.max_iter:,})" if reason == "max_iter" else ""
     if playing(slot):
         tail += f" · playing, {speed(slot):g} s per half-step"
     compact = presenter.is_on()
@@ -794,8 +828,10 @@ class Lab:
         if new == old:
             return False
         st.session_state[self.k("config")] = new
-        self._reset_run()
-        st.session_state[self.k("notice")] = NOTICE_SETTINGS
+        kept = kept_for_new_limit(st.session_state.get(self.k("run.obj")), old, new)
+        if kept is None:
+            self._reset_run()
+        st.session_state[self.k("notice")] = kept or NOTICE_SETTINGS
         return True
 
     def sync_config_widgets(self) -> None:

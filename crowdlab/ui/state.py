@@ -288,14 +288,17 @@ def set_dataset(data_id: str, data: Annotations, *, notice: bool = True, source:
 
 
 def set_config(**changes) -> bool:
-    """Change the method config; when anything changed, reset the run and set the notice. Returns changed."""
+    """Change the method config; when anything changed, reset the run (unless only Max iterations rose:
+    :func:`crowdlab.ui.lab.kept_for_new_limit`) and set the notice. Returns changed."""
     old = get_config()
     new = _fit_init(replace(old, **changes), old)
     if new == old:
         return False
     st.session_state[CONFIG] = new
-    _reset_run()
-    st.session_state[NOTICE] = notice_for(old, new)
+    kept = lab.kept_for_new_limit(st.session_state.get(RUN), old, new)  # a higher limit keeps the run
+    if kept is None:
+        _reset_run()
+    st.session_state[NOTICE] = kept or notice_for(old, new)
     return True
 
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+import crowdlab as cl
 from crowdlab.em import STOP_REASONS
 from crowdlab.reports import krippendorff_alpha, worker_report
 from crowdlab.samples import load_sample
@@ -377,3 +378,35 @@ def test_step_page_names_positions_as_the_stepper_does():
     assert "snapshot 1" not in said
     _tab(at, "Workers")
     assert any(f"**Worker report, {here}**" in m.value for m in at.markdown)
+
+
+# ---------------------------------------------------------------------------- the iteration limit
+def test_run_at_the_iteration_limit_says_so_and_a_higher_limit_keeps_the_run():
+    """Audit (TREC, 500 iterations): 'Run to convergence' at the limit did nothing and said nothing, the Export page
+    said to run to convergence, and raising the limit threw the 500 iterations away."""
+    from crowdlab.ui import state
+
+    at = _method(_open("bluebirds"), "ds")
+    ok(at.number_input(key=state.W_MAX_ITER).set_value(3).run())
+    click(at, "stepper.run")
+    run = _run(at)
+    assert run.last.iteration == 3 and not run.converged and run.stop_reason == "max_iter"
+    assert any("stopped at the iteration limit (3)" in c.value for c in at.caption)
+    click(at, "stepper.run")  # again: nothing to do, and the page says why and what to do
+    said = [i.value for i in at.info if "iteration limit" in i.value]
+    assert said and "(3 iterations)" in said[0] and "raise Max iterations" in said[0]
+    assert _run(at) is run and run.last.iteration == 3
+    exported = ok(at.switch_page("pages/5_Export.py").run())
+    assert any("iteration limit (3 iterations)" in c.value and "Max iterations" in c.value for c in exported.caption)
+    at = ok(exported.switch_page("pages/2_Step_through_EM.py").run())
+    ok(at.number_input(key=state.W_MAX_ITER).set_value(500).run())  # higher: the run goes on from iteration 3
+    assert _run(at) is run and run.max_iter == 500 and run.stop_reason is None
+    assert any("Max iterations raised to 500" in i.value and "keeps its 3 iterations" in i.value for i in at.info)
+    click(at, "stepper.run")
+    assert run.converged and run.last.iteration > 3
+    fresh = cl.Run(run.data, run.model, "majority", tol=run.tol, max_iter=500)  # EM's path is the same
+    fresh.run()
+    assert fresh.last.iteration == run.last.iteration
+    np.testing.assert_allclose(fresh.current.q, run.current.q, atol=1e-12)
+    ok(at.number_input(key=state.W_MAX_ITER).set_value(100).run())  # lower: a new run
+    assert _run(at) is not run and _run(at).last.iteration == 0

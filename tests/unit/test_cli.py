@@ -409,3 +409,37 @@ def test_counts_of_one_are_singular(tmp_path, capsys):
     out = capsys.readouterr().out
     assert "EM: 1 iteration;" in out and "1 item keeps its known class (it counts" in out
     assert "1 iterations" not in out and "1 items" not in out
+
+
+@pytest.mark.parametrize("engine", [None, "stream"])
+def test_a_reused_out_folder_keeps_no_file_of_an_earlier_run(tmp_path, capsys, engine):
+    """Audit: GLAD with --gold, then Dawid-Skene without it into the same folder: every file was rewritten but
+    GLAD's metrics.json (accuracy 0.8228) stayed beside them, and read as Dawid-Skene's."""
+    labels, gold = sample_paths("bluebirds")
+    assert main(["fit", str(labels), "--method", "glad", "--gold", str(gold), "--out", str(tmp_path)]) == 0
+    assert (tmp_path / "metrics.json").is_file()
+    (tmp_path / "notes.txt").write_text("the analyst's own file")
+    capsys.readouterr()
+    again = ["fit", str(labels), "--method", "ds", "--out", str(tmp_path)] + (["--engine", engine] if engine else [])
+    assert main(again) == 0
+    assert not (tmp_path / "metrics.json").exists()
+    assert (tmp_path / "notes.txt").read_text() == "the analyst's own file"  # only crowdlab's own file names go
+    assert json.loads((tmp_path / "history.json").read_text())["method"] == "ds"
+    out = capsys.readouterr().out
+    assert f"note: removed metrics.json from {tmp_path}" in out
+    assert main(again) == 0 and "note: removed" not in capsys.readouterr().out  # nothing stale the second time
+
+
+def test_the_iteration_limit_comes_with_what_to_try(tmp_path, capsys):
+    """Audit: TREC's Dawid-Skene printed 'stopped at the iteration limit' after 10,000 iterations and no hint;
+    a prior of 1 converges there in 552."""
+    labels, _ = sample_paths("bluebirds")
+    assert main(["fit", str(labels), "--method", "ds", "--max-iter", "3", "--out", str(tmp_path)]) == 0
+    out = capsys.readouterr().out
+    assert "stopped: stopped at the iteration limit before converging" in out
+    assert "hint: raise --max-iter (now 3), or give a prior (e.g. --prior 1" in out
+    assert main(["fit", str(labels), "--method", "ds", "--prior", "1", "--max-iter", "3", "--out", str(tmp_path)]) == 0
+    out = capsys.readouterr().out
+    assert "hint: raise --max-iter (now 3)\n" in out  # a prior is already there
+    assert main(["fit", str(labels), "--method", "ds", "--out", str(tmp_path)]) == 0
+    assert "hint:" not in capsys.readouterr().out  # converged

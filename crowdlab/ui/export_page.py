@@ -135,14 +135,16 @@ def snippet_for(run: Run, load_code: str) -> str:
 
 
 # ---------------------------------------------------------------------------- the files
-def export_files(run: Run, snippet: str) -> dict[str, bytes]:
+def export_files(run: Run, snippet: str, post=None, workers=None) -> dict[str, bytes]:
     """File name -> content: posteriors, hard labels, workers, parameters, history, metrics (gold), snippet.
-    CSV cells a spreadsheet would run as a formula are escaped (:func:`crowdlab.export.csv_bytes`)."""
-    post = posterior_frame(run)
+    CSV cells a spreadsheet would run as a formula are escaped (:func:`crowdlab.export.csv_bytes`). ``post`` and
+    ``workers``: the run's posterior and worker frames when the caller has them (the worker report's intervals take
+    seconds on a large crowd: 2.8 s on TREC's 766 workers)."""
+    post = posterior_frame(run) if post is None else post
     files = {"posteriors.csv": csv_bytes(post)}
     if "label" in post:
         files["labels.csv"] = csv_bytes(post[["item", "label"]])
-    files["workers.csv"] = csv_bytes(worker_frame(run))
+    files["workers.csv"] = csv_bytes(worker_frame(run) if workers is None else workers)
     files["params.json"] = to_json(params_dict(run)).encode()
     files["history.json"] = to_json(history_dict(run)).encode()
     metrics = metrics_dict(run)
@@ -225,7 +227,8 @@ def _shown(n: int, what: str, file: str) -> str:
 def downloads(run: Run) -> None:
     source = state.get_data_source()
     snippet = snippet_for(run, source or FALLBACK_SOURCE)
-    files = export_files(run, snippet)
+    post, workers = posterior_frame(run), worker_frame(run)  # once, for the files and the tables below
+    files = export_files(run, snippet, post, workers)
     st.subheader("Download")
     # a wrapping row of buttons each as wide as its label: in a quarter of 1024 px "posteriors.csv" was cut
     row = st.container(horizontal=True)
@@ -250,11 +253,10 @@ def downloads(run: Run) -> None:
         type="primary",
     )
     st.subheader("Reproduce it in Python")
-    st.code(snippet, language="python")
+    st.code(snippet, language="python", wrap_lines=True)  # its comments wrap at 1024 px instead of running off
     if source is None:
         st.caption("Replace labels.csv by the path of your label file.")
     st.subheader("What is in the files")
-    post, workers = posterior_frame(run), worker_frame(run)
     t1, t2, t3 = st.tabs(["Posteriors", "Workers", "Metrics"])
     with t1:
         st.dataframe(post.head(HEAD_ROWS), hide_index=True, width="stretch", column_config=float_format(post))

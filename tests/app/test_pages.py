@@ -339,6 +339,7 @@ def test_export_fits_when_the_step_run_has_not_moved_and_the_snippet_reproduces_
     )
     code = at.code[0].value
     assert 'data = load_sample("bluebirds")' in code and 'cl.fit(data, "ds"' in code
+    assert at.code[0].proto.wrap_lines  # its comments wrap at 1024 px instead of running off the box
     run = at.session_state[export_page.EXPORT_RUN]["run"]
     assert run.converged and at.session_state[state.RUN].index == 0  # the Step page's run is untouched
     ns = _exec_snippet(code)

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from crowdlab.data import Annotations, read_annotations, read_gold
@@ -289,3 +290,37 @@ def test_every_fixture_reads_or_raises_data_error(file: str, fmt: str, kind: str
         assert err.file == file and err.problem
     else:
         assert isinstance(ann, Annotations) and ann.n_obs > 0
+
+
+def test_gold_of_another_dataset_with_matching_ids_is_noted_not_trusted(tmp_path):
+    """Audit: Zhou's web labels scored against RTE's gold (both number their items 1, 2, 3...) ran without a word and
+    printed accuracy 0.134; the reader now says that the majority vote agrees with that gold less than chance."""
+    from crowdlab.data import read_annotations
+
+    root = Path("/work/shared/datasets")
+    web, rte = root / "zhou2012_web" / "labels.csv", root / "snow2008_rte" / "gold.csv"
+    if not web.exists():
+        pytest.skip("the shared datasets are not beside this checkout")
+    data = read_annotations(web, gold=rte)
+    said = [n for n in data.notes if "less than chance" in n]
+    assert len(said) == 1 and "on 14% of the 800 items with gold" in said[0] and "(1 in 5)" in said[0]
+    own = read_annotations(web, gold=root / "zhou2012_web" / "gold.csv")
+    assert not any("less than chance" in n for n in own.notes)  # its own gold: 73% agreement
+
+
+def test_below_chance_note_needs_enough_gold_and_spares_real_gold():
+    import crowdlab as cl
+    from crowdlab.data import _below_chance_note
+
+    item = np.repeat(np.arange(30), 3)
+    label = np.tile([0, 0, 1], 30)  # every item's majority: class 0
+    names = lambda n: tuple(str(i) for i in range(n))  # noqa: E731
+    make = lambda gold: cl.Annotations(  # noqa: E731
+        item, np.tile([0, 1, 2], 30), label, names(30), names(3), ("a", "b"), gold=gold
+    )
+    assert _below_chance_note(make(np.zeros(30, dtype=np.int32)), "g.csv") == ()  # gold agrees
+    wrong = np.ones(30, dtype=np.int32)
+    assert "on 0% of the 30 items" in _below_chance_note(make(wrong), "g.csv")[0]
+    few = np.full(30, -1, dtype=np.int32)
+    few[:19] = 1
+    assert _below_chance_note(make(few), "g.csv") == ()  # 19 items with gold: too few to judge

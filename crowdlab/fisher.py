@@ -487,6 +487,49 @@ def _symmetric_inverse(H: np.ndarray) -> tuple[np.ndarray, bool, float, float]:
     return inv, bool((~keep).any()), float(lam.min()), top
 
 
+def _block_information(blocks: list[np.ndarray], r: int, grams, negs) -> list[np.ndarray]:
+    """The diagonal blocks (columns ``blocks``, disjoint, covering ``range(r)``) of
+    ``-(sum_y S_y^T diag(w_y) S_y - sum_z Z^T diag(u) Z)`` for ``grams`` = [(S_y, w_y)] and ``negs`` = [(Z, u)]
+    (sparse matrices with r columns; ``u`` None for ones), all blocks at once: every pair of nonzeros of a row
+    that fall in the same block adds w * a * b to that block's cell (numpy, no Python loop over the blocks: on
+    TREC's 684 workers the information took 2.4 s as a loop of sparse products per block, 0.7 s now)."""
+    blk = np.empty(r, dtype=np.int64)
+    loc = np.empty(r, dtype=np.int64)
+    size = np.array([b.size for b in blocks], dtype=np.int64)
+    for j, cols in enumerate(blocks):
+        blk[cols] = j
+        loc[cols] = np.arange(cols.size)
+    offset = np.concatenate([[0], np.cumsum(size * size)])
+    total = np.zeros(int(offset[-1]))
+
+    def add(mat, weight, sign: float) -> None:
+        coo = sp.coo_matrix(mat)
+        keep = coo.data != 0
+        row, col, val = coo.row[keep].astype(np.int64), coo.col[keep].astype(np.int64), coo.data[keep]
+        b = blk[col]
+        order = np.lexsort((col, b, row))  # the nonzeros of one row in one block, together
+        row, col, val, b = row[order], col[order], val[order], b[order]
+        key = row * len(blocks) + b
+        start = np.flatnonzero(np.r_[True, key[1:] != key[:-1]])
+        count = np.diff(np.r_[start, key.size])
+        group_of = np.repeat(np.arange(start.size), count)
+        reps = count[group_of]  # each nonzero pairs with every nonzero of its group (itself included)
+        first = np.repeat(np.arange(key.size), reps)
+        second = start[group_of[first]] + (np.arange(first.size) - np.repeat(np.cumsum(reps) - reps, reps))
+        w = val[first] * val[second]
+        if weight is not None:
+            w = w * weight[row[first]]
+        bb = b[first]
+        cell = offset[bb] + loc[col[first]] * size[bb] + loc[col[second]]
+        total[:] += sign * np.bincount(cell, weights=w, minlength=total.size)
+
+    for mat, weight in grams:
+        add(mat, weight, -1.0)
+    for mat, weight in negs:
+        add(mat, weight, 1.0)
+    return [total[offset[j] : offset[j + 1]].reshape(n, n) for j, n in enumerate(size)]
+
+
 def observed_information(model, data: Annotations, params: ClassParams, *, block: str = "auto") -> ObservedInformation:
     """Observed information -d^2/dphi^2 [log p(x | theta) + log prior] of a fitted DS / one-coin / two-coin model.
 
@@ -581,15 +624,18 @@ def observed_information(model, data: Annotations, params: ClassParams, *, block
     worker_phi = lay.worker[free]
     if block == "full":
         blocks = [np.arange(r)]
+        block_infos = [info_block(blocks[0])]
     else:
         order = np.argsort(worker_phi, kind="stable")
         cuts = np.flatnonzero(np.diff(worker_phi[order])) + 1
         blocks = [b for b in np.split(order, cuts) if b.size]
+        grams = [(S[y], q[:, y]) for y in range(K)]
+        neg = [(Gfull, None), (A_csc, d)] + ([(PB_csc, w_pr)] if x.size else [])
+        block_infos = _block_information(blocks, r, grams, neg)
     info_rows, info_cols, info_vals, cov_vals = [], [], [], []
     singular, lo, hi = False, np.inf, -np.inf
     infos, covs = [], []
-    for cols in blocks:
-        I_b = info_block(cols)
+    for cols, I_b in zip(blocks, block_infos):
         C_b, sing, lmin, lmax = _symmetric_inverse(I_b)
         singular |= sing
         lo, hi = min(lo, lmin), max(hi, lmax)

@@ -148,6 +148,32 @@ def test_observed_information_gradient_is_the_score_away_from_the_maximum():
     np.testing.assert_allclose(info.gradient, fd, rtol=1e-5, atol=1e-4)
 
 
+@pytest.mark.parametrize(
+    ("method", "prior", "repeat"), [("ds", 0.0, False), ("ds", 1.0, True), ("one_coin", 0.0, False)]
+)
+def test_worker_blocks_are_the_diagonal_blocks_of_the_full_information(method, prior, repeat):
+    """The per-worker blocks (all computed at once, without a loop over the workers) are exactly the full
+    information's diagonal blocks, with a prior and with repeated (item, worker) labels too."""
+    sim = simulate_crowd(150, 7, 3, labels_per_item=4, seed=11)
+    data = sim.annotations
+    if repeat:  # worker 0 labels its first ten items a second time
+        first = np.flatnonzero(data.worker == 0)[:10]
+        data = replace(
+            data,
+            item=np.r_[data.item, data.item[first]],
+            worker=np.r_[data.worker, data.worker[first]],
+            label=np.r_[data.label, (data.label[first] + 1) % 3],
+        )
+    run = fit(data, method, prior=prior)
+    full = fisher.observed_information(run.model, data, run.params, block="full")
+    blocks = fisher.observed_information(run.model, data, run.params, block="worker")
+    assert full.information.shape == blocks.information.shape and full.names == blocks.names
+    dense = blocks.information.toarray()
+    same = full.worker[:, None] == full.worker[None, :]  # parameters of one worker (or both of the class prior)
+    np.testing.assert_allclose(dense[same], full.information[same], rtol=1e-12, atol=1e-9)
+    assert np.all(dense[~same] == 0)
+
+
 def test_worker_blocks_give_smaller_standard_errors():
     sim = simulate_crowd(400, 6, 3, labels_per_item=3, seed=4)
     run = fit(sim.annotations, "ds")

@@ -33,6 +33,7 @@ from crowdlab.export import (
     write_csv,
 )
 from crowdlab.init import INITS
+from crowdlab.limits import setting_problems
 from crowdlab.models import CLASS_PRIOR_MODELS, MODELS, ONLINE_MODELS
 from crowdlab.safe import plural
 
@@ -558,6 +559,11 @@ def _lenient_output() -> None:
 def main(argv: list[str] | None = None) -> int:
     _lenient_output()
     args = build_parser().parse_args(argv)
+    refused = setting_problems(defaults=False)
+    if refused:  # a CROWDLAB_* variable outside its range: stop before anything runs with a setting not asked for
+        for text in refused:
+            print(f"error: {text}", file=sys.stderr)
+        return 2
     try:
         if args.command == "fit":
             return cmd_fit(args)

@@ -61,3 +61,8 @@ class ModelError(CrowdlabError, ValueError):
 class NotFittedError(CrowdlabError, ValueError, AttributeError):
     """A fitted attribute (``labels_``, ``run_``, ...) of an estimator was read before ``fit`` (the same bases as
     scikit-learn's ``NotFittedError``, so ``hasattr`` says False and ``except AttributeError`` catches it)."""
+
+
+class SettingError(CrowdlabError, ValueError):
+    """A setting (a ``CROWDLAB_*`` environment variable, or a limit set from Python) outside its valid range; the
+    message names the setting and the range."""

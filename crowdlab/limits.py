@@ -12,18 +12,34 @@ names are ``CROWDLAB_`` + the field name in upper case), or in Python::
     with limits.override(max_file_mb=1000):     # for a block
         ...
 
+Each value is checked once, when crowdlab is imported (:func:`check`): a whole number from 1 to 2^53 for the
+counts, a positive finite number for ``max_abs_value`` and ``max_weight``, more than 0 and at most 10^9 MB for
+``max_file_mb``. A variable outside its range (``abc``, ``nan``, ``inf``, ``1e999``, ``0``, ``-1``, ``2.5`` for a
+count) never switches a limit off and never stops an import: its limit keeps the default, the command line stops
+with a message naming the variable and the range, the app shows that message as a warning, and Python warns
+(:class:`SettingWarning`). ``set_limits`` and ``override`` refuse such values with a `SettingError`.
+
 The app's upload limit is Streamlit's ``server.maxUploadSize`` in ``.streamlit/config.toml``, set to
 ``max_file_mb`` (a test keeps the two equal).
 """
 
 from __future__ import annotations
 
+import math
 import os
+import warnings
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass, fields, replace
 
-__all__ = ["Limits", "get_limits", "override", "set_limits", "describe"]
+from crowdlab.errors import SettingError
+
+
+class SettingWarning(UserWarning):
+    """A ``CROWDLAB_*`` environment variable was refused; its limit keeps the default."""
+
+
+__all__ = ["Limits", "get_limits", "override", "set_limits", "describe", "setting_problems"]
 
 
 @dataclass(frozen=True)
@@ -61,34 +77,134 @@ class Limits:
         return f"CROWDLAB_{field.upper()}"
 
 
-def _from_env() -> Limits:
+INT_MAX = 2**53  # every whole-number limit: exact as a float, and far past what any machine holds
+
+# the valid range of each limit: (smallest, largest, whether the smallest itself is allowed)
+RANGES: dict[str, tuple[float, float, bool]] = {
+    "max_file_mb": (0.0, 1e9, False),  # up to a petabyte; a fraction of a MB is allowed (tests use it)
+    "max_abs_value": (0.0, 1.7976931348623157e308, False),  # any positive finite number
+    "max_weight": (0.0, 1.7976931348623157e308, False),
+}
+
+
+def valid_range(field: str) -> str:
+    """The valid values of one limit, as a person reads them."""
+    if field == "max_file_mb":
+        return f"a number of MB greater than 0 and at most {RANGES[field][1]:,.0f}"
+    if field in RANGES:
+        return "a positive finite number"
+    return f"a whole number from 1 to {INT_MAX:,}"
+
+
+def _show(v) -> str:
+    return f"{v:,}" if isinstance(v, int) else f"{v:g}"
+
+
+def check(field: str, value) -> float | int:
+    """``value`` for limit ``field`` (a number or the text of an environment variable), as a float or an int;
+    raises `SettingError` naming the limit and its valid range for anything else: text that is not a number,
+    NaN, infinities, zero or negative, past the largest value, a fraction for a whole-number limit."""
+    kinds = {f.name: f.type for f in fields(Limits)}
+    if field not in kinds:
+        raise TypeError(f"unknown limit {field!r}; the limits are {', '.join(kinds)}")
+    env = f"CROWDLAB_{field.upper()}"
+    shown = repr(value.strip()) if isinstance(value, str) else repr(value)
+
+    def refuse(why: str) -> SettingError:
+        return SettingError(f"{env}={shown} {why}: give {valid_range(field)}.")
+
+    if isinstance(value, bool):
+        raise refuse("is not a number")
+    if isinstance(value, str):
+        text = value.strip()
+        try:
+            number = int(text)
+        except ValueError:
+            try:
+                number = float(text)
+            except ValueError:
+                raise refuse("is not a number") from None
+    else:
+        try:
+            number = value if isinstance(value, int) else float(value)
+        except (TypeError, ValueError, OverflowError):
+            raise refuse("is not a number") from None
+    if isinstance(number, float) and not math.isfinite(number):
+        raise refuse("is not a finite number")
+    if field in RANGES:
+        lo, hi, closed = RANGES[field]
+        if number < lo or (number == lo and not closed) or number > hi:
+            raise refuse("is out of range")
+        return float(number)
+    if number != int(number):
+        raise refuse("is not a whole number")
+    if not 1 <= int(number) <= INT_MAX:
+        raise refuse("is out of range")
+    return int(number)
+
+
+KERNELS_CHOICES = ("", "auto", "numba", "numpy")  # CROWDLAB_KERNELS (read by crowdlab.kernels; checked here)
+
+
+def _from_env(environ=None) -> tuple[Limits, tuple[tuple[str, str], ...]]:
+    """The limits set by ``CROWDLAB_*`` environment variables, each checked (:func:`check`); a bad one keeps
+    its default and adds (its message, the default) to the problems returned (never raised: the app must start,
+    and the CLI reports them inside its error handler)."""
+    environ = os.environ if environ is None else environ
     base = Limits()
-    changes = {}
+    changes, problems = {}, []
     for f in fields(Limits):
-        raw = os.environ.get(base.env_name(f.name))
+        raw = environ.get(base.env_name(f.name))
         if raw is None or not raw.strip():
             continue
         try:
-            value = float(raw)
-        except ValueError:
-            raise ValueError(f"{base.env_name(f.name)}={raw!r} is not a number.") from None
-        changes[f.name] = value if f.type in ("float", float) else int(value)
-    return replace(base, **changes)
+            changes[f.name] = check(f.name, raw)
+        except SettingError as exc:
+            problems.append((str(exc), _show(getattr(base, f.name))))
+    kernels = environ.get("CROWDLAB_KERNELS")
+    if kernels is not None and kernels.strip().lower() not in KERNELS_CHOICES:
+        why = "is not a choice: give numpy (the numpy code only), numba or auto (compiled where numba is installed)."
+        problems.append((f"CROWDLAB_KERNELS={kernels.strip()!r} {why}", "auto"))
+    return replace(base, **changes), tuple(problems)
 
 
-_CURRENT: Limits = _from_env()
+_CURRENT, _PROBLEMS = _from_env()  # parsed once, when crowdlab is first imported
+
+
+def setting_problems(*, defaults: bool = True) -> tuple[str, ...]:
+    """The messages of the ``CROWDLAB_*`` environment variables that were refused (each setting kept its
+    default; ``defaults``: each message says so): the CLI stops on them, the app shows them as a warning, Python
+    warns on the first use of the limits (:class:`SettingWarning`)."""
+    return tuple(f"{m} Until it is fixed, the default ({d}) is used." if defaults else m for m, d in _PROBLEMS)
+
+
+_WARNED = False
 
 
 def get_limits() -> Limits:
-    """The limits in force."""
+    """The limits in force (the first call warns about refused ``CROWDLAB_*`` variables, once)."""
+    global _WARNED
+    if _PROBLEMS and not _WARNED:
+        _WARNED = True
+        warnings.warn(" ".join(setting_problems()), SettingWarning, stacklevel=2)
     return _CURRENT
 
 
 def set_limits(**changes) -> Limits:
     """Change some limits for this process (unknown names raise TypeError); returns the new limits."""
     global _CURRENT
-    _CURRENT = replace(_CURRENT, **changes)
+    _CURRENT = replace(_CURRENT, **_checked(changes))
     return _CURRENT
+
+
+def _checked(changes: dict) -> dict:
+    out = {}
+    for name, v in changes.items():
+        try:
+            out[name] = check(name, v)
+        except SettingError as exc:  # from Python the message names the argument, not the variable
+            raise SettingError(str(exc).replace(f"CROWDLAB_{name.upper()}=", f"{name}=", 1)) from None
+    return out
 
 
 @contextmanager
@@ -96,7 +212,7 @@ def override(**changes) -> Iterator[Limits]:
     """Change some limits inside a ``with`` block."""
     global _CURRENT
     old = _CURRENT
-    _CURRENT = replace(old, **changes)
+    _CURRENT = replace(old, **_checked(changes))
     try:
         yield _CURRENT
     finally:

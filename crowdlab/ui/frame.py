@@ -17,7 +17,7 @@ from pathlib import Path
 import streamlit as st
 from streamlit.errors import StreamlitPageNotFoundError
 
-from crowdlab import safe
+from crowdlab import limits, safe
 from crowdlab.data import Annotations
 from crowdlab.samples import SAMPLES, load_sample
 from crowdlab.simulate import simulate_crowd
@@ -167,6 +167,8 @@ def page_frame(
                 f"This page has its own dataset. The other pages work on **{other}** (items: **{data.n_items:,}**)."
             )
     st.title(f"{icon} {title}" if icon else title)
+    for text in limits.setting_problems():  # a CROWDLAB_* variable refused: the app runs on the default
+        st.warning(safe.md(text), icon=":material/warning:")
     box = st.container()  # always there, so the page's fragments keep their place (and their ids)
     text = state.pop_notice() if notice and own is None else None
     if text:

@@ -1,0 +1,184 @@
+"""Every ``CROWDLAB_*`` setting under hostile values: each is refused with a message naming the variable and its
+valid range, keeps its default (``nan`` never switches a limit off), never raises at import, stops the command line
+with that message (exit 2) and shows as a warning in the app. Generated text (Hypothesis) for every setting either
+gives a value inside the range or that message, never another exception.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import subprocess
+import sys
+from dataclasses import fields
+from pathlib import Path
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from crowdlab import limits
+from crowdlab.errors import DataError, SettingError
+from crowdlab.limits import INT_MAX, RANGES, Limits
+
+ROOT = Path(__file__).resolve().parents[2]
+NAMES = [f.name for f in fields(Limits)]
+HOSTILE = ["abc", "nan", "NaN", "inf", "-inf", "1e999", "-1e999", "-1", "0", "0.0", "-0", "1e400", "0x10", "1,000"]
+
+
+def env(name: str) -> str:
+    return f"CROWDLAB_{name.upper()}"
+
+
+def in_range(name: str, v) -> bool:
+    if name in RANGES:
+        lo, hi, _ = RANGES[name]
+        return isinstance(v, float) and math.isfinite(v) and lo < v <= hi
+    return isinstance(v, int) and 1 <= v <= INT_MAX
+
+
+@pytest.mark.parametrize("name", NAMES)
+@pytest.mark.parametrize("raw", HOSTILE)
+def test_a_hostile_value_keeps_the_default_and_names_the_variable_and_range(name, raw):
+    lim, problems = limits._from_env({env(name): raw})
+    assert lim == Limits()  # nothing switched off, nothing changed
+    assert len(problems) == 1
+    text = problems[0][0]
+    assert text.startswith(f"{env(name)}=") and "give " in text and limits.valid_range(name) in text
+
+
+@pytest.mark.parametrize("name", [n for n in NAMES if n not in RANGES])
+def test_a_count_refuses_a_fraction_and_past_2_to_the_53(name):
+    for raw in ("2.5", str(INT_MAX + 1), "1e30"):
+        lim, problems = limits._from_env({env(name): raw})
+        assert lim == Limits() and env(name) in problems[0][0]
+
+
+def test_good_values_are_read_once_with_their_type():
+    lim, problems = limits._from_env(
+        {
+            "CROWDLAB_MAX_ROWS": " 1e6 ",
+            "CROWDLAB_MAX_CLASSES": "7",
+            "CROWDLAB_MAX_FILE_MB": "0.5",
+            "CROWDLAB_MAX_ABS_VALUE": "1.7e308",
+            "CROWDLAB_MAX_WEIGHT": "5",
+            "CROWDLAB_KERNELS": "NumPy",
+            "CROWDLAB_MAX_ITEMS": "",
+        }  # fmt: skip
+    )
+    assert problems == ()
+    assert lim.max_rows == 1_000_000 and type(lim.max_rows) is int and lim.max_classes == 7
+    assert lim.max_file_mb == 0.5 and lim.max_abs_value == 1.7e308 and lim.max_weight == 5.0
+    assert type(lim.max_weight) is float and lim.max_items == Limits().max_items
+
+
+def test_the_kernels_switch_refuses_an_unknown_choice():
+    lim, problems = limits._from_env({"CROWDLAB_KERNELS": "gpu"})
+    assert lim == Limits() and problems[0][0].startswith("CROWDLAB_KERNELS='gpu' is not a choice: give numpy")
+
+
+def test_several_bad_variables_each_have_their_message():
+    _, problems = limits._from_env({"CROWDLAB_MAX_ROWS": "abc", "CROWDLAB_MAX_FILE_MB": "nan", "CROWDLAB_KERNELS": "x"})
+    assert [p[0].split("=")[0] for p in problems] == ["CROWDLAB_MAX_FILE_MB", "CROWDLAB_MAX_ROWS", "CROWDLAB_KERNELS"]
+
+
+@pytest.mark.parametrize("bad", [float("nan"), float("inf"), -1, 0, "abc", None, True])
+def test_set_limits_and_override_refuse_what_the_environment_refuses(bad):
+    before = limits.get_limits()
+    for name in ("max_file_mb", "max_rows", "max_abs_value", "max_weight"):
+        with pytest.raises(SettingError, match=rf"^{name}=.*give "):
+            limits.set_limits(**{name: bad})
+        with pytest.raises(SettingError, match=name):
+            with limits.override(**{name: bad}):
+                pass
+    assert limits.get_limits() == before
+    with pytest.raises(TypeError, match="unknown limit"):
+        limits.set_limits(max_things=3)
+
+
+def test_nan_never_switches_a_limit_off():
+    # before: nan was read as the limit, and "size > nan" is False: a 1e13 score passed the 1e12 limit
+    from crowdlab.data import read_annotations
+
+    lim, _ = limits._from_env({"CROWDLAB_MAX_ABS_VALUE": "nan"})
+    with limits.override(max_abs_value=lim.max_abs_value), pytest.raises(DataError, match="max_abs_value"):
+        read_annotations(b"item,worker,score\na,w1,1e13\nb,w2,0.5\na,w2,0.1\n", kind="continuous")
+
+
+@settings(max_examples=300, deadline=1000, derandomize=True)
+@given(
+    name=st.sampled_from(NAMES),
+    raw=st.one_of(
+        st.text(max_size=12),
+        st.floats(allow_nan=True, allow_infinity=True).map(repr),
+        st.integers(min_value=-(10**20), max_value=10**20).map(str),
+        st.sampled_from(HOSTILE),
+    ),
+)
+def test_fuzz_every_setting_gives_a_value_in_range_or_the_message(name, raw):
+    lim, problems = limits._from_env({env(name): raw})
+    if problems:
+        assert getattr(lim, name) == getattr(Limits(), name)
+        assert problems[0][0].startswith(f"{env(name)}=") and limits.valid_range(name) in problems[0][0]
+    else:
+        assert in_range(name, getattr(lim, name)) or not raw.strip()
+
+
+@settings(max_examples=100, deadline=1000, derandomize=True)
+@given(raw=st.text(max_size=10))
+def test_fuzz_the_kernels_switch(raw):
+    _, problems = limits._from_env({"CROWDLAB_KERNELS": raw})
+    assert bool(problems) == (raw.strip().lower() not in limits.KERNELS_CHOICES)
+
+
+def _run(code: list[str], extra: dict[str, str]) -> subprocess.CompletedProcess:
+    e = {k: v for k, v in os.environ.items() if not k.startswith("CROWDLAB_")} | extra
+    return subprocess.run(
+        [sys.executable, *code], cwd=ROOT, env=e, capture_output=True, text=True, timeout=120, check=False
+    )
+
+
+BAD = {"CROWDLAB_MAX_ROWS": "abc", "CROWDLAB_MAX_FILE_MB": "nan", "CROWDLAB_MAX_CLASSES": "1e999"}
+
+
+def test_import_never_raises_and_python_warns_on_first_use():
+    # before: CROWDLAB_MAX_ROWS=abc raised ValueError while crowdlab was imported
+    code = (
+        "import warnings, crowdlab\n"
+        "from crowdlab import limits\n"
+        "with warnings.catch_warnings(record=True) as w:\n"
+        "    warnings.simplefilter('always')\n"
+        "    lim = limits.get_limits()\n"
+        "print(lim == limits.Limits(), [str(x.message) for x in w])\n"
+    )
+    out = _run(["-c", code], BAD)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.startswith("True ") and "CROWDLAB_MAX_ROWS='abc'" in out.stdout
+    assert "CROWDLAB_MAX_FILE_MB='nan'" in out.stdout and "default (400) is used" in out.stdout
+
+
+def test_the_command_line_stops_with_the_messages():
+    out = _run(["-m", "crowdlab", "samples"], BAD)
+    assert out.returncode == 2 and "Traceback" not in out.stderr
+    lines = out.stderr.strip().splitlines()
+    assert lines == [
+        "error: CROWDLAB_MAX_FILE_MB='nan' is not a finite number: give a number of MB greater than 0 and at "
+        "most 1,000,000,000.",
+        "error: CROWDLAB_MAX_ROWS='abc' is not a number: give a whole number from 1 to 9,007,199,254,740,992.",
+        "error: CROWDLAB_MAX_CLASSES='1e999' is not a finite number: give a whole number from 1 to "
+        "9,007,199,254,740,992.",
+    ]
+
+
+def test_the_app_starts_with_the_defaults_and_a_warning():
+    # before: the home page showed the ValueError's traceback
+    code = (
+        "from streamlit.testing.v1 import AppTest\n"
+        "at = AppTest.from_file('app.py', default_timeout=60).run()\n"
+        "assert not at.exception, [e.value for e in at.exception]\n"
+        "print('\\n'.join(w.value.replace('\\\\', '') for w in at.warning))\n"  # unescaped (safe.md)
+    )
+    out = _run(["-c", code], BAD | {"CROWDLAB_KERNELS": "gpu"})
+    assert out.returncode == 0, out.stderr[-2000:]
+    for var in ("CROWDLAB_MAX_ROWS", "CROWDLAB_MAX_FILE_MB", "CROWDLAB_MAX_CLASSES", "CROWDLAB_KERNELS"):
+        assert var in out.stdout and "the default" in out.stdout

@@ -8,7 +8,8 @@ number per worker. All are vectorised over observations (``np.bincount`` and spa
 - **Wawa** ("worker agreement with aggregate", as crowd-kit calls it): the majority vote, then each worker's skill
   = the share of their labels that agree with it, then a majority vote weighted by those skills. One pass.
 - **Zero-Based Skill**: skills start at 1/K (chance); each round takes the skill-weighted vote and moves every skill
-  a step ``lr`` towards that worker's agreement with it; ``lr`` halves every ``lr_steps`` rounds.
+  a step ``lr`` towards that worker's agreement with it; ``lr`` halves every ``lr_steps`` rounds. The skills
+  converge for a step in (0, 2] only: ``lr`` above 2 and ``lr_factor`` above 1 are refused.
 - **KOS** (Karger, Oh & Shah 2011, "Iterative learning for reliable crowdsourcing systems", Algorithm 1): binary
   labels A_ij = +-1 on the item-worker graph; item-to-worker messages x_{i->j} = sum_{j' in di \\ j} A_ij' y_{j'->i}
   and worker-to-item messages y_{j->i} = sum_{i' in dj \\ i} A_i'j x_{i'->j}, y started from N(1, 1); after
@@ -85,11 +86,32 @@ def option_seed(name: str, value) -> int | None:
     return int(value)
 
 
+# Zero-Based Skill's round is s <- s + r (a - s): the distance to the target a is multiplied by |1 - r|, so the
+# skills converge (or, at r = 2, stay bounded) only for a step r in (0, 2]; lr > 2, or lr_factor > 1 (the step then
+# grows every lr_steps rounds), sends them to +-inf and then NaN (uniform scores, one constant label).
+def _converging(name: str, value, high: float) -> float:
+    """Zero-Based Skill's ``lr`` (at most 2) or ``lr_factor`` (at most 1): a one-line error past the range where
+    the skills converge."""
+    v = option_real(name, value, 0.0, strict=True)
+    if v > high and name == "lr":
+        raise ValueError(
+            f"lr must be above 0 and at most 2, not {value!r}: each round moves a skill lr times its distance to "
+            "the worker's agreement with the vote, so a step past 2 overshoots further every round and the skills "
+            "diverge."
+        )
+    if v > high:
+        raise ValueError(
+            f"lr_factor must be above 0 and at most 1, not {value!r}: the step lr is multiplied by lr_factor every "
+            "lr_steps rounds, so a factor above 1 grows it past 2, where the skills diverge."
+        )
+    return v
+
+
 _OPTION_CHECKS = {
     "n_iter": lambda v: option_int("n_iter", v, 1),
-    "lr": lambda v: option_real("lr", v, 0.0, strict=True),
+    "lr": lambda v: _converging("lr", v, 2.0),
     "lr_steps": lambda v: option_int("lr_steps", v, 1),
-    "lr_factor": lambda v: option_real("lr_factor", v, 0.0, strict=True),
+    "lr_factor": lambda v: _converging("lr_factor", v, 1.0),
     "tol": lambda v: option_real("tol", v, 0.0),
     "seed": lambda v: option_seed("seed", v),
 }

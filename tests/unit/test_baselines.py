@@ -174,3 +174,35 @@ def test_mmsr_on_one_class_gives_that_class():
     data = _ann([("i1", "w1", "a"), ("i1", "w2", "a"), ("i2", "w1", "a"), ("i2", "w3", "a")], classes=("a",))
     r = B.mmsr(data)  # was LinAlgError: Eigenvalues did not converge
     assert r.labels.tolist() == [0, 0] and np.all(r.scores == 1.0) and np.all(r.skills == 1.0)
+
+
+@pytest.mark.parametrize(
+    "options, message",
+    [
+        ({"lr": 2.5}, r"lr must be above 0 and at most 2, not 2.5: .*diverge"),
+        ({"lr": 1e6}, r"lr must be above 0 and at most 2"),
+        ({"lr_factor": 1.5}, r"lr_factor must be above 0 and at most 1, not 1.5: .*diverge"),
+        ({"lr": 0.5, "lr_factor": 1.01}, r"lr_factor must be above 0 and at most 1"),
+    ],
+)
+def test_zero_based_skill_refuses_steps_that_diverge(bluebirds, options, message):
+    # before: NaN skills, uniform scores and one constant label, without a word
+    with pytest.raises(ValueError, match=message):
+        B.zero_based_skill(bluebirds, **options)
+    import crowdlab as cl
+
+    with pytest.raises(ValueError, match=message):
+        cl.ZeroBasedSkill(**options).fit(_long_frame(bluebirds))
+
+
+def _long_frame(data):
+    from crowdlab.data import to_long_dataframe
+
+    return to_long_dataframe(data)
+
+
+@pytest.mark.parametrize("lr, lr_factor", [(2.0, 1.0), (1.99, 1.0), (2.0, 0.5), (1e-9, 1.0), (0.3, 1.0)])
+def test_zero_based_skill_stays_finite_on_the_edge_of_its_range(bluebirds, lr, lr_factor):
+    r = B.zero_based_skill(bluebirds, lr=lr, lr_factor=lr_factor, n_iter=300)
+    assert np.all(np.isfinite(r.skills)) and np.all((r.skills >= -1) & (r.skills <= 2))
+    assert accuracy(r.labels, bluebirds.gold) > 0.65

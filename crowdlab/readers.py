@@ -589,11 +589,12 @@ def _parse_wide(data: bytes, delim: str, lead: int, n_cols: int, file: str, wher
     out: list[list[str]] = []
     for _ in range(lead + 1):
         next(reader, None)
-    try:
+    try:  # rows are records, as everywhere (reader.line_num counts the line breaks inside quoted values too)
         for fields in reader:
-            _add_row(out, fields, n_cols, reader.line_num, file, where)
+            _add_row(out, fields, n_cols, lead + 2 + len(out), file, where)
     except csv.Error as exc:
-        raise DataError(f"the CSV parser failed: {exc}.", file=file, row=reader.line_num, hint=EXPORT_HINT) from None
+        row = lead + 2 + len(out)
+        raise DataError(f"the CSV parser failed: {exc}.", file=file, row=row, hint=EXPORT_HINT) from None
     arr = np.empty((len(out), n_cols), dtype=object)
     if out:
         arr[:] = out

@@ -109,6 +109,18 @@ def test_row_with_too_many_cells() -> None:
     assert "double quotes" in err.hint
 
 
+@pytest.mark.parametrize("lead", [b"", b"\n"])
+@pytest.mark.parametrize("pad", [0, 40_000])  # the csv module (small files) and pandas' tokenizer (larger ones)
+def test_a_ragged_row_after_a_quoted_line_break_is_named_by_its_record(lead, pad) -> None:
+    # the record "d,w3,x,extra" is row 4 (row 5 with a blank line first) as every other message counts rows; the
+    # small-file path said row 5 (6): it counted the line break inside "b<newline>c"
+    body = b'a,w1,x\n"b\nc",w2,y\nd,w3,x,extra\ne,w1,y\n' + b"".join(b"p%d,w%d,x\n" % (i, i % 5) for i in range(pad))
+    err = error_of(lead + b"item,worker,label\n" + body)
+    assert err.row == 4 + len(lead) and "4 cells but the header has 3" in str(err)
+    err = error_of(lead + b'item,worker,label\n"b\nc",w2,y\na,w1,\n')  # the neighbouring case: a blank label
+    assert err.row == 3 + len(lead) and "blank" in str(err)
+
+
 def test_unclosed_quote() -> None:
     err = error_of("unclosed_quote.csv")
     assert err.row == 3

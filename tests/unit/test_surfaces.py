@@ -6,10 +6,10 @@ import numpy as np
 import pytest
 
 import crowdlab as cl
-from crowdlab import surface, sweep
-from crowdlab.init import vote_fractions
-from crowdlab.samples import load_sample
-from crowdlab.simulate import simulate_scores
+from crowdlab.analysis import surface, sweep
+from crowdlab.engines.init import vote_fractions
+from crowdlab.io.samples import load_sample
+from crowdlab.teaching.simulate import simulate_scores
 
 C = surface.Coord
 

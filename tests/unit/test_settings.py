@@ -17,9 +17,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from crowdlab import limits
 from crowdlab.errors import DataError, SettingError
-from crowdlab.limits import INT_MAX, RANGES, Limits
+from crowdlab.io import limits
+from crowdlab.io.limits import INT_MAX, RANGES, Limits
 
 ROOT = Path(__file__).resolve().parents[2]
 NAMES = [f.name for f in fields(Limits)]
@@ -98,7 +98,7 @@ def test_set_limits_and_override_refuse_what_the_environment_refuses(bad):
 
 def test_nan_never_switches_a_limit_off():
     # before: nan was read as the limit, and "size > nan" is False: a 1e13 score passed the 1e12 limit
-    from crowdlab.data import read_annotations
+    from crowdlab.io.data import read_annotations
 
     lim, _ = limits._from_env({"CROWDLAB_MAX_ABS_VALUE": "nan"})
     with limits.override(max_abs_value=lim.max_abs_value), pytest.raises(DataError, match="max_abs_value"):
@@ -145,7 +145,7 @@ def test_import_never_raises_and_python_warns_on_first_use():
     # before: CROWDLAB_MAX_ROWS=abc raised ValueError while crowdlab was imported
     code = (
         "import warnings, crowdlab\n"
-        "from crowdlab import limits\n"
+        "from crowdlab.io import limits\n"
         "with warnings.catch_warnings(record=True) as w:\n"
         "    warnings.simplefilter('always')\n"
         "    lim = limits.get_limits()\n"

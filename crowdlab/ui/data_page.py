@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import io
 import json
+import time
 from pathlib import Path
 
 import numpy as np
@@ -49,6 +50,8 @@ UPLOAD_KIND = "data.upload.kind"
 UPLOAD_ERROR = "data.upload.error"  # the reader's message for the last bad file (plain key)
 UPLOAD_OK = "data.upload.ok"  # "Loaded 'x.csv': ..." after a good load (plain key)
 UPLOAD_KEPT = "data.upload.kept"  # {"file": (name, bytes) | None, "gold": (name, bytes) | None} (plain key)
+UPLOAD_PENDING = "data.upload.pending"  # (data id, time) of a Load that found the box empty (plain key)
+PENDING_S = 120.0  # how long such a Load waits for its file (a 400 MB upload on a slow link takes a while)
 PREVIEW = "data.preview"  # {"id": data id, "csv": bytes, "gold": bytes | None} (plain key)
 
 # simulate-a-crowd widgets (values mirrored in WIDGETS)
@@ -184,34 +187,53 @@ def _chosen(which: str) -> tuple[str, bytes] | None:
 
 
 def _on_load() -> None:
+    box = st.session_state.get(_BOXES["file"])
     upload, gold = _chosen("file"), _chosen("gold")
+    # under load a press can reach the server before the file it was meant for (still uploading): when the box
+    # is empty, a label file arriving soon after, with the working dataset as this press leaves it, loads then
+    pending = box is None
     if upload is None:
         st.session_state[UPLOAD_ERROR] = "Choose a label file first (long or wide CSV)."
         st.session_state[UPLOAD_OK] = None
-        return
-    load_upload(
-        upload[1],
-        None if gold is None else gold[1],
-        value(UPLOAD_FMT),
-        value(UPLOAD_KIND),
-        upload[0],
-        None if gold is None else gold[0],
-    )
+    else:
+        load_upload(
+            upload[1],
+            None if gold is None else gold[1],
+            value(UPLOAD_FMT),
+            value(UPLOAD_KIND),
+            upload[0],
+            None if gold is None else gold[0],
+        )
+    st.session_state[UPLOAD_PENDING] = (state.get_data_id(), time.monotonic()) if pending else None
 
 
 def _on_file_change(which: str) -> None:
-    """on_change of an upload box: keep the chosen file (name and bytes; removing it from the box forgets it)."""
+    """on_change of an upload box: keep the chosen file (name and bytes; removing it from the box forgets it).
+
+    Either order of a Load press and the file's arrival loads the file once: a file a Load in the same rerun
+    has already read changes nothing (its message stays), and a label file arriving within ``PENDING_S``
+    seconds after a Load that found the box empty is loaded then, if the working dataset is still the one that
+    Load left (:data:`UPLOAD_PENDING`)."""
+    upload = st.session_state.get(_BOXES[which])
+    chosen = None if upload is None else (upload.name, upload.getvalue())
+    if chosen is not None and chosen == kept_files()[which]:
+        return  # a Load in this same rerun has read it
     st.session_state[UPLOAD_ERROR] = None
     st.session_state[UPLOAD_OK] = None
-    upload = st.session_state.get(_BOXES[which])
-    st.session_state[UPLOAD_KEPT] = {
-        **kept_files(),
-        which: None if upload is None else (upload.name, upload.getvalue()),
-    }
+    st.session_state[UPLOAD_KEPT] = {**kept_files(), which: chosen}
+    if which != "file":
+        return
+    pending = st.session_state.get(UPLOAD_PENDING)
+    st.session_state[UPLOAD_PENDING] = None
+    if chosen is not None and pending is not None:
+        data_id, when = pending
+        if data_id == state.get_data_id() and time.monotonic() - when < PENDING_S:
+            _on_load()
 
 
 def _on_forget() -> None:
     st.session_state[UPLOAD_KEPT] = None
+    st.session_state[UPLOAD_PENDING] = None
     st.session_state[UPLOAD_OK] = None
 
 

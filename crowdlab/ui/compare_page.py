@@ -16,7 +16,7 @@ from crowdlab.analysis.export import csv_bytes
 from crowdlab.io.data import Annotations
 from crowdlab.models.baselines import BASELINES
 from crowdlab.plots import data as figs
-from crowdlab.ui import state
+from crowdlab.ui import sessions, state
 
 PRIOR = "compare.prior"  # widget
 PRIOR_VALUE = "compare.prior_value"  # plain key behind it
@@ -210,11 +210,10 @@ def show_disagreements(data: Annotations, comparison: Comparison) -> None:
     st.dataframe(dis.head(HEAD_ROWS), hide_index=True, width="stretch", key="compare.disagreements")
     if len(dis) > HEAD_ROWS:
         st.caption(f"The first {HEAD_ROWS} of {len(dis):,} disputed items; the download has them all.")
-    st.download_button(
+    sessions.download_button(
         "Download the disputed items (CSV)",
         csv_bytes(dis),
         file_name="disagreements.csv",
         mime="text/csv",
         key="compare.download",
-        on_click="ignore",
     )

@@ -33,7 +33,7 @@ from crowdlab.io.data import Annotations, read_annotations, to_gold_dataframe, t
 from crowdlab.io.describe import class_balance, worker_table
 from crowdlab.plots import data as figs
 from crowdlab.teaching.simulate import WORKER_TYPES, mix_from_counts, simulate_crowd, simulate_scores
-from crowdlab.ui import panels, state
+from crowdlab.ui import panels, sessions, state
 from crowdlab.ui.frame import dataset_summary, sample_picker, upload_id
 from crowdlab.ui.reports_view import data_report_section
 
@@ -472,22 +472,22 @@ def preview(data: Annotations) -> None:
     st.caption(f"The first {shown} of {data.n_obs:,} labels, one per row.")
     row = st.container(horizontal=True)  # each button as wide as its label: nothing cut to "Download all la…"
     stem = _file_stem(data)
-    row.download_button(
+    sessions.download_button(
         "Download all labels (long CSV)",
         files["csv"],
         file_name=f"{stem}_labels.csv",
         mime="text/csv",
         key="data.download.labels",
-        on_click="ignore",
+        where=row,
     )
     if files["gold"] is not None:
-        row.download_button(
+        sessions.download_button(
             "Download gold (CSV)",
             files["gold"],
             file_name=f"{stem}_gold.csv",
             mime="text/csv",
             key="data.download.gold",
-            on_click="ignore",
+            where=row,
         )
 
 
@@ -530,12 +530,11 @@ def worker_summary(data: Annotations) -> None:
     st.dataframe(table.head(PREVIEW_ROWS), hide_index=True, width="stretch", column_config=config)
     if len(table) > PREVIEW_ROWS:
         st.caption(f"The {PREVIEW_ROWS} most active of {len(table):,} workers; the download has them all.")
-    st.download_button(  # a short label: the column is ~220 px wide at 1024 px
+    sessions.download_button(  # a short label: the column is ~220 px wide at 1024 px
         "All workers (CSV)",
         csv_bytes(table),
         file_name=f"{_file_stem(data)}_workers.csv",
         mime="text/csv",
         key="data.download.workers",
         icon=":material/download:",
-        on_click="ignore",
     )

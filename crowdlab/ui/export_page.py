@@ -30,7 +30,7 @@ from crowdlab.errors import CrowdlabError
 from crowdlab.io import safe
 from crowdlab.io.safe import plural
 from crowdlab.models import estimates_class_prior
-from crowdlab.ui import lab, state
+from crowdlab.ui import lab, sessions, state
 
 EXPORT_RUN = "export.run"  # {"key": (data id, MethodConfig), "run": Run}
 EXPORT_ERROR = "export.error"
@@ -234,23 +234,22 @@ def downloads(run: Run) -> None:
     # a wrapping row of buttons each as wide as its label: in a quarter of 1024 px "posteriors.csv" was cut
     row = st.container(horizontal=True)
     for name in files:
-        row.download_button(
+        sessions.download_button(
             name,
             files[name],
             file_name=name,
             mime=MIME[name.rsplit(".", 1)[1]],
             key=f"export.download.{name}",
+            where=row,
             icon=":material/download:",
-            on_click="ignore",
         )
-    st.download_button(
+    sessions.download_button(
         "All of them (zip)",
         zip_files(files),
         file_name="crowdlab_export.zip",
         mime="application/zip",
         key="export.download.zip",
         icon=":material/folder_zip:",
-        on_click="ignore",
         type="primary",
     )
     st.subheader("Reproduce it in Python")

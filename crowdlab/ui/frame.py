@@ -21,7 +21,7 @@ from crowdlab.io import limits, safe
 from crowdlab.io.data import Annotations
 from crowdlab.io.samples import SAMPLES, load_sample
 from crowdlab.teaching.simulate import simulate_crowd
-from crowdlab.ui import lab, presenter, state
+from crowdlab.ui import lab, presenter, sessions, state
 
 HOME_DATASET = "home.dataset"
 
@@ -147,6 +147,7 @@ def page_frame(
     dataset of the other pages, and the page's dataset is returned.
     """
     lab.note_page()
+    sessions.track()  # released when the tab has gone (crowdlab.ui.sessions)
     on = presenter.from_url()
     st.set_page_config(
         page_title=f"{title} · crowdlab",

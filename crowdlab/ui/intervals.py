@@ -27,7 +27,7 @@ from crowdlab.io import safe
 from crowdlab.models.params import ClassParams
 from crowdlab.models.scores import ScoreParams
 from crowdlab.plots import risk as figs
-from crowdlab.ui import lab
+from crowdlab.ui import lab, sessions
 
 SUPPORTED = ("ds", "one_coin", "two_coin")
 W_WHAT = "stepper.intervals.what"
@@ -160,7 +160,7 @@ def worker_intervals_panel(run: Run) -> None:
         column_config=TABLE_COLUMNS,
         height=lab.table_height(len(table)),
     )
-    st.download_button(
+    sessions.download_button(
         "Download all intervals (CSV)",
         csv_bytes(df),
         file_name="worker_intervals.csv",
@@ -220,7 +220,7 @@ def _scores_panel(run: Run) -> None:
         },
         height=lab.table_height(len(glob)),
     )
-    st.download_button(
+    sessions.download_button(
         "Download all intervals (CSV)",
         csv_bytes(df),
         file_name="item_mean_intervals.csv",

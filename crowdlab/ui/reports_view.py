@@ -24,7 +24,7 @@ from crowdlab.engines.run import Run
 from crowdlab.errors import ModelError
 from crowdlab.io.data import Annotations
 from crowdlab.io.safe import plural
-from crowdlab.ui import lab, state
+from crowdlab.ui import lab, sessions, state
 
 SORTS = ("spammer score (lowest first)", "accuracy (lowest first)", "labels (most first)")
 STEP_CACHE = "stepper.report_cache"  # plain key: [((run id, snapshot index), DataFrame), ...], newest last
@@ -101,13 +101,12 @@ def report_table(df: pd.DataFrame, key: str, *, consensus: str) -> None:
             height=lab.table_height(len(shown), 240),
             key=f"{key}.confusions",
         )
-    st.download_button(
+    sessions.download_button(
         "Download the worker report (CSV)",
         csv_bytes(shown),
         file_name="worker_report.csv",
         mime="text/csv",
         key=f"{key}.download",
-        on_click="ignore",
     )
     kinds = sorted(set(df["interval"]))
     how_ci = " and ".join(kinds)

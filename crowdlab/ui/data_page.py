@@ -1,8 +1,10 @@
 """The Data page: upload a label file, simulate a crowd (or the lecture's scorers), pick a bundled set; then look.
 
-Loading goes through callbacks (``on_click``); a bad file puts the reader's :class:`~crowdlab.errors.DataError`
-message under the plain key ``data.upload.error`` (shown with ``st.error``) and leaves the working dataset as it
-was. Readers and simulations are cached with ``st.cache_data`` on the file bytes or the parameters.
+Loading goes through callbacks: a file chosen in an upload box loads at once (``on_change``), and **Load**
+(``on_click``) reads the chosen or kept files again with the format and kind shown; a bad file puts the reader's
+:class:`~crowdlab.errors.DataError` message under the plain key ``data.upload.error`` (shown with ``st.error``) and
+leaves the working dataset as it was. Readers and simulations are cached with ``st.cache_data`` on the file bytes
+or the parameters.
 
 The files chosen in the upload boxes are kept, name and bytes, under the plain key ``data.upload.kept``: a page
 switch empties Streamlit's upload boxes, so on return the page says which files are kept (and the working dataset
@@ -19,7 +21,6 @@ from __future__ import annotations
 
 import io
 import json
-import time
 from pathlib import Path
 
 import numpy as np
@@ -50,8 +51,6 @@ UPLOAD_KIND = "data.upload.kind"
 UPLOAD_ERROR = "data.upload.error"  # the reader's message for the last bad file (plain key)
 UPLOAD_OK = "data.upload.ok"  # "Loaded 'x.csv': ..." after a good load (plain key)
 UPLOAD_KEPT = "data.upload.kept"  # {"file": (name, bytes) | None, "gold": (name, bytes) | None} (plain key)
-UPLOAD_PENDING = "data.upload.pending"  # (data id, time) of a Load that found the box empty (plain key)
-PENDING_S = 120.0  # how long such a Load waits for its file (a 400 MB upload on a slow link takes a while)
 PREVIEW = "data.preview"  # {"id": data id, "csv": bytes, "gold": bytes | None} (plain key)
 
 # simulate-a-crowd widgets (values mirrored in WIDGETS)
@@ -161,8 +160,8 @@ def load_upload(
         return False
     st.session_state[UPLOAD_ERROR] = None
     st.session_state[UPLOAD_KEPT] = {"file": (name, content), "gold": None if gold is None else (gold_name, gold)}
-    key = content + b"\0gold\0" + (gold or b"") + f"\0{fmt}\0{kind}".encode()
-    state.set_dataset(upload_id(key), data, source=upload_source(name, gold_name, fmt, kind))
+    data_id = upload_id(_upload_key(content, gold, fmt, kind))
+    state.set_dataset(data_id, data, source=upload_source(name, gold_name, fmt, kind))
     with_gold = f" with gold from '{gold_name}'" if gold is not None else ""
     st.session_state[UPLOAD_OK] = (
         f"Loaded '{name}'{with_gold}: {data.n_items:,} items, {data.n_workers:,} workers, {data.n_obs:,} labels."
@@ -187,53 +186,53 @@ def _chosen(which: str) -> tuple[str, bytes] | None:
 
 
 def _on_load() -> None:
-    box = st.session_state.get(_BOXES["file"])
     upload, gold = _chosen("file"), _chosen("gold")
-    # under load a press can reach the server before the file it was meant for (still uploading): when the box
-    # is empty, a label file arriving soon after, with the working dataset as this press leaves it, loads then
-    pending = box is None
     if upload is None:
         st.session_state[UPLOAD_ERROR] = "Choose a label file first (long or wide CSV)."
         st.session_state[UPLOAD_OK] = None
-    else:
-        load_upload(
-            upload[1],
-            None if gold is None else gold[1],
-            value(UPLOAD_FMT),
-            value(UPLOAD_KIND),
-            upload[0],
-            None if gold is None else gold[0],
-        )
-    st.session_state[UPLOAD_PENDING] = (state.get_data_id(), time.monotonic()) if pending else None
+        return
+    load_upload(
+        upload[1],
+        None if gold is None else gold[1],
+        value(UPLOAD_FMT),
+        value(UPLOAD_KIND),
+        upload[0],
+        None if gold is None else gold[0],
+    )
 
 
 def _on_file_change(which: str) -> None:
-    """on_change of an upload box: keep the chosen file (name and bytes; removing it from the box forgets it).
+    """on_change of an upload box: keep the chosen file (name and bytes; removing it from the box forgets it) and
+    load it at once (a gold file: with the label file chosen), with the format and kind shown.
 
-    Either order of a Load press and the file's arrival loads the file once: a file a Load in the same rerun
-    has already read changes nothing (its message stays), and a label file arriving within ``PENDING_S``
-    seconds after a Load that found the box empty is loaded then, if the working dataset is still the one that
-    Load left (:data:`UPLOAD_PENDING`)."""
+    Loading on the file's arrival, not only on the Load press, is what holds in a busy room: the browser sends the
+    file and a Load press separately, and a press that reaches the server while the file is still on its way, or
+    whose callback a following rerun interrupts, is lost (Streamlit delivers a button's press once); the file's
+    own change is delivered with the file. A file that a Load in the same rerun has already loaded changes
+    nothing (its message stays)."""
     upload = st.session_state.get(_BOXES[which])
     chosen = None if upload is None else (upload.name, upload.getvalue())
-    if chosen is not None and chosen == kept_files()[which]:
-        return  # a Load in this same rerun has read it
+    label = chosen if which == "file" else _chosen("file")
+    gold = chosen if which == "gold" else _chosen("gold")
+    if chosen is not None and label is not None and state.get_data_id() == _upload_data_id(label, gold):
+        return  # already the working dataset (a Load in this same rerun read it)
     st.session_state[UPLOAD_ERROR] = None
     st.session_state[UPLOAD_OK] = None
+    if chosen is not None and label is not None:
+        _on_load()  # reads the boxes (the kept label file when its box is empty)
     st.session_state[UPLOAD_KEPT] = {**kept_files(), which: chosen}
-    if which != "file":
-        return
-    pending = st.session_state.get(UPLOAD_PENDING)
-    st.session_state[UPLOAD_PENDING] = None
-    if chosen is not None and pending is not None:
-        data_id, when = pending
-        if data_id == state.get_data_id() and time.monotonic() - when < PENDING_S:
-            _on_load()
+
+
+def _upload_data_id(label: tuple[str, bytes], gold: tuple[str, bytes] | None) -> str:
+    return upload_id(_upload_key(label[1], None if gold is None else gold[1], value(UPLOAD_FMT), value(UPLOAD_KIND)))
+
+
+def _upload_key(content: bytes, gold: bytes | None, fmt: str, kind: str) -> bytes:
+    return content + b"\0gold\0" + (gold or b"") + f"\0{fmt}\0{kind}".encode()
 
 
 def _on_forget() -> None:
     st.session_state[UPLOAD_KEPT] = None
-    st.session_state[UPLOAD_PENDING] = None
     st.session_state[UPLOAD_OK] = None
 
 
@@ -364,7 +363,14 @@ def upload_tab() -> None:
         help="auto: scores when the label column is value/score/rating",
         **_mirrored(UPLOAD_KIND),
     )
-    c3.button("Load", key="data.upload.load", type="primary", on_click=_on_load, width="stretch")
+    c3.button(
+        "Load",
+        key="data.upload.load",
+        type="primary",
+        on_click=_on_load,
+        width="stretch",
+        help="A chosen file loads at once; Load reads it again with this format and kind",
+    )
     error = st.session_state.get(UPLOAD_ERROR)
     if error:
         st.error(safe.md(error), icon=":material/error:")

@@ -1,8 +1,9 @@
 """The Data page's Load press and the chosen file's arrival, in every order a busy server delivers them.
 
 A browser sends the file and the Load press separately; under load the press can reach the server first (the
-box is still empty), or both arrive in one merged rerun, where Streamlit calls the two callbacks in either order.
-Each order must load the file once and keep the "Loaded ..." message. AppTest cannot drive ``st.file_uploader``,
+box is still empty), both can arrive in one merged rerun (the two callbacks in either order), or the press's
+callback is interrupted by the file's rerun and never delivered again. The file loads on its arrival, so each
+order loads it once and keeps the "Loaded ..." message. AppTest cannot drive ``st.file_uploader``,
 so a wrapper app puts a stand-in upload under the box's key (no box is drawn) and calls the callbacks in the
 order the test asks. tests/e2e/test_busy_room.py presses Load in 10 real concurrent browser sessions.
 """
@@ -32,6 +33,9 @@ for step in st.session_state.pop("test.steps", []):
     if step[0] == "file":
         st.session_state[data_page.UPLOAD_FILE] = None if step[1] is None else Upload(*step[1])
         data_page._on_file_change("file")
+    elif step[0] == "gold":
+        st.session_state[data_page.UPLOAD_GOLD] = Upload(*step[1])
+        data_page._on_file_change("gold")
     elif step[0] == "box":  # the box's value arrives (its on_change to come), or a page switch empties it
         st.session_state[data_page.UPLOAD_FILE] = None if step[1] is None else Upload(*step[1])
     elif step[0] == "load":
@@ -70,6 +74,14 @@ def test_load_pressed_before_the_file_arrives_loads_it_when_it_arrives(tmp_path)
     assert _loaded(at, "small_long.csv") and at.session_state[data_page.UPLOAD_ERROR] is None
 
 
+def test_a_lost_press_still_loads_the_file(tmp_path):
+    # a press whose callback a following rerun interrupted never reaches the page: the file loads on arrival
+    at = _run(_app(tmp_path), ("file", _file("small_long.csv")))
+    assert _loaded(at, "small_long.csv")
+    at = _run(at, ("gold", _file("small_gold.csv")))  # a gold file reloads with the label file
+    assert at.session_state[data_page.UPLOAD_OK].startswith("Loaded 'small_long.csv' with gold from 'small_gold.csv'")
+
+
 def test_load_and_the_file_in_one_rerun_in_either_order(tmp_path):
     # before: with Load's callback first, the file's on_change then cleared "Loaded ..." (a lost press)
     at = _run(_app(tmp_path), ("box", _file("small_long.csv")), ("load",), ("file", _file("small_long.csv")))
@@ -87,12 +99,10 @@ def test_a_file_arriving_after_a_load_of_the_kept_file_replaces_it(tmp_path):
     assert _loaded(at, "small_wide.csv")
 
 
-def test_a_stale_press_does_not_load_a_later_file(tmp_path):
-    at = _run(_app(tmp_path), ("load",))
+def test_a_bad_file_shows_the_message_and_keeps_the_dataset(tmp_path):
+    at = _app(tmp_path)
     before = at.session_state[state.DATA_ID]
-    data_id, when = at.session_state[data_page.UPLOAD_PENDING]
-    at.session_state[data_page.UPLOAD_PENDING] = (data_id, when - data_page.PENDING_S - 1)  # long ago
-    at = _run(at, ("file", _file("small_long.csv")))
-    assert at.session_state[state.DATA_ID] == before and not at.session_state[data_page.UPLOAD_OK]
-    at = _run(at, ("file", None), ("load",), ("forget",), ("file", _file("small_long.csv")))
-    assert at.session_state[state.DATA_ID] == before  # Forget cancels the waiting press
+    at = _run(at, ("file", _file("empty.csv")))
+    assert at.session_state[state.DATA_ID] == before and at.session_state[data_page.UPLOAD_ERROR]
+    at = _run(at, ("file", None))  # removing it clears the message
+    assert at.session_state[data_page.UPLOAD_ERROR] is None and at.session_state[state.DATA_ID] == before

@@ -5,8 +5,9 @@ that a network blip can reconnect to it, and documents that it *may* clean the s
 the stored session goes only when its storage is next touched, without being shut down, so its session state
 (datasets, runs, uploaded bytes) and its files stay in memory. :func:`track` (called by the page frame on every
 run) notes each session; a daemon thread (one per server process) sweeps every ``SWEEP_S`` seconds and, for a
-session disconnected longer than the TTL, clears its session state and shuts it down on the server's event loop
-(Streamlit's own ``Runtime.close_session``), and releases its uploaded files and media references.
+session disconnected for the TTL (just before Streamlit's store would drop it unclosed), clears its session state,
+shuts it down on the server's event loop (Streamlit's own ``Runtime.close_session``), releases its uploaded files
+and media references, and hands the freed heap back to the system.
 
 **Downloads.** A download button's file lives in Streamlit's media store only while some session's latest run
 references it; a run clears its session's references when it starts, and any session's run that ends deletes
@@ -22,17 +23,19 @@ own (and the sweep still clears the session state it can reach).
 
 from __future__ import annotations
 
-import logging
+import ctypes
+import gc
 import threading
 import time
 
 import streamlit as st
 from streamlit import config, runtime
+from streamlit.logger import get_logger
 from streamlit.runtime.scriptrunner import get_script_run_ctx
 
 __all__ = ["download_button", "pinned_files", "sweep", "track"]
 
-_LOG = logging.getLogger(__name__)
+_LOG = get_logger(__name__)  # the server's log, at Streamlit's level
 SWEEP_S = 5.0  # how often the sweep looks for sessions gone
 PIN = "crowdlab.pinned:"  # the media store's pseudo-session holding a live session's download files
 KEEP = 2  # files kept per download button: the current one and the one a browser may still show
@@ -70,26 +73,40 @@ def _loop() -> None:
 
 
 def sweep(now: float | None = None) -> list[str]:
-    """Release every noted session disconnected for longer than ``server.disconnectedSessionTTL``; returns their
-    ids."""
+    """Release every noted session disconnected for (about) ``server.disconnectedSessionTTL`` seconds, the time
+    Streamlit keeps it for a reconnect; returns their ids."""
     if not runtime.exists():
         return []
     rt = runtime.get_instance()
     now = time.monotonic() if now is None else now
     ttl = float(config.get_option("server.disconnectedSessionTTL") or 0)
+    # Streamlit's store drops the session at its TTL without shutting it down: release it just before, while
+    # Runtime.close_session still finds it (the sweep first sees a disconnect up to SWEEP_S after it happened)
+    wait = max(ttl - SWEEP_S - 1.0, 0.0)
     gone = []
     with _LOCK:
         for sid in list(_STATES):
             if rt.is_active_session(sid):
                 _GONE.pop(sid, None)
                 continue
-            if now - _GONE.setdefault(sid, now) < ttl:
+            if now - _GONE.setdefault(sid, now) < wait:
                 continue
             gone.append((sid, _STATES.pop(sid)))
             _GONE.pop(sid, None)
     for sid, state in gone:
         _release(rt, sid, state)
+    if gone:
+        _LOG.info("crowdlab: released %d closed session(s) (reconnect time %g s over)", len(gone), ttl)
     return [sid for sid, _ in gone]
+
+
+def _give_back() -> None:
+    """Collect the released objects and hand the freed heap back to the system (glibc keeps it otherwise)."""
+    gc.collect()
+    try:
+        ctypes.CDLL("libc.so.6").malloc_trim(0)
+    except (OSError, AttributeError):  # not glibc (macOS, Windows, musl)
+        pass
 
 
 def _release(rt, sid: str, state) -> None:
@@ -106,6 +123,7 @@ def _release(rt, sid: str, state) -> None:
         rt.uploaded_file_mgr.remove_session_files(sid)
         rt.media_file_mgr.remove_orphaned_files()  # download files go at the second sweep
         rt.media_file_mgr.remove_orphaned_files()
+        _give_back()
 
     try:
         loop = rt._get_async_objs().eventloop  # Runtime.close_session must run on the server's event loop

@@ -9,8 +9,8 @@ A fresh ``streamlit run app.py`` starts on a free port with ``server.disconnecte
 (Streamlit keeps a closed tab's session that long for a reconnect; 120 by default). One warm-up session opens the
 Data page and closes, so that the imports and the bundled sample are in memory; its release is awaited and the
 server's resident memory (VmRSS) is the baseline. Then, for each of ``--rounds`` rounds, ``--sessions`` sessions
-each choose a label file of ``--rows`` rows of their own (``item,worker,label``; 10 labels per item; a chosen file
-loads at once); once all show "Loaded" the memory is read (loaded); the tabs close, and after the TTL and the
+each choose a label file of ``--rows`` rows of their own (``item,worker,label``; 10 labels per item) and press
+Load; once all show "Loaded" the memory is read (loaded); the tabs close, and after the TTL and the
 release's sweep it is read again (closed). Memory a closed session kept would pile up round after round; what
 the first round's imports and allocator keep stays flat. The script prints the numbers; it asserts nothing.
 """
@@ -127,6 +127,8 @@ def main(argv: list[str] | None = None) -> int:
                     box.set_input_files(
                         {"name": name, "mimeType": "text/csv", "buffer": content + f"r{r},w0,c0\n".encode()}
                     )
+                    page.locator('[data-testid="stFileChipName"]').first.wait_for()
+                    page.get_by_role("button", name="Load", exact=True).click()  # (a chosen file loads at once)
                     page.get_by_text(f"Loaded '{name}'").wait_for()
                 load_s = time.perf_counter() - t0
                 time.sleep(3)

@@ -533,6 +533,11 @@ def test_play_stops_at_convergence():
         ok(at.run())
     assert run.at_end and not at.session_state["stepper.playing"]
     assert len(run.snapshots) == run.index + 1
+    # it says so, and its button says Play again (its timer's own reruns drew only the panel below the buttons)
+    assert "Play stopped at the end of the run" in " ".join(c.value for c in at.caption)
+    assert at.button(key="stepper.play").label == "Play"
+    click(at, "stepper.back")  # the next move forgets it
+    assert "Play stopped" not in " ".join(c.value for c in at.caption)
 
 
 def test_the_notice_disappears_after_the_next_action():

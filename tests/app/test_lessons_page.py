@@ -79,7 +79,17 @@ def test_every_lesson_first_to_last_step_action_then_next(key):
         assert "{a[" not in at.session_state[lp.DONE] and "nan" not in at.session_state[lp.DONE]
         if i + 1 < len(lesson.steps):
             _ok(at.button(key=lp.W_NEXT).click().run())
-    assert at.button(key=lp.W_NEXT).disabled
+    following = lp.next_lesson(key)
+    if following is None:
+        assert at.button(key=lp.W_NEXT).disabled
+        return
+    # the last step offers the next lesson: its Next says so and goes there, at its first step
+    assert at.button(key=lp.W_NEXT).label == "Next lesson" and not at.button(key=lp.W_NEXT).disabled
+    assert L.LESSONS[following].title in " ".join(c.value for c in at.caption)
+    at.session_state[lp.SHOWN] = (key, len(lesson.steps) - 1, 0.0)  # on screen long enough (HOLD_S)
+    _ok(at.button(key=lp.W_NEXT).click().run())
+    assert at.session_state[lp.KEY] == following and at.session_state[lp.STEP] == 0
+    assert at.subheader[0].value == L.LESSONS[following].steps[0].title
 
 
 def test_trust_lesson_spam_chart_shows_the_run_and_the_counts_the_outcome_quotes():

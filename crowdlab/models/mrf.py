@@ -122,7 +122,7 @@ class NetworkCrowd(LatentModel):
     @property
     def objective_name(self) -> str:
         if self.method == "mean_field":
-            return "mean-field free energy F(q, Γ) (+ log Z)"
+            return "mean-field free energy L(q, Γ) (+ log Z)"
         return "log p(F, ŷ | Γ) at the ICM labels (+ log Z)"
 
     def check(self, data: Annotations) -> None:

@@ -31,7 +31,7 @@ def objective_curve(
     title: str = "Objective",
     *,
     objective_name: str = "log-likelihood",
-    bound_name: str = "bound F(q, θ)",
+    bound_name: str = "bound L(q, θ)",
     show_bound: bool = True,
     height: int = 360,
 ) -> go.Figure:

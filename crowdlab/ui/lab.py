@@ -635,7 +635,7 @@ def objective_chart(
     model = run.model
     if show_bound is None:
         show_bound = not model.hard
-    bound_name = "complete-data objective" if model.hard else "bound F(q, θ)"
+    bound_name = "complete-data objective" if model.hard else "bound L(q, θ)"
     fig = plots.objective_curve(
         run.history(),
         run.index,

@@ -194,7 +194,7 @@ def hard_applies(method: str) -> bool:
     return method != "mv" and cls is not None and cls.info.has_hard
 
 
-HARD_HELP = "Replace the posterior by its arg-max (classification EM); the objective becomes log p(x, ẑ | θ)."
+HARD_HELP = "Replace the posterior by its arg-max (classification EM); the objective becomes log p(F, ŷ | θ)."
 
 
 def hard_help(method: str) -> str:

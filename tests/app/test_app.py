@@ -145,7 +145,7 @@ def test_method_change_resets_the_run_with_a_notice_shown_once():
     assert _label(at).startswith("majority vote")
     # hard EM: its objective is the complete-data log-likelihood and it never decreases
     ok(at.selectbox(key=state.W_METHOD).set_value("ds").run())
-    assert "bound" in _trace_metas(at, "stepper.objective_chart")  # soft EM: the bound F(q, θ) beside it
+    assert "bound" in _trace_metas(at, "stepper.objective_chart")  # soft EM: the bound L(q, θ) beside it
     ok(at.checkbox(key=state.W_HARD).check().run())
     click(at, "stepper.run")
     run = _run(at)

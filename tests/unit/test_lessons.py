@@ -111,8 +111,9 @@ def test_lecture_crowd_everyone_good_start_then_em_finds_the_bad_scorers(walks):
     assert done["bad"] == truth_bad and done["objective"] > done["objective0"]
     obj = run.history()["objective"]
     assert np.all(np.diff(obj) >= -1e-9 * np.abs(obj[:-1]))
-    # what the chart's title calls the objective is the formula's log p(s | θ) (it said log p(x | θ))
-    assert "log p(s | θ)" in run.model.objective_name and "\\log p(s \\mid \\theta)" in L.LESSONS["em"].steps[3].formula
+    # what the chart's title calls the objective is the formula's log p(F | θ) (docs/notation.md: F is what was
+    # observed, the scores here)
+    assert "log p(F | θ)" in run.model.objective_name and "\\log p(F \\mid \\theta)" in L.LESSONS["em"].steps[3].formula
     # the start's π is 0.5, not the 1 that w = 1 would give, and the text says why
     assert run0.snapshots[0].params.pi_good == 0.5 and "fixed point" in L.LESSONS["em"].steps[0].outcome
 

@@ -35,8 +35,6 @@ FORMULA_CUT = """
 """
 
 
-
-
 def test_every_lesson_step_has_its_chart_on_the_first_screen(server, page):
     page.set_viewport_size(PROJECTOR)
     page.goto(server + "/Lessons?present=1")

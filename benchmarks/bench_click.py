@@ -168,13 +168,6 @@ def _settle(page) -> None:
     page.wait_for_function("() => performance.now() - window.__bench.last > 300", timeout=120_000, polling=100)
 
 
-def _open_sidebar(page) -> None:
-    side = page.locator('[data-testid="stSidebar"]')
-    if side.get_attribute("aria-expanded") != "true":
-        page.locator('[data-testid="stExpandSidebarButton"]').click()
-    side.get_by_role("link", name=re.compile("Step through EM$")).wait_for()
-
-
 def _click_times(page, clicks: int, meter: Meter) -> list[dict]:
     step = page.locator('[data-testid="stMain"]').get_by_role("button", name="Step", exact=True)
     out = []
@@ -261,13 +254,13 @@ def main() -> None:
                     page.goto(url + "/Step_through_EM" + q)
                 else:
                     data = read_annotations(args.trec / "labels.csv", gold=args.trec / "gold.csv")
-                    page.goto(url + "/" + q)
-                    _upload(page, url, args.trec)
-                    # keep the session: the sidebar's link (presenter mode starts with the sidebar closed)
-                    _open_sidebar(page)
-                    page.locator('[data-testid="stSidebar"]').get_by_role(
-                        "link", name=re.compile("Step through EM$")
-                    ).click()
+                    _upload(page, url, args.trec)  # normal mode: the sidebar is open
+                    link = re.compile("Step through EM$")  # keep the session: the sidebar's link, not a new URL
+                    page.locator('[data-testid="stSidebar"]').get_by_role("link", name=link).click()
+                    if q:  # then presenter mode, through its toggle in the sidebar
+                        page.get_by_text("iteration 0, initialisation").first.wait_for()
+                        _idle(page)
+                        page.locator('[data-testid="stSidebar"]').get_by_text("Presenter mode").click()
                 page.get_by_text("iteration 0, initialisation").first.wait_for()
                 _idle(page)
                 meter = Meter(page, proc.pid)
@@ -277,8 +270,8 @@ def main() -> None:
                 engine = _engine(data, args.clicks) * 1000
                 print(
                     f"{name:<20}{med['first']:>13.0f}{med['label']:>7.0f}{med['plot0']:>14.0f}{med['last']:>9.0f}"
-                    f"{'<=' + str(TARGET_STEP.get(name, '')):>8}{med['renderer']:>9.2f} s"
-                    f"{'(<=' + str(TARGET_RENDERER) + ')':>0}{med['server']:>9.2f} s{med['bytes'] / 1000:>9.0f}"
+                    f"{'<=' + str(TARGET_STEP.get(name, '')):>8}{med['renderer']:>7.2f} s (<={TARGET_RENDERER})"
+                    f"{med['server']:>9.2f} s{med['bytes'] / 1000:>9.0f}"
                     f"{charts:>8}{engine:>13.1f}"
                 )
                 page.close()

@@ -33,10 +33,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import crowdlab as cl  # noqa: E402
 from crowdlab.analysis.dependence import dependence_check  # noqa: E402
-from crowdlab.data import read_annotations  # noqa: E402
-from crowdlab.metrics import accuracy  # noqa: E402
+from crowdlab.io.data import read_annotations  # noqa: E402
+from crowdlab.io.metrics import accuracy  # noqa: E402
 from crowdlab.models.majority import majority_labels  # noqa: E402
-from crowdlab.simulate import simulate_correlated  # noqa: E402
+from crowdlab.teaching.simulate import simulate_correlated  # noqa: E402
 
 ROOT = Path("/work/shared/datasets")
 SKIP = {"snow2008_affect", "snow2008_wordsim", "rodrigues2014_conll_ner", "dawid_skene1979_patients"}

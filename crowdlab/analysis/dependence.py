@@ -47,7 +47,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from crowdlab.data import Annotations
+from crowdlab.io.data import Annotations
 
 MIN_SHARED = 10  # pairs with fewer shared items are not tested
 EXACT_MAX = (
@@ -61,8 +61,9 @@ LEVEL = 0.05
 class DependenceReport:
     """The pairwise check. Per tested pair (arrays of length P, pairs a < b): ``a``, ``b`` (worker codes),
     ``shared``, ``observed`` and ``expected`` agreements, ``kappa`` (excess agreement, chance = CI's prediction),
-    ``z``, ``p_value`` (one-sided), ``p_holm`` and ``flagged``, ``exact`` (whether the p-value is exact). ``kappa_matrix``
-    (M, M): kappa for tested pairs, NaN elsewhere. ``effective``: :func:`effective_annotators`'s dict."""
+    ``z``, ``p_value`` (one-sided), ``p_holm`` and ``flagged``, ``exact`` (whether the p-value is exact).
+    ``kappa_matrix`` (M, M): kappa for tested pairs, NaN elsewhere. ``effective``: :func:`effective_annotators`'s
+    dict (empty when no pair was tested)."""
 
     worker_names: tuple[str, ...]
     a: np.ndarray
@@ -225,7 +226,7 @@ def dependence_check(
     gamma = np.asarray(params.gamma, dtype=np.float64)
     pi = np.asarray(params.pi, dtype=np.float64)
     q = np.asarray(getattr(q, "q", q), dtype=np.float64)
-    M, K = data.n_workers, data.n_classes
+    M = data.n_workers
     item, worker, counts = _cells(data)
     log_g = np.log(np.maximum(gamma, 1e-300))  # (M, K', K)
     cell_ll = np.einsum("ca,cak->ck", counts, log_g[worker])  # log p(cell's labels | k)

@@ -48,9 +48,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from crowdlab.data import Annotations
 from crowdlab.errors import ModelError
-from crowdlab.kernels import add_row_offset
+from crowdlab.io.data import Annotations
 from crowdlab.models.base import (
     LatentModel,
     ModelInfo,
@@ -62,6 +61,7 @@ from crowdlab.models.base import (
     softmax_lse,
 )
 from crowdlab.models.ibcc import expected_log, kl_dirichlet
+from crowdlab.models.kernels import add_row_offset
 from crowdlab.models.params import ClassParams
 
 

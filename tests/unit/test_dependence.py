@@ -19,12 +19,12 @@ from crowdlab.analysis.dependence import (
     pair_tables,
     poisson_binomial_sf,
 )
-from crowdlab.data import Annotations
-from crowdlab.em import Run
-from crowdlab.metrics import accuracy
-from crowdlab.models import EBCC, DawidSkene
+from crowdlab.engines.run import Run
+from crowdlab.io.data import Annotations
+from crowdlab.io.metrics import accuracy
+from crowdlab.models import DawidSkene
 from crowdlab.models.majority import majority_labels
-from crowdlab.simulate import simulate_correlated
+from crowdlab.teaching.simulate import simulate_correlated
 
 
 def test_poisson_binomial_tail_exact():

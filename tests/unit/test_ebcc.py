@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 import crowdlab as cl
-from crowdlab.em import Run
+from crowdlab.engines.run import Run
 from crowdlab.errors import ModelError
 from crowdlab.models import EBCC, IBCC, EbccParams, make_model
 from crowdlab.models.ebcc import accuracy_intervals

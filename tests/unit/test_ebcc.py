@@ -105,3 +105,17 @@ def test_ebcc_registered_and_options_checked():
         EBCC(subtype_prior=0)
     with pytest.raises(ModelError, match="fewer subtypes"):
         EBCC(subtypes=50).check(cl.Annotations([0], [0], [0], ["i"], ["w"], [str(k) for k in range(41)]))
+
+
+def test_ebcc_explainers_show_live_numbers():
+    from crowdlab.teaching import explain
+    from crowdlab.teaching.simulate import simulate_correlated
+
+    sim = simulate_correlated(60, 3, (3,), 3, rho=0.8, seed=0)
+    run = cl.fit(sim.annotations, "ebcc")
+    e, m = explain.NEW_MODEL_EXPLAINERS["ebcc"]
+    e_lines = "\n".join(e(sim.annotations, run.params, 0))
+    q = run.posterior[0]
+    assert r"r_{nlk} \propto" in e_lines and explain.num(q.max(), 3) in e_lines
+    m_lines = "\n".join(m(sim.annotations, run.posterior, run.params, 4))
+    assert "A_{ml}(k', k)" in m_lines and explain.num(run.params.gamma[4, 0, 0], 3) in m_lines

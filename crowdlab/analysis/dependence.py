@@ -376,3 +376,15 @@ def pair_tables(data: Annotations, params, q: np.ndarray, a: int, b: int) -> tup
         w /= w.sum()
         exp += np.einsum("k,ik,jk->ij", w, gamma[a], gamma[b])
     return obs, exp
+
+
+def dependence(run, *, min_shared: int = MIN_SHARED, level: float = LEVEL) -> DependenceReport:
+    """:func:`dependence_check` of a fitted class-model run at its cursor (``crowdlab.dependence(run)``)."""
+    from crowdlab.errors import ModelError
+
+    if run.data.is_continuous or not hasattr(run.params, "gamma"):
+        raise ModelError(
+            "The dependence check needs a class model with confusion matrices (e.g. ds, ibcc, ebcc); "
+            f"{run.model.info.title} has none."
+        )
+    return dependence_check(run.data, run.params, run.posterior, min_shared=min_shared, level=level)

@@ -74,7 +74,7 @@ def real(only) -> None:
             labels, runs[m], secs[m] = fit(data, m)
             acc[m] = accuracy(labels, data.gold)
         rep = dependence_check(data, runs["ds"].params, runs["ds"].posterior)
-        e = rep.effective
+        e = rep.effective or {"eigen": float("nan"), "kish": float("nan"), "weighted": float("nan")}
         print(
             f"{d.name:34s} {data.n_items:6d} {data.n_obs:7d} {data.n_classes:3d}  {acc['mv']:.3f}  {acc['ds']:.3f}  "
             f"{acc['ebcc']:.3f}  {acc['ebcc'] - acc['ds']:+.3f}   {secs['ds']:5.1f}/{secs['ebcc']:5.1f}  "

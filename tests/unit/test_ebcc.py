@@ -119,3 +119,19 @@ def test_ebcc_explainers_show_live_numbers():
     assert r"r_{nlk} \propto" in e_lines and explain.num(q.max(), 3) in e_lines
     m_lines = "\n".join(m(sim.annotations, run.posterior, run.params, 4))
     assert "A_{ml}(k', k)" in m_lines and explain.num(run.params.gamma[4, 0, 0], 3) in m_lines
+
+
+@pytest.mark.slow
+def test_ebcc_fuzz_adversarial_problems():
+    """The fuzz harness's generated problems (tests/unit/fuzz_problems.py, adversarial ones included): nothing
+    non-finite, posteriors on the simplex, the ELBO never falls, no violation recorded."""
+    from tests.unit.fuzz_problems import check_run, class_problem
+
+    for seed in range(150):
+        data = class_problem(seed)
+        model = EBCC(**_options(seed))
+        if seed % 5 == 4 and data.has_gold:
+            model.with_known(reveal=0.3, seed=seed)
+        run = Run(data, model, ("majority", "random", "all_good")[seed % 3], seed=seed, max_iter=30)
+        run.run()
+        check_run(run)

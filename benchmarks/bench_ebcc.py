@@ -9,8 +9,8 @@ Run from the repository root::
 Real sets: every folder of /work/shared/datasets with labels.csv and gold.csv read as classes (the sets
 bench_peers.py skips are skipped here too: scores, sequences, a set without gold). Each method runs to
 convergence (at most 500 iterations) with crowdlab.fit from the majority-vote start (EBCC: the paper's defaults,
-10 subtypes, a_v = 4, b_v = 1, subtype mass 0.1; its subtype split seeded with 0). Printed: accuracy on the items with gold, seconds,
-and the dependence check after Dawid-Skene (pairs tested / flagged, effective independent annotators).
+10 subtypes, a_v = 4, b_v = 1, subtype mass 0.1; its subtype split seeded with 0). Printed: accuracy on the
+items with gold, seconds, and the dependence check after Dawid-Skene (pairs tested / flagged, effective independent annotators).
 
 Simulated cliques (crowdlab.simulate.simulate_correlated): 500 items, 6 independent workers and one clique of 4
 (every worker labels every item), K = 3, accuracies U(0.65, 0.85), rho in 0, 0.3, 0.6, 0.9, ``--crowds`` seeded

@@ -10,9 +10,10 @@ Real sets: every folder of /work/shared/datasets with labels.csv and gold.csv re
 bench_peers.py skips are skipped here too: scores, sequences, a set without gold). Each method runs to
 convergence (at most 500 iterations) with crowdlab.fit from the majority-vote start (EBCC: the paper's defaults,
 10 subtypes, a_v = 4, b_v = 1, subtype mass 0.1; its subtype split seeded with 0). Printed: accuracy on the
-items with gold, seconds, and the dependence check after Dawid-Skene (pairs tested / flagged, effective independent annotators).
+items with gold, seconds, and the dependence check after Dawid-Skene (pairs tested / flagged, effective
+independent annotators).
 
-Simulated cliques (crowdlab.simulate.simulate_correlated): 500 items, 6 independent workers and one clique of 4
+Simulated cliques (crowdlab.teaching.simulate.simulate_correlated): 500 items, 6 independent workers and one clique of 4
 (every worker labels every item), K = 3, accuracies U(0.65, 0.85), rho in 0, 0.3, 0.6, 0.9, ``--crowds`` seeded
 crowds each: mean accuracy of each method, and how often the check flags a clique pair (Holm, 0.05) and a pair
 outside the clique, on 3,000-item crowds of 8 + 4 workers (the design of the slow test).

@@ -173,6 +173,9 @@ def test_majority_vote_ties_rule_count_marks_and_export():
     n_tied = int(tied_items(data).sum())
     assert n_tied == 65
     assert any(f"{n_tied} of 800 items are tied" in m.value for m in at.markdown)
+    from crowdlab.ui import panels
+
+    ok(at.radio(key=panels.W_ORDER).set_value(panels.ORDER_UNCERTAIN).run())
     ticks = _chart(at, "stepper.posterior_chart")["layout"]["yaxis"]["ticktext"]
     assert all(t.endswith(TIED_MARK) for t in ticks)  # most uncertain first: the 25 rows of page 1 are all tied
     assert any(f"{n_tied} items in all" in c.value for c in at.caption)

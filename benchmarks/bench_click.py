@@ -206,7 +206,7 @@ def _lesson_times(page, url: str, q: str, meter: Meter) -> list[tuple[str, dict]
             _settle(page)
             out.append((step.button, {**page.evaluate(READ), **meter.stop()}))
         if i + 1 < len(steps):
-            main.locator(".st-key-lesson-next button").click()
+            main.locator(".st-key-lesson-next button").first.click()
     return out
 
 

@@ -385,8 +385,22 @@ def _loglik(run: Run):
     curve = symmetric_loglik(grid, run.data.label, [p, 1.0 - p])
     return rplots.loglik_curves(
         grid, {f"n = {run.data.n_items}, p = {p:g}": curve}, theta_true=lessons.RISK_THETA, height=CHART_HEIGHT,
-        title="Log-likelihood of the outputs as a function of θ",
+        title="Log-likelihood of the outputs as a function of θ", em_path=_theta_path(run),
     )  # fmt: skip
+
+
+def _theta(params) -> float | None:
+    """One classifier's θ (its accuracy) in a one-coin run's parameters."""
+    t = (getattr(params, "extra", None) or {}).get("theta")
+    return float(np.ravel(t)[0]) if t is not None and np.size(t) == 1 else None
+
+
+def _theta_path(run: Run) -> list[float]:
+    """EM's θ at its start and after each M-step up to the cursor: the chart draws the start, the path and the
+    estimate (it drew neither EM's start nor where EM went)."""
+    snaps = run.snapshots[: run.index + 1]
+    path = [_theta(s.params) for s in snaps if s.kind in ("init", "M")]
+    return [t for t in path if t is not None]
 
 
 def _fisher(run: Run):
@@ -396,7 +410,8 @@ def _fisher(run: Run):
     p = np.linspace(0.51, 0.99, 97)
     return rplots.fisher_contour(
         th, p, fisher_symmetric(th[None, :], p[:, None]), current=(lessons.RISK_THETA, _class_prior(run)),
-        height=CHART_HEIGHT, title="Fisher information J(θ, p); the cross: this classifier",
+        height=CHART_HEIGHT, title="Fisher information J(θ, p); the cross: this classifier, the diamond: EM's θ̂",
+        estimate=_theta(run.params) if run.index > 0 else None,
     )  # fmt: skip
 
 

@@ -7,7 +7,7 @@ the scorers), ``surface`` (likelihood contours), ``restarts`` (restarts and prio
 """
 
 from crowdlab.plots.common import COLOR_SCALE, half_step_positions, wrap_label, wrap_title
-from crowdlab.plots.curves import convergence_chart, metric_curve, objective_curve
+from crowdlab.plots.curves import convergence_chart, metric_curve, objective_curve, objective_with_gap
 from crowdlab.plots.matrices import confusion_grid, parse_rect_path, posterior_heatmap, rect_path
 from crowdlab.plots.restarts import objective_spread, prior_sweep_figure, restart_scatter
 from crowdlab.plots.surface import objective_contour
@@ -33,6 +33,7 @@ __all__ = [
     "metric_curve",
     "objective_contour",
     "objective_curve",
+    "objective_with_gap",
     "objective_spread",
     "parse_rect_path",
     "posterior_heatmap",

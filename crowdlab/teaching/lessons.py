@@ -800,13 +800,14 @@ EM_LESSON = Lesson(
             "majority vote and let it run. Watch the curve: it climbs by {r[plateau][climb1]:.1f} in "
             "{r[stall][iteration]} iterations, then lies almost flat until about iteration "
             "{r[plateau][flat_to]}, when it rises once more by only {r[plateau][climb2]:.1f} "
-            "({r[plateau][share]:.0%} of the whole rise; a small step near the top of the chart, easy to miss). "
+            "({r[plateau][share]:.0%} of the whole rise: a small step near the top of the upper chart, easy to "
+            "miss; the lower chart, the gap to the best log-likelihood on a log scale, shows it plainly). "
             "Near such a plateau (a saddle of the likelihood) each step gains next to nothing, so a rule that only "
             "asks whether the objective stopped changing would stop there.",
             _DS_LL,
             "restart_from:all_good",
             "Restart from 'everyone is good'",
-            "objective",
+            "objective_gap",
             "Had it stopped when the log-likelihood changed by less than 1e-8 (relative), this run would have "
             "ended at iteration {r[stall][iteration]}, log-likelihood {r[stall][objective]:.2f} and accuracy "
             "{r[stall][accuracy]:.3f}: apparently converged, yet the parameters were still drifting. crowdlab also "

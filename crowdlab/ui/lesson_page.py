@@ -31,7 +31,7 @@ from crowdlab.plots import dependent as dplots
 from crowdlab.plots import models as mplots
 from crowdlab.plots import risk as rplots
 from crowdlab.teaching import lessons
-from crowdlab.ui import lab
+from crowdlab.ui import lab, presenter
 
 KEY, STEP, DONE, MARK = "lesson.key", "lesson.step", "lesson.done", "lesson.mark"
 SHOWN, FREE_OPEN = "lesson.shown", "lesson.free_open"
@@ -200,7 +200,12 @@ def lesson_page() -> None:
     st.caption(f"{lesson.title} · **step {i + 1} of {n}**")
     # the text on the left, the chart on the right: the chart is on the first screen at 1024 x 768 whatever the
     # length of the narration (stacked, only 19-88 % of it was, under the narration, formula and outcome)
-    text, picture = st.columns([1, 1.15], gap="medium")
+    # (presenter mode, the projector's full width; with the sidebar open the text column would be too narrow and
+    # push the step's button below the first screen, so the normal mode keeps the text above the chart)
+    if presenter.is_on():
+        text, picture = st.columns([1, 1.15], gap="medium")
+    else:
+        text, picture = st.container(), st.container()
     st.html(TEXT_CSS)
     with text, st.container(key=TEXT_KEY):
         _text(lesson, i, run, ref)
@@ -307,6 +312,12 @@ def chart(step: lessons.Step, run: Run | None) -> None:
         lab.objective_chart(SLOT, run, height=CHART_HEIGHT)
     elif name == "accuracy":
         lab.metric_chart(SLOT, run, height=CHART_HEIGHT)
+    elif name == "objective_gap":  # a late, small rise shown on a log axis of the gap under the curve
+        fig = plots.objective_with_gap(
+            run.history(), run.index, f"Objective: {run.model.objective_name}", objective_name="objective",
+            height=CHART_HEIGHT + 120,
+        )  # fmt: skip
+        st.plotly_chart(lab.narrow(lab.wrap_title(fig)), key="lesson.chart.objective_gap")
     else:
         fig = FIGURES[name](run)
         st.plotly_chart(fig, key=f"lesson.chart.{name}")

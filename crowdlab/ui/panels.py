@@ -617,7 +617,9 @@ def _explain_panel(run: Run) -> None:
 
     def m_lines(q, result=None) -> list[str]:
         if own:  # the M-step's result for q: the next snapshot's, or computed now for the preview
-            return own[1](data, q, result if result is not None else run.model.m_step(data, snap.post), int(worker))
+            after = result if result is not None else run.model.m_step(data, snap.post)
+            extra = {"alpha_prior": run.model.alpha_prior} if key == "glad" else {}  # its prior's term too
+            return own[1](data, q, after, int(worker), **extra)
         if scores:
             lo, hi = run.model._range(data)
             return explain.m_step_scores(

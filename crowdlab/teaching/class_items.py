@@ -5,12 +5,12 @@
   Each item has a difficulty in [0, 1] around the level the lecturer picks, so GLAD's item difficulty (Whitehill et
   al., 2009) has something to find in the class's data.
 * Item sets the lecturer uploads (:func:`read_item_set`: a CSV of item id, prompt, optional truth and image file,
-  the images in an optional zip), read through the one reading path (:func:`crowdlab.readers.read_table`) and its
-  limits (:mod:`crowdlab.limits`).
+  the images in an optional zip), read through the one reading path (:func:`crowdlab.io.readers.read_table`) and its
+  limits (:mod:`crowdlab.io.limits`).
 * Secret roles by share (:func:`deal_role`): honest, spammer (answers at random), adversary (answers the opposite of
   what they believe), lazy (always the same answer): Raykar & Yu (2012) and Hovy et al. (2013, MACE) call the
   second kind spammers; :func:`scripted_answer` plays each role for simulated students.
-* The class's votes as :class:`~crowdlab.data.Annotations` with gold (:func:`class_annotations`), the working dataset
+* The class's votes as :class:`~crowdlab.io.data.Annotations` with gold (:func:`class_annotations`), the working dataset
   of the Step page, and the reveal (:func:`reveal`): Dawid & Skene (1979) and MACE fitted to the votes, each
   student's estimated accuracy with its 95% interval, and per role what the two estimated.
 """
@@ -25,11 +25,11 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from crowdlab.data import Annotations
 from crowdlab.errors import DataError
 from crowdlab.io.class_store import ROLES, Item
-from crowdlab.limits import get_limits
-from crowdlab.readers import read_table
+from crowdlab.io.data import Annotations
+from crowdlab.io.limits import get_limits
+from crowdlab.io.readers import read_table
 
 __all__ = [
     "DOT_CHOICES",
@@ -351,8 +351,8 @@ def reveal(votes: list[dict], items: Sequence[Item], choices: Sequence[str]) -> 
     ``roles``: role -> the students' means of the same, and how many; ``class``: majority vote's, Dawid-Skene's and
     MACE's accuracies against the truth.
     """
-    from crowdlab.api import fit
-    from crowdlab.reports import worker_report
+    from crowdlab.analysis.reports import worker_report
+    from crowdlab.engines.fit import fit
 
     data, names = class_annotations(votes, items, choices)
     index = {w: m for m, w in enumerate(data.worker_names)}

@@ -5,8 +5,8 @@ The session's id and lecturer key live in this browser session (``class.session`
 once when the session starts, and with it and the join code the lecturer resumes the session from another browser
 or after the app restarts (the database holds everything: :mod:`crowdlab.io.class_store`). The projector view is a
 fragment that reruns itself once a second (:data:`PROJECTOR_EVERY`), never the whole page. Names and prompts are
-the students' and the lecturer's text: escaped (:mod:`crowdlab.safe`); the export goes through
-:func:`crowdlab.safe.csv_frame`.
+the students' and the lecturer's text: escaped (:mod:`crowdlab.io.safe`); the export goes through
+:func:`crowdlab.io.safe.csv_frame`.
 """
 
 from __future__ import annotations
@@ -14,8 +14,8 @@ from __future__ import annotations
 import pandas as pd
 import streamlit as st
 
-from crowdlab import safe
 from crowdlab.errors import DataError
+from crowdlab.io import safe
 from crowdlab.io.class_store import ClassError, get_store
 from crowdlab.teaching import class_items as ci
 from crowdlab.ui import state

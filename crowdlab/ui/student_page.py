@@ -5,14 +5,14 @@ read the role card, answer the items one at a time, and after the lecturer's Rev
 Nothing about other students is shown. The server-issued token lives in this browser session and in the page's
 address (``?t=``), so a phone that drops and reloads resumes where it was. Every refusal of the store
 (:class:`crowdlab.io.class_store.ClassError`) is shown as its message; every name and prompt is escaped
-(:func:`crowdlab.safe.md`).
+(:func:`crowdlab.io.safe.md`).
 """
 
 from __future__ import annotations
 
 import streamlit as st
 
-from crowdlab import safe
+from crowdlab.io import safe
 from crowdlab.io.class_store import ClassError, get_store
 from crowdlab.teaching import class_items as ci
 

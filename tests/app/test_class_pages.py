@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from crowdlab import safe
+from crowdlab.io import safe
 from crowdlab.io.class_store import get_store
 from crowdlab.ui import class_page as cp
 from crowdlab.ui import state

@@ -21,12 +21,14 @@ ERROR = "student.error"
 CODE = "student.code"
 NAME = "student.name"
 RENAME = "student.rename"
-REVEAL_EVERY = 3.0  # seconds between a finished student's looks for the reveal
+REVEAL_EVERY = 3.0
+IMAGE_PX = 210  # seconds between a finished student's looks for the reveal
 
 # large tap targets, no sidebar, no toolbar clutter: a 375 x 667 phone shows an item and both answers at once
 STYLE = """<style>
 [data-testid="stSidebar"], [data-testid="stSidebarCollapsedControl"] {display: none;}
-.block-container {padding: 1rem 0.9rem 2rem 0.9rem; max-width: 520px;}
+.block-container {padding: 0.8rem 0.9rem 2rem 0.9rem; max-width: 520px;}
+header[data-testid="stHeader"], [data-testid="stElementToolbar"] {display: none;}
 div[data-testid="stButton"] button {min-height: 3.4rem; font-size: 1.25rem;}
 div[data-testid="stImage"] img {max-width: 100%; height: auto;}
 </style>"""
@@ -105,13 +107,12 @@ def _item_view(token: str, student, session) -> None:
         _finished(token)
         return
     item = store.item(session.id, todo[0])
-    st.subheader(safe.md(item.prompt))
-    if item.svg:
-        st.image(item.svg, width="stretch")
-    elif item.image:
-        st.image(item.image, width="stretch")
+    st.subheader(safe.md(item.prompt), anchor=False)
+    if item.svg or item.image:  # small enough that the answers show below it on a 375 x 667 phone
+        st.image(item.svg or item.image, width=IMAGE_PX)
+    row = st.container(horizontal=True, gap="small")
     for k, choice in enumerate(session.choices):
-        st.button(
+        row.button(
             safe.md(choice),
             key=f"student.answer.{k}",
             type="primary",
@@ -122,16 +123,30 @@ def _item_view(token: str, student, session) -> None:
 
 
 @st.fragment(run_every=REVEAL_EVERY)
-def _finished(token: str) -> None:
-    """Waits for the lecturer's Reveal (one small query every few seconds), then shows this student's part."""
+def _waiting(token: str) -> None:
+    """Looks for the lecturer's Reveal every few seconds (one small query); when it is there, the whole page runs
+    once more and shows it (:func:`_revealed`), and the polling stops."""
     try:
         rev = get_store().reveal_for(token)
     except ClassError as exc:
-        st.error(str(exc))
+        st.error(safe.md(str(exc)))
         return
-    if not rev:
-        st.success("All done. Watch the projector: the lecturer will reveal what EM found out.")
-        return
+    if rev:
+        st.rerun(scope="app")
+    st.success("All done. Watch the projector: the lecturer will reveal what EM found out.")
+
+
+def _finished(token: str) -> None:
+    rev = get_store().reveal_for(token)
+    if rev:
+        _revealed(rev)
+    else:
+        _waiting(token)
+
+
+def _revealed(rev: dict) -> None:
+    """This student's part of the reveal: role, Dawid-Skene's estimate of their accuracy with its interval, MACE's
+    probability that they answered at random, their true accuracy, and the class's accuracies."""
     st.subheader("What EM found out about you")
     st.markdown(f"Your secret role was **{ci.ROLE_TITLES.get(rev['role'], safe.md(rev['role']))}**.")
     me = rev.get("me") or {}
@@ -151,14 +166,14 @@ def _finished(token: str) -> None:
 
 def student_page() -> None:
     """The whole student page (pages/12_Join.py calls only this)."""
-    st.set_page_config(page_title="Join a class · crowdlab", page_icon="🙋", layout="centered")
+    st.set_page_config(page_title="Join a class · crowdlab", page_icon=":material/front_hand:", layout="centered")
     st.html(STYLE)
-    st.title("🙋 Join the class")
     error = st.session_state.pop(ERROR, None)
     if error:
         st.error(safe.md(error))
     token = _token()
     if not token:
+        st.title("Join the class", anchor=False)
         join_form()
         return
     store = get_store()
@@ -172,7 +187,8 @@ def student_page() -> None:
     st.session_state[TOKEN] = token
     st.markdown(f"You are **{safe.md(student.pseudonym)}** in *{safe.md(session.title)}*.")
     if not session.reveal:
-        st.info(ci.ROLE_CARDS.get(student.role, ""), icon="🤫" if student.role != "honest" else "✅")
+        icon = ":material/check_circle:" if student.role == "honest" else ":material/lock:"
+        st.info(ci.ROLE_CARDS.get(student.role, ""), icon=icon)
     _item_view(token, student, session)
     with st.expander("Change your name"):
         st.text_input("New name", key=RENAME, max_chars=32)

@@ -419,15 +419,16 @@ class ClassStore:
         self.check_key(rows[0][0], key)
         return self.session(rows[0][0])
 
-    def check_key(self, session_id: str, key: str | None) -> None:
-        """ClassError unless ``key`` is the session's lecturer key."""
-        rows = self._read("SELECT key_hash, expires FROM sessions WHERE id = ?", (session_id,))
+    def check_key(self, session_id: str, key: str | None) -> str:
+        """ClassError unless ``key`` is the session's lecturer key; returns the session's status."""
+        rows = self._read("SELECT key_hash, expires, status FROM sessions WHERE id = ?", (session_id,))
         if not rows or rows[0][1] < time.time():
             raise ClassError("This class session no longer exists (it was deleted or it expired).")
         if not key or not hmac.compare_digest(rows[0][0], _hash(str(key))):
             raise ClassError(
                 "The lecturer key is wrong.", hint="Lecturer controls need the key shown when the session started."
             )
+        return rows[0][2]
 
     def set_status(self, session_id: str, key: str, status: str) -> None:
         """Close ("closed") or reopen ("open") voting."""
@@ -488,8 +489,9 @@ class ClassStore:
         return Item(r[0], r[1], r[2], r[3], r[4], None if r[5] is None else bytes(r[5]))
 
     def counts(self, session_id: str, key: str) -> dict:
-        """The projector's numbers: students joined and done, votes in all, votes per item and answer."""
-        self.check_key(session_id, key)
+        """The projector's numbers: the session's status, students joined and done, votes in all, votes per item
+        and answer (three queries)."""
+        status = self.check_key(session_id, key)
         per = self._read(
             "SELECT item_id, label, COUNT(*) FROM votes WHERE session_id = ? GROUP BY item_id, label", (session_id,)
         )
@@ -503,6 +505,7 @@ class ClassStore:
             by_item.setdefault(item_id, {})[label] = int(n)
         done = sum(1 for _, assigned, n in students if int(n) >= len(json.loads(assigned)))
         return {
+            "status": status,
             "students": len(students),
             "done": done,
             "votes": sum(int(r[2]) for r in per),

@@ -25,6 +25,7 @@ KEY = "class.key"
 KEY_NEW = "class.key_new"  # the key, until the lecturer has seen it once
 ERROR = "class.error"
 EM_NOTE = "class.em_note"
+ITEMS = "class.items"  # (session id, its items, its answers): read once, the projector shows them every second
 PROJECTOR_EVERY = 1.0  # seconds: the projector's counts refresh at most once a second
 STUDENT_PAGE = "Join"  # pages/12_Join.py is served at /Join
 
@@ -142,7 +143,7 @@ def on_hide_reveal() -> None:
 
 
 def on_leave() -> None:
-    for k in (SID, KEY, KEY_NEW, EM_NOTE):
+    for k in (SID, KEY, KEY_NEW, EM_NOTE, ITEMS):
         st.session_state.pop(k, None)
 
 
@@ -238,9 +239,11 @@ def projector() -> None:
     if not sid:
         return
     try:
-        session = store.session(sid)
         counts = store.counts(sid, key)
-        items = store.items(sid)
+        if st.session_state.get(ITEMS, (None,))[0] != sid:  # items never change: read once per session
+            session = store.session(sid)
+            st.session_state[ITEMS] = (sid, store.items(sid), session.choices)
+        _, items, choices = st.session_state[ITEMS]
     except ClassError as exc:
         st.error(safe.md(str(exc)))
         return
@@ -248,15 +251,15 @@ def projector() -> None:
     row.metric("Students joined", f"{counts['students']:,}", width="content")
     row.metric("Students done", f"{counts['done']:,}", width="content")
     row.metric("Votes counted", f"{counts['votes']:,}", width="content")
-    row.metric("Voting", "open" if session.status == "open" else "closed", width="content")
+    row.metric("Voting", "open" if counts["status"] == "open" else "closed", width="content")
     table = pd.DataFrame(
         [
             {"item": it.item_id, "prompt": it.prompt}
-            | {c: counts["by_item"].get(it.item_id, {}).get(c, 0) for c in session.choices}
+            | {c: counts["by_item"].get(it.item_id, {}).get(c, 0) for c in choices}
             for it in items
         ]
     )
-    config = {c: st.column_config.NumberColumn(c, width="small") for c in session.choices}
+    config = {c: st.column_config.NumberColumn(c, width="small") for c in choices}
     height = min(420, 36 + 35 * len(items))
     st.dataframe(table, hide_index=True, column_config=config, key="class.counts", height=height)
 

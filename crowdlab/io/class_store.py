@@ -60,6 +60,7 @@ ROLES = ("honest", "spammer", "adversary", "lazy")
 MAX_PSEUDONYM = 32
 MAX_TITLE = 80
 SCHEMA_VERSION = 1
+PURGE_EVERY = 600.0  # seconds between looks for expired sessions (get_store)
 
 
 class ClassError(DataError):
@@ -230,6 +231,7 @@ class ClassStore:
         self.url = url or default_url()
         self.limits = limits or Limits()
         self.postgres = self.url.startswith(("postgresql://", "postgres://"))
+        self.purged = 0.0
         self._pool: queue.LifoQueue = queue.LifoQueue()
         self._slots = threading.BoundedSemaphore(pool_size)
         self._all: list = []
@@ -463,6 +465,7 @@ class ClassStore:
     def purge_expired(self, now: float | None = None) -> int:
         """Delete every session past its expiry (and old rate-limit windows); returns how many sessions went."""
         now = time.time() if now is None else now
+        self.purged = time.time()
         ids = [r[0] for r in self._read("SELECT id FROM sessions WHERE expires < ?", (now,))]
         if ids:
             self._delete(ids)
@@ -665,9 +668,13 @@ _STORES_LOCK = threading.Lock()
 
 
 def get_store(url: str | None = None) -> ClassStore:
-    """The process-wide store for ``url`` (default :func:`default_url`), opened (and migrated) once."""
+    """The process-wide store for ``url`` (default :func:`default_url`), opened (and migrated) once; expired
+    sessions are deleted at most every :data:`PURGE_EVERY` seconds."""
     url = url or default_url()
     with _STORES_LOCK:
         if url not in _STORES:
             _STORES[url] = ClassStore(url)
-        return _STORES[url]
+        store = _STORES[url]
+    if time.time() - store.purged > PURGE_EVERY:  # expired sessions go while the app runs, not only at its start
+        store.purge_expired()
+    return store

@@ -368,3 +368,15 @@ def test_stress_200_students_20_votes_each_lose_nothing(url):
     counts = store.counts(session.id, key)
     assert counts["students"] == 200 and counts["done"] == 200 and counts["votes"] == 4000
     store.close()
+
+
+def test_get_store_deletes_expired_sessions_while_the_app_runs(tmp_path, monkeypatch):
+    store = cs.get_store(str(tmp_path / "class.db"))
+    session, _ = store.create_session(_items(), CHOICES, session_ttl=0.01)
+    time.sleep(0.05)
+    assert cs.get_store(str(tmp_path / "class.db")) is store
+    store.session(session.id)  # not yet: the last purge was moments ago
+    monkeypatch.setattr(store, "purged", time.time() - cs.PURGE_EVERY - 1)
+    cs.get_store(str(tmp_path / "class.db"))
+    with pytest.raises(ClassError, match="no longer exists"):
+        store.session(session.id)

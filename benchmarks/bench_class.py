@@ -49,6 +49,30 @@ COUNT_JS = """() => { const m = Array.from(document.querySelectorAll('[data-test
   return m ? parseInt(m.querySelector('[data-testid="stMetricValue"]').innerText.replace(/,/g, ''), 10) : -1; }"""
 
 
+def _cpu_s(pids) -> float:
+    """CPU seconds (user + system) used so far by the processes ``pids`` (gone ones count 0)."""
+    total = 0.0
+    for pid in pids:
+        try:
+            fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+            total += (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+        except (OSError, IndexError, ValueError):
+            pass
+    return total
+
+
+def _chromium_pids() -> list[int]:
+    out = []
+    for d in Path("/proc").iterdir():
+        if d.name.isdigit():
+            try:
+                if b"chromium" in (d / "cmdline").read_bytes()[:200]:
+                    out.append(int(d.name))
+            except OSError:
+                pass
+    return out
+
+
 def _rss(pid: int) -> float:
     """Resident memory of process ``pid`` in MB (from /proc)."""
     for line in Path(f"/proc/{pid}/status").read_text().splitlines():
@@ -90,7 +114,9 @@ async def _run(url: str, db: Path, n_students: int, n_votes: int) -> dict:
     server_pid = LAST_SERVER[0].pid
     out: dict = {"students": n_students, "votes_each": n_votes}
     async with async_playwright() as p:
-        browser = await p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS, headless=True)
+        # no throttling of pages Chromium thinks are in the background: the projector's timer must keep its pace
+        args = [*CHROMIUM_ARGS, "--disable-background-timer-throttling", "--disable-renderer-backgrounding"]
+        browser = await p.chromium.launch(executable_path=CHROMIUM, args=args, headless=True)
         lecturer = await browser.new_context(viewport={"width": 1400, "height": 1000})
         projector = await lecturer.new_page()
         projector.set_default_timeout(120_000)
@@ -122,6 +148,7 @@ async def _run(url: str, db: Path, n_students: int, n_votes: int) -> dict:
         out["rss_students_mb"] = _rss(server_pid)
         out["mb_per_student_session"] = round((out["rss_students_mb"] - out["rss_projector_mb"]) / n_students, 2)
         seen: list[tuple[float, int]] = []
+        cpu0 = (_cpu_s([server_pid]), _cpu_s(_chromium_pids()), time.time())
         go.set()
         done = asyncio.gather(*tasks)
         last = -1
@@ -134,6 +161,10 @@ async def _run(url: str, db: Path, n_students: int, n_votes: int) -> dict:
                 break
             await asyncio.sleep(0.1)
         contexts = await done
+        span = time.time() - cpu0[2]
+        out["tapping_s"] = round(span, 1)
+        out["server_cpu_share"] = round((_cpu_s([server_pid]) - cpu0[0]) / span, 2)  # cores the server kept busy
+        out["chromium_cpu_share"] = round((_cpu_s(_chromium_pids()) - cpu0[1]) / span, 2)
         out["rss_end_mb"] = _rss(server_pid)
         for c in contexts:
             await c.close()
@@ -184,8 +215,10 @@ def main() -> None:
     ap.add_argument("--votes", type=int, default=10)
     ap.add_argument("--json", type=str, default=None)
     args = ap.parse_args()
+    load0 = round(os.getloadavg()[0], 1)
     out = run_load(args.students, args.votes)
     out["machine"] = f"{os.cpu_count()} cores, load average {os.getloadavg()[0]:.1f} at the end"
+    out["load_average_start"] = load0
     print(json.dumps(out, indent=2))
     if args.json:
         Path(args.json).write_text(json.dumps(out, indent=2))

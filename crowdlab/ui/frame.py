@@ -42,7 +42,11 @@ PAGE_ICONS = {
     "8_Error_rates_without_labels": ":material/rule:",
     "9_Learning_from_crowds": ":material/scatter_plot:",
     "10_Batch_vs_online": ":material/stream:",
+    "11_Class": ":material/groups:",
+    "12_Join": ":material/front_hand:",
 }
+# pages built for a phone: no frame, no sidebar (the student's page of a live class)
+PHONE_PAGES = ("pages/12_Join.py",)
 
 
 def nav_entries(root: Path = ROOT) -> list[tuple[str, str, str | None]]:

@@ -35,9 +35,9 @@ from dataclasses import dataclass
 import numpy as np
 import scipy.sparse as sp
 
-from crowdlab.data import Annotations
 from crowdlab.errors import DataError, ModelError
-from crowdlab.graph import color_classes
+from crowdlab.io.data import Annotations
+from crowdlab.io.graph import color_classes
 from crowdlab.models.base import LatentModel, ModelInfo, entropy_rows, log_dirichlet, normalise_columns
 from crowdlab.models.dawid_skene import expected_counts
 from crowdlab.models.hmm import emission_logs

@@ -52,7 +52,7 @@ from functools import cached_property
 
 import numpy as np
 
-from crowdlab.data import Annotations
+from crowdlab.io.data import Annotations
 from crowdlab.models.base import (
     ModelInfo,
     log_beta_pdf,
@@ -274,7 +274,7 @@ class OnlineDawidSkene:
         the block zero counts); statistics larger than the confusion-cell limit (``buckets``); more label visits
         than :data:`MAX_LABEL_VISITS` (``passes``)."""
         from crowdlab.errors import ModelError
-        from crowdlab.limits import get_limits, how_to_raise
+        from crowdlab.io.limits import get_limits, how_to_raise
 
         if data.is_continuous:
             raise ModelError(needs_classes(self.info.title, data))

@@ -13,11 +13,11 @@ import re
 import numpy as np
 import pytest
 
-from crowdlab.data import Annotations
-from crowdlab.em import nonfinite_entries
+from crowdlab.engines.online import OnlineRun
+from crowdlab.engines.run import nonfinite_entries
 from crowdlab.errors import ModelError
+from crowdlab.io.data import Annotations
 from crowdlab.models.online import MAX_LABEL_VISITS, OnlineDawidSkene, OnlineOneCoin
-from crowdlab.online_run import OnlineRun
 from tests.unit.fuzz_problems import class_problem
 
 
@@ -188,7 +188,7 @@ def _concentrated_sparse_problem() -> Annotations:
 def test_moment_matching_bounds_its_third_order_work():
     """GLAD with the moment-matching start ran past 20 s before its first step: the fit of eq. (17) evaluated
     649 triples x 9^4 cells some 400 times. The triples are now capped by THIRD_ORDER_CELLS."""
-    from crowdlab.moments import THIRD_ORDER_CELLS, sample_moments, third_order_workers
+    from crowdlab.engines.moments import THIRD_ORDER_CELLS, sample_moments, third_order_workers
 
     data = _concentrated_sparse_problem()
     mom = sample_moments(data)
@@ -197,7 +197,7 @@ def test_moment_matching_bounds_its_third_order_work():
 
 
 def test_glad_ends_on_the_sparse_problem():
-    from crowdlab.em import Run
+    from crowdlab.engines.run import Run
     from crowdlab.models.glad import GLAD
 
     data = _concentrated_sparse_problem()
@@ -211,7 +211,7 @@ def test_glad_ends_on_the_sparse_problem():
 def test_mmsr_label_is_a_top_scoring_class_of_its_scores():
     """Single item, single worker, one-label workers, repeated pairs: M-MSR's weights of workers at chance are
     log(1) up to rounding, and the shifted, normalised noise gave scores [0.5, 0, 0.5] beside the label 1."""
-    from crowdlab.baselines import BASELINES, mmsr
+    from crowdlab.models.baselines import BASELINES, mmsr
 
     data = class_problem(43)  # one item, four workers at chance
     b = mmsr(data)
@@ -248,13 +248,13 @@ def test_dataframe_with_too_many_classes_is_refused_before_allocating():
     assert "2,000 classes is more than the 100 crowdlab accepts (max_classes)" in msg
     assert "set_limits(max_classes=...)" in msg and "CROWDLAB_MAX_CLASSES" in msg
     # the reader's message for the same labels, word for word
-    from crowdlab.data import _class_annotations
+    from crowdlab.io.data import _class_annotations
 
     with pytest.raises(DataError) as reader:
         cols = (df[c].to_numpy() for c in ("task", "worker", "label"))
         _class_annotations(None, "label", *cols, "x", ())
     assert str(reader.value) == msg
-    from crowdlab import limits
+    from crowdlab.io import limits
 
     with limits.override(max_workers=10):
         with pytest.raises(DataError, match=r"50 workers is more than the 10 crowdlab accepts \(max_workers\)"):

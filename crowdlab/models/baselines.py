@@ -115,6 +115,11 @@ def check_options(key: str, options: dict) -> None:
 def _check_classes(data: Annotations, method: str) -> None:
     if data.is_continuous:
         raise ModelError(f"{method} needs class labels; this dataset has continuous scores.")
+    if data.is_soft:
+        raise ModelError(
+            f"{method} counts whole labels; this dataset has soft votes (weighted labels). Use majority vote or an "
+            "EM model (Dawid-Skene, one-coin, two-coin, GLAD, MACE, IBCC), which read the weights."
+        )
 
 
 def _top(scores: np.ndarray) -> np.ndarray:

@@ -278,6 +278,11 @@ class OnlineDawidSkene:
 
         if data.is_continuous:
             raise ModelError(needs_classes(self.info.title, data))
+        if data.is_soft:
+            raise ModelError(
+                f"{self.info.title} streams whole labels; this dataset has soft votes (weighted labels): use batch "
+                "Dawid-Skene or one-coin, which read the weights."
+            )
         K = data.n_classes
         if not self.init_accuracy > 1.0 / K:
             raise ModelError(

@@ -717,11 +717,30 @@ def soft_votes(ann: Annotations, P: np.ndarray) -> Annotations:
 
 
 CONFIDENCE_ALIASES = ("confidence", "conf", "probability", "prob")
+WEIGHT_ALIASES = ("weight",)  # the observation's weight as such (what ``to_long_dataframe`` writes for soft votes)
+
+
+def soft_vote_column(header: Sequence[str]) -> str | None:
+    """The first column of ``header`` the in-memory reader would read as soft votes (a confidence or a p_<class>
+    column), or None: the streaming and Dask engines, which count whole labels, refuse such files with it."""
+    for h in header:
+        if _norm(str(h)) in CONFIDENCE_ALIASES + WEIGHT_ALIASES or _norm(str(h)).startswith("p_"):
+            return str(h)
+    return None
+
+
+def soft_votes_elsewhere(column: str, file: str | None) -> DataError:
+    return DataError(
+        f"column {column!r} holds soft votes (a probability per label), which only the in-memory engine reads; "
+        "this engine counts whole labels.",
+        file=file,
+        hint="Fit it in memory (without --stream or --engine dask), or drop the column to fit the hard labels.",
+    )
 
 
 def _soft_columns(table: _Table, used: Sequence[int]) -> tuple[int | None, list[int]]:
-    """(the confidence column or None, the p_<class> columns) of a long file."""
-    conf = _find(table, CONFIDENCE_ALIASES, "confidence", skip=used)
+    """(the confidence or weight column or None, the p_<class> columns) of a long file."""
+    conf = _find(table, CONFIDENCE_ALIASES + WEIGHT_ALIASES, "confidence", skip=used)
     probs = [j for j, h in enumerate(table.header) if _norm(h).startswith("p_") and j not in used]
     return conf, probs
 
@@ -758,6 +777,14 @@ def _soft_from_table(table: _Table, ann: Annotations, conf_j: int | None, prob_j
         note = f"Read soft votes from {what}: each row counts as its class probabilities."
         if off.any():
             note += f" {_count(int(off.sum()), 'row')} did not sum to 1 and were normalised."
+    elif _norm(table.header[conf_j]) in WEIGHT_ALIASES:  # one weighted observation per row, as written
+        w = np.where(table.missing(conf_j), 1.0, _soft_numbers(table, conf_j))
+        zero = w <= 0
+        if zero.any():
+            raise _rows_error(table, zero, conf_j, "a weight of 0", "Drop the rows of weight 0, or give a weight > 0.")
+        out = replace(ann, weight=None if np.all(w == 1.0) else w)
+        note = f"Read column {table.header[conf_j]!r} as each label's weight (a share of a vote, soft votes)."
+        return replace(out, notes=out.notes + (note,))
     else:
         c = np.where(table.missing(conf_j), 1.0, _soft_numbers(table, conf_j))
         P = np.repeat(((1.0 - c) / max(K - 1, 1))[:, None], K, axis=1)
@@ -1317,9 +1344,10 @@ def read_gold(source: Source, annotations: Annotations, *, where: str = "python"
 
 
 def to_long_dataframe(annotations: Annotations) -> pd.DataFrame:
-    """One row per observation with names, not codes: item, worker, label (continuous: item, worker, value).
+    """One row per observation with names, not codes: item, worker, label (continuous: item, worker, value),
+    and for soft votes each observation's ``weight``.
 
-    Written with ``to_csv(index=False)`` it reads back (``read_annotations``) to the same codes.
+    Written with ``to_csv(index=False)`` it reads back (``read_annotations``) to the same codes (and weights).
     """
     a = annotations
     frame = pd.DataFrame(
@@ -1332,6 +1360,8 @@ def to_long_dataframe(annotations: Annotations) -> pd.DataFrame:
         frame["value"] = a.value
     else:
         frame["label"] = np.asarray(a.class_names, dtype=object)[a.label]
+        if a.is_soft:
+            frame["weight"] = a.weight
     return frame
 
 

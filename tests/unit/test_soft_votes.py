@@ -181,3 +181,27 @@ def test_all_certain_confidences_are_hard_labels(tmp_path):
     d = read_annotations(f)
     assert not d.is_soft and d.n_obs == 3
     assert "these are hard labels" in " ".join(d.notes)
+
+
+def test_long_dataframe_round_trips_the_weights(tmp_path):
+    from crowdlab.io.data import to_long_dataframe
+
+    data = soft_problem(7)
+    frame = to_long_dataframe(data)
+    assert list(frame.columns) == ["item", "worker", "label", "weight"]
+    path = tmp_path / "soft.csv"
+    frame.to_csv(path, index=False)
+    back = read_annotations(path)
+    np.testing.assert_allclose(back.weight, data.weight, rtol=1e-15)
+    assert [back.class_names[k] for k in back.label] == [data.class_names[k] for k in data.label]
+
+
+def test_streaming_engines_refuse_soft_vote_files(tmp_path, capsys):
+    """The streaming and Dask engines count whole labels: a confidence column is refused, not silently dropped."""
+    from crowdlab.cli import main
+
+    f = tmp_path / "judges.csv"
+    f.write_text("item,worker,label,confidence\n" + "".join(f"t{i},w{i % 3},{'ab'[i % 2]},0.7\n" for i in range(12)))
+    rc = main(["fit", str(f), "--stream", "--out", str(tmp_path / "out")])
+    err = capsys.readouterr().err
+    assert rc == 2 and "soft votes" in err and "in-memory engine" in err, err

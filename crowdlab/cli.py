@@ -531,6 +531,15 @@ def _print_summary(run, workers, metrics: dict, out: Path, written) -> None:
         if len(spam):
             shown = ", ".join(safe.plain(w) for w in spam.head(5))
             print(f"likely spammers (spammer score < 0.05, Raykar & Yu 2012): {shown}{' ...' if len(spam) > 5 else ''}")
+    dep = workers.attrs.get("dependence")
+    if dep is not None:
+        print(safe.plain(dep.summary()))
+        for _, r in dep.frame(top=3)[lambda f: f["flagged"]].iterrows():
+            print(
+                f"  likely copying: {safe.plain(r['worker a'])} & {safe.plain(r['worker b'])}: agree on "
+                f"{r['agree']:.0f} of {r['shared items']} items, {r['agree if independent']:.1f} if independent "
+                f"(Holm p = {r['Holm p']:.2g})"
+            )
     for k, v in metrics.items():
         print(f"{k}: {v:.4f}" if isinstance(v, float) else f"{k}: {v}")
     print(f"wrote {', '.join(sorted(written))} to {out}")

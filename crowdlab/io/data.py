@@ -988,7 +988,9 @@ def _check_labels_present(table: _Table, j: int) -> None:
         )
 
 
-def _long_from_table(table: _Table, *, kind: str, name: str, score_column: str | None) -> Annotations:
+def _long_from_table(
+    table: _Table, *, kind: str, name: str, score_column: str | None, soft: bool = True
+) -> Annotations:
     """Long format: one row per (item, worker, label), optionally a per-item gold column."""
     item_j, worker_j, label_j, gold_j = _long_columns(table, score_column)
     items = _required_col(table, item_j, "item id")
@@ -1003,7 +1005,7 @@ def _long_from_table(table: _Table, *, kind: str, name: str, score_column: str |
         values = _checked_scores(table, label_j)
         ann = _continuous_annotations(items, workers, values, name, notes, table.file, table.where)
     else:
-        conf_j, prob_js = _soft_columns(table, used)
+        conf_j, prob_js = _soft_columns(table, used) if soft else (None, [])
         used += ([conf_j] if conf_j is not None else []) + prob_js
         notes = table.notes + _ignored_note(table, used) + kind_notes
         ann = _class_annotations(table.file, column, items, workers, labels, name, notes, table.where)
@@ -1201,6 +1203,7 @@ def read_annotations(
     name: str | None = None,
     score_column: str | None = None,
     where: str = "python",
+    soft: bool = True,
 ) -> Annotations:
     """Read crowd labels from a CSV path, bytes or uploaded file; every bad input raises `DataError`.
 
@@ -1208,6 +1211,8 @@ def read_annotations(
     aliases, else wide). ``kind``: "classes", "continuous" or "auto" (see `read_long_csv`). ``gold``: an optional
     gold CSV (see `read_gold`). ``name``: display name, default the file stem. ``where``: "python", "cli" or
     "app", how messages spell options (``kind="continuous"``, ``--kind continuous``, the widget's name).
+    ``soft``: read a long file's ``confidence``, ``weight`` or ``p_<class>`` columns as soft votes (see
+    :class:`Annotations`); False ignores them (a note says so) and reads the hard labels.
     """
     _check_choice("fmt", fmt, ("auto", "long", "wide"))
     _check_choice("kind", kind, ("auto", "classes", "continuous"))
@@ -1216,7 +1221,7 @@ def read_annotations(
         fmt = "long" if _looks_long(table.header, score_column) else "wide"
     name = name or _default_name(table)
     if fmt == "long":
-        ann = _long_from_table(table, kind=kind, name=name, score_column=score_column)
+        ann = _long_from_table(table, kind=kind, name=name, score_column=score_column, soft=soft)
     else:
         ann = _wide_from_table(table, kind=kind, name=name)
     if gold is None:

@@ -717,6 +717,62 @@ def m_step_ibcc(data: Annotations, q: np.ndarray, params, worker: int) -> list[s
     return lines
 
 
+def e_step_ebcc(data: Annotations, params, item: int) -> list[str]:
+    """EBCC's variational E-step for item n (Li, Rubinstein & Cohn 2019): IBCC's with a subtype l beside the class."""
+    from crowdlab.models.ebcc import EBCC
+
+    K, L = data.n_classes, params.n_subtypes
+    obs = np.flatnonzero(data.item == item)
+    model = EBCC(subtypes=L)
+    lj = model.joint_log_joint(data, params)[item].reshape(L, K)  # (l, k)
+    r = softmax_rows(lj.reshape(1, -1))[0].reshape(L, K)
+    q = r.sum(axis=0)
+    e_phi = model._terms(data, params)[1].reshape(L, K)
+    lines = [
+        r"r_{nlk} \propto \exp\Big(E[\log\kappa_k] + E[\log\phi_k(l)]",
+        r"\qquad + \sum_m E[\log V_{ml}(f_m(x_n), k)]\Big),",
+        r"q_{nk} = \textstyle\sum_l r_{nlk}\quad(l:\ \text{the item's subtype})",
+        rf"\text{{item {_tex_name(data.item_names[item])}}}\ ({len(obs)}\ \text{{labels}}),\ {L}\ \text{{subtypes}}:",
+    ]
+    for k in range(min(K, 6)):
+        top = np.argsort(-r[:, k])[:2]
+        parts = ",\\ ".join(
+            rf"r_{{n{int(l) + 1}k}} = {_f(r[l, k])}\ (e^{{E\log\kappa\phi}} = {_f(np.exp(e_phi[l, k]))})" for l in top
+        )
+        lines += _pack(rf"\text{{class {_tex_name(data.class_names[k])}}}:", [parts], " ")
+    if K > 6:
+        lines.append(rf"\cdots\ (\text{{{K - 6} more classes}})")
+    lines += _pack(r"\Rightarrow\ q = (", [_f(v) for v in q], ",\\ ", end=")")
+    return lines
+
+
+def m_step_ebcc(data: Annotations, q: np.ndarray, params, worker: int) -> list[str]:
+    """EBCC's update of worker m's Dirichlet posteriors, one per subtype: prior plus the counts weighted by r."""
+    K, L = data.n_classes, params.n_subtypes
+    obs = np.flatnonzero(data.worker == worker)
+    A = params.A[worker]  # (L, K', K)
+    used = params.eta.sum(axis=1) - K * params.eta0  # items per subtype
+    lines = [
+        r"A_{ml}(k', k) = A^0(k', k) + \sum_n r_{nlk}\, I(f_m(x_n) = k'),",
+        r"\eta_{lk} = \eta^0 + \sum_n r_{nlk},\qquad \nu_k = \nu^0_k + \sum_n q_{nk}",
+        rf"\text{{worker {_tex_name(data.worker_names[worker])}}}\ ({len(obs)}\ \text{{labels}}),\ "
+        r"\text{the subtypes most used:}",
+    ]
+    for l in np.argsort(-used)[: min(L, 3)]:
+        acc = np.diagonal(A[l]) / A[l].sum(axis=0)
+        counts = A[l] - params.A0
+        lines.append(
+            rf"l={int(l) + 1}\ ({_f(used[l])}\ \text{{items}}):\ E[V(k,k)] = ("
+            + ",\\ ".join(_f(v) for v in acc[:6])
+            + r"),\ \text{counts on the diagonal} = ("
+            + ",\\ ".join(_f(v) for v in np.diagonal(counts)[:6])
+            + ")"
+        )
+    g = np.diagonal(params.gamma[worker])
+    lines += _pack(r"\text{averaged over subtypes: } E[\Gamma_m(k,k)] = (", [_f(v) for v in g[:6]], ",\\ ", end=")")
+    return lines
+
+
 NEW_MODEL_EXPLAINERS = {
     key: (_fitted(e), _fitted(m))
     for key, (e, m) in {
@@ -724,6 +780,7 @@ NEW_MODEL_EXPLAINERS = {
         "mace": (e_step_mace, m_step_mace),
         "mace_vb": (e_step_mace_vb, m_step_mace_vb),
         "ibcc": (e_step_ibcc, m_step_ibcc),
+        "ebcc": (e_step_ebcc, m_step_ebcc),
     }.items()
 }
 """model key -> (e_lines(data, params, item), m_lines(data, q, params_after_the_M_step, worker))."""

@@ -177,7 +177,7 @@ def _dash(v, fmt: str) -> str:
 
 
 VB_NOTE = (
-    "Rows of kind *variational Bayes* (IBCC, MACE (VB)) step like EM but integrate over the workers' parameters: "
+    "Rows of kind *variational Bayes* (IBCC, MACE (VB), EBCC) step like EM but integrate over the workers' parameters: "
     "their objective is a lower bound on the evidence (the ELBO), not the log-likelihood of the EM rows, so the two "
     "objectives are not comparable."
 )

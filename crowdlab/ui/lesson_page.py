@@ -354,7 +354,19 @@ def _fisher(run: Run):
     )  # fmt: skip
 
 
+def _dependence(run: Run):
+    """The dependence check's heatmap after the run's model (:mod:`crowdlab.analysis.dependence`)."""
+    from crowdlab.analysis.dependence import dependence
+    from crowdlab.plots.copying import pair_heatmap
+
+    return pair_heatmap(
+        dependence(run), height=420,
+        title=f"{run.model.info.title}, {lab.where(run)}: each pair's excess agreement κ (outlined: flagged)",
+    )  # fmt: skip
+
+
 FIGURES = {
+    "dependence": _dependence,
     "item_means": _item_means,
     "annotators": _annotators,
     "confusion": _confusion,

@@ -37,8 +37,8 @@ def after(walks, key: str, action: str, nth: int = 0) -> tuple[dict, dict, objec
 
 
 # ---------------------------------------------------------------------------- every step
-def test_four_lessons_with_every_field_filled():
-    assert list(L.LESSONS) == ["em", "dependent", "risk", "trust"]
+def test_five_lessons_with_every_field_filled():
+    assert list(L.LESSONS) == ["em", "dependent", "risk", "trust", "copy"]
     for lesson in L.LESSONS.values():
         assert lesson.title and lesson.summary and len(lesson.steps) >= 6
         for step in lesson.steps:
@@ -47,7 +47,7 @@ def test_four_lessons_with_every_field_filled():
             assert 2 <= sentences <= 5, (lesson.key, step.title, sentences)
             assert step.action.split(":")[0] in L.ACTIONS
             assert step.chart in {"item_means", "annotators", "objective", "accuracy", "confusion", "strip",
-                                  "transitions", "network", "loglik", "fisher", "spam"}  # fmt: skip
+                                  "transitions", "network", "loglik", "fisher", "spam", "dependence"}  # fmt: skip
 
 
 @pytest.mark.parametrize(("key", "i"), STEPS)
@@ -391,3 +391,36 @@ def test_majority_start_is_every_dependent_runs_snapshot_0_and_the_quoted_accura
     net = L.network().annotations
     run = walks["dependent"][4][2]
     assert np.array_equal(run.labels(run.snapshots[0]), L.majority_start(net))
+
+
+# ---------------------------------------------------------------------------- lesson 5: copying
+def test_copy_lesson_clique_outvotes_and_dawid_skene_follows_it(walks):
+    _, start, _ = walks["copy"][0]
+    _, ds, run = walks["copy"][1]
+    ref = L.reference("copy")
+    assert ds["accuracy"] < start["accuracy"]  # "below the majority vote's"
+    assert ds["clique_acc"] > ds["honest_acc"] + 0.2  # the clique rated as experts
+    assert ds["flag_out"] > 0 and ds["flag_in"] == 0  # under DS the check points away from the clique
+    assert start["accuracy"] == pytest.approx(ref["mv_accuracy"])
+    assert "below the majority vote's" in _text(walks, "copy", 1)
+
+
+def test_copy_lesson_ebcc_and_one_vote_recover_and_the_check_finds_the_clique(walks):
+    ref = L.reference("copy")
+    _, eb, run = walks["copy"][3]
+    assert run.model.info.key == "ebcc" and not run.violations
+    assert eb["accuracy"] > ref["ds"]["accuracy"] + 0.2 and eb["accuracy"] > ref["mv_accuracy"]
+    assert eb["flag_in"] == eb["n_clique_pairs"] == 10 and eb["flag_out"] == 0
+    _, one, _ = walks["copy"][5]
+    assert one["accuracy"] > ref["ds"]["accuracy"] + 0.3
+    assert f"**{eb['flag_in']} of the {eb['n_clique_pairs']}**" in _text(walks, "copy", 3)
+
+
+def test_copy_lesson_judges_panel_overrates_the_qwen_pair(walks):
+    ref = L.reference("copy")
+    _, j, _ = walks["copy"][7]
+    for name in ("selfcons3:qwen2.5:14b", "step:qwen2.5:14b"):
+        assert j["acc"][name] > ref["true_acc"][name] + 0.08  # overrated without gold
+    assert ref["qwen_agree"] > 0.97 and ref["qwen_kappa_gold"] > 0.3
+    assert j["both"] < 3.5 and j["eff"] <= 5.0
+    assert "Li, Rubinstein & Cohn 2019" in " ".join(s.narration for s in L.COPY_LESSON.steps)

@@ -151,7 +151,7 @@ def _number_checks(args: argparse.Namespace):
         ("--delta", args.delta, args.delta is None or (finite(args.delta) and args.delta >= 0), "a finite number >= 0"),
         ("--eta0", args.eta0, finite(args.eta0) and args.eta0 > 0, "a finite number > 0"),
         ("--tau0", args.tau0, finite(args.tau0) and args.tau0 >= 0, "a finite number >= 0"),
-        ("--rho", args.rho, finite(args.rho) and args.rho >= 0, "a finite number >= 0 (converges for 0.5 < rho <= 1)"),
+        ("--rho", args.rho, finite(args.rho) and 0 <= args.rho <= 1, "in [0, 1] (converges for 0.5 < rho <= 1)"),
         ("--buckets", args.buckets, args.buckets is None or args.buckets >= 1, f"{whole} >= 1"),
         ("--passes", args.passes, args.passes >= 1, f"{whole} >= 1"),
         ("--batch-size", args.batch_size, args.batch_size >= 1, f"{whole} >= 1"),
@@ -218,7 +218,7 @@ def check_options(args: argparse.Namespace) -> None:
                 f"{', '.join(ignored)} cannot be used with --method {args.method}: online EM is soft and fixes no "
                 "item's class (use a batch method such as ds)."
             )
-        if not 0.5 < args.rho <= 1:
+        if 0 <= args.rho <= 0.5:
             print(
                 f"warning: --rho {args.rho} is outside (0.5, 1], where the Robbins-Monro conditions guarantee "
                 "convergence; running anyway.",

@@ -66,6 +66,8 @@ from crowdlab.io.data import (
     _merge_note,
     _norm,
     _required_col,
+    soft_vote_column,
+    soft_votes_elsewhere,
 )
 from crowdlab.io.readers import Column, check_where, count, missing_values, not_a_file, read_table
 
@@ -109,6 +111,9 @@ def _alias_columns(columns, file: str) -> dict[str, str]:
                 hint=f"Name the columns item, worker and label (accepted {role} names: {', '.join(aliases)}).",
             )
         out[hits[0]] = role
+    soft = soft_vote_column(list(columns))
+    if soft is not None:
+        raise soft_votes_elsewhere(soft, file)
     return out
 
 

@@ -82,7 +82,20 @@ def _names(values: Sequence | np.ndarray) -> tuple[str, ...]:
 class Annotations:
     """Crowd labels as parallel integer arrays (one entry per observation).
 
-    Shapes: ``item``, ``worker``, ``label`` / ``value``: (n_obs,); ``gold``: (n_items,).
+    Shapes: ``item``, ``worker``, ``label`` / ``value``: (n_obs,); ``gold``: (n_items,); ``weight``: (n_obs,) or
+    None.
+
+    Soft votes (one mechanism for every class model): ``weight`` holds each observation's evidence, in (0, 1]. A
+    judge's row "item i, label l, confidence c" becomes the observation (i, j, l) with weight c and, for every
+    other class l', (i, j, l') with weight (1 - c) / (K - 1); a row of class probabilities p_<class> becomes one
+    observation per class with a nonzero probability. The models read the weights through ``label_counts`` and
+    ``vote_counts`` (and GLAD per observation): an observation of weight w counts as w of a label, so the
+    likelihood they climb is the weighted (fractional-count) one,
+
+        log p_w(x | theta) = sum_i log sum_k pi_k prod_{(i, j, l)} P(l | k, worker j)^w_ijl,
+
+    which is the ordinary likelihood when every weight is 1. ``weight=None`` (hard labels) is exactly the old code
+    path: nothing multiplies by a weight.
     """
 
     item: np.ndarray
@@ -98,6 +111,7 @@ class Annotations:
     sequence_starts: np.ndarray | None = None
     sequence_names: tuple[str, ...] = ()
     graph: object = None
+    weight: np.ndarray | None = None
 
     # ------------------------------------------------------------------ construction
     def __post_init__(self) -> None:
@@ -129,6 +143,15 @@ class Annotations:
             object.__setattr__(self, "value", value)
         if n == 0:
             raise DataError("There are no labels.", hint="Add at least one row of item, worker, label.")
+        if self.weight is not None:
+            weight = np.ascontiguousarray(self.weight, dtype=np.float64)
+            if weight.shape != (n,):
+                raise DataError("weight array differs in length from the item array.")
+            if self.label is None:
+                raise DataError("weights (soft votes) apply to class labels, not continuous scores.")
+            if not np.all(np.isfinite(weight)) or weight.min() <= 0:
+                raise DataError("observation weights (soft votes) must be finite numbers above 0.")
+            object.__setattr__(self, "weight", weight)
         if item.min() < 0 or item.max() >= len(self.item_names):
             raise DataError("item codes must lie in 0 .. n_items - 1.")
         if worker.min() < 0 or worker.max() >= len(self.worker_names):
@@ -224,6 +247,16 @@ class Annotations:
         return 0 if self.sequence_starts is None else int(self.sequence_starts.size - 1)
 
     @property
+    def is_soft(self) -> bool:
+        """True when the observations carry weights (soft votes, see the class docstring)."""
+        return self.weight is not None
+
+    @property
+    def obs_weight(self) -> np.ndarray:
+        """(n_obs,) the observations' weights: ``weight``, or ones for hard labels."""
+        return np.ones(self.n_obs) if self.weight is None else self.weight
+
+    @property
     def is_continuous(self) -> bool:
         return self.label is None
 
@@ -259,7 +292,7 @@ class Annotations:
             raise DataError("label_counts needs class labels, not continuous scores.")
         K = self.n_classes
         col = self.worker.astype(np.int64) * K + self.label
-        X = sp.csr_matrix((np.ones(self.n_obs), (self.item, col)), shape=(self.n_items, self.n_workers * K))
+        X = sp.csr_matrix((self.obs_weight, (self.item, col)), shape=(self.n_items, self.n_workers * K))
         X.sum_duplicates()
         return X
 
@@ -270,9 +303,9 @@ class Annotations:
 
     @cached_property
     def vote_counts(self) -> np.ndarray:
-        """(n_items, K) number of votes for each class."""
+        """(n_items, K) number of votes for each class (the sum of their weights for soft votes)."""
         K = self.n_classes
-        flat = np.bincount(self.item.astype(np.int64) * K + self.label, minlength=self.n_items * K)
+        flat = np.bincount(self.item.astype(np.int64) * K + self.label, weights=self.weight, minlength=self.n_items * K)
         return flat.reshape(self.n_items, K).astype(np.float64)
 
     @cached_property
@@ -295,18 +328,21 @@ class Annotations:
 
     # ------------------------------------------------------------------ display
     def summary(self) -> dict:
-        """Counts a person wants to see first."""
+        """Counts a person wants to see first (soft votes: the rows read, i.e. the total weight)."""
+        n_labels = int(round(float(self.weight.sum()))) if self.is_soft else self.n_obs
         out = {
             "name": self.name,
             "items": self.n_items,
             "workers": self.n_workers,
-            "labels": self.n_obs,
+            "labels": n_labels,
             "kind": "continuous scores" if self.is_continuous else f"{self.n_classes} classes",
-            "labels per item (mean)": round(self.n_obs / max(self.n_items, 1), 2),
+            "labels per item (mean)": round(n_labels / max(self.n_items, 1), 2),
             "gold items": int(self.gold_mask.sum()),
         }
         if not self.is_continuous:
             out["classes"] = ", ".join(self.class_names)
+        if self.is_soft:
+            out["soft votes"] = f"{self.n_obs:,} weighted observations, total weight {self.weight.sum():,.2f}"
         return out
 
 
@@ -666,6 +702,123 @@ def _class_annotations(
     return Annotations(item, worker, label, item_names, worker_names, class_names, name=name, notes=notes)
 
 
+def soft_votes(ann: Annotations, P: np.ndarray) -> Annotations:
+    """``ann`` with row r's label replaced by the probabilities ``P[r]`` (n_obs, K) over the classes: one weighted
+    observation per class with a nonzero probability, in row order. Rows whose probabilities are all 0 or 1 keep
+    exactly their one observation, and when every row does, the result has no weights at all (hard labels)."""
+    P = np.asarray(P, dtype=np.float64)
+    n, K = P.shape
+    keep = P > 0
+    if np.all(P[keep] == 1.0):
+        label = np.argmax(P, axis=1).astype(np.int32)
+        return replace(ann, label=label, weight=None)
+    rows, cls = np.nonzero(keep)  # row-major: each row's classes in code order
+    return replace(ann, item=ann.item[rows], worker=ann.worker[rows], label=cls.astype(np.int32), weight=P[rows, cls])
+
+
+CONFIDENCE_ALIASES = ("confidence", "conf", "probability", "prob")
+WEIGHT_ALIASES = ("weight",)  # the observation's weight as such (what ``to_long_dataframe`` writes for soft votes)
+
+
+def soft_vote_column(header: Sequence[str]) -> str | None:
+    """The first column of ``header`` the in-memory reader would read as soft votes (a confidence or a p_<class>
+    column), or None: the streaming and Dask engines, which count whole labels, refuse such files with it."""
+    for h in header:
+        if _norm(str(h)) in CONFIDENCE_ALIASES + WEIGHT_ALIASES or _norm(str(h)).startswith("p_"):
+            return str(h)
+    return None
+
+
+def soft_votes_elsewhere(column: str, file: str | None) -> DataError:
+    return DataError(
+        f"column {column!r} holds soft votes (a probability per label), which only the in-memory engine reads; "
+        "this engine counts whole labels.",
+        file=file,
+        hint="Fit it in memory (without --stream or --engine dask), or drop the column to fit the hard labels.",
+    )
+
+
+def _soft_columns(table: _Table, used: Sequence[int]) -> tuple[int | None, list[int]]:
+    """(the confidence or weight column or None, the p_<class> columns) of a long file."""
+    conf = _find(table, CONFIDENCE_ALIASES + WEIGHT_ALIASES, "confidence", skip=used)
+    probs = [j for j, h in enumerate(table.header) if _norm(h).startswith("p_") and j not in used]
+    return conf, probs
+
+
+def _soft_from_table(table: _Table, ann: Annotations, conf_j: int | None, prob_js: list[int]) -> Annotations:
+    """Soft votes from a ``confidence`` column (the probability of the row's label; the rest spread evenly over
+    the other classes) or from ``p_<class>`` columns (one probability per class, each row normalised)."""
+    K = ann.n_classes
+    n = ann.n_obs
+    if prob_js:
+        names = [table.header[j].strip()[2:] for j in prob_js]
+        lookup = {c: k for k, c in enumerate(ann.class_names)}
+        unknown = [c for c in names if c not in lookup]
+        if unknown:
+            raise DataError(
+                f"probability column(s) {', '.join(repr('p_' + c) for c in unknown)} name no class of the label "
+                f"column (classes {_listing([repr(c) for c in ann.class_names], K)}).",
+                file=table.file,
+                hint="Name each probability column p_ followed by a class exactly as the label column writes it.",
+            )
+        P = np.zeros((n, K))
+        for j, c in zip(prob_js, names):
+            P[:, lookup[c]] = np.where(table.missing(j), 0.0, _soft_numbers(table, j))
+        tot = P.sum(axis=1)
+        bad = tot <= 0
+        if bad.any():
+            raise DataError(
+                f"{_rows_phrase(table.rows[bad])} give every class probability 0.", file=table.file,
+                hint="Give each row at least one positive probability.",
+            )  # fmt: skip
+        off = np.abs(tot - 1.0) > 1e-6
+        P = P / tot[:, None]
+        what = f"{_count(len(prob_js), 'probability column')} ({', '.join(table.header[j] for j in prob_js)})"
+        note = f"Read soft votes from {what}: each row counts as its class probabilities."
+        if off.any():
+            note += f" {_count(int(off.sum()), 'row')} did not sum to 1 and were normalised."
+    elif _norm(table.header[conf_j]) in WEIGHT_ALIASES:  # one weighted observation per row, as written
+        w = np.where(table.missing(conf_j), 1.0, _soft_numbers(table, conf_j))
+        zero = w <= 0
+        if zero.any():
+            raise _rows_error(table, zero, conf_j, "a weight of 0", "Drop the rows of weight 0, or give a weight > 0.")
+        out = replace(ann, weight=None if np.all(w == 1.0) else w)
+        note = f"Read column {table.header[conf_j]!r} as each label's weight (a share of a vote, soft votes)."
+        return replace(out, notes=out.notes + (note,))
+    else:
+        c = np.where(table.missing(conf_j), 1.0, _soft_numbers(table, conf_j))
+        P = np.repeat(((1.0 - c) / max(K - 1, 1))[:, None], K, axis=1)
+        P[np.arange(n), ann.label] = c
+        note = (
+            f"Read soft votes from column {table.header[conf_j]!r}: each row's label counts as its confidence c, "
+            "and 1 - c is spread evenly over the other classes."
+        )
+        if table.missing(conf_j).any():
+            note += f" {_count(int(table.missing(conf_j).sum()), 'row')} without a confidence count as certain."
+    out = soft_votes(ann, P)
+    if out.is_soft:
+        note += f" {n:,} rows became {out.n_obs:,} weighted observations."
+    else:
+        note += " Every probability is 0 or 1: these are hard labels."
+    return replace(out, notes=out.notes + (note,))
+
+
+def _soft_numbers(table: _Table, j: int) -> np.ndarray:
+    """A probability column as numbers in [0, 1] (a missing cell reads 0 here; the caller decides what it means);
+    a cell that is not a number or lies outside [0, 1] raises naming its rows."""
+    col = table.col(j)
+    missing = table.missing(j)
+    values = _to_float(col.uniq, decimal_comma=table.delimiter == ";")[col.codes]
+    values = np.where(missing, 0.0, values)
+    bad = ~missing & ~((values >= 0) & (values <= 1))  # NaN (not a number) fails both
+    if bad.any():
+        raise _rows_error(
+            table, bad, j, "a probability that is not a number from 0 to 1",
+            "Soft votes are probabilities: give each as a number from 0 to 1.", show_values=True,
+        )  # fmt: skip
+    return values
+
+
 def _merge_note(labels: Column, class_names: tuple[str, ...]) -> tuple[str, ...]:
     """A note when spellings of one number ("1", "1.0") were read as one class."""
     if labels.uniq.size == len(class_names):
@@ -835,7 +988,9 @@ def _check_labels_present(table: _Table, j: int) -> None:
         )
 
 
-def _long_from_table(table: _Table, *, kind: str, name: str, score_column: str | None) -> Annotations:
+def _long_from_table(
+    table: _Table, *, kind: str, name: str, score_column: str | None, soft: bool = True
+) -> Annotations:
     """Long format: one row per (item, worker, label), optionally a per-item gold column."""
     item_j, worker_j, label_j, gold_j = _long_columns(table, score_column)
     items = _required_col(table, item_j, "item id")
@@ -850,7 +1005,18 @@ def _long_from_table(table: _Table, *, kind: str, name: str, score_column: str |
         values = _checked_scores(table, label_j)
         ann = _continuous_annotations(items, workers, values, name, notes, table.file, table.where)
     else:
+        conf_j, prob_js = _soft_columns(table, used) if soft else (None, [])
+        used += ([conf_j] if conf_j is not None else []) + prob_js
+        notes = table.notes + _ignored_note(table, used) + kind_notes
         ann = _class_annotations(table.file, column, items, workers, labels, name, notes, table.where)
+        if conf_j is not None or prob_js:  # gold (per item) first, on the rows as read; then the soft votes
+            if gold_j is not None:
+                known = ~table.missing(gold_j)
+                ann = _attach_gold(
+                    ann, ann.item[known], table.values(gold_j)[known], table.rows[known], table.file,
+                    table.header[gold_j], table.where,
+                )  # fmt: skip
+            return _soft_from_table(table, ann, None if prob_js else conf_j, prob_js)
     if gold_j is None:
         return ann
     known = ~table.missing(gold_j)
@@ -1037,6 +1203,7 @@ def read_annotations(
     name: str | None = None,
     score_column: str | None = None,
     where: str = "python",
+    soft: bool = True,
 ) -> Annotations:
     """Read crowd labels from a CSV path, bytes or uploaded file; every bad input raises `DataError`.
 
@@ -1044,6 +1211,8 @@ def read_annotations(
     aliases, else wide). ``kind``: "classes", "continuous" or "auto" (see `read_long_csv`). ``gold``: an optional
     gold CSV (see `read_gold`). ``name``: display name, default the file stem. ``where``: "python", "cli" or
     "app", how messages spell options (``kind="continuous"``, ``--kind continuous``, the widget's name).
+    ``soft``: read a long file's ``confidence``, ``weight`` or ``p_<class>`` columns as soft votes (see
+    :class:`Annotations`); False ignores them (a note says so) and reads the hard labels.
     """
     _check_choice("fmt", fmt, ("auto", "long", "wide"))
     _check_choice("kind", kind, ("auto", "classes", "continuous"))
@@ -1052,7 +1221,7 @@ def read_annotations(
         fmt = "long" if _looks_long(table.header, score_column) else "wide"
     name = name or _default_name(table)
     if fmt == "long":
-        ann = _long_from_table(table, kind=kind, name=name, score_column=score_column)
+        ann = _long_from_table(table, kind=kind, name=name, score_column=score_column, soft=soft)
     else:
         ann = _wide_from_table(table, kind=kind, name=name)
     if gold is None:
@@ -1180,9 +1349,10 @@ def read_gold(source: Source, annotations: Annotations, *, where: str = "python"
 
 
 def to_long_dataframe(annotations: Annotations) -> pd.DataFrame:
-    """One row per observation with names, not codes: item, worker, label (continuous: item, worker, value).
+    """One row per observation with names, not codes: item, worker, label (continuous: item, worker, value),
+    and for soft votes each observation's ``weight``.
 
-    Written with ``to_csv(index=False)`` it reads back (``read_annotations``) to the same codes.
+    Written with ``to_csv(index=False)`` it reads back (``read_annotations``) to the same codes (and weights).
     """
     a = annotations
     frame = pd.DataFrame(
@@ -1195,6 +1365,8 @@ def to_long_dataframe(annotations: Annotations) -> pd.DataFrame:
         frame["value"] = a.value
     else:
         frame["label"] = np.asarray(a.class_names, dtype=object)[a.label]
+        if a.is_soft:
+            frame["weight"] = a.weight
     return frame
 
 

@@ -447,7 +447,10 @@ def preview(data: Annotations) -> None:
     st.subheader("Preview")
     st.dataframe(files["head"], hide_index=True, width="stretch", height=300)
     shown = min(PREVIEW_ROWS, data.n_obs)
-    st.caption(f"The first {shown} of {data.n_obs:,} labels, one per row.")
+    st.caption(
+        f"The first {shown} of {data.n_obs:,} labels, one per row."
+        + (" Soft votes: each row is one class with its weight (its share of a vote)." if data.is_soft else "")
+    )
     row = st.container(horizontal=True)  # each button as wide as its label: nothing cut to "Download all la…"
     stem = _file_stem(data)
     row.download_button(

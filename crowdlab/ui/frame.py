@@ -205,9 +205,14 @@ def summary_rows(data: Annotations) -> dict[str, str]:
         rows["edges"] = f"{int(data.graph.nnz) // 2:,}"
     return rows | {
         "workers": f"{data.n_workers:,}",
-        "labels": f"{data.n_obs:,}",
+        "labels": (
+            f"{round(float(data.weight.sum())):,} ({data.n_obs:,} weighted observations)"
+            if data.is_soft
+            else f"{data.n_obs:,}"
+        ),
         "classes": "scores" if data.is_continuous else str(data.n_classes),
         "gold": f"yes ({int(data.gold_mask.sum()):,} items)" if data.has_gold else "no",
+        **({"votes": "soft (confidences as fractional labels)"} if data.is_soft else {}),
     }
 
 

@@ -19,7 +19,7 @@ in the page with ``performance.now()`` and a MutationObserver on the main area:
 
 ``charts start`` is mostly the server's rerun (callback, EM step, figures built and serialised) and the round
 trip; ``settled - charts start`` is the browser redrawing the charts (plotly rebuilds each SVG).
-The engine step alone (:meth:`crowdlab.em.Run.step`, no Streamlit) is printed beside them. Medians over the
+The engine step alone (:meth:`crowdlab.engines.run.Run.step`, no Streamlit) is printed beside them. Medians over the
 clicks; the script prints figures and asserts nothing.
 """
 
@@ -37,10 +37,10 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from crowdlab.data import read_annotations  # noqa: E402
-from crowdlab.em import Run  # noqa: E402
+from crowdlab.engines.run import Run  # noqa: E402
+from crowdlab.io.data import read_annotations  # noqa: E402
+from crowdlab.io.samples import load_sample  # noqa: E402
 from crowdlab.models import make_model  # noqa: E402
-from crowdlab.samples import load_sample  # noqa: E402
 
 CHROMIUM = "/usr/bin/chromium"
 ARGS = ["--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--no-first-run"]

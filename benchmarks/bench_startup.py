@@ -14,7 +14,7 @@ Parts (every figure is one fresh process per run, the median of ``--repeat`` run
   ``bench_ds.py``) in a fresh process, timed from just before ``fit`` (the simulation is not timed) to its end,
   with ``CROWDLAB_KERNELS=numpy`` against ``CROWDLAB_KERNELS=numba`` (compiled kernels from the first E-step on,
   numba's import and cache load included; numba's on-disk cache is warmed first) and the default (the gate in
-  ``crowdlab/kernels.py``: compiled only from ``FIRST_USE_CELLS`` cells of the (items x classes) E-step on).
+  ``crowdlab/models/kernels.py``: compiled only from ``FIRST_USE_CELLS`` cells of the (items x classes) E-step on).
   The crossing point (where numba's fit becomes faster than numpy's, first use included) is what the gate is set
   from.
 

@@ -5,8 +5,9 @@ Writes ``posteriors.csv`` (posterior per class, hard label, confidence; scores m
 ``history.json`` (the objective after every half-step, convergence, violations) and ``metrics.json`` (against
 gold, when given), then prints a summary. A bad file, an option out of its range or an ``--out`` folder that would
 overwrite an input prints a one-line message and exits with status 2 (before anything is written). CSV cells that a
-spreadsheet would run as a formula are escaped (:func:`crowdlab.export.write_csv`); names printed in the summary lose
-control characters (:func:`crowdlab.safe.plain`).
+spreadsheet would run as a formula are escaped (:func:`crowdlab.analysis.export.write_csv`); names printed in the
+summary lose
+control characters (:func:`crowdlab.io.safe.plain`).
 """
 
 from __future__ import annotations
@@ -21,9 +22,7 @@ from pathlib import Path
 
 import numpy as np
 
-from crowdlab import safe
-from crowdlab.errors import CrowdlabError
-from crowdlab.export import (
+from crowdlab.analysis.export import (
     history_dict,
     metrics_dict,
     params_dict,
@@ -32,9 +31,11 @@ from crowdlab.export import (
     worker_frame,
     write_csv,
 )
-from crowdlab.init import INITS
+from crowdlab.engines.init import INITS
+from crowdlab.errors import CrowdlabError
+from crowdlab.io import safe
+from crowdlab.io.safe import plural
 from crowdlab.models import CLASS_PRIOR_MODELS, MODELS, ONLINE_MODELS
-from crowdlab.safe import plural
 
 
 class OptionError(CrowdlabError, ValueError):
@@ -122,8 +123,8 @@ def build_parser() -> argparse.ArgumentParser:
         "--engine",
         default="memory",
         choices=["memory", "stream", "dask"],
-        help="memory (default); stream: read a long CSV or Parquet file in chunks (crowdlab.stream); dask: batch EM "
-        "on a Dask cluster over FILE, a glob of CSV or Parquet files (crowdlab.distributed)",
+        help="memory (default); stream: read a long CSV or Parquet file in chunks (crowdlab.engines.stream); "
+        "dask: batch EM on a Dask cluster over FILE, a glob of CSV or Parquet files (crowdlab.engines.distributed)",
     )
     g.add_argument("--stream", action="store_true", help="the same as --engine stream")
     g.add_argument("--chunk-rows", type=int, default=1_000_000, help="stream: rows per chunk (default 1,000,000)")
@@ -320,8 +321,8 @@ def cmd_fit(args: argparse.Namespace) -> int:
     options = _model_options(args)
     check_model(args, options)
     out = check_out(args)
-    from crowdlab.api import fit
-    from crowdlab.data import read_annotations, read_sequences
+    from crowdlab.engines.fit import fit
+    from crowdlab.io.data import read_annotations, read_sequences
 
     kind = "continuous" if args.method == "scores" and args.kind == "auto" else args.kind
     if args.fmt == "sequences" or (args.method == "hmm" and args.fmt == "auto"):
@@ -329,7 +330,7 @@ def cmd_fit(args: argparse.Namespace) -> int:
     else:
         data = read_annotations(args.file, gold=args.gold, fmt=args.fmt, kind=kind, where="cli")
     if args.edges:
-        from crowdlab.graph import read_edges
+        from crowdlab.io.graph import read_edges
 
         data = read_edges(args.edges, data, where="cli")
     known = _known_codes(args.known, data) if args.known else None
@@ -400,8 +401,8 @@ def _say_removed(removed: list[str], out: Path) -> None:
 
 def _known_codes(path: str, data):
     """(n_items,) class codes of the items in the known-labels file (-1 elsewhere), read like a gold file."""
-    from crowdlab.data import read_gold
     from crowdlab.errors import DataError
+    from crowdlab.io.data import read_gold
 
     with_known = read_gold(path, data)
     if tuple(with_known.class_names) != tuple(data.class_names):
@@ -412,7 +413,7 @@ def _known_codes(path: str, data):
 
 def cmd_fit_engine(args: argparse.Namespace, engine: str) -> int:
     """``fit --stream`` / ``--engine dask``: batch EM without the whole file in memory; the same output files."""
-    from crowdlab.engine import write_outputs
+    from crowdlab.analysis.export import write_engine_outputs
 
     unsupported = [
         name
@@ -437,7 +438,7 @@ def cmd_fit_engine(args: argparse.Namespace, engine: str) -> int:
         return 2
     out = check_out(args, ENGINE_OUTPUTS)
     if engine == "stream":
-        from crowdlab.stream import fit_file
+        from crowdlab.engines.stream import fit_file
 
         run = fit_file(
             args.file,
@@ -450,7 +451,7 @@ def cmd_fit_engine(args: argparse.Namespace, engine: str) -> int:
         )
         frames = None
     else:
-        from crowdlab.distributed import fit as dask_fit
+        from crowdlab.engines.distributed import fit as dask_fit
 
         run = dask_fit(
             args.file,
@@ -464,7 +465,7 @@ def cmd_fit_engine(args: argparse.Namespace, engine: str) -> int:
         )
         frames = [run.posterior_frame()]
     try:
-        workers = write_outputs(run, out, frames)
+        workers = write_engine_outputs(run, out, frames)
         removed = _remove_stale(out, ENGINE_OUTPUTS)
     except OSError as exc:
         raise _cannot_write(exc) from None
@@ -507,7 +508,7 @@ def _print_summary(run, workers, metrics: dict, out: Path, written) -> None:
         steps = f"{plural(run.last.iteration, 'pass', 'passes')}, {plural(run.last.t, 'update')}"
         print(f"online EM: {steps}; {run.model.objective_name} = {h[-1]:.6f}")
     if run.iterative and not args_online:
-        from crowdlab.em import STOP_REASONS
+        from crowdlab.engines.run import STOP_REASONS
 
         state = STOP_REASONS.get(run.stop_reason or "", "converged" if run.converged else "not converged")
         print(f"EM: {plural(run.last.iteration, 'iteration')}; {run.model.objective_name} = {run.last.objective:.6f}")
@@ -536,7 +537,7 @@ def _print_summary(run, workers, metrics: dict, out: Path, written) -> None:
 
 
 def cmd_samples() -> int:
-    from crowdlab.samples import SAMPLES, SEQUENCE_SAMPLES, sample_paths
+    from crowdlab.io.samples import SAMPLES, SEQUENCE_SAMPLES, sample_paths
 
     for key, s in {**SAMPLES, **SEQUENCE_SAMPLES}.items():
         labels, gold = sample_paths(key)

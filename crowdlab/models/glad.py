@@ -36,7 +36,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from crowdlab.data import Annotations
+from crowdlab.io.data import Annotations
 from crowdlab.models.base import LatentModel, ModelInfo, WarmPosterior, log_dirichlet
 from crowdlab.models.one_coin import one_coin_gamma
 from crowdlab.models.params import ClassParams

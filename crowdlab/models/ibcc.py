@@ -38,8 +38,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from crowdlab.data import Annotations
-from crowdlab.kernels import add_row_offset
+from crowdlab.io.data import Annotations
 from crowdlab.models.base import (
     LatentModel,
     ModelInfo,
@@ -49,6 +48,7 @@ from crowdlab.models.base import (
     credible_interval,
 )
 from crowdlab.models.dawid_skene import expected_counts
+from crowdlab.models.kernels import add_row_offset
 from crowdlab.models.params import ClassParams
 
 

@@ -29,8 +29,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from crowdlab.data import Annotations
-from crowdlab.kernels import add_row_offset
+from crowdlab.io.data import Annotations
 from crowdlab.models.base import (
     LatentModel,
     ModelInfo,
@@ -44,6 +43,7 @@ from crowdlab.models.base import (
     safe_log,
 )
 from crowdlab.models.dawid_skene import ConfusionLogJoint, expected_counts
+from crowdlab.models.kernels import add_row_offset
 from crowdlab.models.params import ClassParams
 
 CLASS_PRIORS = ("uniform", "estimate")

@@ -13,9 +13,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from crowdlab.data import Annotations
-from crowdlab.kernels import ranked_argmax
+from crowdlab.io.data import Annotations
 from crowdlab.models.base import ModelInfo, needs_classes
+from crowdlab.models.kernels import ranked_argmax
 
 
 def vote_fractions(data: Annotations) -> np.ndarray:

@@ -34,10 +34,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from crowdlab._lazy import lazy
-from crowdlab.data import Annotations
 from crowdlab.errors import DataError, ModelError
-from crowdlab.graph import color_classes
+from crowdlab.io._lazy import lazy
+from crowdlab.io.data import Annotations
+from crowdlab.io.graph import color_classes
 from crowdlab.models.base import LatentModel, ModelInfo, entropy_rows, log_dirichlet, normalise_columns
 from crowdlab.models.dawid_skene import expected_counts
 from crowdlab.models.hmm import emission_logs

@@ -52,7 +52,7 @@ from functools import cached_property
 
 import numpy as np
 
-from crowdlab.data import Annotations
+from crowdlab.io.data import Annotations
 from crowdlab.models.base import (
     ModelInfo,
     log_beta_pdf,

@@ -1,7 +1,7 @@
 """Figures for error rates without labels (Donmez et al. 2010), classifiers from crowds (Raykar et al. 2010), per-worker
 intervals. Pure functions from arrays to ``go.Figure`` (no Streamlit).
 
-Conventions (as in :mod:`crowdlab.plots.run`): figures are plain dicts validated once by ``go.Figure``; every trace
+Conventions (as in :mod:`crowdlab.plots.common`): figures are plain dicts validated once by ``go.Figure``; every trace
 carries ``meta`` naming its role, so tests and readers can find it. Axes that show probabilities span [0, 1] (with
 a small margin) at every setting, and colour ranges are fixed (never taken from the data), so nothing jumps when a
 slider moves. Functions over a numeric grid (theta, p(y)) are drawn with the y axis increasing upwards.
@@ -16,9 +16,9 @@ from collections.abc import Mapping, Sequence
 import numpy as np
 import plotly.graph_objects as go
 
-from crowdlab import safe
+from crowdlab.io import safe
+from crowdlab.plots.common import CURRENT_COLOR, LEGEND_BELOW, OBJECTIVE_COLOR, _axis, _empty, _layout
 from crowdlab.plots.dependent import PALETTE
-from crowdlab.plots.run import CURRENT_COLOR, LEGEND_BELOW, OBJECTIVE_COLOR, _axis, _empty, _layout
 
 __all__ = [
     "ERROR_ZMAX",

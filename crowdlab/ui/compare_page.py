@@ -1,7 +1,8 @@
 """The Compare methods page: every applicable method on the working dataset, side by side.
 
-"Run all methods" sets a pending flag (``on_click``); the page then runs :func:`crowdlab.compare.compare_methods`
-under ``st.progress`` and keeps the :class:`~crowdlab.compare.Comparison` in session state keyed by
+"Run all methods" sets a pending flag (``on_click``); the page then runs
+:func:`crowdlab.analysis.compare.compare_methods`
+under ``st.progress`` and keeps the :class:`~crowdlab.analysis.compare.Comparison` in session state keyed by
 (dataset id, prior strength), so a page switch keeps it and a new dataset asks for a new run.
 """
 
@@ -10,10 +11,10 @@ from __future__ import annotations
 import numpy as np
 import streamlit as st
 
-from crowdlab.baselines import BASELINES
-from crowdlab.compare import VB_KIND, Comparison, compare_methods
-from crowdlab.data import Annotations
-from crowdlab.export import csv_bytes
+from crowdlab.analysis.compare import VB_KIND, Comparison, compare_methods
+from crowdlab.analysis.export import csv_bytes
+from crowdlab.io.data import Annotations
+from crowdlab.models.baselines import BASELINES
 from crowdlab.plots import data as figs
 from crowdlab.ui import state
 

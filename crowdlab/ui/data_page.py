@@ -7,8 +7,8 @@ was. Readers and simulations are cached with ``st.cache_data`` on the file bytes
 The files chosen in the upload boxes are kept, name and bytes, under the plain key ``data.upload.kept``: a page
 switch empties Streamlit's upload boxes, so on return the page says which files are kept (and the working dataset
 is still the uploaded one), and Load reads the kept files again (e.g. with another format). File names, class
-names and the reader's messages are the user's text: shown through :func:`crowdlab.safe.md`; the CSV downloads
-go through :func:`crowdlab.export.csv_bytes` (no cell a spreadsheet would run as a formula).
+names and the reader's messages are the user's text: shown through :func:`crowdlab.io.safe.md`; the CSV downloads
+go through :func:`crowdlab.analysis.export.csv_bytes` (no cell a spreadsheet would run as a formula).
 
 The simulation and reader options are mirrored in the plain key ``data.widgets`` (written by each widget's
 ``on_change``, written back into the widget keys before they are drawn): Streamlit forgets a widget's value when
@@ -25,13 +25,13 @@ import numpy as np
 import pandas as pd
 import streamlit as st
 
-from crowdlab import limits, safe
-from crowdlab.data import Annotations, read_annotations, to_gold_dataframe, to_long_dataframe
-from crowdlab.describe import class_balance, worker_table
+from crowdlab.analysis.export import csv_bytes
 from crowdlab.errors import DataError
-from crowdlab.export import csv_bytes
+from crowdlab.io import limits, safe
+from crowdlab.io.data import Annotations, read_annotations, to_gold_dataframe, to_long_dataframe
+from crowdlab.io.describe import class_balance, worker_table
 from crowdlab.plots import data as figs
-from crowdlab.simulate import WORKER_TYPES, mix_from_counts, simulate_crowd, simulate_scores
+from crowdlab.teaching.simulate import WORKER_TYPES, mix_from_counts, simulate_crowd, simulate_scores
 from crowdlab.ui import panels, state
 from crowdlab.ui.frame import dataset_summary, sample_picker, upload_id
 from crowdlab.ui.reports_view import data_report_section
@@ -96,7 +96,7 @@ def _named(content: bytes, name: str) -> io.BytesIO:
 def read_upload_cached(
     content: bytes, gold: bytes | None, fmt: str, kind: str, name: str, gold_name: str | None
 ) -> Annotations:
-    """:func:`crowdlab.data.read_annotations` on uploaded bytes, cached on the bytes and the options."""
+    """:func:`crowdlab.io.data.read_annotations` on uploaded bytes, cached on the bytes and the options."""
     gold_src = None if gold is None else _named(gold, gold_name or "gold file")
     return read_annotations(_named(content, name), gold=gold_src, fmt=fmt, kind=kind, name=Path(name).stem, where="app")
 
@@ -105,7 +105,7 @@ def read_upload_cached(
 def simulate_crowd_cached(
     n_items: int, n_workers: int, n_classes: int, labels_per_item: int, counts: tuple[int, ...], seed: int
 ):
-    """:func:`crowdlab.simulate.simulate_crowd` (data and truth); ``counts`` = workers per type in
+    """:func:`crowdlab.teaching.simulate.simulate_crowd` (data and truth); ``counts`` = workers per type in
     ``WORKER_TYPES`` order."""
     return simulate_crowd(
         n_items, n_workers, n_classes, labels_per_item=labels_per_item, mix=crowd_mix(counts), seed=seed
@@ -114,7 +114,8 @@ def simulate_crowd_cached(
 
 @st.cache_data(max_entries=8, show_spinner="Simulating scores...")
 def simulate_scores_cached(n_items: int, n_good: int, n_bad: int, sigma: float, missing: float, seed: int):
-    """:func:`crowdlab.simulate.simulate_scores` (the lecture's good and bad scorers, data and truth), cached on
+    """:func:`crowdlab.teaching.simulate.simulate_scores` (the lecture's good and bad scorers, data and truth), cached
+    on
     the parameters."""
     return simulate_scores(n_items, n_good, n_bad, sigma=sigma, missing=missing, seed=seed)
 

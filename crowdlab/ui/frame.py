@@ -17,10 +17,10 @@ from pathlib import Path
 import streamlit as st
 from streamlit.errors import StreamlitPageNotFoundError
 
-from crowdlab import safe
-from crowdlab.data import Annotations
-from crowdlab.samples import SAMPLES, load_sample
-from crowdlab.simulate import simulate_crowd
+from crowdlab.io import safe
+from crowdlab.io.data import Annotations
+from crowdlab.io.samples import SAMPLES, load_sample
+from crowdlab.teaching.simulate import simulate_crowd
 from crowdlab.ui import lab, presenter, state
 
 HOME_DATASET = "home.dataset"
@@ -65,7 +65,7 @@ NAV = tuple(nav_entries())
 # ---------------------------------------------------------------------------- cached loaders
 @st.cache_data(max_entries=16, show_spinner="Loading the dataset...")
 def load_sample_cached(key: str) -> Annotations:
-    """A bundled dataset (:func:`crowdlab.samples.load_sample`), cached on its key."""
+    """A bundled dataset (:func:`crowdlab.io.samples.load_sample`), cached on its key."""
     return load_sample(key)
 
 
@@ -74,7 +74,7 @@ def load_upload_cached(
     content: bytes, gold: bytes | None = None, kind: str = "auto", name: str = "uploaded file"
 ) -> Annotations:
     """An uploaded label file (and optional gold file), cached on their bytes; bad input raises DataError."""
-    from crowdlab.data import read_annotations  # the reader lives next to Annotations
+    from crowdlab.io.data import read_annotations  # the reader lives next to Annotations
 
     return read_annotations(content, gold=gold, kind=kind, name=name)
 
@@ -83,7 +83,7 @@ def load_upload_cached(
 def simulate_crowd_cached(
     n_items: int, n_workers: int, n_classes: int, labels_per_item: int | None = None, seed: int = 0
 ) -> Annotations:
-    """A simulated Dawid-Skene crowd (:func:`crowdlab.simulate.simulate_crowd`), cached on its parameters."""
+    """A simulated Dawid-Skene crowd (:func:`crowdlab.teaching.simulate.simulate_crowd`), cached on its parameters."""
     return simulate_crowd(n_items, n_workers, n_classes, labels_per_item=labels_per_item, seed=seed).annotations
 
 
@@ -191,7 +191,7 @@ def summary_rows(data: Annotations) -> dict[str, str]:
 
 def dataset_summary(data: Annotations, *, compact: bool = False) -> None:
     """The current dataset: name and counts (sidebar: compact lines; home: a card with metrics). The name, the
-    classes and the reader's notes are the user's text: escaped (:func:`crowdlab.safe.md`)."""
+    classes and the reader's notes are the user's text: escaped (:func:`crowdlab.io.safe.md`)."""
     rows = summary_rows(data)
     name = safe.md(data.name or "(unnamed dataset)")
     if compact:

@@ -41,12 +41,13 @@ import numpy as np
 import streamlit as st
 from streamlit.runtime.scriptrunner_utils.script_run_context import get_script_run_ctx
 
-from crowdlab import plots, safe
-from crowdlab.data import Annotations
-from crowdlab.em import Run, Snapshot
+from crowdlab import plots
+from crowdlab.engines.run import Run, Snapshot
 from crowdlab.errors import CrowdlabError
-from crowdlab.metrics import accuracy, macro_f, pearson
-from crowdlab.plots.run import X_TITLE
+from crowdlab.io import safe
+from crowdlab.io.data import Annotations
+from crowdlab.io.metrics import accuracy, macro_f, pearson
+from crowdlab.plots.common import X_TITLE
 from crowdlab.ui import presenter
 
 NOTICE_SETTINGS = "Settings changed: the run was reset."
@@ -102,7 +103,7 @@ SHORTCUTS = {
     "reset": "0",
     "play": "P",
 }
-# how the position line says why a run stopped (crowdlab.em.STOP_REASONS has the long form)
+# how the position line says why a run stopped (crowdlab.engines.run.STOP_REASONS has the long form)
 STOP_WORDS = {
     "converged": "converged",
     "stalled": "stalled: no gain above rounding, parameters still drifting",

@@ -1,4 +1,4 @@
-"""The Lessons page: a guided lesson told one step at a time on a live EM run (:mod:`crowdlab.lessons`).
+"""The Lessons page: a guided lesson told one step at a time on a live EM run (:mod:`crowdlab.teaching.lessons`).
 
 Each step shows its narration, the formula of the action about to run, ONE button that does exactly that action
 on the lesson's run, the outcome with the run's own numbers, and the chart of its effect; Previous / Next move
@@ -25,11 +25,12 @@ import time
 import numpy as np
 import streamlit as st
 
-from crowdlab import lessons, plots
-from crowdlab.em import Run
+from crowdlab import plots
+from crowdlab.engines.run import Run
 from crowdlab.plots import dependent as dplots
 from crowdlab.plots import models as mplots
 from crowdlab.plots import risk as rplots
+from crowdlab.teaching import lessons
 from crowdlab.ui import lab
 
 KEY, STEP, DONE, MARK = "lesson.key", "lesson.step", "lesson.done", "lesson.mark"
@@ -331,7 +332,7 @@ def _class_prior(run: Run) -> float:
 
 
 def _loglik(run: Run):
-    from crowdlab.risk import symmetric_loglik
+    from crowdlab.analysis.risk import symmetric_loglik
 
     p = _class_prior(run)
     grid = np.linspace(0.0, 1.0, 201)
@@ -343,7 +344,7 @@ def _loglik(run: Run):
 
 
 def _fisher(run: Run):
-    from crowdlab.fisher import fisher_symmetric
+    from crowdlab.analysis.fisher import fisher_symmetric
 
     th = np.linspace(0.5, 1.0, 101)
     p = np.linspace(0.51, 0.99, 97)

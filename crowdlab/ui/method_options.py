@@ -12,7 +12,7 @@ choice; the values live in :class:`crowdlab.ui.state.MethodConfig`):
   that share of the gold labels is fixed in every E-step.
 
 Select-box labels are plain text (Streamlit renders no Markdown there); names in Markdown go through
-:func:`crowdlab.safe.md`.
+:func:`crowdlab.io.safe.md`.
 """
 
 from __future__ import annotations
@@ -20,9 +20,10 @@ from __future__ import annotations
 import numpy as np
 import streamlit as st
 
-from crowdlab import safe, sweep
-from crowdlab.data import Annotations
-from crowdlab.em import Run
+from crowdlab.analysis import sweep
+from crowdlab.engines.run import Run
+from crowdlab.io import safe
+from crowdlab.io.data import Annotations
 from crowdlab.models import CLASS_PRIOR_MODELS, ScoreParams
 from crowdlab.models.majority import tied_items
 from crowdlab.ui import presenter, state
@@ -204,7 +205,8 @@ def degenerate_notice(run: Run) -> None:
 
 
 def prior_collapse_notice(run: Run) -> None:
-    """Say so when the cursor's estimated class prior has collapsed (:func:`crowdlab.sweep.prior_collapse`: a class
+    """Say so when the cursor's estimated class prior has collapsed (:func:`crowdlab.analysis.sweep.prior_collapse`: a
+    class
     majority vote gives many items has almost no prior left), with the live numbers and what to do. Drawn above the
     Step page's tabs, so it follows the cursor."""
     pi = getattr(run.current.params, "pi", None)

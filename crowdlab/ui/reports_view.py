@@ -1,4 +1,5 @@
-"""Worker reports in the app (:func:`crowdlab.reports.worker_report`): the Step page's "Worker report" tab and the
+"""Worker reports in the app (:func:`crowdlab.analysis.reports.worker_report`): the Step page's "Worker report" tab and
+the
 Data page's section.
 
 The table has one row per worker: labels, estimated accuracy with its interval, the worst confusion, Raykar & Yu's
@@ -16,13 +17,13 @@ import numpy as np
 import pandas as pd
 import streamlit as st
 
-from crowdlab.api import fit
-from crowdlab.data import Annotations
-from crowdlab.em import Run
+from crowdlab.analysis.export import csv_bytes
+from crowdlab.analysis.reports import ACCURACY_UNDER_PRIOR, worker_report
+from crowdlab.engines.fit import fit
+from crowdlab.engines.run import Run
 from crowdlab.errors import ModelError
-from crowdlab.export import csv_bytes
-from crowdlab.reports import ACCURACY_UNDER_PRIOR, worker_report
-from crowdlab.safe import plural
+from crowdlab.io.data import Annotations
+from crowdlab.io.safe import plural
 from crowdlab.ui import lab, state
 
 SORTS = ("spammer score (lowest first)", "accuracy (lowest first)", "labels (most first)")

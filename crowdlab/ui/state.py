@@ -6,11 +6,11 @@ page is not showing, so widget keys are only views of the plain keys, written ba
 ==========================  ==========================================================================
 ``data.id``                 where the working dataset came from: ``sample:<key>``, ``upload:<sha1>``,
                             ``sim:<parameters>``
-``data.obj``                the :class:`~crowdlab.data.Annotations` themselves
+``data.obj``                the :class:`~crowdlab.io.data.Annotations` themselves
 ``data.source``             a Python expression that reloads them (for the Export page's snippet)
 ``method.config``           a :class:`MethodConfig` (method key, init, prior strength, hard EM, seed, tol,
                             max_iter)
-``run.obj``                 the current :class:`~crowdlab.em.Run` (None when it could not be built)
+``run.obj``                 the current :class:`~crowdlab.engines.run.Run` (None when it could not be built)
 ``run.id``                  a counter, bumped whenever a new run replaces the old one
 ``run.error``               why the run could not be built (a message a person can act on), or None
 ``run.metrics``             per-snapshot metrics against gold, computed once per snapshot (:func:`metrics`)
@@ -37,9 +37,9 @@ from dataclasses import dataclass, replace
 import numpy as np
 import streamlit as st
 
-from crowdlab.data import Annotations
-from crowdlab.em import Run, posterior_window
-from crowdlab.init import INITS
+from crowdlab.engines.init import INITS
+from crowdlab.engines.run import Run, posterior_window
+from crowdlab.io.data import Annotations
 from crowdlab.models import CLASS_PRIOR_MODELS, MODELS, applicable_models, make_model
 from crowdlab.ui import lab
 
@@ -59,10 +59,11 @@ DEFAULT_SAMPLE = "bluebirds"
 DEFAULT_METHOD = "ds"
 # initialisations offered in the UI (the others need a user-given parameter set or posterior); moment matching
 # (Traganitis & Giannakis, Alg. 2) for the class models: Dawid-Skene, one-coin and two-coin start from the
-# moment-matched (pi, Gamma), GLAD, MACE and IBCC from Dawid-Skene's posterior there (crowdlab.init)
+# moment-matched (pi, Gamma), GLAD, MACE and IBCC from Dawid-Skene's posterior there (crowdlab.engines.init)
 BASIC_INITS = ("majority", "all_good", "random")
 UI_INITS = (*BASIC_INITS, "moments")
-# the scores model (latent per annotator): "majority" is "all_good" there (crowdlab.init), so it is not offered twice
+# the scores model (latent per annotator): "majority" is "all_good" there (crowdlab.engines.init), so it is not offered
+# twice
 ANNOTATOR_INITS = ("all_good", "random")
 MOMENT_METHODS = ("ds", "one_coin", "two_coin", "glad", "mace", "mace_vb", "ibcc")
 

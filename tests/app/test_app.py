@@ -10,10 +10,10 @@ from pathlib import Path
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from crowdlab import safe
-from crowdlab.init import INITS
+from crowdlab.engines.init import INITS
+from crowdlab.io import safe
+from crowdlab.io.samples import SAMPLES, load_sample
 from crowdlab.models import applicable_models
-from crowdlab.samples import SAMPLES, load_sample
 from crowdlab.ui import state
 from tests.app.helpers import chart, click, ok
 
@@ -272,7 +272,7 @@ def test_moment_matching_start_on_the_step_page_and_a_failed_start_is_an_error(m
     def fail(*args, **kwargs):
         raise RuntimeError("the optimiser did not converge")
 
-    monkeypatch.setattr("crowdlab.init._moment_params", fail)
+    monkeypatch.setattr("crowdlab.engines.init._moment_params", fail)
     at.selectbox(key=state.W_METHOD).set_value("two_coin").run()  # the start (moments) is kept and now fails
     assert not at.exception and at.session_state[state.RUN] is None
     assert at.session_state[state.CONFIG] == state.MethodConfig(method="two_coin", init="moments")

@@ -11,9 +11,9 @@ from pathlib import Path
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from crowdlab import lessons as L
-from crowdlab.metrics import accuracy
+from crowdlab.io.metrics import accuracy
 from crowdlab.models.majority import majority_labels
+from crowdlab.teaching import lessons as L
 from crowdlab.ui import lab, state
 from crowdlab.ui import lesson_page as lp
 from tests.app.helpers import arr, chart, trace

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from crowdlab import safe
+from crowdlab.io import safe
 from crowdlab.ui import networks_page as npg
 from crowdlab.ui import presenter, state
 from tests.app.helpers import arr, chart, click, iteration_label, ok, trace, wrapper_script

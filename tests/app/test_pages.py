@@ -18,10 +18,10 @@ import pandas as pd
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from crowdlab import safe
-from crowdlab.data import read_annotations
 from crowdlab.errors import DataError
-from crowdlab.simulate import simulate_crowd
+from crowdlab.io import safe
+from crowdlab.io.data import read_annotations
+from crowdlab.teaching.simulate import simulate_crowd
 from crowdlab.ui import compare_page, data_page, export_page, state
 from tests.app.helpers import click, goto, ok, wrapper_script
 

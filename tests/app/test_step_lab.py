@@ -16,9 +16,11 @@ import numpy as np
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from crowdlab import plots, safe, sweep
+from crowdlab import plots
+from crowdlab.analysis import sweep
+from crowdlab.io import safe
+from crowdlab.io.samples import load_sample
 from crowdlab.models import applicable_models
-from crowdlab.samples import load_sample
 from crowdlab.ui import lab, panels, presenter, priors_page, state
 from tests.app.helpers import arr, chart, click, iteration_label, ok, trace
 
@@ -144,8 +146,8 @@ def test_posterior_pages_and_orders_by_uncertainty_and_stars_changed_items():
     n_star = min(len(changed), panels.PAGE_SIZE)
     assert {names.index(r) for r in top[:n_star]} <= changed
     ticks = spec["layout"]["yaxis"]["ticktext"]
-    assert all(t.startswith(plots.run.CHANGED_MARK) for t in ticks[:n_star])
-    assert not any(t.startswith(plots.run.CHANGED_MARK) for t in ticks[n_star:])
+    assert all(t.startswith(plots.matrices.CHANGED_MARK) for t in ticks[:n_star])
+    assert not any(t.startswith(plots.matrices.CHANGED_MARK) for t in ticks[n_star:])
     outline = [s for s in spec["layout"]["shapes"] if s["name"] == "changed"][0]
     assert len(plots.parse_rect_path(outline["path"])) == n_star
     # the gold column: one entry per row with gold
@@ -630,7 +632,7 @@ def test_presenter_curve_titles_fit_the_narrow_column_with_the_sidebar_open(meth
         assert " ".join(lines) == before["title"]["text"].replace("<br>", " ")  # nothing lost
         assert layout["margin"]["t"] >= 30 + 20 * len(lines)
         assert layout["xaxis"]["title"]["text"] == lab.CURVE_X_TITLE
-        assert before["xaxis"]["title"]["text"] == plots.run.X_TITLE
+        assert before["xaxis"]["title"]["text"] == plots.common.X_TITLE
     title = f"Objective: {_run(at).model.objective_name}"
     assert normal["stepper.objective_chart"]["title"]["text"] == plots.wrap_title(safe.html(title), 36)
 

@@ -8,9 +8,9 @@ import numpy as np
 import pytest
 
 import crowdlab as cl
-from crowdlab.em import STOP_REASONS
-from crowdlab.reports import krippendorff_alpha, worker_report
-from crowdlab.samples import load_sample
+from crowdlab.analysis.reports import krippendorff_alpha, worker_report
+from crowdlab.engines.run import STOP_REASONS
+from crowdlab.io.samples import load_sample
 from crowdlab.ui import lab, reports_view
 from tests.app.helpers import arr, click, ok, trace
 from tests.app.test_step_lab import _chart, _method, _open, _run, _tab
@@ -165,7 +165,7 @@ def test_one_coin_collapsed_class_prior_is_explained_above_the_tabs():
 # ---------------------------------------------------------------------------- majority-vote ties
 def test_majority_vote_ties_rule_count_marks_and_export():
     from crowdlab.models.majority import majority_labels, tied_items
-    from crowdlab.plots.run import TIED_MARK
+    from crowdlab.plots.matrices import TIED_MARK
     from crowdlab.ui import state
 
     at = _method(_open("rte"), "mv")
@@ -270,8 +270,8 @@ def test_scores_degenerate_optimum_notice_and_the_floor_remedy():
 def test_class_prior_choice_for_mace_changes_the_fit_and_the_export():
     """The simulated sample's classes are 50/32/19 %: MACE with its paper's uniform prior gets 0.920, with the prior
     estimated 0.942; the choice reaches the model, the accuracy and the exported snippet."""
-    from crowdlab.export import python_snippet
-    from crowdlab.metrics import accuracy
+    from crowdlab.analysis.export import python_snippet
+    from crowdlab.io.metrics import accuracy
     from crowdlab.ui import state
 
     at = _method(_open("simulated"), "mace")
@@ -296,8 +296,8 @@ def test_class_prior_choice_for_mace_changes_the_fit_and_the_export():
 # ---------------------------------------------------------------------------- baselines on the Compare page
 @pytest.mark.parametrize("sample", ["bluebirds", "dogs"])
 def test_compare_lists_the_baselines_beside_em(sample):
-    from crowdlab.baselines import BASELINES
-    from crowdlab.metrics import accuracy
+    from crowdlab.io.metrics import accuracy
+    from crowdlab.models.baselines import BASELINES
 
     at = _open(sample, page="pages/3_Compare_methods.py")
     click(at, "compare.run")

@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from crowdlab.data import to_gold_dataframe, to_long_dataframe
-from crowdlab.simulate import mix_from_counts, simulate_crowd
+from crowdlab.io.data import to_gold_dataframe, to_long_dataframe
+from crowdlab.teaching.simulate import mix_from_counts, simulate_crowd
 from tests.e2e.helpers import (
     ITERATION,
     assert_no_exception,

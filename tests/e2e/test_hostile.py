@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from crowdlab import safe
+from crowdlab.io import safe
 from tests.e2e.helpers import (
     ARTIFACTS,
     ITERATION,

@@ -85,7 +85,7 @@ def test_free_controls_stay_open_and_a_double_click_on_next_moves_one_step(serve
 def test_whom_to_trust_walks_end_to_end_in_presenter_mode(server, page):
     """The fourth lesson in a real browser, presenter mode at 1024x768: each step's action, its outcome with the
     run's numbers, its chart, nothing cut off (text or chart labels), Next to the following step."""
-    from crowdlab.lessons import LESSONS
+    from crowdlab.teaching.lessons import LESSONS
 
     steps = LESSONS["trust"].steps
     page.set_viewport_size({"width": 1024, "height": 768})

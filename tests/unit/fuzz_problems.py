@@ -13,8 +13,8 @@ from dataclasses import replace
 import numpy as np
 import scipy.sparse as sp
 
-from crowdlab.data import Annotations
-from crowdlab.em import Run, nonfinite_entries
+from crowdlab.engines.run import Run, nonfinite_entries
+from crowdlab.io.data import Annotations
 
 CLASS_DESIGNS = (
     "dense",

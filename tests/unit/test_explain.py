@@ -9,10 +9,10 @@ import numpy as np
 import pytest
 
 import crowdlab as cl
-from crowdlab import explain
+from crowdlab.io.samples import load_sample
 from crowdlab.models.scores import GoodBadScores
-from crowdlab.samples import load_sample
-from crowdlab.simulate import simulate_scores
+from crowdlab.teaching import explain
+from crowdlab.teaching.simulate import simulate_scores
 
 
 def _all_lines(data, method: str, items, workers) -> list[str]:

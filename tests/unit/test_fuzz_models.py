@@ -9,8 +9,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from crowdlab.em import Run
-from crowdlab.features import features_from_array
+from crowdlab.engines.run import Run
+from crowdlab.io.features import features_from_array
 from crowdlab.models import DawidSkene, GoodBadScores, HMMCrowd, MajorityVote, NetworkCrowd, OneCoin, TwoCoin
 from crowdlab.models.hmm import HMMParams
 from crowdlab.models.majority import majority_labels, majority_posterior, vote_fractions
@@ -125,7 +125,7 @@ def test_majority_vote():
 
 def test_fisher_intervals_finite():
     """Wald intervals from the observed information: finite for scores of any size and adversarial crowds."""
-    from crowdlab.fisher import worker_intervals
+    from crowdlab.analysis.fisher import worker_intervals
 
     for seed in range(N_FISHER):
         for data, model in ((score_problem(seed), GoodBadScores()), (class_problem(seed), DawidSkene())):

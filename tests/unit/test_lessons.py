@@ -1,4 +1,4 @@
-"""The lessons (crowdlab.lessons): every step's action applies and really changes the run, and every fact a
+"""The lessons (crowdlab.teaching.lessons): every step's action applies and really changes the run, and every fact a
 narration tells the class holds on the very runs the lesson builds."""
 
 from __future__ import annotations
@@ -8,9 +8,9 @@ import re
 import numpy as np
 import pytest
 
-from crowdlab import lessons as L
-from crowdlab.risk import symmetric_closed_form
-from crowdlab.sweep import class_permutation
+from crowdlab.analysis.risk import symmetric_closed_form
+from crowdlab.analysis.sweep import class_permutation
+from crowdlab.teaching import lessons as L
 
 STEPS = [(key, i) for key, lesson in L.LESSONS.items() for i in range(len(lesson.steps))]
 
@@ -245,7 +245,7 @@ def test_trust_crowd_is_sparse_and_half_spammers():
 
 
 def test_trust_dawid_skene_beats_majority_vote_but_overfits(walks):
-    from crowdlab.metrics import accuracy
+    from crowdlab.io.metrics import accuracy
 
     ref = L.reference("trust")
     d = L.spam_crowd().annotations
@@ -374,7 +374,7 @@ def test_changes_phrases():
 def test_majority_start_is_every_dependent_runs_snapshot_0_and_the_quoted_accuracy(walks):
     """Lesson 2 draws the majority start and quotes its accuracy: both must be the run's own snapshot 0 (the soft
     vote's arg-max), not the hard majority vote, whose tie rule disagrees on some tokens of the shown sentence."""
-    from crowdlab.metrics import accuracy
+    from crowdlab.io.metrics import accuracy
     from crowdlab.models.majority import majority_labels
 
     d = L.sentences().annotations

@@ -1,4 +1,4 @@
-"""Online EM (crowdlab.models.online, crowdlab.online_run): accuracy against batch Dawid-Skene on the bundled
+"""Online EM (crowdlab.models.online, crowdlab.engines.online): accuracy against batch Dawid-Skene on the bundled
 datasets, graceful degradation under hashing, a rising progressive objective, valid distributions after every
 update, stable hashing, reproducibility, the exact batch limit, the stepper interface, the API and the CLI."""
 
@@ -15,8 +15,10 @@ import pytest
 
 import crowdlab as cl
 from crowdlab.cli import main
+from crowdlab.engines.online import OnlineRun, bucket_sweep, fast_fit
 from crowdlab.errors import ModelError
-from crowdlab.metrics import accuracy
+from crowdlab.io.metrics import accuracy
+from crowdlab.io.samples import load_sample, sample_paths
 from crowdlab.models import DawidSkene, OneCoin, make_model
 from crowdlab.models.online import (
     OnlineDawidSkene,
@@ -26,9 +28,7 @@ from crowdlab.models.online import (
     stable_bucket,
     worker_buckets,
 )
-from crowdlab.online_run import OnlineRun, bucket_sweep, fast_fit
-from crowdlab.samples import load_sample, sample_paths
-from crowdlab.simulate import simulate_crowd
+from crowdlab.teaching.simulate import simulate_crowd
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -325,7 +325,7 @@ def test_cli_online_writes_files(tmp_path, capsys):
 
 
 def test_an_item_without_labels_gets_the_class_prior():
-    from crowdlab.data import Annotations
+    from crowdlab.io.data import Annotations
 
     data = Annotations(
         item=np.array([0, 0, 2, 2]), worker=np.array([0, 1, 0, 1]), label=np.array([0, 1, 1, 1]),

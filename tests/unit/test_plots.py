@@ -6,9 +6,9 @@ import numpy as np
 import pytest
 
 from crowdlab import plots
-from crowdlab.em import Run
+from crowdlab.engines.run import Run
 from crowdlab.models import DawidSkene, MajorityVote
-from crowdlab.simulate import simulate_crowd
+from crowdlab.teaching.simulate import simulate_crowd
 
 
 def _by_meta(fig, meta):
@@ -88,7 +88,7 @@ def test_objective_curve_keeps_a_rounding_wobble_flat(run):
     lo, hi = plots.objective_curve(hist, 3).layout.yaxis.range
     assert hi - lo == pytest.approx(2.0) and lo < -346.5735902799785 and -346.5735902799727 < hi
     assert plots.objective_curve(run.history(), 2).layout.yaxis.range is None  # a real climb keeps autorange
-    assert plots.run.flat_range(np.array([1e6, 1e6 + 1e-5])) == pytest.approx([1e6 - 1e3, 1e6 + 1e3])
+    assert plots.curves.flat_range(np.array([1e6, 1e6 + 1e-5])) == pytest.approx([1e6 - 1e3, 1e6 + 1e3])
 
 
 def test_metric_curve_fixed_unit_range_and_current_markers():
@@ -583,7 +583,7 @@ def test_long_titles_wrap_and_make_room():
         q, ["a", "b"], ["0", "1"], title="Posterior q at snapshot 6 (rows: items, columns: classes)"
     )
     assert long.layout.title.text.count("<br>") == 1
-    assert long.layout.margin.t >= 30 + 20 * 2 + plots.run.TOP_TICKS > short.layout.margin.t
+    assert long.layout.margin.t >= 30 + 20 * 2 + plots.common.TOP_TICKS > short.layout.margin.t
 
 
 def test_legends_sit_below_the_axis_titles(run):

@@ -1,0 +1,511 @@
+"""Batch EM on a Dask cluster: majority vote, Dawid-Skene, one-coin and two-coin over data partitioned by item.
+
+``crowdlab.engines.distributed.fit(source, method="ds")`` or ``crowdlab fit "data/*.parquet" --engine dask
+[--scheduler tcp://host:8786]``.
+
+- ``source``: a Dask DataFrame, a pandas DataFrame, a path or glob of long CSV files (each read by the one reading
+  path, `crowdlab.io.readers.read_table`, with the long-file checks of `crowdlab.io.data`) or of Parquet files.
+  Columns are found by the same names as in a CSV (item/task/question, worker/annotator/..., label/answer/...).
+  A null or blank id, or a null, blank or NaN-spelled label, is refused as the CSV reader refuses it (a
+  `DataError` naming the column and the index of the first such row), before the shuffle.
+- Ids are factorised globally: the worker and class dictionaries (small) are computed once, ordered as
+  `crowdlab.io.data.read_annotations` orders them, and sent to every partition; item names stay in their partition.
+- The rows are shuffled so that every item's rows are in one partition (``by_item=True`` skips the shuffle for
+  data already partitioned by item, after checking that no item is in two partitions).
+- Each EM iteration is one round of tasks (`crowdlab.engines.blocks.block_round`): the parameters go to every worker
+  (``client.scatter(..., broadcast=True)`` when large, else inside each task); each partition runs the E-step for
+  its items and returns its expected counts (M x K x K), class totals and objective terms; these are summed by a
+  tree reduction of tasks, and the client runs the model's ``m_step_from_stats``. The posteriors stay on the
+  workers as futures.
+
+``client``: a ``distributed.Client``; or ``scheduler``: the address of a running scheduler (its workers need
+crowdlab installed, the same version); or neither: a LocalCluster on this machine (2 single-threaded workers,
+in-process threads, no dashboard), closed at the end. The result (`DaskRun`) has the shape of ``cl.fit``'s:
+``posteriors`` (a Dask DataFrame: item, p_<class>..., label, confidence), ``posterior_frame()`` (the same as a
+pandas DataFrame in the in-memory item order), ``posterior`` / ``labels()`` (arrays in that order), ``params``,
+``history()``, ``objective_history()``, ``converged``, ``stop_reason``.
+
+Limits: the client holds the worker and class dictionaries and the (M, K, K) statistics; each partition holds its
+rows and its items' posteriors; ``posterior_frame()`` brings every item's posterior to the client. Not supported:
+gold, hard EM, other starts than majority vote, the scores/sequence/network/feature models.
+"""
+
+from __future__ import annotations
+
+import glob as _glob
+import logging
+import os
+import time
+from collections.abc import Callable
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from crowdlab.engines.blocks import (
+    EngineData,
+    EngineRun,
+    Stats,
+    add_stats,
+    batch_em,
+    block_round,
+    engine_model,
+    mv_bonus,
+)
+from crowdlab.errors import CrowdlabError, DataError, ModelError
+from crowdlab.io.data import (
+    ITEM_ALIASES,
+    LABEL_ALIASES,
+    WORKER_ALIASES,
+    _check_labels_present,
+    _check_sizes,
+    _encode_col,
+    _long_columns,
+    _merge_note,
+    _norm,
+    _required_col,
+)
+from crowdlab.io.readers import Column, check_where, count, missing_values, not_a_file, read_table
+
+COLUMNS = ("item", "worker", "label")
+NO_DASHBOARD = {"dashboard_address": None, "scheduler_kwargs": {"dashboard_address": ":0"}}
+"""LocalCluster options: no dashboard, and the scheduler's small HTTP server on a free port (not 8787, which
+another cluster on the machine may hold)."""
+BROADCAST_BYTES = 1 << 20
+"""Parameters larger than this are scattered to every worker once per iteration; smaller ones travel with each
+task (a scatter costs a round trip to every worker, more than a few kB in every task message)."""
+
+
+# ---------------------------------------------------------------------- reading
+def _read_csv_file(path: str, where: str = "python") -> pd.DataFrame:
+    """One long CSV file through the one reading path -> a frame of str columns item, worker, label."""
+    table = read_table(path, needs="a label file needs item, worker and label columns", where=where)
+    item_j, worker_j, label_j, _ = _long_columns(table, None)
+    items = _required_col(table, item_j, "item id")
+    workers = _required_col(table, worker_j, "worker id")
+    _check_labels_present(table, label_j)
+    return pd.DataFrame(
+        {
+            "item": items.array().astype(str),
+            "worker": workers.array().astype(str),
+            "label": table.col(label_j).array().astype(str),
+        }
+    )
+
+
+def _alias_columns(columns, file: str) -> dict[str, str]:
+    """{original column name: item/worker/label} by the accepted aliases."""
+    out = {}
+    for role, aliases in (("item", ITEM_ALIASES), ("worker", WORKER_ALIASES), ("label", LABEL_ALIASES)):
+        hits = [c for c in columns if _norm(str(c)) in aliases]
+        if len(hits) != 1:
+            found = ", ".join(repr(str(c)) for c in columns)
+            problem = f"no {role} column found" if not hits else f"more than one column could be the {role} column"
+            raise DataError(
+                f"{problem}; the columns are {found}.",
+                file=file,
+                hint=f"Name the columns item, worker and label (accepted {role} names: {', '.join(aliases)}).",
+            )
+        out[hits[0]] = role
+    return out
+
+
+def read_source(source, *, npartitions: int | None = None, where: str = "python"):
+    """A Dask DataFrame with str columns item, worker, label from ``source`` (see the module docstring)."""
+    return _read(source, npartitions=npartitions, where=where)[0]
+
+
+def _read(source, *, npartitions: int | None = None, where: str = "python"):
+    """(`read_source`'s frame, {item/worker/label: the column's name in ``source``})."""
+    import dask.dataframe as dd
+
+    if isinstance(source, pd.DataFrame):
+        source = dd.from_pandas(source, npartitions=npartitions or 2)
+    if isinstance(source, str | os.PathLike | list | tuple):
+        files = _expand(source)
+        if all(f.lower().endswith(_PARQUET) or os.path.isdir(f) for f in files):
+            source = dd.read_parquet(files)
+        else:
+            meta = pd.DataFrame({c: pd.Series([], dtype=object) for c in COLUMNS})
+            ddf = dd.from_map(_read_csv_file, files, args=(where,), meta=meta, enforce_metadata=False)
+            return ddf, {c: c for c in COLUMNS}
+    if not hasattr(source, "npartitions"):
+        raise TypeError(f"cannot read labels from {type(source).__name__}; pass a Dask/pandas DataFrame or a path.")
+    names = _alias_columns(list(source.columns), "the data frame")
+    ddf = source[list(names)].rename(columns=names)
+    return ddf.astype(str), {role: str(name) for name, role in names.items()}
+
+
+def _expand(source) -> list[str]:
+    items = [source] if isinstance(source, str | os.PathLike) else list(source)
+    files: list[str] = []
+    for s in items:
+        s = str(s)
+        hits = sorted(_glob.glob(s)) if any(ch in s for ch in "*?[") else [s]
+        files.extend(hits)
+    if not files:
+        raise DataError("no file matches this pattern.", file=str(source), hint="Check the path or the glob.")
+    for f in files:
+        if os.path.isfile(f) or (os.path.isdir(f) and _holds_parquet(f)):
+            continue
+        folder = " A folder is read only as a Parquet dataset (.parquet files)." if os.path.isdir(f) else ""
+        raise not_a_file(f, hint=folder)
+    return files
+
+
+_PARQUET = (".parquet", ".pq", ".parq")
+
+
+def _holds_parquet(folder: str) -> bool:
+    """Whether the folder (a Parquet dataset) has a Parquet file in it or below."""
+    return any(f.is_file() for f in Path(folder).rglob("*") if f.name.lower().endswith(_PARQUET))
+
+
+SUMMARY_META = pd.DataFrame(
+    {"what": pd.Series([], dtype=object), "value": pd.Series([], dtype=object), "n": pd.Series([], dtype=np.int64)}
+)
+
+
+def _summary(frame: pd.DataFrame) -> pd.DataFrame:
+    """One partition before the shuffle as rows (what, value, n): ("label", each distinct label in the order of
+    its first row, its rows) and, for each column with missing cells, ("missing <column>", the index of the first,
+    their number). Missing: a null or blank id, a null, blank or NaN-spelled label (`crowdlab.io.readers`)."""
+    codes, uniq = pd.factorize(frame["label"].to_numpy(dtype=object))  # nulls: code -1
+    uniq = np.asarray(uniq, dtype=object)
+    spelled = missing_values(uniq.astype(str))
+    given = codes >= 0
+    label_missing = ~given
+    label_missing[given] = spelled[codes[given]]
+    n = np.bincount(codes[given], minlength=uniq.size)
+    rows = [("label", u, k) for u, k in zip(uniq[~spelled].tolist(), n[~spelled].tolist())]
+    for col in COLUMNS:
+        if col == "label":
+            bad = label_missing
+        else:
+            values = frame[col]
+            bad = values.isna().to_numpy(dtype=bool) | (values.to_numpy(dtype=object) == "")
+        if bad.any():
+            rows.append((f"missing {col}", str(frame.index[np.flatnonzero(bad)[0]]), int(bad.sum())))
+    return pd.DataFrame(rows, columns=list(SUMMARY_META.columns)).astype(SUMMARY_META.dtypes.to_dict())
+
+
+def _refuse_missing(summary: pd.DataFrame, columns: dict[str, str], file: str) -> None:
+    """The DataError of the first column (item, worker, label) with missing cells, as the CSV reader words it."""
+    for col, what, hint in (
+        ("item", "a blank or NaN item id", "Fill in the item id, or delete the row(s)."),
+        ("worker", "a blank or NaN worker id", "Fill in the worker id, or delete the row(s)."),
+        (
+            "label",
+            "a blank or NaN label",
+            "Fill in those labels, or delete the rows (a long file lists only the labels that were given). "
+            "If a spelling such as 'None' or 'NA' is a real class, give it another name.",
+        ),
+    ):
+        hits = summary[summary["what"] == f"missing {col}"]
+        if len(hits):
+            n = int(hits["n"].sum())
+            first = hits["value"].iloc[0]
+            at = f"at index {first}" if n == 1 else f"the first at index {first}"
+            raise DataError(
+                f"{count(n, 'row')} {'has' if n == 1 else 'have'} {what} ({at}).",
+                file=file,
+                column=columns.get(col, col),
+                hint=hint,
+            )
+
+
+# ---------------------------------------------------------------------- partitions
+@dataclass
+class Part:
+    """One partition's rows as codes: item codes local to the partition (names in ``items``)."""
+
+    items: np.ndarray  # object array of the partition's item names
+    item: np.ndarray
+    worker: np.ndarray
+    label: np.ndarray
+
+
+def _encode_part(frame: pd.DataFrame, worker_index: pd.Index, worker_codes, label_index: pd.Index, label_codes) -> Part:
+    codes, uniq = pd.factorize(frame["item"].to_numpy(dtype=object))
+    w = worker_codes[worker_index.get_indexer(frame["worker"].to_numpy(dtype=object))]
+    lab = label_codes[label_index.get_indexer(frame["label"].to_numpy(dtype=object))]
+    return Part(np.asarray(uniq, dtype=object), codes.astype(np.int32), w.astype(np.int32), lab.astype(np.int32))
+
+
+def _part_round(part: Part, params, M: int, K: int, mode: str, bonus) -> tuple:
+    return block_round(part.item, part.worker, part.label, part.items.size, M, K, params, mode, bonus)
+
+
+def _stats_of(out: tuple) -> Stats:
+    return out[2]
+
+
+def _part_frame(part: Part, out: tuple, class_names: tuple[str, ...]) -> pd.DataFrame:
+    q, hard, _ = out
+    lab = hard if hard is not None else np.argmax(q, axis=1).astype(np.int32) if q.size else np.zeros(0, np.int32)
+    frame = pd.DataFrame({"item": pd.Series(part.items, dtype=object)})
+    for k, c in enumerate(class_names):
+        frame[f"p_{c}"] = q[:, k]
+    frame["label"] = np.asarray(class_names, dtype=object)[lab]
+    frame["confidence"] = q[np.arange(q.shape[0]), lab] if q.size else np.zeros(0)
+    return frame
+
+
+def _nunique(s: pd.Series) -> int:
+    return s.nunique()
+
+
+def _tree_sum(client, futures: list):
+    """Sum futures pairwise (a tree of tasks), returning one future."""
+    while len(futures) > 1:
+        nxt = [client.submit(add_stats, a, b, pure=False) for a, b in zip(futures[::2], futures[1::2])]
+        if len(futures) % 2:
+            nxt.append(futures[-1])
+        futures = nxt
+    return futures[0]
+
+
+_EXPECTED = tuple(f"{cls.__name__}(" for cls in (DataError, ModelError, CrowdlabError))
+
+
+class _ExpectedFailures(logging.Filter):
+    """Drops a worker's "Compute Failed" record (a task, its key and a traceback) when the task raised one of
+    crowdlab's errors (a bad file): the client raises that error again as a one-line message; other failures are
+    still logged. The record's fourth argument is ``repr`` of the exception (`distributed.core.error_message`)."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        args = record.args if isinstance(record.args, tuple) else ()
+        failed = str(record.msg).startswith("Compute Failed") and len(args) > 3
+        return not (failed and str(args[3]).startswith(_EXPECTED))
+
+
+@contextmanager
+def _quiet_expected_failures():
+    """`_ExpectedFailures` on the workers of this process (the default LocalCluster's threads) while fitting."""
+    logger = logging.getLogger("distributed.worker")
+    quiet = _ExpectedFailures()
+    logger.addFilter(quiet)
+    try:
+        yield
+    finally:
+        logger.removeFilter(quiet)
+
+
+@contextmanager
+def _client(client=None, scheduler: str | None = None):
+    """The client to use, and whether this call owns (and closes) it."""
+    if client is not None:
+        yield client, False
+        return
+    from distributed import Client, LocalCluster
+
+    if scheduler:
+        c = Client(scheduler)
+        try:
+            yield c, True
+        finally:
+            c.close()
+        return
+    cluster = LocalCluster(n_workers=2, threads_per_worker=1, processes=False, **NO_DASHBOARD)
+    c = Client(cluster)
+    try:
+        yield c, True
+    finally:
+        c.close()
+        cluster.close()
+
+
+# ---------------------------------------------------------------------- the result
+class DaskRun(EngineRun):
+    """`crowdlab.engines.blocks.EngineRun` whose posteriors live in partitions: ``posteriors`` is a Dask DataFrame
+    (item, p_<class>..., label, confidence); ``posterior_frame()`` computes it to pandas in the in-memory item
+    order, and ``posterior`` / ``labels()`` / ``data.item_names`` follow that order."""
+
+    def __init__(self, posteriors, frame: pd.DataFrame | None, **kw):
+        self.posteriors = posteriors
+        super().__init__(**kw)
+        self._frame = frame
+
+    def posterior_frame(self) -> pd.DataFrame:
+        if self._frame is None:
+            self._frame = _in_memory_order(self.posteriors.compute())
+        return self._frame
+
+    @property
+    def data(self) -> EngineData:
+        self._fill()
+        return self._data
+
+    @data.setter
+    def data(self, value: EngineData) -> None:
+        self._data = value
+
+    def _fill(self) -> None:
+        if getattr(self, "_q", None) is None and hasattr(self, "_frame"):
+            f = self.posterior_frame()
+            classes = self._data.class_names
+            self._data.item_names = tuple(f["item"].tolist())
+            self._q = f[[f"p_{c}" for c in classes]].to_numpy(dtype=np.float64)
+            self._labels = pd.Index(classes).get_indexer(f["label"]).astype(np.int32)
+
+    @property
+    def posterior(self) -> np.ndarray:
+        self._fill()
+        return self._q
+
+    @property
+    def current(self):
+        self._fill()
+        return super().current
+
+    def labels(self, snap=None) -> np.ndarray:
+        self._fill()
+        return self._labels
+
+
+def _in_memory_order(frame: pd.DataFrame) -> pd.DataFrame:
+    """Rows sorted as `crowdlab.io.data.read_annotations` codes items (numeric order when all ids are numbers)."""
+    codes, uniq = pd.factorize(frame["item"].to_numpy(dtype=object))
+    names, rank = _encode_col(Column(codes.astype(np.int32), np.asarray(uniq, dtype=object)))
+    return frame.iloc[np.argsort(rank, kind="stable")].reset_index(drop=True)
+
+
+# ---------------------------------------------------------------------- fitting
+def fit(
+    source,
+    method: str = "ds",
+    *,
+    client=None,
+    scheduler: str | None = None,
+    npartitions: int | None = None,
+    by_item: bool = False,
+    prior: float = 0.0,
+    tol: float = 1e-8,
+    max_iter: int = 10000,
+    where: str = "python",
+    progress: Callable[[int, int], None] | None = None,
+) -> DaskRun:
+    """Fit ``method`` ("mv", "ds", "one_coin", "two_coin") by batch EM on a Dask cluster (module docstring).
+
+    ``npartitions``: partitions after the shuffle by item (default: as many as the input has). ``by_item``: the
+    input's partitions already hold whole items (no shuffle; checked).
+    """
+    from dask import delayed
+    from distributed import wait
+
+    model = engine_model(method, prior)
+    check_where(where)
+    import dask
+
+    t0 = time.perf_counter()
+    ddf, columns = _read(source, npartitions=npartitions, where=where)  # lazy; a missing file fails here
+    file = str(source) if isinstance(source, str | os.PathLike) else "the data frame"
+    # task-based shuffles (value counts, rows by item): no p2p extension needed on the scheduler
+    with (
+        _client(client, scheduler) as (c, owned),
+        dask.config.set({"dataframe.shuffle.method": "tasks"}),
+        _quiet_expected_failures(),
+    ):
+        worker_counts, summary = c.gather(
+            c.compute([ddf["worker"].value_counts(), ddf.map_partitions(_summary, meta=SUMMARY_META)])
+        )
+        _refuse_missing(summary, columns, file)
+        labels = summary[summary["what"] == "label"]
+        n_obs = int(labels["n"].sum())
+        if not n_obs:
+            raise DataError("there are no labels (no rows).", file=file, hint="Add the labels, one row per label.")
+        wcol = Column(np.arange(worker_counts.size, dtype=np.int32), worker_counts.index.to_numpy(dtype=object))
+        worker_names, worker_codes = _encode_col(wcol)
+        # the labels in the order of their first row (partitions in input order), so that of the spellings of one
+        # number ("1", "1.0") the class is named by the first written, as `crowdlab.io.data.read_annotations` does
+        first, uniq = pd.factorize(labels["value"].to_numpy(dtype=object))
+        label_rows = np.bincount(first, weights=labels["n"].to_numpy(dtype=float), minlength=uniq.size)
+        lcol = Column(np.arange(uniq.size, dtype=np.int32), np.asarray(uniq, dtype=object))
+        class_names, label_codes = _encode_col(lcol, merge_numbers=True)
+        if len(class_names) < 2:
+            raise DataError(
+                f"all {int(n_obs):,} labels are the same class ({class_names[0]!r}); EM needs at least two classes.",
+                file=file,
+            )
+        _check_sizes(file, where, workers=len(worker_names), classes=len(class_names))
+        M, K = len(worker_names), len(class_names)
+        if getattr(model.info, "binary_only", False) and K != 2:
+            from crowdlab.errors import ModelError
+
+            raise ModelError(f"{model.info.title} is for two classes; this data has {K}.")
+        labels_per_worker = np.zeros(M, dtype=np.int64)
+        labels_per_worker[worker_codes] = worker_counts.to_numpy()
+        class_totals = np.bincount(label_codes, weights=label_rows, minlength=K)
+        if by_item:
+            _check_by_item(ddf, c)
+        else:
+            ddf = ddf.shuffle(on="item", npartitions=npartitions or ddf.npartitions)
+        windex, lindex = pd.Index(wcol.uniq), pd.Index(lcol.uniq)
+        [windex_f, lindex_f, wcodes_f, lcodes_f] = [
+            c.scatter(x, broadcast=True) for x in (windex, lindex, worker_codes, label_codes)
+        ]
+        parts = c.compute([delayed(_encode_part)(d, windex_f, wcodes_f, lindex_f, lcodes_f) for d in ddf.to_delayed()])
+        bonus = mv_bonus(class_totals)
+        state = {"cur": None, "prev": None, "agree": None, "rounds": 0}
+        wait(parts)
+        t1 = time.perf_counter()
+
+        def do_round(params, mode: str) -> Stats:
+            p = params
+            if params is not None and params.gamma.nbytes > BROADCAST_BYTES:
+                p = c.scatter(params, broadcast=True)  # once to every worker, not once per task
+            outs = [c.submit(_part_round, part, p, M, K, mode, bonus, pure=False) for part in parts]
+            total = _tree_sum(c, [c.submit(_stats_of, o, pure=False) for o in outs]).result()
+            state["prev"], state["cur"] = state["cur"], outs
+            state["agree"] = total.agree
+            state["rounds"] += 1
+            return total
+
+        snaps, violations, extra = batch_em(model, do_round, tol=tol, max_iter=max_iter, progress=progress)
+        t2 = time.perf_counter()
+        outs = state["prev"] if extra else state["cur"]
+        frames = [c.submit(_part_frame, part, o, class_names, pure=False) for part, o in zip(parts, outs)]
+        meta = pd.DataFrame(
+            {"item": pd.Series([], dtype=object), **{f"p_{k}": pd.Series([], dtype=float) for k in class_names}}
+        ).assign(label=pd.Series([], dtype=object), confidence=pd.Series([], dtype=float))
+        import dask.dataframe as dd
+
+        if owned:  # the cluster closes with this call: bring the posteriors home first
+            frame = _in_memory_order(pd.concat(c.gather(frames), ignore_index=True))
+            posteriors = dd.from_pandas(frame, npartitions=max(len(frames), 1))
+        else:
+            frame = None
+            posteriors = dd.from_delayed(frames, meta=meta, verify_meta=False)
+        notes = tuple(_merge_note(lcol, class_names))
+        data = EngineData((), worker_names, class_names, labels_per_worker, int(n_obs), Path(file).stem, notes)
+        run = DaskRun(
+            posteriors,
+            frame,
+            data=data,
+            model=model,
+            snapshots=snaps,
+            q=None,
+            hard_labels=None,
+            tol=tol,
+            max_iter=max_iter,
+            engine="dask",
+            violations=violations,
+            agree=state["agree"],
+        )
+        if owned:
+            run._fill()
+        run.timings = {"read_s": t1 - t0, "em_s": t2 - t1, "rounds": state["rounds"], "partitions": len(parts)}
+        return run
+
+
+def _check_by_item(ddf, client) -> None:
+    """Raise when an item has rows in two partitions (``by_item=True`` promised otherwise)."""
+    per_part = ddf["item"].map_partitions(_nunique, meta=("item", "int64"))
+    total, parts = client.gather(client.compute([ddf["item"].nunique(), per_part.sum()]))
+    if int(total) != int(parts):
+        raise DataError(
+            f"by_item=True, but {int(parts) - int(total):,} item(s) have rows in more than one partition.",
+            hint="Leave by_item=False (the rows are then shuffled by item).",
+        )

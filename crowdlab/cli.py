@@ -89,6 +89,12 @@ def build_parser() -> argparse.ArgumentParser:
     f.add_argument("--e-step", dest="e_step", default="icm", choices=["icm", "mean_field"], help="MRF E-step")
     f.add_argument("--kind", default="auto", choices=["auto", "classes", "continuous"])
     f.add_argument(
+        "--columns",
+        metavar="ITEM,WORKER,LABEL",
+        help="a long file's item, worker and label columns by name, when row 1 does not say which is which "
+        "(e.g. --columns q,w,a)",
+    )
+    f.add_argument(
         "--tie-break",
         dest="tie_break",
         default="frequent",
@@ -328,7 +334,7 @@ def cmd_fit(args: argparse.Namespace) -> int:
     if args.fmt == "sequences" or (args.method == "hmm" and args.fmt == "auto"):
         data = read_sequences(args.file, gold=args.gold, where="cli")
     else:
-        data = read_annotations(args.file, gold=args.gold, fmt=args.fmt, kind=kind, where="cli")
+        data = read_annotations(args.file, gold=args.gold, fmt=args.fmt, kind=kind, columns=args.columns, where="cli")
     if args.edges:
         from crowdlab.io.graph import read_edges
 
@@ -425,6 +431,7 @@ def cmd_fit_engine(args: argparse.Namespace, engine: str) -> int:
             ("--reveal", args.reveal is not None),
             (f"--init {args.init}", args.init != "majority"),
             (f"--format {args.fmt}", args.fmt not in ("auto", "long")),
+            ("--columns", args.columns),
             (f"--kind {args.kind}", args.kind == "continuous"),
         )
         if used

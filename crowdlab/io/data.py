@@ -498,13 +498,19 @@ def _named_columns(table: _Table, columns) -> tuple[int, int, int]:
         columns = [c for c in columns.split(",")]
     columns = list(columns)
     if len(columns) != 3:
-        raise ValueError(f"columns names the item, worker and label columns (three names), not {columns!r}.")
+        raise DataError(
+            f"{table.spell('columns', ','.join(map(str, columns)))} names {len(columns)} columns; it takes three: the "
+            "item, worker and label columns.",
+            file=table.file,
+            hint=f"For example {table.spell('columns', ','.join(table.header[:3]))}.",
+        )
     found = []
     for role, c in zip(("item", "worker", "label"), columns):
         if isinstance(c, int | np.integer) and not isinstance(c, bool):
             if not 0 <= c < len(table.header):
-                raise ValueError(
-                    f"columns: {role} column {c} is not a column of the file (0..{len(table.header) - 1})."
+                raise DataError(
+                    f"the {role} column {c} you named is not a column of the file (0..{len(table.header) - 1}).",
+                    file=table.file,
                 )
             found.append(int(c))
             continue
@@ -582,8 +588,11 @@ def _choose_layout(
     name_them = table.spell("columns", "ITEM,WORKER,LABEL")
     if columns is not None:
         if fmt == "wide":
-            raise ValueError(
-                "columns names a long file's item, worker and label columns: leave fmt as 'auto' or 'long'."
+            raise DataError(
+                f"{table.spell('columns', 'ITEM,WORKER,LABEL')} names a long file's columns, and "
+                f"{table.spell('fmt', 'wide')} asks for a wide reading.",
+                file=table.file,
+                hint="Drop one of the two.",
             )
         cols = _long_columns(table, score_column, _named_columns(table, columns))
         return (

@@ -443,6 +443,10 @@ def cmd_fit_engine(args: argparse.Namespace, engine: str) -> int:
             file=sys.stderr,
         )
         return 2
+    if engine == "dask":
+        from crowdlab.errors import require_extra
+
+        require_extra("dask", "--engine dask")
     out = check_out(args, ENGINE_OUTPUTS)
     if engine == "stream":
         from crowdlab.engines.stream import fit_file

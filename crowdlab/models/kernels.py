@@ -83,6 +83,10 @@ def _compile() -> dict | None:
     try:
         import numba
     except ImportError:
+        if os.environ.get("CROWDLAB_KERNELS", "").lower() == "numba":
+            from crowdlab.errors import require_extra
+
+            require_extra("fast", "CROWDLAB_KERNELS=numba (compiled kernels)")
         return None
 
     jit = numba.njit(cache=True, boundscheck=False, nogil=True)

@@ -55,7 +55,10 @@ def prog_name(argv0: str | None = None) -> str:
 
 
 def build_parser() -> argparse.ArgumentParser:
+    from crowdlab import __version__
+
     p = argparse.ArgumentParser(prog=prog_name(), description="EM for crowd labels.")
+    p.add_argument("--version", action="version", version=f"crowdlab {__version__}")
     sub = p.add_subparsers(dest="command", required=True)
     f = sub.add_parser("fit", help="aggregate a label file and write posteriors and worker parameters")
     f.add_argument("file", help="long CSV (item,worker,label) or wide CSV (rows = items, columns = workers)")
@@ -320,8 +323,30 @@ def _cannot_write(exc: OSError) -> OptionError:
     return OptionError(f"cannot write {exc.filename or 'the output'}: {exc.strerror or exc}.")
 
 
+def check_input(path: str) -> None:
+    """Refuse a missing FILE before anything else; when its name points at a bundled sample (``bluebirds``,
+    ``sample_data/welinder2010_bluebirds/labels.csv`` typed outside the checkout), say where the samples lie."""
+    if any(c in path for c in "*?[") or Path(path).exists():
+        return
+    from crowdlab.io.samples import SAMPLES, SEQUENCE_SAMPLES, sample_paths
+
+    words = {w.lower() for w in Path(path).parts} | {Path(path).stem.lower()}
+    for key, sample in {**SAMPLES, **SEQUENCE_SAMPLES}.items():
+        if words & {key, sample.folder.lower()}:
+            labels, _ = sample_paths(key)
+            raise OptionError(
+                f"no such file: {path}. '{key}' is a bundled sample: its labels are {labels} "
+                f"(`{prog_name()} samples` lists every sample and where it lies)."
+            )
+    if "sample_data" in words:
+        raise OptionError(
+            f"no such file: {path}. `{prog_name()} samples` lists the bundled samples and where they lie."
+        )
+
+
 def cmd_fit(args: argparse.Namespace) -> int:
     check_options(args)
+    check_input(args.file)
     if args.stream or args.engine != "memory":
         return cmd_fit_engine(args, "stream" if args.stream else args.engine)
     options = _model_options(args)
@@ -567,9 +592,31 @@ def _lenient_output() -> None:
             pass
 
 
+def _quiet_stdout() -> None:
+    """After the reader of our output went away (``| head -1``): send what is left to /dev/null, so that the
+    interpreter's last flush does not print a BrokenPipeError of its own."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    except (OSError, ValueError, AttributeError, io.UnsupportedOperation):
+        pass
+
+
 def main(argv: list[str] | None = None) -> int:
+    """The command line; returns the exit status (0; 2 for an error the user can fix). A closed pipe
+    (``crowdlab samples | head -1``) ends it quietly with 0: the output files are written before the summary."""
     _lenient_output()
-    args = build_parser().parse_args(argv)
+    try:
+        args = build_parser().parse_args(argv)
+        code = _dispatch(args)
+        sys.stdout.flush()
+        return code
+    except BrokenPipeError:
+        _quiet_stdout()
+        return 0
+
+
+def _dispatch(args: argparse.Namespace) -> int:
     try:
         if args.command == "fit":
             return cmd_fit(args)

@@ -1263,7 +1263,7 @@ def _long_from_table(
     else:
         conf_j, prob_js = _soft_columns(table, used) if soft else (None, [])
         used += ([conf_j] if conf_j is not None else []) + prob_js
-        notes = table.notes + _ignored_note(table, used) + kind_notes
+        notes = table.notes + layout_notes + _ignored_note(table, used) + kind_notes
         ann = _class_annotations(table.file, column, items, workers, labels, name, notes, table.where)
         if conf_j is not None or prob_js:  # gold (per item) first, on the rows as read; then the soft votes
             if gold_j is not None:

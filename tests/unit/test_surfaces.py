@@ -108,9 +108,7 @@ def test_label_switch_fires_on_a_mirrored_bluebirds_run_and_not_on_the_default(b
     assert mirrored.last.objective == pytest.approx(default.last.objective)  # a mirror: the same objective
     found = sweep.label_switch(bluebirds, mirrored.labels())
     assert found is not None and list(found.perm) == [1, 0]
-    assert found.accuracy < 0.2 and found.accuracy_mapped == pytest.approx(
-        accuracy(default.labels(), bluebirds.gold)
-    )
+    assert found.accuracy < 0.2 and found.accuracy_mapped == pytest.approx(accuracy(default.labels(), bluebirds.gold))
     assert found.agree < 0.2 < 0.8 < found.agree_mapped
     assert found.mapping(bluebirds.class_names) == [("0", "1"), ("1", "0")]
 

@@ -51,7 +51,8 @@ def track() -> None:
     not list as connected (AppTest's) is left alone."""
     global _THREAD
     ctx = get_script_run_ctx()
-    if ctx is None or not runtime.exists() or not runtime.get_instance().is_active_session(ctx.session_id):
+    # "is True": AppTest's runtime is a MagicMock, whose answers are truthy mocks (its sessions are not kept)
+    if ctx is None or not runtime.exists() or runtime.get_instance().is_active_session(ctx.session_id) is not True:
         return
     state = getattr(ctx.session_state, "_state", None)  # SafeSessionState wraps the session's SessionState
     with _LOCK:

@@ -45,3 +45,7 @@ st.page_link("pages/9_Learning_from_crowds.py", label="Learning from crowds", ic
 st.caption("Raykar's EM learns a classifier and every annotator's sensitivity and specificity; the boundary moves.")
 st.page_link("pages/10_Batch_vs_online.py", label="Batch vs online", icon=":material/stream:")
 st.caption("Online EM reads a few items at a time: step it beside batch EM; the step size and hashing workers.")
+
+st.subheader("In the lecture hall")
+st.page_link("pages/11_Class.py", label="Class", icon=":material/groups:")
+st.caption("The class is the crowd: students label from their phones, then EM finds out who was careless.")

@@ -260,6 +260,18 @@ def _fitted(explainer):
     return run
 
 
+def _pow(factor: str, v: float) -> str:
+    """A factor raised to its observation's weight (soft votes); unchanged for a whole label."""
+    return factor if v == 1.0 else rf"{factor}^{{{_f(v)}}}"
+
+
+SOFT_NOTE = (
+    "Soft votes: each label counts with its weight v (its probability), so a factor P(label | class) enters the "
+    "E-step as P^v and a label adds q·v to the M-step's counts. EM climbs log p_v(x | θ) = Σᵢ log Σₖ πₖ "
+    "Πⱼ P(Lᵢⱼ | k, j)^vᵢⱼ (+ log prior), the likelihood of the labels with fractional counts, and never lowers it."
+)
+
+
 def _product_line(head: str, factors: list[str], result: str) -> list[str]:
     """``head`` times the first factors (at most :data:`SHOW`, as many as fit) with "(n more)", then
     ``= result``, on one line when it fits, else the result on the next."""
@@ -295,11 +307,13 @@ def e_step_classes(data: Annotations, params: ClassParams, item: int, model_key:
             r"{\sum_{k'} \pi_{k'} \prod_{m} \Gamma_m(f_m(x_n), k')}"
         ]
     lines.append(rf"\text{{item {_name(data.item_names[item])}}}\ ({len(obs)}\ \text{{labels}}):")
+    v = data.obs_weight[obs]
     for k in range(K):
         g = params.gamma[data.worker[obs], data.label[obs], k]
-        log_un = float(np.log(max(params.pi[k], 1e-300)) + np.sum(np.log(np.maximum(g, 1e-300))))
+        log_un = float(np.log(max(params.pi[k], 1e-300)) + np.sum(v * np.log(np.maximum(g, 1e-300))))
         head = rf"\text{{class {_name(data.class_names[k])}}}:\ {_f(params.pi[k])} \cdot "
-        lines += _product_line(head, [_f(v) for v in g], num(math.exp(log_un) if log_un > -700 else 0.0, 4))
+        factors = [_pow(_f(x), w) for x, w in zip(g, v)]
+        lines += _product_line(head, factors, num(math.exp(log_un) if log_un > -700 else 0.0, 4))
     lines += _pack(r"\Rightarrow\ q = (", [_f(v) for v in q], r",\ ", end=")")
     return lines
 
@@ -311,7 +325,8 @@ def m_step_classes(data: Annotations, q: np.ndarray, worker: int, model_key: str
     K = data.n_classes
     obs = np.flatnonzero(data.worker == worker)
     counts = np.zeros((K, K))
-    np.add.at(counts, data.label[obs], q[data.item[obs]])  # counts[k', k] = sum_n q_nk I(f_m = k')
+    # counts[k', k] = sum_n q_nk I(f_m = k') (each label times its weight for soft votes)
+    np.add.at(counts, data.label[obs], q[data.item[obs]] * data.obs_weight[obs][:, None])
     wname = _name(data.worker_names[worker])
     col = counts.sum(axis=0)
     if model_key == "one_coin":
@@ -494,7 +509,10 @@ def e_step_glad(data: Annotations, params, item: int) -> list[str]:
     ]
     if shown:
         lines.append(",\\ ".join(shown) + (r",\ \ldots" if len(obs) > SHOW else ""))
-    parts = [[_f(a) if data.label[o] == k else _f((1 - a) / (K - 1)) for o, a in zip(obs, acc)] for k in range(K)]
+    v = data.obs_weight
+    parts = [
+        [_pow(_f(a) if data.label[o] == k else _f((1 - a) / (K - 1)), v[o]) for o, a in zip(obs, acc)] for k in range(K)
+    ]
     lead = [rf"{_f(params.pi[k])} \cdot" for k in range(K)]
     lj = GLAD(class_prior="estimate").log_joint(data, params)[item]
     return lines + _class_lines(data, lj, parts, lead)
@@ -513,9 +531,13 @@ def m_step_glad(
     beta = params.beta[data.item[obs]]
     w = q[data.item[obs], data.label[obs]]
     s = sigmoid(a * beta)
-    grad = float(((w - s) * beta).sum())
+    v = data.obs_weight[obs]  # soft votes: each term times its label's weight
+    grad = float(((w - s) * beta * v).sum())
     med = float(np.median(params.beta))
-    terms = [rf"({_f(wi)} - {_f(si)})\cdot {_f(bi)}" for wi, si, bi in zip(w, s, beta)]
+    terms = [
+        rf"({_f(wi)} - {_f(si)})\cdot {_f(bi)}" + ("" if vi == 1 else rf"\cdot {_f(vi)}")
+        for wi, si, bi, vi in zip(w, s, beta, v)
+    ]
     shown = terms[:SHOW] + ([rf"\cdots (\text{{{len(terms) - SHOW} more}})"] if len(terms) > SHOW else [])
     return [  # each gradient over two lines, its prior's term on the second, sigma_ij named: one line ran off the tab
         r"\frac{\partial Q}{\partial \alpha_j} = \sum_i (q_{i,L_{ij}} - \sigma_{ij})\,\beta_i",
@@ -563,8 +585,11 @@ def e_step_mace(data: Annotations, params, item: int) -> list[str]:
     for k in range(K):
         parts.append(
             [
-                rf"({_f(th[data.worker[o]]) + ' + ' if data.label[o] == k else ''}"
-                rf"{_f(1 - th[data.worker[o]])}\cdot{_f(xi[data.worker[o], data.label[o]])})"
+                _pow(
+                    rf"({_f(th[data.worker[o]]) + ' + ' if data.label[o] == k else ''}"
+                    rf"{_f(1 - th[data.worker[o]])}\cdot{_f(xi[data.worker[o], data.label[o]])})",
+                    data.obs_weight[o],
+                )
                 for o in obs
             ]
         )
@@ -579,8 +604,9 @@ def m_step_mace(data: Annotations, q: np.ndarray, params, worker: int) -> list[s
 
     K = data.n_classes
     obs = np.flatnonzero(data.worker == worker)
-    D = np.bincount(data.label[obs], weights=q[data.item[obs], data.label[obs]], minlength=K)
-    n_lab = np.bincount(data.label[obs], minlength=K).astype(float)
+    v = data.obs_weight[obs]  # soft votes: each label counts its weight
+    D = np.bincount(data.label[obs], weights=q[data.item[obs], data.label[obs]] * v, minlength=K)
+    n_lab = np.bincount(data.label[obs], weights=v, minlength=K)
     r = spam_responsibility(params.theta[worker : worker + 1], params.xi[worker : worker + 1])[0]
     honest = float((D * r).sum())
     spam = D * (1 - r) + (n_lab - D)
@@ -590,7 +616,7 @@ def m_step_mace(data: Annotations, q: np.ndarray, params, worker: int) -> list[s
         r"\theta_j = \frac{E[\#\text{honest labels}]}{\#\text{labels}},\qquad "
         r"\xi_j(a) = \frac{E[\#\text{spam labels } a]}{E[\#\text{spam labels}]}",
         rf"\text{{worker {_tex_name(data.worker_names[worker])}}}:\ E[\#\text{{honest}}] = {_f(honest)}"
-        rf"\ \text{{of}}\ {len(obs)},\quad \theta_j \approx {_f(honest / max(len(obs), 1))},\quad"
+        rf"\ \text{{of}}\ {_f(float(v.sum()))},\quad \theta_j \approx {_f(honest / max(float(v.sum()), 1e-300))},\quad"
         rf"\text{{stored}}\ \theta_j = {_f(float(params.theta[worker]))}\ (\text{{P(spamming)}} = "
         rf"{_f(float(1 - params.theta[worker]))})",
         r"\text{spam strategy } \xi_j:\qquad "  # a break there, where the line is too long
@@ -621,13 +647,16 @@ def e_step_mace_vb(data: Annotations, params, item: int) -> list[str]:
     ]
     parts = [
         [
-            rf"({_f(th[j]) + ' + ' if data.label[o] == k else ''}{_f(sp[j])}\cdot{_f(xi[j, data.label[o]])})"
+            _pow(
+                rf"({_f(th[j]) + ' + ' if data.label[o] == k else ''}{_f(sp[j])}\cdot{_f(xi[j, data.label[o]])})",
+                data.obs_weight[o],
+            )
             for o, j in zip(obs, w)
         ]
         for k in range(K)
     ]
     lead = [rf"{_f(params.pi[k])} \cdot" for k in range(K)]
-    lj = safe_log(params.pi) + params.log_tilde[w, data.label[obs], :].sum(axis=0)
+    lj = safe_log(params.pi) + (params.log_tilde[w, data.label[obs], :] * data.obs_weight[obs][:, None]).sum(axis=0)
     return lines + _class_lines(data, lj, parts, lead)
 
 
@@ -675,7 +704,8 @@ def e_step_ibcc(data: Annotations, params, item: int) -> list[str]:
         rf"\text{{item {_tex_name(data.item_names[item])}}}\ ({len(obs)}\ \text{{labels}}),"
         r"\ \text{terms written as } e^{E\log}:",
     ]
-    parts = [[_f(float(np.exp(el[data.worker[o], data.label[o], k]))) for o in obs] for k in range(K)]
+    v = data.obs_weight
+    parts = [[_pow(_f(float(np.exp(el[data.worker[o], data.label[o], k]))), v[o]) for o in obs] for k in range(K)]
     lead = [rf"e^{{E\log\kappa}} = {_f(float(np.exp(ek[k])))} \cdot" for k in range(K)]
     lj = IBCC().log_joint(data, params)[item]
     return lines + _class_lines(data, lj, parts, lead)
@@ -686,7 +716,7 @@ def m_step_ibcc(data: Annotations, q: np.ndarray, params, worker: int) -> list[s
     K = data.n_classes
     obs = np.flatnonzero(data.worker == worker)
     counts = np.zeros((K, K))
-    np.add.at(counts, data.label[obs], q[data.item[obs]])
+    np.add.at(counts, data.label[obs], q[data.item[obs]] * data.obs_weight[obs][:, None])
     A = params.A[worker]
     A0 = A - counts
     lines = [

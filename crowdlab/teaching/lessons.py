@@ -179,7 +179,8 @@ def judges() -> Annotations:
     from crowdlab.io.samples import sample_root
 
     folder = sample_root() / JUDGES_FOLDER
-    return read_annotations(folder / "labels.csv", gold=folder / "gold.csv")
+    # the lesson is about the judges' labels (their confidences are soft votes elsewhere: sample "judges")
+    return read_annotations(folder / "labels.csv", gold=folder / "gold.csv", soft=False)
 
 
 def cliques(data: Annotations) -> np.ndarray | None:

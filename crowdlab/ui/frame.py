@@ -42,7 +42,11 @@ PAGE_ICONS = {
     "8_Error_rates_without_labels": ":material/rule:",
     "9_Learning_from_crowds": ":material/scatter_plot:",
     "10_Batch_vs_online": ":material/stream:",
+    "11_Class": ":material/groups:",
+    "12_Join": ":material/front_hand:",
 }
+# pages built for a phone: no frame, no sidebar (the student's page of a live class)
+PHONE_PAGES = ("pages/12_Join.py",)
 
 
 def nav_entries(root: Path = ROOT) -> list[tuple[str, str, str | None]]:
@@ -201,9 +205,14 @@ def summary_rows(data: Annotations) -> dict[str, str]:
         rows["edges"] = f"{int(data.graph.nnz) // 2:,}"
     return rows | {
         "workers": f"{data.n_workers:,}",
-        "labels": f"{data.n_obs:,}",
+        "labels": (
+            f"{round(float(data.weight.sum())):,} ({data.n_obs:,} weighted observations)"
+            if data.is_soft
+            else f"{data.n_obs:,}"
+        ),
         "classes": "scores" if data.is_continuous else str(data.n_classes),
         "gold": f"yes ({int(data.gold_mask.sum()):,} items)" if data.has_gold else "no",
+        **({"votes": "soft (confidences as fractional labels)"} if data.is_soft else {}),
     }
 
 

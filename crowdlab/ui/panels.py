@@ -601,6 +601,8 @@ def _explain_panel(run: Run) -> None:
         format_func=_worker_label(data),
         **_remember(W_WORKER, "explain_worker"),
     )
+    if data.is_soft:
+        st.caption(explain.SOFT_NOTE)
     if not run.iterative:
         _explain_majority(data, int(item))
         return

@@ -23,6 +23,7 @@ from crowdlab.io import safe
 from crowdlab.io.data import read_annotations
 from crowdlab.teaching.simulate import simulate_crowd
 from crowdlab.ui import compare_page, data_page, export_page, state
+from crowdlab.ui.frame import PHONE_PAGES
 from tests.app.helpers import click, goto, ok, wrapper_script
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -32,7 +33,10 @@ DATA_PAGE = "pages/1_Data.py"
 STEP_PAGE = "pages/2_Step_through_EM.py"
 COMPARE_PAGE = "pages/3_Compare_methods.py"
 EXPORT_PAGE = "pages/5_Export.py"
-PAGES = [HOME] + sorted(p.relative_to(ROOT).as_posix() for p in (ROOT / "pages").glob("*.py"))
+# every page but the phone pages, which have no frame (tests/app/test_class_pages.py)
+PAGES = [HOME] + sorted(
+    path for p in (ROOT / "pages").glob("*.py") if (path := p.relative_to(ROOT).as_posix()) not in PHONE_PAGES
+)
 TIMEOUT = 30
 
 WRAPPER = """

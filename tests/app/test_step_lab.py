@@ -22,6 +22,7 @@ from crowdlab.io import safe
 from crowdlab.io.samples import load_sample
 from crowdlab.models import applicable_models
 from crowdlab.ui import lab, panels, presenter, priors_page, state
+from crowdlab.ui.frame import PHONE_PAGES
 from tests.app.helpers import arr, chart, click, iteration_label, ok, trace
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -612,7 +613,11 @@ def test_the_stopping_tab_counts_one_iteration_in_the_singular():
     assert any("Not converged yet: 2 iterations so far" in m.value for m in at.markdown)
 
 
-@pytest.mark.parametrize("page", [None, *sorted(str(p.relative_to(ROOT)) for p in (ROOT / "pages").glob("*.py"))])
+_FRAMED = sorted(str(p.relative_to(ROOT)) for p in (ROOT / "pages").glob("*.py"))
+_FRAMED = [p for p in _FRAMED if p not in PHONE_PAGES]  # the phone pages have no frame, no presenter mode
+
+
+@pytest.mark.parametrize("page", [None, *_FRAMED])
 def test_presenter_mode_from_the_url_loads_every_page(page):
     at = AppTest.from_file(HOME, default_timeout=30)
     at.query_params["present"] = "1"

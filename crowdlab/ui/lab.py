@@ -280,6 +280,10 @@ def on_scrub(slot: RunSlot) -> None:
     value = int(st.session_state[key])
     if value == run.index:
         return  # nobody moved it: no pause
+    if playing(slot) and value in (st.session_state.get(slot.key("scrub_drawn")) or ()):
+        # a position Play itself just showed, reported late by a slowed browser (the slider keeps its identity
+        # while Play replays computed snapshots): an echo, not a scrub; Play went back one step and stopped
+        return
     _pause(slot)
     run.goto(value)
 
@@ -538,6 +542,9 @@ def position(slot: RunSlot, run: Run) -> None:
     if n > 1:
         key = slot.key("scrub")
         st.session_state[key] = run.index
+        # the positions Play drew last (see on_scrub): a late report of one of them is not the lecturer's scrub
+        drawn = list(st.session_state.get(slot.key("scrub_drawn")) or []) if playing(slot) else []
+        st.session_state[slot.key("scrub_drawn")] = (drawn + [run.index])[-3:]
         scrub.slider(
             "Scrub through the computed snapshots",
             0,

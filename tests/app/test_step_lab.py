@@ -558,6 +558,23 @@ def test_play_stops_at_convergence():
     assert "Play stopped" not in " ".join(c.value for c in at.caption)
 
 
+def test_a_late_report_of_a_position_play_showed_does_not_stop_play():
+    """Replaying computed snapshots, a slowed browser reported the scrubber's previous position after Play had
+    moved on: the handler took it for a scrub, Play went back one half-step and stopped."""
+    at = _open()
+    run = _run(at)
+    click(at, "stepper.run")
+    ok(at.slider(key=state.W_SCRUB).set_value(2).run())  # the lecturer's scrub: pauses, goes to 2
+    click(at, "stepper.play")
+    at.session_state["stepper.play_last"] = 0.0
+    ok(at.run())  # the timer's next half-step
+    assert at.session_state["stepper.playing"] and run.index == 4
+    ok(at.slider(key=state.W_SCRUB).set_value(3).run())  # the late report of a position Play showed
+    assert at.session_state["stepper.playing"] and run.index == 4
+    ok(at.slider(key=state.W_SCRUB).set_value(0).run())  # a real scrub still pauses and moves
+    assert not at.session_state["stepper.playing"] and run.index == 0
+
+
 def test_the_notice_disappears_after_the_next_action():
     at = _open()
     ok(at.selectbox(key=state.W_METHOD).set_value("one_coin").run())

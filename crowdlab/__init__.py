@@ -40,6 +40,10 @@ def __getattr__(name):
         from crowdlab.io import data
 
         return getattr(data, name)
+    if name in ("dependence", "dependence_check"):
+        from crowdlab.analysis import dependence
+
+        return getattr(dependence, name)
     if name in ("load_sample", "SAMPLES"):
         from crowdlab.io import samples
 
@@ -49,7 +53,9 @@ def __getattr__(name):
 
 def __dir__():
     return sorted(
-        set(globals()) | set(_FRAMES) | {"read_annotations", "read_gold", "to_long_dataframe", "load_sample", "SAMPLES"}
+        set(globals())
+        | set(_FRAMES)
+        | {"read_annotations", "read_gold", "to_long_dataframe", "load_sample", "SAMPLES", "dependence"}
     )
 
 
@@ -65,6 +71,7 @@ __all__ = [
     "SAMPLES",
     "load_sample",
     "applicable_models",
+    "dependence",
     "fit",
     "make_model",
 ]

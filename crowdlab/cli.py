@@ -55,7 +55,10 @@ def prog_name(argv0: str | None = None) -> str:
 
 
 def build_parser() -> argparse.ArgumentParser:
+    from crowdlab import __version__
+
     p = argparse.ArgumentParser(prog=prog_name(), description="EM for crowd labels.")
+    p.add_argument("--version", action="version", version=f"crowdlab {__version__}")
     sub = p.add_subparsers(dest="command", required=True)
     f = sub.add_parser("fit", help="aggregate a label file and write posteriors and worker parameters")
     f.add_argument("file", help="long CSV (item,worker,label) or wide CSV (rows = items, columns = workers)")
@@ -88,6 +91,12 @@ def build_parser() -> argparse.ArgumentParser:
     f.add_argument("--delta", type=float, help="MRF: Potts penalty for disagreeing neighbours (default: #workers)")
     f.add_argument("--e-step", dest="e_step", default="icm", choices=["icm", "mean_field"], help="MRF E-step")
     f.add_argument("--kind", default="auto", choices=["auto", "classes", "continuous"])
+    f.add_argument(
+        "--columns",
+        metavar="ITEM,WORKER,LABEL",
+        help="a long file's item, worker and label columns by name, when row 1 does not say which is which "
+        "(e.g. --columns q,w,a)",
+    )
     f.add_argument(
         "--tie-break",
         dest="tie_break",
@@ -151,7 +160,7 @@ def _number_checks(args: argparse.Namespace):
         ("--delta", args.delta, args.delta is None or (finite(args.delta) and args.delta >= 0), "a finite number >= 0"),
         ("--eta0", args.eta0, finite(args.eta0) and args.eta0 > 0, "a finite number > 0"),
         ("--tau0", args.tau0, finite(args.tau0) and args.tau0 >= 0, "a finite number >= 0"),
-        ("--rho", args.rho, finite(args.rho) and args.rho >= 0, "a finite number >= 0 (converges for 0.5 < rho <= 1)"),
+        ("--rho", args.rho, finite(args.rho) and 0 <= args.rho <= 1, "in [0, 1] (converges for 0.5 < rho <= 1)"),
         ("--buckets", args.buckets, args.buckets is None or args.buckets >= 1, f"{whole} >= 1"),
         ("--passes", args.passes, args.passes >= 1, f"{whole} >= 1"),
         ("--batch-size", args.batch_size, args.batch_size >= 1, f"{whole} >= 1"),
@@ -218,7 +227,7 @@ def check_options(args: argparse.Namespace) -> None:
                 f"{', '.join(ignored)} cannot be used with --method {args.method}: online EM is soft and fixes no "
                 "item's class (use a batch method such as ds)."
             )
-        if not 0.5 < args.rho <= 1:
+        if 0 <= args.rho <= 0.5:
             print(
                 f"warning: --rho {args.rho} is outside (0.5, 1], where the Robbins-Monro conditions guarantee "
                 "convergence; running anyway.",
@@ -314,8 +323,30 @@ def _cannot_write(exc: OSError) -> OptionError:
     return OptionError(f"cannot write {exc.filename or 'the output'}: {exc.strerror or exc}.")
 
 
+def check_input(path: str) -> None:
+    """Refuse a missing FILE before anything else; when its name points at a bundled sample (``bluebirds``,
+    ``sample_data/welinder2010_bluebirds/labels.csv`` typed outside the checkout), say where the samples lie."""
+    if any(c in path for c in "*?[") or Path(path).exists():
+        return
+    from crowdlab.io.samples import SAMPLES, SEQUENCE_SAMPLES, sample_paths
+
+    words = {w.lower() for w in Path(path).parts} | {Path(path).stem.lower()}
+    for key, sample in {**SAMPLES, **SEQUENCE_SAMPLES}.items():
+        if words & {key, sample.folder.lower()}:
+            labels, _ = sample_paths(key)
+            raise OptionError(
+                f"no such file: {path}. '{key}' is a bundled sample: its labels are {labels} "
+                f"(`{prog_name()} samples` lists every sample and where it lies)."
+            )
+    if "sample_data" in words:
+        raise OptionError(
+            f"no such file: {path}. `{prog_name()} samples` lists the bundled samples and where they lie."
+        )
+
+
 def cmd_fit(args: argparse.Namespace) -> int:
     check_options(args)
+    check_input(args.file)
     if args.stream or args.engine != "memory":
         return cmd_fit_engine(args, "stream" if args.stream else args.engine)
     options = _model_options(args)
@@ -328,7 +359,7 @@ def cmd_fit(args: argparse.Namespace) -> int:
     if args.fmt == "sequences" or (args.method == "hmm" and args.fmt == "auto"):
         data = read_sequences(args.file, gold=args.gold, where="cli")
     else:
-        data = read_annotations(args.file, gold=args.gold, fmt=args.fmt, kind=kind, where="cli")
+        data = read_annotations(args.file, gold=args.gold, fmt=args.fmt, kind=kind, columns=args.columns, where="cli")
     if args.edges:
         from crowdlab.io.graph import read_edges
 
@@ -425,6 +456,7 @@ def cmd_fit_engine(args: argparse.Namespace, engine: str) -> int:
             ("--reveal", args.reveal is not None),
             (f"--init {args.init}", args.init != "majority"),
             (f"--format {args.fmt}", args.fmt not in ("auto", "long")),
+            ("--columns", args.columns),
             (f"--kind {args.kind}", args.kind == "continuous"),
         )
         if used
@@ -436,6 +468,10 @@ def cmd_fit_engine(args: argparse.Namespace, engine: str) -> int:
             file=sys.stderr,
         )
         return 2
+    if engine == "dask":
+        from crowdlab.errors import require_extra
+
+        require_extra("dask", "--engine dask")
     out = check_out(args, ENGINE_OUTPUTS)
     if engine == "stream":
         from crowdlab.engines.stream import fit_file
@@ -531,6 +567,15 @@ def _print_summary(run, workers, metrics: dict, out: Path, written) -> None:
         if len(spam):
             shown = ", ".join(safe.plain(w) for w in spam.head(5))
             print(f"likely spammers (spammer score < 0.05, Raykar & Yu 2012): {shown}{' ...' if len(spam) > 5 else ''}")
+    dep = workers.attrs.get("dependence")
+    if dep is not None:
+        print(safe.plain(dep.summary()))
+        for _, r in dep.frame(top=3)[lambda f: f["flagged"]].iterrows():
+            print(
+                f"  likely copying: {safe.plain(r['worker a'])} & {safe.plain(r['worker b'])}: agree on "
+                f"{r['agree']:.0f} of {r['shared items']} items, {r['agree if independent']:.1f} if independent "
+                f"(Holm p = {r['Holm p']:.2g})"
+            )
     for k, v in metrics.items():
         print(f"{k}: {v:.4f}" if isinstance(v, float) else f"{k}: {v}")
     print(f"wrote {', '.join(sorted(written))} to {out}")
@@ -556,9 +601,31 @@ def _lenient_output() -> None:
             pass
 
 
+def _quiet_stdout() -> None:
+    """After the reader of our output went away (``| head -1``): send what is left to /dev/null, so that the
+    interpreter's last flush does not print a BrokenPipeError of its own."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    except (OSError, ValueError, AttributeError, io.UnsupportedOperation):
+        pass
+
+
 def main(argv: list[str] | None = None) -> int:
+    """The command line; returns the exit status (0; 2 for an error the user can fix). A closed pipe
+    (``crowdlab samples | head -1``) ends it quietly with 0: the output files are written before the summary."""
     _lenient_output()
-    args = build_parser().parse_args(argv)
+    try:
+        args = build_parser().parse_args(argv)
+        code = _dispatch(args)
+        sys.stdout.flush()
+        return code
+    except BrokenPipeError:
+        _quiet_stdout()
+        return 0
+
+
+def _dispatch(args: argparse.Namespace) -> int:
     try:
         if args.command == "fit":
             return cmd_fit(args)

@@ -33,6 +33,7 @@ import pandas as pd
 
 from crowdlab.errors import DataError, NotFittedError
 from crowdlab.io.data import Annotations
+from crowdlab.io.data import _check_sizes as check_sizes
 from crowdlab.models.baselines import option_int, option_real, option_seed
 
 __all__ = [
@@ -176,6 +177,8 @@ class _Frame:
         item, self.tasks = _factorize(_stripped(sub[tcol], "task", tcol), "task", tcol)
         worker, self.workers = _factorize(_stripped(sub[wcol], "worker", wcol), "worker", wcol)
         label, self.classes = _factorize(_stripped(sub[lcol], "label", lcol), "label", lcol)
+        # the reader's limits and messages, before anything of size items x classes is allocated
+        check_sizes(None, "python", items=len(self.tasks), workers=len(self.workers), classes=len(self.classes))
         self.task_name, self.worker_name, self.label_name = tcol, wcol, lcol
         g = None
         if gold is not None:

@@ -92,7 +92,18 @@ def worker_frame(run: Run) -> pd.DataFrame:
     return check_finite_frame(out, "workers")
 
 
-REPORT_COLUMNS = ("lower", "upper", "interval", "worst_confusion", "worst_rate", "spammer_score", "agreement")
+REPORT_COLUMNS = (
+    "lower",
+    "upper",
+    "interval",
+    "worst_confusion",
+    "worst_rate",
+    "spammer_score",
+    "agreement",
+    "copying_partner",
+    "partner_excess",
+    "partner_p",
+)
 
 
 def _with_report(run: Run, out: pd.DataFrame) -> pd.DataFrame:
@@ -109,6 +120,7 @@ def _with_report(run: Run, out: pd.DataFrame) -> pd.DataFrame:
     for col in REPORT_COLUMNS:
         out[col] = rep[col].to_numpy()
     out.attrs["krippendorff_alpha"] = rep.attrs.get("krippendorff_alpha")
+    out.attrs["dependence"] = rep.attrs.get("dependence")
     return out
 
 

@@ -156,6 +156,35 @@ def worker_report(run, *, level: float = 0.95, intervals: bool = True) -> pd.Dat
             "agreement": agreement,
         }
     )
+    _with_dependence(df, run)
     df.attrs["krippendorff_alpha"] = krippendorff_alpha(data)
     df.attrs["accuracy_formula"] = ACCURACY_ON_LABELS if on_labels is not None else ACCURACY_UNDER_PRIOR
     return df
+
+
+def _with_dependence(df: pd.DataFrame, run) -> None:
+    """The dependence check's columns (:mod:`crowdlab.analysis.dependence`): ``copying_partner`` (the worker with
+    whom this one agrees most beyond what conditional independence predicts among the flagged pairs, "" when
+    none), ``partner_excess`` (that pair's kappa, 0 when none) and ``partner_p`` (Holm-adjusted p-value, 1 when
+    none); ``df.attrs["dependence"]`` (the :class:`DependenceReport`, None when it could not be run) and
+    ``df.attrs["effective_annotators"]``."""
+    from crowdlab.analysis.dependence import dependence_check
+
+    M = run.data.n_workers
+    partner = np.full(M, "", dtype=object)
+    excess, p_best = np.zeros(M), np.ones(M)
+    try:
+        rep = dependence_check(run.data, run.params, run.posterior)
+    except (ModelError, ValueError, MemoryError):
+        rep = None
+    if rep is not None and rep.n_flagged:
+        names = run.data.worker_names
+        order = np.argsort(rep.p_holm, kind="stable")[::-1]  # best last: it overwrites
+        for i in order[rep.flagged[order]]:
+            for w, other in ((rep.a[i], rep.b[i]), (rep.b[i], rep.a[i])):
+                partner[w], excess[w], p_best[w] = names[other], rep.kappa[i], rep.p_holm[i]
+    df["copying_partner"] = partner
+    df["partner_excess"] = excess
+    df["partner_p"] = p_best
+    df.attrs["dependence"] = rep
+    df.attrs["effective_annotators"] = rep.effective if rep is not None else {}

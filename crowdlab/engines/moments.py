@@ -18,9 +18,10 @@ moment is the average over the items on which *all* the workers involved answere
 with weights w = (overlap count) / N: each moment counts in proportion to the number of items it was averaged
 over (roughly its inverse sampling variance), moments with no overlap drop out, and with every label present all
 weights are 1, which is eq. (17) exactly. The first- and second-order terms use all workers (only the pairs that
-share items, held as a sparse pair list); the third-order terms use only the ``max_workers`` most active workers,
-because the tensor grows as (M K)^3. The other workers are still identified through their second-order terms with
-the rest of the crowd (S_mm' = Gamma_m (Pi Gamma_m'^T) is linear in Gamma_m once the others are known).
+share items, held as a sparse pair list); the third-order terms use only the ``max_workers`` most active workers
+(fewer for many classes: ``THIRD_ORDER_CELLS``), because the tensor grows as (M K)^3. The other workers are still
+identified through their second-order terms with the rest of the crowd (S_mm' = Gamma_m (Pi Gamma_m'^T) is linear
+in Gamma_m once the others are known).
 
 Optimisation: projected gradient on (pi, Gamma_1..M) jointly, every column projected onto the probability
 simplex (vectorised sort-based Euclidean projection, :func:`project_simplex`), alternating Barzilai-Borwein trial
@@ -210,6 +211,21 @@ def _pair_blocks(SS: sp.spmatrix, C: sp.spmatrix, K: int, strict: bool) -> tuple
     return np.stack([a, b], axis=1), blocks, cnt.astype(np.float64)
 
 
+# the most third-order cells (worker triples x K^4, the work of one evaluation of g's third-order part and its
+# gradient): with K = 9 classes and 20 workers sharing items that was 649 triples x 6,561 = 4.3e6 cells, 0.1 s an
+# evaluation and about 40 s for the fit, before GLAD's first step (a sparse problem of 213 labels, issue 28)
+THIRD_ORDER_CELLS = 1_000_000
+
+
+def third_order_workers(n_classes: int, max_workers: int) -> int:
+    """How many of the most active workers enter the third-order moments: at most ``max_workers``, and few enough
+    that every triple of them together stays within :data:`THIRD_ORDER_CELLS` (C(W, 3) K^4 cells); 20 for K <= 5."""
+    W = max(int(max_workers), 0)
+    while W >= 3 and W * (W - 1) * (W - 2) // 6 * n_classes**4 > THIRD_ORDER_CELLS:
+        W -= 1
+    return W
+
+
 def _top_workers(data: Annotations, max_workers: int) -> np.ndarray:
     """The ``max_workers`` workers with the most labels (ties: lower code first), sorted by code."""
     counts = data.labels_per_worker
@@ -222,7 +238,8 @@ def sample_moments(data: Annotations, *, max_workers: int = 20) -> Moments:
 
     First and second order over all workers (sparse products F^T 1, F^T F, O^T O); third order over the
     ``max_workers`` most active workers only, summing f_a o f_b o f_c over the non-zeros of each item taken three
-    at a time (C(labels_n, 3) work per item), distinct workers only. Repeated labels of one worker on one item
+    at a time (C(labels_n, 3) work per item), distinct workers only; fewer than ``max_workers`` when K is large
+    (:func:`third_order_workers`: every evaluation of g costs C(W, 3) K^4). Repeated labels of one worker on one item
     enter as normalised counts (each (item, worker) response sums to one).
     """
     F, O = _responses(data)
@@ -230,7 +247,7 @@ def sample_moments(data: Annotations, *, max_workers: int = 20) -> Moments:
     n1 = np.asarray(O.sum(axis=0)).ravel()
     mu = np.asarray(F.sum(axis=0)).reshape(M, K) / np.maximum(n1, 1.0)[:, None]
     pairs, S, n2 = _pair_blocks(F.T @ F, O.T @ O, K, strict=True)
-    sel = _top_workers(data, max_workers)
+    sel = _top_workers(data, third_order_workers(K, max_workers))
     W = sel.size
     triples = np.zeros((0, 3), dtype=np.int64)
     T3 = np.zeros((0, K, K, K))

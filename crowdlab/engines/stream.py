@@ -73,6 +73,8 @@ from crowdlab.io.data import (
     _norm,
     _required_col,
     _resolve_kind,
+    soft_vote_column,
+    soft_votes_elsewhere,
 )
 from crowdlab.io.readers import INVISIBLE, Column, Table, check_where, get_limits, not_a_file, read_table
 
@@ -254,6 +256,9 @@ class _Pass0:
                 hint="Read wide files in memory (crowdlab fit without --stream), or write them as item,worker,label.",
             )
         item_j, worker_j, label_j, gold_j = _long_columns(table, None)
+        soft = soft_vote_column(table.header)
+        if soft is not None:
+            raise soft_votes_elsewhere(soft, self.file)
         if _norm(table.header[label_j]) in SCORE_ALIASES:
             raise DataError(
                 "the label column holds continuous scores; the streaming engines fit class labels.",

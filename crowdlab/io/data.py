@@ -67,6 +67,7 @@ __all__ = [
     "read_gold",
     "read_long_csv",
     "read_wide_csv",
+    "ColumnsUnclear",
     "to_gold_dataframe",
     "to_long_dataframe",
 ]
@@ -82,7 +83,20 @@ def _names(values: Sequence | np.ndarray) -> tuple[str, ...]:
 class Annotations:
     """Crowd labels as parallel integer arrays (one entry per observation).
 
-    Shapes: ``item``, ``worker``, ``label`` / ``value``: (n_obs,); ``gold``: (n_items,).
+    Shapes: ``item``, ``worker``, ``label`` / ``value``: (n_obs,); ``gold``: (n_items,); ``weight``: (n_obs,) or
+    None.
+
+    Soft votes (one mechanism for every class model): ``weight`` holds each observation's evidence, in (0, 1]. A
+    judge's row "item i, label l, confidence c" becomes the observation (i, j, l) with weight c and, for every
+    other class l', (i, j, l') with weight (1 - c) / (K - 1); a row of class probabilities p_<class> becomes one
+    observation per class with a nonzero probability. The models read the weights through ``label_counts`` and
+    ``vote_counts`` (and GLAD per observation): an observation of weight w counts as w of a label, so the
+    likelihood they climb is the weighted (fractional-count) one,
+
+        log p_w(x | theta) = sum_i log sum_k pi_k prod_{(i, j, l)} P(l | k, worker j)^w_ijl,
+
+    which is the ordinary likelihood when every weight is 1. ``weight=None`` (hard labels) is exactly the old code
+    path: nothing multiplies by a weight.
     """
 
     item: np.ndarray
@@ -98,6 +112,7 @@ class Annotations:
     sequence_starts: np.ndarray | None = None
     sequence_names: tuple[str, ...] = ()
     graph: object = None
+    weight: np.ndarray | None = None
 
     # ------------------------------------------------------------------ construction
     def __post_init__(self) -> None:
@@ -129,6 +144,15 @@ class Annotations:
             object.__setattr__(self, "value", value)
         if n == 0:
             raise DataError("There are no labels.", hint="Add at least one row of item, worker, label.")
+        if self.weight is not None:
+            weight = np.ascontiguousarray(self.weight, dtype=np.float64)
+            if weight.shape != (n,):
+                raise DataError("weight array differs in length from the item array.")
+            if self.label is None:
+                raise DataError("weights (soft votes) apply to class labels, not continuous scores.")
+            if not np.all(np.isfinite(weight)) or weight.min() <= 0:
+                raise DataError("observation weights (soft votes) must be finite numbers above 0.")
+            object.__setattr__(self, "weight", weight)
         if item.min() < 0 or item.max() >= len(self.item_names):
             raise DataError("item codes must lie in 0 .. n_items - 1.")
         if worker.min() < 0 or worker.max() >= len(self.worker_names):
@@ -224,6 +248,16 @@ class Annotations:
         return 0 if self.sequence_starts is None else int(self.sequence_starts.size - 1)
 
     @property
+    def is_soft(self) -> bool:
+        """True when the observations carry weights (soft votes, see the class docstring)."""
+        return self.weight is not None
+
+    @property
+    def obs_weight(self) -> np.ndarray:
+        """(n_obs,) the observations' weights: ``weight``, or ones for hard labels."""
+        return np.ones(self.n_obs) if self.weight is None else self.weight
+
+    @property
     def is_continuous(self) -> bool:
         return self.label is None
 
@@ -259,7 +293,7 @@ class Annotations:
             raise DataError("label_counts needs class labels, not continuous scores.")
         K = self.n_classes
         col = self.worker.astype(np.int64) * K + self.label
-        X = sp.csr_matrix((np.ones(self.n_obs), (self.item, col)), shape=(self.n_items, self.n_workers * K))
+        X = sp.csr_matrix((self.obs_weight, (self.item, col)), shape=(self.n_items, self.n_workers * K))
         X.sum_duplicates()
         return X
 
@@ -270,9 +304,9 @@ class Annotations:
 
     @cached_property
     def vote_counts(self) -> np.ndarray:
-        """(n_items, K) number of votes for each class."""
+        """(n_items, K) number of votes for each class (the sum of their weights for soft votes)."""
         K = self.n_classes
-        flat = np.bincount(self.item.astype(np.int64) * K + self.label, minlength=self.n_items * K)
+        flat = np.bincount(self.item.astype(np.int64) * K + self.label, weights=self.weight, minlength=self.n_items * K)
         return flat.reshape(self.n_items, K).astype(np.float64)
 
     @cached_property
@@ -295,18 +329,21 @@ class Annotations:
 
     # ------------------------------------------------------------------ display
     def summary(self) -> dict:
-        """Counts a person wants to see first."""
+        """Counts a person wants to see first (soft votes: the rows read, i.e. the total weight)."""
+        n_labels = int(round(float(self.weight.sum()))) if self.is_soft else self.n_obs
         out = {
             "name": self.name,
             "items": self.n_items,
             "workers": self.n_workers,
-            "labels": self.n_obs,
+            "labels": n_labels,
             "kind": "continuous scores" if self.is_continuous else f"{self.n_classes} classes",
-            "labels per item (mean)": round(self.n_obs / max(self.n_items, 1), 2),
+            "labels per item (mean)": round(n_labels / max(self.n_items, 1), 2),
             "gold items": int(self.gold_mask.sum()),
         }
         if not self.is_continuous:
             out["classes"] = ", ".join(self.class_names)
+        if self.is_soft:
+            out["soft votes"] = f"{self.n_obs:,} weighted observations, total weight {self.weight.sum():,.2f}"
         return out
 
 
@@ -400,14 +437,41 @@ def _score_column(table: _Table, score_column: str) -> int:
     return hits[0]
 
 
-def _long_columns(table: _Table, score_column: str | None) -> tuple[int, int, int, int | None]:
-    """(item, worker, label, gold-or-None) column indices of a long file."""
+def _long_columns(
+    table: _Table, score_column: str | None, columns: Sequence[int] | None = None, *, by_position: bool = False
+) -> tuple[int, int, int, int | None]:
+    """(item, worker, label, gold-or-None) column indices of a long file.
+
+    Roles are found by the accepted names first, then (`_similar_columns`) by names that hold one of them as a word
+    (``annotator_name``, ``label_value``); a missing item column is the one column left over. ``columns`` (item,
+    worker, label indices, as the user named them) overrides all that; ``by_position`` takes the three columns of a
+    three-column file in the order item, worker, label when their names say nothing."""
+    if columns is not None:
+        item, worker, label = columns
+        gold = _find(table, GOLD_ALIASES, "gold", skip=(item, worker, label))
+        return item, worker, label, gold
     item = _find(table, ITEM_ALIASES, "item")
     worker = _find(table, WORKER_ALIASES, "worker")
     if score_column is not None:
         label = _score_column(table, score_column)
     else:
         label = _find(table, LABEL_ALIASES + SCORE_ALIASES, "label")
+    found = {"item": item, "worker": worker, "label": label}
+    gold = _find(table, GOLD_ALIASES, "gold", skip=tuple(j for j in found.values() if j is not None))
+    taken = {j for j in (*found.values(), gold) if j is not None}
+    if None in found.values():
+        for role, j in _similar_columns(table, skip=taken).items():
+            if found[role] is None:
+                found[role] = j
+                taken.add(j)
+    left = [j for j in range(len(table.header)) if j not in taken]
+    missing_roles = [role for role, j in found.items() if j is None]
+    if missing_roles == ["item"] and len(left) == 1:  # the item column is often just "id"; a label never is
+        found["item"] = left[0]
+    elif missing_roles and by_position and len(left) == len(missing_roles):
+        for role, j in zip(missing_roles, left):
+            found[role] = j
+    item, worker, label = found["item"], found["worker"], found["label"]
     missing = {
         role: aliases
         for role, aliases, j in (
@@ -422,10 +486,231 @@ def _long_columns(table: _Table, score_column: str | None) -> tuple[int, int, in
         if keys & set(SEQUENCE_ALIASES) and keys & set(POSITION_ALIASES):
             hint = f" This looks like a file of label sequences: read it with {table.spell('sequences', '')}."
         else:
-            hint = f" If rows are items and columns are workers, read it as a wide file ({table.spell('fmt', 'wide')})."
+            hint = (
+                f" Or name them: {table.spell('columns', 'ITEM,WORKER,LABEL')}. If rows are items and columns are "
+                f"workers, read it as a wide file ({table.spell('fmt', 'wide')})."
+            )
         raise _missing_columns_error(table, missing, hint)
-    gold = _find(table, GOLD_ALIASES, "gold", skip=(item, worker, label))
     return item, worker, label, gold
+
+
+# words that make a column name one role's (``annotator_name`` is a worker column, ``label_value`` a label column)
+_ROLE_WORDS = {
+    "item": ("item", "task", "question"),
+    "worker": ("worker", "annotator", "labeler", "labeller", "rater"),
+    "label": ("label", "answer", "response", "class", "annotation") + SCORE_ALIASES,
+}
+
+
+def _words(name: str) -> set[str]:
+    return {w for w in re.split(r"[^0-9a-z]+", name.lower()) if w}
+
+
+def _similar_columns(table: _Table, skip: set[int] | Sequence[int] = ()) -> dict[str, int]:
+    """{role: column} for the roles that exactly one column's name holds as a word (and no other role's word)."""
+    words = [_words(h) if j not in skip else set() for j, h in enumerate(table.header)]
+    out = {}
+    for role, mine in _ROLE_WORDS.items():
+        others = set().union(*(w for r, w in _ROLE_WORDS.items() if r != role))
+        hits = [j for j, w in enumerate(words) if w & set(mine) and not w & others]
+        if len(hits) == 1:
+            out[role] = hits[0]
+    return out
+
+
+class ColumnsUnclear(DataError):
+    """The file's shape and names do not say which column holds what: the user names them (``columns=`` in
+    Python, ``--columns`` on the command line, the column picker on the Data page). ``header``: the column names."""
+
+    def __init__(self, message: str, *, header: Sequence[str], **kw) -> None:
+        self.header = tuple(header)
+        super().__init__(message, **kw)
+
+
+def _named_columns(table: _Table, columns) -> tuple[int, int, int]:
+    """The (item, worker, label) column indices named by ``columns`` ("q,w,a" or three names, case and spaces
+    ignored; or three column indices)."""
+    if isinstance(columns, str):
+        columns = [c for c in columns.split(",")]
+    columns = list(columns)
+    if len(columns) != 3:
+        raise DataError(
+            f"{table.spell('columns', ','.join(map(str, columns)))} names {len(columns)} columns; it takes three: the "
+            "item, worker and label columns.",
+            file=table.file,
+            hint=f"For example {table.spell('columns', ','.join(table.header[:3]))}.",
+        )
+    found = []
+    for role, c in zip(("item", "worker", "label"), columns):
+        if isinstance(c, int | np.integer) and not isinstance(c, bool):
+            if not 0 <= c < len(table.header):
+                raise DataError(
+                    f"the {role} column {c} you named is not a column of the file (0..{len(table.header) - 1}).",
+                    file=table.file,
+                )
+            found.append(int(c))
+            continue
+        key = _norm(str(c))
+        hits = [j for j, h in enumerate(table.header) if _norm(h) == key]
+        if not hits:
+            shown = ", ".join(repr(h) for h in table.header)
+            raise DataError(
+                f"there is no column named {str(c).strip()!r} (the {role} column you named); the columns in row 1 are "
+                f"{shown}.",
+                file=table.file,
+                row=1,
+                hint=f"Name three of those: {table.spell('columns', 'ITEM,WORKER,LABEL')}.",
+            )
+        found.append(hits[0])
+    if len(set(found)) < 3:
+        raise DataError(
+            "the item, worker and label columns you named are not three different columns.",
+            file=table.file,
+            row=1,
+            hint=f"Name three different columns: {table.spell('columns', 'ITEM,WORKER,LABEL')}.",
+        )
+    return found[0], found[1], found[2]
+
+
+def _roles_note(table: _Table, cols: Sequence[int], how: str) -> str:
+    item, worker, label = (repr(table.column_name(j)) for j in cols[:3])
+    return f"{item} as the item, {worker} as the worker and {label} as the label ({how})"
+
+
+@dataclass(frozen=True)
+class _Shape:
+    """What a file's shape says about long vs wide: rows, distinct ids in column 0, blank cells in the three
+    columns of a three-column file, and the share of distinct (column 0, column 1) pairs."""
+
+    rows: int
+    ids: int
+    data_cols: tuple[int, ...]
+    blanks: bool
+    pairs: float
+
+    @property
+    def per_id(self) -> float:
+        return self.rows / max(self.ids, 1)
+
+    @property
+    def long_by_position(self) -> bool:
+        """Three columns, ids repeated, no blank cell, and mostly distinct (item, worker) pairs: a long file."""
+        return len(self.data_cols) == 3 and self.ids < self.rows and not self.blanks and self.pairs >= 0.5
+
+    def said(self, table: _Table) -> str:
+        first = repr(table.column_name(0))
+        return f"{self.rows:,} rows hold {self.ids:,} distinct ids in column {first} ({self.per_id:.1f} rows per id)"
+
+
+def _shape(table: _Table, gold_j: int | None) -> _Shape:
+    data_cols = tuple(j for j in range(len(table.header)) if j != gold_j)
+    ids = table.col(0)
+    blanks, pairs = True, 0.0
+    if len(data_cols) == 3 and ids.uniq.size < table.n_rows:
+        blanks = any(table.missing(j).any() for j in data_cols)
+        second = table.col(data_cols[1])
+        key = ids.codes.astype(np.int64) * max(second.uniq.size, 1) + second.codes
+        pairs = np.unique(key).size / max(table.n_rows, 1)
+    return _Shape(table.n_rows, int(ids.uniq.size), data_cols, blanks, float(pairs))
+
+
+def _choose_layout(
+    table: _Table, fmt: str, score_column: str | None, columns
+) -> tuple[str, tuple[int, int, int, int | None] | None, tuple[str, ...]]:
+    """("long" or "wide", the long file's (item, worker, label, gold) columns or None, notes saying which reading
+    was chosen and why). Decided by the names in row 1 and by the shape (repeated ids in the first column, three
+    columns, many rows per id); raises `ColumnsUnclear` when the two leave it open, rather than guess."""
+    fmt_wide = table.spell("fmt", "wide")
+    name_them = table.spell("columns", "ITEM,WORKER,LABEL")
+    if columns is not None:
+        if fmt == "wide":
+            raise DataError(
+                f"{table.spell('columns', 'ITEM,WORKER,LABEL')} names a long file's columns, and "
+                f"{table.spell('fmt', 'wide')} asks for a wide reading.",
+                file=table.file,
+                hint="Drop one of the two.",
+            )
+        cols = _long_columns(table, score_column, _named_columns(table, columns))
+        return (
+            "long",
+            cols,
+            (f"Read as a long table (one label per row): {_roles_note(table, cols, 'as you named them')}.",),
+        )
+    gold_j = _find(table, GOLD_ALIASES, "gold", skip=(0,))
+    if fmt == "long":  # the order item, worker, label only where the shape says long too
+        by_position = not _looks_long(table.header, score_column) and _shape(table, gold_j).long_by_position
+        cols = _long_columns(table, score_column, by_position=by_position)
+        return "long", cols, ()
+    named_long = _looks_long(table.header, score_column)
+    if fmt == "wide":
+        if named_long:
+            return "wide", None, ()
+        shape = _shape(table, gold_j)
+        similar = _similar_columns(table, skip={0} if gold_j is None else {0, gold_j})
+        if shape.ids < shape.rows and ({"worker", "label"} <= similar.keys() or shape.long_by_position):
+            return (
+                "wide",
+                None,
+                (
+                    "Read as a wide table as asked, although the file looks long (one label per row): "
+                    f"{shape.said(table)}. To read it as long, use {table.spell('fmt', 'long')} or {name_them}.",
+                ),
+            )
+        return "wide", None, ()
+    if named_long:
+        return "long", None, ()  # the accepted names say it (the long reader finds the columns and says what's missing)
+    shape = _shape(table, gold_j)
+    if shape.ids == shape.rows:
+        return "wide", None, (" (one row per item: row 1 names no worker or label column, and every id is on one row)",)
+    similar = _similar_columns(table, skip=set() if gold_j is None else {gold_j})
+    if {"worker", "label"} <= similar.keys():
+        cols = _long_columns(table, score_column)
+        why = "from their names"
+        return (
+            "long",
+            cols,
+            (f"Read as a long table (one label per row): {shape.said(table)}; {_roles_note(table, cols, why)}.",),
+        )
+    if shape.long_by_position:
+        cols = _long_columns(table, score_column, by_position=True)
+        return (
+            "long",
+            cols,
+            (
+                f"Read as a long table (one label per row): {shape.said(table)}, three columns and no blank cell; "
+                f"{_roles_note(table, cols, 'in the order item, worker, label')}. If that is not their order, name "
+                f"them: {name_them}.",
+            ),
+        )
+    if len(shape.data_cols) == 3 or shape.per_id >= 2:
+        raise ColumnsUnclear(
+            f"cannot tell how to read this file: row 1 names no worker or label column, and {shape.said(table)}, as "
+            f"in a long file (one label per row), but {_unclear_why(shape)}.",
+            header=table.header,
+            file=table.file,
+            row=1,
+            hint=f"Name the item, worker and label columns ({name_them}), or, if "
+            f"each row is one item and each column after the first one worker, choose {fmt_wide}.",
+        )
+    return (
+        "wide",
+        None,
+        (
+            f" (row 1 names no worker or label column, and the file has {len(table.header)} columns; some ids are on "
+            f"more than one row ({shape.rows:,} rows, {shape.ids:,} ids): their rows add labels to the same item)",
+        ),
+    )
+
+
+def _unclear_why(shape: _Shape) -> str:
+    if len(shape.data_cols) != 3:
+        return f"it has {len(shape.data_cols)} columns, and which of them hold the worker and the label is not named"
+    if shape.blanks:
+        return "some cells are blank (a long file has a label in every row; a wide file has blanks)"
+    return (
+        f"only {shape.pairs:.0%} of the (column 1, column 2) pairs are distinct (a long file's item and worker pairs "
+        "mostly are)"
+    )
 
 
 def _looks_long(header: Sequence[str], score_column: str | None) -> bool:
@@ -666,6 +951,123 @@ def _class_annotations(
     return Annotations(item, worker, label, item_names, worker_names, class_names, name=name, notes=notes)
 
 
+def soft_votes(ann: Annotations, P: np.ndarray) -> Annotations:
+    """``ann`` with row r's label replaced by the probabilities ``P[r]`` (n_obs, K) over the classes: one weighted
+    observation per class with a nonzero probability, in row order. Rows whose probabilities are all 0 or 1 keep
+    exactly their one observation, and when every row does, the result has no weights at all (hard labels)."""
+    P = np.asarray(P, dtype=np.float64)
+    n, K = P.shape
+    keep = P > 0
+    if np.all(P[keep] == 1.0):
+        label = np.argmax(P, axis=1).astype(np.int32)
+        return replace(ann, label=label, weight=None)
+    rows, cls = np.nonzero(keep)  # row-major: each row's classes in code order
+    return replace(ann, item=ann.item[rows], worker=ann.worker[rows], label=cls.astype(np.int32), weight=P[rows, cls])
+
+
+CONFIDENCE_ALIASES = ("confidence", "conf", "probability", "prob")
+WEIGHT_ALIASES = ("weight",)  # the observation's weight as such (what ``to_long_dataframe`` writes for soft votes)
+
+
+def soft_vote_column(header: Sequence[str]) -> str | None:
+    """The first column of ``header`` the in-memory reader would read as soft votes (a confidence or a p_<class>
+    column), or None: the streaming and Dask engines, which count whole labels, refuse such files with it."""
+    for h in header:
+        if _norm(str(h)) in CONFIDENCE_ALIASES + WEIGHT_ALIASES or _norm(str(h)).startswith("p_"):
+            return str(h)
+    return None
+
+
+def soft_votes_elsewhere(column: str, file: str | None) -> DataError:
+    return DataError(
+        f"column {column!r} holds soft votes (a probability per label), which only the in-memory engine reads; "
+        "this engine counts whole labels.",
+        file=file,
+        hint="Fit it in memory (without --stream or --engine dask), or drop the column to fit the hard labels.",
+    )
+
+
+def _soft_columns(table: _Table, used: Sequence[int]) -> tuple[int | None, list[int]]:
+    """(the confidence or weight column or None, the p_<class> columns) of a long file."""
+    conf = _find(table, CONFIDENCE_ALIASES + WEIGHT_ALIASES, "confidence", skip=used)
+    probs = [j for j, h in enumerate(table.header) if _norm(h).startswith("p_") and j not in used]
+    return conf, probs
+
+
+def _soft_from_table(table: _Table, ann: Annotations, conf_j: int | None, prob_js: list[int]) -> Annotations:
+    """Soft votes from a ``confidence`` column (the probability of the row's label; the rest spread evenly over
+    the other classes) or from ``p_<class>`` columns (one probability per class, each row normalised)."""
+    K = ann.n_classes
+    n = ann.n_obs
+    if prob_js:
+        names = [table.header[j].strip()[2:] for j in prob_js]
+        lookup = {c: k for k, c in enumerate(ann.class_names)}
+        unknown = [c for c in names if c not in lookup]
+        if unknown:
+            raise DataError(
+                f"probability column(s) {', '.join(repr('p_' + c) for c in unknown)} name no class of the label "
+                f"column (classes {_listing([repr(c) for c in ann.class_names], K)}).",
+                file=table.file,
+                hint="Name each probability column p_ followed by a class exactly as the label column writes it.",
+            )
+        P = np.zeros((n, K))
+        for j, c in zip(prob_js, names):
+            P[:, lookup[c]] = np.where(table.missing(j), 0.0, _soft_numbers(table, j))
+        tot = P.sum(axis=1)
+        bad = tot <= 0
+        if bad.any():
+            raise DataError(
+                f"{_rows_phrase(table.rows[bad])} give every class probability 0.", file=table.file,
+                hint="Give each row at least one positive probability.",
+            )  # fmt: skip
+        off = np.abs(tot - 1.0) > 1e-6
+        P = P / tot[:, None]
+        what = f"{_count(len(prob_js), 'probability column')} ({', '.join(table.header[j] for j in prob_js)})"
+        note = f"Read soft votes from {what}: each row counts as its class probabilities."
+        if off.any():
+            note += f" {_count(int(off.sum()), 'row')} did not sum to 1 and were normalised."
+    elif _norm(table.header[conf_j]) in WEIGHT_ALIASES:  # one weighted observation per row, as written
+        w = np.where(table.missing(conf_j), 1.0, _soft_numbers(table, conf_j))
+        zero = w <= 0
+        if zero.any():
+            raise _rows_error(table, zero, conf_j, "a weight of 0", "Drop the rows of weight 0, or give a weight > 0.")
+        out = replace(ann, weight=None if np.all(w == 1.0) else w)
+        note = f"Read column {table.header[conf_j]!r} as each label's weight (a share of a vote, soft votes)."
+        return replace(out, notes=out.notes + (note,))
+    else:
+        c = np.where(table.missing(conf_j), 1.0, _soft_numbers(table, conf_j))
+        P = np.repeat(((1.0 - c) / max(K - 1, 1))[:, None], K, axis=1)
+        P[np.arange(n), ann.label] = c
+        note = (
+            f"Read soft votes from column {table.header[conf_j]!r}: each row's label counts as its confidence c, "
+            "and 1 - c is spread evenly over the other classes."
+        )
+        if table.missing(conf_j).any():
+            note += f" {_count(int(table.missing(conf_j).sum()), 'row')} without a confidence count as certain."
+    out = soft_votes(ann, P)
+    if out.is_soft:
+        note += f" {n:,} rows became {out.n_obs:,} weighted observations."
+    else:
+        note += " Every probability is 0 or 1: these are hard labels."
+    return replace(out, notes=out.notes + (note,))
+
+
+def _soft_numbers(table: _Table, j: int) -> np.ndarray:
+    """A probability column as numbers in [0, 1] (a missing cell reads 0 here; the caller decides what it means);
+    a cell that is not a number or lies outside [0, 1] raises naming its rows."""
+    col = table.col(j)
+    missing = table.missing(j)
+    values = _to_float(col.uniq, decimal_comma=table.delimiter == ";")[col.codes]
+    values = np.where(missing, 0.0, values)
+    bad = ~missing & ~((values >= 0) & (values <= 1))  # NaN (not a number) fails both
+    if bad.any():
+        raise _rows_error(
+            table, bad, j, "a probability that is not a number from 0 to 1",
+            "Soft votes are probabilities: give each as a number from 0 to 1.", show_values=True,
+        )  # fmt: skip
+    return values
+
+
 def _merge_note(labels: Column, class_names: tuple[str, ...]) -> tuple[str, ...]:
     """A note when spellings of one number ("1", "1.0") were read as one class."""
     if labels.uniq.size == len(class_names):
@@ -835,22 +1237,42 @@ def _check_labels_present(table: _Table, j: int) -> None:
         )
 
 
-def _long_from_table(table: _Table, *, kind: str, name: str, score_column: str | None) -> Annotations:
+def _long_from_table(
+    table: _Table,
+    *,
+    kind: str,
+    name: str,
+    score_column: str | None,
+    cols: tuple[int, int, int, int | None] | None = None,
+    layout_notes: tuple[str, ...] = (),
+    soft: bool = True,
+) -> Annotations:
     """Long format: one row per (item, worker, label), optionally a per-item gold column."""
-    item_j, worker_j, label_j, gold_j = _long_columns(table, score_column)
+    item_j, worker_j, label_j, gold_j = cols if cols is not None else _long_columns(table, score_column)
     items = _required_col(table, item_j, "item id")
     workers = _required_col(table, worker_j, "worker id")
     _check_labels_present(table, label_j)
     labels = table.col(label_j)
     kind, kind_notes = _resolve_kind(kind, table.header[label_j], score_column, labels, table.where)
     used = [item_j, worker_j, label_j] + ([gold_j] if gold_j is not None else [])
-    notes = table.notes + _ignored_note(table, used) + kind_notes
+    notes = table.notes + layout_notes + _ignored_note(table, used) + kind_notes
     column = table.column_name(label_j)
     if kind == "continuous":
         values = _checked_scores(table, label_j)
         ann = _continuous_annotations(items, workers, values, name, notes, table.file, table.where)
     else:
+        conf_j, prob_js = _soft_columns(table, used) if soft else (None, [])
+        used += ([conf_j] if conf_j is not None else []) + prob_js
+        notes = table.notes + layout_notes + _ignored_note(table, used) + kind_notes
         ann = _class_annotations(table.file, column, items, workers, labels, name, notes, table.where)
+        if conf_j is not None or prob_js:  # gold (per item) first, on the rows as read; then the soft votes
+            if gold_j is not None:
+                known = ~table.missing(gold_j)
+                ann = _attach_gold(
+                    ann, ann.item[known], table.values(gold_j)[known], table.rows[known], table.file,
+                    table.header[gold_j], table.where,
+                )  # fmt: skip
+            return _soft_from_table(table, ann, None if prob_js else conf_j, prob_js)
     if gold_j is None:
         return ann
     known = ~table.missing(gold_j)
@@ -893,7 +1315,9 @@ def _wide_worker_columns(table: _Table, gold_j: int | None) -> tuple[list[int], 
     return workers, notes
 
 
-def _wide_present(table: _Table, worker_cols: list[int]) -> tuple[np.ndarray, np.ndarray, tuple[str, ...]]:
+def _wide_present(
+    table: _Table, worker_cols: list[int], why: str = ""
+) -> tuple[np.ndarray, np.ndarray, tuple[str, ...]]:
     """(cells, present): the worker block as an object array and the mask of cells holding a label, after
     checking rows; notes on rows without labels and on cells that spell a missing value."""
     cells = table.cells[worker_cols].to_numpy(dtype=object)
@@ -920,20 +1344,23 @@ def _wide_present(table: _Table, worker_cols: list[int]) -> tuple[np.ndarray, np
         )
     notes += (
         f"Read as a wide table: {int(labelled.sum())} item rows x {len(worker_cols)} worker columns, item ids "
-        f"from column {table.column_name(0)!r}.",
+        f"from column {table.column_name(0)!r}{why}.",
     )
     return cells, present, notes
 
 
-def _wide_from_table(table: _Table, *, kind: str, name: str) -> Annotations:
-    """Wide format: one row per item, item id first, one column per worker, blank = no label."""
+def _wide_from_table(
+    table: _Table, *, kind: str, name: str, layout_notes: tuple[str, ...] = (), why: str = ""
+) -> Annotations:
+    """Wide format: one row per item, item id first, one column per worker, blank = no label. ``why``: the reason
+    for the wide reading, added to its note; ``layout_notes``: notes before the others."""
     gold_j = _find(table, GOLD_ALIASES, "gold", skip=(0,))
     worker_cols, column_notes = _wide_worker_columns(table, gold_j)
     if not worker_cols:
         raise no_worker_columns_error(table.file)
-    cells, present, row_notes = _wide_present(table, worker_cols)
+    cells, present, row_notes = _wide_present(table, worker_cols, why)
     labelled = present.any(axis=1)
-    notes = table.notes + column_notes + row_notes
+    notes = table.notes + layout_notes + column_notes + row_notes
     r, c = np.nonzero(present)
     items = table.values(0)[r]
     workers = np.asarray([table.header[j] for j in worker_cols], dtype=object)[c]
@@ -1036,25 +1463,45 @@ def read_annotations(
     kind: str = "auto",
     name: str | None = None,
     score_column: str | None = None,
+    columns: str | Sequence[str | int] | None = None,
     where: str = "python",
+    soft: bool = True,
 ) -> Annotations:
     """Read crowd labels from a CSV path, bytes or uploaded file; every bad input raises `DataError`.
 
-    ``fmt``: "long", "wide" or "auto" (long when row 1 names a worker or label column by one of the accepted
-    aliases, else wide). ``kind``: "classes", "continuous" or "auto" (see `read_long_csv`). ``gold``: an optional
-    gold CSV (see `read_gold`). ``name``: display name, default the file stem. ``where``: "python", "cli" or
-    "app", how messages spell options (``kind="continuous"``, ``--kind continuous``, the widget's name).
+    ``fmt``: "long", "wide" or "auto": long when row 1 names a worker or label column (by one of the accepted
+    aliases, or a name holding one as a word, e.g. ``annotator_name``); otherwise decided by the file's shape: one
+    row per id in the first column is wide, repeated ids in a three-column file without blank cells are long (the
+    columns in the order item, worker, label); when neither decides, `ColumnsUnclear` asks for ``columns``. A note
+    says which reading was chosen and why. ``columns``: the item, worker and label columns of a long file by name
+    (``"q,w,a"`` or ``("q", "w", "a")``) or index. ``kind``: "classes", "continuous" or "auto" (see
+    `read_long_csv`). ``gold``: an optional gold CSV (see `read_gold`). ``name``: display name, default the file
+    stem. ``where``: "python", "cli" or "app", how messages spell options (``kind="continuous"``, ``--kind
+    continuous``, the widget's name). ``soft``: read a long file's ``confidence``, ``weight`` or ``p_<class>``
+    columns as soft votes (see :class:`Annotations`); False ignores them (a note says so) and reads the hard labels.
     """
     _check_choice("fmt", fmt, ("auto", "long", "wide"))
     _check_choice("kind", kind, ("auto", "classes", "continuous"))
     table = _read_table(source, needs=_LONG_NEEDS, wide=fmt == "wide", where=check_where(where))
-    if fmt == "auto":
-        fmt = "long" if _looks_long(table.header, score_column) else "wide"
+    fmt, cols, layout_notes = _choose_layout(table, fmt, score_column, columns)
     name = name or _default_name(table)
-    if fmt == "long":
-        ann = _long_from_table(table, kind=kind, name=name, score_column=score_column)
-    else:
-        ann = _wide_from_table(table, kind=kind, name=name)
+
+    def read(kind: str) -> Annotations:
+        if fmt == "long":
+            return _long_from_table(
+                table,
+                kind=kind,
+                name=name,
+                score_column=score_column,
+                cols=cols,
+                layout_notes=layout_notes,
+                soft=soft,
+            )
+        why = "".join(n for n in layout_notes if n.startswith(" ("))
+        notes = tuple(n for n in layout_notes if not n.startswith(" ("))
+        return _wide_from_table(table, kind=kind, name=name, layout_notes=notes, why=why)
+
+    ann = read(kind)
     if gold is None:
         return ann
     gold = _rereadable(gold)
@@ -1065,12 +1512,7 @@ def read_annotations(
                 f"Read the labels as continuous scores: they are numbers and the gold file holds numbers that are "
                 f"not among them (e.g. {example!r}). To read them as classes, use {spell('kind', 'classes', where)}."
             )
-            again = _long_from_table if fmt == "long" else None
-            ann = (
-                again(table, kind="continuous", name=name, score_column=score_column)
-                if again
-                else _wide_from_table(table, kind="continuous", name=name)
-            )
+            ann = read("continuous")
             ann = replace(ann, notes=ann.notes + (note,))
     return read_gold(gold, ann, where=where)
 
@@ -1180,9 +1622,10 @@ def read_gold(source: Source, annotations: Annotations, *, where: str = "python"
 
 
 def to_long_dataframe(annotations: Annotations) -> pd.DataFrame:
-    """One row per observation with names, not codes: item, worker, label (continuous: item, worker, value).
+    """One row per observation with names, not codes: item, worker, label (continuous: item, worker, value),
+    and for soft votes each observation's ``weight``.
 
-    Written with ``to_csv(index=False)`` it reads back (``read_annotations``) to the same codes.
+    Written with ``to_csv(index=False)`` it reads back (``read_annotations``) to the same codes (and weights).
     """
     a = annotations
     frame = pd.DataFrame(
@@ -1195,6 +1638,8 @@ def to_long_dataframe(annotations: Annotations) -> pd.DataFrame:
         frame["value"] = a.value
     else:
         frame["label"] = np.asarray(a.class_names, dtype=object)[a.label]
+        if a.is_soft:
+            frame["weight"] = a.weight
     return frame
 
 

@@ -72,6 +72,14 @@ SAMPLES: dict[str, Sample] = {
             True,
         ),
         Sample(
+            "judges",
+            "LLM judges of agent trajectories (Mohammadi 2026)",
+            "mohammadi2026_trajectory_judges",
+            "classes",
+            "400 agent trajectories, 5 LLM and rule judges with their confidences (soft votes); two judges copy.",
+            True,
+        ),
+        Sample(
             "simulated",
             "Simulated crowd (15 workers, 2 spammers, 1 adversary)",
             "simulated_crowd",

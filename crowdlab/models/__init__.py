@@ -5,6 +5,7 @@ from __future__ import annotations
 from crowdlab.errors import ModelError
 from crowdlab.io.data import Annotations
 from crowdlab.models.dawid_skene import DawidSkene
+from crowdlab.models.ebcc import EBCC, EbccParams, EbccPosterior
 from crowdlab.models.glad import GLAD, GladParams
 from crowdlab.models.hmm import HMMCrowd, HMMParams, HMMPosterior
 from crowdlab.models.ibcc import IBCC, IbccParams
@@ -27,6 +28,7 @@ MODELS = {
     "mace": MACE,
     "mace_vb": MaceVB,
     "ibcc": IBCC,
+    "ebcc": EBCC,
     "scores": GoodBadScores,
     "hmm": HMMCrowd,
     "mrf": NetworkCrowd,
@@ -38,6 +40,7 @@ ALIASES = {
     "twocoin": "two_coin",
     "bayesian_ds": "ibcc",
     "vb_ds": "ibcc",
+    "correlated": "ebcc",
 }
 CLASS_PRIOR_MODELS = ("glad", "mace", "mace_vb")
 """Models whose true-class prior is a choice: ``class_prior="uniform"`` (fixed, as in their papers; the default) or
@@ -122,6 +125,9 @@ __all__ = [
     "ONLINE_MODELS",
     "ClassParams",
     "DawidSkene",
+    "EBCC",
+    "EbccParams",
+    "EbccPosterior",
     "GLAD",
     "GladParams",
     "GoodBadScores",

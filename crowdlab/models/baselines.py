@@ -115,6 +115,18 @@ def check_options(key: str, options: dict) -> None:
 def _check_classes(data: Annotations, method: str) -> None:
     if data.is_continuous:
         raise ModelError(f"{method} needs class labels; this dataset has continuous scores.")
+    if data.is_soft:
+        raise ModelError(
+            f"{method} counts whole labels; this dataset has soft votes (weighted labels). Use majority vote or an "
+            "EM model (Dawid-Skene, one-coin, two-coin, GLAD, MACE, IBCC), which read the weights."
+        )
+
+
+def _top(scores: np.ndarray) -> np.ndarray:
+    """(N, K) mask of each row's top classes: within rounding (1e-12 of the row's largest magnitude, at least
+    1e-12) of the row's maximum, so that sums of the same weights in another order tie."""
+    tol = 1e-12 * np.maximum(np.abs(scores).max(axis=1, keepdims=True), 1)
+    return scores >= scores.max(axis=1, keepdims=True) - tol
 
 
 def _argmax_ties(scores: np.ndarray, data: Annotations) -> np.ndarray:
@@ -124,17 +136,22 @@ def _argmax_ties(scores: np.ndarray, data: Annotations) -> np.ndarray:
     order = np.lexsort((np.arange(K), -overall))
     rank = np.empty(K)
     rank[order] = np.arange(K)
-    top = scores >= scores.max(axis=1, keepdims=True) - 1e-12 * np.maximum(np.abs(scores).max(axis=1, keepdims=True), 1)
-    return np.argmin(np.where(top, rank[None, :], np.inf), axis=1).astype(np.int32)
+    return np.argmin(np.where(_top(scores), rank[None, :], np.inf), axis=1).astype(np.int32)
 
 
 def weighted_vote(data: Annotations, weights: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Scores (N, K) = sum of the weights of the workers who gave each class (shifted to be >= 0 and normalised
-    per item; an item whose scores are all equal gets the uniform row) and the hard labels."""
+    per item; an item whose scores are all equal gets the uniform row) and the hard labels.
+
+    Classes that tie for the top within rounding (:func:`_top`) get exactly equal scores, so the label, which the
+    tie rule picks among them, is always a top-scoring class of the scores returned (M-MSR's weights of workers
+    at chance are log(1) up to rounding, +-1e-17: shifted and normalised, that noise made [0.5, 0, 0.5] beside
+    the tie rule's label 1)."""
     N, K = data.n_items, data.n_classes
     w = np.asarray(weights, dtype=np.float64)[data.worker]
     raw = np.bincount(data.item.astype(np.int64) * K + data.label, weights=w, minlength=N * K).reshape(N, K)
     labels = _argmax_ties(raw, data)
+    raw = np.where(_top(raw), raw.max(axis=1, keepdims=True), raw)
     shifted = raw - raw.min(axis=1, keepdims=True)
     tot = shifted.sum(axis=1, keepdims=True)
     scores = np.where(tot > 0, shifted / np.where(tot > 0, tot, 1.0), 1.0 / K)

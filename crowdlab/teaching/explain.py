@@ -260,6 +260,18 @@ def _fitted(explainer):
     return run
 
 
+def _pow(factor: str, v: float) -> str:
+    """A factor raised to its observation's weight (soft votes); unchanged for a whole label."""
+    return factor if v == 1.0 else rf"{factor}^{{{_f(v)}}}"
+
+
+SOFT_NOTE = (
+    "Soft votes: each label counts with its weight v (its probability), so a factor P(label | class) enters the "
+    "E-step as P^v and a label adds q·v to the M-step's counts. EM climbs log p_v(x | θ) = Σᵢ log Σₖ πₖ "
+    "Πⱼ P(Lᵢⱼ | k, j)^vᵢⱼ (+ log prior), the likelihood of the labels with fractional counts, and never lowers it."
+)
+
+
 def _product_line(head: str, factors: list[str], result: str) -> list[str]:
     """``head`` times the first factors (at most :data:`SHOW`, as many as fit) with "(n more)", then
     ``= result``, on one line when it fits, else the result on the next."""
@@ -295,11 +307,13 @@ def e_step_classes(data: Annotations, params: ClassParams, item: int, model_key:
             r"{\sum_{k'} \pi_{k'} \prod_{m} \Gamma_m(f_m(x_n), k')}"
         ]
     lines.append(rf"\text{{item {_name(data.item_names[item])}}}\ ({len(obs)}\ \text{{labels}}):")
+    v = data.obs_weight[obs]
     for k in range(K):
         g = params.gamma[data.worker[obs], data.label[obs], k]
-        log_un = float(np.log(max(params.pi[k], 1e-300)) + np.sum(np.log(np.maximum(g, 1e-300))))
+        log_un = float(np.log(max(params.pi[k], 1e-300)) + np.sum(v * np.log(np.maximum(g, 1e-300))))
         head = rf"\text{{class {_name(data.class_names[k])}}}:\ {_f(params.pi[k])} \cdot "
-        lines += _product_line(head, [_f(v) for v in g], num(math.exp(log_un) if log_un > -700 else 0.0, 4))
+        factors = [_pow(_f(x), w) for x, w in zip(g, v)]
+        lines += _product_line(head, factors, num(math.exp(log_un) if log_un > -700 else 0.0, 4))
     lines += _pack(r"\Rightarrow\ q = (", [_f(v) for v in q], r",\ ", end=")")
     return lines
 
@@ -311,7 +325,8 @@ def m_step_classes(data: Annotations, q: np.ndarray, worker: int, model_key: str
     K = data.n_classes
     obs = np.flatnonzero(data.worker == worker)
     counts = np.zeros((K, K))
-    np.add.at(counts, data.label[obs], q[data.item[obs]])  # counts[k', k] = sum_n q_nk I(f_m = k')
+    # counts[k', k] = sum_n q_nk I(f_m = k') (each label times its weight for soft votes)
+    np.add.at(counts, data.label[obs], q[data.item[obs]] * data.obs_weight[obs][:, None])
     wname = _name(data.worker_names[worker])
     col = counts.sum(axis=0)
     if model_key == "one_coin":
@@ -494,14 +509,21 @@ def e_step_glad(data: Annotations, params, item: int) -> list[str]:
     ]
     if shown:
         lines.append(",\\ ".join(shown) + (r",\ \ldots" if len(obs) > SHOW else ""))
-    parts = [[_f(a) if data.label[o] == k else _f((1 - a) / (K - 1)) for o, a in zip(obs, acc)] for k in range(K)]
+    v = data.obs_weight
+    parts = [
+        [_pow(_f(a) if data.label[o] == k else _f((1 - a) / (K - 1)), v[o]) for o, a in zip(obs, acc)] for k in range(K)
+    ]
     lead = [rf"{_f(params.pi[k])} \cdot" for k in range(K)]
     lj = GLAD(class_prior="estimate").log_joint(data, params)[item]
     return lines + _class_lines(data, lj, parts, lead)
 
 
-def m_step_glad(data: Annotations, q: np.ndarray, params, worker: int) -> list[str]:
-    """GLAD M-step for worker j: the gradient of Q in alpha_j (ascended, not solved: generalised EM)."""
+def m_step_glad(
+    data: Annotations, q: np.ndarray, params, worker: int, alpha_prior: tuple[float, float] | None = None
+) -> list[str]:
+    """GLAD M-step for worker j: the gradient of Q in alpha_j (ascended, not solved: generalised EM). With
+    ``alpha_prior`` (mean, variance of the Gaussian prior on alpha_j, as the model uses it) the prior's term and
+    the sum are shown too: at convergence the data term alone (e.g. -0.126) is not zero, the sum is."""
     from crowdlab.models.glad import sigmoid
 
     obs = np.flatnonzero(data.worker == worker)
@@ -509,9 +531,13 @@ def m_step_glad(data: Annotations, q: np.ndarray, params, worker: int) -> list[s
     beta = params.beta[data.item[obs]]
     w = q[data.item[obs], data.label[obs]]
     s = sigmoid(a * beta)
-    grad = float(((w - s) * beta).sum())
+    v = data.obs_weight[obs]  # soft votes: each term times its label's weight
+    grad = float(((w - s) * beta * v).sum())
     med = float(np.median(params.beta))
-    terms = [rf"({_f(wi)} - {_f(si)})\cdot {_f(bi)}" for wi, si, bi in zip(w, s, beta)]
+    terms = [
+        rf"({_f(wi)} - {_f(si)})\cdot {_f(bi)}" + ("" if vi == 1 else rf"\cdot {_f(vi)}")
+        for wi, si, bi, vi in zip(w, s, beta, v)
+    ]
     shown = terms[:SHOW] + ([rf"\cdots (\text{{{len(terms) - SHOW} more}})"] if len(terms) > SHOW else [])
     return [  # each gradient over two lines, its prior's term on the second, sigma_ij named: one line ran off the tab
         r"\frac{\partial Q}{\partial \alpha_j} = \sum_i (q_{i,L_{ij}} - \sigma_{ij})\,\beta_i",
@@ -526,8 +552,21 @@ def m_step_glad(data: Annotations, q: np.ndarray, params, worker: int) -> list[s
         rf"\alpha_j = {_f(a)},",
         # the sum sign with its limit draws wider than the estimate: a narrower budget for this line
         *_pack(r"\sum_i (q - \sigma)\beta_i =", shown, " + ", end=f" = {_f(grad)}", width=line_width() - 4),
+        *_glad_prior_lines(a, grad, alpha_prior),
         r"\text{P(right) on an item of median difficulty}",
         rf"\sigma({_f(a)} \cdot {_f(med)}) = {_f(float(sigmoid(a * med)))}",
+    ]
+
+
+def _glad_prior_lines(a: float, grad: float, alpha_prior: tuple[float, float] | None) -> list[str]:
+    """The prior's term of the gradient in alpha_j and the whole gradient (data term + prior term)."""
+    if alpha_prior is None:
+        return []
+    mu, var = float(alpha_prior[0]), float(alpha_prior[1])
+    pull = -(a - mu) / var
+    return [
+        rf"-\frac{{\alpha_j-\mu_\alpha}}{{\sigma^2_\alpha}} = -\frac{{{_f(a)} - {_f(mu)}}}{{{_f(var)}}} = {_f(pull)}",
+        rf"\frac{{\partial Q}}{{\partial \alpha_j}} = {_f(grad)} + ({_f(pull)}) = {_f(grad + pull)}",
     ]
 
 
@@ -546,8 +585,11 @@ def e_step_mace(data: Annotations, params, item: int) -> list[str]:
     for k in range(K):
         parts.append(
             [
-                rf"({_f(th[data.worker[o]]) + ' + ' if data.label[o] == k else ''}"
-                rf"{_f(1 - th[data.worker[o]])}\cdot{_f(xi[data.worker[o], data.label[o]])})"
+                _pow(
+                    rf"({_f(th[data.worker[o]]) + ' + ' if data.label[o] == k else ''}"
+                    rf"{_f(1 - th[data.worker[o]])}\cdot{_f(xi[data.worker[o], data.label[o]])})",
+                    data.obs_weight[o],
+                )
                 for o in obs
             ]
         )
@@ -562,8 +604,9 @@ def m_step_mace(data: Annotations, q: np.ndarray, params, worker: int) -> list[s
 
     K = data.n_classes
     obs = np.flatnonzero(data.worker == worker)
-    D = np.bincount(data.label[obs], weights=q[data.item[obs], data.label[obs]], minlength=K)
-    n_lab = np.bincount(data.label[obs], minlength=K).astype(float)
+    v = data.obs_weight[obs]  # soft votes: each label counts its weight
+    D = np.bincount(data.label[obs], weights=q[data.item[obs], data.label[obs]] * v, minlength=K)
+    n_lab = np.bincount(data.label[obs], weights=v, minlength=K)
     r = spam_responsibility(params.theta[worker : worker + 1], params.xi[worker : worker + 1])[0]
     honest = float((D * r).sum())
     spam = D * (1 - r) + (n_lab - D)
@@ -573,7 +616,7 @@ def m_step_mace(data: Annotations, q: np.ndarray, params, worker: int) -> list[s
         r"\theta_j = \frac{E[\#\text{honest labels}]}{\#\text{labels}},\qquad "
         r"\xi_j(a) = \frac{E[\#\text{spam labels } a]}{E[\#\text{spam labels}]}",
         rf"\text{{worker {_tex_name(data.worker_names[worker])}}}:\ E[\#\text{{honest}}] = {_f(honest)}"
-        rf"\ \text{{of}}\ {len(obs)},\quad \theta_j \approx {_f(honest / max(len(obs), 1))},\quad"
+        rf"\ \text{{of}}\ {_f(float(v.sum()))},\quad \theta_j \approx {_f(honest / max(float(v.sum()), 1e-300))},\quad"
         rf"\text{{stored}}\ \theta_j = {_f(float(params.theta[worker]))}\ (\text{{P(spamming)}} = "
         rf"{_f(float(1 - params.theta[worker]))})",
         r"\text{spam strategy } \xi_j:\qquad "  # a break there, where the line is too long
@@ -604,13 +647,16 @@ def e_step_mace_vb(data: Annotations, params, item: int) -> list[str]:
     ]
     parts = [
         [
-            rf"({_f(th[j]) + ' + ' if data.label[o] == k else ''}{_f(sp[j])}\cdot{_f(xi[j, data.label[o]])})"
+            _pow(
+                rf"({_f(th[j]) + ' + ' if data.label[o] == k else ''}{_f(sp[j])}\cdot{_f(xi[j, data.label[o]])})",
+                data.obs_weight[o],
+            )
             for o, j in zip(obs, w)
         ]
         for k in range(K)
     ]
     lead = [rf"{_f(params.pi[k])} \cdot" for k in range(K)]
-    lj = safe_log(params.pi) + params.log_tilde[w, data.label[obs], :].sum(axis=0)
+    lj = safe_log(params.pi) + (params.log_tilde[w, data.label[obs], :] * data.obs_weight[obs][:, None]).sum(axis=0)
     return lines + _class_lines(data, lj, parts, lead)
 
 
@@ -658,7 +704,8 @@ def e_step_ibcc(data: Annotations, params, item: int) -> list[str]:
         rf"\text{{item {_tex_name(data.item_names[item])}}}\ ({len(obs)}\ \text{{labels}}),"
         r"\ \text{terms written as } e^{E\log}:",
     ]
-    parts = [[_f(float(np.exp(el[data.worker[o], data.label[o], k]))) for o in obs] for k in range(K)]
+    v = data.obs_weight
+    parts = [[_pow(_f(float(np.exp(el[data.worker[o], data.label[o], k]))), v[o]) for o in obs] for k in range(K)]
     lead = [rf"e^{{E\log\kappa}} = {_f(float(np.exp(ek[k])))} \cdot" for k in range(K)]
     lj = IBCC().log_joint(data, params)[item]
     return lines + _class_lines(data, lj, parts, lead)
@@ -669,7 +716,7 @@ def m_step_ibcc(data: Annotations, q: np.ndarray, params, worker: int) -> list[s
     K = data.n_classes
     obs = np.flatnonzero(data.worker == worker)
     counts = np.zeros((K, K))
-    np.add.at(counts, data.label[obs], q[data.item[obs]])
+    np.add.at(counts, data.label[obs], q[data.item[obs]] * data.obs_weight[obs][:, None])
     A = params.A[worker]
     A0 = A - counts
     lines = [
@@ -687,6 +734,62 @@ def m_step_ibcc(data: Annotations, q: np.ndarray, params, worker: int) -> list[s
     return lines
 
 
+def e_step_ebcc(data: Annotations, params, item: int) -> list[str]:
+    """EBCC's variational E-step for item n (Li, Rubinstein & Cohn 2019): IBCC's with a subtype l beside the class."""
+    from crowdlab.models.ebcc import EBCC
+
+    K, L = data.n_classes, params.n_subtypes
+    obs = np.flatnonzero(data.item == item)
+    model = EBCC(subtypes=L)
+    lj = model.joint_log_joint(data, params)[item].reshape(L, K)  # (l, k)
+    r = softmax_rows(lj.reshape(1, -1))[0].reshape(L, K)
+    q = r.sum(axis=0)
+    e_phi = model._terms(data, params)[1].reshape(L, K)
+    lines = [
+        r"r_{nlk} \propto \exp\Big(E[\log\kappa_k] + E[\log\phi_k(l)]",
+        r"\qquad + \sum_m E[\log V_{ml}(f_m(x_n), k)]\Big),",
+        r"q_{nk} = \textstyle\sum_l r_{nlk}\quad(l:\ \text{the item's subtype})",
+        rf"\text{{item {_tex_name(data.item_names[item])}}}\ ({len(obs)}\ \text{{labels}}),\ {L}\ \text{{subtypes}}:",
+    ]
+    for k in range(min(K, 6)):
+        top = np.argsort(-r[:, k])[:2]
+        parts = ",\\ ".join(
+            rf"r_{{n{int(l) + 1}k}} = {_f(r[l, k])}\ (e^{{E\log\kappa\phi}} = {_f(np.exp(e_phi[l, k]))})" for l in top
+        )
+        lines += _pack(rf"\text{{class {_tex_name(data.class_names[k])}}}:", [parts], " ")
+    if K > 6:
+        lines.append(rf"\cdots\ (\text{{{K - 6} more classes}})")
+    lines += _pack(r"\Rightarrow\ q = (", [_f(v) for v in q], ",\\ ", end=")")
+    return lines
+
+
+def m_step_ebcc(data: Annotations, q: np.ndarray, params, worker: int) -> list[str]:
+    """EBCC's update of worker m's Dirichlet posteriors, one per subtype: prior plus the counts weighted by r."""
+    K, L = data.n_classes, params.n_subtypes
+    obs = np.flatnonzero(data.worker == worker)
+    A = params.A[worker]  # (L, K', K)
+    used = params.eta.sum(axis=1) - K * params.eta0  # items per subtype
+    lines = [
+        r"A_{ml}(k', k) = A^0(k', k) + \sum_n r_{nlk}\, I(f_m(x_n) = k'),",
+        r"\eta_{lk} = \eta^0 + \sum_n r_{nlk},\qquad \nu_k = \nu^0_k + \sum_n q_{nk}",
+        rf"\text{{worker {_tex_name(data.worker_names[worker])}}}\ ({len(obs)}\ \text{{labels}}),\ "
+        r"\text{the subtypes most used:}",
+    ]
+    for l in np.argsort(-used)[: min(L, 3)]:
+        acc = np.diagonal(A[l]) / A[l].sum(axis=0)
+        counts = A[l] - params.A0
+        lines.append(
+            rf"l={int(l) + 1}\ ({_f(used[l])}\ \text{{items}}):\ E[V(k,k)] = ("
+            + ",\\ ".join(_f(v) for v in acc[:6])
+            + r"),\ \text{counts on the diagonal} = ("
+            + ",\\ ".join(_f(v) for v in np.diagonal(counts)[:6])
+            + ")"
+        )
+    g = np.diagonal(params.gamma[worker])
+    lines += _pack(r"\text{averaged over subtypes: } E[\Gamma_m(k,k)] = (", [_f(v) for v in g[:6]], ",\\ ", end=")")
+    return lines
+
+
 NEW_MODEL_EXPLAINERS = {
     key: (_fitted(e), _fitted(m))
     for key, (e, m) in {
@@ -694,6 +797,7 @@ NEW_MODEL_EXPLAINERS = {
         "mace": (e_step_mace, m_step_mace),
         "mace_vb": (e_step_mace_vb, m_step_mace_vb),
         "ibcc": (e_step_ibcc, m_step_ibcc),
+        "ebcc": (e_step_ebcc, m_step_ebcc),
     }.items()
 }
 """model key -> (e_lines(data, params, item), m_lines(data, q, params_after_the_M_step, worker))."""

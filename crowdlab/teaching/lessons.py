@@ -16,13 +16,14 @@ Actions (:func:`apply`):
 ``reset``                    back to the run's initialisation (every step forgotten)
 ``restart_from:<init>[:s]``  a new run on the same data and model from another start (seed ``s``), to convergence
 ``switch_model:<name>[:i]``  a new run on the same data with another model (``hard``, ``soft``, ``hmm``, ``mrf``,
-                             ``ds``, ``mace``, ``ibcc``, or ``ds_gold``: Dawid-Skene with :data:`GOLD_REVEAL` of the
-                             gold classes revealed and held fixed in every E-step), from start ``i`` (default: the
-                             run's own start), at snapshot 0
+                             ``ds``, ``mace``, ``ibcc``, ``ebcc``, or ``ds_gold``: Dawid-Skene with
+                             :data:`GOLD_REVEAL` of the gold classes revealed and held fixed in every E-step), from
+                             start ``i`` (default: the run's own start), at snapshot 0
 
-Four lessons (:data:`LESSONS`), narration written for crowdlab from the EM lecture on bad annotators, Traganitis &
+Five lessons (:data:`LESSONS`), narration written for crowdlab from the EM lecture on bad annotators, Traganitis &
 Giannakis (Dawid-Skene eqs. (9)-(11), sequences, networks), Donmez, Lebanon & Balasubramanian (2010), and on
-spammers Hovy et al. (2013, MACE) and Kim & Ghahramani (2012, IBCC). Every
+spammers Hovy et al. (2013, MACE) and Kim & Ghahramani (2012, IBCC), and on copying Li, Rubinstein & Cohn (2019,
+EBCC). Every
 claim a narration makes about a run is checked by ``tests/unit/test_lessons.py`` on the very runs built here.
 Outcome templates read ``{b[...]}`` (facts before the action), ``{a[...]}`` (after), ``{d[...]}`` (how a fact
 moved from before to after, :func:`changes`) and ``{r[...]}`` (reference facts of the lesson, :func:`reference`);
@@ -43,7 +44,7 @@ from crowdlab.errors import ModelError
 from crowdlab.io import safe
 from crowdlab.io.data import Annotations
 from crowdlab.io.metrics import accuracy, pearson
-from crowdlab.models import IBCC, MACE, DawidSkene, GoodBadScores, HMMCrowd, NetworkCrowd, OneCoin
+from crowdlab.models import EBCC, IBCC, MACE, DawidSkene, GoodBadScores, HMMCrowd, NetworkCrowd, OneCoin
 
 __all__ = [
     "ACTIONS",
@@ -63,6 +64,8 @@ __all__ = [
     "majority_start",
     "prepare",
     "reference",
+    "copy_crowd",
+    "judges",
     "spam_crowd",
     "worker_types",
 ]
@@ -78,6 +81,8 @@ MIRROR_SEED = 1  # a random start that lands on the label-swapped mirror optimum
 RISK_N, RISK_THETA, RISK_START, RISK_SEED = 500, 0.8, 0.6, 2  # one classifier's outputs (Donmez et al. 2010)
 SPAM_SEED = 0  # the sparse crowd with many spammers (lesson 4)
 GOLD_REVEAL, GOLD_SEED = 0.1, 0  # the share of the gold classes revealed to semi-supervised Dawid-Skene, its draw
+COPY_SEED, COPY_RHO = 0, 0.7  # lesson 5's crowd: 4 honest workers and a clique of 5 careless copiers
+JUDGES_FOLDER = "mohammadi2026_trajectory_judges"  # lesson 5's real panel of LLM judges (sample_data/)
 
 
 @lru_cache(maxsize=4)
@@ -141,6 +146,50 @@ def spam_crowd():
 
     mix = {"expert": 0.3, "novice": 0.2, "spammer": 0.5}
     return simulate_crowd(200, 40, 3, labels_per_item=4, mix=mix, seed=SPAM_SEED)
+
+
+@lru_cache(maxsize=1)
+def copy_crowd():
+    """300 items, 3 classes, every item labelled by 4 honest workers (accuracy 0.7-0.8) and a clique of 5 careless
+    workers (accuracy 0.45-0.55 alone) who copy one shared noisy label with probability COPY_RHO."""
+    from crowdlab.teaching.simulate import simulate_correlated
+
+    return simulate_correlated(
+        300, 4, (5,), 3, rho=COPY_RHO, accuracy=(0.7, 0.8), clique_accuracy=(0.45, 0.55), seed=COPY_SEED
+    )
+
+
+@lru_cache(maxsize=1)
+def copy_one_vote() -> Annotations:
+    """:func:`copy_crowd` with the clique cut down to one vote: only its first member's labels kept."""
+    crowd = copy_crowd()
+    d = crowd.annotations
+    first = int(np.flatnonzero(crowd.clique >= 0)[0])
+    keep = (crowd.clique[d.worker] < 0) | (d.worker == first)
+    return Annotations(
+        d.item[keep], d.worker[keep], d.label[keep], d.item_names, d.worker_names, d.class_names, gold=d.gold,
+        name="the copiers' crowd, the clique as one vote",
+    )  # fmt: skip
+
+
+@lru_cache(maxsize=1)
+def judges() -> Annotations:
+    """The panel of five LLM judges on 400 agent trajectories (Mohammadi 2026; sample_data/, gold by construction)."""
+    from crowdlab.io.data import read_annotations
+    from crowdlab.io.samples import sample_root
+
+    folder = sample_root() / JUDGES_FOLDER
+    # the lesson is about the judges' labels (their confidences are soft votes elsewhere: sample "judges")
+    return read_annotations(folder / "labels.csv", gold=folder / "gold.csv", soft=False)
+
+
+def cliques(data: Annotations) -> np.ndarray | None:
+    """(M,) the simulation's clique of each worker (-1: labels alone) behind ``data``, or None when not known."""
+    if data is copy_crowd().annotations:
+        return copy_crowd().clique
+    if data is copy_one_vote():
+        return copy_crowd().clique
+    return None
 
 
 def worker_types(data: Annotations) -> tuple[str, ...] | None:
@@ -215,6 +264,9 @@ SETUPS: dict[str, Setup] = {
     "spammers": Setup("A sparse crowd with many spammers, Dawid-Skene", lambda: spam_crowd().annotations, DawidSkene),
     "sentences": Setup("Label sequences, i.i.d. Dawid-Skene", lambda: sentences().annotations, DawidSkene),
     "network": Setup("A network, i.i.d. Dawid-Skene", lambda: network().annotations, DawidSkene),
+    "copiers": Setup("Copiers outvote an honest minority, Dawid-Skene", lambda: copy_crowd().annotations, DawidSkene),
+    "copiers_one_vote": Setup("The clique as one vote, Dawid-Skene", copy_one_vote, DawidSkene),
+    "judges": Setup("Five LLM judges, Dawid-Skene", judges, DawidSkene),
     "risk_skewed": Setup(
         "One classifier, p(y = 1) = 0.75",
         lambda: classifier_outputs(0.75),
@@ -265,6 +317,8 @@ def _variant(model, name: str):
         return IBCC()  # Dirichlet(1, ..., 1) + 1 on the diagonal for every confusion column (variational Bayes)
     if name == "ds_gold":
         return DawidSkene().with_known(None, GOLD_REVEAL, GOLD_SEED)
+    if name == "ebcc":
+        return EBCC()  # the paper's defaults: 10 subtypes, Dirichlet(1) + 3 on the diagonal (variational Bayes)
     raise ValueError(f"unknown model variant {name!r}")
 
 
@@ -407,6 +461,8 @@ def facts(run: Run | None) -> dict:
             out["flags"] = {t: int((flagged & (types == t)).sum()) for t in sorted(set(types.tolist()))}
             out |= {"caught": int((flagged & spammer).sum()), "n_spammers": int(spammer.sum()),
                     "false_flags": int((flagged & ~spammer).sum())}  # fmt: skip
+    if data is judges() or cliques(data) is not None:
+        out |= _copy_facts(data, params, snap.q, acc)
     T = getattr(params, "T", None)
     if T is not None:
         out["T_stay"] = float(np.mean(np.diag(T)))
@@ -414,6 +470,35 @@ def facts(run: Run | None) -> dict:
     if theta is not None and theta.size == 1:
         t = float(theta[0])
         out |= {"theta": t, "error_rate": 1.0 - t, "error": abs(t - RISK_THETA)}
+    return out
+
+
+def _copy_facts(data: Annotations, params, q: np.ndarray, acc: np.ndarray) -> dict:
+    """Lesson 5's facts: the dependence check (``n_pairs``, ``n_flagged_pairs``, ``eff``, ``kish``, ``both``,
+    ``top_pair``, ``top_kappa``); on the copiers' crowd ``flag_in`` / ``flag_out`` (flagged pairs inside / outside
+    the clique), ``clique_acc`` / ``honest_acc`` (mean estimated accuracy of each group); on the judges ``acc`` (each
+    judge's estimated accuracy, by name)."""
+    from crowdlab.analysis.dependence import dependence_check
+
+    rep = dependence_check(data, params, q)
+    e = rep.effective
+    out = {"n_pairs": rep.n_tested, "n_flagged_pairs": rep.n_flagged}
+    if e:
+        out |= {"eff": e["eigen"], "kish": e["kish"], "both": e["weighted"]}
+    if rep.n_tested:
+        i = int(np.lexsort((-rep.kappa, rep.p_value))[0])
+        out |= {"top_pair": _names(data.worker_names, [rep.a[i], rep.b[i]]).replace(", ", " and "),
+                "top_kappa": float(rep.kappa[i])}  # fmt: skip
+    c = cliques(data)
+    if c is not None:
+        same = (c[rep.a] == c[rep.b]) & (c[rep.a] >= 0)
+        out |= {"flag_in": int((rep.flagged & same).sum()), "flag_out": int((rep.flagged & ~same).sum()),
+                "n_clique_pairs": int(same.sum())}  # fmt: skip
+        present = np.bincount(data.worker, minlength=data.n_workers) > 0
+        out["clique_acc"] = float(acc[(c >= 0) & present].mean())
+        out["honest_acc"] = float(acc[c < 0].mean())
+    else:
+        out["acc"] = {name: float(a) for name, a in zip(data.worker_names, acc)}
     return out
 
 
@@ -482,6 +567,37 @@ def reference(lesson_key: str) -> dict:
             "n_honest": int((types != "spammer").sum()),
             "reveal": GOLD_REVEAL,
             "ds": facts(ds),
+        }
+    if lesson_key == "copy":
+        from crowdlab.analysis.dependence import dependence_check
+
+        crowd, d = copy_crowd(), copy_crowd().annotations
+        ds = build("copiers")
+        ds.run()
+        j = judges()
+        hit = j.label == j.gold[j.item]
+        true_acc = np.bincount(j.worker, weights=hit, minlength=j.n_workers) / np.bincount(j.worker)
+        q = np.eye(j.n_classes)[j.gold]
+        gold_rep = dependence_check(j, DawidSkene().m_step(j, q), q)
+        lab = np.full((j.n_items, j.n_workers), -1)
+        lab[j.item, j.worker] = j.label
+        qwen = [j.worker_names.index(n) for n in ("selfcons3:qwen2.5:14b", "step:qwen2.5:14b")]
+        pair = (gold_rep.a == min(qwen)) & (gold_rep.b == max(qwen))
+        return {
+            "n_items": d.n_items,
+            "n_honest": int((crowd.clique < 0).sum()),
+            "n_clique": int((crowd.clique >= 0).sum()),
+            "rho": crowd.rho,
+            "mv_accuracy": accuracy(majority_start(d), crowd.truth),  # the runs' start, as step 1 quotes it
+            "ds": facts(ds),
+            "n_judges": j.n_workers,
+            "n_trajectories": j.n_items,
+            "true_acc": {name: float(a) for name, a in zip(j.worker_names, true_acc)},
+            "qwen_agree": float((lab[:, qwen[0]] == lab[:, qwen[1]]).mean()),
+            "qwen_kappa_gold": float(gold_rep.kappa[pair][0]),
+            "gold_flagged": gold_rep.n_flagged,
+            "gold_eff": gold_rep.effective["eigen"],
+            "gold_both": gold_rep.effective["weighted"],
         }
     return {}
 
@@ -563,7 +679,7 @@ _M_SCORES = (
     r"{\sum_{i,a} w_a}, \\ \pi = \frac{1}{M} \sum_a w_a"
 )
 _LL_SCORES = (
-    r"\log p(s \mid \theta) = \sum_a \log\Big(\pi \prod_i \mathcal{N}(s_{ia}; \mu_i, \sigma^2)"
+    r"\log p(F \mid \theta) = \sum_a \log\Big(\pi \prod_i \mathcal{N}(s_{ia}; \mu_i, \sigma^2)"
     r" + (1 - \pi) \prod_i 1\Big)"
 )
 _DS = r"\Gamma_m(k', k) = P(f_m(x_n) = k' \mid y_n = k), \\ \pi_k = P(y_n = k)"
@@ -573,7 +689,7 @@ _DS_M = (
     r" \mathcal{I}(f_m(x_n) = k'')}, \\ \pi_k = \frac{1}{N} \sum_n q_{nk}"
 )
 _DS_LL = r"\log p(F \mid \theta) = \sum_n \log \sum_k \pi_k \prod_m \Gamma_m(f_m(x_n), k)"
-_HARD = r"\hat z_n = \arg\max_k q_{nk}, \\ q_{nk} \leftarrow \mathcal{I}(k = \hat z_n)"
+_HARD = r"\hat y_n = \arg\max_k q_{nk}, \\ q_{nk} \leftarrow \mathcal{I}(k = \hat y_n)"
 
 EM_LESSON = Lesson(
     "em",
@@ -685,13 +801,14 @@ EM_LESSON = Lesson(
             "majority vote and let it run. Watch the curve: it climbs by {r[plateau][climb1]:.1f} in "
             "{r[stall][iteration]} iterations, then lies almost flat until about iteration "
             "{r[plateau][flat_to]}, when it rises once more by only {r[plateau][climb2]:.1f} "
-            "({r[plateau][share]:.0%} of the whole rise; a small step near the top of the chart, easy to miss). "
+            "({r[plateau][share]:.0%} of the whole rise: a small step near the top of the upper chart, easy to "
+            "miss; the lower chart, the gap to the best log-likelihood on a log scale, shows it plainly). "
             "Near such a plateau (a saddle of the likelihood) each step gains next to nothing, so a rule that only "
             "asks whether the objective stopped changing would stop there.",
             _DS_LL,
             "restart_from:all_good",
             "Restart from 'everyone is good'",
-            "objective",
+            "objective_gap",
             "Had it stopped when the log-likelihood changed by less than 1e-8 (relative), this run would have "
             "ended at iteration {r[stall][iteration]}, log-likelihood {r[stall][objective]:.2f} and accuracy "
             "{r[stall][accuracy]:.3f}: apparently converged, yet the parameters were still drifting. crowdlab also "
@@ -723,14 +840,14 @@ EM_LESSON = Lesson(
             "Switch to hard EM (majority start)",
             "objective",
             "A hard-EM run, back at the majority-vote start: its objective is the complete-data log-likelihood "
-            "$\\log p(F, \\hat z \\mid \\theta)$ = **{a[objective]:.2f}**.",
+            "$\\log p(F, \\hat y \\mid \\theta)$ = **{a[objective]:.2f}**.",
         ),
         Step(
             "Hard EM to convergence",
             "Run hard EM until the labels stop changing. Then compare its answer with soft EM from the same start, "
             "on accuracy and on the log-likelihood soft EM maximises.",
-            r"\log p(F, \hat z \mid \theta) = \sum_n \log \pi_{\hat z_n} + \sum_n \sum_m \log \Gamma_m(f_m(x_n),"
-            r" \hat z_n)",
+            r"\log p(F, \hat y \mid \theta) = \sum_n \log \pi_{\hat y_n} + \sum_n \sum_m \log \Gamma_m(f_m(x_n),"
+            r" \hat y_n)",
             "run",
             "Run hard EM to convergence",
             "accuracy",
@@ -1095,4 +1212,135 @@ TRUST_LESSON = Lesson(
     ),
 )
 
-LESSONS: dict[str, Lesson] = {lesson.key: lesson for lesson in (EM_LESSON, DEPENDENT_LESSON, RISK_LESSON, TRUST_LESSON)}
+
+# -- lesson 5: when annotators copy each other (Li, Rubinstein & Cohn 2019) --------------------------------------
+_CI = r"P(f_a(x_n), f_b(x_n) \mid y_n) = P(f_a(x_n) \mid y_n)\, P(f_b(x_n) \mid y_n)"
+_CHECK = (
+    r"E_{ab} = \sum_n \sum_k w_{nk} \sum_{k'} \Gamma_a(k', k)\, \Gamma_b(k', k), \\"
+    r" w_n \propto q_n / \big(p(f_a(x_n) \mid \cdot)\, p(f_b(x_n) \mid \cdot)\big), \\"
+    r" p = P(\#\text{agree} \ge O_{ab}), \quad \kappa_{ab} = \frac{O_{ab} - E_{ab}}{S_{ab} - E_{ab}}"
+)
+_EBCC = (
+    r"g_n \mid y_n = k \sim \phi_k \ (\text{subtype}), \\"
+    r" f_m(x_n) \mid y_n = k, g_n = l \sim V_{ml}(\cdot, k), \\"
+    r" r_{nlk} \propto \exp\big(E\log\kappa_k + E\log\phi_k(l) + \sum_m E\log V_{ml}(f_m(x_n), k)\big)"
+)
+_EFF = (
+    r"M_{\mathrm{eff}} = \frac{(\sum_i \lambda_i)^2}{\sum_i \lambda_i^2} \ (\lambda: \text{eigenvalues of } R), \\"
+    r" \text{Kish: } \frac{(\sum_m w_m)^2}{\sum_m w_m^2}, \quad \text{both: } \frac{(\sum_m w_m)^2}{w^\top R w}"
+)
+
+COPY_LESSON = Lesson(
+    "copy",
+    "When annotators copy each other: cliques and a panel of LLM judges",
+    "A clique of careless copiers outvotes an honest minority; Dawid-Skene takes agreement for accuracy, a check "
+    "of every pair and EBCC (Li, Rubinstein & Cohn 2019) see it; then five real LLM judges.",
+    (
+        Step(
+            "A clique that votes as one",
+            "{r[n_items]} items, 3 classes. {r[n_honest]} honest workers label each item on their own, right 70-80% "
+            "of the time. {r[n_clique]} careless workers, barely better than chance alone, copy one shared noisy "
+            "answer with probability {r[rho]:.0%}: five votes that are nearly one. We start Dawid-Skene from the "
+            "majority vote.",
+            _CI,
+            "start:copiers",
+            "Start Dawid-Skene (majority start)",
+            "accuracy",
+            "The majority vote gets **{a[accuracy]:.3f}** of the items right: where the clique agrees, its five "
+            "votes beat the four honest ones.",
+        ),
+        Step(
+            "Dawid-Skene mistakes agreement for accuracy",
+            "Run Dawid-Skene to convergence. It assumes the workers err independently given the truth, so workers "
+            "who agree with each other look right. Then compare every pair's agreements with what the fitted model "
+            "predicts if they were independent.",
+            _CHECK,
+            "run",
+            "Run to convergence and check every pair",
+            "dependence",
+            "Dawid-Skene: accuracy **{a[accuracy]:.3f}**, below the majority vote's {b[accuracy]:.3f}. It rates the "
+            "copiers **{a[clique_acc]:.2f}** accurate on average and the honest workers **{a[honest_acc]:.2f}**: "
+            "the clique became its truth. So the check flags **{a[flag_out]}** pairs outside the clique and "
+            "{a[flag_in]} inside it: measured against the clique, the honest workers agree with each other more "
+            "than their low fitted accuracy allows. A check is only as good as the model it leans on.",
+        ),
+        Step(
+            "EBCC: a shared subtype explains the agreement",
+            "EBCC (Li, Rubinstein & Cohn 2019) gives every item a latent subtype within its class, shared by all "
+            "its workers, and each worker one confusion matrix per subtype. Items on which the clique copies a "
+            "wrong answer can form a subtype of their own, so copying no longer has to look like accuracy. "
+            "Variational Bayes, as IBCC; the majority start again.",
+            _EBCC,
+            "switch_model:ebcc",
+            "Switch to EBCC (majority start)",
+            "objective",
+            "An EBCC run at the majority start: ELBO **{a[objective]:.2f}**.",
+        ),
+        Step(
+            "EBCC to convergence, and the check again",
+            "Run variational Bayes; the ELBO never goes down. Then the same pairwise check, now against EBCC's "
+            "fitted truth and its subtype-averaged confusion matrices.",
+            _ELBO,
+            "run",
+            "Run to convergence",
+            "dependence",
+            "EBCC: accuracy **{a[accuracy]:.3f}**, against Dawid-Skene's {r[ds][accuracy]:.3f} and the majority "
+            "vote's {r[mv_accuracy]:.3f}. The check now flags **{a[flag_in]} of the {a[n_clique_pairs]}** pairs "
+            "inside the clique and {a[flag_out]} outside it: the clique found.",
+        ),
+        Step(
+            "Or count the clique once",
+            "When you know a clique, the simplest cure is to keep one of its votes. Here we keep the first "
+            "copier's labels and drop the other four, then start Dawid-Skene from the majority vote.",
+            _DS,
+            "start:copiers_one_vote",
+            "Keep one vote of the clique (majority start)",
+            "accuracy",
+            "With the clique as one vote, the majority vote already gets **{a[accuracy]:.3f}** right.",
+        ),
+        Step(
+            "Dawid-Skene on independent voters",
+            "Run Dawid-Skene again. Its assumption now holds: the five remaining workers err independently.",
+            _DS_M,
+            "run",
+            "Run to convergence",
+            "accuracy",
+            "Dawid-Skene: accuracy **{a[accuracy]:.3f}** (with the whole clique: {r[ds][accuracy]:.3f}); the honest "
+            "workers are now rated **{a[honest_acc]:.2f}** on average.",
+        ),
+        Step(
+            "A real panel: five LLM judges",
+            "{r[n_judges]} LLM judges said whether each of {r[n_trajectories]} agent trajectories is faulty "
+            "(Mohammadi 2026, gold by construction): a rule checker, an outcome judge and a step judge on "
+            "qwen2.5:14b, a step judge on llama3.1:8b, and a self-consistency judge that samples qwen2.5:14b three "
+            "times. Three of them run the same model. Dawid-Skene from the majority vote.",
+            _DS,
+            "start:judges",
+            "Start Dawid-Skene on the judges (majority start)",
+            "accuracy",
+            "The majority vote of the five judges: **{a[accuracy]:.3f}** against the gold.",
+        ),
+        Step(
+            "How many judges does the panel really have?",
+            "Run Dawid-Skene and check every pair of judges. Without gold, its accuracy estimates are all we would "
+            "see; here we can compare them with the truth.",
+            _EFF,
+            "run",
+            "Run to convergence and check every pair",
+            "dependence",
+            "Dawid-Skene: accuracy **{a[accuracy]:.3f}**. The two qwen2.5 step and self-consistency judges agree "
+            "on {r[qwen_agree]:.1%} of the trajectories, so Dawid-Skene makes them its truth and rates them "
+            "**{a[acc][selfcons3:qwen2.5:14b]:.3f}** and **{a[acc][step:qwen2.5:14b]:.3f}** accurate; against the "
+            "gold they are {r[true_acc][selfcons3:qwen2.5:14b]:.3f} and {r[true_acc][step:qwen2.5:14b]:.3f}. "
+            "Against this fitted truth the check flags {a[n_flagged_pairs]} of {a[n_pairs]} pairs (most of all "
+            "{a[top_pair]}); measured against the gold it flags {r[gold_flagged]}, the qwen2.5 pair with κ = "
+            "{r[qwen_kappa_gold]:.2f}. Effective independent judges: **{a[eff]:.1f}** of 5 from the residual "
+            "correlations here ({r[gold_eff]:.1f} against the gold); Kish's count of unequal informativeness says "
+            "{a[kish]:.1f}, both together **{a[both]:.1f}**.",
+        ),
+    ),
+)
+
+LESSONS: dict[str, Lesson] = {
+    lesson.key: lesson for lesson in (EM_LESSON, DEPENDENT_LESSON, RISK_LESSON, TRUST_LESSON, COPY_LESSON)
+}

@@ -39,12 +39,14 @@ from crowdlab.io.data import Annotations
 __all__ = [
     "DEFAULT_MIX",
     "WORKER_TYPES",
+    "SimulatedCorrelated",
     "SimulatedCrowd",
     "SimulatedNetwork",
     "SimulatedRaykar",
     "SimulatedScores",
     "SimulatedSequences",
     "mix_from_counts",
+    "simulate_correlated",
     "simulate_crowd",
     "simulate_raykar",
     "simulate_sbm",
@@ -781,3 +783,119 @@ def simulate_raykar(
         notes=(f"simulate_raykar: N={N}, d={D}, M={M} ({V} novices), seed={seed}",),
     )
     return SimulatedRaykar(ann, features, truth, w_true, a_true, b_true, p_true, types)
+
+
+# ------------------------------------------------------------ simulate_correlated
+@dataclass(frozen=True, eq=False)
+class SimulatedCorrelated:
+    """A crowd whose cliques copy a shared noisy label, and the truth behind it.
+
+    Shapes: ``truth`` (n_items,); ``clique`` (M,) int: the clique of each worker, -1 for one who labels alone;
+    ``gamma`` (M, K, K): each worker's confusion matrix marginally (a copier's mixes the clique's shared label,
+    weight rho, with its own); ``shared`` (n_cliques, n_items): each clique's shared noisy label; ``rho``: the
+    probability that a clique member copies the shared label.
+    """
+
+    annotations: Annotations
+    truth: np.ndarray
+    clique: np.ndarray
+    gamma: np.ndarray
+    pi: np.ndarray
+    shared: np.ndarray
+    rho: float
+
+    def copying_pairs(self) -> np.ndarray:
+        """(M, M) bool: True for two different workers of the same clique (the pairs that copy when rho > 0)."""
+        c = self.clique
+        same = (c[:, None] == c[None, :]) & (c[:, None] >= 0)
+        np.fill_diagonal(same, False)
+        return same
+
+
+def simulate_correlated(
+    n_items: int = 300,
+    n_independent: int = 6,
+    cliques: Sequence[int] = (4,),
+    n_classes: int = 3,
+    *,
+    rho: float = 0.6,
+    accuracy: tuple[float, float] = (0.65, 0.85),
+    clique_accuracy: tuple[float, float] | None = None,
+    density: float | None = None,
+    seed: int | None = 0,
+) -> SimulatedCorrelated:
+    """A correlated crowd: ``n_independent`` workers who label alone and cliques of the given sizes whose members,
+    on each item, copy their clique's one shared noisy label with probability ``rho`` and otherwise label alone.
+
+    Every worker (and every clique's shared label) has a Dawid-Skene confusion matrix: accuracy per true class
+    drawn from ``accuracy`` (``clique_accuracy`` for the clique members and their shared labels, default the same),
+    the errors spread by a flat Dirichlet draw. The shared label of clique c on item n is drawn from clique c's
+    confusion column of the true class, so copied errors coincide. ``rho = 0`` gives today's independent crowd
+    (:func:`simulate_crowd`'s model); ``rho = 1`` makes a clique one voter counted as many.
+
+    Design: every worker labels every item (``density=None``), or each (item, worker) pair is kept with
+    probability ``density`` (an item left without labels gets one worker). Workers are named ``w0..`` for the
+    independent ones and ``c<clique>_<member>`` for the copiers; classes "0".."K-1"; gold = truth.
+    """
+    N = _check_int("n_items", n_items, 1)
+    Mi = _check_int("n_independent", n_independent, 0)
+    K = _check_int("n_classes", n_classes, 2)
+    sizes = [_check_int("clique size", s, 1) for s in cliques]
+    if not 0.0 <= float(rho) <= 1.0:
+        raise ValueError(f"rho is a probability (0 to 1), got {rho!r}.")
+    accuracy = _check_range("accuracy", accuracy)
+    clique_accuracy = accuracy if clique_accuracy is None else _check_range("clique_accuracy", clique_accuracy)
+    M = Mi + sum(sizes)
+    if M < 1:
+        raise ValueError("the crowd needs at least one worker.")
+    if density is not None and not 0.0 < float(density) <= 1.0:
+        raise ValueError(f"density must lie in (0, 1], got {density!r}.")
+    rng = np.random.default_rng(seed)
+    C = len(sizes)
+    clique = np.concatenate([np.full(Mi, -1), np.repeat(np.arange(C), sizes)]).astype(np.int64)
+    own = np.empty((M, K, K))
+    if Mi:
+        own[:Mi] = _diagonal_gamma(rng, Mi, K, accuracy)
+    if M > Mi:
+        own[Mi:] = _diagonal_gamma(rng, M - Mi, K, clique_accuracy)
+    shared_gamma = _diagonal_gamma(rng, C, K, clique_accuracy) if C else np.zeros((0, K, K))
+    pi = np.full(K, 1.0 / K)
+    truth = rng.integers(0, K, size=N).astype(np.int32)
+
+    def draw(g: np.ndarray, who: np.ndarray, items: np.ndarray) -> np.ndarray:
+        cdf = np.cumsum(g, axis=1)[who, :, truth[items]]
+        return np.minimum((rng.random(items.size)[:, None] >= cdf).sum(axis=1), K - 1)
+
+    shared = np.zeros((C, N), dtype=np.int64)
+    if C:
+        cc, nn = np.meshgrid(np.arange(C), np.arange(N), indexing="ij")
+        shared = draw(shared_gamma, cc.ravel(), nn.ravel()).reshape(C, N)
+    if density is None:
+        item, worker = (a.ravel() for a in np.meshgrid(np.arange(N), np.arange(M), indexing="ij"))
+    else:
+        item, worker = np.nonzero(_bernoulli_mask(rng, N, M, float(density)))
+    label = draw(own, worker, item)
+    c = clique[worker]
+    copy = (c >= 0) & (rng.random(item.size) < float(rho))
+    label[copy] = shared[c[copy], item[copy]]
+    gamma = own.copy()
+    for m in np.flatnonzero(clique >= 0):
+        gamma[m] = float(rho) * shared_gamma[clique[m]] + (1.0 - float(rho)) * own[m]
+    names = [*_names("w", Mi)] if Mi else []
+    for ci, s in enumerate(sizes):
+        names += [f"c{ci}_{j}" for j in range(s)]
+    ann = Annotations(
+        item=item.astype(np.int32),
+        worker=worker.astype(np.int32),
+        label=label.astype(np.int32),
+        item_names=tuple(str(i) for i in range(N)),
+        worker_names=tuple(names),
+        class_names=tuple(str(k) for k in range(K)),
+        gold=truth.copy(),
+        name="simulated correlated crowd",
+        notes=(
+            f"simulate_correlated: N={N}, {Mi} independent workers, cliques of {list(sizes)}, K={K}, rho={rho:g}, "
+            f"seed={seed}",
+        ),
+    )
+    return SimulatedCorrelated(ann, truth, clique, gamma, pi, shared, float(rho))

@@ -9,6 +9,7 @@ the simulation's parameters (never on large arrays, which Streamlit would sample
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import re
 from collections.abc import Callable
@@ -132,6 +133,23 @@ def navigation() -> None:
     st.divider()
 
 
+@functools.cache
+def favicon():
+    """The browser tab's icon, drawn here (a rising objective on the theme's blue): a material icon as
+    ``page_icon`` made the browser fetch it from a font server on the internet, which a classroom without internet
+    answers with console errors. Everything the app shows comes from its own server."""
+    from PIL import Image, ImageDraw
+
+    img = Image.new("RGBA", (64, 64), (0, 0, 0, 0))
+    draw = ImageDraw.Draw(img)
+    draw.rounded_rectangle((0, 0, 63, 63), radius=14, fill=(31, 119, 180, 255))
+    points = [(10, 52), (18, 30), (26, 21), (36, 16), (46, 14), (55, 13)]
+    draw.line(points, fill=(255, 255, 255, 255), width=6, joint="curve")
+    for x, y in points[::2]:
+        draw.ellipse((x - 5, y - 5, x + 5, y + 5), fill=(255, 255, 255, 255))
+    return img
+
+
 def page_frame(
     title: str,
     icon: str | None = None,
@@ -154,7 +172,7 @@ def page_frame(
     on = presenter.from_url()
     st.set_page_config(
         page_title=f"{title} · crowdlab",
-        page_icon=icon,
+        page_icon=favicon(),  # the page's material icon stays in its title and the navigation (local fonts)
         layout="wide",
         initial_sidebar_state="collapsed" if on else "auto",
     )
@@ -187,9 +205,14 @@ def summary_rows(data: Annotations) -> dict[str, str]:
         rows["edges"] = f"{int(data.graph.nnz) // 2:,}"
     return rows | {
         "workers": f"{data.n_workers:,}",
-        "labels": f"{data.n_obs:,}",
+        "labels": (
+            f"{round(float(data.weight.sum())):,} ({data.n_obs:,} weighted observations)"
+            if data.is_soft
+            else f"{data.n_obs:,}"
+        ),
         "classes": "scores" if data.is_continuous else str(data.n_classes),
         "gold": f"yes ({int(data.gold_mask.sum()):,} items)" if data.has_gold else "no",
+        **({"votes": "soft (confidences as fractional labels)"} if data.is_soft else {}),
     }
 
 

@@ -51,7 +51,9 @@ def test_compare_methods_table_agreement_and_disagreements(bluebirds):
     assert len(c.disagreements) == int((labels != labels[0]).any(axis=0).sum())
     kinds = c.table.set_index("method")["kind"]
     for key in c.runs:
-        want = "baseline (not EM)" if key == "mv" else "variational Bayes" if key in ("ibcc", "mace_vb") else "EM"
+        want = (
+            "baseline (not EM)" if key == "mv" else "variational Bayes" if key in ("ibcc", "mace_vb", "ebcc") else "EM"
+        )
         assert kinds[cl.MODELS[key].info.title] == want
 
 

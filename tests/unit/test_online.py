@@ -132,8 +132,8 @@ def test_progressive_objective_rises_on_simulated_data():
 @pytest.mark.parametrize("worker_steps", [False, True])
 @pytest.mark.parametrize("cls", [OnlineDawidSkene, OnlineOneCoin])
 def test_every_update_keeps_valid_distributions(cls, worker_steps, bluebirds):
-    # aggressive steps (eta capped at 1), no prior, single items: the hardest case for validity
-    model = cls(eta0=5.0, tau0=0.0, rho=0.3, batch_size=1, passes=1, prior=0.0, worker_steps=worker_steps)
+    # the largest steps allowed with no prior (eta_1 just below 1), single items: the hardest case for validity
+    model = cls(eta0=0.999, tau0=0.0, rho=0.3, batch_size=1, passes=1, prior=0.0, worker_steps=worker_steps)
     run = OnlineRun(bluebirds, model, track_every=1)
     for _ in range(40):
         run.step()

@@ -97,15 +97,11 @@ def _item_view(token: str, student, session) -> None:
     store = get_store()
     n = len(student.assigned)
     done = sum(1 for i in student.assigned if i in student.voted)
-    st.progress(done / n if n else 1.0, text=f"{done} of {n} answered")
     todo = [i for i in student.assigned if i not in student.voted]
-    if not todo:
-        _finished(token)
+    if not todo or session.status != "open":
+        _finished(token, done, n, closed=bool(todo))
         return
-    if session.status != "open":
-        st.warning("Voting is closed.")
-        _finished(token)
-        return
+    _progress(done, n)
     item = store.item(session.id, todo[0])
     st.subheader(safe.md(item.prompt), anchor=False)
     if item.svg or item.image:  # small enough that the answers show below it on a 375 x 667 phone
@@ -122,10 +118,18 @@ def _item_view(token: str, student, session) -> None:
         )
 
 
+def _progress(done: int, n: int) -> None:
+    st.progress(done / n if n else 1.0, text=f"{done} of {n} answered")
+
+
 @st.fragment(run_every=REVEAL_EVERY)
-def _waiting(token: str) -> None:
+def _waiting(token: str, done: int, n: int, closed: bool) -> None:
     """Looks for the lecturer's Reveal every few seconds (one small query); when it is there, the whole page runs
-    once more and shows it (:func:`_revealed`), and the polling stops."""
+    once more and shows it (:func:`_revealed`), and the polling stops. The progress is drawn here too, so every
+    look redraws the whole waiting view (nothing of it can go stale between a timer's run and a full run)."""
+    _progress(done, n)
+    if closed:
+        st.warning("Voting is closed.")
     try:
         rev = get_store().reveal_for(token)
     except ClassError as exc:
@@ -136,12 +140,13 @@ def _waiting(token: str) -> None:
     st.success("All done. Watch the projector: the lecturer will reveal what EM found out.")
 
 
-def _finished(token: str) -> None:
+def _finished(token: str, done: int, n: int, closed: bool = False) -> None:
     rev = get_store().reveal_for(token)
     if rev:
+        _progress(done, n)
         _revealed(rev)
     else:
-        _waiting(token)
+        _waiting(token, done, n, closed)
 
 
 def _revealed(rev: dict) -> None:

@@ -1287,7 +1287,9 @@ def read_annotations(
     it, a label spelled like one (``unsure``, ``can't tell``, ``?``, ...) is read as a class, with a note.
     """
     _check_choice("fmt", fmt, ("auto", "long", "wide"))
-    _check_choice("kind", kind, ("auto", "classes", "continuous"))
+    _check_choice("kind", kind, ("auto", "classes", "continuous", "ordinal"))
+    if kind == "ordinal":  # classes whose names are numbers, in numeric order (crowdlab.models.ordinal)
+        return _ordinal(read_annotations(source, gold=gold, fmt=fmt, kind="classes", name=name, where=where, soft=soft))
     table = _read_table(source, needs=_LONG_NEEDS, wide=fmt == "wide", where=check_where(where))
     if fmt == "auto":
         fmt = "long" if _looks_long(table.header, score_column) else "wide"
@@ -1314,6 +1316,32 @@ def read_annotations(
             )
             ann = replace(ann, notes=ann.notes + (note,))
     return _responses(read_gold(gold, ann, where=where), abstain, where)
+
+
+def _ordinal(ann: Annotations) -> Annotations:
+    """Ratings read as ordered classes: every label must be a number (the classes are then in numeric order)."""
+
+    def number(c: str) -> bool:
+        try:
+            return np.isfinite(float(c))
+        except ValueError:
+            return False
+
+    bad = [c for c in ann.class_names if not number(c)]
+    if bad:
+        bad = bad[0]
+        raise DataError(
+            f"kind='ordinal' reads ratings, and the label {bad!r} is not a number.",
+            hint="Give the ratings as numbers (e.g. 1-5 stars), or read the labels with kind='classes'.",
+        )
+    levels = [float(c) for c in ann.class_names]
+    if np.any(np.diff(levels) <= 0):
+        raise DataError("the ratings' levels are not in numeric order.")  # pragma: no cover - _encode sorts them
+    note = (
+        f"Read the labels as ordinal ratings: {len(levels)} levels from {ann.class_names[0]} to "
+        f"{ann.class_names[-1]} (crowdlab.models.ordinal.OrdinalDS treats nearby levels as likelier errors)."
+    )
+    return replace(ann, notes=ann.notes + (note,))
 
 
 def _responses(ann: Annotations, abstain, where: str) -> Annotations:

@@ -103,12 +103,14 @@ def worker_report(run, *, level: float = 0.95, intervals: bool = True) -> pd.Dat
         )
     gamma = params.gamma
     M, K = data.n_workers, data.n_classes
-    n = np.bincount(data.worker, minlength=M)
+    n = data.labels_per_worker  # soft votes: the rows read, not the weighted observations
     on_labels = getattr(params, "accuracy_on_labels", None)  # GLAD: over the difficulties of the worker's items
     # else under the class prior; an HMM weighs by its chain's stationary distribution
     acc = on_labels(data) if on_labels is not None else params.worker_accuracy()
     labels = run.labels()
     hit = (data.label == labels[data.item]).astype(np.float64)
+    if data.is_soft:  # a soft vote agrees by the weight it puts on the consensus label
+        hit = hit * data.weight
     agreement = np.bincount(data.worker, weights=hit, minlength=M) / np.maximum(n, 1)
     # the exact binomial interval of the estimate as a proportion of the worker's n labels (labels taken as known)
     lower, upper = clopper_pearson(acc * n, n.astype(float), level)

@@ -331,10 +331,16 @@ class Annotations:
 
     @cached_property
     def labels_per_item(self) -> np.ndarray:
+        """(N,) labels per item; soft votes: the rows read (the weights' sum, rounded), not the observations."""
+        if self.weight is not None:
+            return np.rint(np.bincount(self.item, weights=self.weight, minlength=self.n_items)).astype(np.int64)
         return np.bincount(self.item, minlength=self.n_items)
 
     @cached_property
     def labels_per_worker(self) -> np.ndarray:
+        """(M,) labels per worker; soft votes: the rows read (the weights' sum, rounded)."""
+        if self.weight is not None:
+            return np.rint(np.bincount(self.worker, weights=self.weight, minlength=self.n_workers)).astype(np.int64)
         return np.bincount(self.worker, minlength=self.n_workers)
 
     @cached_property

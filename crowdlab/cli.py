@@ -55,7 +55,10 @@ def prog_name(argv0: str | None = None) -> str:
 
 
 def build_parser() -> argparse.ArgumentParser:
+    from crowdlab import __version__
+
     p = argparse.ArgumentParser(prog=prog_name(), description="EM for crowd labels.")
+    p.add_argument("--version", action="version", version=f"crowdlab {__version__}")
     sub = p.add_subparsers(dest="command", required=True)
     f = sub.add_parser("fit", help="aggregate a label file and write posteriors and worker parameters")
     f.add_argument("file", help="long CSV (item,worker,label) or wide CSV (rows = items, columns = workers)")
@@ -88,6 +91,12 @@ def build_parser() -> argparse.ArgumentParser:
     f.add_argument("--delta", type=float, help="MRF: Potts penalty for disagreeing neighbours (default: #workers)")
     f.add_argument("--e-step", dest="e_step", default="icm", choices=["icm", "mean_field"], help="MRF E-step")
     f.add_argument("--kind", default="auto", choices=["auto", "classes", "continuous"])
+    f.add_argument(
+        "--columns",
+        metavar="ITEM,WORKER,LABEL",
+        help="a long file's item, worker and label columns by name, when row 1 does not say which is which "
+        "(e.g. --columns q,w,a)",
+    )
     f.add_argument(
         "--tie-break",
         dest="tie_break",
@@ -314,8 +323,30 @@ def _cannot_write(exc: OSError) -> OptionError:
     return OptionError(f"cannot write {exc.filename or 'the output'}: {exc.strerror or exc}.")
 
 
+def check_input(path: str) -> None:
+    """Refuse a missing FILE before anything else; when its name points at a bundled sample (``bluebirds``,
+    ``sample_data/welinder2010_bluebirds/labels.csv`` typed outside the checkout), say where the samples lie."""
+    if any(c in path for c in "*?[") or Path(path).exists():
+        return
+    from crowdlab.io.samples import SAMPLES, SEQUENCE_SAMPLES, sample_paths
+
+    words = {w.lower() for w in Path(path).parts} | {Path(path).stem.lower()}
+    for key, sample in {**SAMPLES, **SEQUENCE_SAMPLES}.items():
+        if words & {key, sample.folder.lower()}:
+            labels, _ = sample_paths(key)
+            raise OptionError(
+                f"no such file: {path}. '{key}' is a bundled sample: its labels are {labels} "
+                f"(`{prog_name()} samples` lists every sample and where it lies)."
+            )
+    if "sample_data" in words:
+        raise OptionError(
+            f"no such file: {path}. `{prog_name()} samples` lists the bundled samples and where they lie."
+        )
+
+
 def cmd_fit(args: argparse.Namespace) -> int:
     check_options(args)
+    check_input(args.file)
     if args.stream or args.engine != "memory":
         return cmd_fit_engine(args, "stream" if args.stream else args.engine)
     options = _model_options(args)
@@ -328,7 +359,7 @@ def cmd_fit(args: argparse.Namespace) -> int:
     if args.fmt == "sequences" or (args.method == "hmm" and args.fmt == "auto"):
         data = read_sequences(args.file, gold=args.gold, where="cli")
     else:
-        data = read_annotations(args.file, gold=args.gold, fmt=args.fmt, kind=kind, where="cli")
+        data = read_annotations(args.file, gold=args.gold, fmt=args.fmt, kind=kind, columns=args.columns, where="cli")
     if args.edges:
         from crowdlab.io.graph import read_edges
 
@@ -425,6 +456,7 @@ def cmd_fit_engine(args: argparse.Namespace, engine: str) -> int:
             ("--reveal", args.reveal is not None),
             (f"--init {args.init}", args.init != "majority"),
             (f"--format {args.fmt}", args.fmt not in ("auto", "long")),
+            ("--columns", args.columns),
             (f"--kind {args.kind}", args.kind == "continuous"),
         )
         if used
@@ -436,6 +468,10 @@ def cmd_fit_engine(args: argparse.Namespace, engine: str) -> int:
             file=sys.stderr,
         )
         return 2
+    if engine == "dask":
+        from crowdlab.errors import require_extra
+
+        require_extra("dask", "--engine dask")
     out = check_out(args, ENGINE_OUTPUTS)
     if engine == "stream":
         from crowdlab.engines.stream import fit_file
@@ -565,9 +601,31 @@ def _lenient_output() -> None:
             pass
 
 
+def _quiet_stdout() -> None:
+    """After the reader of our output went away (``| head -1``): send what is left to /dev/null, so that the
+    interpreter's last flush does not print a BrokenPipeError of its own."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    except (OSError, ValueError, AttributeError, io.UnsupportedOperation):
+        pass
+
+
 def main(argv: list[str] | None = None) -> int:
+    """The command line; returns the exit status (0; 2 for an error the user can fix). A closed pipe
+    (``crowdlab samples | head -1``) ends it quietly with 0: the output files are written before the summary."""
     _lenient_output()
-    args = build_parser().parse_args(argv)
+    try:
+        args = build_parser().parse_args(argv)
+        code = _dispatch(args)
+        sys.stdout.flush()
+        return code
+    except BrokenPipeError:
+        _quiet_stdout()
+        return 0
+
+
+def _dispatch(args: argparse.Namespace) -> int:
     try:
         if args.command == "fit":
             return cmd_fit(args)

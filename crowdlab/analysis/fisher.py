@@ -72,9 +72,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 import scipy.sparse as sp
-from scipy.special import expit, logit
-from scipy.stats import beta as beta_dist
-from scipy.stats import norm
+from scipy.special import betaincinv, expit, logit, ndtri  # not scipy.stats: 1-2 s to import for two quantiles
 
 from crowdlab.errors import DataError, ModelError
 from crowdlab.io.data import Annotations
@@ -870,8 +868,8 @@ def clopper_pearson(s: np.ndarray, t: np.ndarray, level: float) -> tuple[np.ndar
     a = 1.0 - level
     s = np.clip(s, 0.0, t)
     with np.errstate(invalid="ignore", divide="ignore"):
-        lo = np.where(s <= 1e-9, 0.0, beta_dist.ppf(a / 2, np.maximum(s, 1e-9), t - s + 1.0))
-        hi = np.where(t - s <= 1e-9, 1.0, beta_dist.ppf(1 - a / 2, s + 1.0, np.maximum(t - s, 1e-9)))
+        lo = np.where(s <= 1e-9, 0.0, betaincinv(np.maximum(s, 1e-9), t - s + 1.0, a / 2))
+        hi = np.where(t - s <= 1e-9, 1.0, betaincinv(s + 1.0, np.maximum(t - s, 1e-9), 1 - a / 2))
     lo = np.where(t > 0, lo, 0.0)
     hi = np.where(t > 0, hi, 1.0)
     return np.nan_to_num(lo, nan=0.0), np.nan_to_num(hi, nan=1.0)
@@ -970,7 +968,7 @@ def worker_intervals(
     columns = C.sum(axis=1)  # (M, K): expected labels per true class
     thin_worker = (columns < 1.0).any(axis=1) if lay.kind != "one_coin" else C.sum(axis=(1, 2)) < 1.0
 
-    z = float(norm.ppf(0.5 + level / 2))
+    z = float(ndtri(0.5 + level / 2))
     frames = []
     n_labels = data.labels_per_worker
     for wk, name, J, est, s, t in blocks:
@@ -1039,7 +1037,7 @@ def _score_intervals(model, data, params, level, scale, block, extra_notes) -> p
     with np.errstate(over="ignore"):
         se[: N + 1] *= h_s
     est = np.concatenate([np.asarray(params.mu, np.float64), [float(params.sigma), float(params.pi_good)]])
-    z = float(norm.ppf(0.5 + level / 2))
+    z = float(ndtri(0.5 + level / 2))
     big = np.finfo(np.float64).max
     with np.errstate(over="ignore"):
         lo, hi = np.clip(est - z * se, -big, big), np.clip(est + z * se, -big, big)  # 1e308-sized scores
@@ -1150,7 +1148,7 @@ def mace_worker_intervals(model, data: Annotations, params, *, level: float = 0.
         var[j] = float(g[j] @ cov @ g[j])
         var_theta[j] = float(cov[0, 0])
     exact = on_edge | singular | ~np.isfinite(var)
-    z = float(norm.ppf(0.5 + level / 2))
+    z = float(ndtri(0.5 + level / 2))
 
     def wald(value, v):  # the logit-scale Wald interval of a probability, or the exact one where there is none
         e_ = np.clip(value, BOUNDARY, 1.0 - BOUNDARY)

@@ -54,7 +54,7 @@ from crowdlab.engines.blocks import (
     engine_model,
     mv_bonus,
 )
-from crowdlab.errors import CrowdlabError, DataError, ModelError
+from crowdlab.errors import CrowdlabError, DataError, ModelError, require_extra
 from crowdlab.io.data import (
     ITEM_ALIASES,
     LABEL_ALIASES,
@@ -124,6 +124,7 @@ def read_source(source, *, npartitions: int | None = None, where: str = "python"
 
 def _read(source, *, npartitions: int | None = None, where: str = "python"):
     """(`read_source`'s frame, {item/worker/label: the column's name in ``source``})."""
+    require_extra("dask", "crowdlab.engines.distributed (Dask)")
     import dask.dataframe as dd
 
     if isinstance(source, pd.DataFrame):
@@ -397,6 +398,7 @@ def fit(
     ``npartitions``: partitions after the shuffle by item (default: as many as the input has). ``by_item``: the
     input's partitions already hold whole items (no shuffle; checked).
     """
+    require_extra("dask", "crowdlab.engines.distributed.fit (batch EM on a Dask cluster)")
     from dask import delayed
     from distributed import wait
 

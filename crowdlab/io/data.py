@@ -67,6 +67,7 @@ __all__ = [
     "read_gold",
     "read_long_csv",
     "read_wide_csv",
+    "ColumnsUnclear",
     "to_gold_dataframe",
     "to_long_dataframe",
 ]
@@ -463,14 +464,41 @@ def _score_column(table: _Table, score_column: str) -> int:
     return hits[0]
 
 
-def _long_columns(table: _Table, score_column: str | None) -> tuple[int, int, int, int | None]:
-    """(item, worker, label, gold-or-None) column indices of a long file."""
+def _long_columns(
+    table: _Table, score_column: str | None, columns: Sequence[int] | None = None, *, by_position: bool = False
+) -> tuple[int, int, int, int | None]:
+    """(item, worker, label, gold-or-None) column indices of a long file.
+
+    Roles are found by the accepted names first, then (`_similar_columns`) by names that hold one of them as a word
+    (``annotator_name``, ``label_value``); a missing item column is the one column left over. ``columns`` (item,
+    worker, label indices, as the user named them) overrides all that; ``by_position`` takes the three columns of a
+    three-column file in the order item, worker, label when their names say nothing."""
+    if columns is not None:
+        item, worker, label = columns
+        gold = _find(table, GOLD_ALIASES, "gold", skip=(item, worker, label))
+        return item, worker, label, gold
     item = _find(table, ITEM_ALIASES, "item")
     worker = _find(table, WORKER_ALIASES, "worker")
     if score_column is not None:
         label = _score_column(table, score_column)
     else:
         label = _find(table, LABEL_ALIASES + SCORE_ALIASES, "label")
+    found = {"item": item, "worker": worker, "label": label}
+    gold = _find(table, GOLD_ALIASES, "gold", skip=tuple(j for j in found.values() if j is not None))
+    taken = {j for j in (*found.values(), gold) if j is not None}
+    if None in found.values():
+        for role, j in _similar_columns(table, skip=taken).items():
+            if found[role] is None:
+                found[role] = j
+                taken.add(j)
+    left = [j for j in range(len(table.header)) if j not in taken]
+    missing_roles = [role for role, j in found.items() if j is None]
+    if missing_roles == ["item"] and len(left) == 1:  # the item column is often just "id"; a label never is
+        found["item"] = left[0]
+    elif missing_roles and by_position and len(left) == len(missing_roles):
+        for role, j in zip(missing_roles, left):
+            found[role] = j
+    item, worker, label = found["item"], found["worker"], found["label"]
     missing = {
         role: aliases
         for role, aliases, j in (
@@ -485,10 +513,231 @@ def _long_columns(table: _Table, score_column: str | None) -> tuple[int, int, in
         if keys & set(SEQUENCE_ALIASES) and keys & set(POSITION_ALIASES):
             hint = f" This looks like a file of label sequences: read it with {table.spell('sequences', '')}."
         else:
-            hint = f" If rows are items and columns are workers, read it as a wide file ({table.spell('fmt', 'wide')})."
+            hint = (
+                f" Or name them: {table.spell('columns', 'ITEM,WORKER,LABEL')}. If rows are items and columns are "
+                f"workers, read it as a wide file ({table.spell('fmt', 'wide')})."
+            )
         raise _missing_columns_error(table, missing, hint)
-    gold = _find(table, GOLD_ALIASES, "gold", skip=(item, worker, label))
     return item, worker, label, gold
+
+
+# words that make a column name one role's (``annotator_name`` is a worker column, ``label_value`` a label column)
+_ROLE_WORDS = {
+    "item": ("item", "task", "question"),
+    "worker": ("worker", "annotator", "labeler", "labeller", "rater"),
+    "label": ("label", "answer", "response", "class", "annotation") + SCORE_ALIASES,
+}
+
+
+def _words(name: str) -> set[str]:
+    return {w for w in re.split(r"[^0-9a-z]+", name.lower()) if w}
+
+
+def _similar_columns(table: _Table, skip: set[int] | Sequence[int] = ()) -> dict[str, int]:
+    """{role: column} for the roles that exactly one column's name holds as a word (and no other role's word)."""
+    words = [_words(h) if j not in skip else set() for j, h in enumerate(table.header)]
+    out = {}
+    for role, mine in _ROLE_WORDS.items():
+        others = set().union(*(w for r, w in _ROLE_WORDS.items() if r != role))
+        hits = [j for j, w in enumerate(words) if w & set(mine) and not w & others]
+        if len(hits) == 1:
+            out[role] = hits[0]
+    return out
+
+
+class ColumnsUnclear(DataError):
+    """The file's shape and names do not say which column holds what: the user names them (``columns=`` in
+    Python, ``--columns`` on the command line, the column picker on the Data page). ``header``: the column names."""
+
+    def __init__(self, message: str, *, header: Sequence[str], **kw) -> None:
+        self.header = tuple(header)
+        super().__init__(message, **kw)
+
+
+def _named_columns(table: _Table, columns) -> tuple[int, int, int]:
+    """The (item, worker, label) column indices named by ``columns`` ("q,w,a" or three names, case and spaces
+    ignored; or three column indices)."""
+    if isinstance(columns, str):
+        columns = [c for c in columns.split(",")]
+    columns = list(columns)
+    if len(columns) != 3:
+        raise DataError(
+            f"{table.spell('columns', ','.join(map(str, columns)))} names {len(columns)} columns; it takes three: the "
+            "item, worker and label columns.",
+            file=table.file,
+            hint=f"For example {table.spell('columns', ','.join(table.header[:3]))}.",
+        )
+    found = []
+    for role, c in zip(("item", "worker", "label"), columns):
+        if isinstance(c, int | np.integer) and not isinstance(c, bool):
+            if not 0 <= c < len(table.header):
+                raise DataError(
+                    f"the {role} column {c} you named is not a column of the file (0..{len(table.header) - 1}).",
+                    file=table.file,
+                )
+            found.append(int(c))
+            continue
+        key = _norm(str(c))
+        hits = [j for j, h in enumerate(table.header) if _norm(h) == key]
+        if not hits:
+            shown = ", ".join(repr(h) for h in table.header)
+            raise DataError(
+                f"there is no column named {str(c).strip()!r} (the {role} column you named); the columns in row 1 are "
+                f"{shown}.",
+                file=table.file,
+                row=1,
+                hint=f"Name three of those: {table.spell('columns', 'ITEM,WORKER,LABEL')}.",
+            )
+        found.append(hits[0])
+    if len(set(found)) < 3:
+        raise DataError(
+            "the item, worker and label columns you named are not three different columns.",
+            file=table.file,
+            row=1,
+            hint=f"Name three different columns: {table.spell('columns', 'ITEM,WORKER,LABEL')}.",
+        )
+    return found[0], found[1], found[2]
+
+
+def _roles_note(table: _Table, cols: Sequence[int], how: str) -> str:
+    item, worker, label = (repr(table.column_name(j)) for j in cols[:3])
+    return f"{item} as the item, {worker} as the worker and {label} as the label ({how})"
+
+
+@dataclass(frozen=True)
+class _Shape:
+    """What a file's shape says about long vs wide: rows, distinct ids in column 0, blank cells in the three
+    columns of a three-column file, and the share of distinct (column 0, column 1) pairs."""
+
+    rows: int
+    ids: int
+    data_cols: tuple[int, ...]
+    blanks: bool
+    pairs: float
+
+    @property
+    def per_id(self) -> float:
+        return self.rows / max(self.ids, 1)
+
+    @property
+    def long_by_position(self) -> bool:
+        """Three columns, ids repeated, no blank cell, and mostly distinct (item, worker) pairs: a long file."""
+        return len(self.data_cols) == 3 and self.ids < self.rows and not self.blanks and self.pairs >= 0.5
+
+    def said(self, table: _Table) -> str:
+        first = repr(table.column_name(0))
+        return f"{self.rows:,} rows hold {self.ids:,} distinct ids in column {first} ({self.per_id:.1f} rows per id)"
+
+
+def _shape(table: _Table, gold_j: int | None) -> _Shape:
+    data_cols = tuple(j for j in range(len(table.header)) if j != gold_j)
+    ids = table.col(0)
+    blanks, pairs = True, 0.0
+    if len(data_cols) == 3 and ids.uniq.size < table.n_rows:
+        blanks = any(table.missing(j).any() for j in data_cols)
+        second = table.col(data_cols[1])
+        key = ids.codes.astype(np.int64) * max(second.uniq.size, 1) + second.codes
+        pairs = np.unique(key).size / max(table.n_rows, 1)
+    return _Shape(table.n_rows, int(ids.uniq.size), data_cols, blanks, float(pairs))
+
+
+def _choose_layout(
+    table: _Table, fmt: str, score_column: str | None, columns
+) -> tuple[str, tuple[int, int, int, int | None] | None, tuple[str, ...]]:
+    """("long" or "wide", the long file's (item, worker, label, gold) columns or None, notes saying which reading
+    was chosen and why). Decided by the names in row 1 and by the shape (repeated ids in the first column, three
+    columns, many rows per id); raises `ColumnsUnclear` when the two leave it open, rather than guess."""
+    fmt_wide = table.spell("fmt", "wide")
+    name_them = table.spell("columns", "ITEM,WORKER,LABEL")
+    if columns is not None:
+        if fmt == "wide":
+            raise DataError(
+                f"{table.spell('columns', 'ITEM,WORKER,LABEL')} names a long file's columns, and "
+                f"{table.spell('fmt', 'wide')} asks for a wide reading.",
+                file=table.file,
+                hint="Drop one of the two.",
+            )
+        cols = _long_columns(table, score_column, _named_columns(table, columns))
+        return (
+            "long",
+            cols,
+            (f"Read as a long table (one label per row): {_roles_note(table, cols, 'as you named them')}.",),
+        )
+    gold_j = _find(table, GOLD_ALIASES, "gold", skip=(0,))
+    if fmt == "long":  # the order item, worker, label only where the shape says long too
+        by_position = not _looks_long(table.header, score_column) and _shape(table, gold_j).long_by_position
+        cols = _long_columns(table, score_column, by_position=by_position)
+        return "long", cols, ()
+    named_long = _looks_long(table.header, score_column)
+    if fmt == "wide":
+        if named_long:
+            return "wide", None, ()
+        shape = _shape(table, gold_j)
+        similar = _similar_columns(table, skip={0} if gold_j is None else {0, gold_j})
+        if shape.ids < shape.rows and ({"worker", "label"} <= similar.keys() or shape.long_by_position):
+            return (
+                "wide",
+                None,
+                (
+                    "Read as a wide table as asked, although the file looks long (one label per row): "
+                    f"{shape.said(table)}. To read it as long, use {table.spell('fmt', 'long')} or {name_them}.",
+                ),
+            )
+        return "wide", None, ()
+    if named_long:
+        return "long", None, ()  # the accepted names say it (the long reader finds the columns and says what's missing)
+    shape = _shape(table, gold_j)
+    if shape.ids == shape.rows:
+        return "wide", None, (" (one row per item: row 1 names no worker or label column, and every id is on one row)",)
+    similar = _similar_columns(table, skip=set() if gold_j is None else {gold_j})
+    if {"worker", "label"} <= similar.keys():
+        cols = _long_columns(table, score_column)
+        why = "from their names"
+        return (
+            "long",
+            cols,
+            (f"Read as a long table (one label per row): {shape.said(table)}; {_roles_note(table, cols, why)}.",),
+        )
+    if shape.long_by_position:
+        cols = _long_columns(table, score_column, by_position=True)
+        return (
+            "long",
+            cols,
+            (
+                f"Read as a long table (one label per row): {shape.said(table)}, three columns and no blank cell; "
+                f"{_roles_note(table, cols, 'in the order item, worker, label')}. If that is not their order, name "
+                f"them: {name_them}.",
+            ),
+        )
+    if len(shape.data_cols) == 3 or shape.per_id >= 2:
+        raise ColumnsUnclear(
+            f"cannot tell how to read this file: row 1 names no worker or label column, and {shape.said(table)}, as "
+            f"in a long file (one label per row), but {_unclear_why(shape)}.",
+            header=table.header,
+            file=table.file,
+            row=1,
+            hint=f"Name the item, worker and label columns ({name_them}), or, if "
+            f"each row is one item and each column after the first one worker, choose {fmt_wide}.",
+        )
+    return (
+        "wide",
+        None,
+        (
+            f" (row 1 names no worker or label column, and the file has {len(table.header)} columns; some ids are on "
+            f"more than one row ({shape.rows:,} rows, {shape.ids:,} ids): their rows add labels to the same item)",
+        ),
+    )
+
+
+def _unclear_why(shape: _Shape) -> str:
+    if len(shape.data_cols) != 3:
+        return f"it has {len(shape.data_cols)} columns, and which of them hold the worker and the label is not named"
+    if shape.blanks:
+        return "some cells are blank (a long file has a label in every row; a wide file has blanks)"
+    return (
+        f"only {shape.pairs:.0%} of the (column 1, column 2) pairs are distinct (a long file's item and worker pairs "
+        "mostly are)"
+    )
 
 
 def _looks_long(header: Sequence[str], score_column: str | None) -> bool:
@@ -1064,17 +1313,24 @@ def _check_labels_present(table: _Table, j: int) -> None:
 
 
 def _long_from_table(
-    table: _Table, *, kind: str, name: str, score_column: str | None, soft: bool = True
+    table: _Table,
+    *,
+    kind: str,
+    name: str,
+    score_column: str | None,
+    cols: tuple[int, int, int, int | None] | None = None,
+    layout_notes: tuple[str, ...] = (),
+    soft: bool = True,
 ) -> Annotations:
     """Long format: one row per (item, worker, label), optionally a per-item gold column."""
-    item_j, worker_j, label_j, gold_j = _long_columns(table, score_column)
+    item_j, worker_j, label_j, gold_j = cols if cols is not None else _long_columns(table, score_column)
     items = _required_col(table, item_j, "item id")
     workers = _required_col(table, worker_j, "worker id")
     _check_labels_present(table, label_j)
     labels = table.col(label_j)
     kind, kind_notes = _resolve_kind(kind, table.header[label_j], score_column, labels, table.where)
     used = [item_j, worker_j, label_j] + ([gold_j] if gold_j is not None else [])
-    notes = table.notes + _ignored_note(table, used) + kind_notes
+    notes = table.notes + layout_notes + _ignored_note(table, used) + kind_notes
     column = table.column_name(label_j)
     if kind == "continuous":
         values = _checked_scores(table, label_j)
@@ -1082,7 +1338,7 @@ def _long_from_table(
     else:
         conf_j, prob_js = _soft_columns(table, used) if soft else (None, [])
         used += ([conf_j] if conf_j is not None else []) + prob_js
-        notes = table.notes + _ignored_note(table, used) + kind_notes
+        notes = table.notes + layout_notes + _ignored_note(table, used) + kind_notes
         ann = _class_annotations(table.file, column, items, workers, labels, name, notes, table.where)
         if conf_j is not None or prob_js:  # gold (per item) first, on the rows as read; then the soft votes
             if gold_j is not None:
@@ -1134,7 +1390,9 @@ def _wide_worker_columns(table: _Table, gold_j: int | None) -> tuple[list[int], 
     return workers, notes
 
 
-def _wide_present(table: _Table, worker_cols: list[int]) -> tuple[np.ndarray, np.ndarray, tuple[str, ...]]:
+def _wide_present(
+    table: _Table, worker_cols: list[int], why: str = ""
+) -> tuple[np.ndarray, np.ndarray, tuple[str, ...]]:
     """(cells, present): the worker block as an object array and the mask of cells holding a label, after
     checking rows; notes on rows without labels and on cells that spell a missing value."""
     cells = table.cells[worker_cols].to_numpy(dtype=object)
@@ -1161,20 +1419,23 @@ def _wide_present(table: _Table, worker_cols: list[int]) -> tuple[np.ndarray, np
         )
     notes += (
         f"Read as a wide table: {int(labelled.sum())} item rows x {len(worker_cols)} worker columns, item ids "
-        f"from column {table.column_name(0)!r}.",
+        f"from column {table.column_name(0)!r}{why}.",
     )
     return cells, present, notes
 
 
-def _wide_from_table(table: _Table, *, kind: str, name: str) -> Annotations:
-    """Wide format: one row per item, item id first, one column per worker, blank = no label."""
+def _wide_from_table(
+    table: _Table, *, kind: str, name: str, layout_notes: tuple[str, ...] = (), why: str = ""
+) -> Annotations:
+    """Wide format: one row per item, item id first, one column per worker, blank = no label. ``why``: the reason
+    for the wide reading, added to its note; ``layout_notes``: notes before the others."""
     gold_j = _find(table, GOLD_ALIASES, "gold", skip=(0,))
     worker_cols, column_notes = _wide_worker_columns(table, gold_j)
     if not worker_cols:
         raise no_worker_columns_error(table.file)
-    cells, present, row_notes = _wide_present(table, worker_cols)
+    cells, present, row_notes = _wide_present(table, worker_cols, why)
     labelled = present.any(axis=1)
-    notes = table.notes + column_notes + row_notes
+    notes = table.notes + layout_notes + column_notes + row_notes
     r, c = np.nonzero(present)
     items = table.values(0)[r]
     workers = np.asarray([table.header[j] for j in worker_cols], dtype=object)[c]
@@ -1277,33 +1538,55 @@ def read_annotations(
     kind: str = "auto",
     name: str | None = None,
     score_column: str | None = None,
+    columns: str | Sequence[str | int] | None = None,
     where: str = "python",
     soft: bool = True,
     abstain: str | Sequence[str] | None = None,
 ) -> Annotations:
     """Read crowd labels from a CSV path, bytes or uploaded file; every bad input raises `DataError`.
 
-    ``fmt``: "long", "wide" or "auto" (long when row 1 names a worker or label column by one of the accepted
-    aliases, else wide). ``kind``: "classes", "continuous" or "auto" (see `read_long_csv`). ``gold``: an optional
-    gold CSV (see `read_gold`). ``name``: display name, default the file stem. ``where``: "python", "cli" or
-    "app", how messages spell options (``kind="continuous"``, ``--kind continuous``, the widget's name).
-    ``soft``: read a long file's ``confidence``, ``weight`` or ``p_<class>`` columns as soft votes (see
-    :class:`Annotations`); False ignores them (a note says so) and reads the hard labels. ``abstain``: a label (or
-    labels) meaning "can't tell", read as a response that is not a class (``Annotations.response_names``); without
-    it, a label spelled like one (``unsure``, ``can't tell``, ``?``, ...) is read as a class, with a note.
+    ``fmt``: "long", "wide" or "auto": long when row 1 names a worker or label column (by one of the accepted
+    aliases, or a name holding one as a word, e.g. ``annotator_name``); otherwise decided by the file's shape: one
+    row per id in the first column is wide, repeated ids in a three-column file without blank cells are long (the
+    columns in the order item, worker, label); when neither decides, `ColumnsUnclear` asks for ``columns``. A note
+    says which reading was chosen and why. ``columns``: the item, worker and label columns of a long file by name
+    (``"q,w,a"`` or ``("q", "w", "a")``) or index. ``kind``: "classes", "continuous" or "auto" (see
+    `read_long_csv`). ``gold``: an optional gold CSV (see `read_gold`). ``name``: display name, default the file
+    stem. ``where``: "python", "cli" or "app", how messages spell options (``kind="continuous"``, ``--kind
+    continuous``, the widget's name). ``soft``: read a long file's ``confidence``, ``weight`` or ``p_<class>``
+    columns as soft votes (see :class:`Annotations`); False ignores them (a note says so) and reads the hard labels.
+    ``abstain``: a label (or labels) meaning "can't tell", read as a response that is not a class
+    (``Annotations.response_names``); without it, a label spelled like one (``unsure``, ``can't tell``, ``?``, ...)
+    is read as a class, with a note. ``kind="ordinal"``: numeric labels read as ordered classes (ratings; see
+    :mod:`crowdlab.models.ordinal`).
     """
     _check_choice("fmt", fmt, ("auto", "long", "wide"))
     _check_choice("kind", kind, ("auto", "classes", "continuous", "ordinal"))
     if kind == "ordinal":  # classes whose names are numbers, in numeric order (crowdlab.models.ordinal)
-        return _ordinal(read_annotations(source, gold=gold, fmt=fmt, kind="classes", name=name, where=where, soft=soft))
+        again = read_annotations(
+            source, gold=gold, fmt=fmt, kind="classes", name=name, columns=columns, where=where, soft=soft
+        )
+        return _ordinal(again)
     table = _read_table(source, needs=_LONG_NEEDS, wide=fmt == "wide", where=check_where(where))
-    if fmt == "auto":
-        fmt = "long" if _looks_long(table.header, score_column) else "wide"
+    fmt, cols, layout_notes = _choose_layout(table, fmt, score_column, columns)
     name = name or _default_name(table)
-    if fmt == "long":
-        ann = _long_from_table(table, kind=kind, name=name, score_column=score_column, soft=soft)
-    else:
-        ann = _wide_from_table(table, kind=kind, name=name)
+
+    def read(kind: str) -> Annotations:
+        if fmt == "long":
+            return _long_from_table(
+                table,
+                kind=kind,
+                name=name,
+                score_column=score_column,
+                cols=cols,
+                layout_notes=layout_notes,
+                soft=soft,
+            )
+        why = "".join(n for n in layout_notes if n.startswith(" ("))
+        notes = tuple(n for n in layout_notes if not n.startswith(" ("))
+        return _wide_from_table(table, kind=kind, name=name, layout_notes=notes, why=why)
+
+    ann = read(kind)
     if gold is None:
         return _responses(ann, abstain, where)
     gold = _rereadable(gold)
@@ -1314,12 +1597,7 @@ def read_annotations(
                 f"Read the labels as continuous scores: they are numbers and the gold file holds numbers that are "
                 f"not among them (e.g. {example!r}). To read them as classes, use {spell('kind', 'classes', where)}."
             )
-            again = _long_from_table if fmt == "long" else None
-            ann = (
-                again(table, kind="continuous", name=name, score_column=score_column)
-                if again
-                else _wide_from_table(table, kind="continuous", name=name)
-            )
+            ann = read("continuous")
             ann = replace(ann, notes=ann.notes + (note,))
     return _responses(read_gold(gold, ann, where=where), abstain, where)
 

@@ -9,7 +9,6 @@ from __future__ import annotations
 from dataclasses import replace
 
 import numpy as np
-import scipy.sparse as sp
 
 from crowdlab.errors import DataError
 from crowdlab.io._lazy import lazy
@@ -19,6 +18,7 @@ from crowdlab.io.limits import how_to_raise as limits_how
 from crowdlab.io.readers import check_where, read_table, rows_error
 
 pd = lazy("pandas")
+sp = lazy("scipy.sparse")  # imported on first use: ``import crowdlab`` stays light
 
 SOURCE_ALIASES = ("source", "src", "from", "u", "node1", "item1")
 TARGET_ALIASES = ("target", "dst", "to", "v", "node2", "item2")

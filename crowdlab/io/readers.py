@@ -123,6 +123,11 @@ _MAGIC: tuple[tuple[bytes, str, str], ...] = (
 _SPELLINGS = {
     "kind": {"python": 'kind="{v}"', "cli": "--kind {v}", "app": "'Kind of labels' = {v}"},
     "fmt": {"python": 'fmt="{v}"', "cli": "--format {v}", "app": "'Format' = {v}"},
+    "columns": {
+        "python": "columns={v!r}",
+        "cli": "--columns {v}",
+        "app": "the column picker (item, worker, label) below",
+    },
     "score_column": {"python": 'score_column="{v}"', "cli": "a column named score", "app": "a column named score"},
     "sequences": {
         "python": "crowdlab.io.data.read_sequences(...)",

@@ -334,8 +334,8 @@ class LatentModel:
     @property
     def objective_name(self) -> str:
         if self.hard:
-            return "complete-data log-likelihood log p(x, ẑ | θ)" + (" + log prior" if self.has_prior else "")
-        return "log-likelihood log p(x | θ)" + (" + log prior" if self.has_prior else "")
+            return "complete-data log-likelihood log p(F, ŷ | θ)" + (" + log prior" if self.has_prior else "")
+        return "log-likelihood log p(F | θ)" + (" + log prior" if self.has_prior else "")
 
     @property
     def has_prior(self) -> bool:

@@ -258,7 +258,7 @@ class GLAD(LatentModel):
 
     @property
     def objective_name(self) -> str:
-        core = "log p(x, ẑ | θ)" if self.hard else "log-likelihood log p(x | θ)"
+        core = "log p(F, ŷ | θ)" if self.hard else "log-likelihood log p(F | θ)"
         return core + " + log Gaussian priors on α, log β"
 
     def params_from(self, pi: np.ndarray, alpha: np.ndarray, beta: np.ndarray) -> GladParams:

@@ -112,7 +112,8 @@ class IBCC(VariationalObjective, LatentModel):
             raise ValueError("prior strength and diagonal bonus must be >= 0.")
         if hard:
             raise ValueError(
-                "IBCC is variational Bayes: it keeps a full posterior q(y); there is no hard version (untick Hard EM)."
+                "IBCC is variational Bayes: it keeps a full posterior q(y);"
+                " there is no hard version: leave hard=False (the default)."
             )
         self.prior = float(prior)
         self.diagonal = float(diagonal)

@@ -8,8 +8,9 @@ two compiled passes over the rows plus numpy's vectorised ``exp`` and ``log``: t
 log-sum-exp, the arg-max and the entropy of q for the price of about 1.5 ms. Shifted log joints below
 ``UNDERFLOW`` (-700) give q = 0 exactly, as they would in numpy up to 1e-304, without exp's subnormal slow path.
 
-Numba is optional: without it (or below ``MIN_CELLS``, where a first-call compilation would cost more than it saves,
-or with ``CROWDLAB_KERNELS=numpy``) the same functions run in numpy. Both give the same numbers to rounding
+Numba is optional: without it (or below ``MIN_CELLS``; or below ``FIRST_USE_CELLS`` until something larger has
+loaded them, where numba's import and first-call compilation would cost more than they save; or with
+``CROWDLAB_KERNELS=numpy``) the same functions run in numpy. Both give the same numbers to rounding
 (``tests/unit/test_kernels.py``). The kernels are compiled on first use and cached next to this file (or in numba's
 user cache when that is not writable); ``import crowdlab`` never imports numba.
 """
@@ -21,6 +22,11 @@ import os
 import numpy as np
 
 MIN_CELLS = 1 << 15  # N x K below this: numpy (on small data both take microseconds)
+# The first use of the compiled kernels in a process costs numba's import and the load of its cache (about 0.5-1 s;
+# a compile when the cache is cold, about 3 s), which a one-off fit of fewer cells never earns back: below this many
+# cells the kernels are not loaded (they are used from MIN_CELLS on once something larger has loaded them).
+# Measured by benchmarks/bench_startup.py (part kernels): see benchmarks/README.md.
+FIRST_USE_CELLS = 1 << 20
 # A shifted log joint below this gives q = 0 exactly (exp(-700) = 1e-304: it cannot change a row sum >= 1). numpy's
 # vectorised exp takes its slow path for results in or below the subnormal range (x < -708): 9 ms instead of
 # 0.5 ms for 5 x 10^5 cells, which items with hundreds of labels reach; clamping the argument keeps it fast.
@@ -77,6 +83,10 @@ def _compile() -> dict | None:
     try:
         import numba
     except ImportError:
+        if os.environ.get("CROWDLAB_KERNELS", "").lower() == "numba":
+            from crowdlab.errors import require_extra
+
+            require_extra("fast", "CROWDLAB_KERNELS=numba (compiled kernels)")
         return None
 
     jit = numba.njit(cache=True, boundscheck=False, nogil=True)
@@ -152,8 +162,12 @@ def _compile() -> dict | None:
 
 
 def _kernels_for(a: np.ndarray, dtype=np.float64) -> dict | None:
-    """The compiled kernels when ``a`` is a C-contiguous (n, K) array of ``dtype`` with at least MIN_CELLS cells."""
+    """The compiled kernels when ``a`` is a C-contiguous (n, K) array of ``dtype`` with at least MIN_CELLS cells,
+    and either they are loaded already or ``a`` is large enough to pay for loading them (FIRST_USE_CELLS;
+    ``CROWDLAB_KERNELS=numba`` loads them from MIN_CELLS on)."""
     if a.ndim != 2 or a.size < MIN_CELLS or a.dtype != dtype or not a.flags.c_contiguous:
+        return None
+    if not _TRIED and a.size < FIRST_USE_CELLS and os.environ.get("CROWDLAB_KERNELS", "").lower() != "numba":
         return None
     return _compile()
 

@@ -310,7 +310,8 @@ class MaceVB(VariationalObjective, MACE):
         positive values (no closed-form MAP needed). ``prior`` adds that many pseudo-counts to all of them."""
         if hard:
             raise ValueError(
-                "MACE (variational Bayes) keeps a full posterior q(T); there is no hard version (untick Hard EM)."
+                "MACE (variational Bayes) keeps a full posterior q(T);"
+                " there is no hard version: leave hard=False (the default)."
             )
         super().__init__(prior, False, class_prior, theta_prior, strategy_prior, inner)
 

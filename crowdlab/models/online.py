@@ -239,7 +239,7 @@ class OnlineDawidSkene:
 
     @property
     def objective_name(self) -> str:
-        return "log-likelihood log p(x | θ)" + (" + log prior" if self.has_prior else "") + " (online: not monotone)"
+        return "log-likelihood log p(F | θ)" + (" + log prior" if self.has_prior else "") + " (online: not monotone)"
 
     def options(self) -> dict:
         """The constructor's keyword arguments (to rebuild the model or describe it)."""

@@ -168,11 +168,6 @@ class GoodBadScores(LatentModel):
     def has_prior(self) -> bool:
         return self.prior > 0
 
-    @property
-    def objective_name(self) -> str:
-        """In the lecture's notation, whose data are the scores s (the class models' x)."""
-        return super().objective_name.replace("p(x", "p(s")
-
     def _range(self, data: Annotations) -> tuple[float, float]:
         if self.score_range is not None:
             lo, hi = map(float, self.score_range)

@@ -6,8 +6,12 @@ the scorers), ``surface`` (likelihood contours), ``restarts`` (restarts and prio
 ``data``, ``models``, ``dependent``, ``online``, ``risk``. The run figures are re-exported here (``plots.X``).
 """
 
+from crowdlab.errors import require_extra
+
+require_extra("app", "crowdlab.plots (the figures)", ("plotly",))
+
 from crowdlab.plots.common import COLOR_SCALE, half_step_positions, wrap_label, wrap_title
-from crowdlab.plots.curves import convergence_chart, metric_curve, objective_curve
+from crowdlab.plots.curves import convergence_chart, metric_curve, objective_curve, objective_with_gap
 from crowdlab.plots.matrices import confusion_grid, parse_rect_path, posterior_heatmap, rect_path
 from crowdlab.plots.restarts import objective_spread, prior_sweep_figure, restart_scatter
 from crowdlab.plots.surface import objective_contour
@@ -33,6 +37,7 @@ __all__ = [
     "metric_curve",
     "objective_contour",
     "objective_curve",
+    "objective_with_gap",
     "objective_spread",
     "parse_rect_path",
     "posterior_heatmap",

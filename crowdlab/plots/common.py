@@ -32,7 +32,7 @@ BOUND_COLOR = "#ff7f0e"
 CURRENT_COLOR = "#d62728"
 METRIC_COLORS = ("#2ca02c", "#9467bd", "#8c564b", "#e377c2", "#17becf")
 GRID_COLOR = "#e6e6e6"
-X_TITLE = "iteration (E-steps at the half)"
+X_TITLE = "iteration (E-steps at ½)"
 _MARGIN = dict(l=10, r=10, t=50, b=10)
 # Legends sit at the very bottom of the figure (container coordinates), under the x axis title, in a bottom margin
 # kept free for them: a legend placed relative to the plot area (y = -0.2) lands on the axis title at some heights.

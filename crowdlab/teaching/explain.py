@@ -518,8 +518,12 @@ def e_step_glad(data: Annotations, params, item: int) -> list[str]:
     return lines + _class_lines(data, lj, parts, lead)
 
 
-def m_step_glad(data: Annotations, q: np.ndarray, params, worker: int) -> list[str]:
-    """GLAD M-step for worker j: the gradient of Q in alpha_j (ascended, not solved: generalised EM)."""
+def m_step_glad(
+    data: Annotations, q: np.ndarray, params, worker: int, alpha_prior: tuple[float, float] | None = None
+) -> list[str]:
+    """GLAD M-step for worker j: the gradient of Q in alpha_j (ascended, not solved: generalised EM). With
+    ``alpha_prior`` (mean, variance of the Gaussian prior on alpha_j, as the model uses it) the prior's term and
+    the sum are shown too: at convergence the data term alone (e.g. -0.126) is not zero, the sum is."""
     from crowdlab.models.glad import sigmoid
 
     obs = np.flatnonzero(data.worker == worker)
@@ -548,8 +552,21 @@ def m_step_glad(data: Annotations, q: np.ndarray, params, worker: int) -> list[s
         rf"\alpha_j = {_f(a)},",
         # the sum sign with its limit draws wider than the estimate: a narrower budget for this line
         *_pack(r"\sum_i (q - \sigma)\beta_i =", shown, " + ", end=f" = {_f(grad)}", width=line_width() - 4),
+        *_glad_prior_lines(a, grad, alpha_prior),
         r"\text{P(right) on an item of median difficulty}",
         rf"\sigma({_f(a)} \cdot {_f(med)}) = {_f(float(sigmoid(a * med)))}",
+    ]
+
+
+def _glad_prior_lines(a: float, grad: float, alpha_prior: tuple[float, float] | None) -> list[str]:
+    """The prior's term of the gradient in alpha_j and the whole gradient (data term + prior term)."""
+    if alpha_prior is None:
+        return []
+    mu, var = float(alpha_prior[0]), float(alpha_prior[1])
+    pull = -(a - mu) / var
+    return [
+        rf"-\frac{{\alpha_j-\mu_\alpha}}{{\sigma^2_\alpha}} = -\frac{{{_f(a)} - {_f(mu)}}}{{{_f(var)}}} = {_f(pull)}",
+        rf"\frac{{\partial Q}}{{\partial \alpha_j}} = {_f(grad)} + ({_f(pull)}) = {_f(grad + pull)}",
     ]
 
 

@@ -679,7 +679,7 @@ _M_SCORES = (
     r"{\sum_{i,a} w_a}, \\ \pi = \frac{1}{M} \sum_a w_a"
 )
 _LL_SCORES = (
-    r"\log p(s \mid \theta) = \sum_a \log\Big(\pi \prod_i \mathcal{N}(s_{ia}; \mu_i, \sigma^2)"
+    r"\log p(F \mid \theta) = \sum_a \log\Big(\pi \prod_i \mathcal{N}(s_{ia}; \mu_i, \sigma^2)"
     r" + (1 - \pi) \prod_i 1\Big)"
 )
 _DS = r"\Gamma_m(k', k) = P(f_m(x_n) = k' \mid y_n = k), \\ \pi_k = P(y_n = k)"
@@ -689,7 +689,7 @@ _DS_M = (
     r" \mathcal{I}(f_m(x_n) = k'')}, \\ \pi_k = \frac{1}{N} \sum_n q_{nk}"
 )
 _DS_LL = r"\log p(F \mid \theta) = \sum_n \log \sum_k \pi_k \prod_m \Gamma_m(f_m(x_n), k)"
-_HARD = r"\hat z_n = \arg\max_k q_{nk}, \\ q_{nk} \leftarrow \mathcal{I}(k = \hat z_n)"
+_HARD = r"\hat y_n = \arg\max_k q_{nk}, \\ q_{nk} \leftarrow \mathcal{I}(k = \hat y_n)"
 
 EM_LESSON = Lesson(
     "em",
@@ -801,13 +801,14 @@ EM_LESSON = Lesson(
             "majority vote and let it run. Watch the curve: it climbs by {r[plateau][climb1]:.1f} in "
             "{r[stall][iteration]} iterations, then lies almost flat until about iteration "
             "{r[plateau][flat_to]}, when it rises once more by only {r[plateau][climb2]:.1f} "
-            "({r[plateau][share]:.0%} of the whole rise; a small step near the top of the chart, easy to miss). "
+            "({r[plateau][share]:.0%} of the whole rise: a small step near the top of the upper chart, easy to "
+            "miss; the lower chart, the gap to the best log-likelihood on a log scale, shows it plainly). "
             "Near such a plateau (a saddle of the likelihood) each step gains next to nothing, so a rule that only "
             "asks whether the objective stopped changing would stop there.",
             _DS_LL,
             "restart_from:all_good",
             "Restart from 'everyone is good'",
-            "objective",
+            "objective_gap",
             "Had it stopped when the log-likelihood changed by less than 1e-8 (relative), this run would have "
             "ended at iteration {r[stall][iteration]}, log-likelihood {r[stall][objective]:.2f} and accuracy "
             "{r[stall][accuracy]:.3f}: apparently converged, yet the parameters were still drifting. crowdlab also "
@@ -839,14 +840,14 @@ EM_LESSON = Lesson(
             "Switch to hard EM (majority start)",
             "objective",
             "A hard-EM run, back at the majority-vote start: its objective is the complete-data log-likelihood "
-            "$\\log p(F, \\hat z \\mid \\theta)$ = **{a[objective]:.2f}**.",
+            "$\\log p(F, \\hat y \\mid \\theta)$ = **{a[objective]:.2f}**.",
         ),
         Step(
             "Hard EM to convergence",
             "Run hard EM until the labels stop changing. Then compare its answer with soft EM from the same start, "
             "on accuracy and on the log-likelihood soft EM maximises.",
-            r"\log p(F, \hat z \mid \theta) = \sum_n \log \pi_{\hat z_n} + \sum_n \sum_m \log \Gamma_m(f_m(x_n),"
-            r" \hat z_n)",
+            r"\log p(F, \hat y \mid \theta) = \sum_n \log \pi_{\hat y_n} + \sum_n \sum_m \log \Gamma_m(f_m(x_n),"
+            r" \hat y_n)",
             "run",
             "Run hard EM to convergence",
             "accuracy",

@@ -9,6 +9,7 @@ the simulation's parameters (never on large arrays, which Streamlit would sample
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import re
 from collections.abc import Callable
@@ -41,7 +42,11 @@ PAGE_ICONS = {
     "8_Error_rates_without_labels": ":material/rule:",
     "9_Learning_from_crowds": ":material/scatter_plot:",
     "10_Batch_vs_online": ":material/stream:",
+    "11_Class": ":material/groups:",
+    "12_Join": ":material/front_hand:",
 }
+# pages built for a phone: no frame, no sidebar (the student's page of a live class)
+PHONE_PAGES = ("pages/12_Join.py",)
 
 
 def nav_entries(root: Path = ROOT) -> list[tuple[str, str, str | None]]:
@@ -128,6 +133,23 @@ def navigation() -> None:
     st.divider()
 
 
+@functools.cache
+def favicon():
+    """The browser tab's icon, drawn here (a rising objective on the theme's blue): a material icon as
+    ``page_icon`` made the browser fetch it from a font server on the internet, which a classroom without internet
+    answers with console errors. Everything the app shows comes from its own server."""
+    from PIL import Image, ImageDraw
+
+    img = Image.new("RGBA", (64, 64), (0, 0, 0, 0))
+    draw = ImageDraw.Draw(img)
+    draw.rounded_rectangle((0, 0, 63, 63), radius=14, fill=(31, 119, 180, 255))
+    points = [(10, 52), (18, 30), (26, 21), (36, 16), (46, 14), (55, 13)]
+    draw.line(points, fill=(255, 255, 255, 255), width=6, joint="curve")
+    for x, y in points[::2]:
+        draw.ellipse((x - 5, y - 5, x + 5, y + 5), fill=(255, 255, 255, 255))
+    return img
+
+
 def page_frame(
     title: str,
     icon: str | None = None,
@@ -150,7 +172,7 @@ def page_frame(
     on = presenter.from_url()
     st.set_page_config(
         page_title=f"{title} · crowdlab",
-        page_icon=icon,
+        page_icon=favicon(),  # the page's material icon stays in its title and the navigation (local fonts)
         layout="wide",
         initial_sidebar_state="collapsed" if on else "auto",
     )

@@ -204,7 +204,7 @@ def degenerate_notice(run: Run) -> None:
     )
 
 
-def prior_collapse_notice(run: Run) -> None:
+def prior_collapse_notice(run: Run, name: str | None = None) -> None:
     """Say so when the cursor's estimated class prior has collapsed (:func:`crowdlab.analysis.sweep.prior_collapse`: a
     class
     majority vote gives many items has almost no prior left), with the live numbers and what to do. Drawn above the
@@ -215,7 +215,7 @@ def prior_collapse_notice(run: Run) -> None:
     found = sweep.prior_collapse(run.data, pi, np.argmax(run.current.q, axis=1))
     if found is None:
         return
-    name = safe.md(run.data.class_names[found.k])
+    cls = safe.md(run.data.class_names[found.k])
     score = ""
     if found.accuracy is not None:
         score = f" Accuracy against gold: {found.accuracy:.3f}, against majority vote's {found.mv_accuracy:.3f}."
@@ -231,8 +231,9 @@ def prior_collapse_notice(run: Run) -> None:
             "The objective is higher there, but a class that loses almost all its items is worth a second look: "
             "compare the methods on this dataset (Compare methods), or try a prior strength."
         )
+    whose = f"{safe.md(name)}: t" if name else "T"  # on Compare methods: which method's prior
     st.info(
-        f"**The class prior has collapsed: π = {found.pi:.3f} for class {name}**, which majority vote gives "
-        f"{found.mv_share:.0%} of the items; {found.share:.0%} of the items get class {name} now.{score} {why}",
+        f"**{whose}he class prior has collapsed: π = {found.pi:.3f} for class {cls}**, which majority vote gives "
+        f"{found.mv_share:.0%} of the items; {found.share:.0%} of the items get class {cls} now.{score} {why}",
         icon=":material/warning:",
     )

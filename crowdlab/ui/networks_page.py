@@ -7,7 +7,7 @@ parameters, an uploaded label file with an edge list, and a small noisy image on
 
 The E-steps are approximate (the exact posterior of a Potts MRF is intractable): ICM (Traganitis & Giannakis,
 Alg. 3) improves J(ŷ, Γ) = log p(F, ŷ | Γ) + log Z at the ICM labels and its EM is not guaranteed monotone; mean
-field (their Remark 2) ascends the free energy F(q, Γ). The page says so, plots the model's own objective, and the
+field (their Remark 2) ascends the free energy L(q, Γ). The page says so, plots the model's own objective, and the
 trace of that quantity over the sweeps of the last E-step. The drawing's positions (force-directed,
 :func:`crowdlab.io.graph.force_positions`, or the pixel grid) and the i.i.d. Dawid-Skene baseline are computed once
 per graph (``st.cache_data`` on the dataset id, then kept under ``net.derived``); a graph over ``MAX_DRAWN`` nodes
@@ -57,8 +57,8 @@ APPROXIMATE = {
     "not guaranteed monotone**: the objective curve below is J, and it may dip.",
     "mean_field": "**The E-step is approximate.** The exact posterior of a Potts MRF couples every node, so EM "
     "cannot compute it. Mean field (Traganitis & Giannakis, Remark 2) replaces it by independent qₙ and sweeps "
-    "qₙ ∝ exp(log eₙ + δ/2 Σ w qₙ′), which never lowers the **free energy F(q, Γ)** = (the mean of "
-    "log p(F, y | Γ) under q) + H(q) + log Z, a lower bound of log p(F | Γ) + log Z; the M-step raises F too, so "
+    "qₙ ∝ exp(log eₙ + δ/2 Σ w qₙ′), which never lowers the **free energy L(q, Γ)** = (the mean of "
+    "log p(F, y | Γ) under q) + H(q) + log Z, a lower bound of log p(F | Γ) + log Z; the M-step raises L too, so "
     "this variational EM never lowers F. The objective curve below is F, not the (intractable) likelihood.",
 }
 

@@ -355,7 +355,7 @@ def curves_panel(run: OnlineRun) -> None:
         y = padded_range(b["objective"][keep] / N, pad=0.15)
         fig = figs.online_curve(
             [("progressive: average Fᵢ so far", seen, h["progressive"][upto], "progressive"),
-             ("online: log p(x | θ) / N", seen[np.isfinite(obj)], obj[np.isfinite(obj)], "online")],
+             ("online: log p(F | θ) / N", seen[np.isfinite(obj)], obj[np.isfinite(obj)], "online")],
             (bx[keep], b["objective"][keep] / N), x_now, title="Objective per item", x_max=x_max, y_range=y,
             height=lab.chart_height(330), batch_name=b_name,
         )  # fmt: skip

@@ -238,10 +238,12 @@ def posterior_panel(run: Run) -> None:
     N = data.n_items
     gold = data.gold if data.has_gold else None
     changed = _changed_mask(run, N)
-    orders = [ORDER_UNCERTAIN, ORDER_CHANGED] + ([ORDER_WRONG] if gold is not None else []) + [ORDER_DATASET]
+    # the dataset order first and by default: its rows stay put from step to step, so a lecturer can follow one item
+    # (sorted by uncertainty, the rows moved at every step); the sorted orders are a click away
+    orders = [ORDER_DATASET, ORDER_UNCERTAIN, ORDER_CHANGED] + ([ORDER_WRONG] if gold is not None else [])
     n_pages = max(1, math.ceil(N / PAGE_SIZE))
     c1, c2 = st.columns([4, 1], vertical_alignment="bottom")
-    _restore(W_ORDER, "post_order", lambda v: v in orders, ORDER_UNCERTAIN)
+    _restore(W_ORDER, "post_order", lambda v: v in orders, ORDER_DATASET)
     order = c1.radio("Order", orders, horizontal=True, **_remember(W_ORDER, "post_order"))
     _restore(W_PAGE, "post_page", lambda v: isinstance(v, int) and 1 <= v <= n_pages, 1)
     page = int(c2.number_input(f"Page (of {n_pages})", 1, n_pages, step=1, **_remember(W_PAGE, "post_page")))
@@ -617,7 +619,9 @@ def _explain_panel(run: Run) -> None:
 
     def m_lines(q, result=None) -> list[str]:
         if own:  # the M-step's result for q: the next snapshot's, or computed now for the preview
-            return own[1](data, q, result if result is not None else run.model.m_step(data, snap.post), int(worker))
+            after = result if result is not None else run.model.m_step(data, snap.post)
+            extra = {"alpha_prior": run.model.alpha_prior} if key == "glad" else {}  # its prior's term too
+            return own[1](data, q, after, int(worker), **extra)
         if scores:
             lo, hi = run.model._range(data)
             return explain.m_step_scores(

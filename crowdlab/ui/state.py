@@ -39,6 +39,7 @@ import streamlit as st
 
 from crowdlab.engines.init import INITS
 from crowdlab.engines.run import Run, posterior_window
+from crowdlab.io import safe
 from crowdlab.io.data import Annotations
 from crowdlab.models import CLASS_PRIOR_MODELS, MODELS, applicable_models, make_model
 from crowdlab.ui import lab
@@ -68,7 +69,7 @@ ANNOTATOR_INITS = ("all_good", "random")
 MOMENT_METHODS = ("ds", "one_coin", "two_coin", "glad", "mace", "mace_vb", "ibcc")
 
 NOTICE_METHOD = "Method changed: the run was reset."
-NOTICE_DATASET = "Dataset changed: the run was reset."
+NOTICE_DATASET = "Dataset changed: loaded"  # how the notice after a new dataset begins (:func:`loaded_notice`)
 # what the notice names when the method stays and something else changed (the widgets' words)
 CONFIG_NAMES = {
     "init": "start",
@@ -194,7 +195,7 @@ def hard_applies(method: str) -> bool:
     return method != "mv" and cls is not None and cls.info.has_hard
 
 
-HARD_HELP = "Replace the posterior by its arg-max (classification EM); the objective becomes log p(x, ẑ | θ)."
+HARD_HELP = "Replace the posterior by its arg-max (classification EM); the objective becomes log p(F, ŷ | θ)."
 
 
 def hard_help(method: str) -> str:
@@ -267,6 +268,17 @@ def ensure_dataset(loader: Callable[[], tuple[str, Annotations, str]]) -> None:
         set_dataset(data_id, data, notice=False, source=source)
 
 
+def loaded_notice(data: Annotations) -> str:
+    """What a new working dataset holds, in the notice after it was loaded: its items, workers, labels and how many
+    items have gold (the notice said only "the run was reset")."""
+    gold = int(data.gold_mask.sum()) if data.has_gold else 0
+    gold_words = "no gold" if not gold else f"gold for {gold:,} of them"
+    return (
+        f"{NOTICE_DATASET} **{safe.md(data.name or 'the data')}**: {data.n_items:,} items, {data.n_workers:,} "
+        f"workers, {data.n_obs:,} labels, {gold_words}. The run starts again from its first step."
+    )
+
+
 def set_dataset(data_id: str, data: Annotations, *, notice: bool = True, source: str | None = None) -> None:
     """Make ``data`` the working dataset; keep the method when it applies, and reset the run.
 
@@ -285,7 +297,7 @@ def set_dataset(data_id: str, data: Annotations, *, notice: bool = True, source:
     if changed:
         _reset_views()
     if notice and changed:
-        st.session_state[NOTICE] = NOTICE_DATASET
+        st.session_state[NOTICE] = loaded_notice(data)
 
 
 def set_config(**changes) -> bool:

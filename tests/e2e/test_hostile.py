@@ -105,7 +105,7 @@ def test_hostile_names_upload_step_and_export(server, page):
     _choose(page, 0, DATA / "hostile_long.csv", FILE_NAME)
     _choose(page, 1, DATA / "hostile_gold.csv", GOLD_NAME)
     page.get_by_role("button", name="Load", exact=True).click()
-    page.get_by_text("Dataset changed: the run was reset.").wait_for()
+    page.get_by_text("Dataset changed: loaded").first.wait_for()
     page.locator(".js-plotly-plot").nth(3).wait_for()
     wait_idle(page)
     check_dom(page)

@@ -18,7 +18,7 @@ def test_lesson_first_steps_at_projector_size(server, page):
     wait_page(page)
     main = _main(page)
     assert main.get_by_text("step 1 of 15").count() == 1
-    assert main.locator(".katex").count() >= 1  # the formula is typeset
+    main.locator(".katex").first.wait_for()  # the formula is typeset (KaTeX loads its code on first use)
     action = main.get_by_role("button", name="Start: assume everyone is good")
     assert action.is_visible() and action.bounding_box()["y"] + action.bounding_box()["height"] <= 768
     action.click()

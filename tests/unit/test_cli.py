@@ -62,7 +62,7 @@ def test_a_console_that_cannot_write_theta_gets_an_escape_not_a_traceback(tmp_pa
         env={**os.environ, "PYTHONIOENCODING": "cp1252", "PYTHONUTF8": "0"},
     )
     assert proc.returncode == 0, proc.stderr.decode("cp1252", "replace")
-    assert b"log p(x | \\u03b8)" in proc.stdout
+    assert b"log p(F | \\u03b8)" in proc.stdout
 
 
 def test_two_coin_on_three_classes_is_a_clear_error(tmp_path, capsys):

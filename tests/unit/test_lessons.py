@@ -46,8 +46,9 @@ def test_five_lessons_with_every_field_filled():
             sentences = len(re.findall(r"[.!?](?:\s|$)", step.narration))
             assert 2 <= sentences <= 5, (lesson.key, step.title, sentences)
             assert step.action.split(":")[0] in L.ACTIONS
-            assert step.chart in {"item_means", "annotators", "objective", "accuracy", "confusion", "strip",
-                                  "transitions", "network", "loglik", "fisher", "spam", "dependence"}  # fmt: skip
+            assert step.chart in {"item_means", "annotators", "objective", "objective_gap", "accuracy", "confusion",
+                                  "strip", "transitions", "network", "loglik", "fisher", "spam",
+                                  "dependence"}  # fmt: skip
 
 
 @pytest.mark.parametrize(("key", "i"), STEPS)
@@ -111,8 +112,9 @@ def test_lecture_crowd_everyone_good_start_then_em_finds_the_bad_scorers(walks):
     assert done["bad"] == truth_bad and done["objective"] > done["objective0"]
     obj = run.history()["objective"]
     assert np.all(np.diff(obj) >= -1e-9 * np.abs(obj[:-1]))
-    # what the chart's title calls the objective is the formula's log p(s | θ) (it said log p(x | θ))
-    assert "log p(s | θ)" in run.model.objective_name and "\\log p(s \\mid \\theta)" in L.LESSONS["em"].steps[3].formula
+    # what the chart's title calls the objective is the formula's log p(F | θ) (docs/notation.md: F is what was
+    # observed, the scores here)
+    assert "log p(F | θ)" in run.model.objective_name and "\\log p(F \\mid \\theta)" in L.LESSONS["em"].steps[3].formula
     # the start's π is 0.5, not the 1 that w = 1 would give, and the text says why
     assert run0.snapshots[0].params.pi_good == 0.5 and "fixed point" in L.LESSONS["em"].steps[0].outcome
 
@@ -424,3 +426,24 @@ def test_copy_lesson_judges_panel_overrates_the_qwen_pair(walks):
     assert ref["qwen_agree"] > 0.97 and ref["qwen_kappa_gold"] > 0.3
     assert j["both"] < 3.5 and j["eff"] <= 5.0
     assert "Li, Rubinstein & Cohn 2019" in " ".join(s.narration for s in L.COPY_LESSON.steps)
+
+
+def test_the_late_rise_of_lesson_1_step_9_is_visible_on_its_chart():
+    """Step 9 narrates a late rise of about 4 nats at iteration ~97 that its chart could not show (the scale was set
+    by the first rise of 48): under the curve, the gap to the best log-likelihood on a log axis drops by more than
+    a decade there."""
+    from crowdlab import plots
+
+    i = [s.action for s in L.EM_LESSON.steps].index("restart_from:all_good")
+    step = L.EM_LESSON.steps[i]
+    assert step.chart == "objective_gap"
+    run = L.apply(L.prepare(L.EM_LESSON, i), step.action)
+    fig = plots.objective_with_gap(run.history(), run.index, "Objective")
+    (gap,) = [t for t in fig.data if t.meta == "gap"]
+    assert fig.layout.yaxis2.type == "log"
+    ref = L.reference("em")["plateau"]
+    y = np.asarray(gap.y)
+    x = np.asarray(gap.x)
+    plateau = y[(x > ref["flat_to"] - 30) & (x < ref["flat_to"] - 5)]
+    assert plateau.size and np.all(plateau > 0.5 * ref["climb2"])  # the gap the late rise closes is on the chart
+    assert y[-1] < 0.01 * ref["climb2"]  # and closed: a drop of over two decades

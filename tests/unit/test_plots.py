@@ -570,8 +570,8 @@ def test_scores_vs_means_colours_by_p_good_with_the_two_sigma_band():
 def test_long_titles_wrap_and_make_room():
     assert plots.wrap_title("a b c", 3) == "a b<br>c"
     # a short formula stays on one line (the audit saw "log p(x |" / "θ)" and "k" / "= 1, 3, 5, 10")
-    title = plots.wrap_title("Objective: log-likelihood log p(x | θ) + log prior", 36)
-    assert "p(x | θ)" in title.replace("<br>", "\n").splitlines()[1]
+    title = plots.wrap_title("Objective: log-likelihood log p(F | θ) + log prior", 36)
+    assert "p(F | θ)" in title.replace("<br>", "\n").splitlines()[1]
     assert "for k = 1," in plots.wrap_title("Fig. 4: error of the estimate against n, for k = 1, 3, 5, 10", 40)
     assert plots.wrap_title("a (b c d e f g h i j k l m n o p q)", 10).count("<br>") >= 2  # a long group breaks
     fig = plots.confusion_grid(np.tile(np.eye(2), (2, 1, 1)), ["w0", "w1"], ["0", "1"])

@@ -12,6 +12,10 @@ Model: y_n ~ Categorical(pi); each label of worker m on item n is k' with probab
 Objective: log p(x | theta) = sum_n log sum_k pi_k prod Gamma_m(f_m(x_n), k) (+ log prior): exactly what EM climbs.
 Shapes: pi (K,), gamma (M, K, K), q (N, K).
 
+Soft votes (``data.weight``): X holds each observation's weight instead of 1, so the E-step's product raises
+Gamma_m(l, k) to the weight and the M-step counts q times the weight; EM climbs the weighted likelihood
+sum_n log sum_k pi_k prod Gamma_m(l, k)^w (+ log prior), the objective above when every weight is 1.
+
 Responses that are not classes (``data.response_names``, e.g. "can't tell"): gamma is (M, K + R, K), a column
 per true class over every response, so Gamma_m("can't tell", k) is worker m's rate of abstaining on class k, learnt
 by the same eqs. (9)-(11). A worker who always abstains has Gamma_m("can't tell", k) = 1 for every k (with no

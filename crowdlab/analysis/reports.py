@@ -23,6 +23,8 @@
                     without looking (0 = a spammer, whatever their bias; 1 = perfect or perfectly inverted; for
                     K = 2 it is (alpha + beta - 1)^2)
 ``agreement``       share of the worker's labels equal to the run's (hard) consensus label
+``abstention_rate`` (data with responses that are not classes only) share of the worker's answers that were
+                    "can't tell"; its confusion matrix's extra row says on which classes
 ==================  ==========================================================================================
 
 :func:`krippendorff_alpha` is the nominal alpha of the whole label set (Krippendorff 2011, "Computing
@@ -101,12 +103,14 @@ def worker_report(run, *, level: float = 0.95, intervals: bool = True) -> pd.Dat
         )
     gamma = params.gamma
     M, K = data.n_workers, data.n_classes
-    n = np.bincount(data.worker, minlength=M)
+    n = data.labels_per_worker  # soft votes: the rows read, not the weighted observations
     on_labels = getattr(params, "accuracy_on_labels", None)  # GLAD: over the difficulties of the worker's items
     # else under the class prior; an HMM weighs by its chain's stationary distribution
     acc = on_labels(data) if on_labels is not None else params.worker_accuracy()
     labels = run.labels()
     hit = (data.label == labels[data.item]).astype(np.float64)
+    if data.is_soft:  # a soft vote agrees by the weight it puts on the consensus label
+        hit = hit * data.weight
     agreement = np.bincount(data.worker, weights=hit, minlength=M) / np.maximum(n, 1)
     # the exact binomial interval of the estimate as a proportion of the worker's n labels (labels taken as known)
     lower, upper = clopper_pearson(acc * n, n.astype(float), level)
@@ -124,7 +128,7 @@ def worker_report(run, *, level: float = 0.95, intervals: bool = True) -> pd.Dat
         lower = np.where(ok, wi["lower"].to_numpy(float), lower)
         upper = np.where(ok, wi["upper"].to_numpy(float), upper)
         how = np.where(ok, MACE_INTERVAL, how)
-    elif intervals and run.iterative and M <= WALD_MAX_WORKERS and K <= WALD_MAX_CLASSES:
+    elif intervals and run.iterative and M <= WALD_MAX_WORKERS and K <= WALD_MAX_CLASSES and not data.response_names:
         try:
             wi = worker_intervals(run, level=level)
             wi = wi[wi["parameter"] == "accuracy"] if "parameter" in wi else wi
@@ -135,6 +139,7 @@ def worker_report(run, *, level: float = 0.95, intervals: bool = True) -> pd.Dat
                 how = np.where(ok, "Wald (observed information)", how)
         except (ModelError, ValueError, np.linalg.LinAlgError, KeyError):
             pass  # the model has no observed information: the exact interval stays
+    gamma = gamma[:, :K, :]  # the class responses (a "can't tell" row is no confusion)
     off = gamma.copy()
     off[:, np.arange(K), np.arange(K)] = -1.0
     flat = off.reshape(M, K * K).argmax(axis=1)
@@ -156,7 +161,11 @@ def worker_report(run, *, level: float = 0.95, intervals: bool = True) -> pd.Dat
             "agreement": agreement,
         }
     )
-    _with_dependence(df, run)
+    if data.response_names:  # the share of the worker's answers that were "can't tell" (a response, not a class)
+        said = np.bincount(data.worker, weights=(data.label >= K).astype(np.float64), minlength=M)
+        df.insert(2, "abstention_rate", said / np.maximum(n, 1))
+    else:
+        _with_dependence(df, run)
     df.attrs["krippendorff_alpha"] = krippendorff_alpha(data)
     df.attrs["accuracy_formula"] = ACCURACY_ON_LABELS if on_labels is not None else ACCURACY_UNDER_PRIOR
     return df

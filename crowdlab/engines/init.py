@@ -100,6 +100,9 @@ def initialise(
         else:
             K = data.n_classes
             gamma = one_coin_gamma(np.full(data.n_workers, good_accuracy), K)
+            if data.response_names:  # a non-class response is equally likely whatever the class: it says nothing
+                R = len(data.response_names)
+                gamma = np.concatenate([0.9 * gamma, np.full((data.n_workers, R, K), 0.1 / R)], axis=1)
             from crowdlab.models.base import softmax_rows
             from crowdlab.models.dawid_skene import class_log_joint
 

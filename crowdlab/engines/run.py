@@ -70,6 +70,21 @@ def _nbytes(vec: np.ndarray | None) -> int:
     return 0 if vec is None else int(vec.nbytes)
 
 
+def check_responses(model, data: Annotations, init: str = "majority") -> None:
+    """Refuse data with responses that are not classes ("can't tell") for a model without rows for them (only
+    Dawid-Skene and majority vote have them), and the moment-matching start, which has no such rows either."""
+    if not data.response_names:
+        return
+    names = ", ".join(repr(r) for r in data.response_names)
+    if not getattr(model, "reads_responses", False):
+        raise ModelError(
+            f"{model.info.title} has no place for the responses that are not classes ({names}): use Dawid-Skene "
+            "(a confusion matrix with a row for each), or read the file without abstain= (each becomes a class)."
+        )
+    if init == "moments":
+        raise ModelError(f"moment matching has no rows for the responses that are not classes ({names}).")
+
+
 def nonfinite_entries(params, prefix: str = "") -> list[str]:
     """Names (with the first bad value) of the parameters of ``params`` that hold NaN or +-inf.
 
@@ -247,6 +262,7 @@ class Run:
         would hold 27 GB. Moving the cursor to a snapshot whose parameters were let go raises ValueError; the snapshot
         stays in the list with its objective, bound and parameter change (:meth:`history` is whole)."""
         model.check(data)
+        check_responses(model, data, init)
         self.data = data
         self.model = model
         self.init = init

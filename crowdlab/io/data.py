@@ -97,6 +97,11 @@ class Annotations:
 
     which is the ordinary likelihood when every weight is 1. ``weight=None`` (hard labels) is exactly the old code
     path: nothing multiplies by a weight.
+
+    Responses that are not classes ("can't tell"): ``response_names`` (R of them) extend the response alphabet
+    beyond the K classes; a label code k >= K is the response ``response_names[k - K]``. Models with confusion
+    matrices (Dawid-Skene) then have K + R rows per matrix, one column per class, so EM learns who abstains on
+    which class; ``vote_counts`` counts class votes only. ``()`` (the default) is exactly the old code path.
     """
 
     item: np.ndarray
@@ -113,6 +118,7 @@ class Annotations:
     sequence_names: tuple[str, ...] = ()
     graph: object = None
     weight: np.ndarray | None = None
+    response_names: tuple[str, ...] = ()
 
     # ------------------------------------------------------------------ construction
     def __post_init__(self) -> None:
@@ -133,8 +139,10 @@ class Annotations:
             if label.shape != (n,):
                 raise DataError("label array differs in length from the item array.")
             object.__setattr__(self, "label", label)
-            if n and (label.min() < 0 or label.max() >= len(self.class_names)):
-                raise DataError("label codes must lie in 0 .. n_classes - 1.")
+            object.__setattr__(self, "response_names", _names(self.response_names))
+            top = len(self.class_names) + len(self.response_names)
+            if n and (label.min() < 0 or label.max() >= top):
+                raise DataError("label codes must lie in 0 .. n_classes - 1 (+ the non-class responses).")
         if self.value is not None:
             value = np.ascontiguousarray(self.value, dtype=np.float64)
             if value.shape != (n,):
@@ -248,6 +256,11 @@ class Annotations:
         return 0 if self.sequence_starts is None else int(self.sequence_starts.size - 1)
 
     @property
+    def n_responses(self) -> int:
+        """K + the number of responses that are not classes (``response_names``)."""
+        return len(self.class_names) + len(self.response_names)
+
+    @property
     def is_soft(self) -> bool:
         """True when the observations carry weights (soft votes, see the class docstring)."""
         return self.weight is not None
@@ -291,9 +304,9 @@ class Annotations:
         """
         if self.is_continuous:
             raise DataError("label_counts needs class labels, not continuous scores.")
-        K = self.n_classes
-        col = self.worker.astype(np.int64) * K + self.label
-        X = sp.csr_matrix((self.obs_weight, (self.item, col)), shape=(self.n_items, self.n_workers * K))
+        R = self.n_responses  # K, or K + the non-class responses
+        col = self.worker.astype(np.int64) * R + self.label
+        X = sp.csr_matrix((self.obs_weight, (self.item, col)), shape=(self.n_items, self.n_workers * R))
         X.sum_duplicates()
         return X
 
@@ -304,17 +317,31 @@ class Annotations:
 
     @cached_property
     def vote_counts(self) -> np.ndarray:
-        """(n_items, K) number of votes for each class (the sum of their weights for soft votes)."""
+        """(n_items, K) number of votes for each class (the sum of their weights for soft votes; responses that are
+        not classes are not votes)."""
         K = self.n_classes
+        if self.response_names:
+            cls = self.label < K
+            w = None if self.weight is None else self.weight[cls]
+            flat = np.bincount(
+                self.item[cls].astype(np.int64) * K + self.label[cls], weights=w, minlength=self.n_items * K
+            )
+            return flat.reshape(self.n_items, K).astype(np.float64)
         flat = np.bincount(self.item.astype(np.int64) * K + self.label, weights=self.weight, minlength=self.n_items * K)
         return flat.reshape(self.n_items, K).astype(np.float64)
 
     @cached_property
     def labels_per_item(self) -> np.ndarray:
+        """(N,) labels per item; soft votes: the rows read (the weights' sum, rounded), not the observations."""
+        if self.weight is not None:
+            return np.rint(np.bincount(self.item, weights=self.weight, minlength=self.n_items)).astype(np.int64)
         return np.bincount(self.item, minlength=self.n_items)
 
     @cached_property
     def labels_per_worker(self) -> np.ndarray:
+        """(M,) labels per worker; soft votes: the rows read (the weights' sum, rounded)."""
+        if self.weight is not None:
+            return np.rint(np.bincount(self.worker, weights=self.weight, minlength=self.n_workers)).astype(np.int64)
         return np.bincount(self.worker, minlength=self.n_workers)
 
     @cached_property
@@ -987,6 +1014,54 @@ def soft_votes_elsewhere(column: str, file: str | None) -> DataError:
     )
 
 
+ABSTAIN_TOKENS = ("unsure", "can't tell", "cant tell", "?", "don't know", "dont know", "not sure")
+
+
+def _abstain_note(ann: Annotations, where: str) -> tuple[str, ...]:
+    """A note when a class is spelled like a "can't tell" answer and was read as a class."""
+    seen = [c for c in ann.class_names if c.strip().lower() in ABSTAIN_TOKENS]
+    if not seen or where != "python":
+        return ()
+    return (
+        f'Label {seen[0]!r} looks like a "can\'t tell" answer; it is read as a class here. '
+        f"read_annotations(..., abstain={seen[0]!r}) reads it as a response that is not a class (Dawid-Skene learns "
+        "who abstains on which class).",
+    )
+
+
+def with_abstentions(ann: Annotations, tokens: Sequence[str]) -> Annotations:
+    """``ann`` with the classes named in ``tokens`` turned into responses that are not classes (``response_names``):
+    the other classes keep their order and get codes 0 .. K' - 1, the tokens K' .. K' + R - 1."""
+    names = list(ann.class_names)
+    found = [t for t in tokens if t in names]
+    if not found:
+        return replace(ann, notes=ann.notes + (f"No label is {_listing([repr(t) for t in tokens], len(tokens))}.",))
+    if ann.is_soft:
+        raise DataError("abstain= and soft votes together are not supported: give one or the other.")
+    classes = [c for c in names if c not in found]
+    if len(classes) < 2:
+        raise DataError(f"without {_listing([repr(t) for t in found], len(found))} fewer than two classes remain.")
+    order = classes + found
+    new = np.empty(len(names), dtype=np.int32)
+    for code, c in enumerate(order):
+        new[names.index(c)] = code
+    gold = ann.gold
+    if gold is not None:
+        bad = np.isin(gold, [names.index(t) for t in found])
+        if bad.any():
+            raise DataError(f"{int(bad.sum())} gold labels are a response that is not a class ({found[0]!r}).")
+        gold = np.where(gold >= 0, new[np.maximum(gold, 0)], -1)
+    n_abs = int(np.isin(ann.label, [names.index(t) for t in found]).sum())
+    note = (
+        f'Read {_listing([repr(t) for t in found], len(found))} as "can\'t tell" ({n_abs:,} labels): a response, '
+        f"not a class; {len(classes)} classes remain."
+    )
+    return replace(
+        ann, label=new[ann.label], class_names=tuple(classes), response_names=tuple(found), gold=gold,
+        notes=ann.notes + (note,),
+    )  # fmt: skip
+
+
 def _soft_columns(table: _Table, used: Sequence[int]) -> tuple[int | None, list[int]]:
     """(the confidence or weight column or None, the p_<class> columns) of a long file."""
     conf = _find(table, CONFIDENCE_ALIASES + WEIGHT_ALIASES, "confidence", skip=used)
@@ -1466,6 +1541,7 @@ def read_annotations(
     columns: str | Sequence[str | int] | None = None,
     where: str = "python",
     soft: bool = True,
+    abstain: str | Sequence[str] | None = None,
 ) -> Annotations:
     """Read crowd labels from a CSV path, bytes or uploaded file; every bad input raises `DataError`.
 
@@ -1479,9 +1555,18 @@ def read_annotations(
     stem. ``where``: "python", "cli" or "app", how messages spell options (``kind="continuous"``, ``--kind
     continuous``, the widget's name). ``soft``: read a long file's ``confidence``, ``weight`` or ``p_<class>``
     columns as soft votes (see :class:`Annotations`); False ignores them (a note says so) and reads the hard labels.
+    ``abstain``: a label (or labels) meaning "can't tell", read as a response that is not a class
+    (``Annotations.response_names``); without it, a label spelled like one (``unsure``, ``can't tell``, ``?``, ...)
+    is read as a class, with a note. ``kind="ordinal"``: numeric labels read as ordered classes (ratings; see
+    :mod:`crowdlab.models.ordinal`).
     """
     _check_choice("fmt", fmt, ("auto", "long", "wide"))
-    _check_choice("kind", kind, ("auto", "classes", "continuous"))
+    _check_choice("kind", kind, ("auto", "classes", "continuous", "ordinal"))
+    if kind == "ordinal":  # classes whose names are numbers, in numeric order (crowdlab.models.ordinal)
+        again = read_annotations(
+            source, gold=gold, fmt=fmt, kind="classes", name=name, columns=columns, where=where, soft=soft
+        )
+        return _ordinal(again)
     table = _read_table(source, needs=_LONG_NEEDS, wide=fmt == "wide", where=check_where(where))
     fmt, cols, layout_notes = _choose_layout(table, fmt, score_column, columns)
     name = name or _default_name(table)
@@ -1503,7 +1588,7 @@ def read_annotations(
 
     ann = read(kind)
     if gold is None:
-        return ann
+        return _responses(ann, abstain, where)
     gold = _rereadable(gold)
     if kind == "auto" and not ann.is_continuous:
         example = _gold_says_scores(gold, ann)
@@ -1514,7 +1599,41 @@ def read_annotations(
             )
             ann = read("continuous")
             ann = replace(ann, notes=ann.notes + (note,))
-    return read_gold(gold, ann, where=where)
+    return _responses(read_gold(gold, ann, where=where), abstain, where)
+
+
+def _ordinal(ann: Annotations) -> Annotations:
+    """Ratings read as ordered classes: every label must be a number (the classes are then in numeric order)."""
+
+    def number(c: str) -> bool:
+        try:
+            return np.isfinite(float(c))
+        except ValueError:
+            return False
+
+    bad = [c for c in ann.class_names if not number(c)]
+    if bad:
+        bad = bad[0]
+        raise DataError(
+            f"kind='ordinal' reads ratings, and the label {bad!r} is not a number.",
+            hint="Give the ratings as numbers (e.g. 1-5 stars), or read the labels with kind='classes'.",
+        )
+    levels = [float(c) for c in ann.class_names]
+    if np.any(np.diff(levels) <= 0):
+        raise DataError("the ratings' levels are not in numeric order.")  # pragma: no cover - _encode sorts them
+    note = (
+        f"Read the labels as ordinal ratings: {len(levels)} levels from {ann.class_names[0]} to "
+        f"{ann.class_names[-1]} (crowdlab.models.ordinal.OrdinalDS treats nearby levels as likelier errors)."
+    )
+    return replace(ann, notes=ann.notes + (note,))
+
+
+def _responses(ann: Annotations, abstain, where: str) -> Annotations:
+    if ann.is_continuous:
+        return ann
+    if abstain is None:
+        return replace(ann, notes=ann.notes + _abstain_note(ann, where)) if _abstain_note(ann, where) else ann
+    return with_abstentions(ann, [abstain] if isinstance(abstain, str) else list(abstain))
 
 
 def _rereadable(source: Source) -> Source:

@@ -137,6 +137,8 @@ def check_options(key: str, options: dict) -> None:
 def _check_classes(data: Annotations, method: str) -> None:
     if data.is_continuous:
         raise ModelError(f"{method} needs class labels; this dataset has continuous scores.")
+    if data.response_names:
+        raise ModelError(f"{method} counts class labels; this dataset has responses that are not classes.")
     if data.is_soft:
         raise ModelError(
             f"{method} counts whole labels; this dataset has soft votes (weighted labels). Use majority vote or an "

@@ -11,6 +11,15 @@ Model: y_n ~ Categorical(pi); each label of worker m on item n is k' with probab
 
 Objective: log p(x | theta) = sum_n log sum_k pi_k prod Gamma_m(f_m(x_n), k) (+ log prior): exactly what EM climbs.
 Shapes: pi (K,), gamma (M, K, K), q (N, K).
+
+Soft votes (``data.weight``): X holds each observation's weight instead of 1, so the E-step's product raises
+Gamma_m(l, k) to the weight and the M-step counts q times the weight; EM climbs the weighted likelihood
+sum_n log sum_k pi_k prod Gamma_m(l, k)^w (+ log prior), the objective above when every weight is 1.
+
+Responses that are not classes (``data.response_names``, e.g. "can't tell"): gamma is (M, K + R, K), a column
+per true class over every response, so Gamma_m("can't tell", k) is worker m's rate of abstaining on class k, learnt
+by the same eqs. (9)-(11). A worker who always abstains has Gamma_m("can't tell", k) = 1 for every k (with no
+prior): the factor is 1 and the posterior is the one without that worker.
 """
 
 from __future__ import annotations
@@ -30,15 +39,15 @@ def class_log_joint(data: Annotations, pi: np.ndarray, gamma: np.ndarray) -> np.
 
 def class_log_joint_parts(data: Annotations, pi: np.ndarray, gamma: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """(X @ log Gamma, log pi): the log joint of eq. (9) is their sum by rows (see `LatentModel.log_joint_parts`)."""
-    M, K, _ = gamma.shape
-    log_g = safe_log(gamma).reshape(M * K, K)
+    M, R, K = gamma.shape  # R = K, or K + the responses that are not classes ("can't tell")
+    log_g = safe_log(gamma).reshape(M * R, K)
     return np.asarray(data.label_counts @ log_g), safe_log(pi)
 
 
 def expected_counts(data: Annotations, q: np.ndarray) -> np.ndarray:
     """(M, K, K): counts[m, k', k] = sum_n q_nk * #(worker m said k' on item n) -- the numerator of eq. (11)."""
     M, K = data.n_workers, data.n_classes
-    return np.asarray(data.label_counts_t @ q).reshape(M, K, K)
+    return np.asarray(data.label_counts_t @ q).reshape(M, data.n_responses, K)
 
 
 class ConfusionLogJoint:
@@ -55,6 +64,8 @@ class ConfusionLogJoint:
 
 class DawidSkene(ConfusionLogJoint, LatentModel):
     """Dawid-Skene EM with optional symmetric Dirichlet priors (MAP) and optional hard EM."""
+
+    reads_responses = True  # responses that are not classes: rows of the confusion matrices
 
     info = ModelInfo(
         "ds",
@@ -85,6 +96,13 @@ class DawidSkene(ConfusionLogJoint, LatentModel):
         """Eqs. (10)-(11) from the expected counts (M, K, K), the class totals sum_n q_nk (K,) and N: what the
         streaming and Dask engines sum over chunks or partitions (`crowdlab.engines.blocks`)."""
         gamma = normalise_columns(counts, self.prior)
+        K = counts.shape[2]
+        if counts.shape[1] > K and self.prior == 0:  # non-class responses: a column with no counts stays uniform
+            empty = counts.sum(axis=1) <= 0  # over the classes only, as without them (no evidence of abstaining)
+            if empty.any():
+                fill = np.zeros(counts.shape[1])
+                fill[:K] = 1.0 / K
+                gamma = np.where(empty[:, None, :], fill[None, :, None], gamma)
         pi = (q_sum + self.prior) / (n_items + self.prior * q_sum.shape[0])
         return ClassParams(pi=pi, gamma=gamma)
 

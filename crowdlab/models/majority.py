@@ -52,7 +52,7 @@ def _votes(data: Annotations) -> np.ndarray:
     """(N, K) votes: the cached vote counts when they exist, else one ``bincount`` over the labels (integers, no
     float copy)."""
     cached = data.__dict__.get("vote_counts")
-    if cached is not None or data.is_soft:  # soft votes: the weights' sums (floats)
+    if cached is not None or data.is_soft or data.response_names:  # soft votes: sums of weights (floats)
         return data.vote_counts
     K = data.n_classes
     key = data.item.astype(np.int64)
@@ -91,13 +91,16 @@ def majority_labels(data: Annotations, tie_break: str = "frequent", seed: int | 
     if tie_break == "first":
         # rank of each (item, class) by the first observation that names it; untouched cells rank last
         first = np.full(v.shape, np.iinfo(np.int64).max, dtype=np.int64)
-        np.minimum.at(first, (data.item, data.label), np.arange(data.n_obs, dtype=np.int64))
+        cls = data.label < v.shape[1]  # responses that are not classes name no class
+        np.minimum.at(first, (data.item[cls], data.label[cls]), np.arange(data.n_obs, dtype=np.int64)[cls])
         return np.argmin(np.where(top, first, np.iinfo(np.int64).max), axis=1).astype(np.int32)
     raise ValueError(f"Unknown tie rule {tie_break!r}; choose one of {', '.join(TIE_RULES)}.")
 
 
 class MajorityVote:
     """Not an EM model: one step, no parameters to learn. Offered on the Step page as the baseline."""
+
+    reads_responses = True  # a response that is not a class is not a vote
 
     info = ModelInfo("mv", "Majority vote", "classes", exact=True, latent="item")
     hard = False

@@ -278,6 +278,8 @@ class OnlineDawidSkene:
 
         if data.is_continuous:
             raise ModelError(needs_classes(self.info.title, data))
+        if data.response_names:
+            raise ModelError(f"{self.info.title} has no rows for responses that are not classes: use Dawid-Skene.")
         if data.is_soft:
             raise ModelError(
                 f"{self.info.title} streams whole labels; this dataset has soft votes (weighted labels): use batch "

@@ -190,3 +190,18 @@ def soft_problem(seed: int, K: int | None = None, **kw) -> Annotations:
     P = np.where((kind == 0)[:, None], np.eye(K)[data.label], np.where((kind == 1)[:, None], spread, P))
     P[0] = 0.5 * P[0] + 0.5 / K  # at least one row soft
     return soft_votes(data, P)
+
+
+def abstain_problem(seed: int, **kw) -> Annotations:
+    """:func:`class_problem` with a "can't tell" response (code K): each worker abstains on each class at its own
+    rate (0 for some, 1 for an always-abstaining worker on some seeds); repeated pairs and empty items as there."""
+    data = class_problem(seed, **kw)
+    rng = np.random.default_rng(seed + 90_000)
+    K, M = data.n_classes, data.n_workers
+    rate = rng.uniform(0, 0.6, size=(M, K)) * (rng.random((M, 1)) < 0.7)
+    if seed % 5 == 0:
+        rate[0] = 1.0
+    truth = data.gold if data.gold is not None else np.zeros(data.n_items, int)
+    label = data.label.copy()
+    label[rng.random(label.size) < rate[data.worker, truth[data.item]]] = K
+    return replace(data, label=label, response_names=("?",))

@@ -288,7 +288,7 @@ def test_bad_arguments_are_value_errors() -> None:
     with pytest.raises(ValueError, match="fmt must be one of"):
         read_annotations(DATA / "small_long.csv", fmt="json")
     with pytest.raises(ValueError, match="kind must be one of"):
-        read_annotations(DATA / "small_long.csv", kind="ordinal")
+        read_annotations(DATA / "small_long.csv", kind="nominal")
 
 
 @pytest.mark.parametrize("file", sorted(p.name for p in DATA.iterdir() if p.is_file()))

@@ -16,6 +16,7 @@ from crowdlab.models.hmm import HMMParams
 from crowdlab.models.majority import majority_labels, majority_posterior, vote_fractions
 from crowdlab.models.raykar import RaykarModel
 from tests.unit.fuzz_problems import (
+    abstain_problem,
     check_run,
     class_problem,
     network_problem,
@@ -61,6 +62,20 @@ def test_class_models_on_soft_votes(model_key):
         run = Run(data, make_model(model_key, **opts), init, seed=seed, max_iter=30)
         run.run()
         check_run(run)
+
+
+@pytest.mark.parametrize("hard", [False, True])
+def test_dawid_skene_with_abstentions(hard):
+    """A "can't tell" response beside the classes: nothing non-finite, the objective monotone, majority vote
+    counting class votes only; a worker who always abstains on some seeds (every fifth)."""
+    for seed in range(N_CLASS):
+        data = abstain_problem(seed)
+        init = ("majority", "random", "all_good")[(seed // 3) % 3]
+        run = Run(data, DawidSkene(prior=(0.0, 0.5, 3.0)[seed % 3], hard=hard), init, seed=seed, max_iter=30)
+        run.run()
+        check_run(run)
+        assert run.params.gamma.shape[1] == data.n_classes + 1
+        np.testing.assert_allclose(vote_fractions(data).sum(axis=1), 1.0)
 
 
 def test_majority_vote_on_soft_votes():

@@ -1,0 +1,104 @@
+"""'Can't tell' answers (issue 28, section 4): a response that is not a class. Dawid-Skene gets K classes x (K + R)
+responses and learns who abstains on which class; a worker who always abstains leaves the posterior as it is
+without that worker (1e-12); majority vote ignores abstentions; the worker report gives the abstention rate; the
+reader reads them with ``abstain=`` and notes a label spelled like one."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import numpy as np
+import pytest
+
+from crowdlab.analysis.reports import worker_report
+from crowdlab.engines.run import Run
+from crowdlab.errors import DataError, ModelError
+from crowdlab.io.data import Annotations, read_annotations
+from crowdlab.models import DawidSkene, MajorityVote, OneCoin
+from tests.unit.fuzz_problems import check_run, class_problem
+
+
+def _with_abstainer(data: Annotations, rate_by_class=None, seed: int = 0) -> Annotations:
+    """``data`` plus one response "?" (code K) and one extra worker; ``rate_by_class=None``: the new worker
+    answers "?" on every item; else the existing workers abstain on class k with that rate (by gold)."""
+    K, N, M = data.n_classes, data.n_items, data.n_workers
+    if rate_by_class is None:
+        item = np.r_[data.item, np.arange(N)]
+        worker = np.r_[data.worker, np.full(N, M)]
+        label = np.r_[data.label, np.full(N, K)]
+        return replace(data, item=item, worker=worker, label=label, worker_names=(*data.worker_names, "abstainer"),
+                       response_names=("?",))  # fmt: skip
+    rng = np.random.default_rng(seed)
+    label = data.label.copy()
+    label[rng.random(label.size) < np.asarray(rate_by_class)[data.gold[data.item]]] = K
+    return replace(data, label=label, response_names=("?",))
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_a_worker_who_always_abstains_changes_nothing(seed):
+    data = class_problem(seed, K=3)
+    with_abs = _with_abstainer(data)
+    assert with_abs.n_responses == 4 and with_abs.label_counts.shape[1] == 4 * with_abs.n_workers
+    a = Run(data, DawidSkene(), "majority", max_iter=40)
+    b = Run(with_abs, DawidSkene(), "majority", max_iter=40)
+    for _ in range(30):  # the same number of half-steps (the stopping rules see the abstainer's matrix move)
+        a.step(), b.step()
+    np.testing.assert_allclose(b.posterior, a.posterior, rtol=0, atol=1e-12)
+    seen = b.snapshots[-2].q.sum(axis=0) > 0  # Gamma(abstain | k) = 1 for every class the posterior holds
+    np.testing.assert_allclose(b.params.gamma[-1, 3][seen], 1.0)
+    np.testing.assert_allclose(b.history()["objective"], a.history()["objective"], atol=1e-9)
+
+
+def test_em_learns_who_abstains_on_which_class():
+    """Everyone abstains on class 0 half the time and never on class 1: the "?" row of every matrix finds it."""
+    from crowdlab.teaching.simulate import simulate_crowd
+
+    data = simulate_crowd(n_items=600, n_workers=8, n_classes=2, labels_per_item=6, seed=3).annotations
+    abs_data = _with_abstainer(data, rate_by_class=[0.5, 0.0])
+    run = Run(abs_data, DawidSkene(prior=1.0), "majority")
+    run.run()
+    row = run.params.gamma[:, 2, :]  # P("?" | true class) per worker
+    assert np.all(np.abs(row[:, 0] - 0.5) < 0.12) and np.all(row[:, 1] < 0.03)
+    check_run(run)
+    rep = worker_report(run)
+    assert "abstention_rate" in rep and np.all(rep["abstention_rate"].between(0.1, 0.4))
+    assert (run.labels() == abs_data.gold).mean() > 0.85
+
+
+def test_majority_vote_ignores_abstentions():
+    data = class_problem(5, K=3)
+    abs_data = _with_abstainer(data)
+    np.testing.assert_array_equal(abs_data.vote_counts, data.vote_counts)
+    np.testing.assert_array_equal(Run(abs_data, MajorityVote()).labels(), Run(data, MajorityVote()).labels())
+    from crowdlab.models.majority import majority_labels
+
+    np.testing.assert_array_equal(majority_labels(abs_data, "first"), majority_labels(data, "first"))
+
+
+def test_models_without_rows_for_responses_refuse_them():
+    abs_data = _with_abstainer(class_problem(2))
+    with pytest.raises(ModelError, match="responses that are not classes"):
+        Run(abs_data, OneCoin())
+    with pytest.raises(ModelError, match="moment matching"):
+        Run(abs_data, DawidSkene(), "moments")
+    for init in ("random", "all_good"):
+        check_run(Run(abs_data, DawidSkene(prior=1.0), init, max_iter=20))
+
+
+def test_reader_abstain_option_and_note(tmp_path):
+    f = tmp_path / "l.csv"
+    f.write_text("item,worker,label\n" + "".join(
+        f"t{i},w{j},{'unsure' if (i + j) % 5 == 0 else 'ab'[(i * j) % 2]}\n" for i in range(20) for j in range(3)
+    ))  # fmt: skip
+    plain = read_annotations(f)
+    assert "unsure" in plain.class_names and any("abstain='unsure'" in n for n in plain.notes)
+    d = read_annotations(f, abstain="unsure")
+    assert d.class_names == ("a", "b") and d.response_names == ("unsure",)
+    assert any('as "can\'t tell"' in n for n in d.notes)
+    np.testing.assert_array_equal(
+        np.array(d.class_names + d.response_names)[d.label], np.array(plain.class_names)[plain.label]
+    )
+    with pytest.raises(DataError, match="fewer than two classes"):
+        g = tmp_path / "g.csv"
+        g.write_text("item,worker,label\nt1,w1,a\nt1,w2,?\n")
+        read_annotations(g, abstain="?")

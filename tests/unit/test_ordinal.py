@@ -1,0 +1,74 @@
+"""Ordinal ratings (issue 28, section 4): ``kind="ordinal"`` and the discretised Gaussian annotator
+(Lakshminarayanan & Teh 2013's ordinal annotator, fitted by generalised EM)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from scipy.stats import norm
+
+from crowdlab.engines.run import Run
+from crowdlab.errors import DataError
+from crowdlab.io.data import Annotations, read_annotations
+from crowdlab.models.ordinal import OrdinalDS, ordinal_gamma, posterior_mean_rating
+from tests.unit.fuzz_problems import check_run, class_problem
+
+
+def test_gamma_is_the_binned_gaussian():
+    g = ordinal_gamma(np.array([0.3]), np.array([1.2]), 5)[0]
+    np.testing.assert_allclose(g.sum(axis=0), 1.0)
+    k, lvl = 2, 3
+    want = norm.cdf((lvl + 0.5 - k - 0.3) / 1.2) - norm.cdf((lvl - 0.5 - k - 0.3) / 1.2)
+    assert g[lvl, k] == pytest.approx(want, rel=1e-12)
+    assert g[3, 2] > g[4, 2] > g[0, 2]  # one level off is likelier than two
+
+
+def _ratings(seed: int, N=300, M=8, K=7):
+    rng = np.random.default_rng(seed)
+    truth = rng.integers(0, K, N)
+    bias = rng.normal(0, 1, M)
+    spread = rng.uniform(0.4, 1.5, M)
+    ii, ww = np.meshgrid(np.arange(N), np.arange(M), indexing="ij")
+    ii, ww = ii.ravel(), ww.ravel()
+    keep = rng.random(ii.size) < 0.6
+    ii, ww = ii[keep], ww[keep]
+    noisy = truth[ii] + bias[ww] + spread[ww] * rng.normal(size=ii.size)
+    lab = np.clip(np.rint(noisy), 0, K - 1).astype(int)
+    data = Annotations(ii, ww, lab, [f"i{n}" for n in range(N)], [f"w{m}" for m in range(M)],
+                       [str(k) for k in range(K)], gold=truth)  # fmt: skip
+    return data, bias, spread
+
+
+def test_recovers_bias_and_spread_and_beats_dawid_skene():
+    from crowdlab.models import DawidSkene
+
+    data, bias, spread = _ratings(0)
+    run = Run(data, OrdinalDS(), "majority")
+    run.run()
+    check_run(run)
+    np.testing.assert_allclose(run.params.extra["bias"], bias, atol=0.25)
+    np.testing.assert_allclose(run.params.extra["spread"], spread, atol=0.25)
+    ds = Run(data, DawidSkene(prior=1.0), "majority")
+    ds.run()
+    acc = lambda r: (r.labels() == data.gold).mean()  # noqa: E731
+    assert acc(run) > acc(ds)
+
+
+@pytest.mark.parametrize("seed", range(25))
+def test_em_is_monotone_on_adversarial_problems(seed):
+    data = class_problem(seed, max_items=25, max_workers=5)
+    run = Run(data, OrdinalDS(prior=(0.0, 1.0)[seed % 2]), ("majority", "random")[seed % 2], seed=seed, max_iter=30)
+    run.run()
+    check_run(run)
+
+
+def test_kind_ordinal_reader(tmp_path):
+    f = tmp_path / "stars.csv"
+    f.write_text("item,worker,label\na,w1,5\na,w2,4\nb,w1,1\nb,w2,2.0\nc,w1,10\n")
+    d = read_annotations(f, kind="ordinal")
+    assert [float(c) for c in d.class_names] == [1, 2, 4, 5, 10] and "ordinal ratings: 5 levels" in " ".join(d.notes)
+    np.testing.assert_allclose(posterior_mean_rating(np.eye(5)[[0, 4]], d.class_names), [1.0, 10.0])
+    g = tmp_path / "words.csv"
+    g.write_text("item,worker,label\na,w1,good\na,w2,bad\n")
+    with pytest.raises(DataError, match="is not a number"):
+        read_annotations(g, kind="ordinal")

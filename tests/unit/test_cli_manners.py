@@ -68,3 +68,17 @@ def test_refusing_hard_em_speaks_the_apis_words(method, capsys):
     assert main(["fit", str(BIRDS), "--method", method, "--hard", "--out", "o"]) == 2
     err = capsys.readouterr().err
     assert "drop --hard" in err and "untick" not in err and "hard=False" not in err
+
+
+def test_a_first_fit_imports_only_what_it_needs(tmp_path):
+    """Start-up (issue 30): ``import crowdlab`` loads neither scipy nor pandas; ``crowdlab fit`` with its worker
+    report never imports scipy.stats (1-2 s), plotly or numba (bluebirds is far below the kernels' first-use gate)."""
+    code = (
+        "import sys, io, contextlib; import crowdlab\n"
+        "light = not any(m.split('.')[0] in ('scipy', 'pandas', 'pyarrow') for m in sys.modules)\n"
+        "from crowdlab.cli import main\n"
+        f"with contextlib.redirect_stdout(io.StringIO()): main(['fit', {str(BIRDS)!r}, '--out', {str(tmp_path)!r}])\n"
+        "print(light, [m for m in ('scipy.stats', 'plotly', 'numba', 'streamlit') if m in sys.modules])"
+    )
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=_env(), timeout=120)
+    assert proc.stdout.strip() == "True []", proc.stdout + proc.stderr

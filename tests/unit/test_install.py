@@ -194,3 +194,96 @@ def test_usage_line_names_the_command_the_user_typed(installed):
     assert _run(installed, installed["python"], "-m", "crowdlab", "--help").stdout.startswith(
         "usage: python -m crowdlab "
     )
+
+
+# ------------------------------------------------------------------ the pip user's path: the core only, then the CLI
+CORE = ("numpy", "scipy", "pandas", "pyarrow")
+
+
+def _closure(names) -> list:
+    """The installed distributions of ``names`` and everything they require (extras left out)."""
+    import importlib.metadata as md
+
+    from packaging.requirements import Requirement
+
+    todo, seen, out = list(names), set(), []
+    while todo:
+        dist = md.distribution(todo.pop())
+        key = dist.metadata["Name"].lower()
+        if key in seen:
+            continue
+        seen.add(key)
+        out.append(dist)
+        for text in dist.requires or []:
+            req = Requirement(text)
+            if req.marker is None or req.marker.evaluate({"extra": ""}):
+                todo.append(req.name)
+    return out
+
+
+@pytest.fixture(scope="module")
+def pip_user(wheel, tmp_path_factory) -> dict[str, Path]:
+    """A fresh venv that holds only the core's dependencies (linked from the test environment, with their
+    dist-info, so that pip sees them installed), then ``pip install --no-index`` of the wheel, dependencies resolved
+    as a user's install resolves them, without the network. No dask, numba, plotly or streamlit in it."""
+    pytest.importorskip("packaging")
+    tmp = tmp_path_factory.mktemp("pipuser")
+    env_dir = tmp / "venv"
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(env_dir)], check=True, timeout=120)
+    py = env_dir / BIN / f"python{EXE}"
+    purelib = Path(
+        subprocess.run(
+            [str(py), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+            capture_output=True,
+            text=True,
+            check=True,
+            env=_clean_env(),
+        ).stdout.strip()
+    )
+    for dist in _closure(CORE):
+        base = Path(dist.locate_file(""))
+        for top in {f.parts[0] for f in dist.files or () if f.parts[0] != ".."}:
+            if (base / top).exists() and not (purelib / top).exists():
+                (purelib / top).symlink_to(base / top)
+    pip = [sys.executable, "-m", "pip", "--python", str(py), "install", "--no-index", "--disable-pip-version-check"]
+    proc = subprocess.run([*pip, "-q", str(wheel)], capture_output=True, text=True, env=_clean_env(), timeout=300)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    work = tmp / "elsewhere"
+    work.mkdir()
+    return {"env": env_dir, "python": py, "crowdlab": env_dir / BIN / f"crowdlab{EXE}", "work": work}
+
+
+def _run_any(installed: dict[str, Path], *args: str) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [str(a) for a in args], cwd=installed["work"], capture_output=True, text=True, env=_clean_env(), timeout=300
+    )
+
+
+@pytest.mark.slow
+def test_pip_user_path_with_the_core_only(pip_user):
+    """pip install . (dependencies resolved, core only), then from another folder: crowdlab samples, a fit of
+    load_sample's data, and --engine dask without the extra: one line naming it (issue 30)."""
+    py, cmd = pip_user["python"], pip_user["crowdlab"]
+    have = _run_any(pip_user, py, "-c", "import importlib.util as u; print([m for m in "
+                    "('dask', 'distributed', 'numba', 'plotly', 'streamlit') if u.find_spec(m)])").stdout  # fmt: skip
+    assert have.strip() == "[]", have
+    samples = _run_any(pip_user, cmd, "samples")
+    assert samples.returncode == 0 and "bluebirds" in samples.stdout, samples.stderr
+    code = (
+        "import crowdlab as cl; from crowdlab.io.samples import load_sample; "
+        "run = cl.fit(load_sample('bluebirds'), 'ds'); print(run.stop_reason, len(run.labels()))"
+    )
+    fit = _run_any(pip_user, py, "-c", code)
+    assert fit.stdout.split() == ["converged", "108"], fit.stderr
+    birds = samples.stdout.split()[samples.stdout.split().index("bluebirds") :]
+    labels = next(w for w in birds if w.endswith("labels.csv"))
+    out = _run_any(pip_user, cmd, "fit", labels, "--out", "res")
+    assert out.returncode == 0 and "108 items, 39 workers" in out.stdout, out.stderr
+    dask = _run_any(pip_user, cmd, "fit", labels, "--engine", "dask", "--out", "res2")
+    assert dask.returncode == 2 and dask.stdout == ""
+    assert dask.stderr.count("\n") == 1 and 'pip install "crowdlab[dask]"' in dask.stderr, dask.stderr
+    pipe = subprocess.Popen([str(cmd), "samples"], cwd=pip_user["work"], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    pipe.stdout.close()
+    assert pipe.wait(timeout=120) == 0 and pipe.stderr.read() == b""
+    version = _run_any(pip_user, cmd, "--version")
+    assert version.stdout.startswith("crowdlab ") and version.returncode == 0

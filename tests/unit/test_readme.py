@@ -1,35 +1,118 @@
-"""The README's Python examples run as written (the distributed one needs a cluster: tests/unit cover its API)."""
+"""Every Python block and every shell command of the README runs as written, where it can run here.
+
+Python blocks run in order in one namespace (the distributed one needs a cluster: tests/unit cover its API). Shell
+commands: every ``python -m crowdlab ...`` line runs (big files stand in as the bundled bluebirds, in a scratch
+folder); ``python3 dev.py ...`` (it installs into .venv, starts the app, or runs this suite) and ``pip install``
+(``tests/unit/test_install.py`` installs the real wheel into a fresh venv) are the known exceptions, listed below so
+that a new command in the README must be handled here.
+"""
 
 from __future__ import annotations
 
+import os
 import re
+import shlex
+import subprocess
+import sys
 from pathlib import Path
 
 import pandas as pd
+import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
 BLUEBIRDS = "sample_data/welinder2010_bluebirds/labels.csv"
+README = (ROOT / "README.md").read_text(encoding="utf-8")
 
 
 def _blocks() -> list[str]:
-    return re.findall(r"```python\n(.*?)```", (ROOT / "README.md").read_text(encoding="utf-8"), re.S)
+    return re.findall(r"```python\n(.*?)```", README, re.S)
+
+
+def _commands() -> list[str]:
+    """Every command of the README's bash blocks: continuation lines joined, comments dropped."""
+    out = []
+    for block in re.findall(r"```bash\n(.*?)```", README, re.S):
+        for line in block.replace("\\\n", " ").splitlines():
+            line = line.split("  #")[0].strip()
+            if line:
+                out.append(line)
+    return out
 
 
 def test_the_readme_python_examples_run_in_order(monkeypatch, capsys):
     blocks = _blocks()
-    assert len(blocks) == 5 and "Client(" in blocks[4]
+    assert len(blocks) == 6 and "Client(" in blocks[5]
     monkeypatch.chdir(ROOT)
     ns: dict = {"df": pd.read_csv(BLUEBIRDS).rename(columns={"item": "task"})}
     exec(blocks[0], ns)  # the five lines: read, fit, print
     printed = capsys.readouterr().out
     assert printed.startswith("['1', '1', ") and printed.rstrip().endswith("converged")
-    exec(blocks[1], ns)  # pandas, crowd-kit style
+    exec(blocks[1], ns)  # a pip user's bundled sample
+    assert ns["data"].n_items == 108 and ns["data"].has_gold and ns["run"].stop_reason == "converged"
+    exec(blocks[2], ns)  # pandas, crowd-kit style
     assert ns["labels"].index.name == "task" and set(ns["labels"]) <= {0, 1}
     assert list(ns["post"].columns) == [0, 1] and ns["ds"].stop_reason_ == "converged"
-    exec(blocks[2], ns)  # online EM, on the data of the first block
+    exec(blocks[3], ns)  # online EM, on the data of the first block
     assert len(ns["run"].progress.rows) > 0
-    exec(blocks[3].replace('"big_labels.csv"', repr(BLUEBIRDS)), ns)  # streaming
+    exec(blocks[4].replace('"big_labels.csv"', repr(BLUEBIRDS)), ns)  # streaming
     assert ns["run"].stop_reason == "converged"
+
+
+NOT_RUN = {  # command prefix -> why it does not run here
+    "python3 dev.py": "installs into .venv, starts the app or runs this suite",
+    "pip install": "tests/unit/test_install.py installs the real wheel (slow)",
+}
+
+
+def _runnable(cmd: str, tmp: Path) -> list[str] | None:
+    args = shlex.split(cmd)
+    if any(cmd.startswith(p) for p in NOT_RUN):
+        return None
+    assert args[:3] == ["python", "-m", "crowdlab"], f"a README command this test does not know: {cmd}"
+    if "--scheduler" in args:
+        return None  # needs a running Dask scheduler: tests/unit cover the option
+    stand_in = str(ROOT / BLUEBIRDS)
+    args = [stand_in if a in ("big_labels.csv", "data/*.parquet", "data/*.csv") else a for a in args]
+    args = [str(ROOT / a) if a.startswith("sample_data/") else a for a in args]
+    args = [str(tmp / a) if a == "results/" else a for a in args]
+    return [sys.executable, *args[1:]]
+
+
+@pytest.mark.slow
+def test_every_readme_shell_command_runs(tmp_path):
+    commands = _commands()
+    ran = []
+    for cmd in commands:
+        args = _runnable(cmd, tmp_path)
+        if args is None:
+            continue
+        proc = subprocess.run(
+            args, cwd=tmp_path, capture_output=True, text=True, timeout=600, env={**os.environ, "PYTHONPATH": str(ROOT)}
+        )
+        assert proc.returncode == 0, (cmd, proc.stderr[-2000:])
+        ran.append(cmd)
+    assert len(ran) >= 3 and any("--engine dask" in c for c in ran) and any("--stream" in c for c in ran)
+
+
+def test_the_readme_commands_are_all_known():
+    """Each command is either run above or a listed exception (a typo'd command would fail here, quickly)."""
+    for cmd in _commands():
+        if not any(cmd.startswith(p) for p in NOT_RUN):
+            assert cmd.startswith("python -m crowdlab "), cmd
+            assert shlex.split(cmd)[3] in ("fit", "samples"), cmd
+
+
+def test_the_readme_tells_the_truth_it_promised():
+    """Issue 30: the baselines where they live, pip users' samples, docs/ not DESIGN.md, the other CROWDLAB."""
+    import crowdlab as cl
+
+    for name in ("Wawa", "ZeroBasedSkill", "KOS", "MMSR"):
+        assert f"`cl.{name}`" in README and hasattr(cl, name)
+    assert "crowdlab.baselines" not in README and "DESIGN.md" not in README
+    assert "load_sample" in README and ". .venv/bin/activate" in README
+    assert "Goh, Tkachenko & Mueller 2022" in README and "../shared/datasets" in README
+    for extra in ("app", "fast", "dask"):
+        assert f'pip install ".[{extra}]"' in README
 
 
 def test_majority_vote_is_as_the_readme_says():

@@ -23,7 +23,7 @@ st.caption("Guided lessons on live runs: the EM lecture from start to end, depen
 st.page_link("pages/1_Data.py", label="Data", icon=":material/table_chart:")
 st.caption("Upload your own labels (long or wide CSV, optional gold) or simulate a crowd; see who labelled what.")
 st.page_link("pages/2_Step_through_EM.py", label="Step through EM", icon=":material/stairs:")
-st.caption("E-step, M-step, Back, scrub and run to convergence, with the objective and the bound F(q, θ).")
+st.caption("E-step, M-step, Back, scrub and run to convergence, with the objective and the bound L(q, θ).")
 st.page_link("pages/3_Compare_methods.py", label="Compare methods", icon=":material/compare_arrows:")
 st.caption("Every method on the current data: accuracy, macro F and log loss against gold; where they disagree.")
 st.page_link("pages/4_Priors_and_initialisations.py", label="Priors and initialisations", icon=":material/tune:")
@@ -45,3 +45,7 @@ st.page_link("pages/9_Learning_from_crowds.py", label="Learning from crowds", ic
 st.caption("Raykar's EM learns a classifier and every annotator's sensitivity and specificity; the boundary moves.")
 st.page_link("pages/10_Batch_vs_online.py", label="Batch vs online", icon=":material/stream:")
 st.caption("Online EM reads a few items at a time: step it beside batch EM; the step size and hashing workers.")
+
+st.subheader("In the lecture hall")
+st.page_link("pages/11_Class.py", label="Class", icon=":material/groups:")
+st.caption("The class is the crowd: students label from their phones, then EM finds out who was careless.")

@@ -7,7 +7,7 @@ file changes, then starts the app, runs the test suite, or lints. Needs only Pyt
     python3 dev.py app    [streamlit args...]   start the web app on http://127.0.0.1:8501 (bluebirds data);
                                                 --server.address 0.0.0.0 shows it to other machines
     python3 dev.py test   [pytest args...]      run the whole test suite (unit, app, browser)
-    python3 dev.py lint                         ruff check + format check
+    python3 dev.py lint                         ruff check + format check + the import layers (lint-imports)
     python3 dev.py fit    FILE --method ds ...  the command line (python -m crowdlab fit ...); FILE and --out
                                                 are relative to the folder you are in
 """
@@ -158,7 +158,8 @@ def main(argv: list[str]) -> int:
         return run_child([str(PY), "-m", "crowdlab", "fit", *rest], cwd=Path.cwd(), env=env)
     a = run_child([str(PY), "-m", "ruff", "check", "."], cwd=ROOT)
     b = run_child([str(PY), "-m", "ruff", "format", "--check", "."], cwd=ROOT)
-    return a or b
+    c = run_child([str(BIN / "lint-imports")], cwd=ROOT)  # the layers of docs/architecture.md (pyproject.toml)
+    return a or b or c
 
 
 if __name__ == "__main__":

@@ -19,7 +19,7 @@ import time
 from pathlib import Path
 
 import crowdlab as cl
-from crowdlab.em import Run
+from crowdlab.engines.run import Run
 from crowdlab.models import DawidSkene
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -1,4 +1,4 @@
-"""Dawid-Skene on a Dask LocalCluster (crowdlab.distributed) vs in memory (crowdlab.fit): seconds per iteration.
+"""Dawid-Skene on a Dask LocalCluster (crowdlab.engines.distributed) vs in memory (crowdlab.fit): seconds per iteration.
 
     .venv/bin/python benchmarks/bench_dask.py                       # 10^6 and 10^7 labels, 20 iterations
     .venv/bin/python benchmarks/bench_dask.py --sizes 1e6 --partitions 4 --workers 2
@@ -37,9 +37,9 @@ def main() -> None:
     from bench_stream import generate
 
     import crowdlab as cl
-    from crowdlab.data import read_annotations
-    from crowdlab.distributed import NO_DASHBOARD, fit
-    from crowdlab.limits import override
+    from crowdlab.engines.distributed import NO_DASHBOARD, fit
+    from crowdlab.io.data import read_annotations
+    from crowdlab.io.limits import override
 
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--sizes", default="1e6,1e7")

@@ -19,9 +19,9 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from crowdlab.em import Run  # noqa: E402
+from crowdlab.engines.run import Run  # noqa: E402
 from crowdlab.models import HMMCrowd, NetworkCrowd  # noqa: E402
-from crowdlab.simulate import mix_from_counts, simulate_sbm, simulate_sequences  # noqa: E402
+from crowdlab.teaching.simulate import mix_from_counts, simulate_sbm, simulate_sequences  # noqa: E402
 
 
 def time_iterations(run: Run, repeat: int) -> np.ndarray:

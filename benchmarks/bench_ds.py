@@ -4,18 +4,18 @@ Run from the repository root::
 
     .venv/bin/python benchmarks/bench_ds.py                        # 1e4..1e7 observations, K = 2 and 5
     .venv/bin/python benchmarks/bench_ds.py --sizes 1e4,1e5 --classes 5 --iters 20
-    .venv/bin/python benchmarks/bench_ds.py --engine run           # time crowdlab.em.Run.step() instead
+    .venv/bin/python benchmarks/bench_ds.py --engine run           # time crowdlab.engines.run.Run.step() instead
     .venv/bin/python benchmarks/bench_ds.py --crowdkit             # also crowd-kit (needs .venv-bench)
 
 For every (size, K) a fresh subprocess simulates a crowd (vectorised numpy: n_items = n_obs / 10, 10 distinct
 workers per item, per-worker confusion matrices with diagonal ~ U(0.6, 0.95) and errors spread evenly), builds
-:class:`crowdlab.data.Annotations` straight from the arrays, and times
+:class:`crowdlab.io.data.Annotations` straight from the arrays, and times
 
 - the sparse count matrix: first access of ``label_counts`` (X; the ``X^T s`` column is 0 since the M-step
   multiplies by the transposed view instead of caching X^T);
 - the initialisation crowdlab uses by default: q0 = vote fractions, params0 = m_step(q0);
 - ``--iters`` EM iterations: ``--engine model`` (default) times the bare ``DawidSkene.e_step`` +
-  ``DawidSkene.m_step``; ``--engine run`` times :meth:`crowdlab.em.Run.step`, which also evaluates the
+  ``DawidSkene.m_step``; ``--engine run`` times :meth:`crowdlab.engines.run.Run.step`, which also evaluates the
   objective and the bound after every half-step and keeps every snapshot's parameters and the last two
   posteriors (as ``crowdlab.fit`` does; the app keeps every posterior for scrubbing);
 - peak memory: tracemalloc's peak over the crowdlab phase (Python and numpy allocations; started after the data
@@ -92,7 +92,7 @@ def simulate(n_obs: int, K: int, seed: int = 0) -> dict[str, np.ndarray]:
 
 def to_annotations(sim: dict[str, np.ndarray], K: int):
     """Annotations straight from the simulated arrays (names "0".."N-1", "w0".., "0".."K-1")."""
-    from crowdlab.data import Annotations
+    from crowdlab.io.data import Annotations
 
     N, M = sim["truth"].size, sim["n_workers"]
     return Annotations(
@@ -124,8 +124,8 @@ def rss_now_mb() -> float:
 
 def import_crowdlab() -> None:
     """Import what the benchmark uses (kept out of the timings; importing crowdlab pulls in pandas)."""
-    import crowdlab.data  # noqa: F401
-    import crowdlab.em  # noqa: F401
+    import crowdlab.engines.run  # noqa: F401
+    import crowdlab.io.data  # noqa: F401
     import crowdlab.models.dawid_skene  # noqa: F401
 
 
@@ -147,7 +147,7 @@ def crowdlab_em(data, iters: int, engine: str) -> tuple[np.ndarray, list[float],
     model = DawidSkene()
     times = []
     if engine == "run":
-        from crowdlab.em import Run
+        from crowdlab.engines.run import Run
 
         run, t_init = timed(lambda: Run(data, model, tol=0.0, max_iter=iters, keep_posteriors=2))
         for _ in range(iters):

@@ -100,7 +100,7 @@ def _bare_and_run(sim: dict, K: int, method: str):
     the bare loop and the Run start from the same parameters and each keeps its own model."""
     from bench_ds import to_annotations
 
-    from crowdlab.em import Run
+    from crowdlab.engines.run import Run
     from crowdlab.models import make_model
 
     data = to_annotations(sim, K)
@@ -175,7 +175,7 @@ def models_part(repeat: int, sizes: tuple[int, ...] = (10**5, 10**6)) -> None:
 def memory_child(mode: str, iters: int = 50, n_obs: int = 10**6, K: int = 5) -> dict:
     from bench_ds import to_annotations
 
-    from crowdlab.em import Run
+    from crowdlab.engines.run import Run
     from crowdlab.models import make_model
 
     sim, K = _class_data(n_obs, K)
@@ -270,9 +270,9 @@ def import_part(python: str, root: Path, repeat: int = 5) -> None:
 def _hmm_data(K: int, path: Path) -> None:
     """Simulate the chains once (in the parent) and save the arrays the children load (so that the children's peak
     RSS is the data, the imports and the iteration, not the simulation)."""
-    from crowdlab.em import Run
+    from crowdlab.engines.run import Run
     from crowdlab.models import HMMCrowd
-    from crowdlab.simulate import simulate_sequences
+    from crowdlab.teaching.simulate import simulate_sequences
 
     rng = np.random.default_rng(0)
     lengths = rng.integers(20, 51, size=28_600)
@@ -296,7 +296,7 @@ def _hmm_data(K: int, path: Path) -> None:
 
 
 def _load_hmm(path: str):
-    from crowdlab.data import Annotations
+    from crowdlab.io.data import Annotations
     from crowdlab.models.hmm import HMMParams
 
     z = np.load(path)
@@ -331,7 +331,7 @@ def hmm_child(impl: str, path: str, repeat: int) -> dict:
             h.fit(X, lengths)
 
     else:
-        from crowdlab.em import Run
+        from crowdlab.engines.run import Run
         from crowdlab.models import HMMCrowd
 
         data, start, _, _ = _load_hmm(path)

@@ -9,13 +9,15 @@ Tables printed:
 
 1. k = 1, two classes, symmetric noise: over a grid of theta and alpha = p(y = code 0), ``reps`` simulations of
    n outputs each; n Var(theta_hat) of eq. (9) (clipped to [0, 1]) against 1 / J(theta) from
-   :func:`crowdlab.fisher.fisher_symmetric` (E[score^2]) and from eq. (24) as printed; the ratios should be 1 for
+   :func:`crowdlab.analysis.fisher.fisher_symmetric` (E[score^2]) and from eq. (24) as printed; the ratios should be 1
+   for
    the former (within Monte-Carlo error, about 3% at 2,000 repetitions).
 2. Collaborative estimation (eq. (12), Fig. 6): n Var(theta_hat_1) of the EM estimate for k classifiers against
-   [J^-1]_11 from :func:`crowdlab.fisher.fisher_collaborative` and against the classifier-alone 1 / J.
-3. Coverage of the 95% intervals of :func:`crowdlab.fisher.worker_intervals` for worker accuracy on simulated
+   [J^-1]_11 from :func:`crowdlab.analysis.fisher.fisher_collaborative` and against the classifier-alone 1 / J.
+3. Coverage of the 95% intervals of :func:`crowdlab.analysis.fisher.worker_intervals` for worker accuracy on simulated
    Dawid-Skene crowds (fitted with DS, one-coin and two-coin), linear and logit scale, and the time per fit.
-4. Time of :func:`crowdlab.fisher.observed_information` at a few crowd sizes (full matrix and per-worker blocks).
+4. Time of :func:`crowdlab.analysis.fisher.observed_information` at a few crowd sizes (full matrix and per-worker
+blocks).
 
 Nothing is asserted; the tests in tests/unit/test_fisher.py hold the pass/fail versions.
 """
@@ -32,9 +34,9 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from crowdlab import fisher, risk  # noqa: E402
-from crowdlab.api import fit  # noqa: E402
-from crowdlab.simulate import simulate_crowd  # noqa: E402
+from crowdlab.analysis import fisher, risk  # noqa: E402
+from crowdlab.engines.fit import fit  # noqa: E402
+from crowdlab.teaching.simulate import simulate_crowd  # noqa: E402
 
 
 def table_k1(n: int, reps: int) -> None:

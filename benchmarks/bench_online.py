@@ -11,7 +11,7 @@ For each dataset:
 - batch DS: :func:`crowdlab.fit` (``"ds"``, majority-vote start, tol 1e-8): iterations, total seconds, seconds per
   iteration (one iteration reads every label once, like one online pass), accuracy against gold;
 - online DS (:mod:`crowdlab.models.online`, default eta0 = 1, tau0 = 10, rho = 0.6, prior 1, one confusion matrix
-  per worker) for each ``--batch-sizes`` value, on the fast path (:func:`crowdlab.online_run.fast_fit`: no
+  per worker) for each ``--batch-sizes`` value, on the fast path (:func:`crowdlab.engines.online.fast_fit`: no
   snapshots, progressive values kept): seconds per pass (median over the passes, after building the item-grouped
   arrays once) and accuracy after 1, 3 and ``--passes`` passes; for b <= 10 also with a step-size clock per
   worker (``worker_steps=True``).
@@ -35,10 +35,10 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from benchmarks.bench_ds import simulate, to_annotations  # noqa: E402
-from crowdlab.api import fit  # noqa: E402
-from crowdlab.metrics import accuracy  # noqa: E402
+from crowdlab.engines.fit import fit  # noqa: E402
+from crowdlab.io.metrics import accuracy  # noqa: E402
+from crowdlab.io.samples import load_sample  # noqa: E402
 from crowdlab.models.online import OnlineDawidSkene  # noqa: E402
-from crowdlab.samples import load_sample  # noqa: E402
 
 
 def batch_row(data) -> dict:

@@ -44,9 +44,9 @@ import pandas as pd
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import crowdlab as cl  # noqa: E402
-from crowdlab.baselines import BASELINES  # noqa: E402
-from crowdlab.data import read_annotations  # noqa: E402
-from crowdlab.metrics import accuracy  # noqa: E402
+from crowdlab.io.data import read_annotations  # noqa: E402
+from crowdlab.io.metrics import accuracy  # noqa: E402
+from crowdlab.models.baselines import BASELINES  # noqa: E402
 from crowdlab.models.majority import majority_labels  # noqa: E402
 
 ROOT = Path("/work/shared/datasets")

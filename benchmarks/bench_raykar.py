@@ -6,7 +6,7 @@ Run from the repository root::
     .venv/bin/python benchmarks/bench_raykar.py --sizes 2000 --seeds 20 --d 2
     .venv/bin/python benchmarks/bench_raykar.py --skip-table         # timing only
 
-Data: :func:`crowdlab.simulate.simulate_raykar` -- features x ~ N(0, I_d), truth ~ Bernoulli(sigma(w^T [1, x]))
+Data: :func:`crowdlab.teaching.simulate.simulate_raykar` -- features x ~ N(0, I_d), truth ~ Bernoulli(sigma(w^T [1, x]))
 (slopes of length 2, intercept ~ U(-0.5, 0.5)), 5 annotators of whom 3 are novices (alpha, beta ~ U(0.55, 0.7);
 experts U(0.85, 0.95)), every annotator labels every item.
 
@@ -25,7 +25,7 @@ MV: the vote); ``|da|``, ``|db|``: largest |alpha_j - alpha_j true|, |beta_j - b
 (standard deviation in brackets).
 
 Timing: N = 10^5 items, d = 10, 5 annotators (5 x 10^5 labels): time per EM iteration of the bare model
-(``e_step`` + ``m_step``) and of ``crowdlab.em.Run.step`` (which also evaluates the objective and the bound and
+(``e_step`` + ``m_step``) and of ``crowdlab.engines.run.Run.step`` (which also evaluates the objective and the bound and
 keeps snapshots), and the Newton steps per M-step. The script prints figures; it asserts nothing.
 """
 
@@ -41,12 +41,12 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from crowdlab.em import Run  # noqa: E402
-from crowdlab.metrics import accuracy, auc  # noqa: E402
+from crowdlab.engines.run import Run  # noqa: E402
+from crowdlab.io.metrics import accuracy, auc  # noqa: E402
 from crowdlab.models import DawidSkene, RaykarModel  # noqa: E402
 from crowdlab.models.majority import majority_labels  # noqa: E402
 from crowdlab.models.raykar import logistic_regression  # noqa: E402
-from crowdlab.simulate import simulate_raykar  # noqa: E402
+from crowdlab.teaching.simulate import simulate_raykar  # noqa: E402
 
 L2 = 1.0
 TOL = 1e-10

@@ -11,7 +11,7 @@ classes), in random order. Each side runs in its own fresh subprocess so that ``
 
 - ``pandas``: ``pd.read_csv(path)`` then ``pd.factorize`` of each of the three columns (the least any reader must
   do to give integer codes);
-- ``crowdlab``: ``crowdlab.data.read_annotations(path)`` (encoding and binary checks over the whole file,
+- ``crowdlab``: ``crowdlab.io.data.read_annotations(path)`` (encoding and binary checks over the whole file,
   delimiter sniffing, stripping, missing-value and header-repeat checks, limits, sorted names, int32 codes).
 
 The script prints both sides and their ratios; it asserts nothing.
@@ -64,7 +64,7 @@ def side(which: str, path: str) -> dict:
         n = int(codes[0].size)
     else:
         sys.path.insert(0, str(ROOT))
-        from crowdlab.data import read_annotations
+        from crowdlab.io.data import read_annotations
 
         t0 = time.perf_counter()
         ann = read_annotations(path)

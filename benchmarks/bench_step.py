@@ -13,7 +13,7 @@ put into the session state before the first run (as the Data page would), then t
 metrics against gold and the open tab from the stored snapshots. The figure printed is the median wall time of
 those reruns (target: under 150 ms). AppTest reruns the whole page script on every click; in a browser a Step
 reruns only the stepper fragment, so this is an upper bound. The time of the engine step alone
-(:meth:`crowdlab.em.Run.step` on the same data) is printed beside it.
+(:meth:`crowdlab.engines.run.Run.step` on the same data) is printed beside it.
 
 The script prints figures; it asserts nothing.
 """
@@ -32,10 +32,10 @@ sys.path.insert(0, str(ROOT))
 
 from streamlit.testing.v1 import AppTest  # noqa: E402
 
-from crowdlab.em import Run  # noqa: E402
+from crowdlab.engines.run import Run  # noqa: E402
+from crowdlab.io.samples import load_sample  # noqa: E402
 from crowdlab.models import make_model  # noqa: E402
-from crowdlab.samples import load_sample  # noqa: E402
-from crowdlab.simulate import simulate_crowd  # noqa: E402
+from crowdlab.teaching.simulate import simulate_crowd  # noqa: E402
 from crowdlab.ui import panels, state  # noqa: E402
 
 STEP_PAGE = str(ROOT / "pages" / "2_Step_through_EM.py")

@@ -1,4 +1,4 @@
-"""Streaming batch EM (crowdlab.stream) on a long CSV far larger than a classroom file: time and peak memory.
+"""Streaming batch EM (crowdlab.engines.stream) on a long CSV far larger than a classroom file: time and peak memory.
 
     .venv/bin/python benchmarks/bench_stream.py                         # 10^7 labels, streaming vs in memory
     .venv/bin/python benchmarks/bench_stream.py --labels 1e8 --no-memory --iters 1   # 10^8: read + one EM pass
@@ -83,15 +83,15 @@ def worker(engine: str, path: str, out: str, chunk_rows: int, iters: int) -> Non
     sys.path.insert(0, str(ROOT))
     t0 = time.perf_counter()
     if engine == "stream":
-        from crowdlab.stream import fit_file
+        from crowdlab.engines.stream import fit_file
 
         run = fit_file(path, "ds", chunk_rows=chunk_rows, max_iter=iters, workdir=os.path.dirname(out))
         fig = {"read_s": run.timings["read_s"], "em_s": run.timings["em_s"], "passes": run.timings["rounds"]}
         fig["buckets"] = run.timings["buckets"]
     else:
         import crowdlab as cl
-        from crowdlab.data import read_annotations
-        from crowdlab.limits import override
+        from crowdlab.io.data import read_annotations
+        from crowdlab.io.limits import override
 
         with override(max_file_mb=1e9, max_rows=10**9, max_items=10**9):
             data = read_annotations(path)

@@ -23,11 +23,11 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import crowdlab as cl  # noqa: E402
-from crowdlab.em import Run  # noqa: E402
-from crowdlab.metrics import accuracy, confusion_error, macro_f  # noqa: E402
+from crowdlab.engines.run import Run  # noqa: E402
+from crowdlab.io.metrics import accuracy, confusion_error, macro_f  # noqa: E402
 from crowdlab.models import NetworkCrowd  # noqa: E402
 from crowdlab.models.hmm import HMMParams, viterbi  # noqa: E402
-from crowdlab.simulate import mix_from_counts, simulate_sbm, simulate_sequences  # noqa: E402
+from crowdlab.teaching.simulate import mix_from_counts, simulate_sbm, simulate_sequences  # noqa: E402
 
 CROWD = {"mix": mix_from_counts({"expert": 6, "spammer": 4}), "expert_accuracy": (0.35, 0.6)}
 
@@ -76,7 +76,7 @@ def networks(seeds: int) -> None:
 
 
 def ner() -> None:
-    from crowdlab.samples import load_sample
+    from crowdlab.io.samples import load_sample
 
     d = load_sample("ner")
     print(f"\nCoNLL NER val split: {d.n_items:,} tokens, {d.n_sequences:,} sentences, {d.n_obs:,} labels")

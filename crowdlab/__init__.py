@@ -6,10 +6,10 @@ run = cl.fit(data, "ds")
 run.labels(), run.posterior, run.params
 """
 
-from crowdlab.api import fit
-from crowdlab.data import Annotations
-from crowdlab.em import Run, Snapshot
+from crowdlab.engines.fit import fit
+from crowdlab.engines.run import Run, Snapshot
 from crowdlab.errors import DataError, ModelError, NotFittedError
+from crowdlab.io.data import Annotations
 from crowdlab.models import MODELS, applicable_models, make_model
 
 _FRAMES = (
@@ -37,14 +37,26 @@ def __getattr__(name):
 
         return getattr(frames, name)
     if name in ("read_annotations", "read_gold", "to_long_dataframe"):
-        from crowdlab import data
+        from crowdlab.io import data
 
         return getattr(data, name)
+    if name in ("dependence", "dependence_check"):
+        from crowdlab.analysis import dependence
+
+        return getattr(dependence, name)
+    if name in ("load_sample", "SAMPLES"):
+        from crowdlab.io import samples
+
+        return getattr(samples, name)
     raise AttributeError(f"module 'crowdlab' has no attribute {name!r}")
 
 
 def __dir__():
-    return sorted(set(globals()) | set(_FRAMES) | {"read_annotations", "read_gold", "to_long_dataframe"})
+    return sorted(
+        set(globals())
+        | set(_FRAMES)
+        | {"read_annotations", "read_gold", "to_long_dataframe", "load_sample", "SAMPLES", "dependence"}
+    )
 
 
 __all__ = [
@@ -56,7 +68,10 @@ __all__ = [
     "NotFittedError",
     "Run",
     "Snapshot",
+    "SAMPLES",
+    "load_sample",
     "applicable_models",
+    "dependence",
     "fit",
     "make_model",
 ]

@@ -5,8 +5,9 @@ Writes ``posteriors.csv`` (posterior per class, hard label, confidence; scores m
 ``history.json`` (the objective after every half-step, convergence, violations) and ``metrics.json`` (against
 gold, when given), then prints a summary. A bad file, an option out of its range or an ``--out`` folder that would
 overwrite an input prints a one-line message and exits with status 2 (before anything is written). CSV cells that a
-spreadsheet would run as a formula are escaped (:func:`crowdlab.export.write_csv`); names printed in the summary lose
-control characters (:func:`crowdlab.safe.plain`).
+spreadsheet would run as a formula are escaped (:func:`crowdlab.analysis.export.write_csv`); names printed in the
+summary lose
+control characters (:func:`crowdlab.io.safe.plain`).
 """
 
 from __future__ import annotations
@@ -21,9 +22,7 @@ from pathlib import Path
 
 import numpy as np
 
-from crowdlab import safe
-from crowdlab.errors import CrowdlabError
-from crowdlab.export import (
+from crowdlab.analysis.export import (
     history_dict,
     metrics_dict,
     params_dict,
@@ -32,9 +31,11 @@ from crowdlab.export import (
     worker_frame,
     write_csv,
 )
-from crowdlab.init import INITS
+from crowdlab.engines.init import INITS
+from crowdlab.errors import CrowdlabError
+from crowdlab.io import safe
+from crowdlab.io.safe import plural
 from crowdlab.models import CLASS_PRIOR_MODELS, MODELS, ONLINE_MODELS
-from crowdlab.safe import plural
 
 
 class OptionError(CrowdlabError, ValueError):
@@ -54,7 +55,10 @@ def prog_name(argv0: str | None = None) -> str:
 
 
 def build_parser() -> argparse.ArgumentParser:
+    from crowdlab import __version__
+
     p = argparse.ArgumentParser(prog=prog_name(), description="EM for crowd labels.")
+    p.add_argument("--version", action="version", version=f"crowdlab {__version__}")
     sub = p.add_subparsers(dest="command", required=True)
     f = sub.add_parser("fit", help="aggregate a label file and write posteriors and worker parameters")
     f.add_argument("file", help="long CSV (item,worker,label) or wide CSV (rows = items, columns = workers)")
@@ -87,6 +91,12 @@ def build_parser() -> argparse.ArgumentParser:
     f.add_argument("--delta", type=float, help="MRF: Potts penalty for disagreeing neighbours (default: #workers)")
     f.add_argument("--e-step", dest="e_step", default="icm", choices=["icm", "mean_field"], help="MRF E-step")
     f.add_argument("--kind", default="auto", choices=["auto", "classes", "continuous"])
+    f.add_argument(
+        "--columns",
+        metavar="ITEM,WORKER,LABEL",
+        help="a long file's item, worker and label columns by name, when row 1 does not say which is which "
+        "(e.g. --columns q,w,a)",
+    )
     f.add_argument(
         "--tie-break",
         dest="tie_break",
@@ -122,8 +132,8 @@ def build_parser() -> argparse.ArgumentParser:
         "--engine",
         default="memory",
         choices=["memory", "stream", "dask"],
-        help="memory (default); stream: read a long CSV or Parquet file in chunks (crowdlab.stream); dask: batch EM "
-        "on a Dask cluster over FILE, a glob of CSV or Parquet files (crowdlab.distributed)",
+        help="memory (default); stream: read a long CSV or Parquet file in chunks (crowdlab.engines.stream); "
+        "dask: batch EM on a Dask cluster over FILE, a glob of CSV or Parquet files (crowdlab.engines.distributed)",
     )
     g.add_argument("--stream", action="store_true", help="the same as --engine stream")
     g.add_argument("--chunk-rows", type=int, default=1_000_000, help="stream: rows per chunk (default 1,000,000)")
@@ -150,7 +160,7 @@ def _number_checks(args: argparse.Namespace):
         ("--delta", args.delta, args.delta is None or (finite(args.delta) and args.delta >= 0), "a finite number >= 0"),
         ("--eta0", args.eta0, finite(args.eta0) and args.eta0 > 0, "a finite number > 0"),
         ("--tau0", args.tau0, finite(args.tau0) and args.tau0 >= 0, "a finite number >= 0"),
-        ("--rho", args.rho, finite(args.rho) and args.rho >= 0, "a finite number >= 0 (converges for 0.5 < rho <= 1)"),
+        ("--rho", args.rho, finite(args.rho) and 0 <= args.rho <= 1, "in [0, 1] (converges for 0.5 < rho <= 1)"),
         ("--buckets", args.buckets, args.buckets is None or args.buckets >= 1, f"{whole} >= 1"),
         ("--passes", args.passes, args.passes >= 1, f"{whole} >= 1"),
         ("--batch-size", args.batch_size, args.batch_size >= 1, f"{whole} >= 1"),
@@ -217,7 +227,7 @@ def check_options(args: argparse.Namespace) -> None:
                 f"{', '.join(ignored)} cannot be used with --method {args.method}: online EM is soft and fixes no "
                 "item's class (use a batch method such as ds)."
             )
-        if not 0.5 < args.rho <= 1:
+        if 0 <= args.rho <= 0.5:
             print(
                 f"warning: --rho {args.rho} is outside (0.5, 1], where the Robbins-Monro conditions guarantee "
                 "convergence; running anyway.",
@@ -313,23 +323,45 @@ def _cannot_write(exc: OSError) -> OptionError:
     return OptionError(f"cannot write {exc.filename or 'the output'}: {exc.strerror or exc}.")
 
 
+def check_input(path: str) -> None:
+    """Refuse a missing FILE before anything else; when its name points at a bundled sample (``bluebirds``,
+    ``sample_data/welinder2010_bluebirds/labels.csv`` typed outside the checkout), say where the samples lie."""
+    if any(c in path for c in "*?[") or Path(path).exists():
+        return
+    from crowdlab.io.samples import SAMPLES, SEQUENCE_SAMPLES, sample_paths
+
+    words = {w.lower() for w in Path(path).parts} | {Path(path).stem.lower()}
+    for key, sample in {**SAMPLES, **SEQUENCE_SAMPLES}.items():
+        if words & {key, sample.folder.lower()}:
+            labels, _ = sample_paths(key)
+            raise OptionError(
+                f"no such file: {path}. '{key}' is a bundled sample: its labels are {labels} "
+                f"(`{prog_name()} samples` lists every sample and where it lies)."
+            )
+    if "sample_data" in words:
+        raise OptionError(
+            f"no such file: {path}. `{prog_name()} samples` lists the bundled samples and where they lie."
+        )
+
+
 def cmd_fit(args: argparse.Namespace) -> int:
     check_options(args)
+    check_input(args.file)
     if args.stream or args.engine != "memory":
         return cmd_fit_engine(args, "stream" if args.stream else args.engine)
     options = _model_options(args)
     check_model(args, options)
     out = check_out(args)
-    from crowdlab.api import fit
-    from crowdlab.data import read_annotations, read_sequences
+    from crowdlab.engines.fit import fit
+    from crowdlab.io.data import read_annotations, read_sequences
 
     kind = "continuous" if args.method == "scores" and args.kind == "auto" else args.kind
     if args.fmt == "sequences" or (args.method == "hmm" and args.fmt == "auto"):
         data = read_sequences(args.file, gold=args.gold, where="cli")
     else:
-        data = read_annotations(args.file, gold=args.gold, fmt=args.fmt, kind=kind, where="cli")
+        data = read_annotations(args.file, gold=args.gold, fmt=args.fmt, kind=kind, columns=args.columns, where="cli")
     if args.edges:
-        from crowdlab.graph import read_edges
+        from crowdlab.io.graph import read_edges
 
         data = read_edges(args.edges, data, where="cli")
     known = _known_codes(args.known, data) if args.known else None
@@ -400,8 +432,8 @@ def _say_removed(removed: list[str], out: Path) -> None:
 
 def _known_codes(path: str, data):
     """(n_items,) class codes of the items in the known-labels file (-1 elsewhere), read like a gold file."""
-    from crowdlab.data import read_gold
     from crowdlab.errors import DataError
+    from crowdlab.io.data import read_gold
 
     with_known = read_gold(path, data)
     if tuple(with_known.class_names) != tuple(data.class_names):
@@ -412,7 +444,7 @@ def _known_codes(path: str, data):
 
 def cmd_fit_engine(args: argparse.Namespace, engine: str) -> int:
     """``fit --stream`` / ``--engine dask``: batch EM without the whole file in memory; the same output files."""
-    from crowdlab.engine import write_outputs
+    from crowdlab.analysis.export import write_engine_outputs
 
     unsupported = [
         name
@@ -424,6 +456,7 @@ def cmd_fit_engine(args: argparse.Namespace, engine: str) -> int:
             ("--reveal", args.reveal is not None),
             (f"--init {args.init}", args.init != "majority"),
             (f"--format {args.fmt}", args.fmt not in ("auto", "long")),
+            ("--columns", args.columns),
             (f"--kind {args.kind}", args.kind == "continuous"),
         )
         if used
@@ -435,9 +468,13 @@ def cmd_fit_engine(args: argparse.Namespace, engine: str) -> int:
             file=sys.stderr,
         )
         return 2
+    if engine == "dask":
+        from crowdlab.errors import require_extra
+
+        require_extra("dask", "--engine dask")
     out = check_out(args, ENGINE_OUTPUTS)
     if engine == "stream":
-        from crowdlab.stream import fit_file
+        from crowdlab.engines.stream import fit_file
 
         run = fit_file(
             args.file,
@@ -450,7 +487,7 @@ def cmd_fit_engine(args: argparse.Namespace, engine: str) -> int:
         )
         frames = None
     else:
-        from crowdlab.distributed import fit as dask_fit
+        from crowdlab.engines.distributed import fit as dask_fit
 
         run = dask_fit(
             args.file,
@@ -464,7 +501,7 @@ def cmd_fit_engine(args: argparse.Namespace, engine: str) -> int:
         )
         frames = [run.posterior_frame()]
     try:
-        workers = write_outputs(run, out, frames)
+        workers = write_engine_outputs(run, out, frames)
         removed = _remove_stale(out, ENGINE_OUTPUTS)
     except OSError as exc:
         raise _cannot_write(exc) from None
@@ -507,7 +544,7 @@ def _print_summary(run, workers, metrics: dict, out: Path, written) -> None:
         steps = f"{plural(run.last.iteration, 'pass', 'passes')}, {plural(run.last.t, 'update')}"
         print(f"online EM: {steps}; {run.model.objective_name} = {h[-1]:.6f}")
     if run.iterative and not args_online:
-        from crowdlab.em import STOP_REASONS
+        from crowdlab.engines.run import STOP_REASONS
 
         state = STOP_REASONS.get(run.stop_reason or "", "converged" if run.converged else "not converged")
         print(f"EM: {plural(run.last.iteration, 'iteration')}; {run.model.objective_name} = {run.last.objective:.6f}")
@@ -530,13 +567,22 @@ def _print_summary(run, workers, metrics: dict, out: Path, written) -> None:
         if len(spam):
             shown = ", ".join(safe.plain(w) for w in spam.head(5))
             print(f"likely spammers (spammer score < 0.05, Raykar & Yu 2012): {shown}{' ...' if len(spam) > 5 else ''}")
+    dep = workers.attrs.get("dependence")
+    if dep is not None:
+        print(safe.plain(dep.summary()))
+        for _, r in dep.frame(top=3)[lambda f: f["flagged"]].iterrows():
+            print(
+                f"  likely copying: {safe.plain(r['worker a'])} & {safe.plain(r['worker b'])}: agree on "
+                f"{r['agree']:.0f} of {r['shared items']} items, {r['agree if independent']:.1f} if independent "
+                f"(Holm p = {r['Holm p']:.2g})"
+            )
     for k, v in metrics.items():
         print(f"{k}: {v:.4f}" if isinstance(v, float) else f"{k}: {v}")
     print(f"wrote {', '.join(sorted(written))} to {out}")
 
 
 def cmd_samples() -> int:
-    from crowdlab.samples import SAMPLES, SEQUENCE_SAMPLES, sample_paths
+    from crowdlab.io.samples import SAMPLES, SEQUENCE_SAMPLES, sample_paths
 
     for key, s in {**SAMPLES, **SEQUENCE_SAMPLES}.items():
         labels, gold = sample_paths(key)
@@ -555,9 +601,31 @@ def _lenient_output() -> None:
             pass
 
 
+def _quiet_stdout() -> None:
+    """After the reader of our output went away (``| head -1``): send what is left to /dev/null, so that the
+    interpreter's last flush does not print a BrokenPipeError of its own."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    except (OSError, ValueError, AttributeError, io.UnsupportedOperation):
+        pass
+
+
 def main(argv: list[str] | None = None) -> int:
+    """The command line; returns the exit status (0; 2 for an error the user can fix). A closed pipe
+    (``crowdlab samples | head -1``) ends it quietly with 0: the output files are written before the summary."""
     _lenient_output()
-    args = build_parser().parse_args(argv)
+    try:
+        args = build_parser().parse_args(argv)
+        code = _dispatch(args)
+        sys.stdout.flush()
+        return code
+    except BrokenPipeError:
+        _quiet_stdout()
+        return 0
+
+
+def _dispatch(args: argparse.Namespace) -> int:
     try:
         if args.command == "fit":
             return cmd_fit(args)

@@ -61,3 +61,46 @@ class ModelError(CrowdlabError, ValueError):
 class NotFittedError(CrowdlabError, ValueError, AttributeError):
     """A fitted attribute (``labels_``, ``run_``, ...) of an estimator was read before ``fit`` (the same bases as
     scikit-learn's ``NotFittedError``, so ``hasattr`` says False and ``except AttributeError`` catches it)."""
+
+
+# the optional parts of crowdlab: pip extra -> the modules it installs (pyproject.toml's optional-dependencies)
+EXTRAS = {"dask": ("dask", "distributed"), "fast": ("numba",), "app": ("streamlit", "plotly")}
+
+
+class MissingExtra(CrowdlabError, ImportError):
+    """An optional part of crowdlab was asked for, and its packages are not installed: the one-line message names
+    the pip extra that installs them (``pip install "crowdlab[dask]"``)."""
+
+
+def missing_modules(extra: str, modules: tuple[str, ...] | None = None) -> list[str]:
+    """The modules of ``extra`` (see `EXTRAS`; or only ``modules`` of them) that cannot be imported here (found
+    without importing them)."""
+    import importlib.util
+    import sys
+
+    missing = []
+    for name in modules or EXTRAS[extra]:
+        if name in sys.modules:
+            if sys.modules[name] is None:
+                missing.append(name)
+            continue
+        try:
+            if importlib.util.find_spec(name) is None:
+                missing.append(name)
+        except (ImportError, ValueError):
+            missing.append(name)
+    return missing
+
+
+def extra_message(extra: str, what: str, missing: list[str]) -> str:
+    """'``what`` needs dask, which is not installed: pip install "crowdlab[dask]".'"""
+    verb = "is" if len(missing) == 1 else "are"
+    return f'{what} needs {" and ".join(missing)}, which {verb} not installed: pip install "crowdlab[{extra}]".'
+
+
+def require_extra(extra: str, what: str, modules: tuple[str, ...] | None = None) -> None:
+    """Raise `MissingExtra` (its message: `extra_message`) when a module of ``extra`` (or of ``modules``) is
+    missing."""
+    missing = missing_modules(extra, modules)
+    if missing:
+        raise MissingExtra(extra_message(extra, what, missing))

@@ -16,8 +16,9 @@ column's values and named after it. Text is read as the CSV reader reads it: sur
 refused, and so is a column that mixes text with other values (1 and "1"), and two candidate columns for one role
 (``worker`` and ``annotator``, or ``worker`` and ``Worker``) are refused rather than one picked. Options are
 checked when an estimator is built (``get_params()`` lists them with their defaults). This is a
-thin layer: the same models, the same EM engine (:class:`crowdlab.em.Run`) and the same baselines
-(:mod:`crowdlab.baselines`) as everywhere else; ``run_`` is the :class:`~crowdlab.em.Run` for the EM methods.
+thin layer: the same models, the same EM engine (:class:`crowdlab.engines.run.Run`) and the same baselines
+(:mod:`crowdlab.models.baselines`) as everywhere else; ``run_`` is the :class:`~crowdlab.engines.run.Run` for the EM
+methods.
 """
 
 from __future__ import annotations
@@ -30,9 +31,10 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from crowdlab.baselines import option_int, option_real, option_seed
-from crowdlab.data import Annotations
 from crowdlab.errors import DataError, NotFittedError
+from crowdlab.io.data import Annotations
+from crowdlab.io.data import _check_sizes as check_sizes
+from crowdlab.models.baselines import option_int, option_real, option_seed
 
 __all__ = [
     "GLAD",
@@ -175,6 +177,8 @@ class _Frame:
         item, self.tasks = _factorize(_stripped(sub[tcol], "task", tcol), "task", tcol)
         worker, self.workers = _factorize(_stripped(sub[wcol], "worker", wcol), "worker", wcol)
         label, self.classes = _factorize(_stripped(sub[lcol], "label", lcol), "label", lcol)
+        # the reader's limits and messages, before anything of size items x classes is allocated
+        check_sizes(None, "python", items=len(self.tasks), workers=len(self.workers), classes=len(self.classes))
         self.task_name, self.worker_name, self.label_name = tcol, wcol, lcol
         g = None
         if gold is not None:
@@ -284,7 +288,7 @@ def _sample(values, n: int = 3) -> str:
 
 
 def from_dataframe(df: pd.DataFrame, gold: pd.Series | dict | None = None) -> Annotations:
-    """:class:`~crowdlab.data.Annotations` from a DataFrame with task/item, worker and label columns; ``gold``
+    """:class:`~crowdlab.io.data.Annotations` from a DataFrame with task/item, worker and label columns; ``gold``
     maps task -> label (tasks or labels it does not know are ignored)."""
     return _Frame(df, gold).data
 
@@ -466,7 +470,7 @@ class _EM(_Aggregator):
         return {k: params[k] for k in own if params[k] is not None}
 
     def _check(self, params: dict) -> None:
-        from crowdlab.init import INITS
+        from crowdlab.engines.init import INITS
         from crowdlab.models import make_model
 
         if not isinstance(params["init"], str) or params["init"] not in INITS:
@@ -490,7 +494,7 @@ class _EM(_Aggregator):
         )
 
     def _fit(self, frame: _Frame, params: dict) -> None:
-        from crowdlab.api import fit
+        from crowdlab.engines.fit import fit
 
         known = params["known"]
         if isinstance(known, Mapping | pd.Series):
@@ -512,7 +516,7 @@ class _EM(_Aggregator):
             **init_kw,
         )
         self.run_ = run
-        self.stop_reason_ = run.stop_reason  # "converged", "stalled" or "max_iter" (crowdlab.em.STOP_REASONS)
+        self.stop_reason_ = run.stop_reason  # "converged", "stalled" or "max_iter" (crowdlab.engines.run.STOP_REASONS)
         self.probas_ = frame.probas(run.posterior)
         p = run.params
         if hasattr(p, "gamma"):
@@ -530,17 +534,17 @@ class _EM(_Aggregator):
 class _NotEM(_Aggregator):
     @classmethod
     def _defaults(cls) -> dict:
-        from crowdlab.baselines import baseline_options
+        from crowdlab.models.baselines import baseline_options
 
         return baseline_options(cls.method)
 
     def _check(self, params: dict) -> None:
-        from crowdlab.baselines import check_options
+        from crowdlab.models.baselines import check_options
 
         check_options(self.method, params)
 
     def _fit(self, frame: _Frame, params: dict) -> None:
-        from crowdlab.baselines import BASELINES
+        from crowdlab.models.baselines import BASELINES
 
         result = BASELINES[self.method][1](frame.data, **params)
         self.result_ = result
@@ -682,25 +686,25 @@ class IBCC(_EM):
 
 
 class Wawa(_NotEM):
-    """Agreement-with-majority-weighted vote (:func:`crowdlab.baselines.wawa`)."""
+    """Agreement-with-majority-weighted vote (:func:`crowdlab.models.baselines.wawa`)."""
 
     method = "wawa"
 
 
 class ZeroBasedSkill(_NotEM):
-    """Zero-Based Skill (:func:`crowdlab.baselines.zero_based_skill`)."""
+    """Zero-Based Skill (:func:`crowdlab.models.baselines.zero_based_skill`)."""
 
     method = "zbs"
 
 
 class KOS(_NotEM):
-    """Karger, Oh & Shah (2011) message passing, binary labels (:func:`crowdlab.baselines.kos`)."""
+    """Karger, Oh & Shah (2011) message passing, binary labels (:func:`crowdlab.models.baselines.kos`)."""
 
     method = "kos"
 
 
 class MMSR(_NotEM):
-    """M-MSR, Ma & Olshevsky (2020) (:func:`crowdlab.baselines.mmsr`)."""
+    """M-MSR, Ma & Olshevsky (2020) (:func:`crowdlab.models.baselines.mmsr`)."""
 
     method = "mmsr"
 
@@ -713,11 +717,11 @@ ESTIMATORS: dict[str, type[_Aggregator]] = {
 NOT_FROM_DATAFRAME = {
     "scores": "it models continuous scores, and a DataFrame's labels are read as classes; use "
     "cl.fit(cl.read_annotations(path, kind='continuous'), 'scores').",
-    "hmm": "it needs sequences (each item's sequence and position); use crowdlab.data.read_sequences and cl.fit.",
-    "mrf": "it needs a graph over the items; add one with crowdlab.graph.read_edges and use cl.fit.",
+    "hmm": "it needs sequences (each item's sequence and position); use crowdlab.io.data.read_sequences and cl.fit.",
+    "mrf": "it needs a graph over the items; add one with crowdlab.io.graph.read_edges and use cl.fit.",
     "online_ds": "online EM has no estimator; use cl.fit(crowdlab.frames.from_dataframe(df), 'online_ds').",
     "online_one_coin": "online EM has no estimator; use cl.fit(crowdlab.frames.from_dataframe(df), 'online_one_coin').",
-    "raykar": "it needs item features; use crowdlab.models.raykar.RaykarModel with crowdlab.features.",
+    "raykar": "it needs item features; use crowdlab.models.raykar.RaykarModel with crowdlab.io.features.",
 }
 """Methods of ``cl.fit`` that a task/worker/label DataFrame cannot feed, and why (the unknown-method message)."""
 

@@ -6,7 +6,7 @@ from crowdlab.ui.method_options import options_panel
 page_frame("Step through EM", icon=":material/stairs:", notice=False)
 presenter.intro(
     "The E-step updates the posterior q over the true labels; the M-step re-estimates the parameters θ. "
-    "Exact EM never lowers the objective, and the bound F(q, θ) touches it right after each E-step."
+    "Exact EM never lowers the objective, and the bound L(q, θ) touches it right after each E-step."
 )
 method_picker()
 options_panel()

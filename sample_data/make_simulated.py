@@ -1,4 +1,4 @@
-"""Write sample_data/simulated_crowd/ from crowdlab.simulate.simulate_crowd.
+"""Write sample_data/simulated_crowd/ from crowdlab.teaching.simulate.simulate_crowd.
 
 Run from the repository root:  .venv/bin/python sample_data/make_simulated.py
 The output is deterministic (fixed seed), so re-running it reproduces the files byte for byte.
@@ -15,7 +15,7 @@ ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-from crowdlab.simulate import mix_from_counts, simulate_crowd  # noqa: E402
+from crowdlab.teaching.simulate import mix_from_counts, simulate_crowd  # noqa: E402
 
 OUT = ROOT / "sample_data" / "simulated_crowd"
 COUNTS = {"expert": 8, "novice": 4, "spammer": 2, "adversary": 1}
@@ -83,7 +83,7 @@ which calls
 
     {CALL}
 
-(`crowdlab/simulate.py`; NumPy `default_rng(7)`). Re-running the command rewrites these files identically as
+(`crowdlab/teaching/simulate.py`; NumPy `default_rng(7)`). Re-running the command rewrites these files identically as
 long as `simulate_crowd` and NumPy's generator are unchanged.
 
 ## Model

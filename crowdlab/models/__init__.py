@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
-from crowdlab.data import Annotations
 from crowdlab.errors import ModelError
+from crowdlab.io.data import Annotations
 from crowdlab.models.dawid_skene import DawidSkene
+from crowdlab.models.ebcc import EBCC, EbccParams, EbccPosterior
 from crowdlab.models.glad import GLAD, GladParams
 from crowdlab.models.hmm import HMMCrowd, HMMParams, HMMPosterior
 from crowdlab.models.ibcc import IBCC, IbccParams
@@ -27,6 +28,7 @@ MODELS = {
     "mace": MACE,
     "mace_vb": MaceVB,
     "ibcc": IBCC,
+    "ebcc": EBCC,
     "scores": GoodBadScores,
     "hmm": HMMCrowd,
     "mrf": NetworkCrowd,
@@ -38,6 +40,7 @@ ALIASES = {
     "twocoin": "two_coin",
     "bayesian_ds": "ibcc",
     "vb_ds": "ibcc",
+    "correlated": "ebcc",
 }
 CLASS_PRIOR_MODELS = ("glad", "mace", "mace_vb")
 """Models whose true-class prior is a choice: ``class_prior="uniform"`` (fixed, as in their papers; the default) or
@@ -60,7 +63,7 @@ FEATURE_MODELS = {"raykar": RaykarModel}
 """Models that also need item features (``make_model(key, features=...)``); not in ``MODELS``, whose entries are
 built from the labels alone, and listed by ``applicable_models`` only when features are given."""
 # ONLINE_MODELS ("online_ds", "online_one_coin"; crowdlab.models.online): online EM, run by
-# crowdlab.online_run.OnlineRun rather than crowdlab.em.Run; built by make_model and cl.fit, not listed by
+# crowdlab.engines.online.OnlineRun rather than crowdlab.engines.run.Run; built by make_model and cl.fit, not listed by
 # applicable_models (the Step and Compare pages step batch EM; the "Batch vs online" page steps these)
 
 
@@ -78,7 +81,7 @@ def make_model(key: str, **options):
         return ONLINE_MODELS[key](**options)
     if key in FEATURE_MODELS:
         if options.get("features") is None:
-            raise ModelError(f"Method {key!r} needs item features (features=...; see crowdlab.features).")
+            raise ModelError(f"Method {key!r} needs item features (features=...; see crowdlab.io.features).")
         model = FEATURE_MODELS[key](**options)
     elif key not in MODELS:
         raise ModelError(f"Unknown method {key!r}; choose one of {', '.join([*MODELS, *ONLINE_MODELS])}.")
@@ -95,7 +98,7 @@ def make_model(key: str, **options):
 
 def applicable_models(data: Annotations, features=None) -> list[str]:
     """Keys of the models that apply to ``data`` (classes vs scores, binary-only models); with ``features``
-    (`crowdlab.features.ItemFeatures` aligned with ``data``'s items) also the feature models (Raykar)."""
+    (`crowdlab.io.features.ItemFeatures` aligned with ``data``'s items) also the feature models (Raykar)."""
     out = []
     for key, cls in MODELS.items():
         info = cls.info
@@ -122,6 +125,9 @@ __all__ = [
     "ONLINE_MODELS",
     "ClassParams",
     "DawidSkene",
+    "EBCC",
+    "EbccParams",
+    "EbccPosterior",
     "GLAD",
     "GladParams",
     "GoodBadScores",

@@ -3,7 +3,7 @@
 A model is a small object holding its hyper-parameters (prior strength, soft or hard EM). Its methods are pure
 functions over immutable inputs:
 
-- ``init(data, q0, rng) -> params`` is done by :mod:`crowdlab.init`, which produces a starting posterior
+- ``init(data, q0, rng) -> params`` is done by :mod:`crowdlab.engines.init`, which produces a starting posterior
   ``q0`` (or parameters) and calls ``m_step`` on it;
 - ``e_step(data, params) -> q``: the posterior over the latent variables, shape (n_latent, n_states);
 - ``m_step(data, q) -> params``: closed-form maximiser of E_q[log p(x, z | theta)] (+ log prior for MAP);
@@ -31,8 +31,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from crowdlab.data import Annotations
-from crowdlab.kernels import add_row_offset, softmax_rows_full
+from crowdlab.io.data import Annotations
+from crowdlab.models.kernels import add_row_offset, row_max, row_sums, softmax_lse, softmax_rows_full
 
 TINY = 1e-300  # floor inside logs: log(0) becomes about -690, never -inf
 
@@ -40,26 +40,6 @@ TINY = 1e-300  # floor inside logs: log(0) becomes about -690, never -inf
 def safe_log(x: np.ndarray | float) -> np.ndarray:
     """log(x) with zeros mapped to log(1e-300) so no -inf (and no NaN in 0 * log 0) leaves a model."""
     return np.log(np.maximum(x, TINY))
-
-
-def row_max(log_w: np.ndarray) -> np.ndarray:
-    """(n,) max over each row: a loop over the few columns (numpy's ``max(axis=1)`` over a short last axis is about
-    5x slower at K = 5)."""
-    n, K = log_w.shape
-    if K == 0 or K > 32:
-        return log_w.max(axis=1)
-    m = log_w[:, 0].copy()
-    for k in range(1, K):
-        np.maximum(m, log_w[:, k], out=m)
-    return m
-
-
-def row_sums(w: np.ndarray) -> np.ndarray:
-    """(n,) sum over each row of a 2-d array (``einsum``: about 3x faster than ``sum(axis=1)`` for few columns, and
-    no BLAS call, whose threads stall on a busy machine)."""
-    if w.dtype != np.float64:
-        return w.sum(axis=1)
-    return np.einsum("ij->i", w)
 
 
 def row_argmax(q: np.ndarray) -> np.ndarray:
@@ -76,20 +56,6 @@ def column_sums(q: np.ndarray) -> np.ndarray:
     if q.dtype != np.float64 or q.ndim != 2:
         return q.sum(axis=0)
     return np.einsum("ij->j", q)
-
-
-def softmax_lse(log_w: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """(softmax of each row, log sum exp of each row) in one max-shifted pass: the E-step's posterior and the
-    terms of the observed log-likelihood come from the same exponentials."""
-    log_w = np.asarray(log_w, dtype=np.float64)
-    m = row_max(log_w)
-    with np.errstate(invalid="ignore"):
-        e = log_w - m[:, None]
-    np.exp(e, out=e)
-    s = row_sums(e)
-    with np.errstate(invalid="ignore", divide="ignore"):
-        e /= s[:, None]
-        return e, m + np.log(s)
 
 
 def logsumexp_rows(log_w: np.ndarray) -> np.ndarray:
@@ -368,8 +334,8 @@ class LatentModel:
     @property
     def objective_name(self) -> str:
         if self.hard:
-            return "complete-data log-likelihood log p(x, ẑ | θ)" + (" + log prior" if self.has_prior else "")
-        return "log-likelihood log p(x | θ)" + (" + log prior" if self.has_prior else "")
+            return "complete-data log-likelihood log p(F, ŷ | θ)" + (" + log prior" if self.has_prior else "")
+        return "log-likelihood log p(F | θ)" + (" + log prior" if self.has_prior else "")
 
     @property
     def has_prior(self) -> bool:
@@ -378,7 +344,7 @@ class LatentModel:
     def log_joint_parts(self, data: Annotations, params) -> tuple[np.ndarray, np.ndarray | None]:
         """(A, b): the log joint is A + b[None, :] (b None: A is the whole of it). A is a fresh array the caller may
         change. Class models return the sparse product and log pi apart, so that adding log pi is folded into the
-        E-step's first pass over the rows (`crowdlab.kernels`)."""
+        E-step's first pass over the rows (`crowdlab.models.kernels`)."""
         return self.log_joint(data, params), None
 
     def _pass(self, data: Annotations, params, soft: bool = False) -> _EPass:
@@ -444,7 +410,7 @@ class LatentModel:
 
     def posterior_argmax(self, q: np.ndarray) -> np.ndarray | None:
         """The row-wise arg-max of a posterior this model's E-step produced (and still memoises), found in the same
-        pass as q (`crowdlab.kernels`); None when it was not (the caller computes it)."""
+        pass as q (`crowdlab.models.kernels`); None when it was not (the caller computes it)."""
         e = self._posterior_entry(q)
         return None if e is None else e.argmax
 

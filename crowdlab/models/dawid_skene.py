@@ -17,9 +17,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from crowdlab.data import Annotations
-from crowdlab.kernels import add_row_offset
+from crowdlab.io.data import Annotations
 from crowdlab.models.base import LatentModel, ModelInfo, log_dirichlet, normalise_columns, safe_log
+from crowdlab.models.kernels import add_row_offset
 from crowdlab.models.params import ClassParams
 
 
@@ -83,7 +83,7 @@ class DawidSkene(ConfusionLogJoint, LatentModel):
 
     def m_step_from_stats(self, counts: np.ndarray, q_sum: np.ndarray, n_items: int) -> ClassParams:
         """Eqs. (10)-(11) from the expected counts (M, K, K), the class totals sum_n q_nk (K,) and N: what the
-        streaming and Dask engines sum over chunks or partitions (`crowdlab.engine`)."""
+        streaming and Dask engines sum over chunks or partitions (`crowdlab.engines.blocks`)."""
         gamma = normalise_columns(counts, self.prior)
         pi = (q_sum + self.prior) / (n_items + self.prior * q_sum.shape[0])
         return ClassParams(pi=pi, gamma=gamma)

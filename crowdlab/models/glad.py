@@ -25,6 +25,9 @@ use mean 1 and variance 1 for both).
   Q. This is therefore generalised EM (Dempster, Laird & Rubin 1977): the E-step is exact and the M-step raises
   (not maximises) Q, which is enough for log p(x | theta) + log prior never to decrease (checked on every step).
   The ascent starts from the parameters of the E-step that produced q (``WarmPosterior``).
+- Soft votes (``data.weight``, :class:`crowdlab.io.data.Annotations`): an observation of weight v counts as v of
+  a label, in the E-step's sum and in Q (every per-observation term above times v), so EM climbs the weighted
+  likelihood sum_i log sum_k pi_k prod_j P(L_ij | Z_i = k)^v_ij + log prior, monotone as before.
 
 Shapes: pi (K,), alpha (M,), beta (N,), q (N, K). For the views shared with the other class models,
 ``gamma[j]`` is worker j's confusion matrix on an item of median difficulty (accuracy sigma(alpha_j * median beta)).
@@ -36,7 +39,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from crowdlab.data import Annotations
+from crowdlab.io.data import Annotations
 from crowdlab.models.base import LatentModel, ModelInfo, WarmPosterior, log_dirichlet
 from crowdlab.models.one_coin import one_coin_gamma
 from crowdlab.models.params import ClassParams
@@ -105,10 +108,17 @@ def glad_params(pi: np.ndarray, alpha: np.ndarray, beta: np.ndarray) -> GladPara
 
 
 def _obs_terms(data: Annotations, alpha: np.ndarray, b: np.ndarray, w: np.ndarray, K: int) -> np.ndarray:
-    """Per observation: w log sigma(x) + (1 - w) log sigma(-x), x = alpha_j exp(b_i) (Q without log(K - 1))."""
+    """Per observation: w log sigma(x) + (1 - w) log sigma(-x), x = alpha_j exp(b_i) (Q without log(K - 1)),
+    times the observation's weight for soft votes."""
     x = alpha[data.worker] * np.exp(b[data.item])
     # log sigma(x) = min(x, 0) - L and log sigma(-x) = -max(x, 0) - L with one L = log(1 + e^-|x|)
-    return w * np.minimum(x, 0.0) - (1.0 - w) * np.maximum(x, 0.0) - _log1p_exp_neg_abs(x)
+    out = w * np.minimum(x, 0.0) - (1.0 - w) * np.maximum(x, 0.0) - _log1p_exp_neg_abs(x)
+    return out if data.weight is None else out * data.weight
+
+
+def _weighted(data: Annotations, per_obs: np.ndarray) -> np.ndarray:
+    """``per_obs`` times the observations' weights (soft votes); hard labels: unchanged, nothing multiplied."""
+    return per_obs if data.weight is None else per_obs * data.weight
 
 
 class GLAD(LatentModel):
@@ -163,10 +173,11 @@ class GLAD(LatentModel):
         """(N, K): log pi_k + sum over item i's labels of log P(L_ij | Z_i = k) (Sec. 3, E-step)."""
         N, K = data.n_items, data.n_classes
         x = params.alpha[data.worker] * params.beta[data.item]
-        wrong = log_sigmoid(-x) - np.log(K - 1)
+        wrong = _weighted(data, log_sigmoid(-x) - np.log(K - 1))
         base = np.bincount(data.item, weights=wrong, minlength=N)
         # log sigma(x) - log(sigma(-x) / (K - 1)) = x + log(K - 1): what saying k adds to class k
-        bonus = np.bincount(data.item * K + data.label, weights=x + np.log(K - 1), minlength=N * K).reshape(N, K)
+        say = _weighted(data, x + np.log(K - 1))
+        bonus = np.bincount(data.item * K + data.label, weights=say, minlength=N * K).reshape(N, K)
         return base[:, None] + bonus + np.log(np.maximum(params.pi, 1e-300))[None, :]
 
     def e_step(self, data: Annotations, params: GladParams) -> WarmPosterior:
@@ -205,8 +216,8 @@ class GLAD(LatentModel):
         beta_o = np.exp(b[data.item])
         x = alpha[data.worker] * beta_o
         s = sigmoid(x)
-        grad = np.bincount(data.worker, weights=(w - s) * beta_o, minlength=M) - (alpha - mu) / var
-        curv = np.bincount(data.worker, weights=s * (1.0 - s) * beta_o**2, minlength=M) + 1.0 / var
+        grad = np.bincount(data.worker, weights=_weighted(data, (w - s) * beta_o), minlength=M) - (alpha - mu) / var
+        curv = np.bincount(data.worker, weights=_weighted(data, s * (1.0 - s) * beta_o**2), minlength=M) + 1.0 / var
         step = grad / curv
 
         def f(a):
@@ -223,8 +234,8 @@ class GLAD(LatentModel):
         alpha_o = alpha[data.worker]
         x = alpha_o * np.exp(b[data.item])
         s = sigmoid(x)
-        grad = np.bincount(data.item, weights=(w - s) * x, minlength=N) - (b - mu) / var
-        info = np.bincount(data.item, weights=s * (1.0 - s) * x * x, minlength=N) + 1.0 / var
+        grad = np.bincount(data.item, weights=_weighted(data, (w - s) * x), minlength=N) - (b - mu) / var
+        info = np.bincount(data.item, weights=_weighted(data, s * (1.0 - s) * x * x), minlength=N) + 1.0 / var
         step = grad / info
 
         def f(bb):
@@ -247,7 +258,7 @@ class GLAD(LatentModel):
 
     @property
     def objective_name(self) -> str:
-        core = "log p(x, ẑ | θ)" if self.hard else "log-likelihood log p(x | θ)"
+        core = "log p(F, ŷ | θ)" if self.hard else "log-likelihood log p(F | θ)"
         return core + " + log Gaussian priors on α, log β"
 
     def params_from(self, pi: np.ndarray, alpha: np.ndarray, beta: np.ndarray) -> GladParams:

@@ -33,8 +33,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from crowdlab.data import Annotations
 from crowdlab.errors import ModelError
+from crowdlab.io.data import Annotations
 from crowdlab.models.base import (
     LatentModel,
     ModelInfo,

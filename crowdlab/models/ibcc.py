@@ -38,8 +38,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from crowdlab.data import Annotations
-from crowdlab.kernels import add_row_offset
+from crowdlab.io.data import Annotations
 from crowdlab.models.base import (
     LatentModel,
     ModelInfo,
@@ -49,6 +48,7 @@ from crowdlab.models.base import (
     credible_interval,
 )
 from crowdlab.models.dawid_skene import expected_counts
+from crowdlab.models.kernels import add_row_offset
 from crowdlab.models.params import ClassParams
 
 
@@ -112,7 +112,8 @@ class IBCC(VariationalObjective, LatentModel):
             raise ValueError("prior strength and diagonal bonus must be >= 0.")
         if hard:
             raise ValueError(
-                "IBCC is variational Bayes: it keeps a full posterior q(y); there is no hard version (untick Hard EM)."
+                "IBCC is variational Bayes: it keeps a full posterior q(y);"
+                " there is no hard version: leave hard=False (the default)."
             )
         self.prior = float(prior)
         self.diagonal = float(diagonal)

@@ -29,8 +29,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from crowdlab.data import Annotations
-from crowdlab.kernels import add_row_offset
+from crowdlab.io.data import Annotations
 from crowdlab.models.base import (
     LatentModel,
     ModelInfo,
@@ -44,6 +43,7 @@ from crowdlab.models.base import (
     safe_log,
 )
 from crowdlab.models.dawid_skene import ConfusionLogJoint, expected_counts
+from crowdlab.models.kernels import add_row_offset
 from crowdlab.models.params import ClassParams
 
 CLASS_PRIORS = ("uniform", "estimate")
@@ -310,7 +310,8 @@ class MaceVB(VariationalObjective, MACE):
         positive values (no closed-form MAP needed). ``prior`` adds that many pseudo-counts to all of them."""
         if hard:
             raise ValueError(
-                "MACE (variational Bayes) keeps a full posterior q(T); there is no hard version (untick Hard EM)."
+                "MACE (variational Bayes) keeps a full posterior q(T);"
+                " there is no hard version: leave hard=False (the default)."
             )
         super().__init__(prior, False, class_prior, theta_prior, strategy_prior, inner)
 

@@ -7,22 +7,25 @@
   fractional hit, as the datasets' README reports ("ties split").
 - ``majority_labels``: the hard rule, deterministic and documented: the class with the most votes; among tied
   classes, the one with the most labels in the whole file; if still tied, the lowest class code.
+
+Soft votes (``data.weight``): every count above is a sum of weights (a row with confidence 0.8 gives its class
+0.8 of a vote and the others the rest), and ties are ties within rounding.
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-from crowdlab.data import Annotations
-from crowdlab.kernels import ranked_argmax
+from crowdlab.io.data import Annotations
 from crowdlab.models.base import ModelInfo, needs_classes
+from crowdlab.models.kernels import ranked_argmax
 
 
 def vote_fractions(data: Annotations) -> np.ndarray:
     """(N, K) share of each item's labels per class (uniform for an item nobody labelled)."""
     v = data.vote_counts
     tot = v.sum(axis=1, keepdims=True)
-    return np.where(tot > 0, v / np.maximum(tot, 1), 1.0 / v.shape[1])
+    return np.where(tot > 0, v / np.where(tot > 0, tot, 1), 1.0 / v.shape[1])
 
 
 def majority_posterior(data: Annotations) -> np.ndarray:
@@ -49,8 +52,8 @@ def _votes(data: Annotations) -> np.ndarray:
     """(N, K) votes: the cached vote counts when they exist, else one ``bincount`` over the labels (integers, no
     float copy)."""
     cached = data.__dict__.get("vote_counts")
-    if cached is not None:
-        return cached
+    if cached is not None or data.is_soft:  # soft votes: the weights' sums (floats)
+        return data.vote_counts
     K = data.n_classes
     key = data.item.astype(np.int64)
     key *= K
@@ -62,6 +65,14 @@ def majority_labels(data: Annotations, tie_break: str = "frequent", seed: int | 
     """(N,) hard majority vote; a tie goes by ``tie_break`` (see ``TIE_RULES``): "frequent" (the default: the
     most frequent class overall, then the lowest code), "random" (uniform among the tied classes, seeded) or
     "first" (the first tied label given, in file order)."""
+    if tie_break == "frequent" and data.is_soft:  # fractional votes: ties within rounding, then the rule's order
+        v = data.vote_counts
+        K = v.shape[1]
+        order = np.lexsort((np.arange(K), -v.sum(axis=0)))
+        rank = np.empty(K)
+        rank[order] = np.arange(K)
+        top = v >= v.max(axis=1, keepdims=True) - 1e-12 * np.maximum(v.max(axis=1, keepdims=True), 1.0)
+        return np.argmin(np.where(top, rank[None, :], np.inf), axis=1).astype(np.int32)
     if tie_break == "frequent":
         v = _votes(data)
         K = v.shape[1]

@@ -33,15 +33,17 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-import scipy.sparse as sp
 
-from crowdlab.data import Annotations
 from crowdlab.errors import DataError, ModelError
-from crowdlab.graph import color_classes
+from crowdlab.io._lazy import lazy
+from crowdlab.io.data import Annotations
+from crowdlab.io.graph import color_classes
 from crowdlab.models.base import LatentModel, ModelInfo, entropy_rows, log_dirichlet, normalise_columns
 from crowdlab.models.dawid_skene import expected_counts
 from crowdlab.models.hmm import emission_logs
 from crowdlab.models.params import ClassParams
+
+sp = lazy("scipy.sparse")  # imported on first use: ``import crowdlab`` stays light
 
 TRACE_LIMIT = 50_000  # record the E-step's objective after every sweep up to this many nodes (else ends only)
 
@@ -122,7 +124,7 @@ class NetworkCrowd(LatentModel):
     @property
     def objective_name(self) -> str:
         if self.method == "mean_field":
-            return "mean-field free energy F(q, Γ) (+ log Z)"
+            return "mean-field free energy L(q, Γ) (+ log Z)"
         return "log p(F, ŷ | Γ) at the ICM labels (+ log Z)"
 
     def check(self, data: Annotations) -> None:

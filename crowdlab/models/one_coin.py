@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from crowdlab.data import Annotations
+from crowdlab.io.data import Annotations
 from crowdlab.models.base import LatentModel, ModelInfo, log_beta_pdf, log_dirichlet
 from crowdlab.models.dawid_skene import ConfusionLogJoint, expected_counts
 from crowdlab.models.params import ClassParams
@@ -62,7 +62,8 @@ class OneCoin(ConfusionLogJoint, LatentModel):
         return self.m_step_from_stats(expected_counts(data, q), self.q_column_sums(q), q.shape[0])
 
     def m_step_from_stats(self, counts: np.ndarray, q_sum: np.ndarray, n_items: int) -> ClassParams:
-        """The M-step from the expected counts (M, K, K), the class totals (K,) and N (see `crowdlab.engine`)."""
+        """The M-step from the expected counts (M, K, K), the class totals (K,) and N (see
+        `crowdlab.engines.blocks`)."""
         correct = np.trace(counts, axis1=1, axis2=2)
         total = counts.sum(axis=(1, 2))
         s = self.prior

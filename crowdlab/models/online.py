@@ -52,7 +52,7 @@ from functools import cached_property
 
 import numpy as np
 
-from crowdlab.data import Annotations
+from crowdlab.io.data import Annotations
 from crowdlab.models.base import (
     ModelInfo,
     log_beta_pdf,
@@ -65,6 +65,17 @@ from crowdlab.models.base import (
 from crowdlab.models.dawid_skene import class_log_joint
 from crowdlab.models.one_coin import one_coin_gamma
 from crowdlab.models.params import ClassParams
+
+# the most label visits (passes x labels) one online run makes, and the rate the estimate in its message assumes
+MAX_LABEL_VISITS = 10**9
+LABEL_VISITS_PER_SECOND = 1e6  # bluebirds, 10 items per update: 1.7e6; RTE (164 workers): 1.2e5
+
+
+def _duration(seconds: float) -> str:
+    for unit, size in (("years", 365.25 * 86400), ("days", 86400), ("hours", 3600), ("minutes", 60)):
+        if seconds >= size:
+            return f"about {seconds / size:,.3g} {unit}"
+    return f"about {seconds:.3g} seconds"
 
 
 # ---------------------------------------------------------------------------- hashing trick
@@ -184,10 +195,23 @@ class OnlineDawidSkene:
         init_accuracy: float = 0.7,
         worker_steps: bool = False,
     ) -> None:
-        if not eta0 > 0:
-            raise ValueError("eta0 must be > 0.")
-        if tau0 < 0 or rho < 0:
-            raise ValueError("tau0 and rho must be >= 0 (Robbins-Monro needs rho in (0.5, 1]).")
+        finite = all(np.isfinite(float(x)) for x in (eta0, tau0, rho, prior, init_accuracy))
+        if not finite:
+            raise ValueError("eta0, tau0, rho, prior and init_accuracy must be finite numbers.")
+        if not 0.0 <= rho <= 1.0:
+            raise ValueError(
+                f"rho = {rho:g} is outside [0, 1]: with rho > 1 the steps eta0 (tau0 + t)^(-rho) add up to a finite "
+                "distance, so the statistics cannot leave the start (Robbins-Monro convergence needs rho in (0.5, 1])."
+            )
+        if tau0 < 0:
+            raise ValueError(f"tau0 = {tau0:g} must be >= 0.")
+        top = (1.0 + float(tau0)) ** float(rho)
+        if not 0.0 < eta0 <= top * (1.0 + 1e-12):
+            raise ValueError(
+                f"eta0 = {eta0:g} is outside (0, (1 + tau0)^rho] = (0, {top:.4g}] for tau0 = {tau0:g}, rho = {rho:g}: "
+                "each step eta0 (tau0 + t)^(-rho) must be at most 1 (a larger one is a step of 1 that forgets "
+                "everything before its block)."
+            )
         if buckets is not None and int(buckets) < 1:
             raise ValueError("buckets must be a positive number of hash buckets (or None: one per worker).")
         if int(passes) < 1 or int(batch_size) < 1:
@@ -195,7 +219,7 @@ class OnlineDawidSkene:
         if prior < 0:
             raise ValueError("prior strength must be >= 0 (pseudo-counts added to every cell).")
         if not 0.0 < init_accuracy < 1.0:
-            raise ValueError("init_accuracy must lie strictly between 0 and 1.")
+            raise ValueError("init_accuracy must lie strictly between 0 and 1 (and above chance, 1/K).")
         self.eta0 = float(eta0)
         self.tau0 = float(tau0)
         self.rho = float(rho)
@@ -215,7 +239,7 @@ class OnlineDawidSkene:
 
     @property
     def objective_name(self) -> str:
-        return "log-likelihood log p(x | θ)" + (" + log prior" if self.has_prior else "") + " (online: not monotone)"
+        return "log-likelihood log p(F | θ)" + (" + log prior" if self.has_prior else "") + " (online: not monotone)"
 
     def options(self) -> dict:
         """The constructor's keyword arguments (to rebuild the model or describe it)."""
@@ -244,10 +268,49 @@ class OnlineDawidSkene:
         return float(out) if out.ndim == 0 else out
 
     def check(self, data: Annotations) -> None:
+        """Refuse what cannot work on ``data``, each with the valid range: continuous scores; a start at or below
+        chance (``init_accuracy`` <= 1/K says the labels mean the opposite, and EM follows it to the label-swapped
+        fixed point); with no prior, a step of 1 on a block smaller than the data (it leaves every worker outside
+        the block zero counts); statistics larger than the confusion-cell limit (``buckets``); more label visits
+        than :data:`MAX_LABEL_VISITS` (``passes``)."""
         from crowdlab.errors import ModelError
+        from crowdlab.io.limits import get_limits, how_to_raise
 
         if data.is_continuous:
             raise ModelError(needs_classes(self.info.title, data))
+        if data.is_soft:
+            raise ModelError(
+                f"{self.info.title} streams whole labels; this dataset has soft votes (weighted labels): use batch "
+                "Dawid-Skene or one-coin, which read the weights."
+            )
+        K = data.n_classes
+        if not self.init_accuracy > 1.0 / K:
+            raise ModelError(
+                f"init_accuracy = {self.init_accuracy:g} is outside (1/K, 1) = ({1.0 / K:.4g}, 1) for K = {K} classes: "
+                "a start at or below chance says the labels mean something else, and EM follows it."
+            )
+        if self.prior == 0 and self.eta(1) >= 1.0 and self.batch_size < data.n_items:
+            raise ModelError(
+                f"With prior 0 the first step eta0 (tau0 + 1)^(-rho) = {self.eta(1):.4g} must be below 1 when a block "
+                f"({self.batch_size} items) is smaller than the data ({data.n_items} items): a step of 1 keeps only "
+                "the block's counts. Use eta0 < (1 + tau0)^rho, a prior > 0, or batch_size >= the number of items."
+            )
+        B = data.n_workers if self.buckets is None else self.buckets
+        cap = get_limits().max_confusion_cells
+        if B * K * K > cap:
+            raise ModelError(
+                f"{B:,} hash buckets x {K}^2 classes = {B * K * K:,} confusion cells ({B * K * K * 8 / 1e9:.3g} GB) is "
+                f"more than the {cap:,} allowed (max_confusion_cells): use at most {max(cap // (K * K), 1):,} buckets "
+                f"(this data has {data.n_workers:,} workers). " + how_to_raise("max_confusion_cells")
+            )
+        visits = self.passes * max(data.n_obs, 1)
+        if visits > MAX_LABEL_VISITS:
+            raise ModelError(
+                f"{self.passes:,} passes over {data.n_obs:,} labels are {visits:.3g} label visits, more than the "
+                f"{MAX_LABEL_VISITS:,} one online run makes (at about {LABEL_VISITS_PER_SECOND:,.0f} a second that "
+                f"would take {_duration(visits / LABEL_VISITS_PER_SECOND)}): use at most "
+                f"{max(MAX_LABEL_VISITS // max(data.n_obs, 1), 1):,} passes."
+            )
 
     # -- the stream ----------------------------------------------------------------------
     def stream(self, data: Annotations) -> ItemStream:
@@ -289,7 +352,12 @@ class OnlineDawidSkene:
         """(pi (K,), Gamma per bucket (B, K, K), theta per bucket (B,) or None): the MAP M-step of the statistics."""
         s = self.prior
         c = state.s_gamma + s
-        gamma = c / c.sum(axis=1, keepdims=True)
+        total = c.sum(axis=1, keepdims=True)
+        if s > 0 or np.all(total > 0):
+            gamma = c / total
+        else:  # no prior and a column without counts (a bucket nobody in the data hashes to): the start's column
+            g0 = np.broadcast_to(one_coin_gamma(np.array([self.init_accuracy]), c.shape[1])[0], c.shape)
+            gamma = np.where(total > 0, c / np.where(total > 0, total, 1.0), g0)
         pi = (state.s_pi + s) / (state.s_pi.sum() + s * state.s_pi.shape[0])
         return pi, gamma, None
 
@@ -425,7 +493,9 @@ class OnlineOneCoin(OnlineDawidSkene):
         s = self.prior
         correct = np.trace(state.s_gamma, axis1=1, axis2=2)
         total = state.s_gamma.sum(axis=(1, 2))
-        theta = np.clip((correct + s) / np.maximum(total + 2 * s, 1e-300), 1e-12, 1 - 1e-12)
+        has = total + 2 * s > 0  # else no prior and no labels in the bucket: the start's accuracy
+        theta = np.where(has, (correct + s) / np.where(has, total + 2 * s, 1.0), self.init_accuracy)
+        theta = np.clip(theta, 1e-12, 1 - 1e-12)
         K = state.s_pi.shape[0]
         pi = (state.s_pi + s) / (state.s_pi.sum() + s * K)
         return pi, one_coin_gamma(theta, K), theta

@@ -1,7 +1,7 @@
 """Raykar et al. (2010), "Learning from crowds": a two-coin crowd whose truth follows a classifier.
 
 Binary labels; class code 1 is the positive class. Item i has a feature row x_i (a design matrix ``X`` (N, d),
-usually with an intercept column: `crowdlab.features.ItemFeatures`) and
+usually with an intercept column: `crowdlab.io.features.ItemFeatures`) and
 
     p_i = P(y_i = 1 | x_i, w) = sigma(w^T x_i),     annotator j says 1 w.p. alpha_j if y_i = 1, 0 w.p. beta_j if 0.
 
@@ -32,9 +32,9 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from crowdlab.data import Annotations
 from crowdlab.errors import ModelError
-from crowdlab.features import ItemFeatures
+from crowdlab.io.data import Annotations
+from crowdlab.io.features import ItemFeatures
 from crowdlab.models.base import LatentModel, ModelInfo, log_beta_pdf
 from crowdlab.models.dawid_skene import class_log_joint, expected_counts
 from crowdlab.models.params import ClassParams
@@ -277,7 +277,7 @@ class RaykarModel(LatentModel):
         newton_tol: float = NEWTON_TOL,
     ) -> None:
         if not isinstance(features, ItemFeatures):
-            raise TypeError("features must be an ItemFeatures (see crowdlab.features.read_features).")
+            raise TypeError("features must be an ItemFeatures (see crowdlab.io.features.read_features).")
         if not np.isfinite(l2) or l2 < 0:
             raise ValueError("l2 (the precision of the Gaussian prior on w) must be >= 0.")
         if prior < 0:

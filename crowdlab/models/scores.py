@@ -23,7 +23,7 @@ Objective: sum_a log sum_z p(s_a, z_a | theta) (+ log prior), exactly what EM cl
 A degenerate global maximum: declare a single annotator good and everyone else bad. The means mu_i then equal that
 annotator's own scores, their residuals vanish, sigma falls to its floor sigma_min, and each of their N scores
 adds -log(sigma_min) - log(2 pi)/2 to the objective, more than any sensible fit can gain. On the lecture's crowd
-(``crowdlab.lessons.lecture_scores(0)``: 20 items, 3 good and 2 bad annotators, the Data page's default
+(``crowdlab.teaching.lessons.lecture_scores(0)``: 20 items, 3 good and 2 bad annotators, the Data page's default
 simulation) EM started from "only annotator A0 good" (``init="posterior"``) converges to 117.3 at the default floor
 (for any 20 x 5 data set on [0, 1]: 20 (log 1000 - log(2 pi)/2) + log(1/5) + 4 log(4/5)), against 67.7 for the
 sensible optimum found from "everyone good". The remedy is a floor near the spread expected of a good annotator
@@ -49,7 +49,7 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
-from crowdlab.data import Annotations
+from crowdlab.io.data import Annotations
 from crowdlab.models.base import LatentModel, ModelInfo, log_beta_pdf, safe_log
 
 LOG_2PI = float(np.log(2 * np.pi))
@@ -167,11 +167,6 @@ class GoodBadScores(LatentModel):
     @property
     def has_prior(self) -> bool:
         return self.prior > 0
-
-    @property
-    def objective_name(self) -> str:
-        """In the lecture's notation, whose data are the scores s (the class models' x)."""
-        return super().objective_name.replace("p(x", "p(s")
 
     def _range(self, data: Annotations) -> tuple[float, float]:
         if self.score_range is not None:

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from crowdlab.data import Annotations
+from crowdlab.io.data import Annotations
 from crowdlab.models.base import LatentModel, ModelInfo, log_beta_pdf
 from crowdlab.models.dawid_skene import ConfusionLogJoint, expected_counts
 from crowdlab.models.params import ClassParams
@@ -84,7 +84,8 @@ class TwoCoin(ConfusionLogJoint, LatentModel):
         return self.m_step_from_stats(expected_counts(data, q), self.q_column_sums(q), q.shape[0])
 
     def m_step_from_stats(self, c: np.ndarray, q_sum: np.ndarray, n_items: int) -> ClassParams:
-        """The M-step from the expected counts c[m, said, true], the class totals (K,) and N (`crowdlab.engine`)."""
+        """The M-step from the expected counts c[m, said, true], the class totals (K,) and N
+        (`crowdlab.engines.blocks`)."""
         alpha = _beta_map(c[:, 1, 1], c[:, :, 1].sum(axis=1), *self.alpha_prior)
         beta = _beta_map(c[:, 0, 0], c[:, :, 0].sum(axis=1), *self.beta_prior)
         s = self.prior

@@ -1,14 +1,15 @@
 """Plotly figure builders for a label set and for method comparisons (pure functions, no Streamlit).
 
 The pictures a person wants before fitting anything: how many labels each item and each worker has, the class
-balance (next to gold's), and how often pairs of workers agree; and after :func:`crowdlab.compare.compare_methods`,
+balance (next to gold's), and how often pairs of workers agree; and after
+:func:`crowdlab.analysis.compare.compare_methods`,
 how often pairs of methods agree.
 
-Conventions (as in :mod:`crowdlab.plots.run`): figures are built as plain dicts and validated by one
+Conventions (as in :mod:`crowdlab.plots.common`): figures are built as plain dicts and validated by one
 ``go.Figure(...)`` call; heatmaps of agreement use a FIXED colour range ([0, 1], or [-1, 1] for correlations),
 rows run top-down in the same order as the columns (the y axis is reversed), cells without a value (NaN: the two
 workers share no item) are left blank, and numbers sit on the cells when the matrix is small. Names (workers,
-classes, methods) and titles are escaped with :func:`crowdlab.safe.html` where they enter a figure.
+classes, methods) and titles are escaped with :func:`crowdlab.io.safe.html` where they enter a figure.
 """
 
 from __future__ import annotations
@@ -20,11 +21,11 @@ import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
 
-from crowdlab import safe
-from crowdlab.data import Annotations
-from crowdlab.describe import worker_agreement
+from crowdlab.io import safe
+from crowdlab.io.data import Annotations
+from crowdlab.io.describe import worker_agreement
 from crowdlab.models.scores import score_range
-from crowdlab.plots.run import LEGEND_BELOW, legend_margin, wrap_title
+from crowdlab.plots.common import LEGEND_BELOW, legend_margin, wrap_title
 
 __all__ = [
     "AGREEMENT_COLOR_SCALE",
@@ -172,7 +173,7 @@ def labels_per_worker_histogram(data: Annotations, *, height: int = 320) -> go.F
 def class_balance_bars(balance: pd.DataFrame, *, title: str = "Class balance", height: int = 320) -> go.Figure:
     """Share of the labels in each class, with gold's share beside it when the frame has a ``gold`` column.
 
-    ``balance``: :func:`crowdlab.describe.class_balance` (columns ``class``, ``labels`` and optionally
+    ``balance``: :func:`crowdlab.io.describe.class_balance` (columns ``class``, ``labels`` and optionally
     ``gold``). Shares (not counts) so that labels and gold, which have different totals, compare directly; the
     counts are in the hover. Traces ``meta="labels"`` and ``meta="gold"``, classes in the frame's order.
     """
@@ -376,7 +377,7 @@ NARROW_MATRIX = dict(square=True, max_ticks=12, text_max=8)
 def worker_agreement_heatmap(data: Annotations, limit: int = 30) -> go.Figure:
     """Share of equal labels for every pair of the ``limit`` most active workers (classes only).
 
-    :func:`crowdlab.describe.worker_agreement`; workers ordered most active first, on both axes.
+    :func:`crowdlab.io.describe.worker_agreement`; workers ordered most active first, on both axes.
     """
     workers, agree, shared = worker_agreement(data, limit)
     names = [data.worker_names[w] for w in workers]
@@ -394,7 +395,7 @@ def worker_agreement_heatmap(data: Annotations, limit: int = 30) -> go.Figure:
 def score_correlation(data: Annotations, limit: int = 30) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Pearson correlation of the scores of every pair of the ``limit`` most active workers (continuous data).
 
-    Returns ``(workers, r, shared)`` like :func:`crowdlab.describe.worker_agreement`: ``r[a, b]`` is computed over
+    Returns ``(workers, r, shared)`` like :func:`crowdlab.io.describe.worker_agreement`: ``r[a, b]`` is computed over
     the items both scored (a worker's repeated scores of one item are averaged), NaN when they share fewer than 3
     items or one of them gives a constant score there. Vectorised: sums over shared items are products of the
     (items x workers) score and mask matrices.
@@ -449,7 +450,8 @@ def score_correlation_heatmap(data: Annotations, limit: int = 30) -> go.Figure:
 
 
 def method_agreement_heatmap(agreement: pd.DataFrame, *, title: str = "Agreement between methods") -> go.Figure:
-    """Share of items on which two methods give the same hard label (:attr:`crowdlab.compare.Comparison.agreement`)."""
+    """Share of items on which two methods give the same hard label
+    (:attr:`crowdlab.analysis.compare.Comparison.agreement`)."""
     names = [str(n) for n in agreement.index]
     W = len(names)
     many = W > 6
@@ -494,6 +496,6 @@ def short_method_names(titles: Sequence[str]) -> list[str]:
 
 def wrap_name(name: str) -> str:
     """A long method title on two lines at its parenthesis ("One-coin<br>(symmetric noise)") for axis labels;
-    the text is escaped (:func:`crowdlab.safe.html`), the line break is the only markup."""
+    the text is escaped (:func:`crowdlab.io.safe.html`), the line break is the only markup."""
     head, sep, tail = str(name).partition(" (")
     return f"{safe.html(head)}<br>({safe.html(tail)}" if sep else safe.html(name)

@@ -1,10 +1,10 @@
 """Figures for dependent data (Traganitis & Giannakis, Secs. 4-5): label strips of sequences, transition matrices, graph
 drawings and the trace of an approximate E-step. Pure functions from arrays to ``go.Figure`` (no Streamlit).
 
-Conventions (as in :mod:`crowdlab.plots.run`): probabilities use one fixed colour range [0, 1]; matrix rows run
+Conventions (as in :mod:`crowdlab.plots.common`): probabilities use one fixed colour range [0, 1]; matrix rows run
 top-down (row 0 on top); classes always get the same colour (:func:`class_colors`), so a strip, a graph and the
 legend agree. Every trace carries ``meta`` naming its role, so tests and readers can find it. Names (rows, classes,
-nodes) are escaped with :func:`crowdlab.safe.html` where they enter a figure (``meta`` too).
+nodes) are escaped with :func:`crowdlab.io.safe.html` where they enter a figure (``meta`` too).
 """
 
 from __future__ import annotations
@@ -14,8 +14,8 @@ from collections.abc import Mapping, Sequence
 import numpy as np
 import plotly.graph_objects as go
 
-from crowdlab import safe
-from crowdlab.plots.run import (
+from crowdlab.io import safe
+from crowdlab.plots.common import (
     COLOR_SCALE,
     CURRENT_COLOR,
     OBJECTIVE_COLOR,

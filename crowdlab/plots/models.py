@@ -1,6 +1,6 @@
 """Figures of the models' own parameters: GLAD's abilities and item difficulties (Whitehill et al. 2009) and MACE's
 spamming probabilities (Hovy et al. 2013). Pure functions from arrays to ``go.Figure``; names are escaped with
-:func:`crowdlab.safe.html` here, so callers pass them as they are."""
+:func:`crowdlab.io.safe.html` here, so callers pass them as they are."""
 
 from __future__ import annotations
 
@@ -9,8 +9,8 @@ from collections.abc import Sequence
 import numpy as np
 import plotly.graph_objects as go
 
-from crowdlab import safe
-from crowdlab.plots.run import CURRENT_COLOR, OBJECTIVE_COLOR, _axis, _empty, _layout
+from crowdlab.io import safe
+from crowdlab.plots.common import CURRENT_COLOR, OBJECTIVE_COLOR, _axis, _empty, _layout
 
 GREY = "#7f7f7f"
 

@@ -12,7 +12,7 @@ from collections.abc import Sequence
 import numpy as np
 import plotly.graph_objects as go
 
-from crowdlab.plots.run import CURRENT_COLOR, LEGEND_BELOW, METRIC_COLORS, OBJECTIVE_COLOR, _axis, _layout
+from crowdlab.plots.common import CURRENT_COLOR, LEGEND_BELOW, METRIC_COLORS, OBJECTIVE_COLOR, _axis, _layout
 
 __all__ = ["accuracy_vs_buckets", "bucket_ticks", "eta_schedule", "online_curve", "padded_range"]
 

@@ -1,7 +1,7 @@
 """Figures for error rates without labels (Donmez et al. 2010), classifiers from crowds (Raykar et al. 2010), per-worker
 intervals. Pure functions from arrays to ``go.Figure`` (no Streamlit).
 
-Conventions (as in :mod:`crowdlab.plots.run`): figures are plain dicts validated once by ``go.Figure``; every trace
+Conventions (as in :mod:`crowdlab.plots.common`): figures are plain dicts validated once by ``go.Figure``; every trace
 carries ``meta`` naming its role, so tests and readers can find it. Axes that show probabilities span [0, 1] (with
 a small margin) at every setting, and colour ranges are fixed (never taken from the data), so nothing jumps when a
 slider moves. Functions over a numeric grid (theta, p(y)) are drawn with the y axis increasing upwards.
@@ -16,9 +16,9 @@ from collections.abc import Mapping, Sequence
 import numpy as np
 import plotly.graph_objects as go
 
-from crowdlab import safe
+from crowdlab.io import safe
+from crowdlab.plots.common import CURRENT_COLOR, LEGEND_BELOW, OBJECTIVE_COLOR, _axis, _empty, _layout
 from crowdlab.plots.dependent import PALETTE
-from crowdlab.plots.run import CURRENT_COLOR, LEGEND_BELOW, OBJECTIVE_COLOR, _axis, _empty, _layout
 
 __all__ = [
     "ERROR_ZMAX",
@@ -99,9 +99,13 @@ def loglik_curves(
     title: str = "Log-likelihood ℓ(θ) of one classifier's outputs",
     floor: float = LOGLIK_FLOOR,
     height: int = 420,
+    em_path: Sequence[float] | None = None,
 ) -> go.Figure:
     """One curve per label (e.g. "n = 100"), each shifted so its maximum is 0 (the paper aligns the maxima), clipped
-    at ``-floor``; the maximiser of each marked; the true theta as a vertical line.
+    at ``-floor``; the maximiser of each marked (none on a flat curve: every θ is a maximum there, and the arg-max
+    of the grid would mark its first point); the true theta as a vertical line. ``em_path``: EM's θ after each
+    iteration, its start first: drawn on the first curve, the start a ring, the path small dots, the estimate a
+    diamond (traces ``em:start``, ``em:path``, ``em:estimate``).
 
     ``theta`` (G,) on [0, 1]; ``curves``: label -> (G,) log-likelihood values. Traces (``meta``): ``curve:<label>``,
     ``mle:<label>`` and ``truth``. The y range is fixed to [-floor, floor / 20]: a larger n gives a steeper curve,
@@ -127,6 +131,8 @@ def loglik_curves(
                 hovertemplate="θ = %{x:.3f}<br>ℓ − max = %{y:.3g}<extra>" + str(label) + "</extra>",
             )
         )
+        if np.nanmax(ll) - np.nanmin(ll) <= 1e-9 * max(1.0, abs(float(np.nanmax(ll)))):
+            continue  # flat: no maximum to mark
         i = int(np.nanargmax(ll))
         traces.append(
             _point(
@@ -134,6 +140,31 @@ def loglik_curves(
                 showlegend=False, hovertemplate=f"θ̂ ({label}) = {th[i]:.4f}<extra></extra>",
             )
         )  # fmt: skip
+    if em_path is not None and len(em_path) and curves:
+        path = np.asarray(em_path, dtype=np.float64)
+        first = np.asarray(next(iter(curves.values())), dtype=np.float64)
+        y = np.interp(path, th, first - np.nanmax(first))
+        traces.append(
+            _point(path[0], y[0], "em:start", f"EM's start θ = {path[0]:.2f}", "circle-open", "#444444", size=13)
+        )
+        if len(path) > 2:
+            traces.append(
+                dict(
+                    type="scatter",
+                    x=path[1:-1],
+                    y=y[1:-1],
+                    mode="markers",
+                    meta="em:path",
+                    name="EM's iterations",
+                    marker=dict(color="#888888", size=5),
+                )
+            )
+        if len(path) > 1:
+            traces.append(
+                _point(
+                    path[-1], y[-1], "em:estimate", f"EM's estimate θ = {path[-1]:.3f}", "diamond", "#d62728", size=12
+                )
+            )
     if theta_true is not None:
         traces.append(
             _line(
@@ -263,9 +294,11 @@ def fisher_contour(
     x_range: Sequence[float] | None = None,
     y_range: Sequence[float] | None = None,
     height: int = 440,
+    estimate: float | None = None,
 ) -> go.Figure:
     """Contours of log10 J[ip, itheta] over theta (x) and p(y = 1) (y, upwards) at FIXED levels
-    (:data:`FISHER_LEVELS`), the colour bar labelled in J. Traces: ``fisher``, ``current``."""
+    (:data:`FISHER_LEVELS`), the colour bar labelled in J. Traces: ``fisher``, ``current``; ``estimate``: EM's
+    theta at the current p, a diamond (trace ``estimate``), so that the chart shows where EM went."""
     th = np.asarray(theta, dtype=np.float64)
     pp = np.asarray(p, dtype=np.float64)
     J = np.asarray(J, dtype=np.float64)
@@ -302,6 +335,19 @@ def fisher_contour(
     yr = list(y_range) if y_range is not None else [float(pp.min()), float(pp.max())]
     if current is not None and xr[0] <= current[0] <= xr[1] and yr[0] <= current[1] <= yr[1]:
         traces.append(_point(*current, "current", "your (θ, p(y))", "x-thin-open", "#ff4081", size=16))
+    if estimate is not None and current is not None and xr[0] <= estimate <= xr[1]:
+        traces.append(
+            _point(
+                estimate,
+                current[1],
+                "estimate",
+                f"EM's θ̂ = {estimate:.3f}",
+                "diamond",
+                "#d62728",
+                size=12,
+                edge="white",
+            )
+        )
     layout = _layout(
         title,
         height,

@@ -1,7 +1,8 @@
 """The Compare methods page: every applicable method on the working dataset, side by side.
 
-"Run all methods" sets a pending flag (``on_click``); the page then runs :func:`crowdlab.compare.compare_methods`
-under ``st.progress`` and keeps the :class:`~crowdlab.compare.Comparison` in session state keyed by
+"Run all methods" sets a pending flag (``on_click``); the page then runs
+:func:`crowdlab.analysis.compare.compare_methods`
+under ``st.progress`` and keeps the :class:`~crowdlab.analysis.compare.Comparison` in session state keyed by
 (dataset id, prior strength), so a page switch keeps it and a new dataset asks for a new run.
 """
 
@@ -10,12 +11,12 @@ from __future__ import annotations
 import numpy as np
 import streamlit as st
 
-from crowdlab.baselines import BASELINES
-from crowdlab.compare import VB_KIND, Comparison, compare_methods
-from crowdlab.data import Annotations
-from crowdlab.export import csv_bytes
+from crowdlab.analysis.compare import VB_KIND, Comparison, compare_methods
+from crowdlab.analysis.export import csv_bytes
+from crowdlab.io.data import Annotations
+from crowdlab.models.baselines import BASELINES
 from crowdlab.plots import data as figs
-from crowdlab.ui import state
+from crowdlab.ui import method_options, state
 
 PRIOR = "compare.prior"  # widget
 PRIOR_VALUE = "compare.prior_value"  # plain key behind it
@@ -103,13 +104,13 @@ def show_table(data: Annotations, comparison: Comparison) -> None:
     if "converged" in shown:  # a baseline is not iterated to a fixed point: a dash
         shown["converged"] = ["—" if v is None or v != v else ("yes" if v else "no") for v in shown["converged"]]
     # the main table keeps to a few columns that fit at 1024 px (MAIN_WIDTH); the rest are in the details below it
-    if "accuracy" in shown:
-        main = ["method", "kind", "accuracy", "time (s)"]
+    if "accuracy" in shown:  # with gold: the three scores an analyst compares on, visible (kind in the details)
+        main = ["method", "accuracy", "macro F", "log loss", "time (s)"]
     elif "pearson r" in shown:
         main = ["method", "kind", "pearson r", "time (s)"]
     else:  # "converged" goes to the details too: five columns (610 px) cut "time" to "tin" at 1024 px
         main = ["method", "kind", "iterations", "time (s)"]
-    runs = [c for c in ("iterations", "converged", "objective") if c in shown and c not in main]
+    runs = [c for c in ("kind", "iterations", "converged", "objective") if c in shown and c not in main]
     scores = [c for c in METRIC_COLUMNS if c in shown and c not in main]
     config = {
         "method": st.column_config.TextColumn("method", width=275),
@@ -122,6 +123,9 @@ def show_table(data: Annotations, comparison: Comparison) -> None:
     for col in METRIC_COLUMNS:
         config[col] = st.column_config.NumberColumn(col, format="%.3f", width=70)
     main = [c for c in main if c in shown]
+    if "log loss" in main:  # a baseline has no posterior, so no log loss: a dash, not an empty cell
+        shown["log loss"] = [_dash(v, "{:.3f}") for v in shown["log loss"]]
+        config["log loss"] = st.column_config.TextColumn("log loss", width=70)
     height = "content"  # every method on screen (a dozen rows at most), no inner scrolling (lab.table_height)
     st.dataframe(shown, hide_index=True, column_order=main, column_config=config, height=height, key="compare.table")
     if runs or scores:
@@ -136,6 +140,7 @@ def show_table(data: Annotations, comparison: Comparison) -> None:
                         part, hide_index=True, column_config=DETAILS_CONFIG, height=height, key=f"compare.details{i}"
                     )
     kind_notes(comparison)
+    collapse_notes(data, comparison)
     if data.is_continuous:
         if "pearson r" in table:
             st.caption(
@@ -149,6 +154,13 @@ def show_table(data: Annotations, comparison: Comparison) -> None:
         st.caption(best_caption(table))
     else:
         st.caption("This dataset has no gold labels: compare the methods by how much they agree.")
+
+
+def collapse_notes(data: Annotations, comparison: Comparison) -> None:
+    """The Step page's notice for a collapsed class prior, for each method whose fit has one (one-coin scored 0.583
+    on bluebirds, below majority vote's 0.759, with no word why)."""
+    for run in comparison.runs.values():
+        method_options.prior_collapse_notice(run, name=run.model.info.title)
 
 
 def best_caption(table) -> str:
@@ -176,7 +188,7 @@ def _dash(v, fmt: str) -> str:
 
 
 VB_NOTE = (
-    "Rows of kind *variational Bayes* (IBCC, MACE (VB)) step like EM but integrate over the workers' parameters: "
+    "Rows of kind *variational Bayes* (IBCC, MACE (VB), EBCC) step like EM but integrate over the workers' parameters: "
     "their objective is a lower bound on the evidence (the ELBO), not the log-likelihood of the EM rows, so the two "
     "objectives are not comparable."
 )

@@ -1,8 +1,9 @@
 """The Step page's "Convergence" tab: how fast EM is still moving, and why the run stopped.
 
-It plots :meth:`crowdlab.em.Run.convergence_trace` (per iteration: the objective gain and the largest parameter
+It plots :meth:`crowdlab.engines.run.Run.convergence_trace` (per iteration: the objective gain and the largest parameter
 change, on a log10 scale with a fixed y range) with the cursor's iteration marked, says why a run to convergence
-stopped (:data:`crowdlab.em.STOP_REASONS`), and explains plateaus: the objective gain can fall to almost nothing
+stopped (:data:`crowdlab.engines.run.STOP_REASONS`), and explains plateaus: the objective gain can fall to almost
+nothing
 near a saddle point and then rise again, which is why the stopping rule also watches the parameters.
 """
 
@@ -11,8 +12,8 @@ from __future__ import annotations
 import streamlit as st
 
 from crowdlab import plots
-from crowdlab.em import STILL, STOP_REASONS, Run
-from crowdlab.safe import plural
+from crowdlab.engines.run import STILL, STOP_REASONS, Run
+from crowdlab.io.safe import plural
 
 PLATEAU_NOTE = (
     "A plateau is not always the end. Near a saddle point EM's steps become tiny, so both curves drop, and then "

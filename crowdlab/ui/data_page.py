@@ -7,8 +7,8 @@ was. Readers and simulations are cached with ``st.cache_data`` on the file bytes
 The files chosen in the upload boxes are kept, name and bytes, under the plain key ``data.upload.kept``: a page
 switch empties Streamlit's upload boxes, so on return the page says which files are kept (and the working dataset
 is still the uploaded one), and Load reads the kept files again (e.g. with another format). File names, class
-names and the reader's messages are the user's text: shown through :func:`crowdlab.safe.md`; the CSV downloads
-go through :func:`crowdlab.export.csv_bytes` (no cell a spreadsheet would run as a formula).
+names and the reader's messages are the user's text: shown through :func:`crowdlab.io.safe.md`; the CSV downloads
+go through :func:`crowdlab.analysis.export.csv_bytes` (no cell a spreadsheet would run as a formula).
 
 The simulation and reader options are mirrored in the plain key ``data.widgets`` (written by each widget's
 ``on_change``, written back into the widget keys before they are drawn): Streamlit forgets a widget's value when
@@ -25,13 +25,13 @@ import numpy as np
 import pandas as pd
 import streamlit as st
 
-from crowdlab import limits, safe
-from crowdlab.data import Annotations, read_annotations, to_gold_dataframe, to_long_dataframe
-from crowdlab.describe import class_balance, worker_table
+from crowdlab.analysis.export import csv_bytes
 from crowdlab.errors import DataError
-from crowdlab.export import csv_bytes
+from crowdlab.io import limits, safe
+from crowdlab.io.data import Annotations, ColumnsUnclear, read_annotations, to_gold_dataframe, to_long_dataframe
+from crowdlab.io.describe import class_balance, worker_table
 from crowdlab.plots import data as figs
-from crowdlab.simulate import WORKER_TYPES, mix_from_counts, simulate_crowd, simulate_scores
+from crowdlab.teaching.simulate import WORKER_TYPES, mix_from_counts, simulate_crowd, simulate_scores
 from crowdlab.ui import panels, state
 from crowdlab.ui.frame import dataset_summary, sample_picker, upload_id
 from crowdlab.ui.reports_view import data_report_section
@@ -49,6 +49,8 @@ UPLOAD_KIND = "data.upload.kind"
 UPLOAD_ERROR = "data.upload.error"  # the reader's message for the last bad file (plain key)
 UPLOAD_OK = "data.upload.ok"  # "Loaded 'x.csv': ..." after a good load (plain key)
 UPLOAD_KEPT = "data.upload.kept"  # {"file": (name, bytes) | None, "gold": (name, bytes) | None} (plain key)
+UPLOAD_ASK = "data.upload.ask"  # the file's column names when the reader asked which is which (plain key)
+PICK = {role: f"data.upload.pick.{role}" for role in ("item", "worker", "label")}  # the column picker's widgets
 PREVIEW = "data.preview"  # {"id": data id, "csv": bytes, "gold": bytes | None} (plain key)
 
 # simulate-a-crowd widgets (values mirrored in WIDGETS)
@@ -94,18 +96,26 @@ def _named(content: bytes, name: str) -> io.BytesIO:
 
 @st.cache_data(max_entries=8, show_spinner="Reading the file...")
 def read_upload_cached(
-    content: bytes, gold: bytes | None, fmt: str, kind: str, name: str, gold_name: str | None
+    content: bytes,
+    gold: bytes | None,
+    fmt: str,
+    kind: str,
+    name: str,
+    gold_name: str | None,
+    columns: tuple[int, int, int] | None = None,
 ) -> Annotations:
-    """:func:`crowdlab.data.read_annotations` on uploaded bytes, cached on the bytes and the options."""
+    """:func:`crowdlab.io.data.read_annotations` on uploaded bytes, cached on the bytes and the options."""
     gold_src = None if gold is None else _named(gold, gold_name or "gold file")
-    return read_annotations(_named(content, name), gold=gold_src, fmt=fmt, kind=kind, name=Path(name).stem, where="app")
+    return read_annotations(
+        _named(content, name), gold=gold_src, fmt=fmt, kind=kind, name=Path(name).stem, columns=columns, where="app"
+    )
 
 
 @st.cache_data(max_entries=8, show_spinner="Simulating a crowd...")
 def simulate_crowd_cached(
     n_items: int, n_workers: int, n_classes: int, labels_per_item: int, counts: tuple[int, ...], seed: int
 ):
-    """:func:`crowdlab.simulate.simulate_crowd` (data and truth); ``counts`` = workers per type in
+    """:func:`crowdlab.teaching.simulate.simulate_crowd` (data and truth); ``counts`` = workers per type in
     ``WORKER_TYPES`` order."""
     return simulate_crowd(
         n_items, n_workers, n_classes, labels_per_item=labels_per_item, mix=crowd_mix(counts), seed=seed
@@ -114,7 +124,8 @@ def simulate_crowd_cached(
 
 @st.cache_data(max_entries=8, show_spinner="Simulating scores...")
 def simulate_scores_cached(n_items: int, n_good: int, n_bad: int, sigma: float, missing: float, seed: int):
-    """:func:`crowdlab.simulate.simulate_scores` (the lecture's good and bad scorers, data and truth), cached on
+    """:func:`crowdlab.teaching.simulate.simulate_scores` (the lecture's good and bad scorers, data and truth), cached
+    on
     the parameters."""
     return simulate_scores(n_items, n_good, n_bad, sigma=sigma, missing=missing, seed=seed)
 
@@ -125,7 +136,9 @@ def crowd_mix(counts: tuple[int, ...]) -> dict[str, float]:
 
 
 # ---------------------------------------------------------------------------- loading (callbacks call these)
-def upload_source(name: str, gold_name: str | None = None, fmt: str = "auto", kind: str = "auto") -> str:
+def upload_source(
+    name: str, gold_name: str | None = None, fmt: str = "auto", kind: str = "auto", columns: tuple | None = None
+) -> str:
     """The ``read_annotations(...)`` expression that reloads an uploaded file (for the Export page)."""
     args = [json.dumps(name)]
     if gold_name:
@@ -134,6 +147,8 @@ def upload_source(name: str, gold_name: str | None = None, fmt: str = "auto", ki
         args.append(f'fmt="{fmt}"')
     if kind != "auto":
         args.append(f'kind="{kind}"')
+    if columns is not None:
+        args.append(f"columns={tuple(int(c) for c in columns)!r}")
     return f"read_annotations({', '.join(args)})"
 
 
@@ -144,21 +159,29 @@ def load_upload(
     kind: str = "auto",
     name: str = "uploaded.csv",
     gold_name: str | None = None,
+    columns: tuple[int, int, int] | None = None,
 ) -> bool:
     """Read an uploaded label file (and gold file) and make it the working dataset; True on success.
 
-    On a :class:`DataError` the reader's message goes to ``data.upload.error`` and the working dataset stays.
+    On a :class:`DataError` the reader's message goes to ``data.upload.error`` and the working dataset stays; when
+    the reader cannot tell the columns apart (:class:`ColumnsUnclear`), the file is kept and ``data.upload.ask``
+    holds its column names, for the column picker (``columns``: item, worker and label column indices).
     """
+    kept = {"file": (name, content), "gold": None if gold is None else (gold_name, gold)}
     try:
-        data = read_upload_cached(content, gold, fmt, kind, name, gold_name)
+        data = read_upload_cached(content, gold, fmt, kind, name, gold_name, columns)
     except DataError as exc:
         st.session_state[UPLOAD_ERROR] = str(exc)
         st.session_state[UPLOAD_OK] = None
+        st.session_state[UPLOAD_ASK] = exc.header if isinstance(exc, ColumnsUnclear) else None
+        if isinstance(exc, ColumnsUnclear):
+            st.session_state[UPLOAD_KEPT] = kept
         return False
     st.session_state[UPLOAD_ERROR] = None
-    st.session_state[UPLOAD_KEPT] = {"file": (name, content), "gold": None if gold is None else (gold_name, gold)}
-    key = content + b"\0gold\0" + (gold or b"") + f"\0{fmt}\0{kind}".encode()
-    state.set_dataset(upload_id(key), data, source=upload_source(name, gold_name, fmt, kind))
+    st.session_state[UPLOAD_ASK] = None
+    st.session_state[UPLOAD_KEPT] = kept
+    key = content + b"\0gold\0" + (gold or b"") + f"\0{fmt}\0{kind}\0{columns}".encode()
+    state.set_dataset(upload_id(key), data, source=upload_source(name, gold_name, fmt, kind, columns))
     with_gold = f" with gold from '{gold_name}'" if gold is not None else ""
     st.session_state[UPLOAD_OK] = (
         f"Loaded '{name}'{with_gold}: {data.n_items:,} items, {data.n_workers:,} workers, {data.n_obs:,} labels."
@@ -198,10 +221,52 @@ def _on_load() -> None:
     )
 
 
+def _on_load_columns() -> None:
+    """The column picker's Load: read the kept file with the item, worker and label columns picked."""
+    kept = kept_files()
+    if kept["file"] is None:
+        st.session_state[UPLOAD_ASK] = None
+        return
+    columns = tuple(int(st.session_state[PICK[role]]) for role in ("item", "worker", "label"))
+    if len(set(columns)) < 3:
+        st.session_state[UPLOAD_ERROR] = "Pick three different columns: one for the item, the worker and the label."
+        return
+    gold = kept["gold"]
+    load_upload(
+        kept["file"][1],
+        None if gold is None else gold[1],
+        "auto",
+        value(UPLOAD_KIND),
+        kept["file"][0],
+        None if gold is None else gold[0],
+        columns,
+    )
+
+
+def column_picker() -> None:
+    """Three pickers (item, worker, label) over the file's columns, shown when the reader asked which is which."""
+    header = st.session_state.get(UPLOAD_ASK)
+    if not header:
+        return
+    st.markdown("**Which column is which?** Pick the item, worker and label columns of this long file:")
+    names = [h or f"column {j + 1} (no header)" for j, h in enumerate(header)]
+    cols = st.columns(4, vertical_alignment="bottom")
+    for j, role in enumerate(("item", "worker", "label")):
+        cols[j].selectbox(
+            role.capitalize(),
+            range(len(header)),
+            index=min(j, len(header) - 1),
+            format_func=lambda i: safe.plain(names[i]),  # options are plain text
+            key=PICK[role],
+        )
+    cols[3].button("Load with these columns", key="data.upload.load_columns", on_click=_on_load_columns)
+
+
 def _on_file_change(which: str) -> None:
     """on_change of an upload box: keep the chosen file (name and bytes; removing it from the box forgets it)."""
     st.session_state[UPLOAD_ERROR] = None
     st.session_state[UPLOAD_OK] = None
+    st.session_state[UPLOAD_ASK] = None
     upload = st.session_state.get(_BOXES[which])
     st.session_state[UPLOAD_KEPT] = {
         **kept_files(),
@@ -212,6 +277,7 @@ def _on_file_change(which: str) -> None:
 def _on_forget() -> None:
     st.session_state[UPLOAD_KEPT] = None
     st.session_state[UPLOAD_OK] = None
+    st.session_state[UPLOAD_ASK] = None
 
 
 def simulate_crowd_source(n_items, n_workers, n_classes, labels_per_item, counts, seed) -> str:
@@ -345,6 +411,7 @@ def upload_tab() -> None:
     error = st.session_state.get(UPLOAD_ERROR)
     if error:
         st.error(safe.md(error), icon=":material/error:")
+        column_picker()
         st.caption(f"The working dataset is unchanged: {safe.md(state.get_data().name or state.get_data_id())}.")
     elif st.session_state.get(UPLOAD_OK):
         st.success(safe.md(st.session_state[UPLOAD_OK]))
@@ -446,7 +513,10 @@ def preview(data: Annotations) -> None:
     st.subheader("Preview")
     st.dataframe(files["head"], hide_index=True, width="stretch", height=300)
     shown = min(PREVIEW_ROWS, data.n_obs)
-    st.caption(f"The first {shown} of {data.n_obs:,} labels, one per row.")
+    st.caption(
+        f"The first {shown} of {data.n_obs:,} labels, one per row."
+        + (" Soft votes: each row is one class with its weight (its share of a vote)." if data.is_soft else "")
+    )
     row = st.container(horizontal=True)  # each button as wide as its label: nothing cut to "Download all la…"
     stem = _file_stem(data)
     row.download_button(

@@ -2,7 +2,7 @@
 
 Which run: the Step page's run at its cursor when it has moved (or is majority vote, which has nothing to step),
 so what you saw is what you export; otherwise a run of the same settings fitted to convergence here
-(:func:`crowdlab.api.fit`), kept under the plain key ``export.run`` with the (dataset id, config) it belongs to.
+(:func:`crowdlab.engines.fit.fit`), kept under the plain key ``export.run`` with the (dataset id, config) it belongs to.
 """
 
 from __future__ import annotations
@@ -13,11 +13,7 @@ import zipfile
 
 import streamlit as st
 
-from crowdlab import safe
-from crowdlab.api import fit
-from crowdlab.em import Run
-from crowdlab.errors import CrowdlabError
-from crowdlab.export import (
+from crowdlab.analysis.export import (
     csv_bytes,
     history_dict,
     metrics_dict,
@@ -27,9 +23,13 @@ from crowdlab.export import (
     to_json,
     worker_frame,
 )
-from crowdlab.init import INITS
+from crowdlab.engines.fit import fit
+from crowdlab.engines.init import INITS
+from crowdlab.engines.run import Run
+from crowdlab.errors import CrowdlabError
+from crowdlab.io import safe
+from crowdlab.io.safe import plural
 from crowdlab.models import estimates_class_prior
-from crowdlab.safe import plural
 from crowdlab.ui import lab, state
 
 EXPORT_RUN = "export.run"  # {"key": (data id, MethodConfig), "run": Run}
@@ -113,7 +113,7 @@ def reproduces_cursor(run: Run) -> bool:
 
 
 def snippet_for(run: Run, load_code: str) -> str:
-    """:func:`crowdlab.export.python_snippet`, pinned to the cursor when the run is not at its converged end.
+    """:func:`crowdlab.analysis.export.python_snippet`, pinned to the cursor when the run is not at its converged end.
 
     Pinned: ``tol=0.0, max_iter=<iteration at the cursor>`` (EM then stops exactly there), plus ``run.e_step()``
     when the cursor sits after an E-step.
@@ -137,7 +137,8 @@ def snippet_for(run: Run, load_code: str) -> str:
 # ---------------------------------------------------------------------------- the files
 def export_files(run: Run, snippet: str, post=None, workers=None) -> dict[str, bytes]:
     """File name -> content: posteriors, hard labels, workers, parameters, history, metrics (gold), snippet.
-    CSV cells a spreadsheet would run as a formula are escaped (:func:`crowdlab.export.csv_bytes`). ``post`` and
+    CSV cells a spreadsheet would run as a formula are escaped (:func:`crowdlab.analysis.export.csv_bytes`). ``post``
+    and
     ``workers``: the run's posterior and worker frames when the caller has them (the worker report's intervals take
     seconds on a large crowd: 2.8 s on TREC's 766 workers)."""
     post = posterior_frame(run) if post is None else post

@@ -9,6 +9,7 @@ the simulation's parameters (never on large arrays, which Streamlit would sample
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import re
 from collections.abc import Callable
@@ -17,10 +18,10 @@ from pathlib import Path
 import streamlit as st
 from streamlit.errors import StreamlitPageNotFoundError
 
-from crowdlab import safe
-from crowdlab.data import Annotations
-from crowdlab.samples import SAMPLES, load_sample
-from crowdlab.simulate import simulate_crowd
+from crowdlab.io import safe
+from crowdlab.io.data import Annotations
+from crowdlab.io.samples import SAMPLES, load_sample
+from crowdlab.teaching.simulate import simulate_crowd
 from crowdlab.ui import lab, presenter, state
 
 HOME_DATASET = "home.dataset"
@@ -41,7 +42,11 @@ PAGE_ICONS = {
     "8_Error_rates_without_labels": ":material/rule:",
     "9_Learning_from_crowds": ":material/scatter_plot:",
     "10_Batch_vs_online": ":material/stream:",
+    "11_Class": ":material/groups:",
+    "12_Join": ":material/front_hand:",
 }
+# pages built for a phone: no frame, no sidebar (the student's page of a live class)
+PHONE_PAGES = ("pages/12_Join.py",)
 
 
 def nav_entries(root: Path = ROOT) -> list[tuple[str, str, str | None]]:
@@ -65,7 +70,7 @@ NAV = tuple(nav_entries())
 # ---------------------------------------------------------------------------- cached loaders
 @st.cache_data(max_entries=16, show_spinner="Loading the dataset...")
 def load_sample_cached(key: str) -> Annotations:
-    """A bundled dataset (:func:`crowdlab.samples.load_sample`), cached on its key."""
+    """A bundled dataset (:func:`crowdlab.io.samples.load_sample`), cached on its key."""
     return load_sample(key)
 
 
@@ -74,7 +79,7 @@ def load_upload_cached(
     content: bytes, gold: bytes | None = None, kind: str = "auto", name: str = "uploaded file"
 ) -> Annotations:
     """An uploaded label file (and optional gold file), cached on their bytes; bad input raises DataError."""
-    from crowdlab.data import read_annotations  # the reader lives next to Annotations
+    from crowdlab.io.data import read_annotations  # the reader lives next to Annotations
 
     return read_annotations(content, gold=gold, kind=kind, name=name)
 
@@ -83,7 +88,7 @@ def load_upload_cached(
 def simulate_crowd_cached(
     n_items: int, n_workers: int, n_classes: int, labels_per_item: int | None = None, seed: int = 0
 ) -> Annotations:
-    """A simulated Dawid-Skene crowd (:func:`crowdlab.simulate.simulate_crowd`), cached on its parameters."""
+    """A simulated Dawid-Skene crowd (:func:`crowdlab.teaching.simulate.simulate_crowd`), cached on its parameters."""
     return simulate_crowd(n_items, n_workers, n_classes, labels_per_item=labels_per_item, seed=seed).annotations
 
 
@@ -128,6 +133,23 @@ def navigation() -> None:
     st.divider()
 
 
+@functools.cache
+def favicon():
+    """The browser tab's icon, drawn here (a rising objective on the theme's blue): a material icon as
+    ``page_icon`` made the browser fetch it from a font server on the internet, which a classroom without internet
+    answers with console errors. Everything the app shows comes from its own server."""
+    from PIL import Image, ImageDraw
+
+    img = Image.new("RGBA", (64, 64), (0, 0, 0, 0))
+    draw = ImageDraw.Draw(img)
+    draw.rounded_rectangle((0, 0, 63, 63), radius=14, fill=(31, 119, 180, 255))
+    points = [(10, 52), (18, 30), (26, 21), (36, 16), (46, 14), (55, 13)]
+    draw.line(points, fill=(255, 255, 255, 255), width=6, joint="curve")
+    for x, y in points[::2]:
+        draw.ellipse((x - 5, y - 5, x + 5, y + 5), fill=(255, 255, 255, 255))
+    return img
+
+
 def page_frame(
     title: str,
     icon: str | None = None,
@@ -150,7 +172,7 @@ def page_frame(
     on = presenter.from_url()
     st.set_page_config(
         page_title=f"{title} · crowdlab",
-        page_icon=icon,
+        page_icon=favicon(),  # the page's material icon stays in its title and the navigation (local fonts)
         layout="wide",
         initial_sidebar_state="collapsed" if on else "auto",
     )
@@ -183,15 +205,20 @@ def summary_rows(data: Annotations) -> dict[str, str]:
         rows["edges"] = f"{int(data.graph.nnz) // 2:,}"
     return rows | {
         "workers": f"{data.n_workers:,}",
-        "labels": f"{data.n_obs:,}",
+        "labels": (
+            f"{round(float(data.weight.sum())):,} ({data.n_obs:,} weighted observations)"
+            if data.is_soft
+            else f"{data.n_obs:,}"
+        ),
         "classes": "scores" if data.is_continuous else str(data.n_classes),
         "gold": f"yes ({int(data.gold_mask.sum()):,} items)" if data.has_gold else "no",
+        **({"votes": "soft (confidences as fractional labels)"} if data.is_soft else {}),
     }
 
 
 def dataset_summary(data: Annotations, *, compact: bool = False) -> None:
     """The current dataset: name and counts (sidebar: compact lines; home: a card with metrics). The name, the
-    classes and the reader's notes are the user's text: escaped (:func:`crowdlab.safe.md`)."""
+    classes and the reader's notes are the user's text: escaped (:func:`crowdlab.io.safe.md`)."""
     rows = summary_rows(data)
     name = safe.md(data.name or "(unnamed dataset)")
     if compact:

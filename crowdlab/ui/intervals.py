@@ -1,6 +1,6 @@
 """Standard errors and 95 % intervals per worker at the cursor of a run, for the Step page.
 
-:func:`worker_intervals_panel` draws :func:`crowdlab.fisher.worker_intervals` (observed information, Louis'
+:func:`worker_intervals_panel` draws :func:`crowdlab.analysis.fisher.worker_intervals` (observed information, Louis'
 identity; exact binomial intervals for estimates on the boundary) for Dawid-Skene, one-coin and two-coin runs:
 a dot-and-whisker chart sorted by estimate and the table. For the good/bad scores model (the EM lecture) it draws the
 item means mu_i instead (the ``SCORES_ROWS`` with the widest intervals, on the score range) with sigma and pi_good
@@ -19,10 +19,11 @@ import numpy as np
 import pandas as pd
 import streamlit as st
 
-from crowdlab import fisher, safe
-from crowdlab.em import Run
+from crowdlab.analysis import fisher
+from crowdlab.analysis.export import csv_bytes
+from crowdlab.engines.run import Run
 from crowdlab.errors import CrowdlabError
-from crowdlab.export import csv_bytes
+from crowdlab.io import safe
 from crowdlab.models.params import ClassParams
 from crowdlab.models.scores import ScoreParams
 from crowdlab.plots import risk as figs
@@ -89,7 +90,8 @@ def supported(run: Run) -> bool:
 
 
 def intervals(run: Run, what: str, scale: str) -> pd.DataFrame:
-    """:func:`crowdlab.fisher.worker_intervals` at the cursor, from the small session cache when seen before."""
+    """:func:`crowdlab.analysis.fisher.worker_intervals` at the cursor, from the small session cache when seen
+    before."""
     params = run.params
     key = (run.converged, what, scale)
     cache = st.session_state.setdefault(CACHE, [])

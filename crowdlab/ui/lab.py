@@ -41,12 +41,13 @@ import numpy as np
 import streamlit as st
 from streamlit.runtime.scriptrunner_utils.script_run_context import get_script_run_ctx
 
-from crowdlab import plots, safe
-from crowdlab.data import Annotations
-from crowdlab.em import Run, Snapshot
+from crowdlab import plots
+from crowdlab.engines.run import Run, Snapshot
 from crowdlab.errors import CrowdlabError
-from crowdlab.metrics import accuracy, macro_f, pearson
-from crowdlab.plots.run import X_TITLE
+from crowdlab.io import safe
+from crowdlab.io.data import Annotations
+from crowdlab.io.metrics import accuracy, macro_f, pearson
+from crowdlab.plots.common import X_TITLE
 from crowdlab.ui import presenter
 
 NOTICE_SETTINGS = "Settings changed: the run was reset."
@@ -102,7 +103,7 @@ SHORTCUTS = {
     "reset": "0",
     "play": "P",
 }
-# how the position line says why a run stopped (crowdlab.em.STOP_REASONS has the long form)
+# how the position line says why a run stopped (crowdlab.engines.run.STOP_REASONS has the long form)
 STOP_WORDS = {
     "converged": "converged",
     "stalled": "stalled: no gain above rounding, parameters still drifting",
@@ -132,6 +133,12 @@ def speed(slot: RunSlot) -> float:
 
 def _pause(slot: RunSlot) -> None:
     st.session_state[_playing_key(slot)] = False
+    st.session_state.pop(slot.key("play_end"), None)
+
+
+def play_ended(slot: RunSlot) -> bool:
+    """Whether Play stopped by itself at the end of the run (until the next move)."""
+    return bool(st.session_state.get(slot.key("play_end")))
 
 
 def _page() -> str:
@@ -262,11 +269,19 @@ def on_run_to_convergence(slot: RunSlot) -> None:
 
 
 def on_scrub(slot: RunSlot) -> None:
-    _pause(slot)
+    """The scrubber moved: go to its snapshot and pause Play. A "change" to where the run already is, is no
+    scrub: Streamlit gives the slider a new identity whenever its range grows (every half-step that Play
+    computes), and on a busy machine the browser reports the replaced slider's value back as a change; taking
+    that for a scrub paused Play after two half-steps while its button still said "Pause"."""
     run = slot.get()
     key = slot.key("scrub")
-    if run is not None and key in st.session_state:
-        run.goto(int(st.session_state[key]))
+    if run is None or key not in st.session_state:
+        return
+    value = int(st.session_state[key])
+    if value == run.index:
+        return  # nobody moved it: no pause
+    _pause(slot)
+    run.goto(value)
 
 
 def on_play(slot: RunSlot) -> None:
@@ -276,6 +291,7 @@ def on_play(slot: RunSlot) -> None:
         return
     if not can_advance(slot.get()):
         return
+    st.session_state.pop(slot.key("play_end"), None)
     st.session_state[_playing_key(slot)] = True
     st.session_state[slot.key("play_page")] = _page()
     st.session_state[slot.key("play_last")] = time.monotonic()
@@ -298,8 +314,7 @@ def tick(slot: RunSlot) -> bool:
         return False
     run = slot.get()
     if not can_advance(run):
-        _pause(slot)
-        return False
+        _stop_at_end(slot, run)
     now = time.monotonic()
     last = float(st.session_state.get(slot.key("play_last"), 0.0))
     if now - last < 0.8 * speed(slot):
@@ -307,6 +322,15 @@ def tick(slot: RunSlot) -> bool:
     st.session_state[slot.key("play_last")] = now
     _move(slot, "next")
     return True
+
+
+def _stop_at_end(slot: RunSlot, run: Run | None) -> None:
+    """Play has nothing more to show (the run converged, stalled or reached its limit): it stops itself, says why
+    in the position line, and the whole stepper is drawn again, so that its button says "Play" and its timer
+    stops (the timer's own rerun draws only the panel below the buttons)."""
+    _pause(slot)
+    st.session_state[slot.key("play_end")] = True
+    st.rerun()
 
 
 def run_pending(slot: RunSlot, progress: Callable[[int, int], None] | None = None) -> bool:
@@ -502,6 +526,8 @@ def position(slot: RunSlot, run: Run) -> None:
         tail += f" ({run.max_iter:,})" if reason == "max_iter" else ""
     if playing(slot):
         tail += f" · playing, {speed(slot):g} s per half-step"
+    elif play_ended(slot) and run.at_end:
+        tail += " · Play stopped at the end of the run"
     compact = presenter.is_on()
     where, scrub = st.columns([2, 3], vertical_alignment="center") if compact else (st.container(), st.container())
     where.markdown(f"#### {step_label(run)}")
@@ -609,7 +635,7 @@ def objective_chart(
     model = run.model
     if show_bound is None:
         show_bound = not model.hard
-    bound_name = "complete-data objective" if model.hard else "bound F(q, θ)"
+    bound_name = "complete-data objective" if model.hard else "bound L(q, θ)"
     fig = plots.objective_curve(
         run.history(),
         run.index,
@@ -717,6 +743,8 @@ def _body(slot: RunSlot, curves: Panel | None, panels: Panel | None) -> None:
     run = slot.get()
     if run is None:
         return
+    if playing(slot) and not can_advance(run):
+        _stop_at_end(slot, run)  # the half-step just computed was the last: stop now, not a tick later
     failed = st.session_state.pop(slot.key("step_error"), None)
     if failed:
         st.error(safe.md(failed), icon="⚠️")

@@ -1,4 +1,4 @@
-"""The Lessons page: a guided lesson told one step at a time on a live EM run (:mod:`crowdlab.lessons`).
+"""The Lessons page: a guided lesson told one step at a time on a live EM run (:mod:`crowdlab.teaching.lessons`).
 
 Each step shows its narration, the formula of the action about to run, ONE button that does exactly that action
 on the lesson's run, the outcome with the run's own numbers, and the chart of its effect; Previous / Next move
@@ -25,12 +25,13 @@ import time
 import numpy as np
 import streamlit as st
 
-from crowdlab import lessons, plots
-from crowdlab.em import Run
+from crowdlab import plots
+from crowdlab.engines.run import Run
 from crowdlab.plots import dependent as dplots
 from crowdlab.plots import models as mplots
 from crowdlab.plots import risk as rplots
-from crowdlab.ui import lab
+from crowdlab.teaching import lessons
+from crowdlab.ui import lab, presenter
 
 KEY, STEP, DONE, MARK = "lesson.key", "lesson.step", "lesson.done", "lesson.mark"
 SHOWN, FREE_OPEN = "lesson.shown", "lesson.free_open"
@@ -48,6 +49,10 @@ W_PICK, W_ACTION, W_PREV, W_NEXT, W_REPLAY, W_FREE = (
 PREV_KEY, NEXT_KEY = lab.SHORTCUTS["back"], lab.SHORTCUTS["next"]
 DEFAULT = "em"
 CHART_HEIGHT = 340
+TEXT_KEY = "lesson_text"  # the container of the step's words (its CSS class: st-key-lesson_text)
+# a display formula in the text column (under half the page) is set a little smaller, so that the widest (the Potts
+# E-step) is whole at 1024 px; KaTeX never wraps a display formula, and its box cut it
+TEXT_CSS = "<style>.st-key-lesson_text .katex-display { font-size: 0.86em; }</style>"
 HOLD_S = 0.4  # Previous / Next do nothing this long after a step was first drawn: a double click moves one step
 
 
@@ -193,13 +198,57 @@ def lesson_page() -> None:
     run = get_run()
     ref = lessons.reference(lesson.key)
     st.caption(f"{lesson.title} · **step {i + 1} of {n}**")
+    # the text on the left, the chart on the right: the chart is on the first screen at 1024 x 768 whatever the
+    # length of the narration (stacked, only 19-88 % of it was, under the narration, formula and outcome)
+    # (presenter mode, the projector's full width; with the sidebar open the text column would be too narrow and
+    # push the step's button below the first screen, so the normal mode keeps the text above the chart)
+    if presenter.is_on():
+        text, picture = st.columns([1, 1.15], gap="medium")
+    else:
+        text, picture = st.container(), st.container()
+    st.html(TEXT_CSS)
+    with text, st.container(key=TEXT_KEY):
+        _text(lesson, i, run, ref)
+    fresh = step.action.split(":")[0] in ("start", "switch_model")  # the action brings a new run and model
+    with picture:
+        try:
+            chart(step, None if fresh and st.session_state.get(DONE) is None else run)
+        except Exception:
+            _drawn((lesson.key, i))  # a chart that fails must not hold Previous / Next
+            raise
+        _outcome(step, run)
+    _drawn((lesson.key, i))  # drawn in full: Previous / Next may leave it (a run cut short never gets here)
+    if run is not None:
+        st.session_state[W_FREE] = bool(st.session_state.get(FREE_OPEN))  # open until closed, across clicks
+        with st.expander("Step freely on this run (the Step page's controls)", key=W_FREE, on_change=on_free):
+            # the one stepper of every stepping page (Play, Back, ...), without keys; the chart is above
+            lab.stepper(SLOT, curves=_no_curves, whole_page=True)
+
+
+def next_lesson(key: str) -> str | None:
+    """The lesson after ``key`` in the picker's order (None after the last)."""
+    keys = list(lessons.LESSONS)
+    at = keys.index(key)
+    return keys[at + 1] if at + 1 < len(keys) else None
+
+
+def on_next_lesson(key: str, i: int) -> None:
+    """The last step's Next: the next lesson, at its first step."""
+    following = next_lesson(key)
+    if following is not None and _shown(key, i) and i + 1 == len(lessons.LESSONS[key].steps):
+        _goto(following, 0)
+
+
+def _text(lesson: lessons.Lesson, i: int, run: Run | None, ref) -> None:
+    """The step's words: title, narration, formula, its one action, Previous / Next, and the outcome."""
+    n = len(lesson.steps)
+    step = lesson.steps[i]
     st.subheader(step.title)
     st.markdown(lessons.fill(step.narration, lessons.facts(run), {}, ref))
     st.latex(r"\begin{gathered}" + step.formula + r"\end{gathered}")  # "\\" in a formula breaks the line
     done = st.session_state.get(DONE)
     here = (lesson.key, i)  # every step button acts only on the step it was drawn for
-    c1, c2, c3 = st.columns([3, 1, 1], vertical_alignment="center")
-    c1.button(
+    st.button(
         step.button + (" ✓" if done is not None else ""),
         key=W_ACTION,
         on_click=on_action,
@@ -208,34 +257,37 @@ def lesson_page() -> None:
         disabled=done is not None or not lessons.applicable(run, step.action),
         width="stretch",
     )
+    c2, c3 = st.columns(2, vertical_alignment="center")
     # no arrow icons: the buttons show their keys, ← and →
     c2.button(
         "Previous", key=W_PREV, on_click=on_prev, args=here, disabled=i == 0, width="stretch", shortcut=PREV_KEY,
         help="The previous step (←)",
     )  # fmt: skip
-    c3.button(
-        "Next", key=W_NEXT, on_click=on_next, args=here, disabled=i + 1 >= n, width="stretch", shortcut=NEXT_KEY,
-        help="The next step (→)",
-    )  # fmt: skip
+    following = next_lesson(lesson.key) if i + 1 >= n else None
+    if following is None:
+        c3.button(
+            "Next", key=W_NEXT, on_click=on_next, args=here, disabled=i + 1 >= n, width="stretch",
+            shortcut=NEXT_KEY, help="The next step (→)",
+        )  # fmt: skip
+    else:  # the last step offers the next lesson
+        c3.button(
+            "Next lesson", key=W_NEXT, on_click=on_next_lesson, args=here, width="stretch", shortcut=NEXT_KEY,
+            help=f"{lessons.LESSONS[following].title} (→)", type="primary" if done is not None else "secondary",
+        )  # fmt: skip
     if moved():
         st.warning("The run was moved with the controls below since this step began.", icon=":material/info:")
         st.button("Back to this step's start", key=W_REPLAY, on_click=on_replay, args=here)
+    if following is not None:
+        st.caption(f"Next lesson: **{lessons.LESSONS[following].title}**")
+
+
+def _outcome(step: lessons.Step, run: Run | None) -> None:
+    """What the step's action did, with the run's numbers (under the chart, so both are on the first screen)."""
+    done = st.session_state.get(DONE)
     if done is not None:
         st.success(done)
     elif not lessons.applicable(run, step.action) and not moved():
         st.info("Nothing to do at this point of the run: press Next.")
-    fresh = step.action.split(":")[0] in ("start", "switch_model")  # the action brings a new run and model
-    try:
-        chart(step, None if fresh and done is None else run)
-    except Exception:
-        _drawn(here)  # a chart that fails must not hold Previous / Next
-        raise
-    _drawn(here)  # drawn in full: Previous / Next may leave it (a run cut short by a new click never gets here)
-    if run is not None:
-        st.session_state[W_FREE] = bool(st.session_state.get(FREE_OPEN))  # open until closed, across clicks
-        with st.expander("Step freely on this run (the Step page's controls)", key=W_FREE, on_change=on_free):
-            # the one stepper of every stepping page (Play, Back, ...), without keys; the chart is above
-            lab.stepper(SLOT, curves=_no_curves, whole_page=True)
 
 
 def _drawn(here: tuple[str, int]) -> None:
@@ -260,6 +312,12 @@ def chart(step: lessons.Step, run: Run | None) -> None:
         lab.objective_chart(SLOT, run, height=CHART_HEIGHT)
     elif name == "accuracy":
         lab.metric_chart(SLOT, run, height=CHART_HEIGHT)
+    elif name == "objective_gap":  # a late, small rise shown on a log axis of the gap under the curve
+        fig = plots.objective_with_gap(
+            run.history(), run.index, f"Objective: {run.model.objective_name}", objective_name="objective",
+            height=CHART_HEIGHT + 120,
+        )  # fmt: skip
+        st.plotly_chart(lab.narrow(lab.wrap_title(fig)), key="lesson.chart.objective_gap")
     else:
         fig = FIGURES[name](run)
         st.plotly_chart(fig, key=f"lesson.chart.{name}")
@@ -331,29 +389,56 @@ def _class_prior(run: Run) -> float:
 
 
 def _loglik(run: Run):
-    from crowdlab.risk import symmetric_loglik
+    from crowdlab.analysis.risk import symmetric_loglik
 
     p = _class_prior(run)
     grid = np.linspace(0.0, 1.0, 201)
     curve = symmetric_loglik(grid, run.data.label, [p, 1.0 - p])
     return rplots.loglik_curves(
         grid, {f"n = {run.data.n_items}, p = {p:g}": curve}, theta_true=lessons.RISK_THETA, height=CHART_HEIGHT,
-        title="Log-likelihood of the outputs as a function of θ",
+        title="Log-likelihood of the outputs as a function of θ", em_path=_theta_path(run),
     )  # fmt: skip
 
 
+def _theta(params) -> float | None:
+    """One classifier's θ (its accuracy) in a one-coin run's parameters."""
+    t = (getattr(params, "extra", None) or {}).get("theta")
+    return float(np.ravel(t)[0]) if t is not None and np.size(t) == 1 else None
+
+
+def _theta_path(run: Run) -> list[float]:
+    """EM's θ at its start and after each M-step up to the cursor: the chart draws the start, the path and the
+    estimate (it drew neither EM's start nor where EM went)."""
+    snaps = run.snapshots[: run.index + 1]
+    path = [_theta(s.params) for s in snaps if s.kind in ("init", "M")]
+    return [t for t in path if t is not None]
+
+
 def _fisher(run: Run):
-    from crowdlab.fisher import fisher_symmetric
+    from crowdlab.analysis.fisher import fisher_symmetric
 
     th = np.linspace(0.5, 1.0, 101)
     p = np.linspace(0.51, 0.99, 97)
     return rplots.fisher_contour(
         th, p, fisher_symmetric(th[None, :], p[:, None]), current=(lessons.RISK_THETA, _class_prior(run)),
-        height=CHART_HEIGHT, title="Fisher information J(θ, p); the cross: this classifier",
+        height=CHART_HEIGHT, title="Fisher information J(θ, p); the cross: this classifier, the diamond: EM's θ̂",
+        estimate=_theta(run.params) if run.index > 0 else None,
+    )  # fmt: skip
+
+
+def _dependence(run: Run):
+    """The dependence check's heatmap after the run's model (:mod:`crowdlab.analysis.dependence`)."""
+    from crowdlab.analysis.dependence import dependence
+    from crowdlab.plots.copying import pair_heatmap
+
+    return pair_heatmap(
+        dependence(run), height=420,
+        title=f"{run.model.info.title}, {lab.where(run)}: each pair's excess agreement κ (outlined: flagged)",
     )  # fmt: skip
 
 
 FIGURES = {
+    "dependence": _dependence,
     "item_means": _item_means,
     "annotators": _annotators,
     "confusion": _confusion,

@@ -12,7 +12,7 @@ choice; the values live in :class:`crowdlab.ui.state.MethodConfig`):
   that share of the gold labels is fixed in every E-step.
 
 Select-box labels are plain text (Streamlit renders no Markdown there); names in Markdown go through
-:func:`crowdlab.safe.md`.
+:func:`crowdlab.io.safe.md`.
 """
 
 from __future__ import annotations
@@ -20,9 +20,10 @@ from __future__ import annotations
 import numpy as np
 import streamlit as st
 
-from crowdlab import safe, sweep
-from crowdlab.data import Annotations
-from crowdlab.em import Run
+from crowdlab.analysis import sweep
+from crowdlab.engines.run import Run
+from crowdlab.io import safe
+from crowdlab.io.data import Annotations
 from crowdlab.models import CLASS_PRIOR_MODELS, ScoreParams
 from crowdlab.models.majority import tied_items
 from crowdlab.ui import presenter, state
@@ -203,8 +204,9 @@ def degenerate_notice(run: Run) -> None:
     )
 
 
-def prior_collapse_notice(run: Run) -> None:
-    """Say so when the cursor's estimated class prior has collapsed (:func:`crowdlab.sweep.prior_collapse`: a class
+def prior_collapse_notice(run: Run, name: str | None = None) -> None:
+    """Say so when the cursor's estimated class prior has collapsed (:func:`crowdlab.analysis.sweep.prior_collapse`: a
+    class
     majority vote gives many items has almost no prior left), with the live numbers and what to do. Drawn above the
     Step page's tabs, so it follows the cursor."""
     pi = getattr(run.current.params, "pi", None)
@@ -213,7 +215,7 @@ def prior_collapse_notice(run: Run) -> None:
     found = sweep.prior_collapse(run.data, pi, np.argmax(run.current.q, axis=1))
     if found is None:
         return
-    name = safe.md(run.data.class_names[found.k])
+    cls = safe.md(run.data.class_names[found.k])
     score = ""
     if found.accuracy is not None:
         score = f" Accuracy against gold: {found.accuracy:.3f}, against majority vote's {found.mv_accuracy:.3f}."
@@ -229,8 +231,9 @@ def prior_collapse_notice(run: Run) -> None:
             "The objective is higher there, but a class that loses almost all its items is worth a second look: "
             "compare the methods on this dataset (Compare methods), or try a prior strength."
         )
+    whose = f"{safe.md(name)}: t" if name else "T"  # on Compare methods: which method's prior
     st.info(
-        f"**The class prior has collapsed: π = {found.pi:.3f} for class {name}**, which majority vote gives "
-        f"{found.mv_share:.0%} of the items; {found.share:.0%} of the items get class {name} now.{score} {why}",
+        f"**{whose}he class prior has collapsed: π = {found.pi:.3f} for class {cls}**, which majority vote gives "
+        f"{found.mv_share:.0%} of the items; {found.share:.0%} of the items get class {cls} now.{score} {why}",
         icon=":material/warning:",
     )

@@ -4,7 +4,8 @@
   hardest items in a table (four narrow columns, whole in half the tab at 1024 px).
 - MACE (Hovy et al. 2013): who is a spammer: P(spamming) = 1 - theta_j per worker and what each answers when
   spamming (the strategy xi_j), with a 95% interval of P(spamming): by EM the Wald interval of the worker's own
-  information (:func:`crowdlab.fisher.mace_worker_intervals`), by variational Bayes the credible interval of its
+  information (:func:`crowdlab.analysis.fisher.mace_worker_intervals`), by variational Bayes the credible interval of
+  its
   Beta posterior (:func:`crowdlab.models.mace.spam_intervals`); the table across the tab (every column whole at
   1024 px, as IBCC's), the chart under it.
 - IBCC (Kim & Ghahramani 2012): credible intervals of each worker's accuracy from the Dirichlet posteriors
@@ -21,14 +22,14 @@ import numpy as np
 import pandas as pd
 import streamlit as st
 
-from crowdlab.em import Run
-from crowdlab.fisher import mace_worker_intervals
+from crowdlab.analysis.fisher import mace_worker_intervals
+from crowdlab.analysis.reports import WALD_MAX_CLASSES, WALD_MAX_WORKERS
+from crowdlab.engines.run import Run
 from crowdlab.models.glad import GladParams
 from crowdlab.models.ibcc import IbccParams, accuracy_intervals
 from crowdlab.models.mace import MaceParams, MaceVBParams, spam_intervals
 from crowdlab.plots import models as figs
 from crowdlab.plots.risk import interval_chart
-from crowdlab.reports import WALD_MAX_CLASSES, WALD_MAX_WORKERS
 from crowdlab.ui import lab
 from crowdlab.ui.reports_view import ds_report_if_ready
 
@@ -172,7 +173,8 @@ WALD_WORDS = (
 
 
 def _mace_wald(run: Run, p: MaceParams) -> tuple[tuple[np.ndarray, np.ndarray] | None, str]:
-    """EM's P(spamming) intervals (:func:`crowdlab.fisher.mace_worker_intervals`), within the worker report's size
+    """EM's P(spamming) intervals (:func:`crowdlab.analysis.fisher.mace_worker_intervals`), within the worker report's
+    size
     limits (else none)."""
     data = run.data
     if data.n_workers > WALD_MAX_WORKERS or data.n_classes > WALD_MAX_CLASSES:

@@ -7,11 +7,11 @@ parameters, an uploaded label file with an edge list, and a small noisy image on
 
 The E-steps are approximate (the exact posterior of a Potts MRF is intractable): ICM (Traganitis & Giannakis,
 Alg. 3) improves J(ŷ, Γ) = log p(F, ŷ | Γ) + log Z at the ICM labels and its EM is not guaranteed monotone; mean
-field (their Remark 2) ascends the free energy F(q, Γ). The page says so, plots the model's own objective, and the
+field (their Remark 2) ascends the free energy L(q, Γ). The page says so, plots the model's own objective, and the
 trace of that quantity over the sweeps of the last E-step. The drawing's positions (force-directed,
-:func:`crowdlab.graph.force_positions`, or the pixel grid) and the i.i.d. Dawid-Skene baseline are computed once
+:func:`crowdlab.io.graph.force_positions`, or the pixel grid) and the i.i.d. Dawid-Skene baseline are computed once
 per graph (``st.cache_data`` on the dataset id, then kept under ``net.derived``); a graph over ``MAX_DRAWN`` nodes
-is drawn in part (:func:`crowdlab.graph.drawn_nodes`: whole pieces, then a breadth-first ball, so drawn nodes keep
+is drawn in part (:func:`crowdlab.io.graph.drawn_nodes`: whole pieces, then a breadth-first ball, so drawn nodes keep
 their neighbours). Chart titles and captions name a position as the stepper does ("iteration 2, after M-step").
 """
 
@@ -25,17 +25,17 @@ import numpy as np
 import pandas as pd
 import streamlit as st
 
-from crowdlab import safe
-from crowdlab.data import Annotations, read_annotations
-from crowdlab.em import Run
+from crowdlab.engines.run import Run
 from crowdlab.errors import DataError
-from crowdlab.graph import drawn_nodes, force_positions, grid_graph, read_edges
-from crowdlab.metrics import accuracy, confusion_error, macro_f
+from crowdlab.io import safe
+from crowdlab.io.data import Annotations, read_annotations
+from crowdlab.io.graph import drawn_nodes, force_positions, grid_graph, read_edges
+from crowdlab.io.metrics import accuracy, confusion_error, macro_f
 from crowdlab.models import NetworkCrowd, make_model
 from crowdlab.models.majority import majority_labels
 from crowdlab.plots import confusion_grid
 from crowdlab.plots import dependent as figs
-from crowdlab.simulate import simulate_sbm
+from crowdlab.teaching.simulate import simulate_sbm
 from crowdlab.ui import lab, presenter
 from crowdlab.ui.frame import file_boxes, upload_id
 from crowdlab.ui.sequences_page import seed_crowd
@@ -57,8 +57,8 @@ APPROXIMATE = {
     "not guaranteed monotone**: the objective curve below is J, and it may dip.",
     "mean_field": "**The E-step is approximate.** The exact posterior of a Potts MRF couples every node, so EM "
     "cannot compute it. Mean field (Traganitis & Giannakis, Remark 2) replaces it by independent qₙ and sweeps "
-    "qₙ ∝ exp(log eₙ + δ/2 Σ w qₙ′), which never lowers the **free energy F(q, Γ)** = (the mean of "
-    "log p(F, y | Γ) under q) + H(q) + log Z, a lower bound of log p(F | Γ) + log Z; the M-step raises F too, so "
+    "qₙ ∝ exp(log eₙ + δ/2 Σ w qₙ′), which never lowers the **free energy L(q, Γ)** = (the mean of "
+    "log p(F, y | Γ) under q) + H(q) + log Z, a lower bound of log p(F | Γ) + log Z; the M-step raises L too, so "
     "this variational EM never lowers F. The objective curve below is F, not the (intractable) likelihood.",
 }
 
@@ -94,7 +94,7 @@ class NetConfig:
 # ---------------------------------------------------------------------------- loaders (cached on small keys)
 @st.cache_data(max_entries=8, show_spinner="Simulating a network...")
 def simulate_cached(N: int, K: int, M: int, degree: float, ratio: float, seed: int):
-    """:func:`crowdlab.simulate.simulate_sbm` with Traganitis & Giannakis' crowd, cached on its parameters."""
+    """:func:`crowdlab.teaching.simulate.simulate_sbm` with Traganitis & Giannakis' crowd, cached on its parameters."""
     return simulate_sbm(N, K, M, avg_degree=degree, ratio=ratio, seed=seed, **seed_crowd(M))
 
 
@@ -139,7 +139,7 @@ def image_cached(n_workers: int, accuracy_: float, seed: int) -> Annotations:
 def read_upload_cached(
     labels: bytes, edges: bytes, gold: bytes | None, name: str, edges_name: str, gold_name: str | None
 ) -> Annotations:
-    """:func:`crowdlab.data.read_annotations` then :func:`crowdlab.graph.read_edges`, cached on the bytes."""
+    """:func:`crowdlab.io.data.read_annotations` then :func:`crowdlab.io.graph.read_edges`, cached on the bytes."""
     g = None if gold is None else _named(gold, gold_name or "gold file")
     data = read_annotations(_named(labels, name), gold=g, kind="classes", name=Path(name).stem, where="app")
     return read_edges(_named(edges, edges_name), data, where="app")
@@ -160,8 +160,8 @@ def baselines_cached(data_id: str, _data: Annotations) -> dict:
 
 @st.cache_data(max_entries=6, show_spinner="Laying out the graph (once per graph)...")
 def drawing_cached(data_id: str, _data: Annotations, _grid: tuple[int, int] | None = None) -> dict:
-    """Nodes to draw (all, or ``MAX_DRAWN`` of them: :func:`crowdlab.graph.drawn_nodes`), their positions (the pixel
-    grid, or :func:`crowdlab.graph.force_positions`) and the edges among them; ``pieces``: connected pieces drawn."""
+    """Nodes to draw (all, or ``MAX_DRAWN`` of them: :func:`crowdlab.io.graph.drawn_nodes`), their positions (the pixel
+    grid, or :func:`crowdlab.io.graph.force_positions`) and the edges among them; ``pieces``: connected pieces drawn."""
     from scipy.sparse.csgraph import connected_components
 
     A = _data.graph.tocsr()

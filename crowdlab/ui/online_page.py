@@ -8,7 +8,8 @@ items), on the x axis of items seen.
 
 The page keeps its own dataset, settings and run under ``onl.*`` (a :class:`crowdlab.ui.lab.Lab`); the working
 dataset of the other pages is untouched. Sources: bluebirds and RTE (bundled, with gold), a simulated crowd
-(:func:`crowdlab.simulate.simulate_crowd`) and an upload (read by :func:`crowdlab.data.read_annotations`, the one
+(:func:`crowdlab.teaching.simulate.simulate_crowd`) and an upload (read by :func:`crowdlab.io.data.read_annotations`,
+the one
 reader path). Derived per dataset (``onl.derived``): batch EM's curves per model (they fix the axes before anyone
 has stepped) and the accuracy-vs-B sweep (computed on request, with at most 100 updates per pass so it takes
 seconds).
@@ -22,16 +23,17 @@ import numpy as np
 import pandas as pd
 import streamlit as st
 
-from crowdlab import plots, safe
-from crowdlab.data import Annotations
+from crowdlab import plots
+from crowdlab.engines.online import OnlineRun, batch_curves, bucket_sweep
 from crowdlab.errors import DataError
-from crowdlab.metrics import accuracy
+from crowdlab.io import safe
+from crowdlab.io.data import Annotations
+from crowdlab.io.metrics import accuracy
+from crowdlab.io.samples import SAMPLES
 from crowdlab.models import make_model
 from crowdlab.models.online import format_table
-from crowdlab.online_run import OnlineRun, batch_curves, bucket_sweep
 from crowdlab.plots import online as figs
 from crowdlab.plots.online import padded_range
-from crowdlab.samples import SAMPLES
 from crowdlab.ui import lab, presenter
 from crowdlab.ui.frame import (
     file_boxes,
@@ -161,7 +163,7 @@ def _on_load() -> None:
 # ---------------------------------------------------------------------------- derived (once per dataset)
 def batch(data: Annotations, cfg: OnlineConfig) -> dict:
     """Batch EM of the online run's model (Dawid-Skene or one-coin, its B hash buckets, its prior) from the online
-    run's start (:func:`crowdlab.online_run.batch_curves`): its iteration 0 is the online run's start, and its
+    run's start (:func:`crowdlab.engines.online.batch_curves`): its iteration 0 is the online run's start, and its
     curve fixes the axes before anyone has stepped. Computed once per model (the step size, the mini-batches and
     the passes do not change it)."""
     key = f"batch:{cfg.method}:{cfg.prior:g}:{cfg.buckets}:{cfg.seed if cfg.buckets else 0}"
@@ -353,7 +355,7 @@ def curves_panel(run: OnlineRun) -> None:
         y = padded_range(b["objective"][keep] / N, pad=0.15)
         fig = figs.online_curve(
             [("progressive: average Fᵢ so far", seen, h["progressive"][upto], "progressive"),
-             ("online: log p(x | θ) / N", seen[np.isfinite(obj)], obj[np.isfinite(obj)], "online")],
+             ("online: log p(F | θ) / N", seen[np.isfinite(obj)], obj[np.isfinite(obj)], "online")],
             (bx[keep], b["objective"][keep] / N), x_now, title="Objective per item", x_max=x_max, y_range=y,
             height=lab.chart_height(330), batch_name=b_name,
         )  # fmt: skip

@@ -10,11 +10,12 @@ View choices (order, page, picked item and worker, coordinates, the open tab) ar
 copied to plain keys ``view.<name>`` (:func:`state.on_view_widget`) and written back before the widget is drawn,
 so they survive a switch of tab or page; a choice that no longer fits the data falls back to its default.
 
-Names shown in Markdown go through :func:`crowdlab.safe.md`; the figure builders and :mod:`crowdlab.explain` escape
+Names shown in Markdown go through :func:`crowdlab.io.safe.md`; the figure builders and
+:mod:`crowdlab.teaching.explain` escape
 their own; select-box options are plain text (Streamlit renders no Markdown there), so their labels stay raw.
 
 Above the tabs, a run that converged to a relabelled (mirror) optimum is called out with the evidence
-(:func:`crowdlab.sweep.label_switch`). A dataset simulated on the Data page brings its truth along
+(:func:`crowdlab.analysis.sweep.label_switch`). A dataset simulated on the Data page brings its truth along
 (:func:`remember_truth`, plain key ``data.truth``): worker types and true confusion matrices beside the estimated
 ones, good/bad annotators above P(good), "truth" instead of "gold" on the posterior view.
 """
@@ -28,12 +29,15 @@ from collections.abc import Callable, Sequence
 import numpy as np
 import streamlit as st
 
-from crowdlab import explain, plots, safe, surface, sweep
-from crowdlab.em import Run, Snapshot
-from crowdlab.init import moment_posterior_start
+from crowdlab import plots
+from crowdlab.analysis import surface, sweep
+from crowdlab.engines.init import moment_posterior_start
+from crowdlab.engines.run import Run, Snapshot
+from crowdlab.io import safe
+from crowdlab.io.safe import plural
 from crowdlab.models import ClassParams, ScoreParams
 from crowdlab.models.majority import majority_labels, tied_items
-from crowdlab.safe import plural
+from crowdlab.teaching import explain
 from crowdlab.ui import lab, method_options, presenter, state
 from crowdlab.ui.convergence_view import convergence_panel
 from crowdlab.ui.intervals import worker_intervals_panel
@@ -234,10 +238,12 @@ def posterior_panel(run: Run) -> None:
     N = data.n_items
     gold = data.gold if data.has_gold else None
     changed = _changed_mask(run, N)
-    orders = [ORDER_UNCERTAIN, ORDER_CHANGED] + ([ORDER_WRONG] if gold is not None else []) + [ORDER_DATASET]
+    # the dataset order first and by default: its rows stay put from step to step, so a lecturer can follow one item
+    # (sorted by uncertainty, the rows moved at every step); the sorted orders are a click away
+    orders = [ORDER_DATASET, ORDER_UNCERTAIN, ORDER_CHANGED] + ([ORDER_WRONG] if gold is not None else [])
     n_pages = max(1, math.ceil(N / PAGE_SIZE))
     c1, c2 = st.columns([4, 1], vertical_alignment="bottom")
-    _restore(W_ORDER, "post_order", lambda v: v in orders, ORDER_UNCERTAIN)
+    _restore(W_ORDER, "post_order", lambda v: v in orders, ORDER_DATASET)
     order = c1.radio("Order", orders, horizontal=True, **_remember(W_ORDER, "post_order"))
     _restore(W_PAGE, "post_page", lambda v: isinstance(v, int) and 1 <= v <= n_pages, 1)
     page = int(c2.number_input(f"Page (of {n_pages})", 1, n_pages, step=1, **_remember(W_PAGE, "post_page")))
@@ -563,7 +569,8 @@ def _latex(lines: Sequence[str]) -> None:
 
 def explain_panel(run: Run) -> None:
     """The formulas of the half-step that produced this snapshot, with the numbers of a picked item / worker; in
-    presenter mode at the narrower width (:func:`crowdlab.explain.narrow`): its larger font puts this tab beside
+    presenter mode at the narrower width (:func:`crowdlab.teaching.explain.narrow`): its larger font puts this tab
+    beside
     the curves, 446 px wide with the sidebar open, where Dawid-Skene's products ran 80 px past the edge."""
     with explain.narrow() if presenter.is_on() else contextlib.nullcontext():
         _explain_panel(run)
@@ -594,6 +601,8 @@ def _explain_panel(run: Run) -> None:
         format_func=_worker_label(data),
         **_remember(W_WORKER, "explain_worker"),
     )
+    if data.is_soft:
+        st.caption(explain.SOFT_NOTE)
     if not run.iterative:
         _explain_majority(data, int(item))
         return
@@ -610,7 +619,9 @@ def _explain_panel(run: Run) -> None:
 
     def m_lines(q, result=None) -> list[str]:
         if own:  # the M-step's result for q: the next snapshot's, or computed now for the preview
-            return own[1](data, q, result if result is not None else run.model.m_step(data, snap.post), int(worker))
+            after = result if result is not None else run.model.m_step(data, snap.post)
+            extra = {"alpha_prior": run.model.alpha_prior} if key == "glad" else {}  # its prior's term too
+            return own[1](data, q, after, int(worker), **extra)
         if scores:
             lo, hi = run.model._range(data)
             return explain.m_step_scores(
@@ -664,7 +675,7 @@ def _most_spread_item(data) -> int:
     return int(np.argmax(var))
 
 
-SCORES_STARTS = {  # the scores model's starts ("majority" is "all_good" there, crowdlab.init)
+SCORES_STARTS = {  # the scores model's starts ("majority" is "all_good" there, crowdlab.engines.init)
     "all_good": "Everyone is assumed good (wₐ = 1): μ and σ come from all scores, and π_good starts at 0.5.",
     "random": "Each annotator's wₐ = P(good) is drawn at random (uniform on [0, 1]) from the seed; μ, σ and π_good "
     "come from the M-step on them.",

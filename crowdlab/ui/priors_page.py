@@ -23,9 +23,11 @@ import pandas as pd
 import streamlit as st
 from streamlit.errors import StreamlitPageNotFoundError
 
-from crowdlab import plots, safe, sweep
-from crowdlab.api import fit
-from crowdlab.init import INITS
+from crowdlab import plots
+from crowdlab.analysis import sweep
+from crowdlab.engines.fit import fit
+from crowdlab.engines.init import INITS
+from crowdlab.io import safe
 from crowdlab.models.majority import majority_labels
 from crowdlab.ui import state
 

@@ -8,7 +8,7 @@ boundary of the same logistic regression trained on majority-vote labels (dashed
 (1 - beta, alpha) with their trail; the objective; and AUC / accuracy against the truth per iteration.
 
 The page keeps its own dataset, settings and run under ``raykar.*`` (a :class:`crowdlab.ui.lab.Lab`), so the
-working dataset of the other pages stays as it was. Cold start: :func:`crowdlab.simulate.simulate_raykar` with
+working dataset of the other pages stays as it was. Cold start: :func:`crowdlab.teaching.simulate.simulate_raykar` with
 d = 2 features, 500 items, 5 annotators of whom 3 are novices (majority vote is then poor), plus 2,000 fresh test
 items from the same distribution. An upload is a label file (binary) and a features file (item, f1, ..., fd;
 standardised); the drawing uses the first two features (the others held at their mean, 0).
@@ -28,17 +28,18 @@ import pandas as pd
 import streamlit as st
 from scipy.special import expit
 
-from crowdlab import plots, safe
-from crowdlab.data import Annotations
-from crowdlab.em import Run
+from crowdlab import plots
+from crowdlab.engines.run import Run
 from crowdlab.errors import DataError
-from crowdlab.features import ItemFeatures, read_features
-from crowdlab.metrics import accuracy, auc
+from crowdlab.io import safe
+from crowdlab.io.data import Annotations
+from crowdlab.io.features import ItemFeatures, read_features
+from crowdlab.io.metrics import accuracy, auc
+from crowdlab.io.safe import plural
 from crowdlab.models.majority import majority_labels
 from crowdlab.models.raykar import RaykarModel, logistic_regression
 from crowdlab.plots import risk as figs
-from crowdlab.safe import plural
-from crowdlab.simulate import simulate_raykar
+from crowdlab.teaching.simulate import simulate_raykar
 from crowdlab.ui import lab, presenter
 from crowdlab.ui.frame import file_boxes, load_upload_cached, upload_id
 
@@ -86,7 +87,7 @@ class RaykarConfig:
 # ---------------------------------------------------------------------------- loaders (cached on small keys)
 @st.cache_data(max_entries=8, show_spinner="Simulating items, a classifier and annotators...")
 def simulate_cached(n_items: int, n_annotators: int, n_novices: int, seed: int, biased: bool = False) -> dict:
-    """:func:`crowdlab.simulate.simulate_raykar` with d = 2, and N_TEST fresh items; cached on the parameters.
+    """:func:`crowdlab.teaching.simulate.simulate_raykar` with d = 2, and N_TEST fresh items; cached on the parameters.
 
     ``biased``: the novices say 1 too often (alpha ~ U(0.8, 0.95), beta ~ U(0.3, 0.5)), so majority vote is biased
     towards 1, not just noisy. The same seed gives the same items, truth and novices either way (the simulation is

@@ -1,4 +1,5 @@
-"""Worker reports in the app (:func:`crowdlab.reports.worker_report`): the Step page's "Worker report" tab and the
+"""Worker reports in the app (:func:`crowdlab.analysis.reports.worker_report`): the Step page's "Worker report" tab and
+the
 Data page's section.
 
 The table has one row per worker: labels, estimated accuracy with its interval, the worst confusion, Raykar & Yu's
@@ -16,13 +17,13 @@ import numpy as np
 import pandas as pd
 import streamlit as st
 
-from crowdlab.api import fit
-from crowdlab.data import Annotations
-from crowdlab.em import Run
+from crowdlab.analysis.export import csv_bytes
+from crowdlab.analysis.reports import ACCURACY_UNDER_PRIOR, worker_report
+from crowdlab.engines.fit import fit
+from crowdlab.engines.run import Run
 from crowdlab.errors import ModelError
-from crowdlab.export import csv_bytes
-from crowdlab.reports import ACCURACY_UNDER_PRIOR, worker_report
-from crowdlab.safe import plural
+from crowdlab.io.data import Annotations
+from crowdlab.io.safe import plural
 from crowdlab.ui import lab, state
 
 SORTS = ("spammer score (lowest first)", "accuracy (lowest first)", "labels (most first)")
@@ -70,6 +71,7 @@ def report_table(df: pd.DataFrame, key: str, *, consensus: str) -> None:
     )
     how = row.radio("Sort by", SORTS, horizontal=True, key=f"{key}.sort", width="stretch")
     shown = sorted_report(df, how)
+    shown.attrs = {}  # the dependence check's report is no table attribute (st.dataframe would try to write it)
     # 7 narrow columns fit the main column at 1024 px; the worst confusions (long class names) get their own table
     config = {
         "worker": st.column_config.TextColumn("worker", width=90),
@@ -151,6 +153,59 @@ def step_report_panel(run: Run) -> None:
     at = lab.where(run)
     st.markdown(f"**Worker report, {at}** ({data.n_workers:,} workers)")
     report_table(df, "stepper.report", consensus=f"the arg-max of q, {at}")
+    dependence_section(df.attrs.get("dependence"), at)
+
+
+DEPENDENCE_CAPTION = (
+    "Each pair of workers with {min_shared} or more shared items: the number of items on which they agree, against "
+    "what the fitted model predicts if they erred independently given the true class (their confusion columns, "
+    "with the item's class posterior computed without the pair). p-value: the exact Poisson-binomial tail (normal "
+    "approximation above 500 shared items), one-sided; flagged: Holm-adjusted p ≤ {level:g}. κ: the excess "
+    "agreement as a share of the most it could be. A clique that dominates the crowd can become the model's idea "
+    "of the truth: it then looks accurate, and the excess shows between the workers outside it. Effective "
+    "independent annotators: the participation ratio (Σλ)²/Σλ² of the eigenvalues λ of the residual correlation "
+    "matrix (κ of the tested pairs); Kish's (Σw)²/Σw² with w = each worker's labels × information per label, "
+    "independence assumed; and both together, (Σw)²/(wᵀRw)."
+)
+
+
+def dependence_section(rep, at: str) -> None:
+    """Under the worker report: the pairs that agree more than conditional independence predicts (the heatmap of
+    :func:`crowdlab.plots.copying.pair_heatmap`, the most likely copying pairs) and the effective numbers."""
+    from crowdlab.plots.copying import pair_heatmap
+
+    st.markdown(f"**Do the workers copy each other?** ({at})")
+    if rep is None:
+        st.info("The dependence check could not run on this snapshot.")
+        return
+    e = rep.effective
+    row = st.container(horizontal=True, gap="medium", key="stepper.dependence.head")
+    row.metric("pairs flagged", f"{rep.n_flagged} of {rep.n_tested}", width="content")
+    if e:
+        row.metric("effective annotators", f"{e['eigen']:.1f} of {e['n_workers']}", width="content")
+        row.metric("Kish", f"{e['kish']:.1f}", width="content")
+        row.metric("both", f"{e['weighted']:.1f}", width="content")
+    st.plotly_chart(lab.wrap_title(pair_heatmap(rep), 60), key="stepper.dependence_chart")
+    if rep.n_tested:
+        top = rep.frame(top=10)
+        st.dataframe(
+            top,
+            hide_index=True,
+            column_config={
+                "worker a": st.column_config.TextColumn("worker a", width=110),
+                "worker b": st.column_config.TextColumn("worker b", width=110),
+                "shared items": st.column_config.NumberColumn("shared", format="%d", width=60),
+                "agree": st.column_config.NumberColumn("agree", format="%.0f", width=60),
+                "agree if independent": st.column_config.NumberColumn("if indep.", format="%.1f", width=70),
+                "excess (kappa)": st.column_config.NumberColumn("κ", format="%.3f", width=60),
+                "p-value": st.column_config.NumberColumn("p", format="%.2g", width=60),
+                "Holm p": st.column_config.NumberColumn("Holm p", format="%.2g", width=60),
+                "flagged": st.column_config.CheckboxColumn("flagged", width=60),
+            },
+            height=lab.table_height(len(top), 320),
+            key="stepper.dependence.table",
+        )
+    st.caption(DEPENDENCE_CAPTION.format(min_shared=rep.min_shared, level=rep.level))
 
 
 # ---------------------------------------------------------------------------- the Data page's section

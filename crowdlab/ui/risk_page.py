@@ -28,7 +28,7 @@ import numpy as np
 import pandas as pd
 import streamlit as st
 
-from crowdlab import fisher, risk
+from crowdlab.analysis import fisher, risk
 from crowdlab.errors import CrowdlabError
 from crowdlab.plots import risk as figs
 
@@ -97,7 +97,8 @@ _SYMBOLS = (
 
 
 def readable(message: str) -> str:
-    """A verdict or error of :mod:`crowdlab.risk` with its ASCII symbols as the page writes them: "theta = 0.7280"
+    """A verdict or error of :mod:`crowdlab.analysis.risk` with its ASCII symbols as the page writes them: "theta =
+    0.7280"
     -> "θ = 0.7280", "1/l < theta_j < 1" -> "1/l < θⱼ < 1", "theta11 = 0.79" -> "θ₁₁ = 0.79"."""
     for pattern, symbol in _SYMBOLS:
         message = pattern.sub(symbol, message)

@@ -22,18 +22,18 @@ import numpy as np
 import pandas as pd
 import streamlit as st
 
-from crowdlab import safe
-from crowdlab.data import Annotations, read_sequences
-from crowdlab.em import STOP_REASONS, Run, Snapshot, posterior_window
+from crowdlab.engines.run import STOP_REASONS, Run, Snapshot, posterior_window
 from crowdlab.errors import DataError
-from crowdlab.metrics import accuracy, confusion_error, macro_f
+from crowdlab.io import safe
+from crowdlab.io.data import Annotations, read_sequences
+from crowdlab.io.metrics import accuracy, confusion_error, macro_f
+from crowdlab.io.safe import plural
+from crowdlab.io.samples import SEQUENCE_SAMPLES
 from crowdlab.models import HMMCrowd, make_model
 from crowdlab.models.majority import majority_labels
 from crowdlab.plots import confusion_grid
 from crowdlab.plots import dependent as figs
-from crowdlab.safe import plural
-from crowdlab.samples import SEQUENCE_SAMPLES
-from crowdlab.simulate import mix_from_counts, simulate_sequences
+from crowdlab.teaching.simulate import mix_from_counts, simulate_sequences
 from crowdlab.ui import lab, presenter, state
 from crowdlab.ui.frame import file_boxes, load_sample_cached, upload_id
 
@@ -109,13 +109,14 @@ def seed_crowd(n_workers: int) -> dict:
 
 @st.cache_data(max_entries=8, show_spinner="Simulating sequences...")
 def simulate_cached(S: int, length: int, K: int, M: int, stay: float, labels: int, seed: int):
-    """:func:`crowdlab.simulate.simulate_sequences` with Traganitis & Giannakis' crowd, cached on its parameters."""
+    """:func:`crowdlab.teaching.simulate.simulate_sequences` with Traganitis & Giannakis' crowd, cached on its
+    parameters."""
     return simulate_sequences(S, length, K, M, self_transition=stay, labels_per_item=labels, seed=seed, **seed_crowd(M))
 
 
 @st.cache_data(max_entries=8, show_spinner="Reading the file...")
 def read_upload_cached(content: bytes, gold: bytes | None, name: str, gold_name: str | None) -> Annotations:
-    """:func:`crowdlab.data.read_sequences` on uploaded bytes, cached on the bytes."""
+    """:func:`crowdlab.io.data.read_sequences` on uploaded bytes, cached on the bytes."""
     g = None if gold is None else _named(gold, gold_name or "gold file")
     return read_sequences(_named(content, name), gold=g, name=Path(name).stem, where="app")
 

@@ -6,11 +6,11 @@ page is not showing, so widget keys are only views of the plain keys, written ba
 ==========================  ==========================================================================
 ``data.id``                 where the working dataset came from: ``sample:<key>``, ``upload:<sha1>``,
                             ``sim:<parameters>``
-``data.obj``                the :class:`~crowdlab.data.Annotations` themselves
+``data.obj``                the :class:`~crowdlab.io.data.Annotations` themselves
 ``data.source``             a Python expression that reloads them (for the Export page's snippet)
 ``method.config``           a :class:`MethodConfig` (method key, init, prior strength, hard EM, seed, tol,
                             max_iter)
-``run.obj``                 the current :class:`~crowdlab.em.Run` (None when it could not be built)
+``run.obj``                 the current :class:`~crowdlab.engines.run.Run` (None when it could not be built)
 ``run.id``                  a counter, bumped whenever a new run replaces the old one
 ``run.error``               why the run could not be built (a message a person can act on), or None
 ``run.metrics``             per-snapshot metrics against gold, computed once per snapshot (:func:`metrics`)
@@ -37,9 +37,10 @@ from dataclasses import dataclass, replace
 import numpy as np
 import streamlit as st
 
-from crowdlab.data import Annotations
-from crowdlab.em import Run, posterior_window
-from crowdlab.init import INITS
+from crowdlab.engines.init import INITS
+from crowdlab.engines.run import Run, posterior_window
+from crowdlab.io import safe
+from crowdlab.io.data import Annotations
 from crowdlab.models import CLASS_PRIOR_MODELS, MODELS, applicable_models, make_model
 from crowdlab.ui import lab
 
@@ -59,15 +60,16 @@ DEFAULT_SAMPLE = "bluebirds"
 DEFAULT_METHOD = "ds"
 # initialisations offered in the UI (the others need a user-given parameter set or posterior); moment matching
 # (Traganitis & Giannakis, Alg. 2) for the class models: Dawid-Skene, one-coin and two-coin start from the
-# moment-matched (pi, Gamma), GLAD, MACE and IBCC from Dawid-Skene's posterior there (crowdlab.init)
+# moment-matched (pi, Gamma), GLAD, MACE and IBCC from Dawid-Skene's posterior there (crowdlab.engines.init)
 BASIC_INITS = ("majority", "all_good", "random")
 UI_INITS = (*BASIC_INITS, "moments")
-# the scores model (latent per annotator): "majority" is "all_good" there (crowdlab.init), so it is not offered twice
+# the scores model (latent per annotator): "majority" is "all_good" there (crowdlab.engines.init), so it is not offered
+# twice
 ANNOTATOR_INITS = ("all_good", "random")
 MOMENT_METHODS = ("ds", "one_coin", "two_coin", "glad", "mace", "mace_vb", "ibcc")
 
 NOTICE_METHOD = "Method changed: the run was reset."
-NOTICE_DATASET = "Dataset changed: the run was reset."
+NOTICE_DATASET = "Dataset changed: loaded"  # how the notice after a new dataset begins (:func:`loaded_notice`)
 # what the notice names when the method stays and something else changed (the widgets' words)
 CONFIG_NAMES = {
     "init": "start",
@@ -193,7 +195,7 @@ def hard_applies(method: str) -> bool:
     return method != "mv" and cls is not None and cls.info.has_hard
 
 
-HARD_HELP = "Replace the posterior by its arg-max (classification EM); the objective becomes log p(x, ẑ | θ)."
+HARD_HELP = "Replace the posterior by its arg-max (classification EM); the objective becomes log p(F, ŷ | θ)."
 
 
 def hard_help(method: str) -> str:
@@ -266,6 +268,17 @@ def ensure_dataset(loader: Callable[[], tuple[str, Annotations, str]]) -> None:
         set_dataset(data_id, data, notice=False, source=source)
 
 
+def loaded_notice(data: Annotations) -> str:
+    """What a new working dataset holds, in the notice after it was loaded: its items, workers, labels and how many
+    items have gold (the notice said only "the run was reset")."""
+    gold = int(data.gold_mask.sum()) if data.has_gold else 0
+    gold_words = "no gold" if not gold else f"gold for {gold:,} of them"
+    return (
+        f"{NOTICE_DATASET} **{safe.md(data.name or 'the data')}**: {data.n_items:,} items, {data.n_workers:,} "
+        f"workers, {data.n_obs:,} labels, {gold_words}. The run starts again from its first step."
+    )
+
+
 def set_dataset(data_id: str, data: Annotations, *, notice: bool = True, source: str | None = None) -> None:
     """Make ``data`` the working dataset; keep the method when it applies, and reset the run.
 
@@ -284,7 +297,7 @@ def set_dataset(data_id: str, data: Annotations, *, notice: bool = True, source:
     if changed:
         _reset_views()
     if notice and changed:
-        st.session_state[NOTICE] = NOTICE_DATASET
+        st.session_state[NOTICE] = loaded_notice(data)
 
 
 def set_config(**changes) -> bool:

@@ -12,8 +12,8 @@ from __future__ import annotations
 
 import streamlit as st
 
-from crowdlab.em import Run
-from crowdlab.init import INITS
+from crowdlab.engines.init import INITS
+from crowdlab.engines.run import Run
 from crowdlab.ui import lab, panels, presenter, state
 
 SELECT_WIDTH = 340  # px: the longest method title and start fit whole (about 265 px of text in presenter mode)

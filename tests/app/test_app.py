@@ -10,10 +10,10 @@ from pathlib import Path
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from crowdlab import safe
-from crowdlab.init import INITS
+from crowdlab.engines.init import INITS
+from crowdlab.io import safe
+from crowdlab.io.samples import SAMPLES, load_sample
 from crowdlab.models import applicable_models
-from crowdlab.samples import SAMPLES, load_sample
 from crowdlab.ui import state
 from tests.app.helpers import chart, click, ok
 
@@ -145,7 +145,7 @@ def test_method_change_resets_the_run_with_a_notice_shown_once():
     assert _label(at).startswith("majority vote")
     # hard EM: its objective is the complete-data log-likelihood and it never decreases
     ok(at.selectbox(key=state.W_METHOD).set_value("ds").run())
-    assert "bound" in _trace_metas(at, "stepper.objective_chart")  # soft EM: the bound F(q, θ) beside it
+    assert "bound" in _trace_metas(at, "stepper.objective_chart")  # soft EM: the bound L(q, θ) beside it
     ok(at.checkbox(key=state.W_HARD).check().run())
     click(at, "stepper.run")
     run = _run(at)
@@ -165,7 +165,7 @@ def test_state_survives_page_switches():
     at = ok(AppTest.from_file(HOME, default_timeout=30).run())
     ok(at.selectbox(key="home.dataset").set_value("simulated").run())
     assert at.session_state[state.DATA_ID] == "sample:simulated"
-    assert [i.value for i in at.info] == [state.NOTICE_DATASET]
+    assert [i.value for i in at.info] == [state.loaded_notice(at.session_state[state.DATA])]
     ok(at.switch_page(STEP_PAGE).run())
     assert any("Simulated crowd" in m.value for m in at.sidebar.markdown)
     ok(at.selectbox(key=state.W_METHOD).set_value("one_coin").run())
@@ -272,7 +272,7 @@ def test_moment_matching_start_on_the_step_page_and_a_failed_start_is_an_error(m
     def fail(*args, **kwargs):
         raise RuntimeError("the optimiser did not converge")
 
-    monkeypatch.setattr("crowdlab.init._moment_params", fail)
+    monkeypatch.setattr("crowdlab.engines.init._moment_params", fail)
     at.selectbox(key=state.W_METHOD).set_value("two_coin").run()  # the start (moments) is kept and now fails
     assert not at.exception and at.session_state[state.RUN] is None
     assert at.session_state[state.CONFIG] == state.MethodConfig(method="two_coin", init="moments")
@@ -292,3 +292,17 @@ def test_sidebar_navigation_reads_home_then_every_page_in_order():
     assert [link.proto.label for link in at.sidebar.get("page_link")] == labels
     main = [link.proto.label for link in at.main.get("page_link")]
     assert {"Sequences", "Networks"} <= set(main)
+
+
+def test_the_notice_after_a_new_dataset_says_what_was_loaded():
+    """After Load the notice said only "Dataset changed: the run was reset."; it names the dataset, its items,
+    workers, labels and how many items have gold."""
+    at = ok(AppTest.from_file(HOME, default_timeout=30).run())
+    ok(at.selectbox(key="home.dataset").set_value("simulated").run())
+    data = at.session_state[state.DATA]
+    (text,) = [i.value for i in at.info]
+    assert text.startswith("Dataset changed: loaded") and "the run was reset" not in text
+    for n in (data.n_items, data.n_workers, data.n_obs):
+        assert f"{n:,}" in text
+    gold = int(data.gold_mask.sum())
+    assert f"gold for {gold:,} of them" in text if gold else "no gold" in text

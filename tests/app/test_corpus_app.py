@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from crowdlab import safe
+from crowdlab.io import safe
 from crowdlab.ui import data_page, state
 from tests.app.helpers import wrapper_script
 from tests.unit.test_corpus import CORPUS, MANIFEST, SECONDS, big_file, check_error
@@ -96,7 +96,7 @@ def test_the_data_page_shows_the_limits(app):
 def test_upload_limit_matches_streamlit_config():
     import tomllib
 
-    from crowdlab.limits import Limits
+    from crowdlab.io.limits import Limits
 
     config = tomllib.loads((ROOT / ".streamlit" / "config.toml").read_text())
     assert config["server"]["maxUploadSize"] == Limits().max_file_mb

@@ -1,6 +1,6 @@
 """A dataset whose item, worker, class and file names are Markdown, HTML, LaTeX and spreadsheet formulas, through
 every page under AppTest: no exception, every Markdown and LaTeX element shows the names escaped
-(:mod:`crowdlab.safe`), CSV downloads hold no formula cell, and the upload survives a page switch.
+(:mod:`crowdlab.io.safe`), CSV downloads hold no formula cell, and the upload survives a page switch.
 
 AppTest cannot drive ``st.file_uploader``: the upload goes through :func:`crowdlab.ui.data_page.load_upload` (what
 the Load button's callback calls) in a small wrapper app, as in tests/app/test_pages.py.
@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from crowdlab import safe
+from crowdlab.io import safe
 from crowdlab.ui import data_page, export_page, state
 from tests.app.helpers import goto, ok, wrapper_script
 

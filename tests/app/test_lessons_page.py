@@ -11,9 +11,9 @@ from pathlib import Path
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from crowdlab import lessons as L
-from crowdlab.metrics import accuracy
+from crowdlab.io.metrics import accuracy
 from crowdlab.models.majority import majority_labels
+from crowdlab.teaching import lessons as L
 from crowdlab.ui import lab, state
 from crowdlab.ui import lesson_page as lp
 from tests.app.helpers import arr, chart, trace
@@ -79,7 +79,17 @@ def test_every_lesson_first_to_last_step_action_then_next(key):
         assert "{a[" not in at.session_state[lp.DONE] and "nan" not in at.session_state[lp.DONE]
         if i + 1 < len(lesson.steps):
             _ok(at.button(key=lp.W_NEXT).click().run())
-    assert at.button(key=lp.W_NEXT).disabled
+    following = lp.next_lesson(key)
+    if following is None:
+        assert at.button(key=lp.W_NEXT).disabled
+        return
+    # the last step offers the next lesson: its Next says so and goes there, at its first step
+    assert at.button(key=lp.W_NEXT).label == "Next lesson" and not at.button(key=lp.W_NEXT).disabled
+    assert L.LESSONS[following].title in " ".join(c.value for c in at.caption)
+    at.session_state[lp.SHOWN] = (key, len(lesson.steps) - 1, 0.0)  # on screen long enough (HOLD_S)
+    _ok(at.button(key=lp.W_NEXT).click().run())
+    assert at.session_state[lp.KEY] == following and at.session_state[lp.STEP] == 0
+    assert at.subheader[0].value == L.LESSONS[following].steps[0].title
 
 
 def test_trust_lesson_spam_chart_shows_the_run_and_the_counts_the_outcome_quotes():
@@ -268,3 +278,28 @@ def test_sequence_strip_majority_row_is_the_runs_start_and_the_text_quotes_its_a
     strip = next(t for t in spec["data"] if t["type"] == "heatmap")
     assert strip["z"][spec["layout"]["yaxis"]["ticktext"].index(L.MAJORITY_ROW)] == row
     assert f"started from: {acc:.3f}" in at.session_state[lp.DONE]
+
+
+def test_risk_lesson_charts_draw_em_start_path_and_estimate_and_no_maximum_on_a_flat_curve():
+    """Error rates without labels: the flat log-likelihood (p = 1/2) had a dot marking a maximum at θ = 0 (the grid's
+    arg-max); EM's start (0.6) was never drawn; after "Run EM" the Fisher chart did not show where EM went."""
+    at = _ok(AppTest.from_file(PAGE, default_timeout=TIMEOUT).run())
+    _ok(at.segmented_control(key=lp.W_PICK).set_value("risk").run())
+    _ok(at.button(key=lp.W_ACTION).click().run())  # step 1: a skewed p, EM's start
+    spec = chart(at, "lesson.chart.loglik", unique=True)
+    assert arr(trace(spec, "em:start")["x"], float) == pytest.approx([L.RISK_START])
+    assert trace(spec, "mle:" + spec["data"][0]["meta"].split(":", 1)[1]) is not None  # a real maximum
+    for _ in range(2):  # step 3: p = 1/2, the flat curve
+        _ok(at.button(key=lp.W_NEXT).click().run())
+        _ok(at.button(key=lp.W_ACTION).click().run())
+    assert at.session_state[lp.STEP] == 2
+    spec = chart(at, "lesson.chart.loglik", unique=True)
+    assert not any(str(t.get("meta", "")).startswith("mle:") for t in spec["data"])  # no maximum where there is none
+    assert arr(trace(spec, "em:start")["x"], float) == pytest.approx([L.RISK_START])
+    for _ in range(3):  # step 6: the weak classifier, EM run
+        _ok(at.button(key=lp.W_NEXT).click().run())
+        _ok(at.button(key=lp.W_ACTION).click().run())
+    assert at.session_state[lp.STEP] == 5
+    run = at.session_state[lp.RUN]
+    spec = chart(at, "lesson.chart.fisher", unique=True)
+    assert arr(trace(spec, "estimate")["x"], float) == pytest.approx([L.facts(run)["theta"]])

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from crowdlab import safe
+from crowdlab.io import safe
 from crowdlab.ui import networks_page as npg
 from crowdlab.ui import presenter, state
 from tests.app.helpers import arr, chart, click, iteration_label, ok, trace, wrapper_script
@@ -109,7 +109,7 @@ def test_e_step_and_delta_changes_reset_the_run_with_a_notice():
     new = _run(at)
     assert new is not old and new.model.method == "mean_field" and new.index == 0
     assert RESET in [i.value for i in at.info]
-    assert any("free energy F(q, Γ)" in i.value for i in at.info)
+    assert any("free energy L(q, Γ)" in i.value for i in at.info)
     click(at, "net.stepper.run")
     assert not new.violations  # mean-field EM never lowers F: the engine checks it
     ok(at.slider(key=npg.W_DELTA).set_value(0.0).run())

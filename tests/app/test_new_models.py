@@ -10,9 +10,9 @@ import numpy as np
 import pytest
 
 import crowdlab as cl
+from crowdlab.analysis.reports import worker_report
 from crowdlab.models.ibcc import accuracy_intervals
 from crowdlab.models.mace import spam_intervals
-from crowdlab.reports import worker_report
 from tests.app.helpers import arr, click, ok, trace
 from tests.app.test_step_lab import _chart, _latex, _method, _open, _run, _tab
 
@@ -98,7 +98,7 @@ def test_step_explain_and_details(method):
             ends = table["95% credible"].str.split(" – ", expand=True).astype(float)
             assert (ends[0] <= table["P(spamming)"] + 0.005).all() and (table["P(spamming)"] <= ends[1] + 0.005).all()
         else:  # EM: the Wald interval of the worker's own information, the same numbers as the core's
-            from crowdlab.fisher import mace_worker_intervals
+            from crowdlab.analysis.fisher import mace_worker_intervals
 
             wi = mace_worker_intervals(run.model, run.data, p)
             assert "95% credible" not in table.columns

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from crowdlab import limits
+from crowdlab.io import limits
 from crowdlab.ui import export_page, state
 from tests.app.helpers import ok, wrapper_script
 
@@ -45,7 +45,7 @@ def wrapper(tmp_path_factory) -> Path:
     ],
 )
 def test_pages_with_a_1e308_score(wrapper, page, button, monkeypatch):
-    # the readers refuse |score| > 1e12 by default (crowdlab.limits); a user who raises the limit gets this far
+    # the readers refuse |score| > 1e12 by default (crowdlab.io.limits); a user who raises the limit gets this far
     monkeypatch.setattr(limits, "_CURRENT", dataclasses.replace(limits.get_limits(), max_abs_value=1.7e308))
     at = AppTest.from_file(str(wrapper), default_timeout=60)
     at.session_state["test.target"] = str(ROOT / page)

@@ -15,8 +15,8 @@ import numpy as np
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from crowdlab import safe
-from crowdlab.online_run import OnlineRun
+from crowdlab.engines.online import OnlineRun
+from crowdlab.io import safe
 from crowdlab.ui import online_page as op
 from crowdlab.ui import state
 from tests.app.helpers import arr, chart, click, ok, wrapper_script

@@ -18,11 +18,12 @@ import pandas as pd
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from crowdlab import safe
-from crowdlab.data import read_annotations
 from crowdlab.errors import DataError
-from crowdlab.simulate import simulate_crowd
+from crowdlab.io import safe
+from crowdlab.io.data import read_annotations
+from crowdlab.teaching.simulate import simulate_crowd
 from crowdlab.ui import compare_page, data_page, export_page, state
+from crowdlab.ui.frame import PHONE_PAGES
 from tests.app.helpers import click, goto, ok, wrapper_script
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -32,7 +33,10 @@ DATA_PAGE = "pages/1_Data.py"
 STEP_PAGE = "pages/2_Step_through_EM.py"
 COMPARE_PAGE = "pages/3_Compare_methods.py"
 EXPORT_PAGE = "pages/5_Export.py"
-PAGES = [HOME] + sorted(p.relative_to(ROOT).as_posix() for p in (ROOT / "pages").glob("*.py"))
+# every page but the phone pages, which have no frame (tests/app/test_class_pages.py)
+PAGES = [HOME] + sorted(
+    path for p in (ROOT / "pages").glob("*.py") if (path := p.relative_to(ROOT).as_posix()) not in PHONE_PAGES
+)
 TIMEOUT = 30
 
 WRAPPER = """
@@ -111,7 +115,7 @@ def test_every_page_loads_on_simulated_data(page, kind):
     click(at, "data.sim.run" if kind == "crowd" else "data.scores.run")
     data_id = at.session_state[state.DATA_ID]
     assert data_id.startswith(f"sim:{kind}:")
-    assert [i.value for i in at.info] == [state.NOTICE_DATASET]
+    assert [i.value for i in at.info] == [state.loaded_notice(at.session_state[state.DATA])]
     goto(at, page)
     assert at.session_state[state.DATA_ID] == data_id
     data = at.session_state[state.DATA]
@@ -173,7 +177,7 @@ def test_a_bad_upload_after_a_good_one_keeps_the_good_one(wrapper):
     at = ok(_upload(wrapper, "small_wide.csv", fmt="wide"))
     good_id = at.session_state[state.DATA_ID]
     assert good_id.startswith("upload:") and at.session_state[state.DATA].n_workers == 3
-    assert [i.value for i in at.info] == [state.NOTICE_DATASET]
+    assert [i.value for i in at.info] == [state.loaded_notice(at.session_state[state.DATA])]
     assert at.session_state[state.DATA_SOURCE] == 'read_annotations("small_wide.csv", fmt="wide")'
     assert any(safe.md("Loaded 'small_wide.csv'") in s.value for s in at.success)
     _upload(wrapper, "single_class.csv", at=at)
@@ -249,7 +253,7 @@ def test_changing_the_dataset_resets_the_run_and_the_comparison_view():
     click(at, "stepper.step")
     goto(at, DATA_PAGE)
     click(at, "data.scores.run")
-    assert [i.value for i in at.info] == [state.NOTICE_DATASET]
+    assert [i.value for i in at.info] == [state.loaded_notice(at.session_state[state.DATA])]
     goto(at, COMPARE_PAGE)
     assert not at.dataframe and any("Run all methods" in i.value for i in at.info)
     goto(at, STEP_PAGE)
@@ -266,6 +270,7 @@ def test_compare_bluebirds_table_agreement_and_disagreements():
                                       "Two-coin (sensitivity / specificity)", "GLAD (ability and difficulty)",
                                       "MACE (competence and spamming)", "MACE (variational Bayes)",
                                       "Bayesian Dawid-Skene (IBCC, variational)",
+                                      "Correlated workers (EBCC, variational)",
                                       "Wawa (agreement-weighted vote)", "Zero-Based Skill",
                                       "KOS (Karger, Oh & Shah 2011)", "M-MSR (Ma & Olshevsky 2020)"]  # fmt: skip
     ds = table.set_index("method").loc["Dawid-Skene"]
@@ -280,7 +285,7 @@ def test_compare_bluebirds_table_agreement_and_disagreements():
     assert len(at.get("plotly_chart")) == 1  # agreement between methods
     dis = [d.value for d in at.dataframe if "labels" in d.value.columns][0]  # after the details table
     assert len(dis) == compare_page.HEAD_ROWS and "gold" in dis.columns
-    assert any(m.value.startswith("**Items where the methods disagree: 44 of 108") for m in at.markdown)
+    assert any(m.value.startswith("**Items where the methods disagree: 45 of 108") for m in at.markdown)
     assert _downloads(at) == ["Download the disputed items (CSV)"]
 
 

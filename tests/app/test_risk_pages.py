@@ -19,8 +19,8 @@ import numpy as np
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from crowdlab.data import to_long_dataframe
-from crowdlab.simulate import simulate_raykar
+from crowdlab.io.data import to_long_dataframe
+from crowdlab.teaching.simulate import simulate_raykar
 from crowdlab.ui import intervals as iv
 from crowdlab.ui import raykar_page as rp
 from crowdlab.ui import risk_page as rk
@@ -309,9 +309,9 @@ def test_raykar_upload_of_labels_and_features(tmp_path):
 def _intervals_app(key: str, steps: int | None = None) -> None:
     import streamlit as st
 
-    from crowdlab.em import Run
+    from crowdlab.engines.run import Run
     from crowdlab.models import make_model
-    from crowdlab.simulate import simulate_crowd
+    from crowdlab.teaching.simulate import simulate_crowd
     from crowdlab.ui.intervals import worker_intervals_panel
 
     if "run" not in st.session_state:
@@ -371,8 +371,8 @@ def test_intervals_panel_notes_an_unconverged_run_and_declines_other_models():
 def _scores_intervals_app() -> None:
     import streamlit as st
 
-    from crowdlab.api import fit
-    from crowdlab.simulate import simulate_scores
+    from crowdlab.engines.fit import fit
+    from crowdlab.teaching.simulate import simulate_scores
     from crowdlab.ui.intervals import worker_intervals_panel
 
     if "run" not in st.session_state:

@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from crowdlab import safe
+from crowdlab.io import safe
 from crowdlab.ui import sequences_page as sp
 from crowdlab.ui import state
 from tests.app.helpers import arr, chart, click, iteration_label, ok, wrapper_script

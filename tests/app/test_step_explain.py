@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from crowdlab import explain
+from crowdlab.teaching import explain
 from crowdlab.ui import panels, state
 from tests.app.helpers import arr, click, ok, trace
 from tests.app.test_step_lab import HOME, STEP_PAGE, _chart, _method, _open, _run, _tab

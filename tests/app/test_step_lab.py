@@ -16,10 +16,13 @@ import numpy as np
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from crowdlab import plots, safe, sweep
+from crowdlab import plots
+from crowdlab.analysis import sweep
+from crowdlab.io import safe
+from crowdlab.io.samples import load_sample
 from crowdlab.models import applicable_models
-from crowdlab.samples import load_sample
 from crowdlab.ui import lab, panels, presenter, priors_page, state
+from crowdlab.ui.frame import PHONE_PAGES
 from tests.app.helpers import arr, chart, click, iteration_label, ok, trace
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -113,8 +116,25 @@ def test_every_tab_renders_for_every_method(sample, method):
 
 
 # ---------------------------------------------------------------------------- posterior table
+def test_posterior_rows_stay_put_by_default():
+    """The posterior table re-sorted its rows by uncertainty at every step by default: a lecturer could not follow
+    one item. By default its rows are in the dataset's order, the same at every step."""
+    at = _method(_open("dogs"), "ds")
+
+    def rows() -> list[str]:
+        return _chart(at, "stepper.posterior_chart")["data"][0]["y"]
+
+    assert at.radio(key=panels.W_ORDER).value == panels.ORDER_DATASET
+    click(at, "stepper.step")
+    first = rows()
+    click(at, "stepper.step")
+    click(at, "stepper.step")
+    assert rows() == first == list(_run(at).data.item_names[: len(first)])
+
+
 def test_posterior_pages_and_orders_by_uncertainty_and_stars_changed_items():
     at = _method(_open("dogs"), "ds")
+    ok(at.radio(key=panels.W_ORDER).set_value(panels.ORDER_UNCERTAIN).run())
     click(at, "stepper.step")
     run = _run(at)
     data = run.data
@@ -144,8 +164,8 @@ def test_posterior_pages_and_orders_by_uncertainty_and_stars_changed_items():
     n_star = min(len(changed), panels.PAGE_SIZE)
     assert {names.index(r) for r in top[:n_star]} <= changed
     ticks = spec["layout"]["yaxis"]["ticktext"]
-    assert all(t.startswith(plots.run.CHANGED_MARK) for t in ticks[:n_star])
-    assert not any(t.startswith(plots.run.CHANGED_MARK) for t in ticks[n_star:])
+    assert all(t.startswith(plots.matrices.CHANGED_MARK) for t in ticks[:n_star])
+    assert not any(t.startswith(plots.matrices.CHANGED_MARK) for t in ticks[n_star:])
     outline = [s for s in spec["layout"]["shapes"] if s["name"] == "changed"][0]
     assert len(plots.parse_rect_path(outline["path"])) == n_star
     # the gold column: one entry per row with gold
@@ -531,6 +551,11 @@ def test_play_stops_at_convergence():
         ok(at.run())
     assert run.at_end and not at.session_state["stepper.playing"]
     assert len(run.snapshots) == run.index + 1
+    # it says so, and its button says Play again (its timer's own reruns drew only the panel below the buttons)
+    assert "Play stopped at the end of the run" in " ".join(c.value for c in at.caption)
+    assert at.button(key="stepper.play").label == "Play"
+    click(at, "stepper.back")  # the next move forgets it
+    assert "Play stopped" not in " ".join(c.value for c in at.caption)
 
 
 def test_the_notice_disappears_after_the_next_action():
@@ -571,7 +596,11 @@ def test_the_stopping_tab_counts_one_iteration_in_the_singular():
     assert any("Not converged yet: 2 iterations so far" in m.value for m in at.markdown)
 
 
-@pytest.mark.parametrize("page", [None, *sorted(str(p.relative_to(ROOT)) for p in (ROOT / "pages").glob("*.py"))])
+_FRAMED = sorted(str(p.relative_to(ROOT)) for p in (ROOT / "pages").glob("*.py"))
+_FRAMED = [p for p in _FRAMED if p not in PHONE_PAGES]  # the phone pages have no frame, no presenter mode
+
+
+@pytest.mark.parametrize("page", [None, *_FRAMED])
 def test_presenter_mode_from_the_url_loads_every_page(page):
     at = AppTest.from_file(HOME, default_timeout=30)
     at.query_params["present"] = "1"
@@ -630,7 +659,7 @@ def test_presenter_curve_titles_fit_the_narrow_column_with_the_sidebar_open(meth
         assert " ".join(lines) == before["title"]["text"].replace("<br>", " ")  # nothing lost
         assert layout["margin"]["t"] >= 30 + 20 * len(lines)
         assert layout["xaxis"]["title"]["text"] == lab.CURVE_X_TITLE
-        assert before["xaxis"]["title"]["text"] == plots.run.X_TITLE
+        assert before["xaxis"]["title"]["text"] == plots.common.X_TITLE
     title = f"Objective: {_run(at).model.objective_name}"
     assert normal["stepper.objective_chart"]["title"]["text"] == plots.wrap_title(safe.html(title), 36)
 

@@ -9,16 +9,11 @@ CI is set and are skipped otherwise.
 from __future__ import annotations
 
 import os
-import socket
-import subprocess
-import sys
-import time
-import urllib.request
 from pathlib import Path
 
 import pytest
 
-from tests.e2e.helpers import ARTIFACTS, CHROMIUM, CHROMIUM_ARGS, VIEWPORT
+from tests.e2e.helpers import ARTIFACTS, CHROMIUM, CHROMIUM_ARGS, VIEWPORT, streamlit_server
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -30,46 +25,11 @@ def _missing(reason: str) -> None:
     pytest.skip(msg)
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 @pytest.fixture(scope="session")
 def server():
     """A fresh ``streamlit run app.py`` on a free port; yields its base URL once /_stcore/health answers."""
-    port = _free_port()
-    streamlit = Path(sys.executable).with_name("streamlit")
-    cmd = [str(streamlit), "run", "app.py", "--server.port", str(port), "--server.address", "127.0.0.1"]
-    cmd += ["--server.headless", "true", "--browser.gatherUsageStats", "false"]
-    cmd += ["--server.fileWatcherType", "none"]  # edits elsewhere in the tree must not rerun the app mid-test
-    ARTIFACTS.mkdir(parents=True, exist_ok=True)
-    log = open(ARTIFACTS / "streamlit.log", "w")  # closed below
-    proc = subprocess.Popen(cmd, cwd=ROOT, stdout=log, stderr=subprocess.STDOUT)
-    url = f"http://127.0.0.1:{port}"
-    try:
-        deadline = time.monotonic() + 60
-        while True:
-            if proc.poll() is not None:
-                pytest.fail(f"streamlit exited with code {proc.returncode}; see {log.name}")
-            try:
-                with urllib.request.urlopen(url + "/_stcore/health", timeout=2) as r:
-                    if r.status == 200:
-                        break
-            except OSError:
-                pass
-            if time.monotonic() > deadline:
-                pytest.fail("streamlit did not answer /_stcore/health within 60 s")
-            time.sleep(0.3)
+    with streamlit_server() as url:
         yield url
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-        log.close()
 
 
 @pytest.fixture(scope="session")

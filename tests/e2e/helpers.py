@@ -2,8 +2,18 @@
 
 from __future__ import annotations
 
+import contextlib
+import os
 import re
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from collections.abc import Iterator
 from pathlib import Path
+
+import pytest
 
 ARTIFACTS = Path(__file__).resolve().parent / "artifacts"
 CHROMIUM = "/usr/bin/chromium"
@@ -17,6 +27,7 @@ CHROMIUM_ARGS = [
     "--no-first-run",
 ]
 VIEWPORT = {"width": 1400, "height": 1000}
+ROOT = Path(__file__).resolve().parents[2]
 EXCEPTION = '[data-testid="stException"]'
 ITERATION = re.compile(r"iteration (\d+), (after [EM]-step|initialisation)")
 
@@ -141,3 +152,52 @@ def _open_select(page, box, where: str) -> None:
         except PlaywrightTimeout:
             page.keyboard.press("Escape")
     raise AssertionError(f"{where}: a select box's list did not open in three tries")
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@contextlib.contextmanager
+def streamlit_server(env: dict | None = None, log_name: str = "streamlit.log") -> Iterator[str]:
+    """``streamlit run app.py`` on a free port of 127.0.0.1 (``env`` added to the environment); yields its base URL
+    once /_stcore/health answers, and stops it at the end. Its process is ``LAST_SERVER[0]`` meanwhile (for
+    memory measurements)."""
+    port = _free_port()
+    streamlit = Path(sys.executable).with_name("streamlit")
+    cmd = [str(streamlit), "run", "app.py", "--server.port", str(port), "--server.address", "127.0.0.1"]
+    cmd += ["--server.headless", "true", "--browser.gatherUsageStats", "false"]
+    cmd += ["--server.fileWatcherType", "none"]  # edits elsewhere in the tree must not rerun the app mid-test
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    log = open(ARTIFACTS / log_name, "w")  # closed below
+    proc = subprocess.Popen(cmd, cwd=ROOT, stdout=log, stderr=subprocess.STDOUT, env={**os.environ, **(env or {})})
+    LAST_SERVER.clear()
+    LAST_SERVER.append(proc)
+    url = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + 60
+        while True:
+            if proc.poll() is not None:
+                pytest.fail(f"streamlit exited with code {proc.returncode}; see {log.name}")
+            try:
+                with urllib.request.urlopen(url + "/_stcore/health", timeout=2) as r:
+                    if r.status == 200:
+                        break
+            except OSError:
+                pass
+            if time.monotonic() > deadline:
+                pytest.fail("streamlit did not answer /_stcore/health within 60 s")
+            time.sleep(0.3)
+        yield url
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+        log.close()
+
+
+LAST_SERVER: list[subprocess.Popen] = []

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from crowdlab import safe
+from crowdlab.io import safe
 from tests.e2e.helpers import (
     ARTIFACTS,
     ITERATION,
@@ -105,7 +105,7 @@ def test_hostile_names_upload_step_and_export(server, page):
     _choose(page, 0, DATA / "hostile_long.csv", FILE_NAME)
     _choose(page, 1, DATA / "hostile_gold.csv", GOLD_NAME)
     page.get_by_role("button", name="Load", exact=True).click()
-    page.get_by_text("Dataset changed: the run was reset.").wait_for()
+    page.get_by_text("Dataset changed: loaded").first.wait_for()
     page.locator(".js-plotly-plot").nth(3).wait_for()
     wait_idle(page)
     check_dom(page)
@@ -148,9 +148,10 @@ def test_hostile_names_upload_step_and_export(server, page):
     options.filter(has_text=re.compile(r"^\$x\^2\$$")).click()
     wait_idle(page)
     check_dom(page)
-    katex = page.evaluate(
-        "() => Array.from(document.querySelectorAll('.katex-html')).map(k => k.textContent).join('\\n')"
-    )
+    js = "() => Array.from(document.querySelectorAll('.katex-html')).map(k => k.textContent).join('\\n')"
+    # the formulas redraw after the pick's rerun, which a busy machine may finish after wait_idle returns
+    page.wait_for_function(f"() => ({js})().replaceAll('\\xa0', ' ').includes('item $x^2$ (5 labels)')", timeout=20_000)
+    katex = page.evaluate(js)
     katex = katex.replace("\xa0", " ")  # KaTeX writes the spaces of \text{} as no-break spaces
     assert "item $x^2$ (5 labels)" in katex, katex[:500]
     page.get_by_text(re.compile(r"here for worker \*\*markdown\*\*")).first.wait_for()  # Markdown, literally

@@ -18,7 +18,7 @@ def test_lesson_first_steps_at_projector_size(server, page):
     wait_page(page)
     main = _main(page)
     assert main.get_by_text("step 1 of 15").count() == 1
-    assert main.locator(".katex").count() >= 1  # the formula is typeset
+    main.locator(".katex").first.wait_for()  # the formula is typeset (KaTeX loads its code on first use)
     action = main.get_by_role("button", name="Start: assume everyone is good")
     assert action.is_visible() and action.bounding_box()["y"] + action.bounding_box()["height"] <= 768
     action.click()
@@ -85,7 +85,7 @@ def test_free_controls_stay_open_and_a_double_click_on_next_moves_one_step(serve
 def test_whom_to_trust_walks_end_to_end_in_presenter_mode(server, page):
     """The fourth lesson in a real browser, presenter mode at 1024x768: each step's action, its outcome with the
     run's numbers, its chart, nothing cut off (text or chart labels), Next to the following step."""
-    from crowdlab.lessons import LESSONS
+    from crowdlab.teaching.lessons import LESSONS
 
     steps = LESSONS["trust"].steps
     page.set_viewport_size({"width": 1024, "height": 768})
@@ -111,3 +111,36 @@ def test_whom_to_trust_walks_end_to_end_in_presenter_mode(server, page):
             wait_idle(page)
             main.get_by_text(f"step {i + 1} of {len(steps)}").wait_for()
     assert re.search(r"0\.8\d\d", main.locator('[data-testid="stAlertContentSuccess"]').first.inner_text())
+
+
+def test_copying_lesson_walks_end_to_end_in_presenter_mode(server, page):
+    """The copying lesson (Li, Rubinstein & Cohn 2019's EBCC, the LLM-judge panel) in a real browser, presenter mode
+    at 1024x768: every step's action, outcome and chart (the pair heatmaps included), nothing cut off, Next."""
+    from crowdlab.teaching.lessons import LESSONS
+
+    steps = LESSONS["copy"].steps
+    page.set_viewport_size({"width": 1024, "height": 768})
+    page.goto(server + "/Lessons?present=1")
+    wait_page(page)
+    main = _main(page)
+    main.get_by_role("radio", name="When annotators copy each other").click()
+    wait_idle(page)
+    main.get_by_text(f"step 1 of {len(steps)}").wait_for()
+    for i, step in enumerate(steps, start=1):
+        main.get_by_role("button", name=step.button, exact=True).click()
+        wait_idle(page)
+        assert_no_exception(page)
+        main.locator('[data-testid="stAlertContentSuccess"]').first.wait_for()
+        main.locator(".js-plotly-plot").first.wait_for()
+        assert main.locator(".js-plotly-plot").count() >= 1, step.title
+        assert_nothing_cut(page, f"copy step {i}")
+        if i == 4:  # EBCC to convergence: the clique found
+            screenshot(page, "lessons_copy_ebcc")
+        if i < len(steps):
+            main.get_by_role("button", name="Next").click()
+            wait_idle(page)
+            main.get_by_text(f"step {i + 1} of {len(steps)}").wait_for()
+    assert (
+        "effective independent judges"
+        in main.locator('[data-testid="stAlertContentSuccess"]').first.inner_text().lower()
+    )

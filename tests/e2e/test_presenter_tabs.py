@@ -19,6 +19,7 @@ METHODS = {
     "glad": "GLAD (ability and difficulty)",
     "mace": "MACE (competence and spamming)",
     "ibcc": "Bayesian Dawid-Skene (IBCC, variational)",
+    "ebcc": "Correlated workers (EBCC, variational)",
 }
 TABS = ("Formulas", "Intervals", "Details", "Workers")
 

@@ -2,7 +2,7 @@
 
 import pytest
 
-from crowdlab.samples import load_sample
+from crowdlab.io.samples import load_sample
 
 
 @pytest.fixture(scope="module")

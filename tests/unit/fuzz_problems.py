@@ -13,8 +13,8 @@ from dataclasses import replace
 import numpy as np
 import scipy.sparse as sp
 
-from crowdlab.data import Annotations
-from crowdlab.em import Run, nonfinite_entries
+from crowdlab.engines.run import Run, nonfinite_entries
+from crowdlab.io.data import Annotations
 
 CLASS_DESIGNS = (
     "dense",
@@ -171,3 +171,22 @@ def check_run(run: Run, *, bound_below_objective: bool = True) -> None:
         assert np.all(np.diff(bound) >= -1e-9 * np.maximum(1.0, np.abs(bound[:-1])))
     if bound_below_objective and getattr(run.model, "exact", False):
         assert np.all(bound <= obj + 1e-8 * np.maximum(1.0, np.abs(obj)))
+
+
+def soft_problem(seed: int, K: int | None = None, **kw) -> Annotations:
+    """:func:`class_problem` as soft votes: each row's label becomes class probabilities (one-hot for some rows,
+    a confidence on the label with the rest spread for others, a random Dirichlet row for the rest), expanded to
+    weighted observations by :func:`crowdlab.io.data.soft_votes`."""
+    from crowdlab.io.data import soft_votes
+
+    data = class_problem(seed, K=K, **kw)
+    rng = np.random.default_rng(seed + 50_000)
+    n, K = data.n_obs, data.n_classes
+    P = rng.dirichlet(np.full(K, (0.2, 1.0, 5.0)[seed % 3]), size=n)
+    conf = rng.uniform(0.0, 1.0, n)
+    spread = np.repeat(((1 - conf) / (K - 1))[:, None], K, axis=1)
+    spread[np.arange(n), data.label] = conf
+    kind = rng.integers(0, 3, n)  # 0: one-hot, 1: a confidence, 2: Dirichlet
+    P = np.where((kind == 0)[:, None], np.eye(K)[data.label], np.where((kind == 1)[:, None], spread, P))
+    P[0] = 0.5 * P[0] + 0.5 / K  # at least one row soft
+    return soft_votes(data, P)

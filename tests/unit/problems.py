@@ -1,10 +1,10 @@
-"""Small random crowd problems for the engine tests (independent of crowdlab.simulate on purpose)."""
+"""Small random crowd problems for the engine tests (independent of crowdlab.teaching.simulate on purpose)."""
 
 from __future__ import annotations
 
 import numpy as np
 
-from crowdlab.data import Annotations
+from crowdlab.io.data import Annotations
 
 
 def random_problem(rng: np.random.Generator, n_items: int, n_workers: int, K: int, design: str) -> Annotations:

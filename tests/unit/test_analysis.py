@@ -8,9 +8,11 @@ import numpy as np
 import pytest
 
 import crowdlab as cl
-from crowdlab import compare, describe, explain, surface, sweep
+from crowdlab.analysis import compare, surface, sweep
+from crowdlab.io import describe
 from crowdlab.models import DawidSkene, OneCoin, TwoCoin
-from crowdlab.simulate import simulate_crowd, simulate_scores
+from crowdlab.teaching import explain
+from crowdlab.teaching.simulate import simulate_crowd, simulate_scores
 from tests.unit.problems import random_problem
 
 
@@ -49,7 +51,9 @@ def test_compare_methods_table_agreement_and_disagreements(bluebirds):
     assert len(c.disagreements) == int((labels != labels[0]).any(axis=0).sum())
     kinds = c.table.set_index("method")["kind"]
     for key in c.runs:
-        want = "baseline (not EM)" if key == "mv" else "variational Bayes" if key in ("ibcc", "mace_vb") else "EM"
+        want = (
+            "baseline (not EM)" if key == "mv" else "variational Bayes" if key in ("ibcc", "mace_vb", "ebcc") else "EM"
+        )
         assert kinds[cl.MODELS[key].info.title] == want
 
 
@@ -208,7 +212,7 @@ def test_every_model_with_a_prior_strength_says_what_it_pulls_towards():
 def test_models_that_spread_errors_over_k_minus_1_classes_refuse_one_class(method):
     """One-coin's and GLAD's (1 - theta) / (K - 1) divided by zero on one class: "the initialisation gave
     non-finite values ... Rescale extreme inputs (scores, edge weights)", which did not say what was wrong."""
-    from crowdlab.data import Annotations
+    from crowdlab.io.data import Annotations
 
     d = Annotations(
         item=np.array([0, 0, 1, 1, 2]),

@@ -3,11 +3,11 @@
 import numpy as np
 import pytest
 
-from crowdlab import baselines as B
-from crowdlab.data import Annotations
 from crowdlab.errors import ModelError
-from crowdlab.metrics import accuracy
-from crowdlab.simulate import simulate_crowd
+from crowdlab.io.data import Annotations
+from crowdlab.io.metrics import accuracy
+from crowdlab.models import baselines as B
+from crowdlab.teaching.simulate import simulate_crowd
 
 
 def _ann(rows, classes=("a", "b")):

@@ -11,7 +11,7 @@ import pandas as pd
 import pytest
 
 from crowdlab.cli import main
-from crowdlab.samples import sample_paths
+from crowdlab.io.samples import sample_paths
 
 
 def test_fit_writes_posteriors_params_history_and_prints_accuracy(tmp_path, capsys):
@@ -62,7 +62,7 @@ def test_a_console_that_cannot_write_theta_gets_an_escape_not_a_traceback(tmp_pa
         env={**os.environ, "PYTHONIOENCODING": "cp1252", "PYTHONUTF8": "0"},
     )
     assert proc.returncode == 0, proc.stderr.decode("cp1252", "replace")
-    assert b"log p(x | \\u03b8)" in proc.stdout
+    assert b"log p(F | \\u03b8)" in proc.stdout
 
 
 def test_two_coin_on_three_classes_is_a_clear_error(tmp_path, capsys):
@@ -103,8 +103,8 @@ def test_python_snippet_reproduces_the_run():
     import numpy as np
 
     import crowdlab as cl
-    from crowdlab.export import python_snippet
-    from crowdlab.samples import load_sample
+    from crowdlab.analysis.export import python_snippet
+    from crowdlab.io.samples import load_sample
 
     data = load_sample("bluebirds")
     run = cl.fit(data, "ds", init="random", seed=3, prior=0.5)
@@ -119,8 +119,8 @@ def test_python_snippet_for_a_simulation():
     import numpy as np
 
     import crowdlab as cl
-    from crowdlab.export import python_snippet
-    from crowdlab.simulate import simulate_crowd
+    from crowdlab.analysis.export import python_snippet
+    from crowdlab.teaching.simulate import simulate_crowd
 
     data = simulate_crowd(200, 6, 3, seed=4).annotations
     run = cl.fit(data, "one_coin", hard=True)
@@ -130,7 +130,7 @@ def test_python_snippet_for_a_simulation():
 
 
 def test_fit_sequences_with_hmm_writes_viterbi(tmp_path):
-    from crowdlab.samples import sample_paths
+    from crowdlab.io.samples import sample_paths
 
     labels, gold = sample_paths("ner")
     code = main(["fit", str(labels), "--method", "hmm", "--gold", str(gold), "--out", str(tmp_path), "--max-iter", "5"])

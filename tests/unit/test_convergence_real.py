@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 import crowdlab as cl
-from crowdlab.em import Run
+from crowdlab.engines.run import Run
 from crowdlab.models import DawidSkene
 
 

@@ -16,10 +16,10 @@ import numpy as np
 import pytest
 
 from crowdlab.cli import main
-from crowdlab.data import read_annotations, read_gold, read_sequence_gold, read_sequences
 from crowdlab.errors import DataError
-from crowdlab.features import read_features
-from crowdlab.graph import read_edges
+from crowdlab.io.data import read_annotations, read_gold, read_sequence_gold, read_sequences
+from crowdlab.io.features import read_features
+from crowdlab.io.graph import read_edges
 
 CORPUS = Path(__file__).resolve().parents[1] / "data" / "corpus"
 MANIFEST = json.loads((CORPUS / "manifest.json").read_text())

@@ -1,4 +1,4 @@
-"""Readers in crowdlab.data: formats, aliases, gold, real datasets and the round trip back to a frame."""
+"""Readers in crowdlab.io.data: formats, aliases, gold, real datasets and the round trip back to a frame."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from crowdlab.data import (
+from crowdlab.io.data import (
     Annotations,
     read_annotations,
     read_gold,

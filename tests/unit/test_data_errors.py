@@ -10,8 +10,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from crowdlab.data import Annotations, read_annotations, read_gold
 from crowdlab.errors import DataError
+from crowdlab.io.data import Annotations, read_annotations, read_gold
 
 DATA = Path(__file__).parents[2] / "tests" / "data"
 
@@ -58,8 +58,8 @@ def test_missing_file() -> None:
 
 def test_a_folder_or_a_device_is_named_as_such(tmp_path) -> None:
     from crowdlab.cli import main
-    from crowdlab.data import read_annotations
     from crowdlab.errors import DataError
+    from crowdlab.io.data import read_annotations
 
     for path, words in ((tmp_path, "this is a folder, not a file"), ("/dev/null", "not a regular file")):
         with pytest.raises(DataError, match=words):
@@ -295,7 +295,7 @@ def test_every_fixture_reads_or_raises_data_error(file: str, fmt: str, kind: str
 def test_gold_of_another_dataset_with_matching_ids_is_noted_not_trusted(tmp_path):
     """Audit: Zhou's web labels scored against RTE's gold (both number their items 1, 2, 3...) ran without a word and
     printed accuracy 0.134; the reader now says that the majority vote agrees with that gold less than chance."""
-    from crowdlab.data import read_annotations
+    from crowdlab.io.data import read_annotations
 
     roots = [base / "shared" / "datasets" for base in Path(__file__).resolve().parents]
     root = next((r for r in roots if (r / "zhou2012_web").is_dir()), None)
@@ -311,7 +311,7 @@ def test_gold_of_another_dataset_with_matching_ids_is_noted_not_trusted(tmp_path
 
 def test_below_chance_note_needs_enough_gold_and_spares_real_gold():
     import crowdlab as cl
-    from crowdlab.data import _below_chance_note
+    from crowdlab.io.data import _below_chance_note
 
     item = np.repeat(np.arange(30), 3)
     label = np.tile([0, 0, 1], 30)  # every item's majority: class 0

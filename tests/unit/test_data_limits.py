@@ -8,10 +8,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from crowdlab import limits
-from crowdlab.data import read_annotations, read_sequences
 from crowdlab.errors import DataError
-from crowdlab.readers import count, spell
+from crowdlab.io import limits
+from crowdlab.io.data import read_annotations, read_sequences
+from crowdlab.io.readers import count, spell
 
 DATASETS = Path("/work/shared/datasets")
 SAMPLE = Path(__file__).resolve().parents[2] / "sample_data"

@@ -1,4 +1,4 @@
-"""Batch EM on a real Dask cluster (crowdlab.distributed) equals the in-memory fit."""
+"""Batch EM on a real Dask cluster (crowdlab.engines.distributed) equals the in-memory fit."""
 
 from __future__ import annotations
 
@@ -8,11 +8,11 @@ import pytest
 
 import crowdlab as cl
 from crowdlab.cli import main
-from crowdlab.data import read_annotations, to_long_dataframe
+from crowdlab.engines.stream import fit_file
 from crowdlab.errors import DataError
-from crowdlab.samples import sample_paths
-from crowdlab.simulate import simulate_crowd
-from crowdlab.stream import fit_file
+from crowdlab.io.data import read_annotations, to_long_dataframe
+from crowdlab.io.samples import sample_paths
+from crowdlab.teaching.simulate import simulate_crowd
 from tests.unit.test_stream import assert_formula_cells_escaped, assert_same_files, assert_same_fit, write_formula_file
 
 dd = pytest.importorskip("dask.dataframe")
@@ -21,7 +21,7 @@ distributed = pytest.importorskip("distributed")
 
 @pytest.fixture(scope="module")
 def client():
-    from crowdlab.distributed import NO_DASHBOARD
+    from crowdlab.engines.distributed import NO_DASHBOARD
 
     cluster = distributed.LocalCluster(n_workers=2, threads_per_worker=1, **NO_DASHBOARD)
     c = distributed.Client(cluster)
@@ -31,7 +31,7 @@ def client():
 
 
 def _fit(source, method, client, **kw):
-    from crowdlab.distributed import fit
+    from crowdlab.engines.distributed import fit
 
     return fit(source, method, client=client, **kw)
 
@@ -181,7 +181,7 @@ def test_frames_with_missing_cells_are_refused_and_classes_named_as_in_memory(cl
 
 @pytest.mark.slow
 def test_default_local_cluster_is_started_and_closed():
-    from crowdlab.distributed import fit
+    from crowdlab.engines.distributed import fit
 
     labels, _ = sample_paths("patients")
     run = fit(str(labels), "ds")

@@ -1,11 +1,11 @@
-"""The stepping contract of crowdlab.em.Run: half-steps, back, scrub, reset, run, reuse of snapshots."""
+"""The stepping contract of crowdlab.engines.run.Run: half-steps, back, scrub, reset, run, reuse of snapshots."""
 
 from __future__ import annotations
 
 import numpy as np
 import pytest
 
-from crowdlab.em import Run
+from crowdlab.engines.run import Run
 from crowdlab.errors import ModelError
 from crowdlab.models import DawidSkene, MajorityVote, OneCoin, TwoCoin, make_model
 from tests.unit.problems import random_problem
@@ -213,7 +213,7 @@ def test_params_budget_lets_the_oldest_parameter_sets_go_and_keeps_the_numbers(d
 
 def test_fit_bounds_its_parameter_memory_and_keeps_everything_under_the_budget(data, monkeypatch):
     import crowdlab as cl
-    from crowdlab import api
+    from crowdlab.engines import fit as api
 
     small = cl.fit(data, "ds", max_iter=20)
     assert all(s.params is not None for s in small.snapshots)  # a normal fit is far below 256 MiB

@@ -5,8 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from crowdlab.data import Annotations
-from crowdlab.em import Run
+from crowdlab.engines.run import Run
+from crowdlab.io.data import Annotations
 from crowdlab.models import DawidSkene, GoodBadScores, OneCoin, TwoCoin
 from tests.unit.problems import DESIGNS, random_problem
 

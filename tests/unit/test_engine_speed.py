@@ -18,11 +18,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from crowdlab.em import KEEP_ALL_BELOW, POSTERIOR_WINDOW, Run, posterior_window
+from crowdlab.engines.run import KEEP_ALL_BELOW, POSTERIOR_WINDOW, Run, posterior_window
+from crowdlab.io.samples import load_sample
 from crowdlab.models import make_model
 from crowdlab.models.base import entropy_rows, logsumexp_rows, row_argmax, row_max, row_sums, softmax_lse
-from crowdlab.samples import load_sample
-from crowdlab.simulate import simulate_crowd
+from crowdlab.teaching.simulate import simulate_crowd
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -246,7 +246,7 @@ def test_hmm_forward_backward_by_blocks_equals_the_whole_pass(size):
 
 def test_hmm_run_keeps_its_numbers_with_blocks_and_a_window():
     from crowdlab.models import HMMCrowd
-    from crowdlab.simulate import simulate_sequences
+    from crowdlab.teaching.simulate import simulate_sequences
 
     data = simulate_sequences(60, 30, 4, 5, labels_per_item=3, seed=2).annotations
     full = Run(data, HMMCrowd(), max_iter=30)

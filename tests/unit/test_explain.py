@@ -9,10 +9,10 @@ import numpy as np
 import pytest
 
 import crowdlab as cl
-from crowdlab import explain
+from crowdlab.io.samples import load_sample
 from crowdlab.models.scores import GoodBadScores
-from crowdlab.samples import load_sample
-from crowdlab.simulate import simulate_scores
+from crowdlab.teaching import explain
+from crowdlab.teaching.simulate import simulate_scores
 
 
 def _all_lines(data, method: str, items, workers) -> list[str]:
@@ -191,3 +191,31 @@ def test_sigma_floor_is_shown_when_it_applies():
     floor = [x for x in lines if x.startswith(r"\sigma = \max(")]  # the spread is 0 up to rounding
     assert len(floor) == 1 and floor[0].endswith(r",\ 0.001) = 0.001\ \text{(the floor)}")
     assert not any("floor" in x for x in explain.m_step_scores(same, run.posterior, 0))
+
+
+def test_glad_m_step_shows_the_prior_term_and_the_whole_gradient():
+    """GLAD's Formulas tab at convergence showed the data term of the gradient in alpha_j (-0.126 on bluebirds)
+    without the prior's term that cancels it: both are shown now, and their sum (about 0 at convergence)."""
+    import re
+
+    import crowdlab as cl
+    from crowdlab.io.samples import load_sample
+    from crowdlab.teaching import explain as ex
+
+    data = load_sample("bluebirds")
+    run = cl.fit(data, "glad")
+    worker = int(np.argmax(data.labels_per_worker))
+    lines = ex.m_step_glad(data, run.current.q, run.params, worker, alpha_prior=run.model.alpha_prior)
+    (prior_line,) = [ln for ln in lines if ln.startswith(r"-\frac{\alpha_j-\mu_\alpha}")]
+    (total,) = [ln for ln in lines if ln.startswith(r"\frac{\partial Q}{\partial \alpha_j} = ") and "+ (" in ln]
+    data_term = float(
+        re.search(r"= (-?[\d.]+)$", [ln for ln in lines if "more}" in ln or r"\beta_i =" in ln][-1]).group(1)
+    )
+    pull = float(re.search(r"= (-?[\d.]+)$", prior_line).group(1))
+    assert abs(data_term) > 0.05 and data_term + pull == pytest.approx(0, abs=2e-3)
+    assert re.search(r"= (-?[\d.]+)( \\times 10\^\{-?\d+\})?$", total)
+    # without the prior (the old call) the lines are as before
+    assert not any(
+        "mu_\\alpha}{\\sigma" in ln and "= -\\frac{" in ln
+        for ln in ex.m_step_glad(data, run.current.q, run.params, worker)
+    )

@@ -8,11 +8,11 @@ import pandas as pd
 import pytest
 
 from crowdlab import fit
-from crowdlab.em import Run
-from crowdlab.export import posterior_frame, python_snippet
-from crowdlab.lessons import lecture_scores
+from crowdlab.analysis.export import posterior_frame, python_snippet
+from crowdlab.engines.run import Run
 from crowdlab.models import make_model
 from crowdlab.models.majority import tied_items
+from crowdlab.teaching.lessons import lecture_scores
 
 
 @pytest.mark.parametrize("method", ["mv", "ds", "one_coin"])
@@ -59,7 +59,7 @@ def test_snippet_reproduces_the_method_options(rte, method, options, init, init_
 
 
 def test_tied_column_survives_the_csv(rte, tmp_path):
-    from crowdlab.export import write_csv
+    from crowdlab.analysis.export import write_csv
 
     write_csv(posterior_frame(fit(rte, "ds", max_iter=20)), tmp_path / "p.csv")
     back = pd.read_csv(tmp_path / "p.csv")

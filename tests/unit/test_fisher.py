@@ -8,12 +8,12 @@ from dataclasses import replace
 import numpy as np
 import pytest
 
-from crowdlab import fisher, risk
-from crowdlab.api import fit
-from crowdlab.em import Run
+from crowdlab.analysis import fisher, risk
+from crowdlab.engines.fit import fit
+from crowdlab.engines.run import Run
 from crowdlab.errors import ModelError
 from crowdlab.models import DawidSkene, GoodBadScores, MajorityVote, OneCoin, TwoCoin
-from crowdlab.simulate import simulate_crowd, simulate_scores
+from crowdlab.teaching.simulate import simulate_crowd, simulate_scores
 
 
 # ---------------------------------------------------------------------- expected information
@@ -222,7 +222,7 @@ def test_worker_intervals_table():
 def test_a_worker_with_an_unlabelled_confusion_column_gets_the_exact_interval():
     # dogs: worker 38 has 1 label, so three of its four confusion columns are set by the M-step's rule for empty
     # columns; the delta method gave its accuracy 0.32 the interval [0.294, 0.346]
-    from crowdlab.samples import load_sample
+    from crowdlab.io.samples import load_sample
 
     data = load_sample("dogs")
     run = fit(data, "ds")
@@ -249,7 +249,7 @@ def test_boundary_estimates_get_a_note_not_nan():
     workers = np.tile(np.arange(3), 200)
     right = rng.random(600) < np.tile([1.0, 0.8, 0.75], 200)
     labels = np.where(right, truth[items], 1 - truth[items])
-    from crowdlab.data import Annotations
+    from crowdlab.io.data import Annotations
 
     data = Annotations(items, workers, labels, [str(i) for i in range(200)], ["a", "b", "c"], ["0", "1"])
     run = fit(data, "one_coin")
@@ -397,7 +397,7 @@ def _mace_objective_of_worker(run, j):
 
 def _relabelled_twice(data, n: int, seed: int = 0):
     """``data`` with its first ``n`` labels given again by the same workers, half of them with another answer."""
-    from crowdlab.data import Annotations
+    from crowdlab.io.data import Annotations
 
     rng = np.random.default_rng(seed)
     idx = np.arange(n)
@@ -452,7 +452,7 @@ def test_mace_intervals_cover_the_truth_better_than_the_labels_as_known_interval
     """60 seeded crowds (Dawid-Skene data, K = 2): the Wald interval of MACE's accuracy covers the truth 0.913 of
     the time (the conditional information leaves out the other workers' uncertainty); the exact binomial interval
     with the labels taken as known, what the worker report used before, 0.86."""
-    from crowdlab.reports import worker_report
+    from crowdlab.analysis.reports import worker_report
 
     hits, known = [], []
     for rep in range(60):

@@ -127,7 +127,7 @@ def test_aggregate_matches_crowd_kits_recorded_answer():
 
 
 def test_glad_mace_ibcc_estimators_and_stop_reason():
-    from crowdlab.samples import sample_paths
+    from crowdlab.io.samples import sample_paths
 
     labels, _ = sample_paths("bluebirds")
     df = pd.read_csv(labels)
@@ -248,8 +248,8 @@ def test_known_names_tasks_and_labels_never_positions():
 
 
 def test_resolve_known_reads_integers_as_codes_only_when_names_are_not_numbers():
-    from crowdlab.data import Annotations
     from crowdlab.errors import ModelError
+    from crowdlab.io.data import Annotations
     from crowdlab.models.base import resolve_known
 
     z = np.zeros(3, dtype=np.int32)
@@ -312,7 +312,7 @@ def test_worker_and_Worker_columns_are_refused_as_ambiguous():
 
 
 def test_refit_drops_what_the_last_fit_left():
-    from crowdlab.samples import sample_paths
+    from crowdlab.io.samples import sample_paths
 
     df = pd.read_csv(sample_paths("bluebirds")[0])
     mace = cl.MACE(inference="vb").fit(df)

@@ -9,13 +9,20 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from crowdlab.em import Run
-from crowdlab.features import features_from_array
+from crowdlab.engines.run import Run
+from crowdlab.io.features import features_from_array
 from crowdlab.models import DawidSkene, GoodBadScores, HMMCrowd, MajorityVote, NetworkCrowd, OneCoin, TwoCoin
 from crowdlab.models.hmm import HMMParams
 from crowdlab.models.majority import majority_labels, majority_posterior, vote_fractions
 from crowdlab.models.raykar import RaykarModel
-from tests.unit.fuzz_problems import check_run, class_problem, network_problem, score_problem, sequence_problem
+from tests.unit.fuzz_problems import (
+    check_run,
+    class_problem,
+    network_problem,
+    score_problem,
+    sequence_problem,
+    soft_problem,
+)
 
 pytestmark = pytest.mark.slow
 
@@ -26,6 +33,7 @@ N_SCORES = 400  # per soft/hard
 N_RAYKAR = 200
 N_MAJORITY = 500
 N_FISHER = 80
+N_SOFT = 120  # per model
 
 
 @pytest.mark.parametrize("model_cls", [DawidSkene, OneCoin, TwoCoin])
@@ -38,6 +46,32 @@ def test_class_models_adversarial(model_cls, hard):
         run = Run(data, model_cls(prior=prior, hard=hard), init, seed=seed, max_iter=30)
         run.run()
         check_run(run)
+
+
+@pytest.mark.parametrize("model_key", ["ds", "one_coin", "two_coin", "glad", "mace", "mace_vb", "ibcc"])
+def test_class_models_on_soft_votes(model_key):
+    """Soft votes (weighted observations) on every adversarial design: nothing non-finite, and the weighted
+    objective never falls for the models whose EM is exact (all seven here)."""
+    from crowdlab.models import make_model
+
+    for seed in range(N_SOFT):
+        data = soft_problem(seed, K=2 if model_key == "two_coin" else None)
+        opts = {} if model_key in ("mace_vb", "ibcc") else {"prior": (0.0, 0.5, 3.0)[seed % 3]}
+        init = ("majority", "random", "all_good")[(seed // 3) % 3]
+        run = Run(data, make_model(model_key, **opts), init, seed=seed, max_iter=30)
+        run.run()
+        check_run(run)
+
+
+def test_majority_vote_on_soft_votes():
+    for seed in range(N_MAJORITY):
+        data = soft_problem(seed)
+        for q in (majority_posterior(data), vote_fractions(data)):
+            assert np.all(np.isfinite(q)) and q.min() >= 0
+            np.testing.assert_allclose(q.sum(axis=1), 1.0, atol=1e-12)
+        lab = majority_labels(data)
+        v = data.vote_counts
+        assert np.all(v[np.arange(data.n_items), lab] >= v.max(axis=1) - 1e-12 * np.maximum(v.max(axis=1), 1))
 
 
 @pytest.mark.parametrize("hard", [False, True])
@@ -125,7 +159,7 @@ def test_majority_vote():
 
 def test_fisher_intervals_finite():
     """Wald intervals from the observed information: finite for scores of any size and adversarial crowds."""
-    from crowdlab.fisher import worker_intervals
+    from crowdlab.analysis.fisher import worker_intervals
 
     for seed in range(N_FISHER):
         for data, model in ((score_problem(seed), GoodBadScores()), (class_problem(seed), DawidSkene())):

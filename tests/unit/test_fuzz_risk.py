@@ -1,4 +1,4 @@
-"""Fuzz of the estimators without labels (crowdlab.risk, Donmez, Lebanon & Balasubramanian 2010): EM with p(y)
+"""Fuzz of the estimators without labels (crowdlab.analysis.risk, Donmez, Lebanon & Balasubramanian 2010): EM with p(y)
 fixed never lowers the log-likelihood, and every estimate is finite, on generated problems with missing outputs,
 all-missing rows, near-deterministic classifiers, near-degenerate marginals and predictions from 1e-200 to 1e200.
 """
@@ -8,7 +8,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from crowdlab import risk
+from crowdlab.analysis import risk
 from crowdlab.errors import DataError
 
 pytestmark = pytest.mark.slow

@@ -8,8 +8,8 @@ import numpy as np
 import pytest
 from scipy.special import logsumexp
 
-from crowdlab.data import Annotations
-from crowdlab.em import Run
+from crowdlab.engines.run import Run
+from crowdlab.io.data import Annotations
 from crowdlab.models.hmm import HMMCrowd, HMMParams, forward_backward, forward_log_likelihood, viterbi
 
 
@@ -148,7 +148,7 @@ def test_hmm_em_never_decreases_its_objective(hard):
 # ---------------------------------------------------- Traganitis & Giannakis Sec. 6.1.1, reproduced
 def seed_crowd_sequences(n_items: int, seed: int):
     """K = 4, M = 10 (6 better than random, 4 answering at random), sequences of 40, random T."""
-    from crowdlab.simulate import mix_from_counts, simulate_sequences
+    from crowdlab.teaching.simulate import mix_from_counts, simulate_sequences
 
     return simulate_sequences(
         n_items // 40,
@@ -164,7 +164,7 @@ def seed_crowd_sequences(n_items: int, seed: int):
 
 def test_hmm_beats_iid_dawid_skene_at_n_1000():
     import crowdlab as cl
-    from crowdlab.metrics import macro_f
+    from crowdlab.io.metrics import macro_f
 
     gains = []
     for seed in range(3):

@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 
-from crowdlab.samples import SAMPLES, SEQUENCE_SAMPLES, sample_root
+from crowdlab.io.samples import SAMPLES, SEQUENCE_SAMPLES, sample_root
 
 ROOT = Path(__file__).resolve().parents[2]
 BIN = "Scripts" if os.name == "nt" else "bin"
@@ -162,7 +162,7 @@ def test_installed_samples_command_lists_data_inside_the_install(installed):
 @pytest.mark.slow
 def test_installed_load_sample_reads_the_bundled_sequences(installed):
     code = (
-        "import json, crowdlab, crowdlab.samples as s; d = s.load_sample('ner'); b = s.load_sample('bluebirds'); "
+        "import json, crowdlab, crowdlab.io.samples as s; d = s.load_sample('ner'); b = s.load_sample('bluebirds'); "
         "print(json.dumps([crowdlab.__file__, str(s.sample_root()), d.n_items, b.n_items, b.n_workers]))"
     )
     where, root, n_tokens, n_birds, n_workers = json.loads(_run(installed, installed["python"], "-c", code).stdout)
@@ -174,7 +174,7 @@ def test_installed_load_sample_reads_the_bundled_sequences(installed):
 @pytest.mark.slow
 def test_installed_fit_from_another_folder(installed):
     root = subprocess.run(
-        [installed["python"], "-c", "import crowdlab.samples as s; print(s.sample_root())"],
+        [installed["python"], "-c", "import crowdlab.io.samples as s; print(s.sample_root())"],
         cwd=installed["work"],
         capture_output=True,
         text=True,

@@ -1,4 +1,5 @@
-"""The compiled row kernels (`crowdlab.kernels`) give the numpy path's numbers, for every class model and every way
+"""The compiled row kernels (`crowdlab.models.kernels`) give the numpy path's numbers, for every class model and every
+way
 the engine uses them.
 
 The kernels switch on above ``MIN_CELLS`` (N x K) cells; these tests lower the threshold to 0 so that the bundled
@@ -12,12 +13,11 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from crowdlab import kernels
-from crowdlab.em import Run
-from crowdlab.models import make_model
+from crowdlab.engines.run import Run
+from crowdlab.io.samples import load_sample
+from crowdlab.models import kernels, make_model
 from crowdlab.models.base import entropy_rows, softmax_lse
-from crowdlab.samples import load_sample
-from crowdlab.simulate import simulate_crowd
+from crowdlab.teaching.simulate import simulate_crowd
 
 pytestmark = pytest.mark.skipif(kernels._compile() is None, reason="numba is not installed: nothing to compare")
 

@@ -1,4 +1,4 @@
-"""The lessons (crowdlab.lessons): every step's action applies and really changes the run, and every fact a
+"""The lessons (crowdlab.teaching.lessons): every step's action applies and really changes the run, and every fact a
 narration tells the class holds on the very runs the lesson builds."""
 
 from __future__ import annotations
@@ -8,9 +8,9 @@ import re
 import numpy as np
 import pytest
 
-from crowdlab import lessons as L
-from crowdlab.risk import symmetric_closed_form
-from crowdlab.sweep import class_permutation
+from crowdlab.analysis.risk import symmetric_closed_form
+from crowdlab.analysis.sweep import class_permutation
+from crowdlab.teaching import lessons as L
 
 STEPS = [(key, i) for key, lesson in L.LESSONS.items() for i in range(len(lesson.steps))]
 
@@ -37,8 +37,8 @@ def after(walks, key: str, action: str, nth: int = 0) -> tuple[dict, dict, objec
 
 
 # ---------------------------------------------------------------------------- every step
-def test_four_lessons_with_every_field_filled():
-    assert list(L.LESSONS) == ["em", "dependent", "risk", "trust"]
+def test_five_lessons_with_every_field_filled():
+    assert list(L.LESSONS) == ["em", "dependent", "risk", "trust", "copy"]
     for lesson in L.LESSONS.values():
         assert lesson.title and lesson.summary and len(lesson.steps) >= 6
         for step in lesson.steps:
@@ -46,8 +46,9 @@ def test_four_lessons_with_every_field_filled():
             sentences = len(re.findall(r"[.!?](?:\s|$)", step.narration))
             assert 2 <= sentences <= 5, (lesson.key, step.title, sentences)
             assert step.action.split(":")[0] in L.ACTIONS
-            assert step.chart in {"item_means", "annotators", "objective", "accuracy", "confusion", "strip",
-                                  "transitions", "network", "loglik", "fisher", "spam"}  # fmt: skip
+            assert step.chart in {"item_means", "annotators", "objective", "objective_gap", "accuracy", "confusion",
+                                  "strip", "transitions", "network", "loglik", "fisher", "spam",
+                                  "dependence"}  # fmt: skip
 
 
 @pytest.mark.parametrize(("key", "i"), STEPS)
@@ -111,8 +112,9 @@ def test_lecture_crowd_everyone_good_start_then_em_finds_the_bad_scorers(walks):
     assert done["bad"] == truth_bad and done["objective"] > done["objective0"]
     obj = run.history()["objective"]
     assert np.all(np.diff(obj) >= -1e-9 * np.abs(obj[:-1]))
-    # what the chart's title calls the objective is the formula's log p(s | θ) (it said log p(x | θ))
-    assert "log p(s | θ)" in run.model.objective_name and "\\log p(s \\mid \\theta)" in L.LESSONS["em"].steps[3].formula
+    # what the chart's title calls the objective is the formula's log p(F | θ) (docs/notation.md: F is what was
+    # observed, the scores here)
+    assert "log p(F | θ)" in run.model.objective_name and "\\log p(F \\mid \\theta)" in L.LESSONS["em"].steps[3].formula
     # the start's π is 0.5, not the 1 that w = 1 would give, and the text says why
     assert run0.snapshots[0].params.pi_good == 0.5 and "fixed point" in L.LESSONS["em"].steps[0].outcome
 
@@ -245,7 +247,7 @@ def test_trust_crowd_is_sparse_and_half_spammers():
 
 
 def test_trust_dawid_skene_beats_majority_vote_but_overfits(walks):
-    from crowdlab.metrics import accuracy
+    from crowdlab.io.metrics import accuracy
 
     ref = L.reference("trust")
     d = L.spam_crowd().annotations
@@ -374,7 +376,7 @@ def test_changes_phrases():
 def test_majority_start_is_every_dependent_runs_snapshot_0_and_the_quoted_accuracy(walks):
     """Lesson 2 draws the majority start and quotes its accuracy: both must be the run's own snapshot 0 (the soft
     vote's arg-max), not the hard majority vote, whose tie rule disagrees on some tokens of the shown sentence."""
-    from crowdlab.metrics import accuracy
+    from crowdlab.io.metrics import accuracy
     from crowdlab.models.majority import majority_labels
 
     d = L.sentences().annotations
@@ -391,3 +393,57 @@ def test_majority_start_is_every_dependent_runs_snapshot_0_and_the_quoted_accura
     net = L.network().annotations
     run = walks["dependent"][4][2]
     assert np.array_equal(run.labels(run.snapshots[0]), L.majority_start(net))
+
+
+# ---------------------------------------------------------------------------- lesson 5: copying
+def test_copy_lesson_clique_outvotes_and_dawid_skene_follows_it(walks):
+    _, start, _ = walks["copy"][0]
+    _, ds, run = walks["copy"][1]
+    ref = L.reference("copy")
+    assert ds["accuracy"] < start["accuracy"]  # "below the majority vote's"
+    assert ds["clique_acc"] > ds["honest_acc"] + 0.2  # the clique rated as experts
+    assert ds["flag_out"] > 0 and ds["flag_in"] == 0  # under DS the check points away from the clique
+    assert start["accuracy"] == pytest.approx(ref["mv_accuracy"])
+    assert "below the majority vote's" in _text(walks, "copy", 1)
+
+
+def test_copy_lesson_ebcc_and_one_vote_recover_and_the_check_finds_the_clique(walks):
+    ref = L.reference("copy")
+    _, eb, run = walks["copy"][3]
+    assert run.model.info.key == "ebcc" and not run.violations
+    assert eb["accuracy"] > ref["ds"]["accuracy"] + 0.2 and eb["accuracy"] > ref["mv_accuracy"]
+    assert eb["flag_in"] == eb["n_clique_pairs"] == 10 and eb["flag_out"] == 0
+    _, one, _ = walks["copy"][5]
+    assert one["accuracy"] > ref["ds"]["accuracy"] + 0.3
+    assert f"**{eb['flag_in']} of the {eb['n_clique_pairs']}**" in _text(walks, "copy", 3)
+
+
+def test_copy_lesson_judges_panel_overrates_the_qwen_pair(walks):
+    ref = L.reference("copy")
+    _, j, _ = walks["copy"][7]
+    for name in ("selfcons3:qwen2.5:14b", "step:qwen2.5:14b"):
+        assert j["acc"][name] > ref["true_acc"][name] + 0.08  # overrated without gold
+    assert ref["qwen_agree"] > 0.97 and ref["qwen_kappa_gold"] > 0.3
+    assert j["both"] < 3.5 and j["eff"] <= 5.0
+    assert "Li, Rubinstein & Cohn 2019" in " ".join(s.narration for s in L.COPY_LESSON.steps)
+
+
+def test_the_late_rise_of_lesson_1_step_9_is_visible_on_its_chart():
+    """Step 9 narrates a late rise of about 4 nats at iteration ~97 that its chart could not show (the scale was set
+    by the first rise of 48): under the curve, the gap to the best log-likelihood on a log axis drops by more than
+    a decade there."""
+    from crowdlab import plots
+
+    i = [s.action for s in L.EM_LESSON.steps].index("restart_from:all_good")
+    step = L.EM_LESSON.steps[i]
+    assert step.chart == "objective_gap"
+    run = L.apply(L.prepare(L.EM_LESSON, i), step.action)
+    fig = plots.objective_with_gap(run.history(), run.index, "Objective")
+    (gap,) = [t for t in fig.data if t.meta == "gap"]
+    assert fig.layout.yaxis2.type == "log"
+    ref = L.reference("em")["plateau"]
+    y = np.asarray(gap.y)
+    x = np.asarray(gap.x)
+    plateau = y[(x > ref["flat_to"] - 30) & (x < ref["flat_to"] - 5)]
+    assert plateau.size and np.all(plateau > 0.5 * ref["climb2"])  # the gap the late rise closes is on the chart
+    assert y[-1] < 0.01 * ref["climb2"]  # and closed: a drop of over two decades

@@ -15,11 +15,11 @@ from scipy import integrate, stats
 from scipy.special import logsumexp
 
 import crowdlab as cl
-from crowdlab.data import Annotations
-from crowdlab.em import Run
+from crowdlab.engines.run import Run
+from crowdlab.io.data import Annotations
 from crowdlab.models import MaceVB
 from crowdlab.models.mace import accuracy_intervals, mace_vb_params, spam_intervals
-from crowdlab.simulate import simulate_crowd
+from crowdlab.teaching.simulate import simulate_crowd
 
 
 def _tiny() -> Annotations:
@@ -179,8 +179,8 @@ def test_options_are_checked_and_params_round_trip():
 
 def test_bundled_sets_match_maces_em_closely_and_never_fall():
     """On the bundled sets VB's accuracy is within 0.04 of MACE's EM, and the ELBO never falls."""
-    from crowdlab.metrics import accuracy
-    from crowdlab.samples import load_sample
+    from crowdlab.io.metrics import accuracy
+    from crowdlab.io.samples import load_sample
 
     for name in ("bluebirds", "dogs", "rte"):
         data = load_sample(name)

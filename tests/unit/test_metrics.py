@@ -7,7 +7,7 @@ import math
 import numpy as np
 import pytest
 
-from crowdlab.metrics import (
+from crowdlab.io.metrics import (
     accuracy,
     confusion_error,
     confusion_matrix,

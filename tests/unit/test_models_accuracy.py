@@ -6,10 +6,10 @@ import numpy as np
 import pytest
 
 import crowdlab as cl
-from crowdlab.metrics import accuracy, confusion_error, pearson
+from crowdlab.io.metrics import accuracy, confusion_error, pearson
 from crowdlab.models import DawidSkene, GoodBadScores
 from crowdlab.models.params import ClassParams
-from crowdlab.simulate import mix_from_counts, simulate_crowd, simulate_scores
+from crowdlab.teaching.simulate import mix_from_counts, simulate_crowd, simulate_scores
 
 
 @pytest.mark.parametrize("seed", range(5))
@@ -47,7 +47,7 @@ REAL = {"bluebirds": {"ds": 0.89, "two_coin": 0.89}, "rte": {"ds": 0.92, "two_co
 
 @pytest.mark.parametrize("key", sorted(REAL))
 def test_real_data_accuracy_against_gold(key):
-    from crowdlab.samples import load_sample
+    from crowdlab.io.samples import load_sample
 
     data = load_sample(key)
     mv = accuracy(cl.fit(data, "mv").labels(), data.gold)
@@ -61,7 +61,7 @@ def test_real_data_accuracy_against_gold(key):
 
 def test_bluebirds_ds_matches_published_accuracy_exactly():
     """Dawid-Skene from majority vote on bluebirds: 97 of 108 right (0.898), the figure in the literature."""
-    from crowdlab.samples import load_sample
+    from crowdlab.io.samples import load_sample
 
     data = load_sample("bluebirds")
     run = cl.fit(data, "ds")
@@ -69,7 +69,7 @@ def test_bluebirds_ds_matches_published_accuracy_exactly():
 
 
 def test_patients_1979_table_runs_with_repeated_ratings():
-    from crowdlab.samples import load_sample
+    from crowdlab.io.samples import load_sample
 
     data = load_sample("patients")
     assert data.n_obs == 315 and data.n_items == 45
@@ -117,7 +117,7 @@ def test_lecture_demo_finds_the_good_annotators(sigma):
 
 
 def test_scores_model_on_affect_beats_the_plain_mean():
-    from crowdlab.samples import load_sample
+    from crowdlab.io.samples import load_sample
 
     data = load_sample("affect")
     run = cl.fit(data, "scores")

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 from scipy.special import logsumexp
 
-from crowdlab.data import Annotations
+from crowdlab.io.data import Annotations
 from crowdlab.models import DawidSkene, GoodBadScores, OneCoin, ScoreParams, TwoCoin
 from crowdlab.models.params import ClassParams
 from tests.unit.problems import random_problem

@@ -7,11 +7,24 @@ import numpy as np
 import pytest
 from scipy.optimize import minimize
 
-from crowdlab.data import Annotations
-from crowdlab.em import Run
+from crowdlab.engines.init import INITS, initialise
+from crowdlab.engines.moments import (
+    _majority_start,
+    _Objective,
+    fit_moments,
+    hmm_moment_params,
+    lagged_moments,
+    moment_estimates,
+    moment_objective,
+    population_moments,
+    project_simplex,
+    sample_moments,
+    transition_estimate,
+)
+from crowdlab.engines.run import Run
 from crowdlab.errors import ModelError
-from crowdlab.init import INITS, initialise
-from crowdlab.metrics import confusion_error
+from crowdlab.io.data import Annotations
+from crowdlab.io.metrics import confusion_error
 from crowdlab.models import (
     GLAD,
     IBCC,
@@ -25,20 +38,13 @@ from crowdlab.models import (
     TwoCoin,
 )
 from crowdlab.models.params import ClassParams
-from crowdlab.moments import (
-    _majority_start,
-    _Objective,
-    fit_moments,
-    hmm_moment_params,
-    lagged_moments,
-    moment_estimates,
-    moment_objective,
-    population_moments,
-    project_simplex,
-    sample_moments,
-    transition_estimate,
+from crowdlab.teaching.simulate import (
+    mix_from_counts,
+    simulate_crowd,
+    simulate_sbm,
+    simulate_scores,
+    simulate_sequences,
 )
-from crowdlab.simulate import mix_from_counts, simulate_crowd, simulate_sbm, simulate_scores, simulate_sequences
 from tests.unit.test_em_monotone import _check_run, _problem
 
 

@@ -9,15 +9,15 @@ import pytest
 import scipy.sparse as sp
 
 import crowdlab as cl
-from crowdlab.data import Annotations
-from crowdlab.em import Run
+from crowdlab.engines.run import Run
 from crowdlab.errors import DataError, ModelError
-from crowdlab.graph import greedy_coloring, grid_graph, read_edges, spectral_positions, symmetric
-from crowdlab.metrics import macro_f
+from crowdlab.io.data import Annotations
+from crowdlab.io.graph import greedy_coloring, grid_graph, read_edges, spectral_positions, symmetric
+from crowdlab.io.metrics import macro_f
 from crowdlab.models import DawidSkene, NetworkCrowd
 from crowdlab.models.hmm import emission_logs
 from crowdlab.models.mrf import MRFParams
-from crowdlab.simulate import mix_from_counts, simulate_sbm
+from crowdlab.teaching.simulate import mix_from_counts, simulate_sbm
 
 DATA = Path(__file__).resolve().parents[1] / "data"
 

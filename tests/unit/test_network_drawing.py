@@ -1,5 +1,5 @@
-"""Drawing a graph of any size the Networks page allows: which nodes are drawn (:func:`crowdlab.graph.drawn_nodes`),
-where (:func:`crowdlab.graph.force_positions`), and the figures' counts and ticks (:mod:`crowdlab.plots.dependent`).
+"""Drawing a graph of any size the Networks page allows: which nodes are drawn (:func:`crowdlab.io.graph.drawn_nodes`),
+where (:func:`crowdlab.io.graph.force_positions`), and the figures' counts and ticks (:mod:`crowdlab.plots.dependent`).
 
 The audit's failure: over 2,000 nodes a uniform random subgraph fell apart and the spectral layout put almost every
 node on about five points; 1,000 nodes in 8 communities were squashed to one side."""
@@ -11,10 +11,10 @@ import pytest
 import scipy.sparse as sp
 from scipy.sparse.csgraph import connected_components
 
-import crowdlab.graph as graph
-from crowdlab.graph import symmetric
+import crowdlab.io.graph as graph
+from crowdlab.io.graph import symmetric
 from crowdlab.plots import dependent as figs
-from crowdlab.simulate import simulate_sbm
+from crowdlab.teaching.simulate import simulate_sbm
 
 
 def _graph(n, k, degree, seed=0):

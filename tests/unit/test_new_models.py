@@ -10,9 +10,9 @@ import pytest
 from scipy.special import gammaln
 
 import crowdlab as cl
-from crowdlab.data import Annotations
-from crowdlab.em import Run
+from crowdlab.engines.run import Run
 from crowdlab.errors import ModelError
+from crowdlab.io.data import Annotations
 from crowdlab.models import GLAD, IBCC, MACE, DawidSkene, OneCoin, make_model
 from crowdlab.models.base import WarmPosterior
 from crowdlab.models.glad import glad_params
@@ -93,7 +93,7 @@ def test_glad_step_halving_ignores_rounding_and_bluebirds_converges():
     x = np.zeros(2)
     np.testing.assert_array_equal(_halve(f, x, np.array([1e-9, 1e-9])), [1e-9, 1e-9])  # within rounding: taken
     np.testing.assert_allclose(_halve(f, x, np.array([4e-3, 4e-3])), [1e-3, 1e-3])  # a real fall: halved twice
-    from crowdlab.samples import load_sample
+    from crowdlab.io.samples import load_sample
 
     run = cl.fit(load_sample("bluebirds"), "glad")
     assert run.stop_reason == "converged" and not run.violations

@@ -7,7 +7,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from crowdlab.em import Run
+from crowdlab.engines.run import Run
 from crowdlab.models import GLAD, IBCC, MACE, DawidSkene, MaceVB, MaceVBParams, OneCoin, TwoCoin
 from tests.unit.test_em_monotone import N_PROBLEMS, _check_run, _problem
 

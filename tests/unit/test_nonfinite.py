@@ -10,12 +10,7 @@ import numpy as np
 import pytest
 import scipy.sparse as sp
 
-from crowdlab import limits
-from crowdlab.cli import main
-from crowdlab.data import Annotations
-from crowdlab.em import Run
-from crowdlab.errors import DataError, ModelError
-from crowdlab.export import (
+from crowdlab.analysis.export import (
     check_finite_frame,
     history_dict,
     metrics_dict,
@@ -24,7 +19,12 @@ from crowdlab.export import (
     to_json,
     worker_frame,
 )
-from crowdlab.metrics import pearson
+from crowdlab.cli import main
+from crowdlab.engines.run import Run
+from crowdlab.errors import DataError, ModelError
+from crowdlab.io import limits
+from crowdlab.io.data import Annotations
+from crowdlab.io.metrics import pearson
 from crowdlab.models import DawidSkene, GoodBadScores, MajorityVote, NetworkCrowd
 from crowdlab.models.scores import score_range
 from crowdlab.plots.data import score_correlation, score_histogram
@@ -100,7 +100,7 @@ def test_score_range_is_wide_enough_for_any_finite_value():
 @pytest.mark.parametrize("l2", [0.0, 1.0])
 def test_raykar_features_on_any_scale(l2):
     """Features of size 1e300 (or 1e-300 without a prior) fit as their O(1) versions, weights rescaled."""
-    from crowdlab.features import features_from_array
+    from crowdlab.io.features import features_from_array
     from crowdlab.models.raykar import RaykarModel
 
     data = random_problem(np.random.default_rng(4), 30, 4, 2, "dense")

@@ -1,4 +1,4 @@
-"""The "Batch vs online" page's pure parts (crowdlab.online_run, crowdlab.plots.online): batch EM of the same model
+"""The "Batch vs online" page's pure parts (crowdlab.engines.online, crowdlab.plots.online): batch EM of the same model
 from the same start as online EM, the progress an online run reports, and the figures (the step size's marker,
 the accuracy-vs-B axis and its one-matrix-per-worker point)."""
 
@@ -7,10 +7,10 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from crowdlab.em import Run
+from crowdlab.engines.online import OnlineRun, batch_curves, batch_model, bucketed
+from crowdlab.engines.run import Run
 from crowdlab.models import DawidSkene, OneCoin
 from crowdlab.models.online import OnlineDawidSkene, OnlineOneCoin
-from crowdlab.online_run import OnlineRun, batch_curves, batch_model, bucketed
 from crowdlab.plots import online as figs
 
 

@@ -6,9 +6,9 @@ import numpy as np
 import pytest
 
 from crowdlab import plots
-from crowdlab.em import Run
+from crowdlab.engines.run import Run
 from crowdlab.models import DawidSkene, MajorityVote
-from crowdlab.simulate import simulate_crowd
+from crowdlab.teaching.simulate import simulate_crowd
 
 
 def _by_meta(fig, meta):
@@ -88,7 +88,7 @@ def test_objective_curve_keeps_a_rounding_wobble_flat(run):
     lo, hi = plots.objective_curve(hist, 3).layout.yaxis.range
     assert hi - lo == pytest.approx(2.0) and lo < -346.5735902799785 and -346.5735902799727 < hi
     assert plots.objective_curve(run.history(), 2).layout.yaxis.range is None  # a real climb keeps autorange
-    assert plots.run.flat_range(np.array([1e6, 1e6 + 1e-5])) == pytest.approx([1e6 - 1e3, 1e6 + 1e3])
+    assert plots.curves.flat_range(np.array([1e6, 1e6 + 1e-5])) == pytest.approx([1e6 - 1e3, 1e6 + 1e3])
 
 
 def test_metric_curve_fixed_unit_range_and_current_markers():
@@ -570,8 +570,8 @@ def test_scores_vs_means_colours_by_p_good_with_the_two_sigma_band():
 def test_long_titles_wrap_and_make_room():
     assert plots.wrap_title("a b c", 3) == "a b<br>c"
     # a short formula stays on one line (the audit saw "log p(x |" / "θ)" and "k" / "= 1, 3, 5, 10")
-    title = plots.wrap_title("Objective: log-likelihood log p(x | θ) + log prior", 36)
-    assert "p(x | θ)" in title.replace("<br>", "\n").splitlines()[1]
+    title = plots.wrap_title("Objective: log-likelihood log p(F | θ) + log prior", 36)
+    assert "p(F | θ)" in title.replace("<br>", "\n").splitlines()[1]
     assert "for k = 1," in plots.wrap_title("Fig. 4: error of the estimate against n, for k = 1, 3, 5, 10", 40)
     assert plots.wrap_title("a (b c d e f g h i j k l m n o p q)", 10).count("<br>") >= 2  # a long group breaks
     fig = plots.confusion_grid(np.tile(np.eye(2), (2, 1, 1)), ["w0", "w1"], ["0", "1"])
@@ -583,7 +583,7 @@ def test_long_titles_wrap_and_make_room():
         q, ["a", "b"], ["0", "1"], title="Posterior q at snapshot 6 (rows: items, columns: classes)"
     )
     assert long.layout.title.text.count("<br>") == 1
-    assert long.layout.margin.t >= 30 + 20 * 2 + plots.run.TOP_TICKS > short.layout.margin.t
+    assert long.layout.margin.t >= 30 + 20 * 2 + plots.common.TOP_TICKS > short.layout.margin.t
 
 
 def test_legends_sit_below_the_axis_titles(run):

@@ -7,10 +7,10 @@ import numpy as np
 import pytest
 
 from crowdlab import plots
-from crowdlab.em import Run
+from crowdlab.engines.run import Run
+from crowdlab.io.samples import load_sample
 from crowdlab.models import make_model
-from crowdlab.plots.run import LOG_FLOOR, convergence_range
-from crowdlab.samples import load_sample
+from crowdlab.plots.curves import LOG_FLOOR, convergence_range
 
 
 def _trace(fig, meta):

@@ -6,12 +6,12 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from crowdlab.compare import compare_methods
-from crowdlab.data import Annotations
-from crowdlab.describe import class_balance, worker_agreement
+from crowdlab.analysis.compare import compare_methods
+from crowdlab.io.data import Annotations
+from crowdlab.io.describe import class_balance, worker_agreement
+from crowdlab.io.samples import load_sample
 from crowdlab.plots import data as figs
-from crowdlab.samples import load_sample
-from crowdlab.simulate import simulate_crowd, simulate_scores
+from crowdlab.teaching.simulate import simulate_crowd, simulate_scores
 
 
 def _one(fig, meta):

@@ -15,15 +15,15 @@ import pytest
 from scipy import optimize, stats
 from scipy.special import expit, logsumexp
 
-from crowdlab.data import Annotations, read_annotations
-from crowdlab.em import Run
+from crowdlab.engines.run import Run
 from crowdlab.errors import DataError, ModelError
-from crowdlab.features import ItemFeatures, features_from_array, read_features
-from crowdlab.metrics import accuracy, auc
+from crowdlab.io.data import Annotations, read_annotations
+from crowdlab.io.features import ItemFeatures, features_from_array, read_features
+from crowdlab.io.metrics import accuracy, auc
 from crowdlab.models import FEATURE_MODELS, TwoCoin, applicable_models, make_model
 from crowdlab.models.majority import majority_labels
 from crowdlab.models.raykar import RaykarModel, RaykarParams, logistic_objective, logistic_regression
-from crowdlab.simulate import simulate_raykar
+from crowdlab.teaching.simulate import simulate_raykar
 from tests.unit.problems import DESIGNS, random_problem
 
 DATA = Path(__file__).parents[2] / "tests" / "data"

@@ -15,11 +15,11 @@ import pytest
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
-from crowdlab.data import Annotations, read_annotations, read_sequences, to_long_dataframe
 from crowdlab.errors import DataError
-from crowdlab.features import read_features
-from crowdlab.graph import read_edges
-from crowdlab.readers import INVISIBLE, MISSING_LOWER
+from crowdlab.io.data import Annotations, read_annotations, read_sequences, to_long_dataframe
+from crowdlab.io.features import read_features
+from crowdlab.io.graph import read_edges
+from crowdlab.io.readers import INVISIBLE, MISSING_LOWER
 
 EXAMPLES = settings(
     max_examples=500,

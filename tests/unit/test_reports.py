@@ -6,8 +6,8 @@ import numpy as np
 import pytest
 
 import crowdlab as cl
-from crowdlab.data import Annotations
-from crowdlab.reports import krippendorff_alpha, spammer_score, worker_report
+from crowdlab.analysis.reports import krippendorff_alpha, spammer_score, worker_report
+from crowdlab.io.data import Annotations
 
 # Krippendorff (2011), "Computing Krippendorff's alpha-reliability", the reliability data of its section C:
 # 4 observers, 12 units, values 1-5, "." = missing; nominal alpha = 0.743
@@ -62,7 +62,7 @@ def test_spammer_score_properties():
 
 
 def test_worker_report_on_bluebirds():
-    from crowdlab.samples import load_sample
+    from crowdlab.io.samples import load_sample
 
     data = load_sample("bluebirds")
     run = cl.fit(data, "ds", prior=1.0)
@@ -84,7 +84,7 @@ def test_worker_report_on_bluebirds():
 def test_every_interval_holds_its_estimate(method):
     """The interval is of the accuracy the table shows (it used to be of the agreement with the posterior labels,
     which left e.g. 33 of IBCC's 44 music-genre workers outside their own interval)."""
-    from crowdlab.samples import load_sample
+    from crowdlab.io.samples import load_sample
 
     data = load_sample("bluebirds")
     df = worker_report(cl.fit(data, method))
@@ -104,14 +104,14 @@ def test_every_interval_holds_its_estimate(method):
 def test_the_fallback_interval_is_the_exact_binomial_one_at_the_estimate():
     from scipy.stats import binomtest
 
-    from crowdlab.fisher import clopper_pearson
+    from crowdlab.analysis.fisher import clopper_pearson
 
     # integer counts: scipy's exact interval; the ends 0 and n: one-sided
     for k, n in [(0, 5), (3, 5), (5, 5), (37, 108), (1, 1)]:
         ci = binomtest(k, n).proportion_ci(0.95, method="exact")
         lo, hi = clopper_pearson(np.array([k], float), np.array([n], float), 0.95)
         assert (lo[0], hi[0]) == pytest.approx((ci.low, ci.high), abs=1e-12)
-    from crowdlab.samples import load_sample
+    from crowdlab.io.samples import load_sample
 
     data = load_sample("dogs")  # workers with 1 to 800 labels
     run = cl.fit(data, "ds", prior=1.0)
@@ -128,7 +128,7 @@ def test_the_fallback_interval_is_the_exact_binomial_one_at_the_estimate():
 def test_the_report_shows_the_models_own_accuracy_and_an_hmm_interval_holds_it():
     """An HMM weighs a worker's diagonal by its chain's stationary distribution (``worker_accuracy``); the report
     weighed by the start distribution pi0, so on CoNLL the CLI's workers.csv said 0.853 in [0.635, 0.661]."""
-    from crowdlab.simulate import simulate_sequences
+    from crowdlab.teaching.simulate import simulate_sequences
 
     sim = simulate_sequences(30, 25, 3, 5, pi0=[0.9, 0.05, 0.05], seed=3)  # pi0 far from stationary
     run = cl.fit(sim.annotations, "hmm", max_iter=50)
@@ -147,7 +147,7 @@ def test_glads_report_averages_its_accuracy_over_the_workers_own_items():
     """GLAD's accuracy depends on the item: sigma(alpha_j beta_i). The report gave the median item's value, which
     read 0.066 above the workers' gold-based accuracy on a simulated crowd; the mean over each worker's own
     items is the model's estimate of the share of that worker's labels that are right."""
-    from crowdlab.simulate import simulate_crowd
+    from crowdlab.teaching.simulate import simulate_crowd
 
     d = simulate_crowd(n_items=300, n_workers=10, n_classes=2, labels_per_item=5, seed=100).annotations
     run = cl.fit(d, "glad")

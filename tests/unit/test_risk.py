@@ -9,7 +9,7 @@ import pytest
 from scipy.optimize import minimize, minimize_scalar
 from scipy.stats import multivariate_normal
 
-from crowdlab import risk
+from crowdlab.analysis import risk
 from crowdlab.errors import DataError, ModelError
 
 

@@ -1,8 +1,8 @@
-"""The one escaping helper (crowdlab.safe): Markdown, KaTeX text, plotly text and CSV cells."""
+"""The one escaping helper (crowdlab.io.safe): Markdown, KaTeX text, plotly text and CSV cells."""
 
 import pandas as pd
 
-from crowdlab import safe
+from crowdlab.io import safe
 
 HOSTILE = [
     "$x^2$",

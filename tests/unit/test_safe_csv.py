@@ -11,11 +11,11 @@ from pathlib import Path
 
 import pytest
 
-from crowdlab import safe
-from crowdlab.api import fit
+from crowdlab.analysis.export import csv_bytes, posterior_frame, worker_frame
 from crowdlab.cli import main
-from crowdlab.data import read_annotations
-from crowdlab.export import csv_bytes, posterior_frame, worker_frame
+from crowdlab.engines.fit import fit
+from crowdlab.io import safe
+from crowdlab.io.data import read_annotations
 
 ROOT = Path(__file__).resolve().parents[2]
 DATA = ROOT / "tests" / "data"

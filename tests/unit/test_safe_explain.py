@@ -1,4 +1,4 @@
-"""The "what just happened" formulas stay valid KaTeX whatever the names: names go through crowdlab.safe.tex."""
+"""The "what just happened" formulas stay valid KaTeX whatever the names: names go through crowdlab.io.safe.tex."""
 
 from __future__ import annotations
 
@@ -8,10 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from crowdlab import explain
-from crowdlab.api import fit
-from crowdlab.data import read_annotations
-from crowdlab.simulate import simulate_scores
+from crowdlab.engines.fit import fit
+from crowdlab.io.data import read_annotations
+from crowdlab.teaching import explain
+from crowdlab.teaching.simulate import simulate_scores
 
 DATA = Path(__file__).resolve().parents[1] / "data"
 ALLOWED_IN_TEXT = re.compile(r"\\(textbackslash\{\}|textasciicircum\{\}|textasciitilde\{\}|[{}$&%#_])")

@@ -1,4 +1,4 @@
-"""Every figure builder escapes user-supplied names (crowdlab.safe.html at the point they enter the figure).
+"""Every figure builder escapes user-supplied names (crowdlab.io.safe.html at the point they enter the figure).
 
 The hostile dataset (tests/data/hostile_long.csv, hostile_gold.csv) names its items, workers and classes with
 Markdown, HTML, LaTeX, plotly hover-template fields and spreadsheet formulas. No string of any built figure may
@@ -17,14 +17,14 @@ import pandas as pd
 import pytest
 
 from crowdlab import plots
-from crowdlab.api import fit
-from crowdlab.compare import compare_methods
-from crowdlab.data import read_annotations
-from crowdlab.describe import class_balance
+from crowdlab.analysis.compare import compare_methods
+from crowdlab.analysis.surface import coords_for
+from crowdlab.engines.fit import fit
+from crowdlab.io.data import read_annotations
+from crowdlab.io.describe import class_balance
 from crowdlab.plots import data as data_figs
 from crowdlab.plots import dependent, risk
-from crowdlab.simulate import simulate_scores
-from crowdlab.surface import coords_for
+from crowdlab.teaching.simulate import simulate_scores
 
 DATA = Path(__file__).resolve().parents[1] / "data"
 BUILDER_TAGS = re.compile(r"</?(br|b|extra)>")  # the only tags the builders write themselves

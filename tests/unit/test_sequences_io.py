@@ -7,8 +7,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from crowdlab.data import read_sequences
 from crowdlab.errors import DataError
+from crowdlab.io.data import read_sequences
 
 DATA = Path(__file__).resolve().parents[1] / "data"
 
@@ -44,7 +44,7 @@ def test_bad_positions_list_rows():
 
 
 def test_conll_sample_reads_with_gold():
-    from crowdlab.samples import sample_paths
+    from crowdlab.io.samples import sample_paths
 
     labels, gold = sample_paths("ner")
     a = read_sequences(labels, gold=gold)

@@ -9,10 +9,10 @@ import json
 import numpy as np
 import pytest
 
-import crowdlab.data
-from crowdlab.metrics import confusion_error
-from crowdlab.samples import SAMPLES, load_sample, sample_paths, sample_root
-from crowdlab.simulate import (
+import crowdlab.io.data
+from crowdlab.io.metrics import confusion_error
+from crowdlab.io.samples import SAMPLES, load_sample, sample_paths, sample_root
+from crowdlab.teaching.simulate import (
     WORKER_TYPES,
     mix_from_counts,
     simulate_crowd,
@@ -311,7 +311,7 @@ def test_simulated_sample_matches_its_generator():
 
 
 @pytest.mark.skipif(
-    not hasattr(crowdlab.data, "read_annotations"), reason="crowdlab.data.read_annotations not written yet"
+    not hasattr(crowdlab.io.data, "read_annotations"), reason="crowdlab.io.data.read_annotations not written yet"
 )
 @pytest.mark.parametrize("key", sorted(EXPECTED))
 def test_load_sample(key):

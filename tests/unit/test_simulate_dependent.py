@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from crowdlab.simulate import simulate_sbm, simulate_sequences, sticky_transitions
+from crowdlab.teaching.simulate import simulate_sbm, simulate_sequences, sticky_transitions
 
 
 def test_sequences_follow_the_transition_matrix():

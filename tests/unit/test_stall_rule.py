@@ -14,8 +14,8 @@ import numpy as np
 import pytest
 
 import crowdlab as cl
-from crowdlab.em import SETTLE_ITERATIONS, STALL_ITERATIONS, contracting, stalled_at
-from crowdlab.samples import load_sample
+from crowdlab.engines.run import SETTLE_ITERATIONS, STALL_ITERATIONS, contracting, stalled_at
+from crowdlab.io.samples import load_sample
 
 
 def _snaps(changes, objective=-100.0):

@@ -1,4 +1,4 @@
-"""Streaming batch EM (crowdlab.stream) equals the in-memory fit on every bundled label file, chunk by chunk."""
+"""Streaming batch EM (crowdlab.engines.stream) equals the in-memory fit on every bundled label file, chunk by chunk."""
 
 from __future__ import annotations
 
@@ -10,11 +10,11 @@ import pytest
 
 import crowdlab as cl
 from crowdlab.cli import main
-from crowdlab.data import read_annotations
-from crowdlab.engine import ArrowNames
+from crowdlab.engines.blocks import ArrowNames
+from crowdlab.engines.stream import fit_file
 from crowdlab.errors import DataError, ModelError
-from crowdlab.samples import sample_paths
-from crowdlab.stream import fit_file
+from crowdlab.io.data import read_annotations
+from crowdlab.io.samples import sample_paths
 
 CLASS_SAMPLES = ["bluebirds", "rte", "dogs", "patients", "simulated"]
 METHODS = ["mv", "ds", "one_coin", "two_coin"]
@@ -190,7 +190,7 @@ def assert_formula_cells_escaped(out):
     """Every text cell of the CSV files in ``out`` that a spreadsheet would run gets an apostrophe; numbers not."""
     import csv
 
-    from crowdlab.safe import FORMULA_START
+    from crowdlab.io.safe import FORMULA_START
 
     cells = {}
     for name in ("labels.csv", "workers.csv", "posteriors.csv"):
@@ -245,7 +245,7 @@ def test_parquet_file_streams_in_row_batches(tmp_path):
 
 
 def test_per_item_state_that_does_not_fit_points_to_online_em(monkeypatch):
-    import crowdlab.stream as stream
+    import crowdlab.engines.stream as stream
 
     monkeypatch.setattr(stream, "available_bytes", lambda: 1000)
     labels, _ = sample_paths("patients")
@@ -275,7 +275,7 @@ def test_text_ids_sorted_not_hashed_give_the_in_memory_codes(tmp_path):
 def test_sorted_distinct_codes_every_name():
     import pyarrow as pa
 
-    from crowdlab.stream import _sorted_distinct
+    from crowdlab.engines.stream import _sorted_distinct
 
     parts = [["c", "a", "c2"], ["a", "b"], ["b", "c", "a"], ["zz"]]
     names, rank = _sorted_distinct([pa.chunked_array([pa.array(p, pa.large_string()) for p in parts])])

@@ -6,10 +6,11 @@ import numpy as np
 import pytest
 
 import crowdlab as cl
-from crowdlab import surface, sweep
-from crowdlab.init import vote_fractions
-from crowdlab.samples import load_sample
-from crowdlab.simulate import simulate_scores
+from crowdlab.analysis import surface, sweep
+from crowdlab.engines.init import vote_fractions
+from crowdlab.io.metrics import accuracy
+from crowdlab.io.samples import load_sample
+from crowdlab.teaching.simulate import simulate_scores
 
 C = surface.Coord
 
@@ -107,9 +108,7 @@ def test_label_switch_fires_on_a_mirrored_bluebirds_run_and_not_on_the_default(b
     assert mirrored.last.objective == pytest.approx(default.last.objective)  # a mirror: the same objective
     found = sweep.label_switch(bluebirds, mirrored.labels())
     assert found is not None and list(found.perm) == [1, 0]
-    assert found.accuracy < 0.2 and found.accuracy_mapped == pytest.approx(
-        cl.metrics.accuracy(default.labels(), bluebirds.gold)
-    )
+    assert found.accuracy < 0.2 and found.accuracy_mapped == pytest.approx(accuracy(default.labels(), bluebirds.gold))
     assert found.agree < 0.2 < 0.8 < found.agree_mapped
     assert found.mapping(bluebirds.class_names) == [("0", "1"), ("1", "0")]
 

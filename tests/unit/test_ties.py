@@ -4,8 +4,8 @@ import numpy as np
 import pytest
 
 import crowdlab as cl
-from crowdlab.data import Annotations
-from crowdlab.metrics import accuracy, soft_accuracy
+from crowdlab.io.data import Annotations
+from crowdlab.io.metrics import accuracy, soft_accuracy
 from crowdlab.models.majority import majority_labels, majority_posterior, tied_items
 
 
@@ -36,7 +36,7 @@ def test_tie_rules_by_hand():
 
 
 def test_random_ties_average_to_the_ties_split_accuracy():
-    from crowdlab.samples import load_sample
+    from crowdlab.io.samples import load_sample
 
     data = load_sample("dogs")
     assert tied_items(data).sum() > 20

@@ -1,0 +1,228 @@
+"""Load of a live class: N real headless Chromium students on phones (375 x 667) join one session and tap their
+answers while the lecturer's projector view is open; the store is then checked for lost and duplicated votes.
+
+    .venv/bin/python benchmarks/bench_class.py                       # 40 students x 10 votes
+    .venv/bin/python benchmarks/bench_class.py --students 20 --votes 5 --json out.json
+
+What it measures:
+
+* **tap-to-counted**: for the k-th tap of all students (in time order), the time until the projector's "Votes
+  counted" first shows k or more (votes are matched to the projector's count in order, so a vote counted late
+  delays exactly its own figure); p50, p95, max. The projector refreshes once a second by itself (a fragment), so
+  about 0.5 s of each figure is that timer.
+* **lost / duplicated**: votes in the database against the taps that the student pages accepted.
+* **server memory per student session**: the Streamlit server's RSS with the projector alone open, then with every
+  student on their first item, divided by the number of students (Python's allocator keeps freed memory, so this
+  is an upper bound on what one session costs).
+
+Students think 0.4-1.2 s between taps (random), as people do; the server runs in its own process with a temporary
+data folder (SQLite). Chromium is Debian's /usr/bin/chromium (never a Playwright download).
+Students join four at a time (a class arrives over a minute or so; forty Chromium page loads at once time out on
+a loaded 2-core machine), then all tap together.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import random
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from crowdlab.io.class_store import ClassStore  # noqa: E402
+from crowdlab.teaching import class_items as ci  # noqa: E402
+from tests.e2e.helpers import CHROMIUM, CHROMIUM_ARGS, LAST_SERVER, streamlit_server  # noqa: E402
+
+PHONE = {"width": 375, "height": 667}
+JOINING_AT_ONCE = 4
+COUNT_JS = """() => { const m = Array.from(document.querySelectorAll('[data-testid="stMetric"]'))
+    .find(m => m.innerText.includes('Votes counted'));
+  return m ? parseInt(m.querySelector('[data-testid="stMetricValue"]').innerText.replace(/,/g, ''), 10) : -1; }"""
+
+
+def _cpu_s(pids) -> float:
+    """CPU seconds (user + system) used so far by the processes ``pids`` (gone ones count 0)."""
+    total = 0.0
+    for pid in pids:
+        try:
+            fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+            total += (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+        except (OSError, IndexError, ValueError):
+            pass
+    return total
+
+
+def _chromium_pids() -> list[int]:
+    out = []
+    for d in Path("/proc").iterdir():
+        if d.name.isdigit():
+            try:
+                if b"chromium" in (d / "cmdline").read_bytes()[:200]:
+                    out.append(int(d.name))
+            except OSError:
+                pass
+    return out
+
+
+def _rss(pid: int) -> float:
+    """Resident memory of process ``pid`` in MB (from /proc)."""
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) / 1024
+    return float("nan")
+
+
+async def _student(browser, url, code, n_votes, joined, go, taps, errors, rng, door):
+    context = await browser.new_context(viewport=PHONE, is_mobile=True, has_touch=True)
+    page = await context.new_page()
+    page.set_default_timeout(300_000)
+    try:
+        async with door:  # students come in a few at a time (loading the page is the heavy part for Chromium)
+            await page.goto(f"{url}/Join?code={code}", wait_until="commit")
+            await page.get_by_role("button", name="Join", exact=True).click()
+            await page.get_by_text(f"0 of {n_votes} answered").wait_for()
+        joined.append(1)
+        await go.wait()
+        for k in range(n_votes):
+            await page.get_by_text(f"{k} of {n_votes} answered").wait_for()
+            await asyncio.sleep(rng.uniform(0.4, 1.2))
+            button = page.get_by_role("button", name=rng.choice(ci.DOT_CHOICES), exact=True)
+            await button.wait_for()
+            taps.append(time.time())
+            await button.click()
+        await page.get_by_text(f"{n_votes} of {n_votes} answered").wait_for()
+    except Exception as exc:  # reported in the summary
+        errors.append(repr(exc)[:300])
+    return context
+
+
+async def _run(url: str, db: Path, n_students: int, n_votes: int) -> dict:
+    from playwright.async_api import async_playwright
+
+    store = ClassStore(str(db))
+    items = ci.dot_items(max(12, n_votes), 0.5, seed=0)
+    session, key = store.create_session(items, ci.DOT_CHOICES, per_student=n_votes, title="Load test")
+    server_pid = LAST_SERVER[0].pid
+    out: dict = {"students": n_students, "votes_each": n_votes}
+    async with async_playwright() as p:
+        # no throttling of pages Chromium thinks are in the background: the projector's timer must keep its pace
+        args = [*CHROMIUM_ARGS, "--disable-background-timer-throttling", "--disable-renderer-backgrounding"]
+        browser = await p.chromium.launch(executable_path=CHROMIUM, args=args, headless=True)
+        lecturer = await browser.new_context(viewport={"width": 1400, "height": 1000})
+        projector = await lecturer.new_page()
+        projector.set_default_timeout(120_000)
+        await projector.goto(url + "/Class")
+        await projector.get_by_text("Resume a session").click()
+        await projector.get_by_label("Join code").fill(session.join_code)
+        await projector.get_by_label("Lecturer key").fill(key)
+        await projector.get_by_role("button", name="Resume", exact=True).click()
+        await projector.wait_for_function(f"() => ({COUNT_JS})() === 0")
+        await asyncio.sleep(2)
+        out["rss_projector_mb"] = _rss(server_pid)
+
+        joined: list = []
+        taps: list[float] = []
+        errors: list[str] = []
+        go = asyncio.Event()
+        door = asyncio.Semaphore(JOINING_AT_ONCE)
+        t0 = time.time()
+        tasks = [
+            asyncio.create_task(
+                _student(browser, url, session.join_code, n_votes, joined, go, taps, errors, random.Random(k), door)
+            )
+            for k in range(n_students)
+        ]
+        while len(joined) + len(errors) < n_students and time.time() - t0 < 900:
+            await asyncio.sleep(0.2)
+        out["join_all_s"] = round(time.time() - t0, 1)
+        await asyncio.sleep(2)
+        out["rss_students_mb"] = _rss(server_pid)
+        out["mb_per_student_session"] = round((out["rss_students_mb"] - out["rss_projector_mb"]) / n_students, 2)
+        seen: list[tuple[float, int]] = []
+        cpu0 = (_cpu_s([server_pid]), _cpu_s(_chromium_pids()), time.time())
+        go.set()
+        done = asyncio.gather(*tasks)
+        last = -1
+        while True:
+            count = await projector.evaluate(COUNT_JS)
+            if count != last:
+                seen.append((time.time(), count))
+                last = count
+            if done.done() and (count >= len(taps) or time.time() - t0 > 600):
+                break
+            await asyncio.sleep(0.1)
+        contexts = await done
+        span = time.time() - cpu0[2]
+        out["tapping_s"] = round(span, 1)
+        out["server_cpu_share"] = round((_cpu_s([server_pid]) - cpu0[0]) / span, 2)  # cores the server kept busy
+        out["chromium_cpu_share"] = round((_cpu_s(_chromium_pids()) - cpu0[1]) / span, 2)
+        out["rss_end_mb"] = _rss(server_pid)
+        for c in contexts:
+            await c.close()
+        await browser.close()
+    votes = store.votes(session.id, key)
+    pairs = {(v["student_id"], v["item_id"]) for v in votes}
+    taps.sort()
+    lat = []
+    for k, t in enumerate(taps, start=1):
+        counted = next((ts for ts, c in seen if c >= k), None)
+        if counted is not None:
+            lat.append(counted - t)
+    lat_a = np.array(lat) if lat else np.array([np.nan])
+    # the two halves: tap -> stored in the database (the phone's round trip), stored -> shown on the projector
+    stored = sorted(float(v["voted"]) for v in votes)
+    to_db = np.array([v - t for v, t in zip(stored, taps, strict=False)] or [np.nan])
+    to_proj = [next((ts for ts, c in seen if c >= k), np.nan) - s for k, s in enumerate(stored, start=1)]
+    to_proj_a = np.array(to_proj or [np.nan])
+    out |= {
+        "taps": len(taps),
+        "votes_stored": len(votes),
+        "lost": len(taps) - len(votes),
+        "duplicated": len(votes) - len(pairs),
+        "errors": errors[:5],
+        "n_errors": len(errors),
+        "tap_to_counted_p50_s": round(float(np.percentile(lat_a, 50)), 3),
+        "tap_to_counted_p95_s": round(float(np.percentile(lat_a, 95)), 3),
+        "tap_to_counted_max_s": round(float(lat_a.max()), 3),
+        "never_counted": len(taps) - len(lat),
+        "tap_to_stored_p95_s": round(float(np.nanpercentile(to_db, 95)), 3),
+        "stored_to_projector_p95_s": round(float(np.nanpercentile(to_proj_a, 95)), 3),
+        "wall_s": round(time.time() - t0, 1),
+    }
+    store.close()
+    return out
+
+
+def run_load(n_students: int = 40, n_votes: int = 10) -> dict:
+    """Start a server with a temporary data folder, run the load, return the figures (see the module docstring)."""
+    with tempfile.TemporaryDirectory() as tmp:
+        with streamlit_server({"CROWDLAB_DATA_DIR": tmp}, log_name="streamlit_load.log") as url:
+            return asyncio.run(_run(url, Path(tmp) / "class.db", n_students, n_votes))
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--students", type=int, default=40)
+    ap.add_argument("--votes", type=int, default=10)
+    ap.add_argument("--json", type=str, default=None)
+    args = ap.parse_args()
+    load0 = round(os.getloadavg()[0], 1)
+    out = run_load(args.students, args.votes)
+    out["machine"] = f"{os.cpu_count()} cores, load average {os.getloadavg()[0]:.1f} at the end"
+    out["load_average_start"] = load0
+    print(json.dumps(out, indent=2))
+    if args.json:
+        Path(args.json).write_text(json.dumps(out, indent=2))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,617 @@
+"""Batch EM on a Dask cluster: majority vote, Dawid-Skene, one-coin and two-coin over data partitioned by item.
+
+``crowdlab.engines.distributed.fit(source, method="ds")`` or ``crowdlab fit "data/*.parquet" --engine dask
+[--scheduler tcp://host:8786]``.
+
+- ``source``: a Dask DataFrame, a pandas DataFrame, a path or glob of long CSV files (each read by the one reading
+  path, `crowdlab.io.readers.read_table`, with the long-file checks of `crowdlab.io.data`) or of Parquet files.
+  Columns are found by the same names as in a CSV (item/task/question, worker/annotator/..., label/answer/...).
+  A null or blank id, or a null, blank or NaN-spelled label, is refused as the CSV reader refuses it (a
+  `DataError` naming the column and the index of the first such row), before the shuffle.
+- Ids are factorised globally: the worker and class dictionaries (small) are computed once, ordered as
+  `crowdlab.io.data.read_annotations` orders them, and sent to every partition; item names stay in their partition.
+- The rows are shuffled so that every item's rows are in one partition (``by_item=True`` skips the shuffle for
+  data already partitioned by item, after checking that no item is in two partitions).
+- Each EM iteration is one round of tasks (`crowdlab.engines.blocks.block_round`): the parameters go to every worker
+  (``client.scatter(..., broadcast=True)`` when large, else inside each task); each partition runs the E-step for
+  its items and returns its expected counts (M x K x K), class totals and objective terms; these are summed by a
+  tree reduction of tasks, and the client runs the model's ``m_step_from_stats``. The posteriors stay on the
+  workers as futures.
+
+``client``: a ``distributed.Client``; or ``scheduler``: the address of a running scheduler (its workers need
+crowdlab installed, the same version); or neither: a LocalCluster on this machine (2 single-threaded workers,
+in-process threads, no dashboard), closed at the end. The result (`DaskRun`) has the shape of ``cl.fit``'s:
+``posteriors`` (a Dask DataFrame: item, p_<class>..., label, confidence), ``posterior_frame()`` (the same as a
+pandas DataFrame in the in-memory item order), ``posterior`` / ``labels()`` (arrays in that order), ``params``,
+``history()``, ``objective_history()``, ``converged``, ``stop_reason``.
+
+Limits: the client holds the worker and class dictionaries and the (M, K, K) statistics; each partition holds its
+rows and its items' posteriors; ``posterior_frame()`` brings every item's posterior to the client. Not supported:
+gold, hard EM, other starts than majority vote, the scores/sequence/network/feature models.
+"""
+
+from __future__ import annotations
+
+import glob as _glob
+import logging
+import os
+import time
+from collections.abc import Callable
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from crowdlab.engines.blocks import (
+    EngineData,
+    EngineRun,
+    Stats,
+    add_stats,
+    batch_em,
+    block_round,
+    engine_model,
+    mv_bonus,
+)
+from crowdlab.errors import CrowdlabError, DataError, ModelError, require_extra
+from crowdlab.io.data import (
+    ITEM_ALIASES,
+    LABEL_ALIASES,
+    WORKER_ALIASES,
+    _check_labels_present,
+    _check_sizes,
+    _encode_col,
+    _long_columns,
+    _merge_note,
+    _norm,
+    _required_col,
+    soft_vote_column,
+    soft_votes_elsewhere,
+)
+from crowdlab.io.readers import Column, check_where, count, missing_values, not_a_file, read_table
+
+COLUMNS = ("item", "worker", "label")
+NO_DASHBOARD = {"dashboard_address": None, "scheduler_kwargs": {"dashboard_address": ":0"}}
+"""LocalCluster options: no dashboard, and the scheduler's small HTTP server on a free port (not 8787, which
+another cluster on the machine may hold)."""
+BROADCAST_BYTES = 1 << 20
+"""Parameters larger than this are scattered to every worker once per iteration; smaller ones travel with each
+task (a scatter costs a round trip to every worker, more than a few kB in every task message)."""
+
+
+# ---------------------------------------------------------------------- reading
+def _read_csv_file(path: str, where: str = "python") -> pd.DataFrame:
+    """One long CSV file through the one reading path -> a frame of str columns item, worker, label."""
+    table = read_table(path, needs="a label file needs item, worker and label columns", where=where)
+    item_j, worker_j, label_j, _ = _long_columns(table, None)
+    items = _required_col(table, item_j, "item id")
+    workers = _required_col(table, worker_j, "worker id")
+    _check_labels_present(table, label_j)
+    return pd.DataFrame(
+        {
+            "item": items.array().astype(str),
+            "worker": workers.array().astype(str),
+            "label": table.col(label_j).array().astype(str),
+        }
+    )
+
+
+def _alias_columns(columns, file: str) -> dict[str, str]:
+    """{original column name: item/worker/label} by the accepted aliases."""
+    out = {}
+    for role, aliases in (("item", ITEM_ALIASES), ("worker", WORKER_ALIASES), ("label", LABEL_ALIASES)):
+        hits = [c for c in columns if _norm(str(c)) in aliases]
+        if len(hits) != 1:
+            found = ", ".join(repr(str(c)) for c in columns)
+            problem = f"no {role} column found" if not hits else f"more than one column could be the {role} column"
+            raise DataError(
+                f"{problem}; the columns are {found}.",
+                file=file,
+                hint=f"Name the columns item, worker and label (accepted {role} names: {', '.join(aliases)}).",
+            )
+        out[hits[0]] = role
+    soft = soft_vote_column(list(columns))
+    if soft is not None:
+        raise soft_votes_elsewhere(soft, file)
+    return out
+
+
+def read_source(source, *, npartitions: int | None = None, where: str = "python"):
+    """A Dask DataFrame with str columns item, worker, label from ``source`` (see the module docstring)."""
+    return _read(source, npartitions=npartitions, where=where)[0]
+
+
+def _read(source, *, npartitions: int | None = None, where: str = "python"):
+    """(`read_source`'s frame, {item/worker/label: the column's name in ``source``})."""
+    require_extra("dask", "crowdlab.engines.distributed (Dask)")
+    import dask.dataframe as dd
+
+    if isinstance(source, pd.DataFrame):
+        source = dd.from_pandas(source, npartitions=npartitions or 2)
+    if isinstance(source, str | os.PathLike | list | tuple):
+        files = _expand(source)
+        if all(f.lower().endswith(_PARQUET) or os.path.isdir(f) for f in files):
+            source = dd.read_parquet(files)
+        else:
+            meta = pd.DataFrame({c: pd.Series([], dtype=object) for c in COLUMNS})
+            ddf = dd.from_map(_read_csv_file, files, args=(where,), meta=meta, enforce_metadata=False)
+            return ddf, {c: c for c in COLUMNS}
+    if not hasattr(source, "npartitions"):
+        raise TypeError(f"cannot read labels from {type(source).__name__}; pass a Dask/pandas DataFrame or a path.")
+    names = _alias_columns(list(source.columns), "the data frame")
+    ddf = source[list(names)].rename(columns=names)
+    return ddf, {role: str(name) for name, role in names.items()}
+
+
+def _expand(source) -> list[str]:
+    items = [source] if isinstance(source, str | os.PathLike) else list(source)
+    files: list[str] = []
+    for s in items:
+        s = str(s)
+        hits = sorted(_glob.glob(s)) if any(ch in s for ch in "*?[") else [s]
+        files.extend(hits)
+    if not files:
+        raise DataError("no file matches this pattern.", file=str(source), hint="Check the path or the glob.")
+    for f in files:
+        if os.path.isfile(f) or (os.path.isdir(f) and _holds_parquet(f)):
+            continue
+        folder = " A folder is read only as a Parquet dataset (.parquet files)." if os.path.isdir(f) else ""
+        raise not_a_file(f, hint=folder)
+    return files
+
+
+_PARQUET = (".parquet", ".pq", ".parq")
+
+
+def _holds_parquet(folder: str) -> bool:
+    """Whether the folder (a Parquet dataset) has a Parquet file in it or below."""
+    return any(f.is_file() for f in Path(folder).rglob("*") if f.name.lower().endswith(_PARQUET))
+
+
+SUMMARY_META = pd.DataFrame(
+    {"what": pd.Series([], dtype=object), "value": pd.Series([], dtype=object), "n": pd.Series([], dtype=np.int64)}
+)
+
+
+def _summary(frame: pd.DataFrame) -> pd.DataFrame:
+    """One partition before the shuffle as rows (what, value, n): for each column with missing cells, ("missing
+    <column>", the index of the first, their number). Missing: a null or blank id, a null, blank or NaN-spelled
+    label (`crowdlab.io.readers`)."""
+    return _missing_frame([_local_part(frame, False).summary])
+
+
+def _refuse_missing(summary: pd.DataFrame, columns: dict[str, str], file: str) -> None:
+    """The DataError of the first column (item, worker, label) with missing cells, as the CSV reader words it."""
+    for col, what, hint in (
+        ("item", "a blank or NaN item id", "Fill in the item id, or delete the row(s)."),
+        ("worker", "a blank or NaN worker id", "Fill in the worker id, or delete the row(s)."),
+        (
+            "label",
+            "a blank or NaN label",
+            "Fill in those labels, or delete the rows (a long file lists only the labels that were given). "
+            "If a spelling such as 'None' or 'NA' is a real class, give it another name.",
+        ),
+    ):
+        hits = summary[summary["what"] == f"missing {col}"]
+        if len(hits):
+            n = int(hits["n"].sum())
+            first = hits["value"].iloc[0]
+            at = f"at index {first}" if n == 1 else f"the first at index {first}"
+            raise DataError(
+                f"{count(n, 'row')} {'has' if n == 1 else 'have'} {what} ({at}).",
+                file=file,
+                column=columns.get(col, col),
+                hint=hint,
+            )
+
+
+# ---------------------------------------------------------------------- partitions
+def _text(values, column: str):
+    """A column of a partition as an Arrow (large) string array, nulls kept (numbers written as text); a nested
+    column (list, struct, map) is refused as the streaming reader refuses it."""
+    import pyarrow as pa
+
+    from crowdlab.engines.blocks import refuse_nested
+
+    arr = values.array if hasattr(values, "array") else values
+    try:
+        arr = pa.array(arr, from_pandas=True)
+    except (pa.ArrowInvalid, pa.ArrowTypeError, TypeError):  # mixed objects: each as its text
+        arr = pa.array([None if v is None or (isinstance(v, float) and v != v) else str(v) for v in arr])
+    if isinstance(arr, pa.ChunkedArray):
+        arr = arr.combine_chunks()
+    if pa.types.is_dictionary(arr.type):
+        arr = arr.dictionary_decode()
+    refuse_nested(arr.type, column)
+    return arr.cast(pa.large_string())
+
+
+@dataclass
+class LocalPart:
+    """One partition's rows coded by its own dictionaries (the first pass): the distinct names of each column in
+    the order of their first row (Arrow arrays), the rows' codes into them, and what the client needs to build
+    the global dictionaries and refuse missing cells (``summary``)."""
+
+    items: object
+    item: np.ndarray
+    worker: np.ndarray
+    label: np.ndarray
+    summary: dict
+
+
+def _local_part(frame: pd.DataFrame, hashes: bool) -> LocalPart:
+    import pyarrow.compute as pc
+
+    coded = {}
+    missing = {}
+    for col in COLUMNS:
+        arr = _text(frame[col], col)
+        enc = pc.dictionary_encode(arr, null_encoding="encode")
+        codes = np.asarray(enc.indices, dtype=np.int32)
+        uniq = enc.dictionary
+        text = np.asarray(uniq.to_numpy(zero_copy_only=False), dtype=object)
+        bad = np.asarray(pc.fill_null(pc.equal(uniq, ""), True), dtype=bool)
+        if col == "label":
+            bad = bad | missing_values(np.where(bad, "", text).astype(str))
+        coded[col] = (codes, uniq, text, bad)
+        if bad.any():
+            rows = np.flatnonzero(bad[codes])
+            missing[col] = (str(frame.index[rows[0]]), int(rows.size))
+    i_codes, i_uniq, _, _ = coded["item"]
+    w_codes, _, w_text, _ = coded["worker"]
+    l_codes, _, l_text, l_bad = coded["label"]
+    summary = {
+        "workers": w_text,
+        "worker_rows": np.bincount(w_codes, minlength=w_text.size),
+        "labels": l_text[~l_bad] if l_bad.any() else l_text,
+        "label_rows": np.bincount(l_codes, minlength=l_text.size)[~l_bad],
+        "missing": missing,
+        "n_items": len(i_uniq),
+    }
+    if hashes:
+        summary["item_hashes"] = pd.util.hash_array(coded["item"][2])
+    return LocalPart(i_uniq, i_codes, w_codes, l_codes, summary)
+
+
+def _part_summary(lp: LocalPart) -> dict:
+    return lp.summary
+
+
+@dataclass
+class Part:
+    """One partition as a block of the engines (`crowdlab.engines.blocks.Block`): item codes local to the partition
+    (names in ``items``, an Arrow string array), worker and label codes global."""
+
+    items: object
+    block: object
+
+
+def _to_block(lp: LocalPart, wmap: np.ndarray, lmap: np.ndarray, M: int, K: int) -> Part:
+    from crowdlab.engines.blocks import make_block
+
+    n = len(lp.items)
+    if not lp.item.size:
+        return Part(lp.items, None)
+    return Part(lp.items, make_block(lp.item, wmap[lp.worker], lmap[lp.label], n, M, K))
+
+
+def _part_round(part: Part, model, params, M: int, K: int, mode: str, bonus) -> tuple:
+    n = len(part.items)
+    return block_round(part.block, model, params, mode, bonus, n_items=n, M=M, K=K)
+
+
+def _stats_of(out: tuple) -> Stats:
+    return out[2]
+
+
+def _part_frame(part: Part, out: tuple, class_names: tuple[str, ...]) -> pd.DataFrame:
+    q, hard, _ = out
+    lab = hard if hard is not None else np.argmax(q, axis=1).astype(np.int32) if q.size else np.zeros(0, np.int32)
+    frame = pd.DataFrame({"item": pd.Series(part.items.to_numpy(zero_copy_only=False), dtype=object)})
+    for k, c in enumerate(class_names):
+        frame[f"p_{c}"] = q[:, k]
+    frame["label"] = np.asarray(class_names, dtype=object)[lab]
+    frame["confidence"] = q[np.arange(q.shape[0]), lab] if q.size else np.zeros(0)
+    return frame
+
+
+def _nunique(s: pd.Series) -> int:
+    return s.nunique()
+
+
+def _tree_sum(client, futures: list):
+    """Sum futures pairwise (a tree of tasks), returning one future."""
+    while len(futures) > 1:
+        nxt = [client.submit(add_stats, a, b, pure=False) for a, b in zip(futures[::2], futures[1::2])]
+        if len(futures) % 2:
+            nxt.append(futures[-1])
+        futures = nxt
+    return futures[0]
+
+
+_EXPECTED = tuple(f"{cls.__name__}(" for cls in (DataError, ModelError, CrowdlabError))
+
+
+class _ExpectedFailures(logging.Filter):
+    """Drops a worker's "Compute Failed" record (a task, its key and a traceback) when the task raised one of
+    crowdlab's errors (a bad file): the client raises that error again as a one-line message; other failures are
+    still logged. The record's fourth argument is ``repr`` of the exception (`distributed.core.error_message`)."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        args = record.args if isinstance(record.args, tuple) else ()
+        failed = str(record.msg).startswith("Compute Failed") and len(args) > 3
+        return not (failed and str(args[3]).startswith(_EXPECTED))
+
+
+@contextmanager
+def _quiet_expected_failures():
+    """`_ExpectedFailures` on the workers of this process (the default LocalCluster's threads) while fitting."""
+    logger = logging.getLogger("distributed.worker")
+    quiet = _ExpectedFailures()
+    logger.addFilter(quiet)
+    try:
+        yield
+    finally:
+        logger.removeFilter(quiet)
+
+
+@contextmanager
+def _client(client=None, scheduler: str | None = None):
+    """The client to use, and whether this call owns (and closes) it."""
+    if client is not None:
+        yield client, False
+        return
+    from distributed import Client, LocalCluster
+
+    if scheduler:
+        c = Client(scheduler)
+        try:
+            yield c, True
+        finally:
+            c.close()
+        return
+    cluster = LocalCluster(n_workers=2, threads_per_worker=1, processes=False, **NO_DASHBOARD)
+    c = Client(cluster)
+    try:
+        yield c, True
+    finally:
+        c.close()
+        cluster.close()
+
+
+# ---------------------------------------------------------------------- the result
+class DaskRun(EngineRun):
+    """`crowdlab.engines.blocks.EngineRun` whose posteriors live in partitions: ``posteriors`` is a Dask DataFrame
+    (item, p_<class>..., label, confidence); ``posterior_frame()`` computes it to pandas in the in-memory item
+    order, and ``posterior`` / ``labels()`` / ``data.item_names`` follow that order."""
+
+    def __init__(self, posteriors, frame: pd.DataFrame | None, **kw):
+        self.posteriors = posteriors
+        super().__init__(**kw)
+        self._frame = frame
+
+    def posterior_frame(self) -> pd.DataFrame:
+        if self._frame is None:
+            self._frame = _in_memory_order(self.posteriors.compute())
+        return self._frame
+
+    @property
+    def data(self) -> EngineData:
+        self._fill()
+        return self._data
+
+    @data.setter
+    def data(self, value: EngineData) -> None:
+        self._data = value
+
+    def _fill(self) -> None:
+        if getattr(self, "_q", None) is None and hasattr(self, "_frame"):
+            f = self.posterior_frame()
+            classes = self._data.class_names
+            self._data.item_names = tuple(f["item"].tolist())
+            self._q = f[[f"p_{c}" for c in classes]].to_numpy(dtype=np.float64)
+            self._labels = pd.Index(classes).get_indexer(f["label"]).astype(np.int32)
+
+    @property
+    def posterior(self) -> np.ndarray:
+        self._fill()
+        return self._q
+
+    @property
+    def current(self):
+        self._fill()
+        return super().current
+
+    def labels(self, snap=None) -> np.ndarray:
+        self._fill()
+        return self._labels
+
+
+def _in_memory_order(frame: pd.DataFrame) -> pd.DataFrame:
+    """Rows sorted as `crowdlab.io.data.read_annotations` codes items (numeric order when all ids are numbers)."""
+    codes, uniq = pd.factorize(frame["item"].to_numpy(dtype=object))
+    names, rank = _encode_col(Column(codes.astype(np.int32), np.asarray(uniq, dtype=object)))
+    return frame.iloc[np.argsort(rank, kind="stable")].reset_index(drop=True)
+
+
+# ---------------------------------------------------------------------- fitting
+def fit(
+    source,
+    method: str = "ds",
+    *,
+    client=None,
+    scheduler: str | None = None,
+    npartitions: int | None = None,
+    by_item: bool = False,
+    prior: float = 0.0,
+    tol: float = 1e-8,
+    max_iter: int = 10000,
+    where: str = "python",
+    progress: Callable[[int, int], None] | None = None,
+) -> DaskRun:
+    """Fit ``method`` ("mv", "ds", "one_coin", "two_coin") by batch EM on a Dask cluster (module docstring).
+
+    ``npartitions``: partitions after the shuffle by item (default: as many as the input has). ``by_item``: the
+    input's partitions already hold whole items (no shuffle; checked).
+    """
+    require_extra("dask", "crowdlab.engines.distributed.fit (batch EM on a Dask cluster)")
+    from dask import delayed
+    from distributed import wait
+
+    model = engine_model(method, prior)
+    check_where(where)
+    import dask
+
+    t0 = time.perf_counter()
+    ddf, columns = _read(source, npartitions=npartitions, where=where)  # lazy; a missing file fails here
+    file = str(source) if isinstance(source, str | os.PathLike) else "the data frame"
+    # task-based shuffles (value counts, rows by item): no p2p extension needed on the scheduler
+    with (
+        _client(client, scheduler) as (c, owned),
+        dask.config.set({"dataframe.shuffle.method": "tasks"}),
+        _quiet_expected_failures(),
+    ):
+        if not by_item:
+            # the missing cells are found (and named by their index) before the shuffle moves the rows
+            summary = c.compute(ddf.map_partitions(_summary, meta=SUMMARY_META)).result()
+            _refuse_missing(summary, columns, file)
+            ddf = ddf.shuffle(on="item", npartitions=npartitions or ddf.npartitions)
+        # first pass: each partition coded by its own dictionaries, kept on its worker; the client gets the
+        # distinct names and counts (and, with by_item, a hash of each item name to check the promise)
+        local = c.compute([delayed(_local_part)(d, by_item) for d in ddf.to_delayed()])
+        sums = c.gather([c.submit(_part_summary, lp, pure=False) for lp in local])
+        _refuse_missing(_missing_frame(sums), columns, file)
+        n_obs = int(sum(int(s["worker_rows"].sum()) for s in sums))
+        if not n_obs:
+            raise DataError("there are no labels (no rows).", file=file, hint="Add the labels, one row per label.")
+        if by_item:
+            _check_hashes([s["item_hashes"] for s in sums])
+        w_codes, w_uniq = pd.factorize(np.concatenate([s["workers"] for s in sums]))
+        w_rows = np.bincount(w_codes, weights=np.concatenate([s["worker_rows"] for s in sums]), minlength=w_uniq.size)
+        wcol = Column(np.arange(w_uniq.size, dtype=np.int32), np.asarray(w_uniq, dtype=object))
+        worker_names, worker_codes = _encode_col(wcol)
+        # the labels in the order of their first row (partitions in input order), so that of the spellings of one
+        # number ("1", "1.0") the class is named by the first written, as `crowdlab.io.data.read_annotations` does
+        l_codes, uniq = pd.factorize(np.concatenate([s["labels"] for s in sums]))
+        label_rows = np.bincount(l_codes, weights=np.concatenate([s["label_rows"] for s in sums]), minlength=uniq.size)
+        lcol = Column(np.arange(uniq.size, dtype=np.int32), np.asarray(uniq, dtype=object))
+        class_names, label_codes = _encode_col(lcol, merge_numbers=True)
+        if len(class_names) < 2:
+            raise DataError(
+                f"all {int(n_obs):,} labels are the same class ({class_names[0]!r}); EM needs at least two classes.",
+                file=file,
+            )
+        _check_sizes(file, where, workers=len(worker_names), classes=len(class_names))
+        M, K = len(worker_names), len(class_names)
+        if getattr(model.info, "binary_only", False) and K != 2:
+            raise ModelError(f"{model.info.title} is for two classes; this data has {K}.")
+        labels_per_worker = np.zeros(M, dtype=np.int64)
+        labels_per_worker[worker_codes] = w_rows.astype(np.int64)
+        class_totals = np.bincount(label_codes, weights=label_rows, minlength=K)
+        # second pass: each partition's own codes mapped to the global ones (a small map per partition)
+        parts, wo, lo = [], 0, 0
+        for lp, s_ in zip(local, sums):
+            nw, nl = s_["workers"].size, s_["labels"].size
+            parts.append(
+                c.submit(
+                    _to_block,
+                    lp,
+                    worker_codes[w_codes[wo : wo + nw]],
+                    _label_map(s_, label_codes, l_codes, lo),
+                    M,
+                    K,
+                    pure=False,
+                )
+            )
+            wo, lo = wo + nw, lo + nl
+        del local
+        bonus = mv_bonus(class_totals)
+        state = {"cur": None, "prev": None, "agree": None, "rounds": 0}
+        wait(parts)
+        t1 = time.perf_counter()
+
+        def do_round(params, mode: str) -> Stats:
+            p = params
+            if params is not None and _nbytes(params) > BROADCAST_BYTES:
+                p = c.scatter(params, broadcast=True)  # once to every worker, not once per task
+            outs = [c.submit(_part_round, part, model, p, M, K, mode, bonus, pure=False) for part in parts]
+            total = _tree_sum(c, [c.submit(_stats_of, o, pure=False) for o in outs]).result()
+            state["prev"], state["cur"] = state["cur"], outs
+            state["agree"] = total.agree
+            state["rounds"] += 1
+            return total
+
+        snaps, violations, extra = batch_em(model, do_round, tol=tol, max_iter=max_iter, progress=progress)
+        t2 = time.perf_counter()
+        outs = state["prev"] if extra else state["cur"]
+        frames = [c.submit(_part_frame, part, o, class_names, pure=False) for part, o in zip(parts, outs)]
+        meta = pd.DataFrame(
+            {"item": pd.Series([], dtype=object), **{f"p_{k}": pd.Series([], dtype=float) for k in class_names}}
+        ).assign(label=pd.Series([], dtype=object), confidence=pd.Series([], dtype=float))
+        import dask.dataframe as dd
+
+        if owned:  # the cluster closes with this call: bring the posteriors home first
+            frame = _in_memory_order(pd.concat(c.gather(frames), ignore_index=True))
+            posteriors = dd.from_pandas(frame, npartitions=max(len(frames), 1))
+        else:
+            frame = None
+            posteriors = dd.from_delayed(frames, meta=meta, verify_meta=False)
+        notes = tuple(_merge_note(lcol, class_names))
+        data = EngineData((), worker_names, class_names, labels_per_worker, int(n_obs), Path(file).stem, notes)
+        run = DaskRun(
+            posteriors,
+            frame,
+            data=data,
+            model=model,
+            snapshots=snaps,
+            q=None,
+            hard_labels=None,
+            tol=tol,
+            max_iter=max_iter,
+            engine="dask",
+            violations=violations,
+            agree=state["agree"],
+        )
+        if owned:
+            run._fill()
+        run.timings = {"read_s": t1 - t0, "em_s": t2 - t1, "rounds": state["rounds"], "partitions": len(parts)}
+        return run
+
+
+def _nbytes(params) -> int:
+    return sum(getattr(v, "nbytes", 0) for v in vars(params).values()) if hasattr(params, "__dict__") else 0
+
+
+def _label_map(summary: dict, label_codes: np.ndarray, l_codes: np.ndarray, offset: int) -> np.ndarray:
+    """A partition's local label code -> the global class code."""
+    n = summary["labels"].size  # every label is a class here: a missing one was refused before
+    return label_codes[l_codes[offset : offset + n]].astype(np.int32)
+
+
+def _missing_frame(sums: list[dict]) -> pd.DataFrame:
+    rows = [(f"missing {col}", at, n) for s in sums for col, (at, n) in s["missing"].items()]
+    return pd.DataFrame(rows, columns=list(SUMMARY_META.columns)).astype(SUMMARY_META.dtypes.to_dict())
+
+
+def _check_hashes(hashes: list[np.ndarray]) -> None:
+    """Raise when an item name is in two partitions (``by_item=True`` promised otherwise): each partition's
+    distinct item names are hashed (64 bits), so a repeated hash is an item in two partitions."""
+    every = np.concatenate(hashes) if hashes else np.zeros(0, np.uint64)
+    twice = every.size - np.unique(every).size
+    if twice:
+        raise DataError(
+            f"by_item=True, but {twice:,} item(s) have rows in more than one partition.",
+            hint="Leave by_item=False (the rows are then shuffled by item).",
+        )
+
+
+def _check_by_item(ddf, client) -> None:
+    """Raise when an item has rows in two partitions (``by_item=True`` promised otherwise)."""
+    per_part = ddf["item"].map_partitions(_nunique, meta=("item", "int64"))
+    total, parts = client.gather(client.compute([ddf["item"].nunique(), per_part.sum()]))
+    if int(total) != int(parts):
+        raise DataError(
+            f"by_item=True, but {int(parts) - int(total):,} item(s) have rows in more than one partition.",
+            hint="Leave by_item=False (the rows are then shuffled by item).",
+        )

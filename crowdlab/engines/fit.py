@@ -1,0 +1,80 @@
+"""The five-line Python API: ``fit`` runs a method to convergence and returns the :class:`~crowdlab.engines.run.Run`."""
+
+from __future__ import annotations
+
+from crowdlab.engines.run import Run
+from crowdlab.io.data import Annotations
+from crowdlab.models import ONLINE_MODELS, make_model
+
+PARAMS_BUDGET = 256 * 2**20  # bytes of stored parameter sets a fit keeps before the oldest go (Run.params_budget)
+ONLINE_OPTIONS = ("eta0", "tau0", "rho", "buckets", "passes", "batch_size", "n_items", "init_accuracy", "worker_steps")
+
+
+def fit(
+    data: Annotations,
+    method: str = "ds",
+    *,
+    init: str = "majority",
+    prior: float | None = None,
+    hard: bool = False,
+    seed: int | None = 0,
+    tol: float = 1e-8,
+    max_iter: int = 10000,
+    model_options: dict | None = None,
+    known=None,
+    reveal: float | None = None,
+    reveal_seed: int = 0,
+    **init_kwargs,
+) -> Run:
+    """Fit ``method`` ("mv", "ds", "one_coin", "two_coin", "glad", "mace", "mace_vb", "ibcc", "scores", "hmm",
+    "mrf") and run EM (or, for "ibcc" and "mace_vb", variational Bayes) to convergence.
+
+    Semi-supervised EM: ``known`` (a mapping item -> class, or (n_items,) class codes with -1 for unknown) and/or
+    ``reveal`` (a fraction of the gold labels, drawn with ``reveal_seed``) keep those items' classes fixed in every
+    E-step.
+
+    Online EM ("online_ds", "online_one_coin"; :mod:`crowdlab.models.online`) takes its options as keyword
+    arguments, e.g. ``fit(data, "online_ds", eta0=1.0, tau0=10, rho=0.6, buckets=None, passes=10, batch_size=10,
+    seed=0, prior=1.0)``, runs its passes (``max_iter`` and ``tol`` do not apply) and returns a
+    :class:`crowdlab.engines.online.OnlineRun` (the same interface: ``labels()``, ``posterior``, ``params``,
+    ``history()``); ``prior`` (pseudo-counts) defaults to 1 there and to 0 (maximum likelihood) elsewhere.
+
+    The run keeps the posteriors of its last two snapshots only (older ones are recomputed on demand), so a
+    long fit on 10^7 labels does not hold one posterior per half-step, and at most :data:`PARAMS_BUDGET` (256 MiB)
+    of parameter sets, the oldest going first (their objectives stay in ``history()``), so a long fit with many
+    workers and classes does not hold one set of confusion matrices per iteration; build a :class:`Run` yourself
+    to keep all.
+    It stops when EM has converged (:attr:`Run.converged`: the objective has stopped changing *and* the parameters
+    are contracting to a fixed point, so a plateau is not mistaken for the end), stalls, or reaches ``max_iter``;
+    ``run.stop_reason`` says which. ``model_options`` go to the model's constructor (e.g.
+    ``{"delta": 5.0, "e_step": "mean_field"}`` for "mrf").
+    """
+    if method in ONLINE_MODELS:
+        from crowdlab.engines.online import OnlineRun
+
+        options = {k: init_kwargs.pop(k) for k in ONLINE_OPTIONS if k in init_kwargs}
+        if init_kwargs:
+            raise TypeError(f"unexpected options for {method}: {', '.join(init_kwargs)}")
+        if prior is not None:
+            options["prior"] = prior
+        options.update(model_options or {})
+        model = make_model(method, seed=seed if seed is not None else 0, **options)
+        run = OnlineRun(data, model, track_every=None, keep_blocks=False)
+        run.run()
+        return run
+    prior = 0.0 if prior is None else prior
+    semi = {"known": known, "reveal": reveal, "reveal_seed": reveal_seed} if known is not None or reveal else {}
+    model = make_model(method, prior=prior, hard=hard, **(model_options or {}), **semi)
+    run = Run(
+        data,
+        model,
+        init,
+        seed=seed,
+        tol=tol,
+        max_iter=max_iter,
+        keep_posteriors=2,
+        params_budget=PARAMS_BUDGET,
+        **init_kwargs,
+    )
+    run.run()
+    return run

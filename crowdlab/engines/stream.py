@@ -1,0 +1,614 @@
+"""Label files bigger than memory: batch EM that reads a long CSV (or Parquet) file in chunks, never all of it.
+
+``crowdlab fit FILE --method ds --stream [--chunk-rows N]`` or ``crowdlab.engines.stream.fit_file(path, method="ds")``.
+
+How it works (what is in memory, what is on disk):
+
+1. **One pass over the CSV**, ``chunk_rows`` rows at a time. Each chunk (the header line + whole lines) goes
+   through the one reading path, `crowdlab.io.readers.read_table`, and the long-file column checks of
+   `crowdlab.io.data` (column names and aliases, blank ids, missing labels, delimiter, encoding, NUL bytes, ragged
+   rows, skipped blank and repeated-header rows), with rows numbered as in the whole file. A Parquet file is read
+   in row batches (``pyarrow.parquet.ParquetFile.iter_batches``), its cells as text, with the same column checks.
+   The chunk's ids are factorised (Arrow's dictionary encoding) and its integer codes appended to a code file in a
+   temporary folder; only the chunk's *distinct* names are kept.
+2. **Dictionaries**: the distinct names of all chunks are factorised once more and ordered exactly as
+   `crowdlab.io.data.read_annotations` orders them (numeric order when all names are numbers, "1" and "1.0" one
+   class), so item, worker and class codes are the in-memory reader's codes.
+3. **Blocks by item**: the codes are rewritten into bucket files, each holding every row of a contiguous range
+   of items (about ``chunk_rows`` rows per bucket): an item whose rows are spread over the file, or cut by a
+   chunk boundary, is whole in its bucket.
+4. **EM**: one pass over the bucket files per iteration (`crowdlab.engines.blocks.batch_em`): the E-step of each
+   bucket's items with the current parameters, then its expected counts; the sums give the M-step
+   (the model's ``m_step_from_stats``). Results equal ``crowdlab.fit`` to rounding.
+
+Memory (measured at 10^8 labels in ``benchmarks/README.md``): the id dictionaries (text item ids in one Arrow
+array, ~10-20 bytes each, sorted rather than hashed when built; numeric ids as Python strings, ~60-100 bytes
+each), one chunk and one bucket, and at the end the reported posteriors (N x K float64, read back once). The
+posteriors of each round are written to a file per round (the last two are kept), not held in memory.
+Disk: 12 bytes per label and 2 x N x K x 8 bytes of posteriors in the temporary folder (``workdir``, default the
+system's), removed at the end. When the reported posteriors do not fit (say 10^9 items), batch EM cannot run on one
+machine (``fit_file`` checks the free memory first and says so): use online EM (``online_ds``,
+`crowdlab.models.online`), which reads each row once and keeps no per-item state, or the Dask engine
+(`crowdlab.engines.distributed`) across machines.
+
+Not supported when streaming: wide files, continuous scores, sequences, gold (score the written labels.csv
+afterwards), hard EM and starts other than majority vote; CSV quoted fields spanning lines are kept whole
+(a chunk is extended until its quotes balance). UTF-16/32 files must be converted to UTF-8 first.
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import replace
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from crowdlab.engines.blocks import (
+    ArrowNames,
+    Block,
+    EngineData,
+    EngineRun,
+    Stats,
+    batch_em,
+    block_round,
+    engine_model,
+    make_block,
+    mv_bonus,
+)
+from crowdlab.errors import DataError
+from crowdlab.io.data import (
+    LABEL_ALIASES,
+    SCORE_ALIASES,
+    _as_numbers,
+    _check_labels_present,
+    _check_sizes,
+    _default_name,
+    _encode_col,
+    _long_columns,
+    _looks_long,
+    _merge_note,
+    _norm,
+    _required_col,
+    _resolve_kind,
+    soft_vote_column,
+    soft_votes_elsewhere,
+)
+from crowdlab.io.readers import INVISIBLE, Column, Table, check_where, get_limits, not_a_file, read_table
+
+DEFAULT_CHUNK_ROWS = 1_000_000
+_MAX_BUCKETS = 256
+_LONG_NEEDS = "a label file to stream needs item, worker and label columns (one row per label)"
+
+
+# ---------------------------------------------------------------------- reading in chunks
+def _header_line(fh) -> tuple[bytes, int]:
+    """(the first line that is not blank, b"" when none; the number of blank lines before it) of a file opened in
+    binary mode, which is left just after that line."""
+    lead = 0
+    while line := fh.readline():
+        if line.strip():
+            return line, lead
+        lead += 1
+    return b"", lead
+
+
+def _line_chunks(path: Path, chunk_rows: int, block: int = 8 << 20) -> Iterator[tuple[bytes, bytes, int]]:
+    """Yield (header line, body of whole lines, file line number of the body's first line), ``chunk_rows`` lines
+    per body (more when a quoted field spans lines: a body ends where its double quotes balance)."""
+    with open(path, "rb") as fh:
+        head, lead = _header_line(fh)
+        if head.startswith((b"\xff\xfe", b"\xfe\xff", b"\x00\x00\xfe\xff")):
+            raise DataError(
+                "this file is UTF-16 or UTF-32 text; the streaming reader reads UTF-8.",
+                file=path.name,
+                hint="Convert it to UTF-8 (iconv -f UTF-16 -t UTF-8) or read it in memory.",
+            )
+        next_line = lead + 2  # file line number of the next body line
+        buf = b""
+        eof = not head
+        while not eof or buf:
+            while not eof and buf.count(b"\n") < chunk_rows:
+                more = fh.read(block)
+                if not more:
+                    eof = True
+                    break
+                buf += more
+            nl = np.flatnonzero(np.frombuffer(buf, dtype=np.uint8) == 10)
+            if nl.size >= chunk_rows:
+                j = chunk_rows - 1
+                while buf.count(b'"', 0, int(nl[j]) + 1) % 2 and j + 1 < nl.size:
+                    j += 1
+                if buf.count(b'"', 0, int(nl[j]) + 1) % 2 and not eof:
+                    more = fh.read(block)  # a quoted field runs past the buffer: read on
+                    if not more:
+                        eof = True
+                    buf += more
+                    continue
+                cut = int(nl[j]) + 1
+                n_lines = j + 1
+            elif eof:
+                cut, n_lines = len(buf), nl.size + (0 if buf.endswith(b"\n") else 1)
+            else:
+                continue
+            body, buf = buf[:cut], buf[cut:]
+            if body:
+                yield head, body, next_line
+            next_line += n_lines
+            if eof and not buf:
+                break
+
+
+def _shift(exc: DataError, offset: int) -> DataError:
+    """The chunk's DataError with its row number counted in the whole file."""
+    row = None if exc.row is None else exc.row + offset
+    return DataError(exc.problem, file=exc.file, row=row, column=exc.column, hint=exc.hint)
+
+
+class _Pass0:
+    """State of the first pass: distinct names per chunk, codes on disk, notes."""
+
+    def __init__(self, path: Path, folder: Path, chunk_rows: int, where: str):
+        self.path, self.folder, self.chunk_rows, self.where = path, folder, chunk_rows, where
+        self.items: list = []  # Arrow arrays of each chunk's distinct item names
+        self.item_rows: list[np.ndarray] = []  # rows per distinct item name of each chunk
+        self.workers: list[np.ndarray] = []
+        self.labels: list[np.ndarray] = []
+        self.offsets = [0, 0, 0]
+        self.n_rows = 0
+        self.notes: list[str] = []
+        self.skipped: list[int] = []
+        self.header: tuple[str, ...] = ()
+        self.name = ""
+        self.file = path.name
+        self.parquet = False
+
+    def run(self) -> None:
+        import pyarrow as pa
+
+        codes = open(self.folder / "codes.bin", "wb")
+        cols = None
+        with codes:
+            for table, first_line, body in self._tables():
+                if cols is None:
+                    cols = self._columns(table)
+                if body is not None:
+                    self._notes(table, first_line, body)
+                if not table.n_rows:
+                    continue
+                item_j, worker_j, label_j = cols
+                items = _required_col(table, item_j, "item id")
+                workers = _required_col(table, worker_j, "worker id")
+                _check_labels_present(table, label_j)
+                labels = table.col(label_j)
+                block = np.empty((table.n_rows, 3), dtype=np.int64)
+                block[:, 0] = items.codes + self.offsets[0]
+                block[:, 1] = workers.codes + self.offsets[1]
+                block[:, 2] = labels.codes + self.offsets[2]
+                block.tofile(codes)
+                arr = items.arrow if items.arrow is not None else pa.array(items.uniq.tolist(), pa.large_string())
+                self.items.append(arr.cast(pa.large_string()))
+                self.item_rows.append(np.bincount(items.codes, minlength=items.uniq.size).astype(np.int32))
+                self.workers.append(workers.uniq)
+                self.labels.append(labels.uniq)
+                for i, c in enumerate((items, workers, labels)):
+                    self.offsets[i] += c.uniq.size
+                self.n_rows += table.n_rows
+                if sum(u.size for u in self.labels) > 20 * get_limits().max_classes:
+                    self._check_classes()
+        if cols is None:  # no header row, or nothing below it: the in-memory reader's own message
+            self._no_rows_error()
+        if not self.n_rows:
+            raise DataError(
+                "the file has a header row but no data rows.",
+                file=self.file,
+                hint="Add the labels below the header, one row per label.",
+            )
+
+    def _no_rows_error(self) -> None:
+        """Raise what `read_table` says of a file without data rows: "the file is empty (0 bytes).", "... holds only
+        blank lines." or "... has a header row but no data rows" (reading just the header row, never the file)."""
+        if self.parquet:
+            raise DataError("the Parquet file has no rows.", file=self.file, hint="Add the labels, one row per label.")
+        with open(self.path, "rb") as fh:
+            head, _ = _header_line(fh)
+            size = fh.seek(0, os.SEEK_END)
+        blank = b"\n" if size else b""  # only blank lines / 0 bytes
+        try:
+            read_table(head or blank, needs=_LONG_NEEDS, where=self.where)
+        except DataError as exc:
+            raise replace_file(exc, self.file) from None
+        raise DataError(  # not reached: read_table refuses a header row alone
+            "the file has a header row but no data rows.", file=self.file, hint="Add the labels below the header."
+        )
+
+    def _tables(self) -> Iterator[tuple[Table, int, bytes | None]]:
+        """(table, file line of its first row, its bytes) per chunk: CSV chunks through `read_table`; Parquet
+        row batches as tables of text cells (numbers written as text), rows numbered as a CSV export would be."""
+        with open(self.path, "rb") as fh:
+            self.parquet = fh.read(4) == b"PAR1"
+        if self.parquet:
+            yield from ((t, 0, None) for t in _parquet_tables(self.path, self.chunk_rows, self.file, self.where))
+            return
+        for head, body, first_line in _line_chunks(self.path, self.chunk_rows):
+            offset = first_line - 2  # read_table numbers the body's first line 2
+            try:
+                table = read_table(
+                    head + (b"" if head.endswith(b"\n") else b"\n") + body,
+                    needs=_LONG_NEEDS,
+                    allow_no_rows=True,
+                    where=self.where,
+                )
+            except DataError as exc:
+                raise _shift(replace_file(exc, self.file), offset) from None
+            yield replace(table, file=self.file, rows=table.rows + offset, path=self.path), first_line, body
+
+    def _columns(self, table) -> tuple[int, int, int]:
+        self.header = table.header
+        self.name = _default_name(table)
+        if not _looks_long(table.header, None):
+            raise DataError(
+                "the streaming reader reads long files (one row per label); this looks like a wide table.",
+                file=self.file,
+                row=1,
+                hint="Read wide files in memory (crowdlab fit without --stream), or write them as item,worker,label.",
+            )
+        item_j, worker_j, label_j, gold_j = _long_columns(table, None)
+        soft = soft_vote_column(table.header)
+        if soft is not None:
+            raise soft_votes_elsewhere(soft, self.file)
+        if _norm(table.header[label_j]) in SCORE_ALIASES:
+            raise DataError(
+                "the label column holds continuous scores; the streaming engines fit class labels.",
+                file=self.file,
+                column=table.header[label_j],
+                hint="Fit scores in memory (crowdlab fit --method scores).",
+            )
+        used = {item_j, worker_j, label_j}
+        ignored = [table.column_name(j) for j in range(len(table.header)) if j not in used]
+        if ignored:
+            what = " (gold is not used when streaming; score labels.csv afterwards)" if gold_j is not None else ""
+            self.notes.append(f"Ignored {len(ignored)} column(s): {', '.join(map(repr, ignored))}{what}.")
+        return item_j, worker_j, label_j
+
+    def _notes(self, table, first_line: int, body: bytes) -> None:
+        for note in table.notes:
+            if note.startswith("Skipped"):
+                continue
+            if note not in self.notes:
+                self.notes.append(note)
+        if any(n.startswith("Skipped") for n in table.notes):
+            n_lines = body.count(b"\n") + (0 if body.endswith(b"\n") else 1)
+            all_rows = np.arange(first_line, first_line + n_lines)
+            self.skipped.extend(np.setdiff1d(all_rows, table.rows).tolist()[:10])
+            self.skipped_count = getattr(self, "skipped_count", 0) + int(n_lines - table.n_rows)
+
+    def _check_classes(self) -> None:
+        n = len(pd.unique(np.concatenate(self.labels)))
+        if n > 20 * get_limits().max_classes:
+            _check_sizes(self.file, self.where, classes=n)
+
+
+def _parquet_tables(path: Path, chunk_rows: int, file: str, where: str) -> Iterator[Table]:
+    """A Parquet file in row batches of ``chunk_rows``, each a `Table` of text cells (nulls as blanks)."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+    import pyarrow.parquet as pq
+
+    pf = pq.ParquetFile(path)
+    header = tuple(str(n) for n in pf.schema_arrow.names)
+    start = 0
+    for batch in pf.iter_batches(batch_size=chunk_rows):
+        cells = {}
+        for j in range(batch.num_columns):
+            col = batch.column(j)
+            if pa.types.is_dictionary(col.type):
+                col = col.dictionary_decode()
+            col = pc.utf8_trim(pc.fill_null(col.cast(pa.large_string()), ""), INVISIBLE)
+            cells[j] = pd.Series(pd.arrays.ArrowStringArray(pa.chunked_array([col])), copy=False)
+        frame = pd.DataFrame(cells, copy=False)
+        rows = np.arange(start + 2, start + 2 + batch.num_rows, dtype=np.int64)
+        start += batch.num_rows
+        yield Table(file, path, header, frame, rows, ",", (), where)
+
+
+def replace_file(exc: DataError, file: str) -> DataError:
+    return DataError(exc.problem, file=file, row=exc.row, column=exc.column, hint=exc.hint)
+
+
+def _release() -> None:
+    """Give freed memory back to the system between phases: Arrow's pool (mimalloc keeps freed pages) and, with
+    glibc, malloc_trim (freed chunks inside the heap); otherwise the next phase's large arrays come on top."""
+    import sys
+
+    if "pyarrow" in sys.modules:
+        sys.modules["pyarrow"].default_memory_pool().release_unused()
+    if sys.platform.startswith("linux"):
+        try:
+            import ctypes
+
+            ctypes.CDLL("libc.so.6").malloc_trim(0)
+        except (OSError, AttributeError):
+            pass
+
+
+def _sorted_distinct(box: list) -> tuple[ArrowNames, np.ndarray]:
+    """(distinct names in code-point order, the code of each input name) of the Arrow strings in ``box`` (a list
+    of one chunked array, emptied here so that its chunks are freed once combined), by sorting.
+
+    Sorting, not hashing: Arrow's dictionary encoding of 2 x 10^7 names peaked near 2.4 GB (its hash table grows
+    by doubling, ~7x the names' bytes), the sort and the comparisons of neighbours at ~2.5x."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    flat = box.pop().combine_chunks()
+    order = pc.array_sort_indices(flat)
+    ordered = flat.take(order)
+    del flat
+    n = len(ordered)
+    new = np.empty(n, dtype=bool)
+    new[:1] = True
+    if n > 1:
+        new[1:] = np.asarray(pc.not_equal(ordered.slice(1), ordered.slice(0, n - 1)))
+    names = ordered.filter(pa.array(new))
+    del ordered
+    code = np.cumsum(new, dtype=np.int32)
+    code -= 1
+    del new
+    rank = np.empty(n, dtype=np.int32)
+    rank[np.asarray(order)] = code
+    del order, code
+    _release()
+    return ArrowNames(names), rank
+
+
+def _global(locals_: list[np.ndarray], *, merge_numbers: bool = False, arrow=None):
+    """(names, rank): the ordered names of the concatenated chunk-distinct values and the final code of each."""
+    if arrow is not None:
+        import pyarrow as pa
+
+        chunks = pa.chunked_array(arrow, type=pa.large_string())
+        arrow.clear()  # the chunks' arrays are freed as soon as they are combined
+        first = chunks.slice(0, 1).to_pylist()
+        if _as_numbers(np.asarray(first, dtype=object)) is None:
+            # not all numbers (the first is not): code-point order by Arrow's sort, as `_encode_col` orders such
+            # names, with the names kept in Arrow (no Python string per item)
+            box = [chunks]
+            del chunks
+            return (*_sorted_distinct(box), None)
+        enc = chunks.combine_chunks().dictionary_encode()
+        del chunks
+        indices = np.asarray(enc.indices, dtype=np.int32)
+        col = Column(indices, np.asarray(enc.dictionary.to_numpy(zero_copy_only=False), dtype=object), enc.dictionary)
+    else:
+        codes, uniq = pd.factorize(np.concatenate(locals_))
+        col = Column(codes.astype(np.int32), np.asarray(uniq, dtype=object))
+    names, rank = _encode_col(col, merge_numbers=merge_numbers)
+    return names, rank, col
+
+
+# ---------------------------------------------------------------------- the data on disk
+class StreamedData:
+    """A long CSV read once into dictionaries (in memory) and bucket files of int32 codes (on disk)."""
+
+    def __init__(self, path, chunk_rows: int, folder: Path, where: str = "python"):
+        path = Path(path)
+        if not path.is_file():
+            raise not_a_file(path)
+        p0 = _Pass0(path, folder, chunk_rows, where)
+        p0.run()
+        _release()
+        item_names, item_rank, _ = _global([], arrow=p0.items)
+        worker_names, worker_rank, _ = _global(p0.workers)
+        labels = _global(p0.labels, merge_numbers=True)
+        class_names, label_rank, label_col = labels
+        file = path.name
+        kind, _ = _resolve_kind("auto", p0.header[_find_label(p0.header)], None, label_col, where)
+        if kind == "continuous":
+            raise DataError(
+                f"the labels are {label_col.uniq.size:,} distinct numbers: they look like continuous scores, which "
+                "the streaming engines do not fit.",
+                file=file,
+                hint="Fit scores in memory (crowdlab fit --method scores), or map them to a few classes.",
+            )
+        if len(class_names) < 2:
+            raise DataError(
+                f"all {p0.n_rows:,} labels are the same class ({class_names[0]!r}); EM needs at least two classes.",
+                file=file,
+                hint="Check that this is the label column, or add the labels of the other classes.",
+            )
+        _check_sizes(file, where, workers=len(worker_names), classes=len(class_names))
+        notes = list(p0.notes) + list(_merge_note(label_col, class_names))
+        if p0.skipped:
+            shown = ", ".join(map(str, p0.skipped[:5]))
+            notes.append(
+                f"Skipped {getattr(p0, 'skipped_count', 0):,} empty or repeated-header row(s) (rows {shown} ...)."
+            )
+        self.path, self.folder, self.file = path, folder, file
+        self.n_items, self.n_workers, self.n_classes = len(item_names), len(worker_names), len(class_names)
+        self.n_obs = p0.n_rows
+        rows_each = np.concatenate(p0.item_rows)
+        del p0.items, p0.item_rows
+        labels_per_item = np.bincount(item_rank, weights=rows_each, minlength=self.n_items).astype(np.int64)
+        del rows_each
+        self._bucket(item_rank, worker_rank, label_rank, labels_per_item, chunk_rows)
+        del item_rank, labels_per_item
+        _release()
+        self.data = EngineData(
+            item_names, worker_names, class_names, self.labels_per_worker, self.n_obs, p0.name, notes
+        )
+
+    def _bucket(self, item_rank, worker_rank, label_rank, per_item: np.ndarray, chunk_rows: int) -> None:
+        """Rewrite codes.bin into bucket files of whole items (contiguous item ranges of ~chunk_rows rows)."""
+        target = max(chunk_rows, -(-self.n_obs // _MAX_BUCKETS))
+        cum = np.cumsum(per_item)
+        bounds = [0]
+        while bounds[-1] < self.n_items:
+            start_rows = cum[bounds[-1] - 1] if bounds[-1] else 0
+            nxt = int(np.searchsorted(cum, start_rows + target, side="left")) + 1
+            bounds.append(min(max(nxt, bounds[-1] + 1), self.n_items))
+        self.bounds = np.asarray(bounds, dtype=np.int64)
+        nb = len(bounds) - 1
+        files = [open(self.folder / f"bucket{b:04d}.bin", "wb") for b in range(nb)]
+        self.labels_per_worker = np.zeros(self.n_workers, dtype=np.int64)
+        self.class_totals = np.zeros(self.n_classes, dtype=np.int64)
+        src = self.folder / "codes.bin"
+        step = max(chunk_rows, 1 << 16)
+        try:
+            # plain reads, not a memory map: mapped pages of the code file would count in the process's memory
+            fh = open(src, "rb")
+            while True:
+                part = np.fromfile(fh, dtype=np.int64, count=3 * step).reshape(-1, 3)
+                if not part.shape[0]:
+                    break
+                rec = np.empty((part.shape[0], 3), dtype=np.int32)
+                rec[:, 0] = item_rank[part[:, 0]]
+                rec[:, 1] = worker_rank[part[:, 1]]
+                rec[:, 2] = label_rank[part[:, 2]]
+                self.labels_per_worker += np.bincount(rec[:, 1], minlength=self.n_workers)
+                self.class_totals += np.bincount(rec[:, 2], minlength=self.n_classes)
+                b = np.searchsorted(self.bounds, rec[:, 0], side="right") - 1
+                order = np.argsort(b, kind="stable")
+                rec, b = rec[order], b[order]
+                cuts = np.searchsorted(b, np.arange(nb + 1))
+                for j in np.flatnonzero(np.diff(cuts)):
+                    rec[cuts[j] : cuts[j + 1]].tofile(files[j])
+            fh.close()
+        finally:
+            for f in files:
+                f.close()
+        os.remove(src)
+        # each bucket's count matrix X (items x worker-labels, CSR) built once and stored beside its rows: the
+        # E-step's X @ log Gamma and the M-step's X.T @ q then read it back instead of building it every pass
+        for b in range(nb):
+            lo, hi = int(self.bounds[b]), int(self.bounds[b + 1])
+            rows = np.fromfile(self.folder / f"bucket{b:04d}.bin", dtype=np.int32).reshape(-1, 3)
+            X = make_block(rows[:, 0] - lo, rows[:, 1], rows[:, 2], hi - lo, self.n_workers, self.n_classes)
+            X = X.label_counts
+            with open(self.folder / f"csr{b:04d}.bin", "wb") as fh:
+                np.asarray([X.nnz], dtype=np.int64).tofile(fh)
+                X.indptr.astype(np.int64).tofile(fh)
+                X.indices.astype(np.int32).tofile(fh)
+                X.data.astype(np.float64).tofile(fh)
+            del rows, X
+
+    def buckets(self) -> Iterator[tuple[int, int, np.ndarray]]:
+        """(first item, last item + 1, rows (n, 3) int32 [item, worker, label]) per bucket."""
+        for b in range(self.bounds.size - 1):
+            rows = np.fromfile(self.folder / f"bucket{b:04d}.bin", dtype=np.int32).reshape(-1, 3)
+            yield int(self.bounds[b]), int(self.bounds[b + 1]), rows
+
+    def blocks(self) -> Iterator[tuple[int, int, Block]]:
+        """(first item, last item + 1, the bucket as a `crowdlab.engines.blocks.Block` with its stored count matrix)."""
+        import scipy.sparse as sp
+
+        M, K = self.n_workers, self.n_classes
+        for b, (lo, hi, rows) in enumerate(self.buckets()):
+            with open(self.folder / f"csr{b:04d}.bin", "rb") as fh:
+                nnz = int(np.fromfile(fh, dtype=np.int64, count=1)[0])
+                indptr = np.fromfile(fh, dtype=np.int64, count=hi - lo + 1)
+                indices = np.fromfile(fh, dtype=np.int32, count=nnz)
+                data = np.fromfile(fh, dtype=np.float64, count=nnz)
+            X = sp.csr_matrix((data, indices, indptr), shape=(hi - lo, M * K))
+            yield lo, hi, make_block(rows[:, 0] - lo, rows[:, 1], rows[:, 2], hi - lo, M, K, label_counts=X)
+
+
+def _find_label(header: tuple[str, ...]) -> int:
+    return [j for j, h in enumerate(header) if _norm(h) in LABEL_ALIASES + SCORE_ALIASES][0]
+
+
+# ---------------------------------------------------------------------- fitting
+def available_bytes() -> int | None:
+    """Physical memory free now (Linux/Unix sysconf), None where it cannot be asked."""
+    try:
+        return int(os.sysconf("SC_AVPHYS_PAGES")) * int(os.sysconf("SC_PAGE_SIZE"))
+    except (ValueError, OSError, AttributeError):
+        return None
+
+
+def _check_state_fits(n_items: int, n_classes: int) -> None:
+    """Batch EM returns the (N, K) float64 posterior (the rounds keep theirs on disk); refuse, pointing to online
+    EM, when it cannot fit."""
+    need = n_items * n_classes * 8
+    free = available_bytes()
+    if free is not None and need > free:
+        raise MemoryError(
+            f"batch EM returns the posteriors of all {n_items:,} items ({need / 1e9:.1f} GB for {n_classes} classes) "
+            f"but only {free / 1e9:.1f} GB of memory is free. Use online EM, which keeps no per-item state "
+            "(method 'online_ds', crowdlab.models.online), or the Dask engine on a cluster "
+            "(crowdlab.engines.distributed)."
+        )
+
+
+def fit_file(
+    path,
+    method: str = "ds",
+    *,
+    chunk_rows: int = DEFAULT_CHUNK_ROWS,
+    prior: float = 0.0,
+    tol: float = 1e-8,
+    max_iter: int = 10000,
+    workdir=None,
+    where: str = "python",
+    progress: Callable[[int, int], None] | None = None,
+) -> EngineRun:
+    """Fit ``method`` ("mv", "ds", "one_coin", "two_coin") to a long CSV or Parquet file without holding it in
+    memory.
+
+    Returns an :class:`crowdlab.engines.blocks.EngineRun` shaped like ``cl.fit``'s Run: ``labels()``, ``posterior``
+    (N, K), ``params``, ``history()``, ``objective_history()``, ``converged``, ``stop_reason``, ``data``
+    (names and counts). ``chunk_rows``: rows per chunk read and per bucket (memory ~ chunk_rows x 100 bytes).
+    ``workdir``: where the temporary files go (12 bytes per label, and two N x K float64 posterior files;
+    removed at the end).
+    """
+    if chunk_rows < 1:
+        raise ValueError("chunk_rows must be at least 1.")
+    model = engine_model(method, prior)
+    check_where(where)
+    t0 = time.perf_counter()
+    with tempfile.TemporaryDirectory(prefix="crowdlab-stream-", dir=workdir) as tmp:
+        sd = StreamedData(path, int(chunk_rows), Path(tmp), where)
+        t1 = time.perf_counter()
+        N, M, K = sd.n_items, sd.n_workers, sd.n_classes
+        if getattr(model.info, "binary_only", False) and K != 2:
+            from crowdlab.errors import ModelError
+
+            raise ModelError(f"{model.info.title} is for two classes; this file has {K}.")
+        _check_state_fits(N, K)
+        # the posteriors of the last two rounds go to two files (plain writes: the page cache, not this process's
+        # memory); only the one reported is read back, at the end
+        files = [Path(tmp) / "q0.bin", Path(tmp) / "q1.bin"]
+        state = {"cur": 1, "hard": None}
+        bonus = mv_bonus(sd.class_totals.astype(float))
+
+        def do_round(params, mode: str) -> Stats:
+            state["cur"] = 1 - state["cur"]
+            total = Stats.zero(M, K, mode == "mv")
+            hard = np.empty(N, dtype=np.int32) if mode == "mv" else None
+            with open(files[state["cur"]], "wb") as fq:
+                for lo, hi, block in sd.blocks():
+                    q, h, st = block_round(block, model, params, mode, bonus)
+                    np.ascontiguousarray(q, dtype=np.float64).tofile(fq)
+                    if hard is not None:
+                        hard[lo:hi] = h
+                    total = total + st
+                    del q, block
+            state["hard"] = hard
+            state["agree"] = total.agree
+            state["rounds"] = state.get("rounds", 0) + 1
+            return total
+
+        snaps, violations, extra = batch_em(model, do_round, tol=tol, max_iter=max_iter, progress=progress)
+        final = files[1 - state["cur"]] if extra else files[state["cur"]]
+        _release()
+        q = np.fromfile(final, dtype=np.float64).reshape(N, K)
+        run = EngineRun(
+            sd.data, model, snaps, q, state["hard"], tol, max_iter, "stream", violations, agree=state.get("agree")
+        )
+        t2 = time.perf_counter()
+    run.timings = {"read_s": t1 - t0, "em_s": t2 - t1, "rounds": state["rounds"], "buckets": sd.bounds.size - 1}
+    return run

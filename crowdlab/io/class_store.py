@@ -1,0 +1,680 @@
+"""Live class sessions in a real database: the one data-access module (no SQL anywhere else in crowdlab).
+
+Students' phones and the lecturer's projector are separate Streamlit sessions (and, behind a proxy, separate
+processes), so everything they share lives here:
+
+* **SQLite** (the default, nothing to install): a file ``class.db`` in the data folder, ``$CROWDLAB_DATA_DIR`` or
+  else ``~/.local/share/crowdlab``, created on first use, in WAL mode (readers never block the writer).
+* **PostgreSQL** when ``CROWDLAB_CLASS_DB=postgresql://user:pass@host/db`` (several app processes serving one class),
+  through psycopg 3.
+
+The schema is created and migrated by :meth:`ClassStore.migrate` (table ``schema_version``; each entry of
+:data:`MIGRATIONS` runs once, in order). What keeps a room full of students safe is enforced here, not in a page:
+
+* a join code is :data:`CODE_LENGTH` symbols from :data:`CODE_ALPHABET` (31 symbols, no 0/O/1/I/L), drawn by
+  :mod:`secrets`, and expires; failed joins are rate-limited per client and across all clients;
+* the lecturer key and every student token are issued by the server (:func:`secrets.token_urlsafe`) and only their
+  SHA-256 is stored (they carry 128+ random bits, so a plain hash cannot be reversed by trying);
+* one vote per (student, item): a UNIQUE constraint and an upsert, so a repeat replaces and never duplicates;
+  votes are refused after close, for an item not dealt to that student, for a label not among the session's
+  choices, and above a per-student rate;
+* sessions expire (and are then deleted by :meth:`ClassStore.purge_expired`); the lecturer can delete one at once.
+
+Every refusal raises :class:`ClassError` with a message a person can act on; nothing is stored then.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import hmac
+import json
+import os
+import queue
+import secrets
+import sqlite3
+import threading
+import time
+import unicodedata
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from crowdlab.errors import DataError
+
+__all__ = [
+    "ClassError",
+    "ClassStore",
+    "CODE_ALPHABET",
+    "CODE_LENGTH",
+    "ROLES",
+    "data_dir",
+    "default_url",
+    "get_store",
+    "normal_code",
+]
+
+CODE_ALPHABET = "ABCDEFGHJKMNPQRSTUVWXYZ23456789"  # 31 symbols: none that reads as another (0/O, 1/I/L)
+CODE_LENGTH = 6  # 31**6 = 887 million codes
+ROLES = ("honest", "spammer", "adversary", "lazy")
+MAX_PSEUDONYM = 32
+MAX_TITLE = 80
+SCHEMA_VERSION = 1
+PURGE_EVERY = 600.0  # seconds between looks for expired sessions (get_store)
+
+
+class ClassError(DataError):
+    """A class-session action refused (wrong or expired code, bad token, vote after close, ...)."""
+
+
+def data_dir() -> Path:
+    """The data folder: ``$CROWDLAB_DATA_DIR``, else ``$XDG_DATA_HOME/crowdlab``, else ``~/.local/share/crowdlab``."""
+    env = os.environ.get("CROWDLAB_DATA_DIR")
+    if env:
+        return Path(env).expanduser()
+    xdg = os.environ.get("XDG_DATA_HOME")
+    return (Path(xdg).expanduser() if xdg else Path.home() / ".local" / "share") / "crowdlab"
+
+
+def default_url() -> str:
+    """``$CROWDLAB_CLASS_DB`` (a ``postgresql://`` URL or a SQLite file path), else ``<data folder>/class.db``."""
+    return os.environ.get("CROWDLAB_CLASS_DB") or str(data_dir() / "class.db")
+
+
+def _hash(secret: str) -> str:
+    return hashlib.sha256(secret.encode("utf-8")).hexdigest()
+
+
+def normal_code(code: str) -> str:
+    """A typed join code in its stored form: upper case, spaces and dashes dropped."""
+    return "".join(str(code).split()).replace("-", "").upper()
+
+
+def check_pseudonym(name: str) -> str:
+    """``name`` trimmed, or ClassError: 1-32 characters of letters, digits, spaces and ``- ' . _`` only (a name is
+    shown on the projector: no markup, no control characters, no look-alike tricks)."""
+    s = unicodedata.normalize("NFC", str(name)).strip()
+    s = " ".join(s.split())
+    if not s:
+        raise ClassError("The name is empty.", hint="Type a name of 1 to 32 letters, or keep the one offered.")
+    if len(s) > MAX_PSEUDONYM:
+        raise ClassError(f"The name is longer than {MAX_PSEUDONYM} characters.", hint="Choose a shorter name.")
+    bad = sorted({c for c in s if not (c.isalnum() or c in " -'._")})
+    if bad:
+        shown = " ".join(repr(c) for c in bad[:5])
+        raise ClassError(
+            f"The name holds characters a name may not: {shown}.",
+            hint="Use letters, digits, spaces and - ' . _ only.",
+        )
+    return s
+
+
+# ---------------------------------------------------------------------------- schema
+# each migration: (version, statements); ``{blob}`` is BLOB (SQLite) or BYTEA (PostgreSQL)
+MIGRATIONS: tuple[tuple[int, tuple[str, ...]], ...] = (
+    (
+        1,
+        (
+            """CREATE TABLE sessions (
+                id TEXT PRIMARY KEY,
+                join_code TEXT NOT NULL UNIQUE,
+                key_hash TEXT NOT NULL,
+                title TEXT NOT NULL,
+                choices TEXT NOT NULL,
+                per_student INTEGER NOT NULL,
+                shares TEXT NOT NULL,
+                status TEXT NOT NULL,
+                created DOUBLE PRECISION NOT NULL,
+                code_expires DOUBLE PRECISION NOT NULL,
+                expires DOUBLE PRECISION NOT NULL,
+                reveal TEXT
+            )""",
+            """CREATE TABLE items (
+                session_id TEXT NOT NULL REFERENCES sessions(id) ON DELETE CASCADE,
+                item_id TEXT NOT NULL,
+                position INTEGER NOT NULL,
+                prompt TEXT NOT NULL,
+                truth TEXT,
+                difficulty DOUBLE PRECISION,
+                svg TEXT,
+                image {blob},
+                PRIMARY KEY (session_id, item_id)
+            )""",
+            """CREATE TABLE students (
+                id TEXT PRIMARY KEY,
+                session_id TEXT NOT NULL REFERENCES sessions(id) ON DELETE CASCADE,
+                token_hash TEXT NOT NULL UNIQUE,
+                pseudonym TEXT NOT NULL,
+                role TEXT NOT NULL,
+                seq INTEGER NOT NULL,
+                assigned TEXT NOT NULL,
+                joined DOUBLE PRECISION NOT NULL,
+                rl_start DOUBLE PRECISION NOT NULL,
+                rl_count INTEGER NOT NULL
+            )""",
+            "CREATE INDEX students_session ON students (session_id)",
+            """CREATE TABLE votes (
+                session_id TEXT NOT NULL REFERENCES sessions(id) ON DELETE CASCADE,
+                student_id TEXT NOT NULL REFERENCES students(id) ON DELETE CASCADE,
+                item_id TEXT NOT NULL,
+                label TEXT NOT NULL,
+                voted DOUBLE PRECISION NOT NULL,
+                UNIQUE (student_id, item_id)
+            )""",
+            "CREATE INDEX votes_session ON votes (session_id)",
+            """CREATE TABLE rate_limits (
+                bucket TEXT PRIMARY KEY,
+                window_start DOUBLE PRECISION NOT NULL,
+                hits INTEGER NOT NULL
+            )""",
+        ),
+    ),
+)
+
+
+@dataclass(frozen=True)
+class Item:
+    """One item of a session: its id, prompt, optional truth and difficulty, and an SVG or image to show."""
+
+    item_id: str
+    prompt: str
+    truth: str | None = None
+    difficulty: float | None = None
+    svg: str | None = None
+    image: bytes | None = None
+
+
+@dataclass(frozen=True)
+class Session:
+    id: str
+    join_code: str
+    title: str
+    choices: tuple[str, ...]
+    per_student: int
+    shares: dict
+    status: str  # "open", "closed"
+    created: float
+    code_expires: float
+    expires: float
+    reveal: dict | None = None
+
+
+@dataclass(frozen=True)
+class Student:
+    id: str
+    session_id: str
+    pseudonym: str
+    role: str
+    assigned: tuple[str, ...]
+    voted: dict = field(default_factory=dict)  # item id -> label
+
+
+@dataclass(frozen=True)
+class Limits:
+    """How long things live and how fast they may happen (seconds)."""
+
+    code_ttl: float = 3 * 3600  # a join code works this long after the session starts
+    session_ttl: float = 24 * 3600  # then the session and everything in it is deleted
+    votes_per_window: int = 30  # a student's votes per window (a person taps about once a second at most)
+    vote_window: float = 30.0
+    join_failures_per_client: int = 10  # wrong codes one client may try per window
+    join_failures_total: int = 300  # wrong codes all clients together may try per window
+    join_window: float = 300.0
+
+
+# ---------------------------------------------------------------------------- the store
+class ClassStore:
+    """Class sessions in SQLite (a file path) or PostgreSQL (a ``postgresql://`` URL); thread-safe (a small pool
+    of connections, one per concurrent call)."""
+
+    def __init__(self, url: str | None = None, *, limits: Limits | None = None, pool_size: int = 8) -> None:
+        self.url = url or default_url()
+        self.limits = limits or Limits()
+        self.postgres = self.url.startswith(("postgresql://", "postgres://"))
+        self.purged = 0.0
+        self._pool: queue.LifoQueue = queue.LifoQueue()
+        self._slots = threading.BoundedSemaphore(pool_size)
+        self._all: list = []
+        self._lock = threading.Lock()
+        if not self.postgres:
+            Path(self.url).expanduser().parent.mkdir(parents=True, exist_ok=True)
+        self.migrate()
+        self.purge_expired()
+
+    # ---------------------------------------------------------------- connections
+    def _connect(self):
+        if self.postgres:
+            import psycopg
+
+            return psycopg.connect(self.url, autocommit=True)
+        conn = sqlite3.connect(
+            str(Path(self.url).expanduser()), timeout=30, isolation_level=None, check_same_thread=False
+        )
+        conn.execute("PRAGMA journal_mode=WAL")
+        conn.execute("PRAGMA synchronous=NORMAL")  # durable at each checkpoint; WAL keeps the file consistent
+        conn.execute("PRAGMA foreign_keys=ON")
+        conn.execute("PRAGMA busy_timeout=30000")
+        return conn
+
+    @contextlib.contextmanager
+    def _conn(self) -> Iterator:
+        self._slots.acquire()
+        try:
+            try:
+                conn = self._pool.get_nowait()
+            except queue.Empty:
+                conn = self._connect()
+                with self._lock:
+                    self._all.append(conn)
+            try:
+                yield conn
+            finally:
+                self._pool.put(conn)
+        finally:
+            self._slots.release()
+
+    def _sql(self, q: str) -> str:
+        return q.replace("?", "%s") if self.postgres else q
+
+    @contextlib.contextmanager
+    def _tx(self) -> Iterator[Callable]:
+        """A write transaction: yields ``run(sql, params) -> cursor``; commits at the end, rolls back on error."""
+        with self._conn() as conn:
+            conn.execute("BEGIN IMMEDIATE" if not self.postgres else "BEGIN")
+            try:
+                yield lambda q, p=(): conn.execute(self._sql(q), p)
+            except BaseException:
+                conn.execute("ROLLBACK")
+                raise
+            conn.execute("COMMIT")
+
+    def _read(self, q: str, p: Sequence = ()) -> list[tuple]:
+        with self._conn() as conn:
+            return list(conn.execute(self._sql(q), p).fetchall())
+
+    def close(self) -> None:
+        """Close every pooled connection (the store must not be used afterwards)."""
+        with self._lock:
+            for conn in self._all:
+                with contextlib.suppress(Exception):
+                    conn.close()
+            self._all.clear()
+
+    # ---------------------------------------------------------------- schema
+    def schema_version(self) -> int:
+        rows = self._read("SELECT MAX(version) FROM schema_version")
+        return int(rows[0][0] or 0)
+
+    def migrate(self) -> int:
+        """Create the tables, or bring an older schema up to :data:`SCHEMA_VERSION`; returns the version."""
+        blob = "BYTEA" if self.postgres else "BLOB"
+        with self._tx() as run:
+            if self.postgres:  # one migrating process at a time
+                run("SELECT pg_advisory_xact_lock(2027)")
+            run("CREATE TABLE IF NOT EXISTS schema_version (version INTEGER PRIMARY KEY, applied DOUBLE PRECISION)")
+            have = int(run("SELECT MAX(version) FROM schema_version").fetchone()[0] or 0)
+            for version, statements in MIGRATIONS:
+                if version <= have:
+                    continue
+                for statement in statements:
+                    run(statement.replace("{blob}", blob))
+                run("INSERT INTO schema_version (version, applied) VALUES (?, ?)", (version, time.time()))
+        return self.schema_version()
+
+    # ---------------------------------------------------------------- rate limits
+    def _hit(self, run: Callable, bucket: str, limit: int, window: float, now: float) -> bool:
+        """Count one hit on ``bucket``; False when the window already holds ``limit`` hits."""
+        row = run(
+            "INSERT INTO rate_limits (bucket, window_start, hits) VALUES (?, ?, 1) ON CONFLICT (bucket) DO UPDATE SET "
+            "hits = CASE WHEN ? - rate_limits.window_start > ? THEN 1 ELSE rate_limits.hits + 1 END, "
+            "window_start = CASE WHEN ? - rate_limits.window_start > ? THEN ? ELSE rate_limits.window_start END "
+            "RETURNING hits",
+            (bucket, now, now, window, now, window, now),
+        ).fetchone()
+        return int(row[0]) <= limit
+
+    def _failures(self, bucket: str, now: float) -> int:
+        rows = self._read("SELECT window_start, hits FROM rate_limits WHERE bucket = ?", (bucket,))
+        if not rows or now - rows[0][0] > self.limits.join_window:
+            return 0
+        return int(rows[0][1])
+
+    # ---------------------------------------------------------------- lecturer
+    def create_session(
+        self,
+        items: Sequence[Item],
+        choices: Sequence[str],
+        *,
+        title: str = "Class",
+        per_student: int = 10,
+        shares: dict | None = None,
+        code_ttl: float | None = None,
+        session_ttl: float | None = None,
+    ) -> tuple[Session, str]:
+        """A new open session; returns it and the lecturer key (shown once: only its hash is stored)."""
+        items = list(items)
+        choices = tuple(str(c) for c in choices)
+        if len(items) < 1:
+            raise ClassError("The item set is empty.", hint="Generate items or upload a CSV with at least one row.")
+        if len(choices) < 2 or len(set(choices)) != len(choices):
+            raise ClassError("A session needs at least two distinct answers to choose from.")
+        ids = [it.item_id for it in items]
+        if len(set(ids)) != len(ids):
+            raise ClassError("Two items share an id.", hint="Give every item its own id.")
+        for it in items:
+            if it.truth is not None and it.truth not in choices:
+                raise ClassError(f"The truth of item {it.item_id!r} is not one of the answers.")
+        per_student = max(1, min(int(per_student), len(items)))
+        shares = {r: float(v) for r, v in (shares or {"honest": 1.0}).items() if r in ROLES and float(v) > 0}
+        if not shares:
+            shares = {"honest": 1.0}
+        now = time.time()
+        key = secrets.token_urlsafe(24)
+        sid = secrets.token_hex(12)
+        title = " ".join(str(title).split())[:MAX_TITLE] or "Class"
+        code_ttl = self.limits.code_ttl if code_ttl is None else code_ttl
+        session_ttl = self.limits.session_ttl if session_ttl is None else session_ttl
+        self.purge_expired()
+        for _ in range(20):  # a collision with a live code is rare (887 million codes); draw again
+            code = "".join(secrets.choice(CODE_ALPHABET) for _ in range(CODE_LENGTH))
+            try:
+                with self._tx() as run:
+                    run(
+                        "INSERT INTO sessions (id, join_code, key_hash, title, choices, per_student, shares, status, "
+                        "created, code_expires, expires) VALUES (?, ?, ?, ?, ?, ?, ?, 'open', ?, ?, ?)",
+                        (sid, code, _hash(key), title, json.dumps(choices), per_student, json.dumps(shares), now,
+                         now + code_ttl, now + session_ttl),
+                    )  # fmt: skip
+                    for pos, it in enumerate(items):
+                        run(
+                            "INSERT INTO items (session_id, item_id, position, prompt, truth, difficulty, svg, image) "
+                            "VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                            (sid, it.item_id, pos, it.prompt, it.truth, it.difficulty, it.svg, it.image),
+                        )
+                break
+            except Exception as exc:  # a unique violation on join_code: draw another
+                if "join_code" not in str(exc) and "unique" not in str(exc).lower():
+                    raise
+        else:  # pragma: no cover
+            raise ClassError("Could not draw a free join code; try again.")
+        return self.session(sid), key
+
+    def session(self, session_id: str) -> Session:
+        rows = self._read(
+            "SELECT id, join_code, title, choices, per_student, shares, status, created, code_expires, expires, "
+            "reveal FROM sessions WHERE id = ?",
+            (session_id,),
+        )
+        if not rows:
+            raise ClassError("This class session no longer exists (it was deleted or it expired).")
+        r = rows[0]
+        return Session(
+            r[0], r[1], r[2], tuple(json.loads(r[3])), int(r[4]), json.loads(r[5]), r[6], float(r[7]),
+            float(r[8]), float(r[9]), json.loads(r[10]) if r[10] else None,
+        )  # fmt: skip
+
+    def lecturer_session(self, join_code: str, key: str) -> Session:
+        """The session with this code whose lecturer key is ``key`` (to resume after a restart)."""
+        rows = self._read("SELECT id FROM sessions WHERE join_code = ?", (normal_code(join_code),))
+        if not rows:
+            raise ClassError("No class session has this code.", hint="Check the code shown on the projector.")
+        self.check_key(rows[0][0], key)
+        return self.session(rows[0][0])
+
+    def check_key(self, session_id: str, key: str | None) -> str:
+        """ClassError unless ``key`` is the session's lecturer key; returns the session's status."""
+        rows = self._read("SELECT key_hash, expires, status FROM sessions WHERE id = ?", (session_id,))
+        if not rows or rows[0][1] < time.time():
+            raise ClassError("This class session no longer exists (it was deleted or it expired).")
+        if not key or not hmac.compare_digest(rows[0][0], _hash(str(key))):
+            raise ClassError(
+                "The lecturer key is wrong.", hint="Lecturer controls need the key shown when the session started."
+            )
+        return rows[0][2]
+
+    def set_status(self, session_id: str, key: str, status: str) -> None:
+        """Close ("closed") or reopen ("open") voting."""
+        if status not in ("open", "closed"):
+            raise ValueError(status)
+        self.check_key(session_id, key)
+        with self._tx() as run:
+            run("UPDATE sessions SET status = ? WHERE id = ?", (status, session_id))
+
+    def set_reveal(self, session_id: str, key: str, reveal: dict | None) -> None:
+        """Store what EM estimated (per student and per role); students see their part once it is set."""
+        self.check_key(session_id, key)
+        with self._tx() as run:
+            run(
+                "UPDATE sessions SET reveal = ?, status = 'closed' WHERE id = ?",
+                (None if reveal is None else json.dumps(reveal), session_id),
+            )
+
+    def delete_session(self, session_id: str, key: str) -> None:
+        """Delete the session, its items, students and votes now."""
+        self.check_key(session_id, key)
+        self._delete([session_id])
+
+    def _delete(self, ids: Sequence[str]) -> None:
+        with self._tx() as run:
+            for sid in ids:  # children first: PostgreSQL and SQLite both cascade, this keeps it explicit
+                run("DELETE FROM votes WHERE session_id = ?", (sid,))
+                run("DELETE FROM students WHERE session_id = ?", (sid,))
+                run("DELETE FROM items WHERE session_id = ?", (sid,))
+                run("DELETE FROM sessions WHERE id = ?", (sid,))
+
+    def purge_expired(self, now: float | None = None) -> int:
+        """Delete every session past its expiry (and old rate-limit windows); returns how many sessions went."""
+        now = time.time() if now is None else now
+        self.purged = time.time()
+        ids = [r[0] for r in self._read("SELECT id FROM sessions WHERE expires < ?", (now,))]
+        if ids:
+            self._delete(ids)
+        window = max(self.limits.join_window, self.limits.vote_window)
+        with self._tx() as run:
+            run("DELETE FROM rate_limits WHERE window_start < ?", (now - window,))
+        return len(ids)
+
+    def items(self, session_id: str) -> list[Item]:
+        rows = self._read(
+            "SELECT item_id, prompt, truth, difficulty, svg, image FROM items WHERE session_id = ? ORDER BY position",
+            (session_id,),
+        )
+        return [Item(r[0], r[1], r[2], r[3], r[4], None if r[5] is None else bytes(r[5])) for r in rows]
+
+    def item(self, session_id: str, item_id: str) -> Item:
+        rows = self._read(
+            "SELECT item_id, prompt, truth, difficulty, svg, image FROM items WHERE session_id = ? AND item_id = ?",
+            (session_id, item_id),
+        )
+        if not rows:
+            raise ClassError("This item is not part of the session.")
+        r = rows[0]
+        return Item(r[0], r[1], r[2], r[3], r[4], None if r[5] is None else bytes(r[5]))
+
+    def counts(self, session_id: str, key: str) -> dict:
+        """The projector's numbers: the session's status, students joined and done, votes in all, votes per item
+        and answer (three queries)."""
+        status = self.check_key(session_id, key)
+        per = self._read(
+            "SELECT item_id, label, COUNT(*) FROM votes WHERE session_id = ? GROUP BY item_id, label", (session_id,)
+        )
+        students = self._read(
+            "SELECT s.id, s.assigned, COUNT(v.item_id) FROM students s LEFT JOIN votes v ON v.student_id = s.id "
+            "WHERE s.session_id = ? GROUP BY s.id, s.assigned",
+            (session_id,),
+        )
+        by_item: dict[str, dict[str, int]] = {}
+        for item_id, label, n in per:
+            by_item.setdefault(item_id, {})[label] = int(n)
+        done = sum(1 for _, assigned, n in students if int(n) >= len(json.loads(assigned)))
+        return {
+            "status": status,
+            "students": len(students),
+            "done": done,
+            "votes": sum(int(r[2]) for r in per),
+            "by_item": by_item,
+        }
+
+    def votes(self, session_id: str, key: str) -> list[dict]:
+        """Every vote with the student's pseudonym and role, the item's prompt and truth (for export and EM)."""
+        self.check_key(session_id, key)
+        rows = self._read(
+            "SELECT s.id, s.pseudonym, s.role, v.item_id, i.prompt, i.truth, v.label, v.voted FROM votes v "
+            "JOIN students s ON s.id = v.student_id JOIN items i ON i.session_id = v.session_id AND "
+            "i.item_id = v.item_id WHERE v.session_id = ? ORDER BY v.voted, s.id, v.item_id",
+            (session_id,),
+        )
+        cols = ("student_id", "pseudonym", "role", "item_id", "prompt", "truth", "label", "voted")
+        return [dict(zip(cols, r, strict=True)) for r in rows]
+
+    def students(self, session_id: str, key: str) -> list[Student]:
+        self.check_key(session_id, key)
+        rows = self._read(
+            "SELECT id, session_id, pseudonym, role, assigned FROM students WHERE session_id = ? ORDER BY seq",
+            (session_id,),
+        )
+        return [Student(r[0], r[1], r[2], r[3], tuple(json.loads(r[4]))) for r in rows]
+
+    # ---------------------------------------------------------------- students
+    def join(
+        self,
+        join_code: str,
+        pseudonym: str,
+        *,
+        client: str = "anonymous",
+        deal: Callable[[dict[str, int], dict[str, float]], str] | None = None,
+        now: float | None = None,
+    ) -> tuple[Student, str]:
+        """A new student in the session with ``join_code``; returns the student and their token (kept by their
+        browser; only its hash is stored). ``deal(counts, shares)`` picks the secret role from the roles dealt so
+        far (honest when not given). Wrong codes count against ``client`` and against everyone together."""
+        now = time.time() if now is None else now
+        lim = self.limits
+        name = check_pseudonym(pseudonym)
+        code = normal_code(join_code)
+        if (
+            self._failures(f"join:{client}", now) >= lim.join_failures_per_client
+            or self._failures("join:*", now) >= lim.join_failures_total
+        ):
+            raise ClassError(
+                "Too many wrong codes were tried.", hint="Wait a few minutes, then type the code on the projector."
+            )
+        token = secrets.token_urlsafe(24)
+        sid = None
+        with self._tx() as run:
+            row = run(
+                "SELECT id, code_expires, status, per_student, shares FROM sessions WHERE join_code = ?", (code,)
+            ).fetchone()
+            if row is not None and row[1] >= now:
+                sid, _, status, per_student, shares = row
+        if sid is None:
+            with self._tx() as run:
+                self._hit(run, f"join:{client}", lim.join_failures_per_client, lim.join_window, now)
+                self._hit(run, "join:*", lim.join_failures_total, lim.join_window, now)
+            if row is not None:
+                raise ClassError("This join code has expired.", hint="Ask the lecturer for a new session.")
+            raise ClassError("No class session has this code.", hint="Check the code shown on the projector.")
+        if status != "open":
+            raise ClassError("This class session is closed: no one can join now.")
+        shares = json.loads(shares)
+        stid = secrets.token_hex(12)
+        with self._tx() as run:
+            if self.postgres:  # joins to one session one at a time (SQLite's BEGIN IMMEDIATE already is)
+                run("SELECT id FROM sessions WHERE id = ? FOR UPDATE", (sid,))
+            order = [r[0] for r in run("SELECT item_id FROM items WHERE session_id = ? ORDER BY position", (sid,))]
+            roles = run("SELECT role, COUNT(*) FROM students WHERE session_id = ? GROUP BY role", (sid,)).fetchall()
+            counts = {r: 0 for r in shares} | {r: int(n) for r, n in roles}
+            seq = sum(counts.values())
+            role = deal(counts, shares) if deal is not None else "honest"
+            if role not in ROLES:
+                raise ValueError(f"unknown role {role!r}")
+            # consecutive blocks of the item order: every item is labelled about equally often
+            start = (seq * per_student) % len(order)
+            mine = [order[(start + j) % len(order)] for j in range(per_student)]
+            rng = secrets.SystemRandom()
+            rng.shuffle(mine)
+            run(
+                "INSERT INTO students (id, session_id, token_hash, pseudonym, role, seq, assigned, joined, rl_start, "
+                "rl_count) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, 0)",
+                (stid, sid, _hash(token), name, role, seq, json.dumps(mine), now, now),
+            )
+        return Student(stid, sid, name, role, tuple(mine)), token
+
+    def student(self, token: str | None) -> Student:
+        """The student whose token this is (a phone that reconnects resumes here), with the votes they gave."""
+        if not token:
+            raise ClassError("You have not joined a class session.", hint="Type the code on the projector.")
+        rows = self._read(
+            "SELECT s.id, s.session_id, s.pseudonym, s.role, s.assigned, x.expires FROM students s "
+            "JOIN sessions x ON x.id = s.session_id WHERE s.token_hash = ?",
+            (_hash(str(token)),),
+        )
+        if not rows or rows[0][5] < time.time():
+            raise ClassError(
+                "This student link is not valid (the session ended, or the link was changed).",
+                hint="Join again with the code on the projector.",
+            )
+        r = rows[0]
+        voted = dict(self._read("SELECT item_id, label FROM votes WHERE student_id = ?", (r[0],)))
+        return Student(r[0], r[1], r[2], r[3], tuple(json.loads(r[4])), voted)
+
+    def rename(self, token: str, pseudonym: str) -> Student:
+        st = self.student(token)
+        name = check_pseudonym(pseudonym)
+        with self._tx() as run:
+            run("UPDATE students SET pseudonym = ? WHERE id = ?", (name, st.id))
+        return self.student(token)
+
+    def vote(self, token: str | None, item_id: str, label: str, *, now: float | None = None) -> None:
+        """Record (or replace) this student's answer to ``item_id``; ClassError when refused (nothing stored)."""
+        now = time.time() if now is None else now
+        st = self.student(token)
+        item_id, label = str(item_id), str(label)
+        if item_id not in st.assigned:
+            raise ClassError("This item is not one of yours.", hint="Answer the item shown on your page.")
+        lim = self.limits
+        with self._tx() as run:
+            row = run("SELECT status, choices, expires FROM sessions WHERE id = ?", (st.session_id,)).fetchone()
+            if row is None or row[2] < now:
+                raise ClassError("This class session no longer exists (it was deleted or it expired).")
+            if row[0] != "open":
+                raise ClassError("Voting is closed: your answer was not counted.")
+            if label not in json.loads(row[1]):
+                raise ClassError("This answer is not one of the session's choices.")
+            hits = run(
+                "UPDATE students SET rl_count = CASE WHEN ? - rl_start > ? THEN 1 ELSE rl_count + 1 END, "
+                "rl_start = CASE WHEN ? - rl_start > ? THEN ? ELSE rl_start END WHERE id = ? RETURNING rl_count",
+                (now, lim.vote_window, now, lim.vote_window, now, st.id),
+            ).fetchone()[0]
+            if int(hits) > lim.votes_per_window:
+                raise ClassError("Too many answers too fast.", hint="Wait a few seconds, then answer again.")
+            run(
+                "INSERT INTO votes (session_id, student_id, item_id, label, voted) VALUES (?, ?, ?, ?, ?) "
+                "ON CONFLICT (student_id, item_id) DO UPDATE SET label = excluded.label, voted = excluded.voted",
+                (st.session_id, st.id, item_id, label, now),
+            )
+
+    def reveal_for(self, token: str) -> dict | None:
+        """This student's part of the reveal (their estimate, role, the class's accuracies), or None before it."""
+        st = self.student(token)
+        rev = self.session(st.session_id).reveal
+        if not rev:
+            return None
+        return {"role": st.role, "me": rev.get("students", {}).get(st.id), "class": rev.get("class", {})}
+
+
+_STORES: dict[str, ClassStore] = {}
+_STORES_LOCK = threading.Lock()
+
+
+def get_store(url: str | None = None) -> ClassStore:
+    """The process-wide store for ``url`` (default :func:`default_url`), opened (and migrated) once; expired
+    sessions are deleted at most every :data:`PURGE_EVERY` seconds."""
+    url = url or default_url()
+    with _STORES_LOCK:
+        if url not in _STORES:
+            _STORES[url] = ClassStore(url)
+        store = _STORES[url]
+    if time.time() - store.purged > PURGE_EVERY:  # expired sessions go while the app runs, not only at its start
+        store.purge_expired()
+    return store

@@ -1,0 +1,1868 @@
+"""Annotations: integer-coded crowd labels plus the names behind the codes.
+
+One observation per row of a long label file: ``item[j]`` was labelled ``label[j]`` by ``worker[j]``. Codes are
+``int32`` indices into ``item_names``, ``worker_names`` and ``class_names``. Repeated (item, worker) pairs are kept
+as separate observations (Dawid & Skene's observer 1 rated every patient three times).
+
+Continuous scores (the lecture's "bad annotators" model) keep a float ``value`` per observation instead
+of a class code; ``label`` is then ``None`` and ``class_names`` is empty.
+
+Gold is optional: ``gold[n]`` is the true class code of item ``n`` or -1 when unknown (continuous data: a float,
+NaN when unknown).
+
+Sequences (Traganitis & Giannakis Sec. 4): items in (sequence, position) order; ``sequence_starts`` (S + 1,) holds the
+offset of each sequence's first item. Networks (Sec. 5): ``graph`` is a symmetric ``scipy.sparse`` adjacency over the
+items. Both are None for independent items.
+
+Readers: `read_annotations` (long or wide CSV from a path, bytes or an upload, optional gold), `read_gold`,
+`read_long_csv`, `read_wide_csv`; `to_long_dataframe` / `to_gold_dataframe` go back to names for previews and
+export. Every bad input raises `DataError` naming the file, the spreadsheet row(s) (header = row 1), the column
+and what to do; nothing is dropped without a sentence in `Annotations.notes`.
+"""
+
+from __future__ import annotations
+
+import io
+import os
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass, field, replace
+from decimal import Decimal, InvalidOperation
+from functools import cached_property
+from pathlib import Path
+
+import numpy as np
+
+from crowdlab.errors import DataError
+from crowdlab.io._lazy import lazy
+from crowdlab.io.limits import get_limits
+from crowdlab.io.limits import how_to_raise as limits_how
+from crowdlab.io.readers import (
+    SHOW as _SHOW,
+)
+from crowdlab.io.readers import (
+    UPLOADED,
+    Column,
+    Source,
+    check_where,
+    limit_error,
+    missing_values,
+    no_worker_columns_error,
+    read_table,
+    spell,
+)
+from crowdlab.io.readers import Table as _Table
+from crowdlab.io.readers import count as _count
+from crowdlab.io.readers import listing as _listing
+from crowdlab.io.readers import load_source as _load_source
+from crowdlab.io.readers import rows_error as _rows_error
+from crowdlab.io.readers import rows_phrase as _rows_phrase
+
+pd = lazy("pandas")
+sp = lazy("scipy.sparse")
+
+__all__ = [
+    "Annotations",
+    "read_annotations",
+    "read_gold",
+    "read_long_csv",
+    "read_wide_csv",
+    "ColumnsUnclear",
+    "to_gold_dataframe",
+    "to_long_dataframe",
+]
+
+
+def _names(values: Sequence | np.ndarray) -> tuple[str, ...]:
+    if type(values) is tuple and all(type(v) is str for v in values):
+        return values  # already names (the readers' case: no copy of 10^6 strings)
+    return tuple(map(str, values))
+
+
+@dataclass(frozen=True, eq=False)
+class Annotations:
+    """Crowd labels as parallel integer arrays (one entry per observation).
+
+    Shapes: ``item``, ``worker``, ``label`` / ``value``: (n_obs,); ``gold``: (n_items,); ``weight``: (n_obs,) or
+    None.
+
+    Soft votes (one mechanism for every class model): ``weight`` holds each observation's evidence, in (0, 1]. A
+    judge's row "item i, label l, confidence c" becomes the observation (i, j, l) with weight c and, for every
+    other class l', (i, j, l') with weight (1 - c) / (K - 1); a row of class probabilities p_<class> becomes one
+    observation per class with a nonzero probability. The models read the weights through ``label_counts`` and
+    ``vote_counts`` (and GLAD per observation): an observation of weight w counts as w of a label, so the
+    likelihood they climb is the weighted (fractional-count) one,
+
+        log p_w(x | theta) = sum_i log sum_k pi_k prod_{(i, j, l)} P(l | k, worker j)^w_ijl,
+
+    which is the ordinary likelihood when every weight is 1. ``weight=None`` (hard labels) is exactly the old code
+    path: nothing multiplies by a weight.
+    """
+
+    item: np.ndarray
+    worker: np.ndarray
+    label: np.ndarray | None
+    item_names: tuple[str, ...]
+    worker_names: tuple[str, ...]
+    class_names: tuple[str, ...] = ()
+    value: np.ndarray | None = None
+    gold: np.ndarray | None = None
+    name: str = ""
+    notes: tuple[str, ...] = field(default=())
+    sequence_starts: np.ndarray | None = None
+    sequence_names: tuple[str, ...] = ()
+    graph: object = None
+    weight: np.ndarray | None = None
+
+    # ------------------------------------------------------------------ construction
+    def __post_init__(self) -> None:
+        item = np.ascontiguousarray(self.item, dtype=np.int32)
+        worker = np.ascontiguousarray(self.worker, dtype=np.int32)
+        object.__setattr__(self, "item", item)
+        object.__setattr__(self, "worker", worker)
+        object.__setattr__(self, "item_names", _names(self.item_names))
+        object.__setattr__(self, "worker_names", _names(self.worker_names))
+        object.__setattr__(self, "class_names", _names(self.class_names))
+        n = item.shape[0]
+        if worker.shape != (n,):
+            raise DataError("item and worker arrays differ in length.")
+        if self.label is None and self.value is None:
+            raise DataError("Annotations need either class labels or continuous values.")
+        if self.label is not None:
+            label = np.ascontiguousarray(self.label, dtype=np.int32)
+            if label.shape != (n,):
+                raise DataError("label array differs in length from the item array.")
+            object.__setattr__(self, "label", label)
+            if n and (label.min() < 0 or label.max() >= len(self.class_names)):
+                raise DataError("label codes must lie in 0 .. n_classes - 1.")
+        if self.value is not None:
+            value = np.ascontiguousarray(self.value, dtype=np.float64)
+            if value.shape != (n,):
+                raise DataError("value array differs in length from the item array.")
+            if not np.all(np.isfinite(value)):
+                raise DataError("continuous values must be finite numbers.")
+            object.__setattr__(self, "value", value)
+        if n == 0:
+            raise DataError("There are no labels.", hint="Add at least one row of item, worker, label.")
+        if self.weight is not None:
+            weight = np.ascontiguousarray(self.weight, dtype=np.float64)
+            if weight.shape != (n,):
+                raise DataError("weight array differs in length from the item array.")
+            if self.label is None:
+                raise DataError("weights (soft votes) apply to class labels, not continuous scores.")
+            if not np.all(np.isfinite(weight)) or weight.min() <= 0:
+                raise DataError("observation weights (soft votes) must be finite numbers above 0.")
+            object.__setattr__(self, "weight", weight)
+        if item.min() < 0 or item.max() >= len(self.item_names):
+            raise DataError("item codes must lie in 0 .. n_items - 1.")
+        if worker.min() < 0 or worker.max() >= len(self.worker_names):
+            raise DataError("worker codes must lie in 0 .. n_workers - 1.")
+        if self.gold is not None:
+            if self.is_continuous:
+                gold = np.asarray(self.gold, dtype=np.float64)
+            else:
+                gold = np.asarray(self.gold, dtype=np.int32)
+                if gold.size and (gold.min() < -1 or gold.max() >= self.n_classes):
+                    raise DataError("gold codes must be -1 (unknown) or a class code.")
+            if gold.shape != (len(self.item_names),):
+                raise DataError("gold must have one entry per item.")
+            object.__setattr__(self, "gold", gold)
+        object.__setattr__(self, "notes", tuple(self.notes))
+        if self.sequence_starts is not None:
+            starts = np.ascontiguousarray(self.sequence_starts, dtype=np.int64)
+            if (
+                starts.ndim != 1
+                or starts.size < 2
+                or starts[0] != 0
+                or starts[-1] != len(self.item_names)
+                or (np.diff(starts) <= 0).any()
+            ):
+                raise DataError("sequence_starts must rise strictly from 0 to n_items (items ordered by sequence).")
+            object.__setattr__(self, "sequence_starts", starts)
+            names = _names(self.sequence_names) or tuple(str(i) for i in range(starts.size - 1))
+            if len(names) != starts.size - 1:
+                raise DataError("sequence_names needs one name per sequence.")
+            object.__setattr__(self, "sequence_names", names)
+
+    @classmethod
+    def from_labels(
+        cls,
+        items: Sequence,
+        workers: Sequence,
+        labels: Sequence,
+        *,
+        gold: dict | None = None,
+        classes: Sequence | None = None,
+        name: str = "",
+    ) -> Annotations:
+        """Build from raw (item, worker, label) values of any hashable type.
+
+        Names are sorted (numerically when all of them are numbers) so codes are reproducible. ``classes`` fixes
+        the class order (e.g. to include a class nobody used). ``gold`` maps item name -> class name.
+        """
+        item_names, item = _encode(items)
+        worker_names, worker = _encode(workers)
+        if classes is not None:
+            class_names = _names(classes)
+            index = {c: i for i, c in enumerate(class_names)}
+            try:
+                label = np.array([index[str(v)] for v in labels], dtype=np.int32)
+            except KeyError as exc:
+                raise DataError(f"label {exc.args[0]!r} is not one of the classes {class_names}.") from None
+        else:
+            class_names, label = _encode(labels)
+        g = None
+        if gold is not None:
+            g = np.full(len(item_names), -1, dtype=np.int32)
+            ipos = {n: i for i, n in enumerate(item_names)}
+            cpos = {c: i for i, c in enumerate(class_names)}
+            for k, v in gold.items():
+                if str(k) in ipos and str(v) in cpos:
+                    g[ipos[str(k)]] = cpos[str(v)]
+        return cls(item, worker, label, item_names, worker_names, class_names, gold=g, name=name)
+
+    # ------------------------------------------------------------------ sizes
+    @property
+    def n_obs(self) -> int:
+        return int(self.item.shape[0])
+
+    @property
+    def n_items(self) -> int:
+        return len(self.item_names)
+
+    @property
+    def n_workers(self) -> int:
+        return len(self.worker_names)
+
+    @property
+    def n_classes(self) -> int:
+        return len(self.class_names)
+
+    @property
+    def is_sequential(self) -> bool:
+        """Items form sequences (in order, boundaries in ``sequence_starts``)."""
+        return self.sequence_starts is not None
+
+    @property
+    def n_sequences(self) -> int:
+        return 0 if self.sequence_starts is None else int(self.sequence_starts.size - 1)
+
+    @property
+    def is_soft(self) -> bool:
+        """True when the observations carry weights (soft votes, see the class docstring)."""
+        return self.weight is not None
+
+    @property
+    def obs_weight(self) -> np.ndarray:
+        """(n_obs,) the observations' weights: ``weight``, or ones for hard labels."""
+        return np.ones(self.n_obs) if self.weight is None else self.weight
+
+    @property
+    def is_continuous(self) -> bool:
+        return self.label is None
+
+    @property
+    def has_gold(self) -> bool:
+        if self.gold is None:
+            return False
+        if self.is_continuous:
+            return bool(np.isfinite(self.gold).any())
+        return bool((self.gold >= 0).any())
+
+    @property
+    def gold_mask(self) -> np.ndarray:
+        """Boolean (n_items,): items whose gold label is known."""
+        if self.gold is None:
+            return np.zeros(self.n_items, dtype=bool)
+        if self.is_continuous:
+            return np.isfinite(self.gold)
+        return self.gold >= 0
+
+    def with_gold(self, gold: np.ndarray | None) -> Annotations:
+        return replace(self, gold=gold)
+
+    # ------------------------------------------------------------------ derived arrays (cached)
+    @cached_property
+    def label_counts(self) -> sp.csr_matrix:
+        """Sparse (n_items, n_workers * K) count matrix X with X[n, m*K + k'] = #times worker m said k' on n.
+
+        The EM hot paths are products with this matrix: the Dawid-Skene E-step is ``X @ log Gamma`` and the
+        M-step is ``X.T @ q`` (Traganitis & Giannakis eqs. 9 and 11), so one iteration costs O(observations x classes).
+        """
+        if self.is_continuous:
+            raise DataError("label_counts needs class labels, not continuous scores.")
+        K = self.n_classes
+        col = self.worker.astype(np.int64) * K + self.label
+        X = sp.csr_matrix((self.obs_weight, (self.item, col)), shape=(self.n_items, self.n_workers * K))
+        X.sum_duplicates()
+        return X
+
+    @cached_property
+    def label_counts_t(self) -> sp.csc_matrix:
+        """``label_counts.T`` (a CSC view of the same arrays), built once: the M-step's ``X.T @ q``."""
+        return self.label_counts.T
+
+    @cached_property
+    def vote_counts(self) -> np.ndarray:
+        """(n_items, K) number of votes for each class (the sum of their weights for soft votes)."""
+        K = self.n_classes
+        flat = np.bincount(self.item.astype(np.int64) * K + self.label, weights=self.weight, minlength=self.n_items * K)
+        return flat.reshape(self.n_items, K).astype(np.float64)
+
+    @cached_property
+    def labels_per_item(self) -> np.ndarray:
+        return np.bincount(self.item, minlength=self.n_items)
+
+    @cached_property
+    def labels_per_worker(self) -> np.ndarray:
+        return np.bincount(self.worker, minlength=self.n_workers)
+
+    @cached_property
+    def value_range(self) -> tuple[float, float]:
+        """(low, high) of the continuous scores."""
+        if self.value is None:
+            raise DataError("value_range needs continuous scores.")
+        lo, hi = float(self.value.min()), float(self.value.max())
+        if hi <= lo:
+            hi = lo + 1.0
+        return lo, hi
+
+    # ------------------------------------------------------------------ display
+    def summary(self) -> dict:
+        """Counts a person wants to see first (soft votes: the rows read, i.e. the total weight)."""
+        n_labels = int(round(float(self.weight.sum()))) if self.is_soft else self.n_obs
+        out = {
+            "name": self.name,
+            "items": self.n_items,
+            "workers": self.n_workers,
+            "labels": n_labels,
+            "kind": "continuous scores" if self.is_continuous else f"{self.n_classes} classes",
+            "labels per item (mean)": round(n_labels / max(self.n_items, 1), 2),
+            "gold items": int(self.gold_mask.sum()),
+        }
+        if not self.is_continuous:
+            out["classes"] = ", ".join(self.class_names)
+        if self.is_soft:
+            out["soft votes"] = f"{self.n_obs:,} weighted observations, total weight {self.weight.sum():,.2f}"
+        return out
+
+
+def _encode(values: Sequence | np.ndarray) -> tuple[tuple[str, ...], np.ndarray]:
+    """Map arbitrary values to sorted names and int32 codes (numeric order when all values are numbers)."""
+    arr = np.asarray(values)
+    if arr.dtype.kind in "iuf":
+        uniq, codes = np.unique(arr, return_inverse=True)
+        names = tuple(_fmt_number(u) for u in uniq)
+        return names, codes.astype(np.int32)
+    strs = np.asarray([str(v) for v in arr.tolist()], dtype=object)
+    try:
+        nums = np.asarray(strs, dtype=np.float64)
+        uniq, codes = np.unique(nums, return_inverse=True)
+        # keep the original spelling of each number
+        first = {}
+        for s, c in zip(strs.tolist(), codes.tolist()):
+            first.setdefault(c, s)
+        return tuple(first[i] for i in range(len(uniq))), codes.astype(np.int32)
+    except ValueError:
+        uniq, codes = np.unique(strs.astype(str), return_inverse=True)
+        return tuple(str(u) for u in uniq), codes.astype(np.int32)
+
+
+def _fmt_number(x) -> str:
+    if isinstance(x, np.floating) and float(x).is_integer():
+        return str(int(x))
+    return str(x)
+
+
+# ====================================================================== readers
+#
+# Rules (see ``read_annotations``): the bytes -> table checks are `crowdlab.io.readers.read_table` (the one reading
+# path of every file kind); this module gives the columns their meaning. Every problem raises ``DataError``;
+# every row skipped and every value reinterpreted gets a sentence in ``Annotations.notes``. Rows are numbered as
+# a spreadsheet shows them (header = row 1). ``where`` ("python", "cli", "app") chooses how hints spell options.
+
+ITEM_ALIASES = ("item", "task", "question", "item_id", "task_id", "question_id")
+WORKER_ALIASES = ("worker", "annotator", "labeler", "labeller", "rater", "worker_id", "annotator_id")
+LABEL_ALIASES = ("label", "answer", "response", "class", "annotation")
+SCORE_ALIASES = ("value", "score", "rating")
+GOLD_ALIASES = ("gold", "truth", "true_label", "gold_label")
+
+_GENERIC_STEMS = {"labels", "annotations", "data"}
+_read_table = read_table
+
+
+# ---------------------------------------------------------------------- columns
+def _norm(name: str) -> str:
+    """Header cell -> alias key: lower case, spaces and hyphens as underscores."""
+    return re.sub(r"[\s\-]+", "_", name.strip().lower())
+
+
+def _find(table: _Table, aliases: Sequence[str], role: str, *, skip: Sequence[int] = ()) -> int | None:
+    """Index of the one column whose name is an alias of ``role``; None when there is none."""
+    hits = [j for j, h in enumerate(table.header) if _norm(h) in aliases and j not in skip]
+    if len(hits) > 1:
+        names = ", ".join(repr(table.header[j]) for j in hits)
+        raise DataError(
+            f"more than one column could be the {role} column: {names}.",
+            file=table.file,
+            row=1,
+            hint="Rename or delete all but one of them.",
+        )
+    return hits[0] if hits else None
+
+
+def _missing_columns_error(table: _Table, missing: dict[str, Sequence[str]], hint: str = "") -> DataError:
+    found = ", ".join(repr(h) for h in table.header)
+    accepted = "; ".join(f"{role}: {', '.join(aliases)}" for role, aliases in missing.items())
+    return DataError(
+        f"no {' or '.join(missing)} column found; the columns in row 1 are {found}.",
+        file=table.file,
+        row=1,
+        hint=f"Name the columns in row 1 (case does not matter). Accepted names - {accepted}.{hint}",
+    )
+
+
+def _score_column(table: _Table, score_column: str) -> int:
+    """Index of the column named ``score_column`` (case and spaces ignored)."""
+    key = _norm(score_column)
+    hits = [j for j, h in enumerate(table.header) if _norm(h) == key]
+    if not hits:
+        found = ", ".join(repr(h) for h in table.header)
+        raise DataError(
+            f"there is no column named {score_column!r}; the columns in row 1 are {found}.",
+            file=table.file,
+            row=1,
+            hint="Pass score_column= one of those names, or leave it out to find the label column by name.",
+        )
+    return hits[0]
+
+
+def _long_columns(
+    table: _Table, score_column: str | None, columns: Sequence[int] | None = None, *, by_position: bool = False
+) -> tuple[int, int, int, int | None]:
+    """(item, worker, label, gold-or-None) column indices of a long file.
+
+    Roles are found by the accepted names first, then (`_similar_columns`) by names that hold one of them as a word
+    (``annotator_name``, ``label_value``); a missing item column is the one column left over. ``columns`` (item,
+    worker, label indices, as the user named them) overrides all that; ``by_position`` takes the three columns of a
+    three-column file in the order item, worker, label when their names say nothing."""
+    if columns is not None:
+        item, worker, label = columns
+        gold = _find(table, GOLD_ALIASES, "gold", skip=(item, worker, label))
+        return item, worker, label, gold
+    item = _find(table, ITEM_ALIASES, "item")
+    worker = _find(table, WORKER_ALIASES, "worker")
+    if score_column is not None:
+        label = _score_column(table, score_column)
+    else:
+        label = _find(table, LABEL_ALIASES + SCORE_ALIASES, "label")
+    found = {"item": item, "worker": worker, "label": label}
+    gold = _find(table, GOLD_ALIASES, "gold", skip=tuple(j for j in found.values() if j is not None))
+    taken = {j for j in (*found.values(), gold) if j is not None}
+    if None in found.values():
+        for role, j in _similar_columns(table, skip=taken).items():
+            if found[role] is None:
+                found[role] = j
+                taken.add(j)
+    left = [j for j in range(len(table.header)) if j not in taken]
+    missing_roles = [role for role, j in found.items() if j is None]
+    if missing_roles == ["item"] and len(left) == 1:  # the item column is often just "id"; a label never is
+        found["item"] = left[0]
+    elif missing_roles and by_position and len(left) == len(missing_roles):
+        for role, j in zip(missing_roles, left):
+            found[role] = j
+    item, worker, label = found["item"], found["worker"], found["label"]
+    missing = {
+        role: aliases
+        for role, aliases, j in (
+            ("item", ITEM_ALIASES, item),
+            ("worker", WORKER_ALIASES, worker),
+            ("label", LABEL_ALIASES + SCORE_ALIASES, label),
+        )
+        if j is None
+    }
+    if missing:
+        keys = {_norm(h) for h in table.header}
+        if keys & set(SEQUENCE_ALIASES) and keys & set(POSITION_ALIASES):
+            hint = f" This looks like a file of label sequences: read it with {table.spell('sequences', '')}."
+        else:
+            hint = (
+                f" Or name them: {table.spell('columns', 'ITEM,WORKER,LABEL')}. If rows are items and columns are "
+                f"workers, read it as a wide file ({table.spell('fmt', 'wide')})."
+            )
+        raise _missing_columns_error(table, missing, hint)
+    return item, worker, label, gold
+
+
+# words that make a column name one role's (``annotator_name`` is a worker column, ``label_value`` a label column)
+_ROLE_WORDS = {
+    "item": ("item", "task", "question"),
+    "worker": ("worker", "annotator", "labeler", "labeller", "rater"),
+    "label": ("label", "answer", "response", "class", "annotation") + SCORE_ALIASES,
+}
+
+
+def _words(name: str) -> set[str]:
+    return {w for w in re.split(r"[^0-9a-z]+", name.lower()) if w}
+
+
+def _similar_columns(table: _Table, skip: set[int] | Sequence[int] = ()) -> dict[str, int]:
+    """{role: column} for the roles that exactly one column's name holds as a word (and no other role's word)."""
+    words = [_words(h) if j not in skip else set() for j, h in enumerate(table.header)]
+    out = {}
+    for role, mine in _ROLE_WORDS.items():
+        others = set().union(*(w for r, w in _ROLE_WORDS.items() if r != role))
+        hits = [j for j, w in enumerate(words) if w & set(mine) and not w & others]
+        if len(hits) == 1:
+            out[role] = hits[0]
+    return out
+
+
+class ColumnsUnclear(DataError):
+    """The file's shape and names do not say which column holds what: the user names them (``columns=`` in
+    Python, ``--columns`` on the command line, the column picker on the Data page). ``header``: the column names."""
+
+    def __init__(self, message: str, *, header: Sequence[str], **kw) -> None:
+        self.header = tuple(header)
+        super().__init__(message, **kw)
+
+
+def _named_columns(table: _Table, columns) -> tuple[int, int, int]:
+    """The (item, worker, label) column indices named by ``columns`` ("q,w,a" or three names, case and spaces
+    ignored; or three column indices)."""
+    if isinstance(columns, str):
+        columns = [c for c in columns.split(",")]
+    columns = list(columns)
+    if len(columns) != 3:
+        raise DataError(
+            f"{table.spell('columns', ','.join(map(str, columns)))} names {len(columns)} columns; it takes three: the "
+            "item, worker and label columns.",
+            file=table.file,
+            hint=f"For example {table.spell('columns', ','.join(table.header[:3]))}.",
+        )
+    found = []
+    for role, c in zip(("item", "worker", "label"), columns):
+        if isinstance(c, int | np.integer) and not isinstance(c, bool):
+            if not 0 <= c < len(table.header):
+                raise DataError(
+                    f"the {role} column {c} you named is not a column of the file (0..{len(table.header) - 1}).",
+                    file=table.file,
+                )
+            found.append(int(c))
+            continue
+        key = _norm(str(c))
+        hits = [j for j, h in enumerate(table.header) if _norm(h) == key]
+        if not hits:
+            shown = ", ".join(repr(h) for h in table.header)
+            raise DataError(
+                f"there is no column named {str(c).strip()!r} (the {role} column you named); the columns in row 1 are "
+                f"{shown}.",
+                file=table.file,
+                row=1,
+                hint=f"Name three of those: {table.spell('columns', 'ITEM,WORKER,LABEL')}.",
+            )
+        found.append(hits[0])
+    if len(set(found)) < 3:
+        raise DataError(
+            "the item, worker and label columns you named are not three different columns.",
+            file=table.file,
+            row=1,
+            hint=f"Name three different columns: {table.spell('columns', 'ITEM,WORKER,LABEL')}.",
+        )
+    return found[0], found[1], found[2]
+
+
+def _roles_note(table: _Table, cols: Sequence[int], how: str) -> str:
+    item, worker, label = (repr(table.column_name(j)) for j in cols[:3])
+    return f"{item} as the item, {worker} as the worker and {label} as the label ({how})"
+
+
+@dataclass(frozen=True)
+class _Shape:
+    """What a file's shape says about long vs wide: rows, distinct ids in column 0, blank cells in the three
+    columns of a three-column file, and the share of distinct (column 0, column 1) pairs."""
+
+    rows: int
+    ids: int
+    data_cols: tuple[int, ...]
+    blanks: bool
+    pairs: float
+
+    @property
+    def per_id(self) -> float:
+        return self.rows / max(self.ids, 1)
+
+    @property
+    def long_by_position(self) -> bool:
+        """Three columns, ids repeated, no blank cell, and mostly distinct (item, worker) pairs: a long file."""
+        return len(self.data_cols) == 3 and self.ids < self.rows and not self.blanks and self.pairs >= 0.5
+
+    def said(self, table: _Table) -> str:
+        first = repr(table.column_name(0))
+        return f"{self.rows:,} rows hold {self.ids:,} distinct ids in column {first} ({self.per_id:.1f} rows per id)"
+
+
+def _shape(table: _Table, gold_j: int | None) -> _Shape:
+    data_cols = tuple(j for j in range(len(table.header)) if j != gold_j)
+    ids = table.col(0)
+    blanks, pairs = True, 0.0
+    if len(data_cols) == 3 and ids.uniq.size < table.n_rows:
+        blanks = any(table.missing(j).any() for j in data_cols)
+        second = table.col(data_cols[1])
+        key = ids.codes.astype(np.int64) * max(second.uniq.size, 1) + second.codes
+        pairs = np.unique(key).size / max(table.n_rows, 1)
+    return _Shape(table.n_rows, int(ids.uniq.size), data_cols, blanks, float(pairs))
+
+
+def _choose_layout(
+    table: _Table, fmt: str, score_column: str | None, columns
+) -> tuple[str, tuple[int, int, int, int | None] | None, tuple[str, ...]]:
+    """("long" or "wide", the long file's (item, worker, label, gold) columns or None, notes saying which reading
+    was chosen and why). Decided by the names in row 1 and by the shape (repeated ids in the first column, three
+    columns, many rows per id); raises `ColumnsUnclear` when the two leave it open, rather than guess."""
+    fmt_wide = table.spell("fmt", "wide")
+    name_them = table.spell("columns", "ITEM,WORKER,LABEL")
+    if columns is not None:
+        if fmt == "wide":
+            raise DataError(
+                f"{table.spell('columns', 'ITEM,WORKER,LABEL')} names a long file's columns, and "
+                f"{table.spell('fmt', 'wide')} asks for a wide reading.",
+                file=table.file,
+                hint="Drop one of the two.",
+            )
+        cols = _long_columns(table, score_column, _named_columns(table, columns))
+        return (
+            "long",
+            cols,
+            (f"Read as a long table (one label per row): {_roles_note(table, cols, 'as you named them')}.",),
+        )
+    gold_j = _find(table, GOLD_ALIASES, "gold", skip=(0,))
+    if fmt == "long":  # the order item, worker, label only where the shape says long too
+        by_position = not _looks_long(table.header, score_column) and _shape(table, gold_j).long_by_position
+        cols = _long_columns(table, score_column, by_position=by_position)
+        return "long", cols, ()
+    named_long = _looks_long(table.header, score_column)
+    if fmt == "wide":
+        if named_long:
+            return "wide", None, ()
+        shape = _shape(table, gold_j)
+        similar = _similar_columns(table, skip={0} if gold_j is None else {0, gold_j})
+        if shape.ids < shape.rows and ({"worker", "label"} <= similar.keys() or shape.long_by_position):
+            return (
+                "wide",
+                None,
+                (
+                    "Read as a wide table as asked, although the file looks long (one label per row): "
+                    f"{shape.said(table)}. To read it as long, use {table.spell('fmt', 'long')} or {name_them}.",
+                ),
+            )
+        return "wide", None, ()
+    if named_long:
+        return "long", None, ()  # the accepted names say it (the long reader finds the columns and says what's missing)
+    shape = _shape(table, gold_j)
+    if shape.ids == shape.rows:
+        return "wide", None, (" (one row per item: row 1 names no worker or label column, and every id is on one row)",)
+    similar = _similar_columns(table, skip=set() if gold_j is None else {gold_j})
+    if {"worker", "label"} <= similar.keys():
+        cols = _long_columns(table, score_column)
+        why = "from their names"
+        return (
+            "long",
+            cols,
+            (f"Read as a long table (one label per row): {shape.said(table)}; {_roles_note(table, cols, why)}.",),
+        )
+    if shape.long_by_position:
+        cols = _long_columns(table, score_column, by_position=True)
+        return (
+            "long",
+            cols,
+            (
+                f"Read as a long table (one label per row): {shape.said(table)}, three columns and no blank cell; "
+                f"{_roles_note(table, cols, 'in the order item, worker, label')}. If that is not their order, name "
+                f"them: {name_them}.",
+            ),
+        )
+    if len(shape.data_cols) == 3 or shape.per_id >= 2:
+        raise ColumnsUnclear(
+            f"cannot tell how to read this file: row 1 names no worker or label column, and {shape.said(table)}, as "
+            f"in a long file (one label per row), but {_unclear_why(shape)}.",
+            header=table.header,
+            file=table.file,
+            row=1,
+            hint=f"Name the item, worker and label columns ({name_them}), or, if "
+            f"each row is one item and each column after the first one worker, choose {fmt_wide}.",
+        )
+    return (
+        "wide",
+        None,
+        (
+            f" (row 1 names no worker or label column, and the file has {len(table.header)} columns; some ids are on "
+            f"more than one row ({shape.rows:,} rows, {shape.ids:,} ids): their rows add labels to the same item)",
+        ),
+    )
+
+
+def _unclear_why(shape: _Shape) -> str:
+    if len(shape.data_cols) != 3:
+        return f"it has {len(shape.data_cols)} columns, and which of them hold the worker and the label is not named"
+    if shape.blanks:
+        return "some cells are blank (a long file has a label in every row; a wide file has blanks)"
+    return (
+        f"only {shape.pairs:.0%} of the (column 1, column 2) pairs are distinct (a long file's item and worker pairs "
+        "mostly are)"
+    )
+
+
+def _looks_long(header: Sequence[str], score_column: str | None) -> bool:
+    """A header naming a worker or a label column is a long file; anything else is read as wide."""
+    keys = {_norm(h) for h in header}
+    named = set(WORKER_ALIASES + LABEL_ALIASES + SCORE_ALIASES)
+    return bool(keys & named) or score_column is not None
+
+
+def _ignored_note(table: _Table, used: Sequence[int]) -> tuple[str, ...]:
+    ignored = [table.column_name(j) for j in range(len(table.header)) if j not in used]
+    if not ignored:
+        return ()
+    return (f"Ignored {_count(len(ignored), 'column')}: {', '.join(repr(n) for n in ignored)}.",)
+
+
+# ---------------------------------------------------------------------- values
+def _as_numbers(strings: np.ndarray) -> np.ndarray | None:
+    """Float values of ``strings`` when every one is a finite number, else None (rejects fast on text)."""
+    if not len(strings):
+        return None
+    try:
+        float(strings[0])
+    except (TypeError, ValueError):
+        return None
+    nums = pd.to_numeric(pd.Series(strings, dtype=object), errors="coerce").to_numpy(dtype=np.float64)
+    return nums if np.isfinite(nums).all() else None
+
+
+def _string_order(names: np.ndarray, arrow=None) -> np.ndarray:
+    """Stable sorting permutation of strings by code point (Arrow's sort: fast on 10^6 names); ``arrow``: the same
+    strings as an Arrow array, when there is one (no conversion)."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    values = arrow if arrow is not None else pa.array(names, type=pa.large_string())
+    return np.asarray(pc.array_sort_indices(values), dtype=np.int64)
+
+
+def _name_order(names: np.ndarray, nums: np.ndarray | None = None, arrow=None) -> np.ndarray:
+    """Sorting permutation of names: numeric order when all are numbers (exact beyond 2^53), else string order."""
+    nums = _as_numbers(names) if nums is None else nums
+    if nums is None:
+        return _string_order(names, arrow)
+    order = np.lexsort((_string_order(names).argsort(), nums))
+    big = np.abs(nums) >= 2.0**53
+    if big.any() and big.sum() <= 1_000_000:
+        # floats tie beyond 2^53: order those exactly
+        keys = [Decimal(str(v)) for v in names[order]]
+        order = order[np.asarray(sorted(range(len(keys)), key=lambda i: (keys[i], i)), dtype=np.int64)]
+    return order
+
+
+def _number_key(text: str) -> Decimal | str:
+    """The exact value of a number written as text (so '1' and '1.0' match, 2^53 and 2^53 + 1 do not)."""
+    try:
+        return Decimal(text).normalize()
+    except InvalidOperation:
+        return text
+
+
+def _encode_col(col: Column, *, merge_numbers: bool = False) -> tuple[tuple[str, ...], np.ndarray]:
+    """Sorted distinct names and int32 codes of a factorised column.
+
+    With ``merge_numbers`` (class labels), spellings of the same number ("1", "1.0") are one name, kept as first
+    written; numbers are compared exactly (integers beyond 2^53 stay apart).
+    """
+    uniq = col.uniq
+    nums = _as_numbers(uniq)
+    if merge_numbers and nums is not None:
+        keys = [_number_key(str(u)) for u in uniq.tolist()]
+        distinct = sorted(set(keys))
+        code_of = {k: i for i, k in enumerate(distinct)}
+        first: dict = {}
+        for u, k in zip(uniq.tolist(), keys):
+            first.setdefault(k, u)
+        rank = np.asarray([code_of[k] for k in keys], dtype=np.int32)
+        return tuple(first[k] for k in distinct), rank[col.codes]
+    order = _name_order(uniq, nums, col.arrow)
+    rank = np.empty(len(uniq), dtype=np.int32)
+    rank[order] = np.arange(len(uniq), dtype=np.int32)
+    return tuple(uniq[order].tolist()), rank[col.codes]
+
+
+def _encode_names(values: np.ndarray, *, merge_numbers: bool = False) -> tuple[tuple[str, ...], np.ndarray]:
+    """`_encode_col` of an array of strings."""
+    codes, uniq = pd.factorize(np.asarray(values, dtype=object))
+    return _encode_col(Column(codes.astype(np.int32), np.asarray(uniq, dtype=object)), merge_numbers=merge_numbers)
+
+
+def _to_float(values: np.ndarray | Column, decimal_comma: bool) -> np.ndarray:
+    """Parse strings as floats; NaN where a cell is not a finite number (a Column is parsed once per value)."""
+    if isinstance(values, Column):
+        return _to_float(values.uniq, decimal_comma)[values.codes]
+    series = pd.Series(values, dtype=object)
+    if decimal_comma:
+        series = series.str.replace(",", ".", regex=False)
+    nums = pd.to_numeric(series, errors="coerce").to_numpy(dtype=np.float64, copy=True)
+    nums[~np.isfinite(nums)] = np.nan
+    return nums
+
+
+def _number_hint(kind_hint: bool, where: str = "python") -> str:
+    hint = "Write each score as a number such as 3 or 0.75."
+    if kind_hint:
+        hint += f" To read text labels as classes, use {spell('kind', 'classes', where)}."
+    return hint
+
+
+def _checked_scores(table: _Table, j: int, col: Column | None = None, *, what: str = "a score") -> np.ndarray:
+    """Column ``j`` (or ``col``, a subset of its rows) as finite floats within the limit, raising naming rows."""
+    col = table.col(j) if col is None else col
+    nums_u = _to_float(col.uniq, decimal_comma=table.delimiter == ";")
+    bad_u = np.isnan(nums_u)
+    if bad_u.any():
+        raise _rows_error(
+            table,
+            bad_u[col.codes],
+            j,
+            f"{what} that is not a number",
+            _number_hint(True, table.where),
+            show_values=True,
+        )
+    lim = get_limits().max_abs_value
+    big_u = np.abs(nums_u) > lim
+    if big_u.any():
+        raise _rows_error(
+            table,
+            big_u[col.codes],
+            j,
+            f"{what} larger in size than {lim:g} (max_abs_value)",
+            "Rescale the scores (e.g. to 0..100), or raise the limit: " + limits_how("max_abs_value", table.where),
+            show_values=True,
+        )
+    return nums_u[col.codes]
+
+
+def _required_col(table: _Table, j: int, what: str) -> Column:
+    """Column ``j`` factorised, raising when any cell is blank."""
+    col = table.col(j)
+    blank_u = col.uniq == ""
+    if blank_u.any():
+        raise _rows_error(table, blank_u[col.codes], j, f"a blank {what}", f"Fill in the {what}, or delete the row(s).")
+    return col
+
+
+def _required_ids(table: _Table, j: int, what: str) -> np.ndarray:
+    """Column ``j`` as ids (object array of str), raising when any cell is blank."""
+    return _required_col(table, j, what).array()
+
+
+def _resolve_kind(
+    kind: str, label_header: str, score_column: str | None, labels: Column | None = None, where: str = "python"
+) -> tuple[str, tuple[str, ...]]:
+    """(kind, notes): "auto" is continuous for a score-named column or for numbers with many distinct values."""
+    if kind != "auto":
+        return kind, ()
+    if score_column is not None or _norm(label_header) in SCORE_ALIASES:
+        return "continuous", ()
+    if labels is not None:
+        nums = _as_numbers(labels.uniq)
+        threshold = get_limits().continuous_threshold
+        if nums is not None:
+            distinct = np.unique(nums).size
+            if distinct > threshold:
+                return "continuous", (
+                    f"Read the labels as continuous scores: they are {distinct:,} distinct numbers (more than "
+                    f"{threshold}). To read them as classes, use {spell('kind', 'classes', where)}.",
+                )
+    return "classes", ()
+
+
+def _check_choice(arg: str, value: str, choices: Sequence[str]) -> None:
+    if value not in choices:
+        raise ValueError(f"{arg} must be one of {', '.join(map(repr, choices))}, not {value!r}.")
+
+
+# ---------------------------------------------------------------------- building Annotations
+def _as_col(values: np.ndarray | Column) -> Column:
+    if isinstance(values, Column):
+        return values
+    codes, uniq = pd.factorize(np.asarray(values, dtype=object))
+    return Column(codes.astype(np.int32), np.asarray(uniq, dtype=object))
+
+
+def _check_sizes(file: str, where: str, *, items: int = 0, workers: int = 0, classes: int = 0) -> None:
+    """Raise past the limits on items, workers, classes and the workers' confusion matrices."""
+    lim = get_limits()
+    if items > lim.max_items:
+        raise limit_error(f"{items:,} items", "max_items", where, file=file)
+    if workers > lim.max_workers:
+        raise limit_error(f"{workers:,} workers", "max_workers", where, file=file)
+    if classes > lim.max_classes:
+        raise limit_error(
+            f"{classes:,} classes",
+            "max_classes",
+            where,
+            file=file,
+            hint=f"If the labels are scores on a scale, read them with {spell('kind', 'continuous', where)}.",
+        )
+    if workers * classes * classes > lim.max_confusion_cells:
+        raise limit_error(
+            f"{workers:,} workers x {classes:,}^2 classes ({workers * classes * classes:,} confusion-matrix entries)",
+            "max_confusion_cells",
+            where,
+            file=file,
+        )
+
+
+def _class_annotations(
+    file: str,
+    column: str,
+    items: np.ndarray | Column,
+    workers: np.ndarray | Column,
+    labels: np.ndarray | Column,
+    name: str,
+    notes: tuple[str, ...],
+    where: str = "python",
+) -> Annotations:
+    """Annotations with class codes; raises when there is only one class or past the limits."""
+    labels, items, workers = _as_col(labels), _as_col(items), _as_col(workers)
+    lim = get_limits()
+    if labels.uniq.size > 20 * lim.max_classes:
+        _check_sizes(file, where, classes=int(labels.uniq.size))
+    class_names, label = _encode_col(labels, merge_numbers=True)
+    if len(class_names) < 2:
+        raise DataError(
+            f"all {label.size:,} labels are the same class ({class_names[0]!r}); EM needs at least two classes.",
+            file=file,
+            column=column,
+            hint="Check that this is the label column, or add the labels of the other classes. "
+            f"For numeric scores use {spell('kind', 'continuous', where)}.",
+        )
+    _check_sizes(file, where, items=int(items.uniq.size), workers=int(workers.uniq.size), classes=len(class_names))
+    item_names, item = _encode_col(items)
+    worker_names, worker = _encode_col(workers)
+    notes = notes + _merge_note(labels, class_names)
+    return Annotations(item, worker, label, item_names, worker_names, class_names, name=name, notes=notes)
+
+
+def soft_votes(ann: Annotations, P: np.ndarray) -> Annotations:
+    """``ann`` with row r's label replaced by the probabilities ``P[r]`` (n_obs, K) over the classes: one weighted
+    observation per class with a nonzero probability, in row order. Rows whose probabilities are all 0 or 1 keep
+    exactly their one observation, and when every row does, the result has no weights at all (hard labels)."""
+    P = np.asarray(P, dtype=np.float64)
+    n, K = P.shape
+    keep = P > 0
+    if np.all(P[keep] == 1.0):
+        label = np.argmax(P, axis=1).astype(np.int32)
+        return replace(ann, label=label, weight=None)
+    rows, cls = np.nonzero(keep)  # row-major: each row's classes in code order
+    return replace(ann, item=ann.item[rows], worker=ann.worker[rows], label=cls.astype(np.int32), weight=P[rows, cls])
+
+
+CONFIDENCE_ALIASES = ("confidence", "conf", "probability", "prob")
+WEIGHT_ALIASES = ("weight",)  # the observation's weight as such (what ``to_long_dataframe`` writes for soft votes)
+
+
+def soft_vote_column(header: Sequence[str]) -> str | None:
+    """The first column of ``header`` the in-memory reader would read as soft votes (a confidence or a p_<class>
+    column), or None: the streaming and Dask engines, which count whole labels, refuse such files with it."""
+    for h in header:
+        if _norm(str(h)) in CONFIDENCE_ALIASES + WEIGHT_ALIASES or _norm(str(h)).startswith("p_"):
+            return str(h)
+    return None
+
+
+def soft_votes_elsewhere(column: str, file: str | None) -> DataError:
+    return DataError(
+        f"column {column!r} holds soft votes (a probability per label), which only the in-memory engine reads; "
+        "this engine counts whole labels.",
+        file=file,
+        hint="Fit it in memory (without --stream or --engine dask), or drop the column to fit the hard labels.",
+    )
+
+
+def _soft_columns(table: _Table, used: Sequence[int]) -> tuple[int | None, list[int]]:
+    """(the confidence or weight column or None, the p_<class> columns) of a long file."""
+    conf = _find(table, CONFIDENCE_ALIASES + WEIGHT_ALIASES, "confidence", skip=used)
+    probs = [j for j, h in enumerate(table.header) if _norm(h).startswith("p_") and j not in used]
+    return conf, probs
+
+
+def _soft_from_table(table: _Table, ann: Annotations, conf_j: int | None, prob_js: list[int]) -> Annotations:
+    """Soft votes from a ``confidence`` column (the probability of the row's label; the rest spread evenly over
+    the other classes) or from ``p_<class>`` columns (one probability per class, each row normalised)."""
+    K = ann.n_classes
+    n = ann.n_obs
+    if prob_js:
+        names = [table.header[j].strip()[2:] for j in prob_js]
+        lookup = {c: k for k, c in enumerate(ann.class_names)}
+        unknown = [c for c in names if c not in lookup]
+        if unknown:
+            raise DataError(
+                f"probability column(s) {', '.join(repr('p_' + c) for c in unknown)} name no class of the label "
+                f"column (classes {_listing([repr(c) for c in ann.class_names], K)}).",
+                file=table.file,
+                hint="Name each probability column p_ followed by a class exactly as the label column writes it.",
+            )
+        P = np.zeros((n, K))
+        for j, c in zip(prob_js, names):
+            P[:, lookup[c]] = np.where(table.missing(j), 0.0, _soft_numbers(table, j))
+        tot = P.sum(axis=1)
+        bad = tot <= 0
+        if bad.any():
+            raise DataError(
+                f"{_rows_phrase(table.rows[bad])} give every class probability 0.", file=table.file,
+                hint="Give each row at least one positive probability.",
+            )  # fmt: skip
+        off = np.abs(tot - 1.0) > 1e-6
+        P = P / tot[:, None]
+        what = f"{_count(len(prob_js), 'probability column')} ({', '.join(table.header[j] for j in prob_js)})"
+        note = f"Read soft votes from {what}: each row counts as its class probabilities."
+        if off.any():
+            note += f" {_count(int(off.sum()), 'row')} did not sum to 1 and were normalised."
+    elif _norm(table.header[conf_j]) in WEIGHT_ALIASES:  # one weighted observation per row, as written
+        w = np.where(table.missing(conf_j), 1.0, _soft_numbers(table, conf_j))
+        zero = w <= 0
+        if zero.any():
+            raise _rows_error(table, zero, conf_j, "a weight of 0", "Drop the rows of weight 0, or give a weight > 0.")
+        out = replace(ann, weight=None if np.all(w == 1.0) else w)
+        note = f"Read column {table.header[conf_j]!r} as each label's weight (a share of a vote, soft votes)."
+        return replace(out, notes=out.notes + (note,))
+    else:
+        c = np.where(table.missing(conf_j), 1.0, _soft_numbers(table, conf_j))
+        P = np.repeat(((1.0 - c) / max(K - 1, 1))[:, None], K, axis=1)
+        P[np.arange(n), ann.label] = c
+        note = (
+            f"Read soft votes from column {table.header[conf_j]!r}: each row's label counts as its confidence c, "
+            "and 1 - c is spread evenly over the other classes."
+        )
+        if table.missing(conf_j).any():
+            note += f" {_count(int(table.missing(conf_j).sum()), 'row')} without a confidence count as certain."
+    out = soft_votes(ann, P)
+    if out.is_soft:
+        note += f" {n:,} rows became {out.n_obs:,} weighted observations."
+    else:
+        note += " Every probability is 0 or 1: these are hard labels."
+    return replace(out, notes=out.notes + (note,))
+
+
+def _soft_numbers(table: _Table, j: int) -> np.ndarray:
+    """A probability column as numbers in [0, 1] (a missing cell reads 0 here; the caller decides what it means);
+    a cell that is not a number or lies outside [0, 1] raises naming its rows."""
+    col = table.col(j)
+    missing = table.missing(j)
+    values = _to_float(col.uniq, decimal_comma=table.delimiter == ";")[col.codes]
+    values = np.where(missing, 0.0, values)
+    bad = ~missing & ~((values >= 0) & (values <= 1))  # NaN (not a number) fails both
+    if bad.any():
+        raise _rows_error(
+            table, bad, j, "a probability that is not a number from 0 to 1",
+            "Soft votes are probabilities: give each as a number from 0 to 1.", show_values=True,
+        )  # fmt: skip
+    return values
+
+
+def _merge_note(labels: Column, class_names: tuple[str, ...]) -> tuple[str, ...]:
+    """A note when spellings of one number ("1", "1.0") were read as one class."""
+    if labels.uniq.size == len(class_names):
+        return ()
+    merged = sorted(set(labels.uniq.tolist()) - set(class_names))
+    return (
+        f"Read {_listing([repr(m) for m in merged], len(merged))} as the same number as another label's spelling "
+        f"(classes {_listing([repr(c) for c in class_names], len(class_names))}).",
+    )
+
+
+def _continuous_annotations(
+    items: np.ndarray | Column,
+    workers: np.ndarray | Column,
+    values: np.ndarray,
+    name: str,
+    notes: tuple[str, ...],
+    file: str = UPLOADED,
+    where: str = "python",
+) -> Annotations:
+    items, workers = _as_col(items), _as_col(workers)
+    _check_sizes(file, where, items=int(items.uniq.size), workers=int(workers.uniq.size))
+    item_names, item = _encode_col(items)
+    worker_names, worker = _encode_col(workers)
+    return Annotations(item, worker, None, item_names, worker_names, value=values, name=name, notes=notes)
+
+
+def _class_lookup(class_names: tuple[str, ...], values: np.ndarray) -> np.ndarray:
+    """Code of each distinct value among ``class_names`` (numbers match numerically), -1 when unseen."""
+    index = {c: i for i, c in enumerate(class_names)}
+    codes = np.array([index.get(str(v), -1) for v in values], dtype=np.int64)
+    class_nums = _as_numbers(np.asarray(class_names, dtype=object))
+    if class_nums is not None and (codes < 0).any():
+        by_number = {_number_key(c): i for i, c in enumerate(class_names)}
+        for k in np.flatnonzero(codes < 0):
+            codes[k] = by_number.get(_number_key(str(values[k])), -1)
+    return codes
+
+
+def _gold_classes(
+    ann: Annotations, values: np.ndarray, file: str, column: str, where: str = "python"
+) -> tuple[tuple[str, ...], np.ndarray, np.ndarray, tuple[str, ...]]:
+    """Map gold class names to codes, adding classes no worker used.
+
+    Returns (class_names, relabelled label codes, gold code per value, notes). Raises when the gold values
+    share no class with the labels, or add more new classes than the labels have: the gold then does not belong
+    to these labels (or holds scores; use kind='continuous').
+    """
+    inverse, uniq = pd.factorize(values)
+    uniq = np.asarray(uniq, dtype=object)
+    lookup = _class_lookup(ann.class_names, uniq)
+    unseen = uniq[lookup < 0]
+    if not unseen.size:
+        return ann.class_names, ann.label, lookup[inverse], ()
+    if unseen.size == uniq.size or unseen.size > ann.n_classes:
+        raise DataError(
+            f"{unseen.size} of the {uniq.size} gold classes never occur in the labels "
+            f"({_listing(unseen.tolist())}); the labels use {_listing(ann.class_names, ann.n_classes)}.",
+            file=file,
+            column=column,
+            hint="Check that the gold file belongs to this label file and spells the classes the same way. "
+            f"For numeric scores read the labels with {spell('kind', 'continuous', where)}.",
+        )
+    names = np.asarray(ann.class_names + tuple(unseen), dtype=object)
+    order = _name_order(names)
+    rank = np.empty(len(names), dtype=np.int64)
+    rank[order] = np.arange(len(names))
+    lookup[lookup < 0] = np.arange(ann.n_classes, len(names))
+    note = (
+        f"Gold uses {_count(unseen.size, 'class')} no worker chose ({', '.join(map(repr, unseen))}); "
+        "added to the classes.",
+    )
+    return tuple(names[order]), rank[ann.label], rank[lookup][inverse], note
+
+
+def _check_gold_conflicts(ann: Annotations, codes: np.ndarray, gold: np.ndarray, file: str, column: str) -> None:
+    """Raise when one item is given two different gold values."""
+    pairs = pd.DataFrame({"item": codes, "gold": gold}).drop_duplicates()
+    bad = pairs["item"][pairs["item"].duplicated()].unique()
+    if bad.size:
+        names = [repr(ann.item_names[i]) for i in bad[:_SHOW]]
+        raise DataError(
+            f"{_count(bad.size, 'item')} {'has' if bad.size == 1 else 'have'} conflicting gold labels "
+            f"({_listing(names, bad.size)}).",
+            file=file,
+            column=column,
+            hint="Give each item a single gold label (leave it blank where unknown).",
+        )
+
+
+def _attach_gold(
+    ann: Annotations,
+    codes: np.ndarray,
+    values: np.ndarray,
+    rows: np.ndarray,
+    file: str,
+    column: str,
+    where: str = "python",
+) -> Annotations:
+    """Annotations with gold ``values`` (strings) for the items ``codes``; other items stay unknown."""
+    if ann.is_continuous:
+        nums = _to_float(values, decimal_comma=False)
+        lim = get_limits().max_abs_value
+        big = np.abs(nums) > lim
+        bad = np.isnan(nums) | big
+        if bad.any():
+            cells = _listing([f"{v!r} (row {r})" for v, r in zip(values[bad][:_SHOW], rows[bad][:_SHOW])])
+            problem = "not a number" if not big.any() else f"not a number or larger in size than {lim:g}"
+            raise DataError(
+                f"{_count(int(bad.sum()), 'gold value')} {'is' if bad.sum() == 1 else 'are'} {problem}: {cells}.",
+                file=file,
+                column=column,
+                hint=_number_hint(kind_hint=False),
+            )
+        _check_gold_conflicts(ann, codes, nums, file, column)
+        gold = np.full(ann.n_items, np.nan)
+        gold[codes] = nums
+        return replace(ann, gold=gold)
+    class_names, label, gold_codes, notes = _gold_classes(ann, values, file, column, where)
+    _check_gold_conflicts(ann, codes, gold_codes, file, column)
+    gold = np.full(ann.n_items, -1, dtype=np.int32)
+    gold[codes] = gold_codes
+    out = replace(ann, label=label, class_names=class_names, gold=gold)
+    return replace(out, notes=ann.notes + notes + _below_chance_note(out, file))
+
+
+GOLD_CHECK_MIN = 20  # items with gold before the majority vote's agreement with them is judged
+
+
+def _below_chance_note(ann: Annotations, file: str) -> tuple[str, ...]:
+    """A note when the majority vote agrees with the gold labels less often than chance (1/K) on at least
+    :data:`GOLD_CHECK_MIN` items: the mark of a gold file from another dataset whose item ids match by accident
+    (1, 2, 3...), which otherwise reads as a confident accuracy (0.134 for Zhou's web set scored against RTE's gold)."""
+    has = ann.gold >= 0
+    n, K = int(has.sum()), ann.n_classes
+    if n < GOLD_CHECK_MIN or K < 2:
+        return ()
+    agree = float(np.mean(np.argmax(ann.vote_counts[has], axis=1) == ann.gold[has]))
+    if agree >= 1.0 / K:
+        return ()
+    return (
+        f"The majority vote agrees with the gold labels of {file} on {agree:.0%} of the {n:,} items with gold, less "
+        f"than chance (1 in {K}): check that the gold file belongs to this label file (item ids that match by "
+        "accident, such as 1, 2, 3, do not show it).",
+    )
+
+
+# ---------------------------------------------------------------------- long and wide
+def _check_labels_present(table: _Table, j: int) -> None:
+    """Raise listing the rows of a long file whose label cell is blank or spells a missing value."""
+    missing = table.missing(j)
+    if missing.any():
+        c = table.col(j)
+        spelled = sorted({repr(v) for v in c.uniq[missing_values(c.uniq)] if v})
+        what = (
+            "a blank or NaN label"
+            if not spelled
+            else f"a blank label or one that spells a missing value ({', '.join(spelled[:_SHOW])})"
+        )
+        raise _rows_error(
+            table,
+            missing,
+            j,
+            what,
+            "Fill in those labels, or delete the rows (a long file lists only the labels that were given). "
+            "If a spelling such as 'None' or 'NA' is a real class, give it another name.",
+        )
+
+
+def _long_from_table(
+    table: _Table,
+    *,
+    kind: str,
+    name: str,
+    score_column: str | None,
+    cols: tuple[int, int, int, int | None] | None = None,
+    layout_notes: tuple[str, ...] = (),
+    soft: bool = True,
+) -> Annotations:
+    """Long format: one row per (item, worker, label), optionally a per-item gold column."""
+    item_j, worker_j, label_j, gold_j = cols if cols is not None else _long_columns(table, score_column)
+    items = _required_col(table, item_j, "item id")
+    workers = _required_col(table, worker_j, "worker id")
+    _check_labels_present(table, label_j)
+    labels = table.col(label_j)
+    kind, kind_notes = _resolve_kind(kind, table.header[label_j], score_column, labels, table.where)
+    used = [item_j, worker_j, label_j] + ([gold_j] if gold_j is not None else [])
+    notes = table.notes + layout_notes + _ignored_note(table, used) + kind_notes
+    column = table.column_name(label_j)
+    if kind == "continuous":
+        values = _checked_scores(table, label_j)
+        ann = _continuous_annotations(items, workers, values, name, notes, table.file, table.where)
+    else:
+        conf_j, prob_js = _soft_columns(table, used) if soft else (None, [])
+        used += ([conf_j] if conf_j is not None else []) + prob_js
+        notes = table.notes + layout_notes + _ignored_note(table, used) + kind_notes
+        ann = _class_annotations(table.file, column, items, workers, labels, name, notes, table.where)
+        if conf_j is not None or prob_js:  # gold (per item) first, on the rows as read; then the soft votes
+            if gold_j is not None:
+                known = ~table.missing(gold_j)
+                ann = _attach_gold(
+                    ann, ann.item[known], table.values(gold_j)[known], table.rows[known], table.file,
+                    table.header[gold_j], table.where,
+                )  # fmt: skip
+            return _soft_from_table(table, ann, None if prob_js else conf_j, prob_js)
+    if gold_j is None:
+        return ann
+    known = ~table.missing(gold_j)
+    gold_values = table.values(gold_j)[known]
+    return _attach_gold(
+        ann, ann.item[known], gold_values, table.rows[known], table.file, table.header[gold_j], table.where
+    )
+
+
+def _wide_worker_columns(table: _Table, gold_j: int | None) -> tuple[list[int], tuple[str, ...]]:
+    """Worker column indices (all but the item and gold columns) and notes on ignored empty columns."""
+    workers, empty = [], 0
+    seen: dict[str, int] = {}
+    for j in range(1, len(table.header)):
+        if j == gold_j:
+            continue
+        name = table.header[j]
+        if not name:
+            if table.missing(j).all():
+                empty += 1
+                continue
+            raise DataError(
+                "this column has labels but no worker name in row 1.",
+                file=table.file,
+                row=1,
+                column=table.column_name(j),
+                hint="Type the worker's name in row 1 of that column.",
+            )
+        if name in seen:
+            raise DataError(
+                f"worker {name!r} has two columns (columns {seen[name] + 1} and {j + 1}).",
+                file=table.file,
+                row=1,
+                column=name,
+                hint="Give each worker one column: rename or merge the two.",
+            )
+        seen[name] = j
+        workers.append(j)
+    notes = (f"Ignored {_count(empty, 'empty column')} without a name.",) if empty else ()
+    return workers, notes
+
+
+def _wide_present(
+    table: _Table, worker_cols: list[int], why: str = ""
+) -> tuple[np.ndarray, np.ndarray, tuple[str, ...]]:
+    """(cells, present): the worker block as an object array and the mask of cells holding a label, after
+    checking rows; notes on rows without labels and on cells that spell a missing value."""
+    cells = table.cells[worker_cols].to_numpy(dtype=object)
+    codes, uniq = pd.factorize(cells.ravel())
+    uniq = np.asarray(uniq, dtype=object)
+    miss_u = missing_values(uniq)
+    present = ~miss_u[codes].reshape(cells.shape)
+    labelled = present.any(axis=1)
+    if not labelled.any():
+        raise DataError("no cell holds a label.", file=table.file, hint="Fill in the workers' labels.")
+    blank_item = table.blank(0) & labelled
+    if blank_item.any():
+        raise _rows_error(table, blank_item, 0, "labels but a blank item id", "Fill in the item id(s).")
+    notes: tuple[str, ...] = ()
+    if not labelled.all():
+        skipped = table.rows[~labelled]
+        notes += (f"Skipped {_count(skipped.size, 'row')} with no labels ({_rows_phrase(skipped)}).",)
+    spelled = miss_u & (uniq != "")
+    if spelled.any():
+        n = int(np.isin(codes, np.flatnonzero(spelled)).sum())
+        notes += (
+            f"Read {_count(n, 'cell')} spelled like a missing value "
+            f"({', '.join(sorted(repr(v) for v in uniq[spelled][:_SHOW]))}) as no label.",
+        )
+    notes += (
+        f"Read as a wide table: {int(labelled.sum())} item rows x {len(worker_cols)} worker columns, item ids "
+        f"from column {table.column_name(0)!r}{why}.",
+    )
+    return cells, present, notes
+
+
+def _wide_from_table(
+    table: _Table, *, kind: str, name: str, layout_notes: tuple[str, ...] = (), why: str = ""
+) -> Annotations:
+    """Wide format: one row per item, item id first, one column per worker, blank = no label. ``why``: the reason
+    for the wide reading, added to its note; ``layout_notes``: notes before the others."""
+    gold_j = _find(table, GOLD_ALIASES, "gold", skip=(0,))
+    worker_cols, column_notes = _wide_worker_columns(table, gold_j)
+    if not worker_cols:
+        raise no_worker_columns_error(table.file)
+    cells, present, row_notes = _wide_present(table, worker_cols, why)
+    labelled = present.any(axis=1)
+    notes = table.notes + layout_notes + column_notes + row_notes
+    r, c = np.nonzero(present)
+    items = table.values(0)[r]
+    workers = np.asarray([table.header[j] for j in worker_cols], dtype=object)[c]
+    labels = cells[r, c]
+    if kind == "auto":
+        kind, kind_notes = _resolve_kind(kind, "", None, _as_col(labels), table.where)
+        notes += kind_notes
+    if kind == "continuous":
+        ann = _wide_continuous(table, worker_cols, r, c, items, workers, labels, name, notes)
+    else:
+        ann = _class_annotations(table.file, "worker columns", items, workers, labels, name, notes, table.where)
+    if gold_j is None:
+        return ann
+    known = ~table.missing(gold_j) & labelled
+    codes = pd.Index(ann.item_names).get_indexer(table.values(0)[known])
+    gold_values = table.values(gold_j)[known]
+    return _attach_gold(ann, codes, gold_values, table.rows[known], table.file, table.header[gold_j], table.where)
+
+
+def _wide_continuous(
+    table: _Table,
+    worker_cols: list[int],
+    r: np.ndarray,
+    c: np.ndarray,
+    items: np.ndarray,
+    workers: np.ndarray,
+    labels: np.ndarray,
+    name: str,
+    notes: tuple[str, ...],
+) -> Annotations:
+    """Continuous scores from the present cells of a wide table; raises naming the non-number cells."""
+    values = _to_float(labels, decimal_comma=table.delimiter == ";")
+    lim = get_limits().max_abs_value
+    bad = np.flatnonzero(np.isnan(values) | (np.abs(values) > lim))
+    if bad.size:
+        cells = [
+            f"{labels[k]!r} (row {table.rows[r[k]]}, worker {table.header[worker_cols[c[k]]]!r})" for k in bad[:_SHOW]
+        ]
+        raise DataError(
+            f"{_count(bad.size, 'score')} {'is' if bad.size == 1 else 'are'} not a number (or larger in size than "
+            f"{lim:g}): {_listing(cells, bad.size)}.",
+            file=table.file,
+            hint=_number_hint(True, table.where),
+        )
+    return _continuous_annotations(items, workers, values, name, notes, table.file, table.where)
+
+
+def _default_name(table: _Table) -> str:
+    """File stem; for a generic stem such as labels.csv, its folder's name (datasets are folders)."""
+    if table.path is not None:
+        if table.path.stem.lower() in _GENERIC_STEMS and table.path.parent.name:
+            return table.path.parent.name
+        return table.path.stem
+    return Path(table.file).stem if table.file != UPLOADED else UPLOADED
+
+
+_LONG_NEEDS = "a label file needs item, worker and label columns (or a wide table: item id, then worker columns)"
+
+
+# ---------------------------------------------------------------------- public readers
+def read_long_csv(
+    source: Source,
+    *,
+    kind: str = "auto",
+    name: str | None = None,
+    score_column: str | None = None,
+    where: str = "python",
+) -> Annotations:
+    """Read a long CSV (one row per label: item, worker, label; optional per-item gold column).
+
+    ``kind``: "classes", "continuous" or "auto" (continuous when the label column is named value, score or
+    rating, when ``score_column`` names it, or when the labels are numbers with more than
+    ``limits.continuous_threshold`` (20) distinct values; a note says so). ``score_column`` names the label/score
+    column when it is not one of the accepted aliases. ``where`` ("python", "cli", "app") only changes how
+    messages spell options.
+    """
+    _check_choice("kind", kind, ("auto", "classes", "continuous"))
+    table = _read_table(source, needs=_LONG_NEEDS, where=check_where(where))
+    return _long_from_table(table, kind=kind, name=name or _default_name(table), score_column=score_column)
+
+
+def read_wide_csv(
+    source: Source, *, kind: str = "classes", name: str | None = None, where: str = "python"
+) -> Annotations:
+    """Read a wide CSV: one row per item, the item id in the first column, one column per worker.
+
+    Blank (or NaN) cells are missing labels. A column named gold/truth/true_label/gold_label holds gold.
+    ``kind`` "auto": continuous for numbers with many distinct values (see `read_long_csv`), else classes.
+    """
+    _check_choice("kind", kind, ("auto", "classes", "continuous"))
+    table = _read_table(source, needs=_LONG_NEEDS, wide=True, where=check_where(where))
+    return _wide_from_table(table, kind=kind, name=name or _default_name(table))
+
+
+def read_annotations(
+    source: Source,
+    *,
+    gold: Source | None = None,
+    fmt: str = "auto",
+    kind: str = "auto",
+    name: str | None = None,
+    score_column: str | None = None,
+    columns: str | Sequence[str | int] | None = None,
+    where: str = "python",
+    soft: bool = True,
+) -> Annotations:
+    """Read crowd labels from a CSV path, bytes or uploaded file; every bad input raises `DataError`.
+
+    ``fmt``: "long", "wide" or "auto": long when row 1 names a worker or label column (by one of the accepted
+    aliases, or a name holding one as a word, e.g. ``annotator_name``); otherwise decided by the file's shape: one
+    row per id in the first column is wide, repeated ids in a three-column file without blank cells are long (the
+    columns in the order item, worker, label); when neither decides, `ColumnsUnclear` asks for ``columns``. A note
+    says which reading was chosen and why. ``columns``: the item, worker and label columns of a long file by name
+    (``"q,w,a"`` or ``("q", "w", "a")``) or index. ``kind``: "classes", "continuous" or "auto" (see
+    `read_long_csv`). ``gold``: an optional gold CSV (see `read_gold`). ``name``: display name, default the file
+    stem. ``where``: "python", "cli" or "app", how messages spell options (``kind="continuous"``, ``--kind
+    continuous``, the widget's name). ``soft``: read a long file's ``confidence``, ``weight`` or ``p_<class>``
+    columns as soft votes (see :class:`Annotations`); False ignores them (a note says so) and reads the hard labels.
+    """
+    _check_choice("fmt", fmt, ("auto", "long", "wide"))
+    _check_choice("kind", kind, ("auto", "classes", "continuous"))
+    table = _read_table(source, needs=_LONG_NEEDS, wide=fmt == "wide", where=check_where(where))
+    fmt, cols, layout_notes = _choose_layout(table, fmt, score_column, columns)
+    name = name or _default_name(table)
+
+    def read(kind: str) -> Annotations:
+        if fmt == "long":
+            return _long_from_table(
+                table,
+                kind=kind,
+                name=name,
+                score_column=score_column,
+                cols=cols,
+                layout_notes=layout_notes,
+                soft=soft,
+            )
+        why = "".join(n for n in layout_notes if n.startswith(" ("))
+        notes = tuple(n for n in layout_notes if not n.startswith(" ("))
+        return _wide_from_table(table, kind=kind, name=name, layout_notes=notes, why=why)
+
+    ann = read(kind)
+    if gold is None:
+        return ann
+    gold = _rereadable(gold)
+    if kind == "auto" and not ann.is_continuous:
+        example = _gold_says_scores(gold, ann)
+        if example is not None:
+            note = (
+                f"Read the labels as continuous scores: they are numbers and the gold file holds numbers that are "
+                f"not among them (e.g. {example!r}). To read them as classes, use {spell('kind', 'classes', where)}."
+            )
+            ann = read("continuous")
+            ann = replace(ann, notes=ann.notes + (note,))
+    return read_gold(gold, ann, where=where)
+
+
+def _rereadable(source: Source) -> Source:
+    """A source that can be read twice (a stream with only ``read()`` becomes named bytes)."""
+    if isinstance(source, str | os.PathLike | bytes | bytearray | memoryview) or hasattr(source, "getvalue"):
+        return source
+    data, file, _ = _load_source(source)
+    out = io.BytesIO(data)
+    out.name = file
+    return out
+
+
+def _gold_says_scores(gold: Source, ann: Annotations) -> str | None:
+    """A gold value that shows numeric class labels are scores (a number not among them), else None."""
+    if _as_numbers(np.asarray(ann.class_names, dtype=object)) is None:
+        return None
+    try:
+        table = _read_table(gold, needs="a gold file needs item and label columns", allow_no_rows=True)
+        _, gold_j = _gold_columns(table)
+    except DataError:
+        return None  # read_gold will say what is wrong
+    col = table.col(gold_j)
+    values = col.uniq[~missing_values(col.uniq)]
+    if not values.size or _as_numbers(values) is None:
+        return None
+    known = {_number_key(c) for c in ann.class_names}
+    unseen = [v for v in values.tolist() if _number_key(v) not in known]
+    return unseen[0] if unseen else None
+
+
+def _gold_columns(table: _Table) -> tuple[int, int]:
+    """(item, gold label) column indices of a gold file."""
+    worker = _find(table, WORKER_ALIASES, "worker")
+    if worker is not None:
+        raise DataError(
+            f"this looks like a label file, not a gold file (it has a worker column, {table.header[worker]!r}).",
+            file=table.file,
+            row=1,
+            hint="A gold file has two columns: item and its true label.",
+        )
+    item = _find(table, ITEM_ALIASES, "item")
+    label = _find(table, GOLD_ALIASES, "gold label", skip=(item,) if item is not None else ())
+    if label is None:
+        label = _find(table, LABEL_ALIASES + SCORE_ALIASES, "gold label")
+    missing = {
+        role: aliases
+        for role, aliases, j in (
+            ("item", ITEM_ALIASES, item),
+            ("label", GOLD_ALIASES + LABEL_ALIASES + SCORE_ALIASES, label),
+        )
+        if j is None
+    }
+    if missing:
+        raise _missing_columns_error(table, missing)
+    return item, label
+
+
+def read_gold(source: Source, annotations: Annotations, *, where: str = "python") -> Annotations:
+    """Return ``annotations`` with the gold labels of a gold CSV (columns item and label) attached.
+
+    The label column may be named gold, truth, true_label, gold_label, or any label alias. Gold may cover only
+    some items (the rest stay unknown: -1, or NaN for continuous scores); blank gold cells are unknown too and
+    are counted in the notes. It replaces any gold already attached. A gold file naming items without labels
+    raises. A gold class no worker chose is added to ``class_names`` (label codes are renumbered to keep the
+    names sorted) unless that looks like a mismatch (see `_gold_classes`). A gold file with a header but no rows
+    attaches nothing and says so in the notes.
+    """
+    table = _read_table(
+        source, needs="a gold file needs item and label columns", allow_no_rows=True, where=check_where(where)
+    )
+    item_j, gold_j = _gold_columns(table)
+    notes = annotations.notes + table.notes + _ignored_note(table, (item_j, gold_j))
+    if annotations.gold is not None:
+        notes += (f"Gold from '{table.file}' replaces the gold read before.",)
+    base = replace(annotations, gold=None, notes=notes)
+    if not len(table.rows):
+        return replace(base, notes=notes + (f"Gold file '{table.file}' has no rows; no gold attached.",))
+    items = _required_ids(table, item_j, "item id")
+    known = ~table.missing(gold_j)
+    if not known.all():
+        base = replace(
+            base, notes=notes + (f"{_count(int((~known).sum()), 'gold row')} with a blank label read as unknown.",)
+        )
+    codes = pd.Index(annotations.item_names).get_indexer(items[known])
+    unknown = codes < 0
+    if unknown.any():
+        names = pd.unique(items[known][unknown])
+        raise DataError(
+            f"{_count(names.size, 'item')} in the gold file {'has' if names.size == 1 else 'have'} no labels "
+            f"({_listing([repr(n) for n in names[:_SHOW]], names.size)}).",
+            file=table.file,
+            column=table.column_name(item_j),
+            hint="Check that the gold file belongs to this label file and spells the item ids the same way "
+            "(e.g. leading zeros), or delete those rows.",
+        )
+    return _attach_gold(
+        base,
+        codes,
+        table.values(gold_j)[known],
+        table.rows[known],
+        table.file,
+        table.column_name(gold_j),
+        table.where,
+    )
+
+
+def to_long_dataframe(annotations: Annotations) -> pd.DataFrame:
+    """One row per observation with names, not codes: item, worker, label (continuous: item, worker, value),
+    and for soft votes each observation's ``weight``.
+
+    Written with ``to_csv(index=False)`` it reads back (``read_annotations``) to the same codes (and weights).
+    """
+    a = annotations
+    frame = pd.DataFrame(
+        {
+            "item": np.asarray(a.item_names, dtype=object)[a.item],
+            "worker": np.asarray(a.worker_names, dtype=object)[a.worker],
+        }
+    )
+    if a.is_continuous:
+        frame["value"] = a.value
+    else:
+        frame["label"] = np.asarray(a.class_names, dtype=object)[a.label]
+        if a.is_soft:
+            frame["weight"] = a.weight
+    return frame
+
+
+def to_gold_dataframe(annotations: Annotations) -> pd.DataFrame:
+    """The known gold labels as a frame with columns item, label (class names, or floats for scores)."""
+    a = annotations
+    mask = a.gold_mask
+    items = np.asarray(a.item_names, dtype=object)[mask]
+    if a.gold is None:
+        labels: np.ndarray = np.array([], dtype=object)
+    elif a.is_continuous:
+        labels = a.gold[mask]
+    else:
+        labels = np.asarray(a.class_names, dtype=object)[a.gold[mask]]
+    return pd.DataFrame({"item": items, "label": labels})
+
+
+# ------------------------------------------------------- sequences (Traganitis & Giannakis, Sec. 4)
+SEQUENCE_ALIASES = ("sequence", "seq", "sentence", "sequence_id", "sentence_id", "chain")
+POSITION_ALIASES = ("position", "pos", "index", "token", "t", "step")
+_SEQ_NEEDS = "a sequence label file needs sequence, position, worker and label columns"
+
+
+def _positions(table: _Table, j: int) -> np.ndarray:
+    """Column ``j`` as whole positions 0 .. max_position, raising with the offending rows (checked per value)."""
+    col = _required_col(table, j, "position")
+    pos_u = _to_float(col.uniq, decimal_comma=False)
+    bad_u = ~np.isfinite(pos_u) | (pos_u < 0) | (pos_u != np.round(pos_u))
+    if bad_u.any():
+        raise _rows_error(
+            table,
+            bad_u[col.codes],
+            j,
+            "a position that is not a whole number >= 0",
+            "Number positions 0, 1, 2, ...",
+            show_values=True,
+        )
+    lim = get_limits().max_position
+    big_u = pos_u > lim
+    if big_u.any():
+        raise _rows_error(
+            table,
+            big_u[col.codes],
+            j,
+            f"a position beyond {lim:,} (max_position)",
+            "Number the positions of each sequence 0, 1, 2, ...",
+            show_values=True,
+        )
+    return pos_u.astype(np.int64)[col.codes]
+
+
+def _sequence_keys(table: _Table, seq_col: int, pos_col: int) -> tuple[tuple[str, ...], np.ndarray, np.ndarray]:
+    """(sequence names, sequence code per row, position per row)."""
+    seq_names, seq = _encode_col(_required_col(table, seq_col, "sequence id"))
+    return seq_names, seq.astype(np.int64), _positions(table, pos_col)
+
+
+def _check_layout(table: _Table, pos_col: int, seq: np.ndarray, pos: np.ndarray) -> None:
+    """Refuse gaps longer than ``max_position_gap`` and layouts past ``max_items`` before allocating them."""
+    lim = get_limits()
+    order = np.lexsort((pos, seq))
+    s, p = seq[order], pos[order]
+    same = s[1:] == s[:-1]
+    gap = np.where(same, p[1:] - p[:-1] - 1, 0)
+    if gap.size and gap.max() > lim.max_position_gap:
+        k = int(np.argmax(gap))
+        row = int(table.rows[order[k + 1]])
+        raise DataError(
+            f"position {int(p[k + 1]):,} follows position {int(p[k]):,} of the same sequence: a gap of {int(gap[k]):,} "
+            f"unlabelled positions, more than the {lim.max_position_gap:,} crowdlab lays out (max_position_gap).",
+            file=table.file,
+            row=row,
+            column=table.column_name(pos_col),
+            hint="Number the positions of each sequence 0, 1, 2, ... without large jumps. "
+            + limits_how("max_position_gap", table.where),
+        )
+    starts = np.flatnonzero(np.r_[True, ~same])
+    ends = np.r_[starts[1:], s.size] - 1
+    total = int((p[ends] - p[starts] + 1).sum())
+    if total > lim.max_items:
+        raise limit_error(f"the sequences span {total:,} positions, which", "max_items", table.where, file=table.file)
+
+
+def _sequence_items(seq: np.ndarray, pos: np.ndarray, n_seq: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, int]:
+    """Lay out items by (sequence, position): every position from the first to the last seen in a sequence is an
+    item (a position nobody labelled becomes an item with no labels). Returns (item code per row, starts,
+    item positions, number of unlabelled positions)."""
+    first = np.full(n_seq, np.iinfo(np.int64).max)
+    last = np.full(n_seq, -1)
+    np.minimum.at(first, seq, pos)
+    np.maximum.at(last, seq, pos)
+    lengths = last - first + 1
+    starts = np.concatenate([[0], np.cumsum(lengths)])
+    item = starts[seq] + pos - first[seq]
+    item_pos = np.arange(starts[-1]) - np.repeat(starts[:-1], lengths) + np.repeat(first, lengths)
+    gaps = int(starts[-1] - np.unique(item).size)
+    return item, starts, item_pos, gaps
+
+
+def read_sequences(
+    source: Source, *, gold: Source | None = None, name: str | None = None, where: str = "python"
+) -> Annotations:
+    """Read crowd labels of sequences: a long CSV with columns sequence, position, worker, label.
+
+    Items are the (sequence, position) pairs, ordered by sequence (names sorted, numerically when numbers) and
+    position; ``sequence_starts`` marks the boundaries. A position inside a sequence that nobody labelled becomes
+    an item without labels (noted); gaps longer than ``limits.max_position_gap`` and positions beyond
+    ``limits.max_position`` raise before anything is allocated. ``gold``: a CSV with columns sequence, position,
+    label. ``where``: how messages spell options ("python", "cli", "app").
+    """
+    table = _read_table(source, needs=_SEQ_NEEDS, where=check_where(where))
+    cols = {
+        "sequence": _find(table, SEQUENCE_ALIASES, "sequence"),
+        "position": _find(table, POSITION_ALIASES, "position"),
+        "worker": _find(table, WORKER_ALIASES, "worker"),
+        "label": _find(table, LABEL_ALIASES, "label"),
+    }
+    missing = {
+        "sequence": SEQUENCE_ALIASES,
+        "position": POSITION_ALIASES,
+        "worker": WORKER_ALIASES,
+        "label": LABEL_ALIASES,
+    }
+    missing = {k: v for k, v in missing.items() if cols[k] is None}
+    if missing:
+        raise _missing_columns_error(table, missing)
+    seq_names, seq, pos = _sequence_keys(table, cols["sequence"], cols["position"])
+    workers = _required_col(table, cols["worker"], "worker id")
+    _check_labels_present(table, cols["label"])
+    _check_layout(table, cols["position"], seq, pos)
+    labels = table.col(cols["label"])
+    if labels.uniq.size > 20 * get_limits().max_classes:
+        _check_sizes(table.file, table.where, classes=int(labels.uniq.size))
+    class_names, label = _encode_col(labels, merge_numbers=True)
+    if len(class_names) < 2:
+        raise DataError(
+            f"all {label.size:,} labels are the same class ({class_names[0]!r}); EM needs at least two classes.",
+            file=table.file,
+            column=table.column_name(cols["label"]),
+        )
+    _check_sizes(table.file, table.where, workers=int(workers.uniq.size), classes=len(class_names))
+    item, starts, item_pos, gaps = _sequence_items(seq, pos, len(seq_names))
+    worker_names, worker = _encode_col(workers)
+    seq_of_item = np.repeat(np.arange(len(seq_names)), np.diff(starts))
+    item_names = tuple(f"{seq_names[s]}:{p}" for s, p in zip(seq_of_item.tolist(), item_pos.tolist()))
+    notes = table.notes + _ignored_note(table, list(cols.values())) + _merge_note(labels, class_names)
+    if gaps:
+        notes += (f"{_count(gaps, 'position')} inside sequences had no labels; kept as unlabelled items.",)
+    ann = Annotations(
+        item,
+        worker,
+        label,
+        item_names,
+        worker_names,
+        class_names,
+        name=name or _default_name(table),
+        notes=notes,
+        sequence_starts=starts,
+        sequence_names=seq_names,
+    )
+    return ann if gold is None else read_sequence_gold(gold, ann, where=where)
+
+
+def read_sequence_gold(source: Source, annotations: Annotations, *, where: str = "python") -> Annotations:
+    """Attach gold from a CSV with columns sequence, position, label.
+
+    Raises for a label file given as gold (it has a worker column), positions not in the labels, gold labels no
+    worker used, and one position given two different gold labels; repeated identical rows are read once (noted).
+    """
+    table = _read_table(
+        source, needs="a sequence gold file needs sequence, position and label columns", where=check_where(where)
+    )
+    worker = _find(table, WORKER_ALIASES, "worker")
+    if worker is not None:
+        raise DataError(
+            f"this looks like a label file, not a gold file (it has a worker column, {table.header[worker]!r}).",
+            file=table.file,
+            row=1,
+            hint="A sequence gold file has three columns: sequence, position and the true label.",
+        )
+    s_col = _find(table, SEQUENCE_ALIASES, "sequence")
+    p_col = _find(table, POSITION_ALIASES, "position")
+    l_col = _find(table, LABEL_ALIASES + GOLD_ALIASES, "label")
+    missing = {"sequence": SEQUENCE_ALIASES, "position": POSITION_ALIASES, "label": LABEL_ALIASES}
+    missing = {k: v for k, v in missing.items() if {"sequence": s_col, "position": p_col, "label": l_col}[k] is None}
+    if missing:
+        raise _missing_columns_error(table, missing)
+    _check_labels_present(table, l_col)
+    index = {n: i for i, n in enumerate(annotations.item_names)}
+    keys = [f"{s}:{p}" for s, p in zip(_required_ids(table, s_col, "sequence id"), _positions(table, p_col))]
+    codes = np.array([index.get(k, -1) for k in keys], dtype=np.int64)
+    unknown = codes < 0
+    if unknown.any():
+        raise _rows_error(
+            table,
+            unknown,
+            s_col,
+            "a (sequence, position) with no crowd labels",
+            "Gold must name positions of the sequences in the label file.",
+        )
+    lookup = _class_lookup(annotations.class_names, table.values(l_col))
+    if (lookup < 0).any():
+        raise _rows_error(
+            table, lookup < 0, l_col, "a gold label that no worker used", "Use the same tag set as the labels."
+        )
+    pairs = pd.DataFrame({"item": codes, "gold": lookup})
+    dup_pair = pairs.duplicated().to_numpy()
+    distinct = pairs.drop_duplicates()
+    conflict = pairs["item"].isin(distinct["item"][distinct["item"].duplicated()]).to_numpy()
+    if conflict.any():
+        raise _rows_error(
+            table,
+            conflict,
+            l_col,
+            "a gold label that contradicts another row for the same (sequence, position)",
+            "Give each position one gold label.",
+        )
+    notes = annotations.notes
+    if dup_pair.any():
+        notes += (
+            f"Gold file '{table.file}': {_count(int(dup_pair.sum()), 'repeated row')} "
+            f"({_rows_phrase(table.rows[dup_pair])}) read once.",
+        )
+    gold = np.full(annotations.n_items, -1, dtype=np.int32)
+    gold[codes] = lookup
+    return replace(annotations, gold=gold, notes=notes + table.notes)

@@ -1,0 +1,154 @@
+"""Plotly figure builders: pure functions from EM results to ``go.Figure`` (no Streamlit here).
+
+Shared conventions of every figure: colours, the half-step x axis, titles that wrap, layouts, axes.
+
+Conventions shared by every figure:
+
+- The EM x axis counts iterations in half-steps: the initialisation sits at 0, the E-step of iteration i at
+  i - 0.5 and its M-step at i (:func:`half_step_positions`), so both half-steps of every iteration are drawn.
+- Heatmaps of probabilities use one FIXED colour range [0, 1] (``zmin=0, zmax=1`` and a shared colour axis with
+  ``cmin=0, cmax=1``), so colours mean the same thing at every iteration; rows run top-down (the y axis is
+  reversed, row 0 on top); numbers are written on the cells when the matrix is small.
+- Figures are built as plain dicts and validated once by a single ``go.Figure(...)`` call (no templates, no
+  ``make_subplots``, no per-shape ``add_*`` calls): each builder costs a few milliseconds, so a Step stays instant.
+- User-supplied text (item, worker and class names; titles and axis titles that contain them) is escaped with
+  :func:`crowdlab.io.safe.html` inside each builder, where it enters the figure: callers pass raw names.
+- Confusion matrices follow the house convention ``gamma[m, k_said, k_true]``: columns = true class,
+  rows = what the worker says.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+import plotly.graph_objects as go
+
+from crowdlab.io import safe
+
+COLOR_SCALE = "Blues"
+OBJECTIVE_COLOR = "#1f77b4"
+BOUND_COLOR = "#ff7f0e"
+CURRENT_COLOR = "#d62728"
+METRIC_COLORS = ("#2ca02c", "#9467bd", "#8c564b", "#e377c2", "#17becf")
+GRID_COLOR = "#e6e6e6"
+X_TITLE = "iteration (E-steps at ½)"
+_MARGIN = dict(l=10, r=10, t=50, b=10)
+# Legends sit at the very bottom of the figure (container coordinates), under the x axis title, in a bottom margin
+# kept free for them: a legend placed relative to the plot area (y = -0.2) lands on the axis title at some heights.
+LEGEND_BELOW = dict(orientation="h", yref="container", yanchor="bottom", y=0.0, xanchor="left", x=0.0)
+
+
+def legend_margin(rows: int = 2, top: int = 50) -> dict:
+    """Margins that leave room for the x tick labels and title plus ``rows`` rows of a :data:`LEGEND_BELOW`."""
+    return dict(l=10, r=10, t=top, b=58 + 24 * rows)
+
+
+def half_step_positions(kind: Sequence[str], iteration: Sequence[int]) -> np.ndarray:
+    """x position of every snapshot: init and M-steps at their iteration, an E-step half a step earlier.
+
+    ``iteration`` counts the M-steps done (as :class:`crowdlab.engines.run.Snapshot` does), so the E-step that opens
+    iteration i carries ``iteration = i - 1`` and sits at ``i - 0.5``.
+    """
+    kind = np.asarray(kind)
+    it = np.asarray(iteration, dtype=np.float64)
+    return np.where(kind == "E", it + 0.5, it)
+
+
+def _atoms(text: str, width: int) -> list[str]:
+    """The words of ``text``, with the spaces of a short formula kept: inside parentheses ("log p(x | θ)") and around
+    an equals sign ("k = 1"), as long as the piece fits in ``width`` (and 16) characters."""
+    out: list[str] = []
+    for w in str(text).split(" "):
+        if out:
+            prev = out[-1]
+            inside = prev.count("(") > prev.count(")")
+            around = w == "=" or prev.endswith(" =") or prev == "="
+            if (inside or around) and len(prev) + 1 + len(w) <= min(width, 16):
+                out[-1] = f"{prev} {w}"
+                continue
+        out.append(w)
+    return out
+
+
+def _wrap_lines(text: str, width: int) -> list[str]:
+    """``text`` broken at spaces into lines of at most ``width`` characters (a longer word keeps its own line); a
+    short formula is not broken (:func:`_atoms`)."""
+    words, lines, cur = _atoms(text, width), [], ""
+    for w in words:
+        if cur and len(cur) + 1 + len(w) > width:
+            lines.append(cur)
+            cur = w
+        else:
+            cur = f"{cur} {w}" if cur else w
+    lines.append(cur)
+    return lines
+
+
+def wrap_title(text: str, width: int = 36) -> str:
+    """``text`` broken at spaces into lines of at most ``width`` characters (joined by ``<br>``): plotly never
+    wraps a title, and a chart in a narrow column at 1024 px would cut it off."""
+    return "<br>".join(_wrap_lines(text, width))
+
+
+def wrap_label(name: str, width: int, lines: int = 2) -> str:
+    """A user's name as a small title over a narrow chart: at most ``lines`` lines of ``width`` characters,
+    broken at spaces (:func:`wrap_title`'s rule), a word longer than a line cut into pieces, the rest shortened
+    with an ellipsis (:func:`crowdlab.io.safe.shorten`); each line escaped (:func:`crowdlab.io.safe.html`), the line
+    breaks the only markup."""
+    words = [w[i : i + width] for w in " ".join(str(name).split()).split(" ") for i in range(0, max(len(w), 1), width)]
+    out = _wrap_lines(" ".join(words), width)
+    if len(out) > lines:
+        out = out[: lines - 1] + [safe.shorten(out[lines - 1] + " " + out[lines], width)]  # longer: ends in "…"
+    return "<br>".join(safe.html(line) for line in out)
+
+
+TOP_TICKS = 30  # px of top margin for the tick labels of an x axis drawn on top
+
+
+def _layout(title: str, height: int, *, title_width: int = 36, **extra) -> dict:
+    """A light layout without a template (templates cost ~10 ms per figure to build). Long titles wrap
+    (:func:`wrap_title`) and the top margin grows with their lines; the title is escaped (:func:`crowdlab.io.safe.html`)
+    before wrapping, so builders take plain text."""
+    text = wrap_title(safe.html(title), title_width)
+    n_lines = text.count("<br>") + 1
+    out = dict(
+        title=dict(text=text, font=dict(size=15)),
+        height=height,
+        margin=_MARGIN,
+        paper_bgcolor="white",
+        plot_bgcolor="white",
+        font=dict(size=12),
+    )
+    if (extra.get("legend") or {}).get("yref") == "container" and "margin" not in extra:
+        extra["margin"] = legend_margin()  # room under the x axis title for a LEGEND_BELOW
+    out.update(extra)
+    if n_lines > 1:
+        # an x axis on top puts its tick labels in the top margin too, under the title
+        ticks_on_top = TOP_TICKS if (extra.get("xaxis") or {}).get("side") == "top" else 0
+        margin = dict(out["margin"])
+        margin["t"] = max(margin.get("t", 50), 30 + 20 * n_lines + ticks_on_top)
+        out["margin"] = margin
+    return out
+
+
+def _axis(**kw) -> dict:
+    return dict(gridcolor=GRID_COLOR, zerolinecolor=GRID_COLOR, linecolor="#bbbbbb", **kw)
+
+
+def _empty(title: str, message: str, height: int = 320) -> go.Figure:
+    return go.Figure(
+        layout=_layout(
+            title,
+            height,
+            annotations=[
+                dict(text=message, x=0.5, y=0.5, xref="paper", yref="paper", showarrow=False, font=dict(size=14))
+            ],
+            xaxis=dict(visible=False),
+            yaxis=dict(visible=False),
+        )
+    )
+
+
+def _cell_text(z: np.ndarray) -> np.ndarray:
+    return np.char.mod("%.2f", z)

@@ -1,0 +1,95 @@
+"""The dependence check's heatmap (:mod:`crowdlab.analysis.dependence`): every tested pair of workers, coloured by
+its excess agreement over what conditional independence predicts (kappa), flagged pairs outlined.
+
+Conventions: :mod:`crowdlab.plots.common`."""
+
+from __future__ import annotations
+
+import numpy as np
+import plotly.graph_objects as go
+
+from crowdlab.plots.common import _empty, _layout, wrap_label
+from crowdlab.plots.matrices import rect_path
+
+MAX_WORKERS = 30  # the heatmap shows at most this many workers: those in the strongest pairs
+
+
+def shown_workers(report, max_workers: int = MAX_WORKERS) -> np.ndarray:
+    """Worker codes the heatmap shows: every worker when there are few, else those of the pairs with the smallest
+    p-values (then largest kappa) until ``max_workers``, in worker order."""
+    M = len(report.worker_names)
+    if M <= max_workers:
+        return np.arange(M)
+    order = np.lexsort((-report.kappa, report.p_value))
+    seen: list[int] = []
+    for i in order:
+        for w in (int(report.a[i]), int(report.b[i])):
+            if w not in seen and len(seen) < max_workers:
+                seen.append(w)
+        if len(seen) >= max_workers:
+            break
+    return np.array(sorted(seen), dtype=int)
+
+
+def pair_heatmap(report, *, title: str | None = None, max_workers: int = MAX_WORKERS, height: int = 460) -> go.Figure:
+    """Heatmap of ``report.kappa_matrix`` over :func:`shown_workers` (rows and columns: workers; untested pairs
+    blank), colour range [-max, max] around 0 (red: agree more than independence predicts); the flagged pairs
+    outlined (one path shape named ``flagged``). Numbers on the cells up to 12 workers."""
+    title = title or "Excess agreement of each pair over conditional independence (κ; outlined: flagged)"
+    if report.n_tested == 0:
+        return _empty(title, f"No pair of workers shares {report.min_shared} items or more.")
+    idx = shown_workers(report, max_workers)
+    z = report.kappa_matrix[np.ix_(idx, idx)]
+    labels = [f"{i + 1}. {wrap_label(report.worker_names[j], 22, 1)}" for i, j in enumerate(idx)]
+    top = float(np.nanmax(np.abs(z))) if np.isfinite(z).any() else 1.0
+    top = max(top, 0.05)
+    n = idx.size
+    text = np.where(np.isfinite(z), np.char.mod("%.2f", np.nan_to_num(z)), "") if n <= 12 else None
+    heat = go.Heatmap(
+        z=z,
+        x=list(range(1, n + 1)),
+        y=labels,
+        zmin=-top,
+        zmax=top,
+        colorscale="RdBu_r",
+        colorbar=dict(title="κ", thickness=12),
+        text=text,
+        texttemplate="%{text}" if text is not None else None,
+        hovertemplate="%{y} with worker %{x}: κ = %{z:.3f}<extra></extra>",
+        xgap=1,
+        ygap=1,
+        name="kappa",
+    )
+    pos = {int(w): i for i, w in enumerate(idx)}
+    cells = []
+    for a, b in zip(report.a[report.flagged], report.b[report.flagged]):
+        if int(a) in pos and int(b) in pos:
+            for r, c in ((pos[int(a)], pos[int(b)]), (pos[int(b)], pos[int(a)])):
+                cells.append((c - 0.5, c + 0.5, r - 0.5, r + 0.5))
+    shapes = []
+    if cells:
+        shapes.append(
+            dict(
+                type="path",
+                path=rect_path(cells),
+                xref="x",
+                yref="y",
+                line=dict(color="black", width=2),
+                name="flagged",
+            )
+        )
+    shown = (
+        "" if n == len(report.worker_names) else f" ({n} of {len(report.worker_names)} workers: the strongest pairs)"
+    )
+    fig = go.Figure(
+        [heat],
+        layout=_layout(
+            title + shown,
+            height,
+            title_width=60,
+            shapes=shapes,
+            xaxis=dict(type="category", title="worker (number as in the rows)", side="bottom"),
+            yaxis=dict(type="category", autorange="reversed"),
+        ),
+    )
+    return fig

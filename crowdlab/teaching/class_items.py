@@ -1,0 +1,396 @@
+"""What a live class labels, who plays whom, and what EM concluded about each student (no Streamlit here).
+
+* Items with a truth that need no internet: :func:`dot_items` ("which colour has more dots?", drawn as SVG; hard
+  when the counts are close) and :func:`prime_items` ("is this number prime?"; hard for 91 = 7 x 13, easy for 40).
+  Each item has a difficulty in [0, 1] around the level the lecturer picks, so GLAD's item difficulty (Whitehill et
+  al., 2009) has something to find in the class's data.
+* Item sets the lecturer uploads (:func:`read_item_set`: a CSV of item id, prompt, optional truth and image file,
+  the images in an optional zip), read through the one reading path (:func:`crowdlab.io.readers.read_table`) and its
+  limits (:mod:`crowdlab.io.limits`).
+* Secret roles by share (:func:`deal_role`): honest, spammer (answers at random), adversary (answers the opposite of
+  what they believe), lazy (always the same answer): Raykar & Yu (2012) and Hovy et al. (2013, MACE) call the
+  second kind spammers; :func:`scripted_answer` plays each role for simulated students.
+* The class's votes as :class:`~crowdlab.io.data.Annotations` with gold (:func:`class_annotations`), the working dataset
+  of the Step page, and the reveal (:func:`reveal`): Dawid & Skene (1979) and MACE fitted to the votes, each
+  student's estimated accuracy with its 95% interval, and per role what the two estimated.
+"""
+
+from __future__ import annotations
+
+import io
+import math
+import secrets
+import zipfile
+from collections.abc import Sequence
+
+import numpy as np
+
+from crowdlab.errors import DataError
+from crowdlab.io.class_store import ROLES, Item
+from crowdlab.io.data import Annotations
+from crowdlab.io.limits import get_limits
+from crowdlab.io.readers import read_table
+
+__all__ = [
+    "DOT_CHOICES",
+    "PRIME_CHOICES",
+    "ROLE_CARDS",
+    "class_annotations",
+    "deal_role",
+    "dot_items",
+    "prime_items",
+    "pseudonym",
+    "read_item_set",
+    "reveal",
+    "scripted_answer",
+]
+
+DOT_CHOICES = ("orange", "blue")  # told apart by most colour-blind viewers too
+PRIME_CHOICES = ("prime", "not prime")
+DOT_COLOURS = {"orange": "#e69f00", "blue": "#0072b2"}  # Okabe & Ito's palette
+ROLE_CARDS = {
+    "honest": "Answer every item as well as you can.",
+    "spammer": "Secret role: spammer. Don't look at the items: tap answers at random.",
+    "adversary": "Secret role: adversary. Work out the right answer, then tap the other one.",
+    "lazy": "Secret role: lazy. Tap the first answer every time, whatever the item.",
+}
+ROLE_TITLES = {"honest": "Honest", "spammer": "Spammer", "adversary": "Adversary", "lazy": "Lazy"}
+IMAGE_TYPES = {".png": "image/png", ".jpg": "image/jpeg", ".jpeg": "image/jpeg", ".gif": "image/gif"}
+MAX_IMAGE_MB = 5.0
+MAX_ITEMS = 500
+
+_ADJECTIVES = (
+    "Amber Brave Calm Clever Cosmic Crimson Curious Daring Eager Gentle Golden Happy Humble Jolly Keen Lively Lucky "
+    "Mellow Misty Nimble Noble Patient Plucky Quick Quiet Rapid Rosy Shy Silver Sleepy Smart Snowy Sunny Swift Teal "
+    "Tidy Vivid Witty Zesty"
+).split()
+_ANIMALS = (
+    "Badger Beaver Bison Crane Dolphin Eagle Falcon Ferret Finch Fox Gecko Heron Ibis Jaguar Koala Lark Lemur Lynx "
+    "Marten Moose Newt Otter Owl Panda Pelican Puffin Quail Raven Robin Seal Sparrow Stoat Swan Tapir Tiger Toucan "
+    "Walrus Wombat Yak Zebra"
+).split()
+
+
+def pseudonym() -> str:
+    """Two words, e.g. "Quiet Otter" (40 x 40 of them; the student may change it)."""
+    return f"{secrets.choice(_ADJECTIVES)} {secrets.choice(_ANIMALS)}"
+
+
+# ---------------------------------------------------------------------------- roles
+def deal_role(counts: dict[str, int], shares: dict[str, float]) -> str:
+    """The next student's role: the one furthest below its share of the students so far plus this one (ties at
+    random), so a class of any size holds the shares as closely as whole students can."""
+    total = sum(shares.values())
+    if total <= 0:
+        return "honest"
+    n = sum(counts.get(r, 0) for r in shares) + 1
+    deficit = {r: shares[r] / total * n - counts.get(r, 0) for r in shares if r in ROLES}
+    best = max(deficit.values())
+    return secrets.choice(sorted(r for r, d in deficit.items() if d >= best - 1e-9))
+
+
+def scripted_answer(role: str, truth: str, choices: Sequence[str], difficulty: float, rng: np.random.Generator) -> str:
+    """What a simulated student in ``role`` answers: an honest one is right with probability 1 - difficulty / 2
+    (a coin toss on the hardest item), an adversary answers something other than what they believed, a spammer at
+    random, a lazy one the first answer."""
+    choices = list(choices)
+    if role == "spammer":
+        return str(rng.choice(choices))
+    if role == "lazy":
+        return choices[0]
+    others = [c for c in choices if c != truth]
+    believed = truth if rng.random() < 1.0 - 0.5 * float(difficulty) else str(rng.choice(others))
+    if role == "adversary":
+        return str(rng.choice([c for c in choices if c != believed]))
+    return believed
+
+
+# ---------------------------------------------------------------------------- generated items
+def _difficulties(n: int, level: float, rng: np.random.Generator) -> np.ndarray:
+    return np.clip(level + rng.uniform(-0.3, 0.3, n), 0.0, 1.0)
+
+
+def dots_svg(n_orange: int, n_blue: int, rng: np.random.Generator, size: int = 240) -> str:
+    """An SVG of ``n_orange`` orange and ``n_blue`` blue dots, scattered without overlapping."""
+    r = 9
+    placed: list[tuple[float, float]] = []
+    tries = 0
+    while len(placed) < n_orange + n_blue and tries < 20000:
+        tries += 1
+        x, y = rng.uniform(r + 2, size - r - 2, 2)
+        if all((x - a) ** 2 + (y - b) ** 2 >= (2 * r + 3) ** 2 for a, b in placed):
+            placed.append((x, y))
+    colours = ["orange"] * n_orange + ["blue"] * n_blue
+    rng.shuffle(colours)
+    dots = "".join(
+        f'<circle cx="{x:.1f}" cy="{y:.1f}" r="{r}" fill="{DOT_COLOURS[c]}"/>'
+        for (x, y), c in zip(placed, colours, strict=False)
+    )
+    return (
+        f'<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 {size} {size}" width="{size}" height="{size}">'
+        f'<rect width="{size}" height="{size}" fill="#ffffff" stroke="#cccccc"/>{dots}</svg>'
+    )
+
+
+def dot_items(n: int = 12, level: float = 0.5, seed: int | None = None) -> list[Item]:
+    """``n`` "which colour has more dots?" items; difficulty d in [0, 1] around ``level``: about 30 dots whose
+    counts differ by round(12 (1 - d)) + 1 (13 on the easiest, 1 on the hardest)."""
+    rng = np.random.default_rng(seed)
+    items = []
+    for k, d in enumerate(_difficulties(n, level, rng)):
+        diff = int(round(12 * (1 - d))) + 1
+        total = int(rng.integers(26, 33))
+        more, fewer = (total + diff) // 2, (total - diff) // 2
+        truth = str(rng.choice(DOT_CHOICES))
+        n_orange, n_blue = (more, fewer) if truth == "orange" else (fewer, more)
+        items.append(
+            Item(
+                f"dots-{k + 1:02d}",
+                "Which colour has more dots?",
+                truth=truth,
+                difficulty=float(round(d, 3)),
+                svg=dots_svg(n_orange, n_blue, rng),
+            )
+        )
+    return items
+
+
+def _is_prime(n: int) -> bool:
+    return n > 1 and all(n % p for p in range(2, math.isqrt(n) + 1))
+
+
+def _prime_difficulty(n: int) -> float:
+    """How hard "is n prime?" is: even numbers and multiples of 5 are easy; products of two primes of 7 or more
+    (91 = 7 x 13) and primes above 100 are hard."""
+    if n % 2 == 0 or n % 5 == 0 or n < 10:
+        return 0.05
+    if _is_prime(n):
+        return 0.2 if n < 50 else (0.5 if n < 100 else 0.85)
+    if n % 3 == 0:
+        return 0.45 if sum(map(int, str(n))) > 9 else 0.3
+    return 0.95  # its least factor is 7 or more
+
+
+def prime_items(n: int = 12, level: float = 0.5, seed: int | None = None) -> list[Item]:
+    """``n`` "is this number prime?" items (half of them primes) whose difficulties lie near ``level``."""
+    rng = np.random.default_rng(seed)
+    pool = [(m, _prime_difficulty(m)) for m in range(4, 400)]
+    picked: list[int] = []
+    for want_prime in [k % 2 == 0 for k in range(n)]:
+        cand = [(m, d) for m, d in pool if _is_prime(m) == want_prime and m not in picked]
+        w = np.array([math.exp(-(((d - level) / 0.15) ** 2)) for _, d in cand])
+        picked.append(cand[int(rng.choice(len(cand), p=w / w.sum()))][0])
+    rng.shuffle(picked)
+    return [
+        Item(
+            f"number-{k + 1:02d}",
+            f"Is {m} a prime number?",
+            truth=PRIME_CHOICES[0] if _is_prime(m) else PRIME_CHOICES[1],
+            difficulty=_prime_difficulty(m),
+        )
+        for k, m in enumerate(picked)
+    ]
+
+
+# ---------------------------------------------------------------------------- uploaded items
+_ID = ("item", "item_id", "id", "itemid", "question_id")
+_PROMPT = ("prompt", "question", "text", "prompt_text")
+_TRUTH = ("truth", "gold", "answer", "true_label", "correct")
+_IMAGE = ("image", "image_file", "file", "picture")
+
+
+def _column(header: Sequence[str], aliases: Sequence[str], file: str) -> int | None:
+    hits = [j for j, h in enumerate(header) if "_".join(h.strip().lower().replace("-", " ").split()) in aliases]
+    if len(hits) > 1:
+        raise DataError(
+            f"more than one column could be the {aliases[0]} column: {', '.join(repr(header[j]) for j in hits)}.",
+            file=file,
+            row=1,
+            hint="Rename or delete all but one of them.",
+        )
+    return hits[0] if hits else None
+
+
+def _images(zip_bytes: bytes | None, file: str) -> dict[str, bytes]:
+    if zip_bytes is None:
+        return {}
+    lim = get_limits()
+    if len(zip_bytes) > lim.max_file_mb * 1e6:
+        raise DataError(f"the zip is larger than {lim.max_file_mb:g} MB.", file=file)
+    try:
+        zf = zipfile.ZipFile(io.BytesIO(zip_bytes))
+    except zipfile.BadZipFile:
+        raise DataError("this is not a zip archive.", file=file, hint="Zip the image files together.") from None
+    out: dict[str, bytes] = {}
+    total = 0.0
+    for info in zf.infolist():
+        if info.is_dir():
+            continue
+        base = info.filename.rsplit("/", 1)[-1]
+        ext = "." + base.rsplit(".", 1)[-1].lower() if "." in base else ""
+        if ext not in IMAGE_TYPES:
+            continue
+        if info.file_size > MAX_IMAGE_MB * 1e6:  # checked before reading: a zip bomb is never expanded
+            raise DataError(f"the image {base!r} is larger than {MAX_IMAGE_MB:g} MB.", file=file)
+        total += info.file_size
+        if total > lim.max_file_mb * 1e6:
+            raise DataError(f"the images add up to more than {lim.max_file_mb:g} MB.", file=file)
+        out[base] = zf.read(info)
+    return out
+
+
+def read_item_set(
+    csv_source, choices: Sequence[str], images_zip: bytes | None = None, *, zip_name: str = "images.zip"
+) -> list[Item]:
+    """Items from a CSV with columns item id, prompt, optional truth (one of ``choices``) and optional image (a
+    file name inside ``images_zip``: PNG, JPEG or GIF). Bad input raises DataError naming the file, row and column."""
+    table = read_table(csv_source, needs="it needs columns item id and prompt (optional: truth, image)", where="app")
+    file = table.file
+    j_id, j_prompt = _column(table.header, _ID, file), _column(table.header, _PROMPT, file)
+    j_truth, j_image = _column(table.header, _TRUTH, file), _column(table.header, _IMAGE, file)
+    missing = [name for name, j in (("item id", j_id), ("prompt", j_prompt)) if j is None]
+    if missing:
+        raise DataError(
+            f"no {' or '.join(missing)} column (found: {', '.join(repr(h) for h in table.header)}).",
+            file=file,
+            row=1,
+            hint="Name the columns item_id, prompt and optionally truth and image.",
+        )
+    if table.n_rows > MAX_ITEMS:
+        raise DataError(f"the file has {table.n_rows:,} items; a class labels at most {MAX_ITEMS}.", file=file)
+    images = _images(images_zip, zip_name)
+    ids, prompts = table.values(j_id), table.values(j_prompt)
+    truths = table.values(j_truth) if j_truth is not None else None
+    files = table.values(j_image) if j_image is not None else None
+    choices = [str(c) for c in choices]
+    seen: dict[str, int] = {}
+    items = []
+    for k in range(table.n_rows):
+        row = int(table.rows[k])
+        item_id, prompt = str(ids[k]), str(prompts[k])
+        if not item_id:
+            raise DataError("the item id is blank.", file=file, row=row, column=table.header[j_id])
+        if item_id in seen:
+            raise DataError(f"item {item_id!r} appears twice (rows {seen[item_id]} and {row}).", file=file, row=row)
+        seen[item_id] = row
+        if not prompt:
+            raise DataError("the prompt is blank.", file=file, row=row, column=table.header[j_prompt])
+        truth = str(truths[k]) if truths is not None and str(truths[k]) else None
+        if truth is not None and truth not in choices:
+            raise DataError(
+                f"the truth {truth!r} is not one of the answers ({', '.join(choices)}).",
+                file=file,
+                row=row,
+                column=table.header[j_truth],
+                hint="Type the answers as the truth column spells them.",
+            )
+        image = None
+        if files is not None and str(files[k]):
+            name = str(files[k]).rsplit("/", 1)[-1]
+            if name not in images:
+                raise DataError(
+                    f"the image {name!r} is not in the zip of images." + ("" if images_zip else " (no zip was given)"),
+                    file=file,
+                    row=row,
+                    column=table.header[j_image],
+                    hint="Upload a zip holding every image file the CSV names (PNG, JPEG or GIF).",
+                )
+            image = images[name]
+        items.append(Item(item_id, prompt[:500], truth=truth, image=image))
+    return items
+
+
+# ---------------------------------------------------------------------------- the class's data
+def _worker_names(votes: list[dict]) -> dict[str, str]:
+    """student id -> a unique worker name: the pseudonym, numbered when two students chose the same one."""
+    names: dict[str, str] = {}
+    used: set[str] = set()
+    for v in votes:
+        sid = v["student_id"]
+        if sid in names:
+            continue
+        base = name = v["pseudonym"]
+        k = 2
+        while name in used:
+            name, k = f"{base} {k}", k + 1
+        names[sid] = name
+        used.add(name)
+    return names
+
+
+def class_annotations(
+    votes: list[dict], items: Sequence[Item], choices: Sequence[str], name: str = "our class"
+) -> tuple[Annotations, dict[str, str]]:
+    """The class's votes (rows of :meth:`ClassStore.votes`) as Annotations with gold where items have a truth,
+    and the map student id -> worker name. Items nobody labelled are left out."""
+    if not votes:
+        raise DataError("Nobody has voted yet.", hint="Wait for the class's answers, then try again.")
+    names = _worker_names(votes)
+    truth = {it.item_id: it.truth for it in items if it.truth is not None}
+    data = Annotations.from_labels(
+        [v["item_id"] for v in votes],
+        [names[v["student_id"]] for v in votes],
+        [v["label"] for v in votes],
+        gold=truth or None,
+        classes=list(choices),
+        name=name,
+    )
+    return data, names
+
+
+def _acc(pred: np.ndarray, gold: np.ndarray) -> float | None:
+    known = gold >= 0
+    return float((pred[known] == gold[known]).mean()) if known.any() else None
+
+
+def reveal(votes: list[dict], items: Sequence[Item], choices: Sequence[str]) -> dict:
+    """What Dawid-Skene and MACE estimated about each student and each role, as plain JSON-able numbers:
+
+    ``students``: student id -> {accuracy, lower, upper (Dawid-Skene, 95%), mace_accuracy, mace_spamming (1 - theta,
+    MACE's probability that the student answers at random), true_accuracy (against the items' truth), n};
+    ``roles``: role -> the students' means of the same, and how many; ``class``: majority vote's, Dawid-Skene's and
+    MACE's accuracies against the truth.
+    """
+    from crowdlab.analysis.reports import worker_report
+    from crowdlab.engines.fit import fit
+
+    data, names = class_annotations(votes, items, choices)
+    index = {w: m for m, w in enumerate(data.worker_names)}
+    roles = {v["student_id"]: v["role"] for v in votes}
+    gold = data.gold if data.gold is not None else np.full(data.n_items, -1)
+    hit = data.label == gold[data.item]
+    known = gold[data.item] >= 0
+    out: dict = {"students": {}, "roles": {}, "class": {"students": len(names), "votes": len(votes)}}
+    mv = fit(data, "mv")
+    out["class"]["mv_accuracy"] = _acc(mv.labels(), gold)
+    fits = {}
+    for method in ("ds", "mace"):
+        try:
+            run = fit(data, method, max_iter=500)
+            fits[method] = (run, worker_report(run))
+            out["class"][f"{method}_accuracy"] = _acc(run.labels(), gold)
+        except Exception as exc:  # a class too small to fit: say so rather than fail the reveal
+            out["class"][f"{method}_error"] = str(exc)
+    for sid, wname in names.items():
+        m = index[wname]
+        mine = data.worker == m
+        rec: dict = {"n": int(mine.sum()), "role": roles[sid]}
+        rec["true_accuracy"] = float(hit[mine & known].mean()) if (mine & known).any() else None
+        if "ds" in fits:
+            row = fits["ds"][1].iloc[m]
+            rec |= {"accuracy": float(row["accuracy"]), "lower": float(row["lower"]), "upper": float(row["upper"])}
+        if "mace" in fits:
+            run, rep = fits["mace"]
+            rec["mace_accuracy"] = float(rep.iloc[m]["accuracy"])
+            rec["mace_spamming"] = float(1.0 - np.asarray(run.params.theta)[m])
+        out["students"][sid] = rec
+    for role in ROLES:
+        recs = [r for r in out["students"].values() if r["role"] == role]
+        if not recs:
+            continue
+        summary: dict = {"students": len(recs)}
+        for key in ("true_accuracy", "accuracy", "mace_accuracy", "mace_spamming"):
+            vals = [r[key] for r in recs if r.get(key) is not None]
+            summary[key] = float(np.mean(vals)) if vals else None
+        out["roles"][role] = summary
+    return out

@@ -1,0 +1,195 @@
+"""The student's page of a live class, built for a phone (375 px wide): no sidebar, no Plotly, large buttons.
+
+Enter the code from the projector (or open the QR code's link, which carries it), keep or change the two-word name,
+read the role card, answer the items one at a time, and after the lecturer's Reveal see what EM estimated about you.
+Nothing about other students is shown. The server-issued token lives in this browser session and in the page's
+address (``?t=``), so a phone that drops and reloads resumes where it was. Every refusal of the store
+(:class:`crowdlab.io.class_store.ClassError`) is shown as its message; every name and prompt is escaped
+(:func:`crowdlab.io.safe.md`).
+"""
+
+from __future__ import annotations
+
+import streamlit as st
+
+from crowdlab.io import safe
+from crowdlab.io.class_store import ClassError, get_store
+from crowdlab.teaching import class_items as ci
+
+TOKEN = "student.token"
+ERROR = "student.error"
+CODE = "student.code"
+NAME = "student.name"
+RENAME = "student.rename"
+REVEAL_EVERY = 3.0
+IMAGE_PX = 210  # seconds between a finished student's looks for the reveal
+
+# large tap targets, no sidebar, no toolbar clutter: a 375 x 667 phone shows an item and both answers at once
+STYLE = """<style>
+[data-testid="stSidebar"], [data-testid="stSidebarCollapsedControl"] {display: none;}
+.block-container {padding: 0.8rem 0.9rem 2rem 0.9rem; max-width: 520px;}
+header[data-testid="stHeader"], [data-testid="stElementToolbar"] {display: none;}
+div[data-testid="stButton"] button {min-height: 3.4rem; font-size: 1.25rem;}
+div[data-testid="stImage"] img {max-width: 100%; height: auto;}
+</style>"""
+
+
+def _client() -> str:
+    """Who tries a code, for the store's rate limit of wrong codes: the connection's address and browser session."""
+    from streamlit.runtime.scriptrunner import get_script_run_ctx
+
+    ctx = get_script_run_ctx()
+    return f"{st.context.ip_address or 'local'}/{ctx.session_id if ctx else '?'}"
+
+
+def _fail(exc: ClassError) -> None:
+    st.session_state[ERROR] = str(exc)
+
+
+def on_join() -> None:
+    try:
+        _, token = get_store().join(
+            st.session_state.get(CODE, ""), st.session_state.get(NAME, ""), client=_client(), deal=ci.deal_role
+        )
+    except ClassError as exc:
+        _fail(exc)
+        return
+    st.session_state[TOKEN] = token
+    st.query_params.clear()
+    st.query_params["t"] = token
+
+
+def on_vote(token: str, item_id: str, label: str) -> None:
+    try:
+        get_store().vote(token, item_id, label)
+    except ClassError as exc:
+        _fail(exc)
+
+
+def on_rename(token: str) -> None:
+    try:
+        get_store().rename(token, st.session_state.get(RENAME, ""))
+    except ClassError as exc:
+        _fail(exc)
+
+
+def on_leave() -> None:
+    st.session_state.pop(TOKEN, None)
+    st.query_params.clear()
+
+
+def _token() -> str | None:
+    return st.session_state.get(TOKEN) or st.query_params.get("t")
+
+
+def join_form() -> None:
+    if CODE not in st.session_state:
+        st.session_state[CODE] = st.query_params.get("code", "")
+    if NAME not in st.session_state:
+        st.session_state[NAME] = ci.pseudonym()
+    st.text_input("Code on the projector", key=CODE, max_chars=12, placeholder="e.g. K7MQ2X")
+    st.text_input("Your name in class (two words; change it if you like)", key=NAME, max_chars=32)
+    st.button("Join", type="primary", width="stretch", on_click=on_join, key="student.join")
+    st.caption("Nothing about you but this name is kept, and only until the lecturer deletes the session.")
+
+
+def _item_view(token: str, student, session) -> None:
+    store = get_store()
+    n = len(student.assigned)
+    done = sum(1 for i in student.assigned if i in student.voted)
+    st.progress(done / n if n else 1.0, text=f"{done} of {n} answered")
+    todo = [i for i in student.assigned if i not in student.voted]
+    if not todo:
+        _finished(token)
+        return
+    if session.status != "open":
+        st.warning("Voting is closed.")
+        _finished(token)
+        return
+    item = store.item(session.id, todo[0])
+    st.subheader(safe.md(item.prompt), anchor=False)
+    if item.svg or item.image:  # small enough that the answers show below it on a 375 x 667 phone
+        st.image(item.svg or item.image, width=IMAGE_PX)
+    row = st.container(horizontal=True, gap="small")
+    for k, choice in enumerate(session.choices):
+        row.button(
+            safe.md(choice),
+            key=f"student.answer.{k}",
+            type="primary",
+            width="stretch",
+            on_click=on_vote,
+            args=(token, item.item_id, choice),
+        )
+
+
+@st.fragment(run_every=REVEAL_EVERY)
+def _waiting(token: str) -> None:
+    """Looks for the lecturer's Reveal every few seconds (one small query); when it is there, the whole page runs
+    once more and shows it (:func:`_revealed`), and the polling stops."""
+    try:
+        rev = get_store().reveal_for(token)
+    except ClassError as exc:
+        st.error(safe.md(str(exc)))
+        return
+    if rev:
+        st.rerun(scope="app")
+    st.success("All done. Watch the projector: the lecturer will reveal what EM found out.")
+
+
+def _finished(token: str) -> None:
+    rev = get_store().reveal_for(token)
+    if rev:
+        _revealed(rev)
+    else:
+        _waiting(token)
+
+
+def _revealed(rev: dict) -> None:
+    """This student's part of the reveal: role, Dawid-Skene's estimate of their accuracy with its interval, MACE's
+    probability that they answered at random, their true accuracy, and the class's accuracies."""
+    st.subheader("What EM found out about you")
+    st.markdown(f"Your secret role was **{ci.ROLE_TITLES.get(rev['role'], safe.md(rev['role']))}**.")
+    me = rev.get("me") or {}
+    if me.get("accuracy") is not None:
+        st.metric("Your accuracy, as Dawid-Skene estimates it", f"{me['accuracy']:.0%}")
+        st.markdown(f"95% interval: **{me['lower']:.0%} to {me['upper']:.0%}** (from {safe.plural(me['n'], 'answer')})")
+    if me.get("mace_spamming") is not None:
+        st.markdown(f"MACE's probability that you answered at random: **{me['mace_spamming']:.0%}**")
+    if me.get("true_accuracy") is not None:
+        st.markdown(f"Your answers were right **{me['true_accuracy']:.0%}** of the time.")
+    cls = rev.get("class") or {}
+    row = st.container(horizontal=True)
+    for key, label in (("mv_accuracy", "Majority vote"), ("ds_accuracy", "Dawid-Skene"), ("mace_accuracy", "MACE")):
+        if cls.get(key) is not None:
+            row.metric(f"Class: {label}", f"{cls[key]:.0%}", width="content")
+
+
+def student_page() -> None:
+    """The whole student page (pages/12_Join.py calls only this)."""
+    st.set_page_config(page_title="Join a class · crowdlab", page_icon=":material/front_hand:", layout="centered")
+    st.html(STYLE)
+    error = st.session_state.pop(ERROR, None)
+    if error:
+        st.error(safe.md(error))
+    token = _token()
+    if not token:
+        st.title("Join the class", anchor=False)
+        join_form()
+        return
+    store = get_store()
+    try:
+        student = store.student(token)
+        session = store.session(student.session_id)
+    except ClassError as exc:
+        st.error(safe.md(str(exc)))
+        st.button("Join again", on_click=on_leave, width="stretch", key="student.leave")
+        return
+    st.session_state[TOKEN] = token
+    st.markdown(f"You are **{safe.md(student.pseudonym)}** in *{safe.md(session.title)}*.")
+    if not session.reveal:
+        icon = ":material/check_circle:" if student.role == "honest" else ":material/lock:"
+        st.info(ci.ROLE_CARDS.get(student.role, ""), icon=icon)
+    _item_view(token, student, session)
+    with st.expander("Change your name"):
+        st.text_input("New name", key=RENAME, max_chars=32)
+        st.button("Save name", on_click=on_rename, args=(token,), key="student.save_name")

@@ -1,0 +1,199 @@
+"""The Class (lecturer) and Join (student) pages under AppTest: a session from start to reveal, EM on the class's
+votes, and the refusals a room full of students meets (each shown as a message, nothing stored)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from streamlit.testing.v1 import AppTest
+
+from crowdlab.io import safe
+from crowdlab.io.class_store import get_store
+from crowdlab.ui import class_page as cp
+from crowdlab.ui import state
+from crowdlab.ui import student_page as sp
+from tests.app.helpers import click, goto, ok
+
+ROOT = Path(__file__).resolve().parents[2]
+CLASS = str(ROOT / "pages" / "11_Class.py")
+JOIN = str(ROOT / "pages" / "12_Join.py")
+HOME = str(ROOT / "app.py")
+
+
+@pytest.fixture(autouse=True)
+def data_dir(tmp_path, monkeypatch):
+    monkeypatch.delenv("CROWDLAB_CLASS_DB", raising=False)
+    monkeypatch.setenv("CROWDLAB_DATA_DIR", str(tmp_path))
+    return tmp_path
+
+
+def _lecturer(**settings) -> AppTest:
+    at = goto(ok(AppTest.from_file(HOME, default_timeout=30).run()), "pages/11_Class.py")
+    for name, value in settings.items():
+        at.session_state[cp.W + name] = value
+    return click(at, "class.start")
+
+
+def _student(code: str | None = None, name: str | None = None) -> AppTest:
+    at = AppTest.from_file(JOIN, default_timeout=30)
+    if code is not None:
+        at.query_params["code"] = code
+    ok(at.run())
+    if name is not None:
+        at.text_input(key=sp.NAME).set_value(name)
+    return at
+
+
+def _session(at: AppTest):
+    return get_store().session(at.session_state[cp.SID])
+
+
+def _errors(at: AppTest) -> list[str]:
+    return [e.value for e in at.error]
+
+
+def test_a_class_from_start_to_reveal():
+    lec = _lecturer(n_items=4, per_student=3, spammer=0, adversary=0, lazy=0)
+    key = lec.session_state[cp.KEY]
+    assert any(key == c.value for c in lec.code)  # the key is shown once ...
+    click(lec, "class.key_seen")
+    assert not any(key == c.value for c in lec.code)  # ... and then no more
+    session = _session(lec)
+    assert any(session.join_code in m.value for m in lec.markdown)
+    assert any("data:image/svg+xml" in str(i.proto) for i in lec.get("image"))  # the QR code
+
+    phone = _student(session.join_code, "Quiet Otter")
+    assert phone.text_input(key=sp.CODE).value == session.join_code  # from the QR code's link
+    click(phone, "student.join")
+    token = phone.session_state[sp.TOKEN]
+    assert phone.query_params["t"] in (token, [token])
+    assert any("Quiet Otter" in m.value for m in phone.markdown)
+    assert not phone.get("plotly_chart") and not phone.sidebar.markdown  # light: no Plotly, no sidebar
+    for _ in range(3):
+        assert [b.label for b in phone.button if b.key.startswith("student.answer")] == ["orange", "blue"]
+        click(phone, "student.answer.0")
+    assert any("All done" in s.value for s in phone.success)
+    assert get_store().student(token).voted and len(get_store().student(token).voted) == 3
+
+    ok(lec.run())
+    counts = {m.label: m.value for m in lec.metric}
+    assert counts["Students joined"] == "1" and counts["Votes counted"] == "3" and counts["Students done"] == "1"
+    click(lec, "class.reveal")
+    assert lec.dataframe[-1].value["role"].tolist() == ["Honest"]
+    ok(phone.run())
+    said = " ".join(m.value for m in phone.markdown)
+    assert "Honest" in said and "95% interval" in said
+    assert {m.label for m in phone.metric} >= {"Your accuracy, as Dawid-Skene estimates it", "Class: Majority vote"}
+
+
+def test_a_reconnecting_phone_resumes_by_its_token():
+    lec = _lecturer(n_items=4, per_student=3)
+    phone = _student(_session(lec).join_code)
+    click(phone, "student.join")
+    click(phone, "student.answer.1")
+    token = phone.session_state[sp.TOKEN]
+    again = AppTest.from_file(JOIN, default_timeout=30)  # a new browser session: only the address remains
+    again.query_params["t"] = token
+    ok(again.run())
+    assert any("1 of 3 answered" in p.proto.text for p in again.get("progress"))
+
+
+def test_step_through_em_on_the_class_votes():
+    lec = _lecturer(n_items=4, per_student=4)
+    for k in range(3):
+        phone = _student(_session(lec).join_code, f"Student {'ABC'[k]}")
+        click(phone, "student.join")
+        for _ in range(4):
+            click(phone, f"student.answer.{k % 2}")
+    click(ok(lec.run()), "class.em")
+    data = lec.session_state[state.DATA]
+    assert data.n_obs == 12 and data.n_workers == 3 and data.has_gold
+    assert lec.session_state[state.DATA_ID].startswith("class:")
+    assert any(link.proto.label == "Step through EM" for link in lec.main.get("page_link"))
+    goto(lec, "pages/2_Step_through_EM.py")
+    click(lec, "stepper.run")
+    assert lec.session_state[state.RUN].converged or lec.session_state[state.RUN].stop_reason
+
+
+def test_wrong_code_and_forged_token_are_refused_with_a_message():
+    lec = _lecturer()
+    phone = _student("ZZZZZZ" if _session(lec).join_code != "ZZZZZZ" else "YYYYYY")
+    click_no_ok = phone.button(key="student.join").click().run()
+    assert _errors(click_no_ok) == [safe.md("No class session has this code. Check the code shown on the projector.")]
+    forged = AppTest.from_file(JOIN, default_timeout=30)
+    forged.query_params["t"] = "forged-token"
+    forged.run()
+    assert "not valid" in _errors(forged)[0] and forged.button(key="student.leave")
+    assert get_store().counts(_session(lec).id, lec.session_state[cp.KEY])["students"] == 0
+
+
+def test_hostile_pseudonym_is_refused_and_nothing_stored():
+    lec = _lecturer()
+    phone = _student(_session(lec).join_code, "<script>alert(1)</script>")
+    phone.button(key="student.join").click().run()
+    assert "The name holds characters a name may not" in " ".join(_errors(phone))
+    assert sp.TOKEN not in phone.session_state
+    assert get_store().counts(_session(lec).id, lec.session_state[cp.KEY])["students"] == 0
+
+
+def test_resume_needs_the_lecturer_key():
+    lec = _lecturer()
+    code, key = _session(lec).join_code, lec.session_state[cp.KEY]
+    other = ok(AppTest.from_file(CLASS, default_timeout=30).run())
+    other.text_input(key=cp.W + "resume_code").set_value(code)
+    other.text_input(key=cp.W + "resume_key").set_value("not the key")
+    other.button(key="class.resume").click().run()
+    assert "The lecturer key is wrong" in " ".join(_errors(other)) and cp.SID not in other.session_state
+    other.text_input(key=cp.W + "resume_key").set_value(key)
+    click(other, "class.resume")
+    assert other.session_state[cp.SID] == lec.session_state[cp.SID]
+    assert not any(key == c.value for c in other.code)  # a resumed session does not show the key again
+
+
+def test_vote_after_close_and_delete():
+    lec = _lecturer(n_items=4, per_student=3)
+    phone = _student(_session(lec).join_code)
+    click(phone, "student.join")
+    click(lec, "class.close")
+    ok(phone.run())
+    assert any("Voting is closed" in w.value for w in phone.warning)
+    assert not [b for b in phone.button if b.key.startswith("student.answer")]
+    lec.checkbox(key=cp.W + "confirm_delete").check().run()
+    sid = lec.session_state[cp.SID]
+    click(lec, "class.delete")
+    assert cp.SID not in lec.session_state
+    assert get_store()._read("SELECT COUNT(*) FROM students WHERE session_id = ?", (sid,))[0][0] == 0
+    phone.run()
+    assert "not valid" in _errors(phone)[0]
+
+
+def test_export_escapes_formulas():
+    lec = _lecturer(n_items=2, per_student=2)
+    phone = _student(_session(lec).join_code, "Quiet Otter")
+    click(phone, "student.join")
+    click(phone, "student.answer.0")
+    ok(lec.run())
+    assert any(b.proto.label.startswith("Download the session") for b in lec.get("download_button"))
+
+
+def test_uploaded_items_with_hostile_prompts_are_text(tmp_path):
+    csv = b"item_id,prompt,truth\nq1,**bold** <script>x</script> $x$,yes\nq2,Plain,no\n"
+
+    class Upload:  # what st.file_uploader returns, enough for read_item_set
+        name = "items.csv"
+
+        def getvalue(self):
+            return csv
+
+    at = ok(AppTest.from_file(CLASS, default_timeout=30).run())
+    at.session_state[cp.W + "kind"] = "upload"
+    at.session_state[cp.W + "per_student"] = 2
+    ok(at.run())
+    # the file uploader cannot be filled by AppTest: items go straight to the store as the callback would
+    items = __import__("crowdlab.teaching.class_items", fromlist=["x"]).read_item_set(Upload(), ["yes", "no"])
+    session, _ = get_store().create_session(items, ["yes", "no"], per_student=2)
+    phone = _student(session.join_code, "Quiet Otter")
+    click(phone, "student.join")
+    shown = [s.value for s in phone.subheader]
+    assert any(v in (safe.md(items[0].prompt), safe.md(items[1].prompt)) for v in shown)

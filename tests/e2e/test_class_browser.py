@@ -1,0 +1,165 @@
+"""A live class in a real browser: a student on a 375 x 667 phone joins, labels every item and sees their reveal;
+the projector counts the votes; EM on the class's data runs on the Step page; a spammer-heavy class of scripted
+students is revealed and MACE and Dawid-Skene single out the spammers.
+
+The app runs with its own data folder (a temporary one), so the test reads the same SQLite file as the server.
+"""
+
+from __future__ import annotations
+
+import re
+
+import numpy as np
+import pytest
+
+from crowdlab.io.class_store import ClassStore, Limits
+from crowdlab.teaching import class_items as ci
+from tests.e2e.helpers import ARTIFACTS, ITERATION, assert_no_exception, screenshot, streamlit_server, wait_idle
+
+pytestmark = pytest.mark.e2e
+
+PHONE = {"width": 375, "height": 667}
+
+
+@pytest.fixture(scope="module")
+def class_server(tmp_path_factory):
+    data = tmp_path_factory.mktemp("class_data")
+    with streamlit_server({"CROWDLAB_DATA_DIR": str(data)}, log_name="streamlit_class.log") as url:
+        yield url, data / "class.db"
+
+
+@pytest.fixture()
+def phone(browser):
+    context = browser.new_context(viewport=PHONE, is_mobile=True, has_touch=True, device_scale_factor=2)
+    pg = context.new_page()
+    pg.set_default_timeout(30_000)
+    yield pg
+    context.close()
+
+
+def _metric(page, label: str) -> str:
+    box = page.locator('[data-testid="stMetric"]', has_text=label).first
+    return box.locator('[data-testid="stMetricValue"]').inner_text().strip()
+
+
+def _wait_metric(page, label: str, value: str, timeout: float = 15_000) -> None:
+    page.wait_for_function(
+        """([label, value]) => Array.from(document.querySelectorAll('[data-testid="stMetric"]')).some(m =>
+            m.innerText.includes(label) &&
+            m.querySelector('[data-testid="stMetricValue"]').innerText.trim() === value)""",
+        arg=[label, value],
+        timeout=timeout,
+    )
+
+
+def _start(page, url: str) -> tuple[str, str]:
+    """Start a session with the default settings on the Class page; returns (join code, lecturer key)."""
+    page.goto(url + "/Class")
+    page.get_by_role("button", name="Start the class session").click()
+    page.get_by_text("Join code:").first.wait_for()
+    code = re.search(r"Join code: ([A-Z0-9]{6})", page.locator('[data-testid="stMain"]').inner_text()).group(1)
+    key = page.locator('[data-testid="stCode"] code').first.inner_text().strip()
+    return code, key
+
+
+def _layout_fits_a_phone(page, answers=()) -> None:
+    width = page.evaluate("() => document.documentElement.scrollWidth")
+    assert width <= PHONE["width"], f"the page is {width} px wide on a 375 px phone"
+    assert page.locator('[data-testid="stSidebar"]:visible').count() == 0
+    assert page.locator(".js-plotly-plot").count() == 0
+    for box in [b.bounding_box() for b in page.locator('[data-testid="stButton"] button').all()]:
+        assert box["height"] >= 48 and box["x"] >= 0 and box["x"] + box["width"] <= PHONE["width"], box
+    for name in answers:  # the item and its answers fit on the screen at once: no scrolling to answer
+        box = page.get_by_role("button", name=name, exact=True).bounding_box()
+        assert box["y"] + box["height"] <= PHONE["height"], (name, box)
+
+
+def test_a_phone_joins_labels_every_item_and_sees_the_reveal(class_server, page, phone):
+    url, _ = class_server
+    code, key = _start(page, url)
+    assert len(key) >= 30
+    page.locator('[data-testid="stImage"] img').first.wait_for()  # the QR code
+    _wait_metric(page, "Votes counted", "0")
+
+    phone.goto(f"{url}/Join?code={code}")
+    phone.get_by_role("button", name="Join", exact=True).click()
+    phone.get_by_text("0 of 10 answered").wait_for()
+    phone.locator('[data-testid="stImage"] img').wait_for()
+    _layout_fits_a_phone(phone, ci.DOT_CHOICES)
+    phone.screenshot(path=str(ARTIFACTS / "class_phone_item.png"))
+    for k in range(10):
+        phone.get_by_text(f"{k} of 10 answered").wait_for()
+        phone.get_by_role("button", name="orange", exact=True).click()
+    phone.get_by_text("10 of 10 answered").wait_for()
+    phone.get_by_text("All done").wait_for()
+    assert_no_exception(phone)
+
+    _wait_metric(page, "Votes counted", "10")  # the projector counts them, by itself
+    _wait_metric(page, "Students done", "1")
+    page.get_by_role("button", name="Reveal the roles").click()
+    page.get_by_text("Reveal: did EM find the careless students?").wait_for()
+    phone.get_by_text("What EM found out about you").wait_for(timeout=20_000)  # the phone looks every 3 s
+    phone.get_by_text("Class: Majority vote").wait_for()  # the fragment's last element
+    phone.screenshot(path=str(ARTIFACTS / "class_phone_reveal.png"), full_page=True)
+    text = phone.locator('[data-testid="stMain"]').inner_text()
+    assert "Your secret role was" in text and "95% interval" in text and "Class: Majority vote" in text, text
+    _layout_fits_a_phone(phone)
+    assert_no_exception(phone)
+    assert_no_exception(page)
+
+
+def test_em_runs_on_the_class_data_on_the_step_page(class_server, page):
+    url, db = class_server
+    code, key = _start(page, url)
+    store = ClassStore(str(db), limits=Limits(votes_per_window=1000))
+    rng = np.random.default_rng(1)
+    session = store.lecturer_session(code, key)
+    truth = {it.item_id: it for it in store.items(session.id)}
+    for _ in range(6):
+        st, tok = store.join(code, ci.pseudonym(), deal=ci.deal_role)
+        for i in st.assigned:
+            store.vote(tok, i, ci.scripted_answer(st.role, truth[i].truth, ci.DOT_CHOICES, 0.2, rng))
+    _wait_metric(page, "Votes counted", "60")
+    page.get_by_role("button", name="Step through EM on our votes").click()
+    page.get_by_text("are now the working dataset").wait_for()
+    page.locator('[data-testid="stMain"]').get_by_role("link", name=re.compile("Step through EM")).click()
+    page.get_by_text(ITERATION).first.wait_for()
+    assert "live class" in page.locator('[data-testid="stSidebar"]').inner_text()
+    page.get_by_role("button", name="Run to convergence").click()
+    page.get_by_text("converged").first.wait_for()
+    wait_idle(page)
+    assert_no_exception(page)
+    store.close()
+
+
+def test_a_spammer_heavy_class_is_revealed(class_server, page):
+    """30 scripted students, 40% of them spammers: after Reveal, MACE gives the spammers a far higher probability
+    of spamming and Dawid-Skene a far lower accuracy than the honest students, in the lecturer's table."""
+    url, db = class_server
+    store = ClassStore(str(db), limits=Limits(votes_per_window=1000))
+    items = ci.dot_items(16, 0.2, seed=2)
+    shares = {"honest": 0.5, "spammer": 0.4, "adversary": 0.0, "lazy": 0.1}
+    session, key = store.create_session(items, ci.DOT_CHOICES, per_student=12, shares=shares)
+    rng = np.random.default_rng(2)
+    by = {it.item_id: it for it in items}
+    for _ in range(30):
+        st, tok = store.join(session.join_code, ci.pseudonym(), deal=ci.deal_role)
+        for i in st.assigned:
+            store.vote(tok, i, ci.scripted_answer(st.role, by[i].truth, ci.DOT_CHOICES, by[i].difficulty, rng))
+    page.goto(url + "/Class")
+    page.get_by_text("Resume a session").click()
+    page.get_by_label("Join code").fill(session.join_code)
+    page.get_by_label("Lecturer key").fill(key)
+    page.get_by_role("button", name="Resume", exact=True).click()
+    _wait_metric(page, "Votes counted", "360")
+    page.get_by_role("button", name="Reveal the roles").click()
+    table = page.locator('[data-testid="stDataFrame"]').last
+    table.wait_for()
+    page.get_by_text("Reveal: did EM find the careless students?").wait_for()
+    roles = store.session(session.id).reveal["roles"]  # what the page computed and stored
+    assert roles["spammer"]["students"] == 12 and roles["honest"]["students"] == 15
+    assert roles["spammer"]["mace_spamming"] > roles["honest"]["mace_spamming"] + 0.2
+    assert roles["spammer"]["accuracy"] < roles["honest"]["accuracy"] - 0.2
+    assert_no_exception(page)
+    screenshot(page, "class_reveal")
+    store.close()

@@ -1,0 +1,79 @@
+"""Every lesson step on one screen: in presenter mode at the projector's 1024 x 768, after a step's button, the
+step's chart is at least 90 % visible without scrolling, for every step of every lesson (stacked under the
+narration, formula, buttons and outcome, a median 47 % of it was); a lesson's last step offers the next lesson
+(its Next is "Next lesson", and → goes there). A screenshot of the first screen of every step lands in
+tests/e2e/artifacts/lesson_<lesson>_<step>.png."""
+
+from __future__ import annotations
+
+import pytest
+
+from crowdlab.teaching import lessons
+from tests.e2e.helpers import ARTIFACTS, assert_no_exception, wait_idle, wait_page
+
+pytestmark = pytest.mark.e2e
+
+PROJECTOR = {"width": 1024, "height": 768}
+VISIBLE = 0.9
+# the share of the lesson's chart (its first plotly chart) inside the window, and where it stands
+SHARE = """
+() => { const p = Array.from(document.querySelectorAll('[data-testid="stMain"] [data-testid="stPlotlyChart"]'))
+    .find(e => e.offsetParent !== null);
+  if (!p) return null;
+  const r = p.getBoundingClientRect();
+  const w = Math.max(0, Math.min(r.right, innerWidth) - Math.max(r.left, 0));
+  const h = Math.max(0, Math.min(r.bottom, innerHeight) - Math.max(r.top, 0));
+  return {share: (w * h) / (r.width * r.height), top: Math.round(r.top), bottom: Math.round(r.bottom)}; }
+"""
+
+
+# display formulas wider than their box, by how many px
+FORMULA_CUT = """
+() => Array.from(document.querySelectorAll('[data-testid="stMain"] .katex-display')).filter(e => e.offsetParent)
+  .map(e => { const k = e.querySelector('.katex-html') || e; const r = k.getBoundingClientRect(),
+    b = e.parentElement.getBoundingClientRect(); return Math.round(r.right - b.right); }).filter(d => d > 1)
+"""
+
+
+def test_every_lesson_step_has_its_chart_on_the_first_screen(server, page):
+    page.set_viewport_size(PROJECTOR)
+    page.goto(server + "/Lessons?present=1")
+    wait_page(page)
+    main = page.locator('[data-testid="stMain"]')
+    action = main.locator(".st-key-lesson-action button")
+    short, cut = [], []
+    order = list(lessons.LESSONS)
+    for li, key in enumerate(order):
+        lesson = lessons.LESSONS[key]
+        for i in range(len(lesson.steps)):
+            main.get_by_text(f"step {i + 1} of {len(lesson.steps)}").wait_for()
+            wait_idle(page)  # the step drawn in full (its button too)
+            page.mouse.move(5, 760)  # no tooltip over the screenshot
+            assert lesson.title in main.inner_text()
+            if action.is_enabled():
+                action.click()
+                wait_idle(page)
+            page.wait_for_function(f"({SHARE})() !== null")
+            page.wait_for_timeout(300)  # plotly lays out its chart
+            wait_idle(page)
+            assert_no_exception(page)
+            m = page.evaluate(SHARE)
+            assert m is not None, (key, i + 1, "no chart after the step's button")
+            page.screenshot(path=str(ARTIFACTS / f"lesson_{key}_{i + 1:02d}.png"))
+            wide = page.evaluate(FORMULA_CUT)
+            if wide:
+                cut.append((key, i + 1, wide))
+            if m["share"] < VISIBLE:
+                short.append((key, i + 1, round(m["share"], 2), m["top"], m["bottom"]))
+            last = i + 1 == len(lesson.steps)
+            nxt = main.locator(".st-key-lesson-next button").first
+            if last and li + 1 < len(order):  # the last step offers the next lesson
+                assert "Next lesson" in nxt.inner_text()
+                assert lessons.LESSONS[order[li + 1]].title in main.inner_text()
+            if last and li + 1 == len(order):
+                break
+            page.wait_for_timeout(450)  # Previous / Next hold a just-drawn step for 0.4 s (a double click)
+            nxt.click()
+            wait_idle(page)
+    assert short == [], short
+    assert cut == [], ("display formulas wider than their box (KaTeX does not wrap: the box cuts them)", cut)

@@ -1,0 +1,382 @@
+"""The class-session store (crowdlab.io.class_store) on SQLite files in tmp_path, and on PostgreSQL when a server
+is reachable (``CROWDLAB_TEST_POSTGRES_URL``; .ci/run starts one): every refusal of the security list, idempotent
+votes, resuming by token, two sessions side by side, expiry, migration, and 200 concurrent students x 20 votes."""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+import threading
+import time
+
+import pytest
+
+from crowdlab.io import class_store as cs
+from crowdlab.io.class_store import ClassError, ClassStore, Item, Limits
+
+CHOICES = ("yes", "no")
+
+
+def _items(n=6, prefix="i"):
+    return [Item(f"{prefix}{k}", f"Is {k} prime?", truth="yes" if k in (2, 3, 5) else "no") for k in range(n)]
+
+
+def _pg_url() -> str | None:
+    url = os.environ.get("CROWDLAB_TEST_POSTGRES_URL")
+    if not url:
+        return None
+    try:
+        import psycopg
+
+        with psycopg.connect(url, connect_timeout=3):
+            pass
+    except Exception:
+        return None
+    return url
+
+
+def _drop_all(url: str) -> None:
+    import psycopg
+
+    with psycopg.connect(url, autocommit=True) as conn:
+        for t in ("votes", "students", "items", "sessions", "rate_limits", "schema_version"):
+            conn.execute(f"DROP TABLE IF EXISTS {t} CASCADE")
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+def url(request, tmp_path):
+    if request.param == "sqlite":
+        return str(tmp_path / "class.db")
+    pg = _pg_url()
+    if pg is None:
+        if os.environ.get("CI") and os.environ.get("CROWDLAB_TEST_POSTGRES_URL"):
+            pytest.fail("CROWDLAB_TEST_POSTGRES_URL is set but no PostgreSQL server answers there")
+        pytest.skip("no PostgreSQL server (set CROWDLAB_TEST_POSTGRES_URL; .ci/run starts one)")
+    _drop_all(pg)
+    return pg
+
+
+@pytest.fixture
+def store(url):
+    s = ClassStore(url)
+    yield s
+    s.close()
+
+
+def _session(store, **kw):
+    return store.create_session(_items(), CHOICES, per_student=kw.pop("per_student", 4), **kw)
+
+
+def _n_votes(store, sid, key):
+    return len(store.votes(sid, key))
+
+
+def test_session_join_vote_and_counts(store):
+    session, key = _session(store, title="Monday")
+    assert len(session.join_code) == cs.CODE_LENGTH and set(session.join_code) <= set(cs.CODE_ALPHABET)
+    assert len(set(cs.CODE_ALPHABET)) >= 30
+    student, token = store.join(session.join_code.lower(), "Quiet Otter")
+    assert student.session_id == session.id and len(student.assigned) == 4
+    first = student.assigned[0]
+    store.vote(token, first, "yes")
+    store.vote(token, first, "no")  # a repeat replaces
+    votes = store.votes(session.id, key)
+    assert [(v["item_id"], v["label"], v["pseudonym"]) for v in votes] == [(first, "no", "Quiet Otter")]
+    counts = store.counts(session.id, key)
+    assert counts["students"] == 1 and counts["votes"] == 1 and counts["by_item"] == {first: {"no": 1}}
+    # resuming by token: the student and their answers come back
+    again = store.student(token)
+    assert again.id == student.id and again.voted == {first: "no"} and again.assigned == student.assigned
+
+
+def test_secrets_are_stored_only_hashed(tmp_path):
+    path = tmp_path / "class.db"
+    store = ClassStore(str(path))
+    session, key = _session(store)
+    _, token = store.join(session.join_code, "Quiet Otter")
+    store.close()
+    dump = "\n".join(sqlite3.connect(path).iterdump())
+    assert key not in dump and token not in dump
+    assert cs._hash(key) in dump and cs._hash(token) in dump
+
+
+def test_wrong_and_expired_code(store):
+    session, key = _session(store, code_ttl=60)
+    with pytest.raises(ClassError, match="No class session has this code"):
+        store.join("ZZZZZZ" if session.join_code != "ZZZZZZ" else "YYYYYY", "A")
+    with pytest.raises(ClassError, match="expired"):
+        store.join(session.join_code, "Late Lark", now=time.time() + 120)
+    assert store.counts(session.id, key)["students"] == 0
+
+
+def test_join_attempts_are_rate_limited(url):
+    store = ClassStore(url, limits=Limits(join_failures_per_client=3, join_failures_total=5))
+    session, _ = _session(store)
+    for _ in range(3):
+        with pytest.raises(ClassError, match="No class session"):
+            store.join("AAAAAA", "A", client="phone-1")
+    # the right code is refused too for this client now: guessing cannot go on
+    with pytest.raises(ClassError, match="Too many wrong codes"):
+        store.join(session.join_code, "A", client="phone-1")
+    store.join(session.join_code, "B", client="phone-2")  # another client still joins
+    for _ in range(2):
+        with pytest.raises(ClassError, match="No class session"):
+            store.join("AAAAAA", "C", client="phone-3")
+    with pytest.raises(ClassError, match="Too many wrong codes"):  # all clients together: 5 failures
+        store.join(session.join_code, "D", client="phone-4")
+    store.close()
+
+
+@pytest.mark.parametrize("token", [None, "", "forged-token", "x" * 200])
+def test_forged_token_is_refused(store, token):
+    session, key = _session(store)
+    student, _ = store.join(session.join_code, "Quiet Otter")
+    with pytest.raises(ClassError, match="not valid|not joined"):
+        store.vote(token, student.assigned[0], "yes")
+    assert _n_votes(store, session.id, key) == 0
+
+
+def test_token_of_a_deleted_session_is_refused(store):
+    session, key = _session(store)
+    student, token = store.join(session.join_code, "Quiet Otter")
+    store.delete_session(session.id, key)
+    with pytest.raises(ClassError, match="not valid"):  # a replayed token of a deleted session
+        store.vote(token, student.assigned[0], "yes")
+
+
+def test_unknown_item_and_label_are_refused(store):
+    session, key = _session(store)
+    student, token = store.join(session.join_code, "Quiet Otter")
+    other = next(i.item_id for i in store.items(session.id) if i.item_id not in student.assigned)
+    for item, label, msg in [
+        ("no-such-item", "yes", "not one of yours"),
+        (other, "yes", "not one of yours"),
+        (student.assigned[0], "maybe", "not one of the session's choices"),
+        (student.assigned[0], "<script>", "not one of the session's choices"),
+    ]:
+        with pytest.raises(ClassError, match=msg):
+            store.vote(token, item, label)
+    assert _n_votes(store, session.id, key) == 0
+
+
+def test_vote_after_close_is_refused(store):
+    session, key = _session(store)
+    student, token = store.join(session.join_code, "Quiet Otter")
+    store.vote(token, student.assigned[0], "yes")
+    store.set_status(session.id, key, "closed")
+    with pytest.raises(ClassError, match="Voting is closed"):
+        store.vote(token, student.assigned[1], "yes")
+    with pytest.raises(ClassError, match="Voting is closed"):  # not even a change of an earlier answer
+        store.vote(token, student.assigned[0], "no")
+    with pytest.raises(ClassError, match="closed"):
+        store.join(session.join_code, "Late Lark")
+    assert [v["label"] for v in store.votes(session.id, key)] == ["yes"]
+
+
+def test_lecturer_actions_need_the_key(store):
+    session, key = _session(store)
+    store.join(session.join_code, "Quiet Otter")
+    for wrong in (None, "", "x", key[:-1], session.join_code):
+        for action in (
+            lambda k: store.counts(session.id, k),
+            lambda k: store.votes(session.id, k),
+            lambda k: store.students(session.id, k),
+            lambda k: store.set_status(session.id, k, "closed"),
+            lambda k: store.set_reveal(session.id, k, {"class": {}}),
+            lambda k: store.delete_session(session.id, k),
+            lambda k: store.lecturer_session(session.join_code, k),
+        ):
+            with pytest.raises(ClassError, match="lecturer key is wrong"):
+                action(wrong)
+    s = store.session(session.id)
+    assert s.status == "open" and s.reveal is None
+    assert store.lecturer_session(session.join_code, key).id == session.id
+
+
+@pytest.mark.parametrize(
+    "name",
+    ["<script>alert(1)</script>", "**bold**", "$x^2$", "a\nb\x1b[31m", "[x](https://evil.org)", "=HYPERLINK(1)", ""],
+)
+def test_hostile_pseudonym_is_refused(store, name):
+    session, key = _session(store)
+    with pytest.raises(ClassError, match="name"):
+        store.join(session.join_code, name)
+    _, token = store.join(session.join_code, "Quiet Otter")
+    with pytest.raises(ClassError, match="name"):
+        store.rename(token, name)
+    assert [s.pseudonym for s in store.students(session.id, key)] == ["Quiet Otter"]
+    assert store.join(session.join_code, "  Zoë   O'Neil ")[0].pseudonym == "Zoë O'Neil"
+    with pytest.raises(ClassError, match="longer than"):
+        store.join(session.join_code, "x" * 33)
+
+
+def test_vote_rate_limit(url):
+    store = ClassStore(url, limits=Limits(votes_per_window=3, vote_window=10))
+    session, key = _session(store)
+    student, token = store.join(session.join_code, "Quiet Otter")
+    t = time.time()
+    for k in range(3):
+        store.vote(token, student.assigned[k], "yes", now=t)
+    with pytest.raises(ClassError, match="Too many answers"):
+        store.vote(token, student.assigned[3], "yes", now=t + 1)
+    assert _n_votes(store, session.id, key) == 3
+    store.vote(token, student.assigned[3], "yes", now=t + 11)  # the next window
+    assert _n_votes(store, session.id, key) == 4
+    store.close()
+
+
+def test_two_sessions_do_not_mix(store):
+    a, key_a = store.create_session(_items(prefix="a"), CHOICES, per_student=3)
+    b, key_b = store.create_session([Item(f"b{k}", "Which colour?") for k in range(6)], ("red", "blue"), per_student=3)
+    assert a.join_code != b.join_code
+    sa, ta = store.join(a.join_code, "Ann")
+    sb, tb = store.join(b.join_code, "Bob")
+    store.vote(ta, sa.assigned[0], "yes")
+    store.vote(tb, sb.assigned[0], "red")
+    with pytest.raises(ClassError, match="not one of yours"):
+        store.vote(ta, sb.assigned[0], "yes")  # Ann's token cannot vote in Bob's session
+    with pytest.raises(ClassError, match="lecturer key is wrong"):
+        store.votes(a.id, key_b)  # one lecturer's key does not open the other's session
+    assert {v["pseudonym"] for v in store.votes(a.id, key_a)} == {"Ann"}
+    assert {v["label"] for v in store.votes(b.id, key_b)} == {"red"}
+    assert store.counts(a.id, key_a)["students"] == 1 == store.counts(b.id, key_b)["students"]
+
+
+def test_items_are_dealt_evenly(store):
+    session, key = store.create_session(_items(10), CHOICES, per_student=3)
+    for k in range(10):
+        store.join(session.join_code, f"Student {k}")
+    dealt = [i for s in store.students(session.id, key) for i in s.assigned]
+    per_item = {i: dealt.count(i) for i in {it.item_id for it in store.items(session.id)}}
+    assert set(per_item.values()) == {3}  # 10 students x 3 items over 10 items
+
+
+def test_roles_dealt_by_the_given_function(store):
+    session, key = _session(store, shares={"honest": 0.5, "spammer": 0.5, "bogus": 1.0})
+    assert store.session(session.id).shares == {"honest": 0.5, "spammer": 0.5}
+    seen = []
+
+    def deal(counts, shares):
+        seen.append(dict(counts))
+        return "spammer" if counts["spammer"] < counts["honest"] else "honest"
+
+    for k in range(4):
+        store.join(session.join_code, f"S{k}", deal=deal)
+    assert [s.role for s in store.students(session.id, key)] == ["honest", "spammer", "honest", "spammer"]
+    assert seen[0] == {"honest": 0, "spammer": 0} and seen[3] == {"honest": 2, "spammer": 1}
+
+
+def test_reveal_reaches_only_the_student(store):
+    session, key = _session(store)
+    s1, t1 = store.join(session.join_code, "Ann")
+    s2, t2 = store.join(session.join_code, "Bob")
+    assert store.reveal_for(t1) is None
+    store.set_reveal(
+        session.id, key, {"students": {s1.id: {"accuracy": 0.9}, s2.id: {"accuracy": 0.4}}, "class": {"mv": 0.8}}
+    )
+    assert store.reveal_for(t1) == {"role": "honest", "me": {"accuracy": 0.9}, "class": {"mv": 0.8}}
+    assert store.reveal_for(t2)["me"] == {"accuracy": 0.4}
+    assert store.session(session.id).status == "closed"
+
+
+def test_expired_sessions_are_deleted(store):
+    session, key = _session(store, session_ttl=60)
+    keep, key2 = _session(store)
+    student, token = store.join(session.join_code, "Ann")
+    store.vote(token, student.assigned[0], "yes")
+    assert store.purge_expired(now=time.time() + 120) == 1
+    with pytest.raises(ClassError, match="no longer exists"):
+        store.session(session.id)
+    with pytest.raises(ClassError, match="not valid"):
+        store.student(token)
+    assert store.session(keep.id).id == keep.id
+    assert store._read("SELECT COUNT(*) FROM votes")[0][0] == 0
+    assert store._read("SELECT COUNT(*) FROM items WHERE session_id = ?", (session.id,))[0][0] == 0
+
+
+def test_restart_keeps_everything_and_migration_runs_once(url):
+    s1 = ClassStore(url)
+    session, key = _session(s1)
+    student, token = s1.join(session.join_code, "Ann")
+    s1.vote(token, student.assigned[0], "yes")
+    s1.close()
+    s2 = ClassStore(url)  # a new process: the same file or server
+    assert s2.schema_version() == cs.SCHEMA_VERSION
+    assert s2._read("SELECT COUNT(*) FROM schema_version")[0][0] == len(cs.MIGRATIONS)
+    assert s2.student(token).voted == {student.assigned[0]: "yes"}
+    assert s2.lecturer_session(session.join_code, key).id == session.id
+    s2.close()
+
+
+def test_default_location(monkeypatch, tmp_path):
+    monkeypatch.delenv("CROWDLAB_CLASS_DB", raising=False)
+    monkeypatch.setenv("CROWDLAB_DATA_DIR", str(tmp_path / "data"))
+    assert cs.default_url() == str(tmp_path / "data" / "class.db")
+    store = ClassStore()
+    assert (tmp_path / "data" / "class.db").exists()
+    assert store._read("PRAGMA journal_mode")[0][0] == "wal"
+    store.close()
+    monkeypatch.setenv("CROWDLAB_CLASS_DB", "postgresql://u@h/db")
+    assert cs.default_url() == "postgresql://u@h/db"
+
+
+def test_empty_or_bad_item_sets_are_refused(store):
+    with pytest.raises(ClassError, match="empty"):
+        store.create_session([], CHOICES)
+    with pytest.raises(ClassError, match="two distinct answers"):
+        store.create_session(_items(), ("yes",))
+    with pytest.raises(ClassError, match="share an id"):
+        store.create_session([Item("a", "p"), Item("a", "q")], CHOICES)
+    with pytest.raises(ClassError, match="truth"):
+        store.create_session([Item("a", "p", truth="maybe")], CHOICES)
+
+
+def test_stress_200_students_20_votes_each_lose_nothing(url):
+    """200 students on 200 threads, each joining and answering 20 items (one changed answer each): every vote is
+    stored once, none lost, none duplicated."""
+    store = ClassStore(url, limits=Limits(votes_per_window=100), pool_size=8)
+    items = [Item(f"i{k}", f"item {k}", truth="yes") for k in range(40)]
+    session, key = store.create_session(items, CHOICES, per_student=20)
+    errors: list[BaseException] = []
+    expected: dict[tuple[str, str], str] = {}
+    lock = threading.Lock()
+    start = threading.Barrier(200)
+
+    def student(k: int) -> None:
+        try:
+            start.wait()
+            me, token = store.join(session.join_code, f"Student {k}", client=f"c{k}")
+            for j, item in enumerate(me.assigned):
+                store.vote(token, item, "yes" if (j + k) % 2 else "no")
+            store.vote(token, me.assigned[0], "yes")  # a change of mind replaces
+            with lock:
+                for j, item in enumerate(me.assigned):
+                    expected[(me.id, item)] = "yes" if (j + k) % 2 or j == 0 else "no"
+        except BaseException as exc:  # reported below
+            errors.append(exc)
+
+    threads = [threading.Thread(target=student, args=(k,)) for k in range(200)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors, errors[:3]
+    votes = store.votes(session.id, key)
+    got = {(v["student_id"], v["item_id"]): v["label"] for v in votes}
+    assert len(votes) == 200 * 20 == len(got)  # no duplicates
+    assert got == expected  # nothing lost, the last answer kept
+    counts = store.counts(session.id, key)
+    assert counts["students"] == 200 and counts["done"] == 200 and counts["votes"] == 4000
+    store.close()
+
+
+def test_get_store_deletes_expired_sessions_while_the_app_runs(tmp_path, monkeypatch):
+    store = cs.get_store(str(tmp_path / "class.db"))
+    session, _ = store.create_session(_items(), CHOICES, session_ttl=0.01)
+    time.sleep(0.05)
+    assert cs.get_store(str(tmp_path / "class.db")) is store
+    store.session(session.id)  # not yet: the last purge was moments ago
+    monkeypatch.setattr(store, "purged", time.time() - cs.PURGE_EVERY - 1)
+    cs.get_store(str(tmp_path / "class.db"))
+    with pytest.raises(ClassError, match="no longer exists"):
+        store.session(session.id)

@@ -37,9 +37,10 @@ from crowdlab.engines.run import (
     snapshot_history,
     stalled_at,
 )
-from crowdlab.errors import ModelError
+from crowdlab.errors import DataError, ModelError
+from crowdlab.io.data import Annotations
 from crowdlab.models import make_model
-from crowdlab.models.base import entropy_rows, logsumexp_rows, safe_log, softmax_rows
+from crowdlab.models.base import entropy_rows, safe_log
 from crowdlab.models.majority import MajorityVote
 
 ENGINE_METHODS = ("mv", "ds", "one_coin", "two_coin")
@@ -85,57 +86,116 @@ def add_stats(a: Stats, b: Stats) -> Stats:
     return a + b
 
 
+class _Blank(Sequence):
+    """``n`` blank names: a block's item (and worker, class) names, which the model functions never read."""
+
+    def __init__(self, n: int) -> None:
+        self.n = int(n)
+
+    def __len__(self) -> int:
+        return self.n
+
+    def __getitem__(self, i):
+        if isinstance(i, slice):
+            return [""] * len(range(*i.indices(self.n)))
+        if not -self.n <= i < self.n:
+            raise IndexError(i)
+        return ""
+
+
+class Block(Annotations):
+    """One block's rows as :class:`crowdlab.data.Annotations` over its own items: item codes 0 .. n_items - 1 local
+    to the block (every row of those items is in it), worker and label codes global. Built without the reader's
+    checks and name tuples (the engine made the codes), so that the in-memory models' own functions (the E-step's
+    sparse product and compiled row kernels, the M-step's ``X.T @ q``) run on a block as they run on a data set.
+    """
+
+    def __post_init__(self) -> None:
+        for f in ("item", "worker", "label"):
+            object.__setattr__(self, f, np.ascontiguousarray(getattr(self, f), dtype=np.int32))
+
+
+def make_block(
+    item: np.ndarray, worker: np.ndarray, label: np.ndarray, n_items: int, M: int, K: int, label_counts=None
+) -> Block:
+    """A :class:`Block`; ``label_counts``: its (n_items, M K) count matrix when already built (the streaming
+    engine stores it with the bucket), else built on first use and kept (the Dask engine's blocks stay on their
+    worker)."""
+    b = Block(item, worker, label, _Blank(n_items), _Blank(M), _Blank(K))
+    if label_counts is not None:
+        b.__dict__["label_counts"] = label_counts
+    return b
+
+
+def _bind_known(model, block: Block, known: np.ndarray | None) -> None:
+    """Semi-supervised EM on a block: the model's clamp reads the block's known classes (-1: unknown)."""
+    if known is None:
+        model.known = None
+        model.__dict__.pop("_known_memo", None)
+        return
+    model.known = known
+    model.__dict__["_known_memo"] = (block, known)
+
+
 def block_round(
-    item: np.ndarray,
-    worker: np.ndarray,
-    label: np.ndarray,
-    n_items: int,
-    M: int,
-    K: int,
+    block: Block | None,
+    model,
     params=None,
     mode: str = "em",
     mv_bonus: np.ndarray | None = None,
+    known: np.ndarray | None = None,
+    *,
+    n_items: int = 0,
+    M: int = 0,
+    K: int = 0,
 ) -> tuple[np.ndarray, np.ndarray | None, Stats]:
     """One block's E-step and M-step statistics: (q (n_items, K), hard labels or None, Stats).
 
-    ``item``: local item codes 0 .. n_items - 1 (every row of those items is in the block); ``worker``, ``label``:
-    global codes. ``mode``: "em" (q = softmax of log pi + sum of log Gamma over the item's labels, with
-    ``params``), "votes" (q = vote fractions: EM's majority-vote start) or "mv" (majority vote with ties split,
-    hard labels by the rule of `crowdlab.models.majority.majority_labels`, whose tie bonus is ``mv_bonus``).
+    ``mode``: "em" (the model's own E-step with ``params``: `LatentModel._soft`, known items clamped), "votes"
+    (q = vote fractions: EM's majority-vote start) or "mv" (majority vote with ties split, hard labels by the rule
+    of `crowdlab.models.majority.majority_labels`, whose tie bonus is ``mv_bonus``). ``block`` None: an empty
+    block (``n_items``, ``M``, ``K`` give the shapes).
     """
-    flat = worker.astype(np.int64) * K + label
+    from crowdlab.models.base import _inner, column_sums
+    from crowdlab.models.dawid_skene import expected_counts
+
+    if block is not None:
+        n_items, M, K = block.n_items, block.n_workers, block.n_classes
     stats = Stats.zero(M, K, mode == "mv")
     stats.n_items = int(n_items)
     hard = None
+    if block is None or not n_items:
+        return np.zeros((n_items, K)), (np.zeros(n_items, np.int32) if mode == "mv" else None), stats
     if mode == "em":
-        log_g_t = np.ascontiguousarray(safe_log(params.gamma).reshape(M * K, K).T)  # (K, M*K): rows contiguous
-        lj = np.empty((n_items, K))
-        for k in range(K):
-            lj[:, k] = np.bincount(item, weights=log_g_t[k][flat], minlength=n_items)
-        lj += safe_log(params.pi)[None, :]
-        q = softmax_rows(lj) if n_items else np.zeros((0, K))
-        if n_items:
-            stats.loglik = float(logsumexp_rows(lj).sum())
-            stats.complete = float((q * lj).sum())
-            stats.entropy = entropy_rows(q)
+        _bind_known(model, block, known)
+        e = model._soft(block, params)
+        q = e.q
+        stats.loglik = float(e.rows.sum())
+        stats.complete = _inner(q, e.lj)
+        stats.entropy = float(e.entropy) if e.entropy is not None else entropy_rows(q)
+        stats.q_sum = e.colsum.copy() if e.colsum is not None else column_sums(q)
+        model.__dict__.pop("_lj_memo", None)  # one block at a time: keep no block's arrays
+        _bind_known(model, block, None)
     else:
-        v = np.bincount(item.astype(np.int64) * K + label, minlength=n_items * K).reshape(n_items, K).astype(float)
+        v = block.vote_counts
         if mode == "votes":
             tot = v.sum(axis=1, keepdims=True)
             q = np.where(tot > 0, v / np.maximum(tot, 1), 1.0 / K)
+            if known is not None:
+                idx = np.flatnonzero(known >= 0)
+                q[idx] = 0.0
+                q[idx, known[idx]] = 1.0
         else:
-            top = v == v.max(axis=1, keepdims=True) if n_items else np.zeros((0, K), bool)
-            q = top / top.sum(axis=1, keepdims=True) if n_items else np.zeros((0, K))
+            top = v == v.max(axis=1, keepdims=True)
+            q = top / top.sum(axis=1, keepdims=True)
             hard = np.argmax(v + mv_bonus[None, :], axis=1).astype(np.int32)
-            stats.agree = np.bincount(worker, weights=(label == hard[item]), minlength=M).astype(float)
-        stats.entropy = entropy_rows(q) if n_items else 0.0
+            stats.agree = np.bincount(block.worker, weights=(block.label == hard[block.item]), minlength=M).astype(
+                float
+            )
+        stats.entropy = entropy_rows(q)
+        stats.q_sum = q.sum(axis=0)
     if mode != "mv":
-        q_t = np.ascontiguousarray(q.T)
-        counts = np.empty((M * K, K))
-        for k in range(K):
-            counts[:, k] = np.bincount(flat, weights=q_t[k][item], minlength=M * K)
-        stats.counts = counts.reshape(M, K, K)
-    stats.q_sum = q.sum(axis=0)
+        stats.counts = expected_counts(block, q)
     return q, hard, stats
 
 
@@ -420,3 +480,18 @@ def batch_em(
         if settled_at(snaps, tol, PARAM_TOL) or stalled_at(snaps):
             break
     return snaps, violations, True
+
+
+def refuse_nested(arrow_type, column: str, file: str | None = None) -> None:
+    """A DataError for a nested Parquet column (list, struct, map): a label file's cells are single values."""
+    import pyarrow as pa
+
+    t = arrow_type
+    nested = pa.types.is_list(t) or pa.types.is_large_list(t) or pa.types.is_struct(t) or pa.types.is_map(t)
+    if nested or pa.types.is_fixed_size_list(t):
+        raise DataError(
+            f"the column holds nested values ({t}), not one id or label per cell.",
+            file=file,
+            column=column,
+            hint="Write the column as plain text or numbers (one label per row), e.g. by exploding the lists.",
+        )

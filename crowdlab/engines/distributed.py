@@ -141,7 +141,7 @@ def _read(source, *, npartitions: int | None = None, where: str = "python"):
         raise TypeError(f"cannot read labels from {type(source).__name__}; pass a Dask/pandas DataFrame or a path.")
     names = _alias_columns(list(source.columns), "the data frame")
     ddf = source[list(names)].rename(columns=names)
-    return ddf.astype(str), {role: str(name) for name, role in names.items()}
+    return ddf, {role: str(name) for name, role in names.items()}
 
 
 def _expand(source) -> list[str]:
@@ -175,26 +175,10 @@ SUMMARY_META = pd.DataFrame(
 
 
 def _summary(frame: pd.DataFrame) -> pd.DataFrame:
-    """One partition before the shuffle as rows (what, value, n): ("label", each distinct label in the order of
-    its first row, its rows) and, for each column with missing cells, ("missing <column>", the index of the first,
-    their number). Missing: a null or blank id, a null, blank or NaN-spelled label (`crowdlab.io.readers`)."""
-    codes, uniq = pd.factorize(frame["label"].to_numpy(dtype=object))  # nulls: code -1
-    uniq = np.asarray(uniq, dtype=object)
-    spelled = missing_values(uniq.astype(str))
-    given = codes >= 0
-    label_missing = ~given
-    label_missing[given] = spelled[codes[given]]
-    n = np.bincount(codes[given], minlength=uniq.size)
-    rows = [("label", u, k) for u, k in zip(uniq[~spelled].tolist(), n[~spelled].tolist())]
-    for col in COLUMNS:
-        if col == "label":
-            bad = label_missing
-        else:
-            values = frame[col]
-            bad = values.isna().to_numpy(dtype=bool) | (values.to_numpy(dtype=object) == "")
-        if bad.any():
-            rows.append((f"missing {col}", str(frame.index[np.flatnonzero(bad)[0]]), int(bad.sum())))
-    return pd.DataFrame(rows, columns=list(SUMMARY_META.columns)).astype(SUMMARY_META.dtypes.to_dict())
+    """One partition before the shuffle as rows (what, value, n): for each column with missing cells, ("missing
+    <column>", the index of the first, their number). Missing: a null or blank id, a null, blank or NaN-spelled
+    label (`crowdlab.io.readers`)."""
+    return _missing_frame([_local_part(frame, False).summary])
 
 
 def _refuse_missing(summary: pd.DataFrame, columns: dict[str, str], file: str) -> None:
@@ -223,25 +207,98 @@ def _refuse_missing(summary: pd.DataFrame, columns: dict[str, str], file: str) -
 
 
 # ---------------------------------------------------------------------- partitions
-@dataclass
-class Part:
-    """One partition's rows as codes: item codes local to the partition (names in ``items``)."""
+def _text(values, column: str):
+    """A column of a partition as an Arrow (large) string array, nulls kept (numbers written as text); a nested
+    column (list, struct, map) is refused as the streaming reader refuses it."""
+    import pyarrow as pa
 
-    items: np.ndarray  # object array of the partition's item names
+    from crowdlab.engines.blocks import refuse_nested
+
+    arr = values.array if hasattr(values, "array") else values
+    try:
+        arr = pa.array(arr, from_pandas=True)
+    except (pa.ArrowInvalid, pa.ArrowTypeError, TypeError):  # mixed objects: each as its text
+        arr = pa.array([None if v is None or (isinstance(v, float) and v != v) else str(v) for v in arr])
+    if isinstance(arr, pa.ChunkedArray):
+        arr = arr.combine_chunks()
+    if pa.types.is_dictionary(arr.type):
+        arr = arr.dictionary_decode()
+    refuse_nested(arr.type, column)
+    return arr.cast(pa.large_string())
+
+
+@dataclass
+class LocalPart:
+    """One partition's rows coded by its own dictionaries (the first pass): the distinct names of each column in
+    the order of their first row (Arrow arrays), the rows' codes into them, and what the client needs to build
+    the global dictionaries and refuse missing cells (``summary``)."""
+
+    items: object
     item: np.ndarray
     worker: np.ndarray
     label: np.ndarray
+    summary: dict
 
 
-def _encode_part(frame: pd.DataFrame, worker_index: pd.Index, worker_codes, label_index: pd.Index, label_codes) -> Part:
-    codes, uniq = pd.factorize(frame["item"].to_numpy(dtype=object))
-    w = worker_codes[worker_index.get_indexer(frame["worker"].to_numpy(dtype=object))]
-    lab = label_codes[label_index.get_indexer(frame["label"].to_numpy(dtype=object))]
-    return Part(np.asarray(uniq, dtype=object), codes.astype(np.int32), w.astype(np.int32), lab.astype(np.int32))
+def _local_part(frame: pd.DataFrame, hashes: bool) -> LocalPart:
+    import pyarrow.compute as pc
+
+    coded = {}
+    missing = {}
+    for col in COLUMNS:
+        arr = _text(frame[col], col)
+        enc = pc.dictionary_encode(arr, null_encoding="encode")
+        codes = np.asarray(enc.indices, dtype=np.int32)
+        uniq = enc.dictionary
+        text = np.asarray(uniq.to_numpy(zero_copy_only=False), dtype=object)
+        bad = np.asarray(pc.fill_null(pc.equal(uniq, ""), True), dtype=bool)
+        if col == "label":
+            bad = bad | missing_values(np.where(bad, "", text).astype(str))
+        coded[col] = (codes, uniq, text, bad)
+        if bad.any():
+            rows = np.flatnonzero(bad[codes])
+            missing[col] = (str(frame.index[rows[0]]), int(rows.size))
+    i_codes, i_uniq, _, _ = coded["item"]
+    w_codes, _, w_text, _ = coded["worker"]
+    l_codes, _, l_text, l_bad = coded["label"]
+    summary = {
+        "workers": w_text,
+        "worker_rows": np.bincount(w_codes, minlength=w_text.size),
+        "labels": l_text[~l_bad] if l_bad.any() else l_text,
+        "label_rows": np.bincount(l_codes, minlength=l_text.size)[~l_bad],
+        "missing": missing,
+        "n_items": len(i_uniq),
+    }
+    if hashes:
+        summary["item_hashes"] = pd.util.hash_array(coded["item"][2])
+    return LocalPart(i_uniq, i_codes, w_codes, l_codes, summary)
 
 
-def _part_round(part: Part, params, M: int, K: int, mode: str, bonus) -> tuple:
-    return block_round(part.item, part.worker, part.label, part.items.size, M, K, params, mode, bonus)
+def _part_summary(lp: LocalPart) -> dict:
+    return lp.summary
+
+
+@dataclass
+class Part:
+    """One partition as a block of the engines (`crowdlab.engines.blocks.Block`): item codes local to the partition
+    (names in ``items``, an Arrow string array), worker and label codes global."""
+
+    items: object
+    block: object
+
+
+def _to_block(lp: LocalPart, wmap: np.ndarray, lmap: np.ndarray, M: int, K: int) -> Part:
+    from crowdlab.engines.blocks import make_block
+
+    n = len(lp.items)
+    if not lp.item.size:
+        return Part(lp.items, None)
+    return Part(lp.items, make_block(lp.item, wmap[lp.worker], lmap[lp.label], n, M, K))
+
+
+def _part_round(part: Part, model, params, M: int, K: int, mode: str, bonus) -> tuple:
+    n = len(part.items)
+    return block_round(part.block, model, params, mode, bonus, n_items=n, M=M, K=K)
 
 
 def _stats_of(out: tuple) -> Stats:
@@ -251,7 +308,7 @@ def _stats_of(out: tuple) -> Stats:
 def _part_frame(part: Part, out: tuple, class_names: tuple[str, ...]) -> pd.DataFrame:
     q, hard, _ = out
     lab = hard if hard is not None else np.argmax(q, axis=1).astype(np.int32) if q.size else np.zeros(0, np.int32)
-    frame = pd.DataFrame({"item": pd.Series(part.items, dtype=object)})
+    frame = pd.DataFrame({"item": pd.Series(part.items.to_numpy(zero_copy_only=False), dtype=object)})
     for k, c in enumerate(class_names):
         frame[f"p_{c}"] = q[:, k]
     frame["label"] = np.asarray(class_names, dtype=object)[lab]
@@ -415,20 +472,29 @@ def fit(
         dask.config.set({"dataframe.shuffle.method": "tasks"}),
         _quiet_expected_failures(),
     ):
-        worker_counts, summary = c.gather(
-            c.compute([ddf["worker"].value_counts(), ddf.map_partitions(_summary, meta=SUMMARY_META)])
-        )
-        _refuse_missing(summary, columns, file)
-        labels = summary[summary["what"] == "label"]
-        n_obs = int(labels["n"].sum())
+        if not by_item:
+            # the missing cells are found (and named by their index) before the shuffle moves the rows
+            summary = c.compute(ddf.map_partitions(_summary, meta=SUMMARY_META)).result()
+            _refuse_missing(summary, columns, file)
+            ddf = ddf.shuffle(on="item", npartitions=npartitions or ddf.npartitions)
+        # first pass: each partition coded by its own dictionaries, kept on its worker; the client gets the
+        # distinct names and counts (and, with by_item, a hash of each item name to check the promise)
+        local = c.compute([delayed(_local_part)(d, by_item) for d in ddf.to_delayed()])
+        sums = c.gather([c.submit(_part_summary, lp, pure=False) for lp in local])
+        _refuse_missing(_missing_frame(sums), columns, file)
+        n_obs = int(sum(int(s["worker_rows"].sum()) for s in sums))
         if not n_obs:
             raise DataError("there are no labels (no rows).", file=file, hint="Add the labels, one row per label.")
-        wcol = Column(np.arange(worker_counts.size, dtype=np.int32), worker_counts.index.to_numpy(dtype=object))
+        if by_item:
+            _check_hashes([s["item_hashes"] for s in sums])
+        w_codes, w_uniq = pd.factorize(np.concatenate([s["workers"] for s in sums]))
+        w_rows = np.bincount(w_codes, weights=np.concatenate([s["worker_rows"] for s in sums]), minlength=w_uniq.size)
+        wcol = Column(np.arange(w_uniq.size, dtype=np.int32), np.asarray(w_uniq, dtype=object))
         worker_names, worker_codes = _encode_col(wcol)
         # the labels in the order of their first row (partitions in input order), so that of the spellings of one
         # number ("1", "1.0") the class is named by the first written, as `crowdlab.io.data.read_annotations` does
-        first, uniq = pd.factorize(labels["value"].to_numpy(dtype=object))
-        label_rows = np.bincount(first, weights=labels["n"].to_numpy(dtype=float), minlength=uniq.size)
+        l_codes, uniq = pd.factorize(np.concatenate([s["labels"] for s in sums]))
+        label_rows = np.bincount(l_codes, weights=np.concatenate([s["label_rows"] for s in sums]), minlength=uniq.size)
         lcol = Column(np.arange(uniq.size, dtype=np.int32), np.asarray(uniq, dtype=object))
         class_names, label_codes = _encode_col(lcol, merge_numbers=True)
         if len(class_names) < 2:
@@ -439,21 +505,27 @@ def fit(
         _check_sizes(file, where, workers=len(worker_names), classes=len(class_names))
         M, K = len(worker_names), len(class_names)
         if getattr(model.info, "binary_only", False) and K != 2:
-            from crowdlab.errors import ModelError
-
             raise ModelError(f"{model.info.title} is for two classes; this data has {K}.")
         labels_per_worker = np.zeros(M, dtype=np.int64)
-        labels_per_worker[worker_codes] = worker_counts.to_numpy()
+        labels_per_worker[worker_codes] = w_rows.astype(np.int64)
         class_totals = np.bincount(label_codes, weights=label_rows, minlength=K)
-        if by_item:
-            _check_by_item(ddf, c)
-        else:
-            ddf = ddf.shuffle(on="item", npartitions=npartitions or ddf.npartitions)
-        windex, lindex = pd.Index(wcol.uniq), pd.Index(lcol.uniq)
-        [windex_f, lindex_f, wcodes_f, lcodes_f] = [
-            c.scatter(x, broadcast=True) for x in (windex, lindex, worker_codes, label_codes)
-        ]
-        parts = c.compute([delayed(_encode_part)(d, windex_f, wcodes_f, lindex_f, lcodes_f) for d in ddf.to_delayed()])
+        # second pass: each partition's own codes mapped to the global ones (a small map per partition)
+        parts, wo, lo = [], 0, 0
+        for lp, s_ in zip(local, sums):
+            nw, nl = s_["workers"].size, s_["labels"].size
+            parts.append(
+                c.submit(
+                    _to_block,
+                    lp,
+                    worker_codes[w_codes[wo : wo + nw]],
+                    _label_map(s_, label_codes, l_codes, lo),
+                    M,
+                    K,
+                    pure=False,
+                )
+            )
+            wo, lo = wo + nw, lo + nl
+        del local
         bonus = mv_bonus(class_totals)
         state = {"cur": None, "prev": None, "agree": None, "rounds": 0}
         wait(parts)
@@ -461,9 +533,9 @@ def fit(
 
         def do_round(params, mode: str) -> Stats:
             p = params
-            if params is not None and params.gamma.nbytes > BROADCAST_BYTES:
+            if params is not None and _nbytes(params) > BROADCAST_BYTES:
                 p = c.scatter(params, broadcast=True)  # once to every worker, not once per task
-            outs = [c.submit(_part_round, part, p, M, K, mode, bonus, pure=False) for part in parts]
+            outs = [c.submit(_part_round, part, model, p, M, K, mode, bonus, pure=False) for part in parts]
             total = _tree_sum(c, [c.submit(_stats_of, o, pure=False) for o in outs]).result()
             state["prev"], state["cur"] = state["cur"], outs
             state["agree"] = total.agree
@@ -505,6 +577,33 @@ def fit(
             run._fill()
         run.timings = {"read_s": t1 - t0, "em_s": t2 - t1, "rounds": state["rounds"], "partitions": len(parts)}
         return run
+
+
+def _nbytes(params) -> int:
+    return sum(getattr(v, "nbytes", 0) for v in vars(params).values()) if hasattr(params, "__dict__") else 0
+
+
+def _label_map(summary: dict, label_codes: np.ndarray, l_codes: np.ndarray, offset: int) -> np.ndarray:
+    """A partition's local label code -> the global class code."""
+    n = summary["labels"].size  # every label is a class here: a missing one was refused before
+    return label_codes[l_codes[offset : offset + n]].astype(np.int32)
+
+
+def _missing_frame(sums: list[dict]) -> pd.DataFrame:
+    rows = [(f"missing {col}", at, n) for s in sums for col, (at, n) in s["missing"].items()]
+    return pd.DataFrame(rows, columns=list(SUMMARY_META.columns)).astype(SUMMARY_META.dtypes.to_dict())
+
+
+def _check_hashes(hashes: list[np.ndarray]) -> None:
+    """Raise when an item name is in two partitions (``by_item=True`` promised otherwise): each partition's
+    distinct item names are hashed (64 bits), so a repeated hash is an item in two partitions."""
+    every = np.concatenate(hashes) if hashes else np.zeros(0, np.uint64)
+    twice = every.size - np.unique(every).size
+    if twice:
+        raise DataError(
+            f"by_item=True, but {twice:,} item(s) have rows in more than one partition.",
+            hint="Leave by_item=False (the rows are then shuffled by item).",
+        )
 
 
 def _check_by_item(ddf, client) -> None:

@@ -50,12 +50,14 @@ import pandas as pd
 
 from crowdlab.engines.blocks import (
     ArrowNames,
+    Block,
     EngineData,
     EngineRun,
     Stats,
     batch_em,
     block_round,
     engine_model,
+    make_block,
     mv_bonus,
 )
 from crowdlab.errors import DataError
@@ -480,12 +482,39 @@ class StreamedData:
             for f in files:
                 f.close()
         os.remove(src)
+        # each bucket's count matrix X (items x worker-labels, CSR) built once and stored beside its rows: the
+        # E-step's X @ log Gamma and the M-step's X.T @ q then read it back instead of building it every pass
+        for b in range(nb):
+            lo, hi = int(self.bounds[b]), int(self.bounds[b + 1])
+            rows = np.fromfile(self.folder / f"bucket{b:04d}.bin", dtype=np.int32).reshape(-1, 3)
+            X = make_block(rows[:, 0] - lo, rows[:, 1], rows[:, 2], hi - lo, self.n_workers, self.n_classes)
+            X = X.label_counts
+            with open(self.folder / f"csr{b:04d}.bin", "wb") as fh:
+                np.asarray([X.nnz], dtype=np.int64).tofile(fh)
+                X.indptr.astype(np.int64).tofile(fh)
+                X.indices.astype(np.int32).tofile(fh)
+                X.data.astype(np.float64).tofile(fh)
+            del rows, X
 
     def buckets(self) -> Iterator[tuple[int, int, np.ndarray]]:
         """(first item, last item + 1, rows (n, 3) int32 [item, worker, label]) per bucket."""
         for b in range(self.bounds.size - 1):
             rows = np.fromfile(self.folder / f"bucket{b:04d}.bin", dtype=np.int32).reshape(-1, 3)
             yield int(self.bounds[b]), int(self.bounds[b + 1]), rows
+
+    def blocks(self) -> Iterator[tuple[int, int, Block]]:
+        """(first item, last item + 1, the bucket as a `crowdlab.engines.blocks.Block` with its stored count matrix)."""
+        import scipy.sparse as sp
+
+        M, K = self.n_workers, self.n_classes
+        for b, (lo, hi, rows) in enumerate(self.buckets()):
+            with open(self.folder / f"csr{b:04d}.bin", "rb") as fh:
+                nnz = int(np.fromfile(fh, dtype=np.int64, count=1)[0])
+                indptr = np.fromfile(fh, dtype=np.int64, count=hi - lo + 1)
+                indices = np.fromfile(fh, dtype=np.int32, count=nnz)
+                data = np.fromfile(fh, dtype=np.float64, count=nnz)
+            X = sp.csr_matrix((data, indices, indptr), shape=(hi - lo, M * K))
+            yield lo, hi, make_block(rows[:, 0] - lo, rows[:, 1], rows[:, 2], hi - lo, M, K, label_counts=X)
 
 
 def _find_label(header: tuple[str, ...]) -> int:
@@ -561,13 +590,13 @@ def fit_file(
             total = Stats.zero(M, K, mode == "mv")
             hard = np.empty(N, dtype=np.int32) if mode == "mv" else None
             with open(files[state["cur"]], "wb") as fq:
-                for lo, hi, rows in sd.buckets():
-                    q, h, st = block_round(rows[:, 0] - lo, rows[:, 1], rows[:, 2], hi - lo, M, K, params, mode, bonus)
+                for lo, hi, block in sd.blocks():
+                    q, h, st = block_round(block, model, params, mode, bonus)
                     np.ascontiguousarray(q, dtype=np.float64).tofile(fq)
                     if hard is not None:
                         hard[lo:hi] = h
                     total = total + st
-                    del q, rows
+                    del q, block
             state["hard"] = hard
             state["agree"] = total.agree
             state["rounds"] = state.get("rounds", 0) + 1

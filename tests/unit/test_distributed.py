@@ -187,3 +187,26 @@ def test_default_local_cluster_is_started_and_closed():
     run = fit(str(labels), "ds")
     assert_same_fit(cl.fit(read_annotations(labels), "ds"), run)
     assert len(run.posteriors.compute()) == 45  # computable after the cluster closed
+
+
+def test_nested_parquet_column_is_refused_not_loaded(client, tmp_path):
+    """Issue 31: a list column read by Dask was loaded silently (its lists as text ids); it is refused, naming it."""
+    pa = pytest.importorskip("pyarrow")
+    import pyarrow.parquet as pq
+
+    table = pa.table({"item": ["a", "a", "b", "b"], "worker": ["w1", "w2", "w1", "w2"], "label": [[1], [0], [1], [1]]})
+    path = tmp_path / "nested.parquet"
+    pq.write_table(table, path)
+    with pytest.raises(DataError, match="nested values") as exc:
+        _fit(str(path), "ds", client, by_item=True)
+    assert exc.value.column == "label"
+
+
+def test_null_item_in_a_frame_is_refused_not_named_none(client):
+    """A None item id in a pandas frame stays missing through the partitions' Arrow coding (not the item "None")."""
+    frame = pd.DataFrame(
+        {"item": ["a", "a", None, "b"], "worker": ["w1", "w2", "w1", "w2"], "label": ["x", "y", "x", "y"]}
+    )
+    with pytest.raises(DataError, match="blank or NaN item id") as exc:
+        _fit(frame, "ds", client, by_item=True)
+    assert exc.value.column == "item"

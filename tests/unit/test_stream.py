@@ -142,6 +142,9 @@ IN_MEMORY_ONLY = {
     "worst_rate",
     "spammer_score",
     "agreement",
+    "copying_partner",  # the copying check (main's worker report) reads the label rows: in memory only
+    "partner_p",
+    "partner_excess",
 }
 
 

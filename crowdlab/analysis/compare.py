@@ -34,7 +34,9 @@ def run_kind(run: Run) -> str:
 @dataclass(frozen=True, eq=False)
 class Comparison:
     """Runs by method key, the summary table, pairwise agreement of hard labels and the disputed items; with
-    ``baselines``: the non-EM results by key and a note per baseline that does not apply (``skipped``)."""
+    ``baselines``: the non-EM results by key and a note per baseline that does not apply (``skipped``). ``labels``:
+    each row's answer per item by the table's method name, in the table's order (class codes; for scores, the
+    estimated mean per item)."""
 
     runs: dict[str, Run]
     table: pd.DataFrame
@@ -42,6 +44,7 @@ class Comparison:
     disagreements: pd.DataFrame
     baselines: dict[str, Baseline] = field(default_factory=dict)
     skipped: dict[str, str] = field(default_factory=dict)
+    labels: dict[str, np.ndarray] = field(default_factory=dict)
 
 
 def compare_methods(
@@ -99,12 +102,13 @@ def compare_methods(
         if data.has_gold:
             row["pearson r"] = pearson(plain, data.gold)
         rows.insert(0, row)
-        return Comparison(runs, pd.DataFrame(rows), pd.DataFrame(), pd.DataFrame())
+        means = {row["method"]: plain} | {MODELS[k].info.title: run.params.mu for k, run in runs.items()}
+        return Comparison(runs, pd.DataFrame(rows), pd.DataFrame(), pd.DataFrame(), labels=means)
     rows += [_baseline_row(data, key, b) | {"time (s)": seconds[key]} for key, b in done.items()]
     table = pd.DataFrame(rows)
     labels = {MODELS[k].info.title: run.labels() for k, run in runs.items()}
     labels |= {BASELINES[k][0]: b.labels for k, b in done.items()}
-    return Comparison(runs, table, _agreement(labels), _disagreements(data, labels), done, skipped)
+    return Comparison(runs, table, _agreement(labels), _disagreements(data, labels), done, skipped, labels)
 
 
 def _baseline_row(data: Annotations, key: str, result: Baseline) -> dict:

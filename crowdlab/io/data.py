@@ -102,6 +102,10 @@ class Annotations:
     beyond the K classes; a label code k >= K is the response ``response_names[k - K]``. Models with confusion
     matrices (Dawid-Skene) then have K + R rows per matrix, one column per class, so EM learns who abstains on
     which class; ``vote_counts`` counts class votes only. ``()`` (the default) is exactly the old code path.
+
+    ``columns``: the file's own names of its (item, worker, label, gold) columns, as written in row 1 ("" for a role
+    the file has no column of: a wide file's workers and labels, a missing gold column); ``()`` when the data were
+    not read from a file. Exports name their columns so (an upload's ``question``/``answer`` stay so).
     """
 
     item: np.ndarray
@@ -119,6 +123,7 @@ class Annotations:
     graph: object = None
     weight: np.ndarray | None = None
     response_names: tuple[str, ...] = ()
+    columns: tuple[str, ...] = ()
 
     # ------------------------------------------------------------------ construction
     def __post_init__(self) -> None:
@@ -1322,8 +1327,26 @@ def _long_from_table(
     layout_notes: tuple[str, ...] = (),
     soft: bool = True,
 ) -> Annotations:
-    """Long format: one row per (item, worker, label), optionally a per-item gold column."""
-    item_j, worker_j, label_j, gold_j = cols if cols is not None else _long_columns(table, score_column)
+    """Long format: one row per (item, worker, label), optionally a per-item gold column; ``columns`` holds the
+    file's names of those columns."""
+    cols = cols if cols is not None else _long_columns(table, score_column)
+    ann = _long_read(
+        table, kind=kind, name=name, score_column=score_column, cols=cols, layout_notes=layout_notes, soft=soft
+    )
+    return replace(ann, columns=tuple("" if j is None else table.header[j].strip() for j in cols))
+
+
+def _long_read(
+    table: _Table,
+    *,
+    kind: str,
+    name: str,
+    score_column: str | None,
+    cols: tuple[int, int, int, int | None],
+    layout_notes: tuple[str, ...],
+    soft: bool,
+) -> Annotations:
+    item_j, worker_j, label_j, gold_j = cols
     items = _required_col(table, item_j, "item id")
     workers = _required_col(table, worker_j, "worker id")
     _check_labels_present(table, label_j)
@@ -1428,8 +1451,17 @@ def _wide_from_table(
     table: _Table, *, kind: str, name: str, layout_notes: tuple[str, ...] = (), why: str = ""
 ) -> Annotations:
     """Wide format: one row per item, item id first, one column per worker, blank = no label. ``why``: the reason
-    for the wide reading, added to its note; ``layout_notes``: notes before the others."""
+    for the wide reading, added to its note; ``layout_notes``: notes before the others. ``columns``: the file's
+    names of its item and gold columns (it has no worker or label column)."""
     gold_j = _find(table, GOLD_ALIASES, "gold", skip=(0,))
+    ann = _wide_read(table, gold_j, kind=kind, name=name, layout_notes=layout_notes, why=why)
+    gold = "" if gold_j is None else table.header[gold_j].strip()
+    return replace(ann, columns=(table.header[0].strip(), "", "", gold))
+
+
+def _wide_read(
+    table: _Table, gold_j: int | None, *, kind: str, name: str, layout_notes: tuple[str, ...], why: str
+) -> Annotations:
     worker_cols, column_notes = _wide_worker_columns(table, gold_j)
     if not worker_cols:
         raise no_worker_columns_error(table.file)

@@ -507,12 +507,21 @@ def tabs_panel(run: Run) -> None:
 
 
 def verdict(run: Run) -> None:
-    """One line: does the chain help here? HMM-crowd's accuracy at the cursor against i.i.d. Dawid-Skene's."""
+    """One line: does the chain help here? HMM-crowd's accuracy at the cursor against i.i.d. Dawid-Skene's, whose
+    fit has run to its end: like with like only once HMM-crowd's run has ended too (at iteration 0 an unfitted HMM
+    against converged Dawid-Skene said "the chain does not help here"), before that no verdict."""
     table = at_cursor(run)["table"]
     if "accuracy" not in table.columns:
         return
     acc = table.set_index("method")["accuracy"]
     hmm, ds = max(acc[M_HMM], acc[M_VITERBI]), acc[M_DS]  # the better of HMM-crowd's two label estimates
+    if not (run.at_end and run.stop_reason):
+        st.caption(
+            f"Accuracy here: HMM-crowd **{acc[M_HMM]:.3f}** (Viterbi {acc[M_VITERBI]:.3f}) at "
+            f"{lab.step_label(run)}, i.i.d. Dawid-Skene **{ds:.3f}** at the end of its fit, majority vote "
+            f"{acc[M_MV]:.3f}. Whether the chain helps shows when HMM-crowd's run has ended too (Run to convergence)."
+        )
+        return
     if hmm > ds + 5e-4:
         word = "the chain helps here"
     elif hmm < ds - 5e-4:

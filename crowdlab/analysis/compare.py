@@ -54,6 +54,7 @@ def compare_methods(
     prior: float = 0.0,
     progress: Callable[[int, int, str], None] | None = None,
     baselines: bool = False,
+    iteration_progress: Callable[[int, int], None] | None = None,
     **fit_options,
 ) -> Comparison:
     """Fit each method (default: all that apply) to convergence and tabulate.
@@ -67,6 +68,10 @@ def compare_methods(
     against gold (their scores are vote shares, not posteriors: no soft accuracy or log loss), and their labels
     join the agreement matrix and the disputed items. One that does not apply (KOS on more than two classes)
     is left out with its reason in ``Comparison.skipped``.
+
+    ``progress(i, n, title)`` is called before each of the n methods (and ``(n, n, "done")`` at the end);
+    ``iteration_progress(iteration, max_iter)`` after every iteration inside an iterative method's fit, so a long
+    fit shows how far it is.
     """
     methods = methods or applicable_models(data)
     extra = list(BASELINES) if baselines and not data.is_continuous else []
@@ -77,7 +82,7 @@ def compare_methods(
         if progress is not None:
             progress(i, total, MODELS[key].info.title)
         t0 = time.perf_counter()
-        runs[key] = fit(data, key, prior=prior, **fit_options)
+        runs[key] = fit(data, key, prior=prior, progress=iteration_progress, **fit_options)
         seconds[key] = time.perf_counter() - t0
     done: dict[str, Baseline] = {}
     skipped: dict[str, str] = {}

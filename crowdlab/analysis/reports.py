@@ -116,12 +116,19 @@ def worker_report(run, *, level: float = 0.95, intervals: bool = True) -> pd.Dat
     lower, upper = clopper_pearson(acc * n, n.astype(float), level)
     how = np.full(M, CLOPPER_PEARSON, dtype=object)
     credible = getattr(run.model, "accuracy_intervals", None)
+    if data.response_names:  # the Dirichlets count class answers only; the accuracy counts "can't tell" as not right
+        credible = None
     if credible is not None:  # a variational posterior: its own credible interval
         ci = credible(params, level=level)
         lower, upper = ci["lo"], ci["hi"]
         how = np.full(M, f"credible (posterior, {ci['draws']:,} draws)", dtype=object)
     elif (
-        intervals and run.iterative and M <= WALD_MAX_WORKERS and K <= WALD_MAX_CLASSES and isinstance(run.model, MACE)
+        intervals
+        and run.iterative
+        and M <= WALD_MAX_WORKERS
+        and K <= WALD_MAX_CLASSES
+        and isinstance(run.model, MACE)
+        and not data.response_names  # its observed information has no spam-only responses
     ):
         wi = mace_worker_intervals(run.model, data, params, level=level)  # (its variational version: above)
         ok = wi["note"].eq("").to_numpy()

@@ -110,6 +110,8 @@ def applicable_models(data: Annotations, features=None) -> list[str]:
             continue
         if cls is NetworkCrowd and data.graph is None:
             continue
+        if data.response_names and not getattr(cls, "reads_responses", False):
+            continue  # no place for a "can't tell" response (crowdlab.engines.run.check_responses)
         out.append(key)
     if features is not None and not data.is_continuous and data.n_classes == 2:
         if getattr(features, "item_names", None) == data.item_names:

@@ -20,7 +20,16 @@ parameters of the E-step that produced q (``WarmPosterior``): each round raises 
 log prior, so the M-step never lowers it (generalised EM) and the objective log p(A | theta, xi) + log prior,
 with S and T summed out, never decreases (checked on every step).
 
-Shapes: pi (K,), theta (M,), xi (M, K), gamma (M, K, K), q (N, K).
+"Can't tell" responses (``data.response_names``, R of them; MACE by EM only): an abstention is never the truth,
+so it can only come from the spamming route: xi_j runs over the K + R responses and Gamma_j("can't tell", t) =
+(1 - theta_j) xi_j("can't tell") for every t. MACE thus learns who abstains (and how that trades against its
+competence) but, by its own assumption that spam does not depend on the truth, not on which class: an abstention
+says nothing about the class (a worker who always abstains leaves the posterior as it is without that worker,
+tested to 1e-12 against the same response alphabet). The counts of the inner EM are the same with O_j(r) = every
+"can't tell" of j (surely spam) and D_j(r) = 0.
+
+Shapes: pi (K,), theta (M,), xi (M, K) (M, K + R with responses that are not classes), gamma (M, K, K) (M, K + R,
+K), q (N, K).
 """
 
 from __future__ import annotations
@@ -49,12 +58,15 @@ from crowdlab.models.params import ClassParams
 CLASS_PRIORS = ("uniform", "estimate")
 
 
-def mace_gamma(theta: np.ndarray, xi: np.ndarray) -> np.ndarray:
-    """(M, K, K): Gamma_j(a, t) = theta_j I(a = t) + (1 - theta_j) xi_j(a) (columns = true class)."""
+def mace_gamma(theta: np.ndarray, xi: np.ndarray, K: int | None = None) -> np.ndarray:
+    """(M, K, K): Gamma_j(a, t) = theta_j I(a = t) + (1 - theta_j) xi_j(a) (columns = true class); with ``K``
+    classes and ``xi`` over more responses, (M, K + R, K) (a response that is not a class is never honest)."""
     theta = np.asarray(theta, dtype=np.float64)
     xi = np.asarray(xi, dtype=np.float64)
-    K = xi.shape[1]
-    return np.eye(K)[None] * theta[:, None, None] + (1.0 - theta)[:, None, None] * xi[:, :, None]
+    A = xi.shape[1]
+    K = A if K is None else K
+    eye = np.eye(A) if K == A else np.eye(A, K)
+    return eye[None] * theta[:, None, None] + (1.0 - theta)[:, None, None] * xi[:, :, None]
 
 
 @dataclass(frozen=True, eq=False)
@@ -81,7 +93,8 @@ class MaceParams(ClassParams):
 def mace_params(pi: np.ndarray, theta: np.ndarray, xi: np.ndarray) -> MaceParams:
     theta = np.asarray(theta, dtype=np.float64)
     xi = np.asarray(xi, dtype=np.float64)
-    return MaceParams(pi=np.asarray(pi, dtype=np.float64), gamma=mace_gamma(theta, xi), extra={"theta": theta}, xi=xi)
+    pi = np.asarray(pi, dtype=np.float64)
+    return MaceParams(pi=pi, gamma=mace_gamma(theta, xi, pi.shape[0]), extra={"theta": theta}, xi=xi)
 
 
 def spam_responsibility(theta: np.ndarray, xi: np.ndarray) -> np.ndarray:
@@ -93,6 +106,8 @@ def spam_responsibility(theta: np.ndarray, xi: np.ndarray) -> np.ndarray:
 
 class MACE(ConfusionLogJoint, LatentModel):
     """MACE EM (Hovy et al. 2013), MAP with Beta and Dirichlet priors; hard EM optional."""
+
+    reads_responses = True  # "can't tell" is a spam response (module docstring)
 
     info = ModelInfo(
         "mace",
@@ -153,6 +168,9 @@ class MACE(ConfusionLogJoint, LatentModel):
         C = expected_counts(data, q)  # C[j, a, t]
         D = np.diagonal(C, axis1=1, axis2=2)  # (M, K): labels a on items whose truth may be a
         n_lab = C.sum(axis=2)  # (M, K): labels a given by j
+        if C.shape[1] > K:  # responses that are not classes: never honest (D = 0 there), all of them spam
+            D = np.concatenate([D, np.zeros((M, C.shape[1] - K))], axis=1)
+            K = C.shape[1]  # xi runs over every response
         O = n_lab - D  # surely spam
         n = n_lab.sum(axis=1)
         a, b = self.theta_prior
@@ -283,6 +301,8 @@ class MaceVB(VariationalObjective, MACE):
     as the labels per worker grow, E[log theta] -> log of the posterior mean and the fit tends to MACE's EM.
     ``class_prior="estimate"`` keeps pi a point estimate (MAP with Dirichlet(1 + ``prior``)).
     """
+
+    reads_responses = False  # its variational counts have no spam-only responses yet (MACE by EM has them)
 
     info = ModelInfo(
         "mace_vb",

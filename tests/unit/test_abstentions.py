@@ -14,7 +14,7 @@ from crowdlab.analysis.reports import worker_report
 from crowdlab.engines.run import Run
 from crowdlab.errors import DataError, ModelError
 from crowdlab.io.data import Annotations, read_annotations
-from crowdlab.models import DawidSkene, MajorityVote, OneCoin
+from crowdlab.models import GLAD, DawidSkene, MajorityVote, applicable_models, make_model
 from tests.unit.fuzz_problems import check_run, class_problem
 
 
@@ -78,7 +78,7 @@ def test_majority_vote_ignores_abstentions():
 def test_models_without_rows_for_responses_refuse_them():
     abs_data = _with_abstainer(class_problem(2))
     with pytest.raises(ModelError, match="responses that are not classes"):
-        Run(abs_data, OneCoin())
+        Run(abs_data, GLAD())
     with pytest.raises(ModelError, match="moment matching"):
         Run(abs_data, DawidSkene(), "moments")
     for init in ("random", "all_good"):
@@ -102,3 +102,67 @@ def test_reader_abstain_option_and_note(tmp_path):
         g = tmp_path / "g.csv"
         g.write_text("item,worker,label\nt1,w1,a\nt1,w2,?\n")
         read_annotations(g, abstain="?")
+
+
+ABSTAINING_MODELS = ("ds", "ibcc", "ebcc", "mace", "one_coin", "two_coin")
+
+
+@pytest.mark.parametrize("key", ABSTAINING_MODELS)
+@pytest.mark.parametrize("seed", range(4))
+def test_every_model_with_a_place_for_abstentions_ignores_an_always_abstaining_worker(key, seed):
+    """The posterior with a worker who answers "?" on every item equals the one without that worker (1e-12), step
+    by step. MACE's spam strategy runs over every response and its Dirichlet prior sees the alphabet, so it is
+    compared with the same alphabet (nobody abstaining); the others with the plain data."""
+    data = class_problem(seed, K=2 if key == "two_coin" else 3)
+    without = replace(data, response_names=("?",)) if key == "mace" else data
+    a = Run(without, make_model(key), "majority", max_iter=40)
+    b = Run(_with_abstainer(data), make_model(key), "majority", max_iter=40)
+    for _ in range(30):
+        a.step(), b.step()
+        np.testing.assert_allclose(b.posterior, a.posterior, rtol=0, atol=1e-12)
+    assert b.params.gamma.shape[1] == data.n_classes + 1
+    np.testing.assert_allclose(b.params.gamma.sum(axis=1), 1.0, atol=1e-12)  # columns over K + 1 responses
+    check_run(b)
+
+
+def test_ibcc_and_ebcc_learn_who_abstains_on_which_class():
+    from crowdlab.teaching.simulate import simulate_crowd
+
+    data = simulate_crowd(n_items=600, n_workers=8, n_classes=2, labels_per_item=6, seed=3).annotations
+    abs_data = _with_abstainer(data, rate_by_class=[0.5, 0.0])
+    for key in ("ibcc", "ebcc"):
+        run = Run(abs_data, make_model(key), "majority")
+        run.run()
+        rho = run.params.abstain[:, 0, :]  # (M, K)
+        assert np.all(np.abs(rho[:, 0] - 0.5) < 0.12) and np.all(rho[:, 1] < 0.03), key
+        assert (run.labels() == abs_data.gold).mean() > 0.85
+        rep = worker_report(run)
+        assert np.all(rep["abstention_rate"].between(0.1, 0.4))
+
+
+def test_mace_and_coins_rates_do_not_depend_on_the_class():
+    """MACE: an abstention is spam (Gamma("?", t) = (1 - theta) xi("?") for every t); one-coin and two-coin: each
+    worker's share of "?" answers; in all three the class posterior is the one with the abstentions dropped."""
+    data = class_problem(4, K=2)
+    abs_data = _with_abstainer(data, rate_by_class=[0.4, 0.1], seed=2) if data.gold is not None else None
+    if abs_data is None:
+        pytest.skip("no gold")
+    keep = abs_data.label < abs_data.n_classes
+    dropped = replace(abs_data, item=abs_data.item[keep], worker=abs_data.worker[keep], label=abs_data.label[keep])
+    for key in ("mace", "one_coin", "two_coin"):
+        run = Run(abs_data, make_model(key), "majority", max_iter=50)
+        run.run()
+        row = run.params.gamma[:, 2, :]
+        np.testing.assert_allclose(row[:, 0], row[:, 1], atol=1e-12)
+        if key != "mace":  # the coins: exactly the fit without the abstentions
+            ref = Run(replace(dropped, response_names=()), make_model(key), "majority", max_iter=50)
+            ref.run()
+            np.testing.assert_allclose(run.posterior, ref.posterior, atol=1e-10)
+            said = np.bincount(abs_data.worker[~keep], minlength=abs_data.n_workers)
+            n = np.bincount(abs_data.worker, minlength=abs_data.n_workers)
+            np.testing.assert_allclose(run.params.extra["abstain"][:, 0], said / n, atol=1e-12)
+
+
+def test_applicable_models_offer_only_those_with_a_place_for_abstentions():
+    keys = applicable_models(_with_abstainer(class_problem(2, K=2)))
+    assert set(keys) == {"mv", *ABSTAINING_MODELS}

@@ -790,6 +790,42 @@ def m_step_ebcc(data: Annotations, q: np.ndarray, params, worker: int) -> list[s
     return lines
 
 
+def e_step_ordinal(data: Annotations, params, item: int) -> list[str]:
+    """The ordinal model's E-step for item n: Dawid-Skene's eq. (9) with the binned-Gaussian confusions."""
+    lines = e_step_classes(data, params, item, "ordinal")
+    return [
+        r"\Gamma_m(l \mid k) = \Phi\big(\tfrac{l + 1/2 - k - b_m}{s_m}\big) - "
+        r"\Phi\big(\tfrac{l - 1/2 - k - b_m}{s_m}\big)\quad(\text{levels by index})",
+        *lines,
+    ]
+
+
+def m_step_ordinal(data: Annotations, q: np.ndarray, params, worker: int) -> list[str]:
+    """The ordinal model's M-step for worker m (Lakshminarayanan & Teh 2013's annotator, by generalised EM): the
+    expected counts C_m(l, k), their mean error and spread, and the (b_m, s_m) the Newton steps reached."""
+    K = data.n_classes
+    obs = np.flatnonzero(data.worker == worker)
+    C = np.zeros((K, K))
+    np.add.at(C, data.label[obs], q[data.item[obs]] * data.obs_weight[obs][:, None])
+    d = np.arange(K)[:, None] - np.arange(K)[None, :]
+    n = max(float(C.sum()), 1e-300)
+    mean = float((C * d).sum() / n)
+    sd = float(np.sqrt(max((C * d**2).sum() / n - mean**2, 0.0)))
+    b, sp = float(params.extra["bias"][worker]), float(params.extra["spread"][worker])
+    k = int(np.argmax(C.sum(axis=0))) if C.sum() > 0 else K // 2
+    near = range(max(0, k - 2), min(K, k + 3))
+    g = params.gamma[worker]
+    return [
+        r"(b_m, s_m) = \arg\max \sum_{l,k} C_m(l, k) \log \Gamma_m(l \mid k),\qquad "
+        r"C_m(l, k) = \sum_n q_{nk}\, I(f_m(x_n) = l)",
+        rf"\text{{worker {_tex_name(data.worker_names[worker])}}}\ ({len(obs)}\ \text{{labels}}):\ "
+        rf"E[\text{{error in levels}}] = {_f(mean)},\ \text{{sd}} = {_f(sd)}",
+        rf"\text{{Newton steps (generalised EM) reach}}\ b_m = {_f(b)},\ s_m = {_f(sp)}",
+        rf"\Gamma_m(\cdot \mid \text{{{_tex_name(data.class_names[k])}}}):\ "
+        + ",\\ ".join(rf"{_tex_name(data.class_names[l])}\!: {_f(float(g[l, k]))}" for l in near),
+    ]
+
+
 NEW_MODEL_EXPLAINERS = {
     key: (_fitted(e), _fitted(m))
     for key, (e, m) in {
@@ -798,6 +834,7 @@ NEW_MODEL_EXPLAINERS = {
         "mace_vb": (e_step_mace_vb, m_step_mace_vb),
         "ibcc": (e_step_ibcc, m_step_ibcc),
         "ebcc": (e_step_ebcc, m_step_ebcc),
+        "ordinal": (e_step_ordinal, m_step_ordinal),
     }.items()
 }
 """model key -> (e_lines(data, params, item), m_lines(data, q, params_after_the_M_step, worker))."""

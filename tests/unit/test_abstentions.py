@@ -166,3 +166,59 @@ def test_mace_and_coins_rates_do_not_depend_on_the_class():
 def test_applicable_models_offer_only_those_with_a_place_for_abstentions():
     keys = applicable_models(_with_abstainer(class_problem(2, K=2)))
     assert set(keys) == {"mv", *ABSTAINING_MODELS}
+
+
+def _unsure_file(tmp_path):
+    f = tmp_path / "l.csv"
+    f.write_text("item,worker,label\n" + "".join(
+        f"t{i},w{j},{'unsure' if (i + 2 * j) % 7 == 0 else 'ab'[(i + (j == 2)) % 2]}\n"
+        for i in range(30)
+        for j in range(4)
+    ))  # fmt: skip
+    return f
+
+
+def test_cli_abstain_option_and_note(tmp_path, capsys):
+    import json
+
+    from crowdlab.cli import main
+
+    f = _unsure_file(tmp_path)
+    assert main(["fit", str(f), "--method", "ibcc", "--out", str(tmp_path / "a")]) == 0
+    out = capsys.readouterr().out
+    assert "--abstain 'unsure' reads it as a response" in out  # the note, spelled for the command line
+    assert main(["fit", str(f), "--method", "ibcc", "--abstain", "unsure", "--out", str(tmp_path / "b")]) == 0
+    out = capsys.readouterr().out
+    n_abs = sum(line.endswith(",unsure") for line in f.read_text().splitlines())
+    assert f"({n_abs} abstentions: 'unsure')" in out and "2 classes" in out
+    params = json.loads((tmp_path / "b" / "params.json").read_text())
+    assert len(params["gamma"][0]) == 3  # K + 1 responses per column
+    import pandas as pd
+
+    assert pd.read_csv(tmp_path / "b" / "workers.csv")["abstention_rate"].between(0, 1).all()
+    assert main(["fit", str(f), "--method", "glad", "--abstain", "unsure", "--out", str(tmp_path / "c")]) == 2
+    assert "no place for the responses" in capsys.readouterr().err
+
+
+def test_pandas_api_abstain(tmp_path):
+    import pandas as pd
+
+    import crowdlab as cl
+    from crowdlab.frames import from_dataframe
+
+    df = pd.read_csv(_unsure_file(tmp_path))
+    plain = from_dataframe(df)
+    assert "unsure" in plain.class_names and any("fit(df, abstain='unsure')" in n for n in plain.notes)
+    d = from_dataframe(df, abstain="unsure")
+    assert d.class_names == ("a", "b") and d.response_names == ("unsure",)
+    ref = read_annotations(_unsure_file(tmp_path), abstain="unsure")
+    np.testing.assert_array_equal(d.label, ref.label)
+    est = cl.IBCC().fit(df, abstain="unsure")
+    assert list(est.probas_.columns) == ["a", "b"] and set(est.labels_) <= {"a", "b"}
+    assert list(est.errors_.index.get_level_values(1)[:3]) == ["a", "b", "unsure"]
+    said = df.assign(u=df.label.eq("unsure")).groupby("worker").u.mean()
+    np.testing.assert_allclose(est.abstention_rate_.to_numpy(), said.to_numpy())
+    run = Run(ref, DawidSkene())
+    run.run()
+    np.testing.assert_allclose(cl.proba(df, "ds", abstain="unsure").to_numpy(), run.posterior, atol=1e-12)
+    assert cl.aggregate(df, "mv", abstain="unsure").isin(["a", "b"]).all()

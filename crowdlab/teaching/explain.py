@@ -289,6 +289,19 @@ def _product_line(head: str, factors: list[str], result: str) -> list[str]:
 
 # ---------------------------------------------------------------------------- class models
 @_fitted
+def _abstention_line(data: Annotations, worker: int) -> list[str]:
+    """One-coin and two-coin: the worker's share of "can't tell" answers, a rate that does not depend on the class
+    (so it leaves the posterior as it is); [] without such responses."""
+    if not data.response_names:
+        return []
+    mine = data.label[data.worker == worker]
+    rate = float((mine >= data.n_classes).mean()) if mine.size else 0.0
+    return [
+        rf"\rho_m(\text{{can't tell}}) = \frac{{{int((mine >= data.n_classes).sum())}}}{{{mine.size}}} = {_f(rate)}"
+        r"\ \text{(the same for every class: no effect on q)}"
+    ]
+
+
 def e_step_classes(data: Annotations, params: ClassParams, item: int, model_key: str = "ds") -> list[str]:
     """E-step for item n (Traganitis & Giannakis eq. (9); Raykar et al. 2010's mu_i for two-coin): q_nk from pi
     and Gamma. Per class: the prior, the first few factors Gamma_m(f_m(x_n), k), the product."""
@@ -324,18 +337,22 @@ def m_step_classes(data: Annotations, q: np.ndarray, worker: int, model_key: str
     beta for two-coin), the expected counts written out as fractions."""
     K = data.n_classes
     obs = np.flatnonzero(data.worker == worker)
-    counts = np.zeros((K, K))
+    counts = np.zeros((data.n_responses, K))  # K rows, or K + the "can't tell" responses
     # counts[k', k] = sum_n q_nk I(f_m = k') (each label times its weight for soft votes)
     np.add.at(counts, data.label[obs], q[data.item[obs]] * data.obs_weight[obs][:, None])
     wname = _name(data.worker_names[worker])
     col = counts.sum(axis=0)
+    abstained = _abstention_line(data, worker) if model_key in ("one_coin", "two_coin") else []
     if model_key == "one_coin":
-        correct, n = float(np.trace(counts)), float(counts.sum())
+        cls = counts[:K]
+        correct, n = float(np.trace(cls)), float(cls.sum())
         return [
             r"\theta_m = \frac{\sum_n \sum_k q_{nk}\, I(f_m(x_n)=k)}{\#\text{labels of } m}",
             rf"\text{{worker {wname}}}:\ \theta = \frac{{{_f(correct)}}}{{{_f(n)}}} = {_f(correct / max(n, 1e-300))}",
+            *abstained,
         ]
     if model_key == "two_coin":
+        col = counts[:K].sum(axis=0)
         a = counts[1, 1] / max(col[1], 1e-300)
         b = counts[0, 0] / max(col[0], 1e-300)
         return [
@@ -344,12 +361,17 @@ def m_step_classes(data: Annotations, q: np.ndarray, worker: int, model_key: str
             rf"\text{{worker {wname}}}:",
             rf"\alpha = \frac{{{_f(counts[1, 1])}}}{{{_f(col[1])}}} = {_f(a)},\qquad"
             rf" \beta = \frac{{{_f(counts[0, 0])}}}{{{_f(col[0])}}} = {_f(b)}",
+            *abstained,
         ]
     lines = [r"\Gamma_m(k', k) = \frac{\sum_n q_{nk}\, I(f_m(x_n) = k')}{\sum_{k''} \sum_n q_{nk}\, I(f_m(x_n) = k'')}"]
     lines.append(rf"\text{{worker {wname}}}\ ({len(obs)}\ \text{{labels}}),\ \text{{column = true class}}:")
     shown = min(K, 6)
+    rows = [*range(shown), *range(K, data.n_responses)]  # the "can't tell" rows after the classes
+    if data.response_names:
+        said = ", ".join(_name(r) for r in data.response_names)
+        lines.append(rf"\text{{(the last {len(data.response_names)} of each column: {said})}}")
     for k in range(shown):
-        entries = [rf"\frac{{{_f(counts[kp, k])}}}{{{_f(col[k])}}}" for kp in range(shown)]
+        entries = [rf"\frac{{{_f(counts[kp, k])}}}{{{_f(col[k])}}}" for kp in rows]
         head = rf"\Gamma(\cdot, \text{{{_name(data.class_names[k])}}}) = ("
         lines += _pack(head, entries, r",\ ", end=r",\ \ldots)" if K > shown else ")")
     if K > shown:
@@ -602,10 +624,12 @@ def m_step_mace(data: Annotations, q: np.ndarray, params, worker: int) -> list[s
     """MACE M-step for worker j: expected honest labels and the spam strategy (Hovy et al. 2013, Sec. 2.1)."""
     from crowdlab.models.mace import spam_responsibility
 
-    K = data.n_classes
+    K = data.n_responses  # xi runs over the classes and any "can't tell" response (never honest)
     obs = np.flatnonzero(data.worker == worker)
     v = data.obs_weight[obs]  # soft votes: each label counts its weight
-    D = np.bincount(data.label[obs], weights=q[data.item[obs], data.label[obs]] * v, minlength=K)
+    cls = data.label[obs] < data.n_classes
+    honest_q = np.where(cls, q[data.item[obs], np.minimum(data.label[obs], data.n_classes - 1)], 0.0)
+    D = np.bincount(data.label[obs], weights=honest_q * v, minlength=K)
     n_lab = np.bincount(data.label[obs], weights=v, minlength=K)
     r = spam_responsibility(params.theta[worker : worker + 1], params.xi[worker : worker + 1])[0]
     honest = float((D * r).sum())
@@ -621,7 +645,7 @@ def m_step_mace(data: Annotations, q: np.ndarray, params, worker: int) -> list[s
         rf"{_f(float(1 - params.theta[worker]))})",
         r"\text{spam strategy } \xi_j:\qquad "  # a break there, where the line is too long
         + ",\\ ".join(
-            rf"\text{{{_tex_name(data.class_names[k])}}}\ {_f(float(params.xi[worker, k]))}"
+            rf"\text{{{_tex_name((data.class_names + data.response_names)[k])}}}\ {_f(float(params.xi[worker, k]))}"
             rf"\ (E[\#] = {_f(float(spam[k]))})"
             for k in top
         ),
@@ -696,6 +720,10 @@ def e_step_ibcc(data: Annotations, params, item: int) -> list[str]:
     K = data.n_classes
     obs = np.flatnonzero(data.item == item)
     el = expected_log(params.A, axis=1)
+    if getattr(params, "abstain", None) is not None:  # "can't tell": log rho, and log(1 - rho) on the class rows
+        from crowdlab.models.dawid_skene import log_response_rows
+
+        el = log_response_rows(el, params.abstain)
     ek = expected_log(params.nu)
     lines = [  # the general formula over two lines: KaTeX draws it about 40 % wider than visible_width estimates
         r"q_{nk} \propto \exp\Big(E[\log\kappa_k]",
@@ -715,10 +743,10 @@ def m_step_ibcc(data: Annotations, q: np.ndarray, params, worker: int) -> list[s
     """IBCC's update of worker m's Dirichlet posteriors: prior plus expected counts (Kim & Ghahramani 2012)."""
     K = data.n_classes
     obs = np.flatnonzero(data.worker == worker)
-    counts = np.zeros((K, K))
+    counts = np.zeros((data.n_responses, K))
     np.add.at(counts, data.label[obs], q[data.item[obs]] * data.obs_weight[obs][:, None])
     A = params.A[worker]
-    A0 = A - counts
+    A0 = A - counts[:K]
     lines = [
         r"A_m(k', k) = A^0_m(k', k)\quad + \sum_n q_{nk}\, I(f_m(x_n) = k'),\qquad "
         r"E[\Gamma_m(k', k)] = \frac{A_m(k', k)}{\sum_{k''} A_m(k'', k)},\qquad \nu_k = \nu^0_k + \sum_n q_{nk}",
@@ -730,6 +758,15 @@ def m_step_ibcc(data: Annotations, q: np.ndarray, params, worker: int) -> list[s
         lines.append(
             rf"A(\cdot, \text{{{_tex_name(data.class_names[k])}}}) = ({cells}),\quad "
             rf"E[\Gamma(k,k)] = {_f(A[k, k] / A[:, k].sum())}"
+        )
+    if getattr(params, "abstain", None) is not None:
+        rho = params.abstain[worker].sum(axis=0)
+        lines += _pack(
+            r"\rho_m(\text{can't tell} \mid k) = \frac{\sum_n q_{nk} \#\text{abstained}}"
+            r"{\sum_n q_{nk} \#\text{answers}}\ (\text{a point estimate}) = (",
+            [_f(v) for v in rho[:6]],
+            ",\\ ",
+            end=")",
         )
     return lines
 

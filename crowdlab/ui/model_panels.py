@@ -127,7 +127,7 @@ def _mace(run: Run, p: MaceParams) -> None:
             "worker": list(data.worker_names),
             "labels": labels,
             "P(spamming)": spam,
-            "spams with": [str(data.class_names[k]) for k in favourite],
+            "spams with": [str((data.class_names + data.response_names)[k]) for k in favourite],
             "ξ of it": p.xi[np.arange(data.n_workers), favourite],
         }
     )

@@ -222,3 +222,29 @@ def test_pandas_api_abstain(tmp_path):
     run.run()
     np.testing.assert_allclose(cl.proba(df, "ds", abstain="unsure").to_numpy(), run.posterior, atol=1e-12)
     assert cl.aggregate(df, "mv", abstain="unsure").isin(["a", "b"]).all()
+
+
+@pytest.mark.parametrize("key", ABSTAINING_MODELS)
+def test_the_formulas_tab_explains_steps_with_abstentions(key):
+    """The "what just happened" lines for every worker (an abstainer among them) and an item: each model's own
+    formulas read the "can't tell" rows instead of indexing a class that does not exist."""
+    from crowdlab.teaching import explain
+
+    K = 2 if key == "two_coin" else 3
+    d = _with_abstainer(_with_abstainer(class_problem(1, K=K), rate_by_class=[0.3] * K, seed=1))
+    d = replace(d, response_names=("?",))
+    run = Run(d, make_model(key))
+    for _ in range(3):
+        run.step()
+    own = explain.NEW_MODEL_EXPLAINERS.get(key)
+    for w in range(d.n_workers):
+        if own:
+            lines = own[0](d, run.params, 0) + own[1](d, run.posterior, run.params, w)
+        else:
+            lines = explain.e_step_classes(d, run.params, 0, key) + explain.m_step_classes(d, run.posterior, w, key)
+        assert lines and all(isinstance(line, str) for line in lines)
+    text = " ".join(lines)  # the abstainer's lines
+    if key in ("one_coin", "two_coin", "ibcc"):
+        assert r"\rho_m" in text
+    if key == "ds":
+        assert "of each column: ?" in text

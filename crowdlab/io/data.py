@@ -1767,7 +1767,7 @@ def to_long_dataframe(annotations: Annotations) -> pd.DataFrame:
     if a.is_continuous:
         frame["value"] = a.value
     else:
-        frame["label"] = np.asarray(a.class_names, dtype=object)[a.label]
+        frame["label"] = np.asarray(a.class_names + a.response_names, dtype=object)[a.label]  # "can't tell" too
         if a.is_soft:
             frame["weight"] = a.weight
     return frame

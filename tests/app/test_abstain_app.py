@@ -113,3 +113,22 @@ def test_kind_ordinal_offers_the_ordinal_model_which_steps(wrapper):
     at.session_state[state.VIEW_PREFIX + "tab"] = "Formulas"
     ok(at.run())
     assert any(r"\Phi" in x.value for x in at.latex)
+
+
+@pytest.mark.parametrize(
+    ("page", "buttons"),
+    [
+        ("pages/3_Compare_methods.py", ["compare.run"]),
+        ("pages/4_Priors_and_initialisations.py", ["priors.run_restarts", "priors.run_sweep"]),
+        ("pages/5_Export.py", ["export.fit"]),
+        ("pages/8_Error_rates_without_labels.py", []),
+        ("pages/10_Batch_vs_online.py", []),
+    ],
+)
+def test_other_pages_take_data_with_abstentions(wrapper, page, buttons):
+    """The other pages a dataset with "can't tell" responses reaches render and run without an exception or an
+    error (they fit the models that have a place for the responses)."""
+    at = ok(_loaded_with_abstain(wrapper).switch_page(page).run())
+    for key in buttons:
+        at = click(at, key)
+        assert at.dataframe, key

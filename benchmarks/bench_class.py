@@ -39,8 +39,8 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from crowdlab.io.class_store import ClassStore  # noqa: E402
-from crowdlab.teaching import class_items as ci  # noqa: E402
+from crowdlab.classroom import items as ci  # noqa: E402
+from crowdlab.classroom.store import ClassStore  # noqa: E402
 from tests.e2e.helpers import CHROMIUM, CHROMIUM_ARGS, LAST_SERVER, streamlit_server  # noqa: E402
 
 PHONE = {"width": 375, "height": 667}

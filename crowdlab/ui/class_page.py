@@ -3,7 +3,7 @@ projector, step EM through the class's own votes, reveal what EM found out about
 
 The session's id and lecturer key live in this browser session (``class.session``, ``class.key``); the key is shown
 once when the session starts, and with it and the join code the lecturer resumes the session from another browser
-or after the app restarts (the database holds everything: :mod:`crowdlab.io.class_store`). The projector view is a
+or after the app restarts (the database holds everything: :mod:`crowdlab.classroom.store`). The projector view is a
 fragment that reruns itself once a second (:data:`PROJECTOR_EVERY`), never the whole page. Names and prompts are
 the students' and the lecturer's text: escaped (:mod:`crowdlab.io.safe`); the export goes through
 :func:`crowdlab.io.safe.csv_frame`.
@@ -14,10 +14,10 @@ from __future__ import annotations
 import pandas as pd
 import streamlit as st
 
+from crowdlab.classroom import items as ci
+from crowdlab.classroom.store import ClassError, get_store
 from crowdlab.errors import DataError
 from crowdlab.io import safe
-from crowdlab.io.class_store import ClassError, get_store
-from crowdlab.teaching import class_items as ci
 from crowdlab.ui import state
 
 SID = "class.session"

@@ -4,7 +4,7 @@ Enter the code from the projector (or open the QR code's link, which carries it)
 read the role card, answer the items one at a time, and after the lecturer's Reveal see what EM estimated about you.
 Nothing about other students is shown. The server-issued token lives in this browser session and in the page's
 address (``?t=``), so a phone that drops and reloads resumes where it was. Every refusal of the store
-(:class:`crowdlab.io.class_store.ClassError`) is shown as its message; every name and prompt is escaped
+(:class:`crowdlab.classroom.store.ClassError`) is shown as its message; every name and prompt is escaped
 (:func:`crowdlab.io.safe.md`).
 """
 
@@ -12,9 +12,9 @@ from __future__ import annotations
 
 import streamlit as st
 
+from crowdlab.classroom import items as ci
+from crowdlab.classroom.store import ClassError, get_store
 from crowdlab.io import safe
-from crowdlab.io.class_store import ClassError, get_store
-from crowdlab.teaching import class_items as ci
 
 TOKEN = "student.token"
 ERROR = "student.error"

@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 from streamlit.testing.v1 import AppTest
 
+from crowdlab.classroom.store import get_store
 from crowdlab.io import safe
-from crowdlab.io.class_store import get_store
 from crowdlab.ui import class_page as cp
 from crowdlab.ui import state
 from crowdlab.ui import student_page as sp
@@ -191,7 +191,7 @@ def test_uploaded_items_with_hostile_prompts_are_text(tmp_path):
     at.session_state[cp.W + "per_student"] = 2
     ok(at.run())
     # the file uploader cannot be filled by AppTest: items go straight to the store as the callback would
-    items = __import__("crowdlab.teaching.class_items", fromlist=["x"]).read_item_set(Upload(), ["yes", "no"])
+    items = __import__("crowdlab.classroom.items", fromlist=["x"]).read_item_set(Upload(), ["yes", "no"])
     session, _ = get_store().create_session(items, ["yes", "no"], per_student=2)
     phone = _student(session.join_code, "Quiet Otter")
     click(phone, "student.join")

@@ -25,8 +25,8 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from crowdlab.classroom.store import ROLES, Item
 from crowdlab.errors import DataError
-from crowdlab.io.class_store import ROLES, Item
 from crowdlab.io.data import Annotations
 from crowdlab.io.limits import get_limits
 from crowdlab.io.readers import read_table

@@ -12,14 +12,15 @@ import pytest
 from crowdlab.classroom import items as ci
 from crowdlab.classroom import store as cs
 from crowdlab.classroom.store import ClassError, ClassStore, Item
+from tests.unit.test_class_store import url  # noqa: F401  (the SQLite / PostgreSQL fixture)
 
 CHOICES = ("yes", "no")
 IDS = [f"i{k}" for k in range(6)]
 
 
 @pytest.fixture
-def store(tmp_path):
-    s = ClassStore(str(tmp_path / "class.db"))
+def store(url):  # noqa: F811  SQLite, and PostgreSQL when a server answers (the fixture of test_class_store)
+    s = ClassStore(url)
     yield s
     s.close()
 
@@ -98,7 +99,8 @@ def test_a_version_1_database_gains_the_routing_column(tmp_path):
     conn.execute("INSERT INTO schema_version VALUES (1, 0)")
     conn.execute(
         "INSERT INTO sessions (id, join_code, key_hash, title, choices, per_student, shares, status, created, "
-        "code_expires, expires) VALUES ('s1', 'ABCDEF', 'h', 'Old', '[\"yes\", \"no\"]', 2, '{}', 'open', 0, 1e12, 1e12)"
+        "code_expires, expires) VALUES ('s1', 'ABCDEF', 'h', 'Old', '[\"yes\", \"no\"]', 2, '{}', 'open', 0, "
+        "1e12, 1e12)"
     )
     conn.commit()
     conn.close()

@@ -22,7 +22,7 @@ from crowdlab.io.data import read_annotations, with_abstentions
 from crowdlab.models import make_model
 
 DEFAULT = Path(__file__).resolve().parents[1].parent / "shared" / "datasets" / "crowdflower_weather_sentiment"
-METHODS = ("mv", "ds", "one_coin", "mace", "ibcc", "ebcc")
+METHODS = ("mv", "ds", "one_coin", "mace", "mace_vb", "ibcc", "ebcc")
 
 
 def main(folder: Path) -> None:

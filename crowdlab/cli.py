@@ -102,7 +102,7 @@ def build_parser() -> argparse.ArgumentParser:
         action="append",
         metavar="TOKEN",
         help='a label meaning "can\'t tell" (e.g. --abstain unsure; repeat for more): read as a response that is '
-        "not a class, so the models learn who abstains (ds, ibcc, ebcc, mace, one_coin, two_coin, mv)",
+        "not a class, so the models learn who abstains (ds, ibcc, ebcc, mace, mace_vb, one_coin, two_coin, mv)",
     )
     f.add_argument(
         "--columns",

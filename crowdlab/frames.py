@@ -393,7 +393,8 @@ class _Aggregator:
         """Fit on ``df``; ``gold``: task -> label (a Series, a mapping, or a DataFrame with task and label columns),
         needed for ``reveal=`` and kept in ``run_.data`` for the metrics. ``abstain``: a label (or labels) meaning
         "can't tell": a response that is not a class (Dawid-Skene, IBCC, MACE, one-coin, two-coin and majority vote
-        take it; ``errors_`` then has a row for it, and ``abstention_rate_`` gives each worker's share)."""
+        take it, GLAD and the baselines refuse it; ``errors_`` then has a row for it, and ``abstention_rate_`` gives
+        each worker's share)."""
         self._clear()  # a refit, failed or not, leaves nothing of the last one
         params = self.get_params()
         self._check(params)

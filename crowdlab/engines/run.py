@@ -72,8 +72,8 @@ def _nbytes(vec: np.ndarray | None) -> int:
 
 def check_responses(model, data: Annotations, init: str = "majority") -> None:
     """Refuse data with responses that are not classes ("can't tell") for a model without a place for them (those
-    with ``reads_responses``: majority vote, Dawid-Skene, IBCC, EBCC, MACE, one-coin, two-coin have one), and the
-    moment-matching start, which has no such rows either."""
+    with ``reads_responses``: majority vote, Dawid-Skene, IBCC, EBCC, MACE (EM and VB), one-coin, two-coin have
+    one), and the moment-matching start, which has no such rows either."""
     if not data.response_names:
         return
     names = ", ".join(repr(r) for r in data.response_names)

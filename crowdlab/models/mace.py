@@ -20,8 +20,8 @@ parameters of the E-step that produced q (``WarmPosterior``): each round raises 
 log prior, so the M-step never lowers it (generalised EM) and the objective log p(A | theta, xi) + log prior,
 with S and T summed out, never decreases (checked on every step).
 
-"Can't tell" responses (``data.response_names``, R of them; MACE by EM only): an abstention is never the truth,
-so it can only come from the spamming route: xi_j runs over the K + R responses and Gamma_j("can't tell", t) =
+"Can't tell" responses (``data.response_names``, R of them; MACE by EM and by VB alike): an abstention is never the
+truth, so it can only come from the spamming route: xi_j runs over the K + R responses and Gamma_j("can't tell", t) =
 (1 - theta_j) xi_j("can't tell") for every t. MACE thus learns who abstains (and how that trades against its
 competence) but, by its own assumption that spam does not depend on the truth, not on which class: an abstention
 says nothing about the class (a worker who always abstains leaves the posterior as it is without that worker,
@@ -257,16 +257,17 @@ def mace_vb_params(pi: np.ndarray, ab: np.ndarray, c: np.ndarray, prior=(0.5, 0.
     ab = np.asarray(ab, dtype=np.float64)
     c = np.asarray(c, dtype=np.float64)
     e_theta, e_spam, e_xi = vb_expected_logs(ab, c)
-    K = c.shape[1]
+    pi = np.asarray(pi, dtype=np.float64)
+    K = pi.shape[0]  # c runs over K classes, or K + the "can't tell" responses (never honest)
     spam = e_spam[:, None] + e_xi  # (M, K): log of the spam route to label a
     log_tilde = np.repeat(spam[:, :, None], K, axis=2)
     idx = np.arange(K)
-    log_tilde[:, idx, idx] = np.logaddexp(e_theta[:, None], spam)
+    log_tilde[:, idx, idx] = np.logaddexp(e_theta[:, None], spam[:, :K])
     theta = ab[:, 0] / ab.sum(axis=1)
     xi = c / c.sum(axis=1, keepdims=True)
     return MaceVBParams(
-        pi=np.asarray(pi, dtype=np.float64),
-        gamma=mace_gamma(theta, xi),
+        pi=pi,
+        gamma=mace_gamma(theta, xi, K),
         extra={"theta": theta},
         xi=xi,
         ab=ab,
@@ -302,7 +303,7 @@ class MaceVB(VariationalObjective, MACE):
     ``class_prior="estimate"`` keeps pi a point estimate (MAP with Dirichlet(1 + ``prior``)).
     """
 
-    reads_responses = False  # its variational counts have no spam-only responses yet (MACE by EM has them)
+    reads_responses = True  # "can't tell": a spam-only response, as in MACE by EM (the module docstring)
 
     info = ModelInfo(
         "mace_vb",
@@ -348,8 +349,8 @@ class MaceVB(VariationalObjective, MACE):
         return add_row_offset(*self.log_joint_parts(data, params))
 
     def log_joint_parts(self, data: Annotations, params: MaceVBParams) -> tuple[np.ndarray, np.ndarray]:
-        M, K = data.n_workers, data.n_classes
-        return np.asarray(data.label_counts @ params.log_tilde.reshape(M * K, K)), safe_log(params.pi)
+        K = data.n_classes
+        return np.asarray(data.label_counts @ params.log_tilde.reshape(-1, K)), safe_log(params.pi)
 
     def m_step(self, data: Annotations, post) -> MaceVBParams:
         from scipy.special import expit
@@ -358,6 +359,9 @@ class MaceVB(VariationalObjective, MACE):
         M, K = data.n_workers, data.n_classes
         C = expected_counts(data, q)
         D = np.diagonal(C, axis1=1, axis2=2)  # (M, K): labels a on items whose truth may be a
+        if C.shape[1] > K:  # "can't tell" responses: never honest (D = 0 there), all of them spam
+            D = np.concatenate([D, np.zeros((M, C.shape[1] - K))], axis=1)
+            K = C.shape[1]  # xi runs over every response
         O = C.sum(axis=2) - D  # surely spam
         a, b = self.theta_prior
         c = self.strategy_prior
@@ -432,6 +436,7 @@ def accuracy_intervals(params: MaceVBParams, level: float = 0.95, draws: int | N
     a, b = params.ab[:, 0], params.ab[:, 1]
     c, pi = params.c, params.pi
     M, K = c.shape
+    pi = np.r_[pi, np.zeros(K - pi.shape[0])]  # a "can't tell" answer is never the truth
     draws = credible_draws(M, K, draws)
 
     def sample(rng: np.random.Generator, n: int) -> np.ndarray:
@@ -443,5 +448,5 @@ def accuracy_intervals(params: MaceVBParams, level: float = 0.95, draws: int | N
         return theta + (1.0 - theta) * hit
 
     lo, hi = credible_interval(sample, M, K, level, draws, seed)
-    mean = np.diagonal(params.gamma, axis1=1, axis2=2) @ pi
+    mean = np.diagonal(params.gamma, axis1=1, axis2=2) @ params.pi
     return {"mean": mean, "lo": lo, "hi": hi, "level": level, "draws": draws}

@@ -702,7 +702,7 @@ def m_step_mace_vb(data: Annotations, q: np.ndarray, params, worker: int) -> lis
         rf"\tilde\theta_j = {_f(float(np.exp(params.e_theta[worker])))}",
         r"\text{spam strategy } \xi_j:\qquad "  # a break there, where the line is too long
         + ",\\ ".join(
-            rf"\text{{{_tex_name(data.class_names[k])}}}:\ {_f(c0)} + {_f(float(c[k] - c0))}"
+            rf"\text{{{_tex_name((data.class_names + data.response_names)[k])}}}:\ {_f(c0)} + {_f(float(c[k] - c0))}"
             rf" \Rightarrow E[\xi_j] = {_f(float(c[k] / c.sum()))}"
             for k in top
         ),

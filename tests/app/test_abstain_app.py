@@ -78,11 +78,11 @@ def test_data_page_reads_the_token_and_says_how_many(wrapper):
     assert got == pytest.approx(said)
 
 
-@pytest.mark.parametrize("method", ["ds", "ibcc", "ebcc", "mace", "one_coin", "two_coin"])
+@pytest.mark.parametrize("method", ["ds", "ibcc", "ebcc", "mace", "mace_vb", "one_coin", "two_coin"])
 def test_step_page_steps_every_model_with_abstentions(wrapper, method):
     at = ok(_loaded_with_abstain(wrapper).switch_page(STEP_PAGE).run())
     offered = at.selectbox(key=state.W_METHOD).options
-    assert "GLAD (ability and difficulty)" not in " ".join(offered) and len(offered) == 7  # mv + the six
+    assert "GLAD (ability and difficulty)" not in " ".join(offered) and len(offered) == 8  # mv + the seven
     if at.selectbox(key=state.W_METHOD).value != method:
         ok(at.selectbox(key=state.W_METHOD).set_value(method).run())
     for _ in range(3):

@@ -68,7 +68,7 @@ def test_class_models_on_soft_votes(model_key):
 @pytest.mark.parametrize(
     ("model_key", "hard"),
     [(k, h) for k in ("ds", "one_coin", "two_coin", "mace") for h in (False, True)]
-    + [("ibcc", False), ("ebcc", False)],
+    + [("ibcc", False), ("ebcc", False), ("mace_vb", False)],
 )
 def test_class_models_with_abstentions(model_key, hard):
     """A "can't tell" response beside the classes, for every model with a place for it: nothing non-finite, the
@@ -80,7 +80,7 @@ def test_class_models_with_abstentions(model_key, hard):
     for seed in range(n):
         data = abstain_problem(seed, K=2 if model_key == "two_coin" else None)
         init = ("majority", "random", "all_good")[(seed // 3) % 3]
-        opts = {} if model_key in ("ibcc", "ebcc") else {"prior": (0.0, 0.5, 3.0)[seed % 3], "hard": hard}
+        opts = {} if model_key in ("ibcc", "ebcc", "mace_vb") else {"prior": (0.0, 0.5, 3.0)[seed % 3], "hard": hard}
         run = Run(data, make_model(model_key, **opts), init, seed=seed, max_iter=30)
         run.run()
         check_run(run)

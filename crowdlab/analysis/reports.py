@@ -116,8 +116,6 @@ def worker_report(run, *, level: float = 0.95, intervals: bool = True) -> pd.Dat
     lower, upper = clopper_pearson(acc * n, n.astype(float), level)
     how = np.full(M, CLOPPER_PEARSON, dtype=object)
     credible = getattr(run.model, "accuracy_intervals", None)
-    if data.response_names:  # the Dirichlets count class answers only; the accuracy counts "can't tell" as not right
-        credible = None
     if credible is not None:  # a variational posterior: its own credible interval
         ci = credible(params, level=level)
         lower, upper = ci["lo"], ci["hi"]

@@ -340,9 +340,11 @@ def accuracy_intervals(params: EbccParams, level: float = 0.95, draws: int | Non
     rest = A.sum(axis=2) - diag
     M, L, K = diag.shape
     draws = credible_draws(M, K * L, draws)
+    # "can't tell": a right answer is an answer (1 - sum_r rho, a point estimate) that is right
+    answered = np.ones((M, K)) if params.abstain is None else np.clip(1.0 - params.abstain.sum(axis=1), 0.0, 1.0)
 
     def sample(rng: np.random.Generator, n: int) -> np.ndarray:
-        v = rng.beta(diag[None], rest[None], size=(n, M, L, K))
+        v = rng.beta(diag[None], rest[None], size=(n, M, L, K)) * answered[None, :, None, :]
         kappa = rng.dirichlet(params.nu, size=n)  # (n, K)
         g = rng.standard_gamma(np.broadcast_to(params.eta, (n, L, K)))
         phi = g / g.sum(axis=1, keepdims=True)

@@ -223,9 +223,11 @@ def accuracy_intervals(params: IbccParams, level: float = 0.95, draws: int | Non
     rest = A.sum(axis=1) - diag
     M, K = diag.shape
     draws = credible_draws(M, K, draws)
+    # "can't tell": a right answer is an answer (1 - sum_r rho, a point estimate) that is right
+    answered = np.ones((M, K)) if params.abstain is None else np.clip(1.0 - params.abstain.sum(axis=1), 0.0, 1.0)
 
     def sample(rng: np.random.Generator, n: int) -> np.ndarray:
-        g = rng.beta(diag[None], rest[None], size=(n, M, K))
+        g = rng.beta(diag[None], rest[None], size=(n, M, K)) * answered[None]
         kappa = rng.dirichlet(params.nu, size=n)  # (n, K)
         return np.einsum("smk,sk->sm", g, kappa)
 
@@ -235,9 +237,9 @@ def accuracy_intervals(params: IbccParams, level: float = 0.95, draws: int | Non
         "mean": np.diagonal(params.gamma, axis1=1, axis2=2) @ params.pi,
         "lo": lo,
         "hi": hi,
-        "diag_mean": diag / (diag + rest),
-        "diag_lo": beta_dist.ppf(tail, diag, rest),
-        "diag_hi": beta_dist.ppf(1.0 - tail, diag, rest),
+        "diag_mean": answered * diag / (diag + rest),
+        "diag_lo": answered * beta_dist.ppf(tail, diag, rest),
+        "diag_hi": answered * beta_dist.ppf(1.0 - tail, diag, rest),
         "level": level,
         "draws": draws,
     }

@@ -248,3 +248,18 @@ def test_the_formulas_tab_explains_steps_with_abstentions(key):
         assert r"\rho_m" in text
     if key == "ds":
         assert "of each column: ?" in text
+
+
+@pytest.mark.parametrize("key", ["ibcc", "ebcc", "mace_vb"])
+def test_credible_intervals_hold_the_accuracy_with_abstentions(key):
+    """A right answer is an answer that is right: the credible interval scales by the point rate of answering, so
+    it holds the accuracy the report shows (sum_k pi_k Gamma(k, k), "can't tell" counted as not right)."""
+    from crowdlab.teaching.simulate import simulate_crowd
+
+    data = simulate_crowd(n_items=200, n_workers=6, n_classes=2, labels_per_item=5, seed=4).annotations
+    run = Run(_with_abstainer(data, rate_by_class=[0.4, 0.1], seed=1), make_model(key), "majority")
+    run.run()
+    rep = worker_report(run)
+    assert rep["interval"].str.startswith("credible").all()
+    assert np.all((rep["lower"] <= rep["accuracy"] + 1e-3) & (rep["accuracy"] <= rep["upper"] + 1e-3))
+    assert rep["accuracy"].max() < 0.95  # about 1/4 of the answers are "can't tell"

@@ -27,7 +27,6 @@ Shapes: pi (K,), gamma (M, K, K) built from ``extra["bias"]`` (M,) and ``extra["
 from __future__ import annotations
 
 import numpy as np
-from scipy.special import ndtr
 
 from crowdlab.io.data import Annotations
 from crowdlab.models.base import LatentModel, ModelInfo, WarmPosterior, log_dirichlet, safe_log
@@ -39,6 +38,8 @@ MIN_SPREAD = 0.05  # in levels: below it a worker would be certain to the 1e-23 
 
 def ordinal_gamma(bias: np.ndarray, spread: np.ndarray, K: int) -> np.ndarray:
     """(M, K, K) Gamma_m(l | k) of the discretised Gaussian annotator (columns = true level, each sums to one)."""
+    from scipy.special import ndtr  # on first use: ``import crowdlab`` stays light (issue 30)
+
     levels = np.arange(K, dtype=np.float64)
     edges = np.r_[-np.inf, levels[:-1] + 0.5, np.inf]  # bin l is (edges[l], edges[l + 1])
     z = (edges[None, :, None] - levels[None, None, :] - bias[:, None, None]) / spread[:, None, None]

@@ -69,7 +69,7 @@ from crowdlab.io.data import (
     soft_vote_column,
     soft_votes_elsewhere,
 )
-from crowdlab.io.readers import Column, check_where, count, missing_values, not_a_file, read_table
+from crowdlab.io.readers import Column, check_where, column_listing, count, missing_values, not_a_file, read_table
 
 COLUMNS = ("item", "worker", "label")
 NO_DASHBOARD = {"dashboard_address": None, "scheduler_kwargs": {"dashboard_address": ":0"}}
@@ -103,7 +103,7 @@ def _alias_columns(columns, file: str) -> dict[str, str]:
     for role, aliases in (("item", ITEM_ALIASES), ("worker", WORKER_ALIASES), ("label", LABEL_ALIASES)):
         hits = [c for c in columns if _norm(str(c)) in aliases]
         if len(hits) != 1:
-            found = ", ".join(repr(str(c)) for c in columns)
+            found = column_listing([str(c) for c in columns])
             problem = f"no {role} column found" if not hits else f"more than one column could be the {role} column"
             raise DataError(
                 f"{problem}; the columns are {found}.",
@@ -132,7 +132,7 @@ def _read(source, *, npartitions: int | None = None, where: str = "python"):
     if isinstance(source, str | os.PathLike | list | tuple):
         files = _expand(source)
         if all(f.lower().endswith(_PARQUET) or os.path.isdir(f) for f in files):
-            source = dd.read_parquet(files)
+            source = _read_parquet(files)
         else:
             meta = pd.DataFrame({c: pd.Series([], dtype=object) for c in COLUMNS})
             ddf = dd.from_map(_read_csv_file, files, args=(where,), meta=meta, enforce_metadata=False)
@@ -142,6 +142,71 @@ def _read(source, *, npartitions: int | None = None, where: str = "python"):
     names = _alias_columns(list(source.columns), "the data frame")
     ddf = source[list(names)].rename(columns=names)
     return ddf, {role: str(name) for name, role in names.items()}
+
+
+def _role_columns(names, file: str) -> list[str]:
+    """The columns of a Parquet file that Dask reads: those named as an item, worker or label column."""
+    aliases = set(ITEM_ALIASES) | set(WORKER_ALIASES) | set(LABEL_ALIASES)
+    return [n for n in names if _norm(str(n)) in aliases]
+
+
+def _read_parquet(files: list[str]):
+    """``dd.read_parquet`` of checked files: each opens (not empty, truncated or corrupt), its columns have
+    distinct names and no nested item, worker or label column, and all files have the same columns."""
+    import dask.dataframe as dd
+
+    from crowdlab.io.parquet import check_dataset, find_unreadable
+
+    check_dataset(files, _role_columns)
+    try:
+        return dd.read_parquet(files)
+    except (ValueError, OSError) as exc:  # Arrow's errors are ValueError / OSError subclasses
+        if isinstance(exc, CrowdlabError | FileNotFoundError | PermissionError):
+            raise
+        found = find_unreadable(files)
+        raise (found or DataError(f"Dask cannot read these Parquet files ({exc}).", file=", ".join(files))) from None
+
+
+@contextmanager
+def _carried_errors(source):
+    """Errors raised on the cluster, said as the reader says them: a `CrowdlabError` whose message was too long
+    for ``distributed`` (which sends ``Exception('Long error message', type, text)`` instead, and the CLI printed a
+    traceback) is raised again as its own type with its text cut short; an Arrow error from reading a Parquet
+    data page names the file that cannot be read."""
+    try:
+        yield
+    except CrowdlabError:
+        raise
+    except Exception as exc:
+        args = exc.args
+        if len(args) == 3 and args[0] == "Long error message" and isinstance(args[1], type):
+            if issubclass(args[1], CrowdlabError):
+                raise _shortened(args[1], str(args[2])) from None
+        if isinstance(exc, OSError | ValueError) and isinstance(source, str | os.PathLike | list | tuple):
+            from crowdlab.io.parquet import find_unreadable
+
+            files = [f for f in _expand(source) if f.lower().endswith(_PARQUET) or os.path.isdir(f)]
+            found = find_unreadable(files) if files else None
+            if found is not None:
+                raise found from None
+        raise
+
+
+SHORT_ERROR = 2000
+"""The most characters of an error's text carried back from a worker when ``distributed`` cut it."""
+
+
+def _shortened(cls: type, text: str) -> CrowdlabError:
+    """``cls`` (a CrowdlabError subclass) with ``text`` cut at a comma near `SHORT_ERROR` characters."""
+    if len(text) > SHORT_ERROR:
+        cut = text.rfind(", ", 0, SHORT_ERROR)
+        text = text[: cut if cut > SHORT_ERROR // 2 else SHORT_ERROR] + " ... (the rest of this long message is cut)"
+    if issubclass(cls, DataError):
+        return DataError(text)
+    try:
+        return cls(text)
+    except TypeError:
+        return CrowdlabError(text)
 
 
 def _expand(source) -> list[str]:
@@ -212,7 +277,7 @@ def _text(values, column: str):
     column (list, struct, map) is refused as the streaming reader refuses it."""
     import pyarrow as pa
 
-    from crowdlab.engines.blocks import refuse_nested
+    from crowdlab.io.parquet import refuse_nested
 
     arr = values.array if hasattr(values, "array") else values
     try:
@@ -330,7 +395,10 @@ def _tree_sum(client, futures: list):
     return futures[0]
 
 
-_EXPECTED = tuple(f"{cls.__name__}(" for cls in (DataError, ModelError, CrowdlabError))
+_EXPECTED = (
+    *(f"{cls.__name__}(" for cls in (DataError, ModelError, CrowdlabError)),
+    "Exception('Long error message', <class 'crowdlab.errors.",  # one of them, too long for distributed
+)
 
 
 class _ExpectedFailures(logging.Filter):
@@ -341,7 +409,9 @@ class _ExpectedFailures(logging.Filter):
     def filter(self, record: logging.LogRecord) -> bool:
         args = record.args if isinstance(record.args, tuple) else ()
         failed = str(record.msg).startswith("Compute Failed") and len(args) > 3
-        return not (failed and str(args[3]).startswith(_EXPECTED))
+        # a Parquet part Arrow cannot read: the client names the file (`_carried_errors`)
+        unreadable = str(args[0] if args else "").startswith("('read_parquet-") and "Error(" in str(args[3:4])
+        return not (failed and (str(args[3]).startswith(_EXPECTED) or unreadable))
 
 
 @contextmanager
@@ -471,6 +541,7 @@ def fit(
         _client(client, scheduler) as (c, owned),
         dask.config.set({"dataframe.shuffle.method": "tasks"}),
         _quiet_expected_failures(),
+        _carried_errors(source),
     ):
         if not by_item:
             # the missing cells are found (and named by their index) before the shuffle moves the rows

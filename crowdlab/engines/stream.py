@@ -297,12 +297,13 @@ def _parquet_tables(path: Path, chunk_rows: int, file: str, where: str) -> Itera
     """A Parquet file in row batches of ``chunk_rows``, each a `Table` of text cells (nulls as blanks)."""
     import pyarrow as pa
     import pyarrow.compute as pc
-    import pyarrow.parquet as pq
 
-    pf = pq.ParquetFile(path)
+    from crowdlab.io.parquet import iter_batches, open_parquet
+
+    pf = open_parquet(path, file)  # an empty, truncated or corrupt file, a nested column: a DataError
     header = tuple(str(n) for n in pf.schema_arrow.names)
     start = 0
-    for batch in pf.iter_batches(batch_size=chunk_rows):
+    for batch in iter_batches(pf, chunk_rows, file):
         cells = {}
         for j in range(batch.num_columns):
             col = batch.column(j)

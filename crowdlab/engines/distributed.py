@@ -277,19 +277,14 @@ def _text(values, column: str):
     column (list, struct, map) is refused as the streaming reader refuses it."""
     import pyarrow as pa
 
-    from crowdlab.io.parquet import refuse_nested
+    from crowdlab.io.parquet import as_text
 
     arr = values.array if hasattr(values, "array") else values
     try:
         arr = pa.array(arr, from_pandas=True)
     except (pa.ArrowInvalid, pa.ArrowTypeError, TypeError):  # mixed objects: each as its text
         arr = pa.array([None if v is None or (isinstance(v, float) and v != v) else str(v) for v in arr])
-    if isinstance(arr, pa.ChunkedArray):
-        arr = arr.combine_chunks()
-    if pa.types.is_dictionary(arr.type):
-        arr = arr.dictionary_decode()
-    refuse_nested(arr.type, column)
-    return arr.cast(pa.large_string())
+    return as_text(arr, column)
 
 
 @dataclass

@@ -143,6 +143,33 @@ def _line_chunks(path: Path, chunk_rows: int, block: int = 8 << 20) -> Iterator[
                 break
 
 
+def _lone_cr(path: Path, block: int = 1 << 16) -> bool:
+    """Whether the file's first line ends in a lone carriage return (classic Mac line ends, which the in-memory
+    reader reads as line ends too)."""
+    with open(path, "rb") as fh:
+        while more := fh.read(block):
+            cr, lf = more.find(b"\r"), more.find(b"\n")
+            if lf >= 0 and (cr < 0 or lf < cr):
+                return False
+            if cr >= 0:
+                if cr + 1 == len(more):
+                    more += fh.read(1)
+                return more[cr + 1 : cr + 2] != b"\n"
+    return False
+
+
+def _with_lf(path: Path, folder: Path, block: int = 8 << 20) -> Path:
+    """``path`` itself, or, when its lines end in lone carriage returns, a copy in ``folder`` with line feeds (the
+    chunks are cut at line feeds)."""
+    if not _lone_cr(path):
+        return path
+    copy = folder / "lf.csv"
+    with open(path, "rb") as src, open(copy, "wb") as dst:
+        while more := src.read(block):
+            dst.write(more.replace(b"\r", b"\n"))
+    return copy
+
+
 def _shift(exc: DataError, offset: int) -> DataError:
     """The chunk's DataError with its row number counted in the whole file."""
     row = None if exc.row is None else exc.row + offset
@@ -234,7 +261,7 @@ class _Pass0:
         if self.parquet:
             yield from ((t, 0, None) for t in _parquet_tables(self.path, self.chunk_rows, self.file, self.where))
             return
-        for head, body, first_line in _line_chunks(self.path, self.chunk_rows):
+        for head, body, first_line in _line_chunks(_with_lf(self.path, self.folder), self.chunk_rows):
             offset = first_line - 2  # read_table numbers the body's first line 2
             try:
                 table = read_table(
@@ -298,7 +325,7 @@ def _parquet_tables(path: Path, chunk_rows: int, file: str, where: str) -> Itera
     import pyarrow as pa
     import pyarrow.compute as pc
 
-    from crowdlab.io.parquet import iter_batches, open_parquet
+    from crowdlab.io.parquet import as_text, iter_batches, open_parquet
 
     pf = open_parquet(path, file)  # an empty, truncated or corrupt file, a nested column: a DataError
     header = tuple(str(n) for n in pf.schema_arrow.names)
@@ -306,10 +333,8 @@ def _parquet_tables(path: Path, chunk_rows: int, file: str, where: str) -> Itera
     for batch in iter_batches(pf, chunk_rows, file):
         cells = {}
         for j in range(batch.num_columns):
-            col = batch.column(j)
-            if pa.types.is_dictionary(col.type):
-                col = col.dictionary_decode()
-            col = pc.utf8_trim(pc.fill_null(col.cast(pa.large_string()), ""), INVISIBLE)
+            col = as_text(batch.column(j), header[j], file, start + 2)
+            col = pc.utf8_trim(pc.fill_null(col, ""), INVISIBLE)
             cells[j] = pd.Series(pd.arrays.ArrowStringArray(pa.chunked_array([col])), copy=False)
         frame = pd.DataFrame(cells, copy=False)
         rows = np.arange(start + 2, start + 2 + batch.num_rows, dtype=np.int64)

@@ -113,6 +113,42 @@ def refuse_nested(arrow_type, column: str, file: str | None = None) -> None:
         )
 
 
+def as_text(arr, column: str, file: str | None = None, first_row: int | None = None):
+    """An Arrow column as large strings (numbers, dates written as text; nulls kept), as the engines read it: a
+    nested column refused (`refuse_nested`), a float NaN made null (a missing cell, as a blank in a CSV file),
+    bytes that are not UTF-8 refused as the CSV reader refuses them (naming the row when ``first_row``, the
+    spreadsheet row of the array's first element, is given)."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    if isinstance(arr, pa.ChunkedArray):
+        arr = arr.combine_chunks()
+    if pa.types.is_dictionary(arr.type):
+        arr = arr.dictionary_decode()
+    refuse_nested(arr.type, column, file)
+    if pa.types.is_floating(arr.type):
+        arr = pc.if_else(pc.is_nan(arr), pa.scalar(None, arr.type), arr)
+    try:
+        return arr.cast(pa.large_string())
+    except pa.ArrowInvalid:
+        if not (pa.types.is_binary(arr.type) or pa.types.is_large_binary(arr.type)
+                or pa.types.is_fixed_size_binary(arr.type)):  # fmt: skip
+            raise
+    at = ""
+    for i, value in enumerate(arr.to_pylist()):
+        try:
+            (value or b"").decode("utf-8")
+        except UnicodeDecodeError:
+            at = f" (the first at row {first_row + i})" if first_row is not None else f" (the first at index {i})"
+            break
+    raise DataError(
+        f"the column holds bytes that are not UTF-8 text{at}.",
+        file=file,
+        column=column,
+        hint="Write the ids and labels as UTF-8 text (or numbers).",
+    )
+
+
 def iter_batches(pf, batch_size: int, file: str, columns: Sequence[str] | None = None) -> Iterator:
     """``pf.iter_batches`` with a data page Arrow cannot read (a corrupt or truncated file whose footer is whole)
     said as `unreadable`."""

@@ -1,0 +1,249 @@
+"""Issue 31, "the engines read what the in-memory reader reads": damaged and odd Parquet files, lone CR line ends
+and long errors from a Dask worker end in one-line `DataError` messages (``error: ...``, exit 2) under
+``--stream`` and ``--engine dask``, never a traceback or a silent load. The malformed files are made here; the
+Dask cases share one small in-process cluster.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from crowdlab.cli import main
+from crowdlab.engines.stream import fit_file
+from crowdlab.errors import DataError
+from crowdlab.io.data import read_annotations
+
+pa = pytest.importorskip("pyarrow")
+pq = pytest.importorskip("pyarrow.parquet")
+
+ITEMS = ["a", "a", "b", "b", "c", "c"]
+WORKERS = ["w1", "w2"] * 3
+LABELS = ["x", "y", "x", "x", "y", "y"]
+
+
+def _table(label=None, **extra) -> pa.Table:
+    return pa.table({"item": ITEMS, "worker": WORKERS, "label": LABELS if label is None else label, **extra})
+
+
+def _good(path: Path, rows: int = 4000) -> Path:
+    """A Parquet file of ``rows`` labels, written uncompressed-dictionary-free so a damaged page fails to decode."""
+    rng = np.random.default_rng(0)
+    table = pa.table(
+        {
+            "item": [f"i{i // 4}" for i in range(rows)],
+            "worker": [f"w{i % 4}" for i in range(rows)],
+            "label": rng.choice(["x", "y"], rows).tolist(),
+        }
+    )
+    pq.write_table(table, path, compression="snappy", use_dictionary=False)
+    return path
+
+
+def truncated(path: Path) -> Path:
+    data = _good(path).read_bytes()
+    path.write_bytes(data[: len(data) // 2])
+    return path
+
+
+def corrupt_footer(path: Path) -> Path:
+    data = bytearray(_good(path).read_bytes())
+    meta_len = int.from_bytes(data[-8:-4], "little")
+    start = len(data) - 8 - meta_len
+    data[start : start + 40] = b"\xff" * 40
+    path.write_bytes(bytes(data))
+    return path
+
+
+def corrupt_page(path: Path) -> Path:
+    """The footer whole, the label column's data page overwritten: Arrow fails only when it reads the page."""
+    _good(path)
+    col = pq.ParquetFile(path).metadata.row_group(0).column(2)
+    data = bytearray(path.read_bytes())
+    start = col.data_page_offset + 64
+    data[start : start + 1000] = np.random.default_rng(1).integers(0, 256, 1000, dtype=np.uint8).tobytes()
+    path.write_bytes(bytes(data))
+    return path
+
+
+def empty(path: Path) -> Path:
+    path.write_bytes(b"")
+    return path
+
+
+def nested(kind: str):
+    def write(path: Path) -> Path:
+        values = {
+            "list": pa.array([[1], [0], [1], [1], [0], [0]]),
+            "struct": pa.array([{"v": 1}, {"v": 0}] * 3),
+            "map": pa.array([[("k", 1)], [("k", 0)]] * 3, pa.map_(pa.string(), pa.int64())),
+        }[kind]
+        pq.write_table(_table(values), path)
+        return path
+
+    write.__name__ = f"nested_{kind}"
+    return write
+
+
+def not_utf8(path: Path) -> Path:
+    pq.write_table(_table(pa.array([b"\xff\xfe", b"y", b"x", b"x", b"y", b"y"], pa.binary())), path)
+    return path
+
+
+def nan_item(path: Path) -> Path:
+    pq.write_table(pa.table({"item": [1.0, np.nan, 2.0, 2.0, 3.0, 3.0], "worker": WORKERS, "label": LABELS}), path)
+    return path
+
+
+def duplicate_names(path: Path) -> Path:
+    arrays = [pa.array(ITEMS), pa.array(WORKERS), pa.array(LABELS), pa.array(LABELS)]
+    pq.write_table(pa.Table.from_arrays(arrays, names=["item", "worker", "label", "label"]), path)
+    return path
+
+
+def _run(argv: list[str], capsys) -> tuple[int, list[str]]:
+    code = main(argv)
+    return code, capsys.readouterr().err.splitlines()
+
+
+def _one_line_error(code: int, err: list[str], *says: str) -> str:
+    assert code == 2, err
+    assert len(err) == 1 and err[0].startswith("error: ") and "Traceback" not in err[0], err
+    for s in says:
+        assert s in err[0], err[0]
+    return err[0]
+
+
+# ---------------------------------------------------------------------- --stream
+STREAM_CASES = [
+    (truncated, "truncated or corrupt"),
+    (corrupt_footer, "truncated or corrupt"),
+    (corrupt_page, "truncated or corrupt"),
+    (nested("list"), "column 'label': the column holds nested values (list"),
+    (nested("struct"), "column 'label': the column holds nested values (struct"),
+    (nested("map"), "column 'label': the column holds nested values (map"),
+    (not_utf8, "column 'label': the column holds bytes that are not UTF-8 text (the first at row 2)"),
+    (nan_item, "row 3, column 'item': 1 row has a blank item id"),
+]
+
+
+@pytest.mark.parametrize(("make", "says"), STREAM_CASES, ids=lambda v: getattr(v, "__name__", ""))
+def test_stream_refuses_bad_parquet_in_one_line(make, says, tmp_path, capsys):
+    path = make(tmp_path / "bad.parquet")
+    code, err = _run(["fit", str(path), "--stream", "--out", str(tmp_path / "out")], capsys)
+    _one_line_error(code, err, "file 'bad.parquet'", says)
+
+
+def test_stream_reads_a_zero_byte_parquet_file_as_the_csv_reader_says_empty(tmp_path, capsys):
+    path = empty(tmp_path / "bad.parquet")
+    code, err = _run(["fit", str(path), "--stream", "--out", str(tmp_path / "out")], capsys)
+    _one_line_error(code, err, "the file is empty (0 bytes).")
+
+
+def test_stream_reads_lone_cr_line_ends_as_in_memory(tmp_path):
+    """Classic Mac line ends: 4 rows in memory, and now 4 rows streamed (it said "a header row but no data
+    rows"); a blank label is refused at the same row in both."""
+    path = tmp_path / "cr.csv"
+    path.write_bytes(b"item,worker,label\ra,w1,x\ra,w2,y\rb,w1,x\rb,w2,x\r")
+    data = read_annotations(path)
+    run = fit_file(path, "mv", chunk_rows=2)
+    assert run.data.n_obs == data.n_obs == 4
+    assert run.data.class_names == data.class_names
+    bad = tmp_path / "cr_blank.csv"
+    bad.write_bytes(b"item,worker,label\ra,w1,x\ra,w2,\rb,w1,x\rb,w2,x")
+    with pytest.raises(DataError) as mem:
+        read_annotations(bad)
+    with pytest.raises(DataError) as streamed:
+        fit_file(bad, "mv")
+    assert streamed.value.row == mem.value.row == 3
+
+
+# ---------------------------------------------------------------------- --engine dask
+distributed = pytest.importorskip("distributed")
+pytest.importorskip("dask.dataframe")
+
+
+@pytest.fixture(scope="module")
+def address():
+    from crowdlab.engines.distributed import NO_DASHBOARD
+
+    cluster = distributed.LocalCluster(n_workers=1, threads_per_worker=2, processes=False, **NO_DASHBOARD)
+    client = distributed.Client(cluster)
+    yield cluster.scheduler_address
+    client.close()
+    cluster.close()
+
+
+def two_schemas(folder: Path) -> Path:
+    folder.mkdir()
+    pq.write_table(_table(), folder / "a.parquet")
+    other = pa.table({"task": ["d", "d"], "annotator": ["w1", "w2"], "answer": ["x", "y"]})
+    pq.write_table(other, folder / "b.parquet")
+    return folder
+
+
+DASK_CASES = [
+    (empty, "file '{path}': the file is empty (0 bytes)."),
+    (truncated, "file '{path}': the Parquet file cannot be read: it is truncated or corrupt"),
+    (corrupt_footer, "file '{path}': the Parquet file cannot be read: it is truncated or corrupt"),
+    (corrupt_page, "file '{path}': the Parquet file cannot be read: it is truncated or corrupt"),
+    (duplicate_names, "file '{path}', column 'label': more than one column is named 'label'"),
+    (nested("list"), "file '{path}', column 'label': the column holds nested values (list"),
+    (nested("struct"), "file '{path}', column 'label': the column holds nested values (struct"),
+    (nested("map"), "file '{path}', column 'label': the column holds nested values (map"),
+    (not_utf8, "column 'label': the column holds bytes that are not UTF-8 text"),
+]
+
+
+@pytest.mark.parametrize(("make", "says"), DASK_CASES, ids=lambda v: getattr(v, "__name__", ""))
+def test_dask_refuses_bad_parquet_in_one_line(make, says, address, tmp_path, capsys):
+    path = make(tmp_path / "bad.parquet")
+    argv = ["fit", str(path), "--engine", "dask", "--scheduler", address, "--out", str(tmp_path / "out")]
+    code, err = _run(argv, capsys)
+    _one_line_error(code, err, says.format(path=path))
+
+
+def test_dask_refuses_a_folder_of_two_schemas(address, tmp_path, capsys):
+    folder = two_schemas(tmp_path / "data")
+    argv = ["fit", str(folder), "--engine", "dask", "--scheduler", address, "--out", str(tmp_path / "out")]
+    code, err = _run(argv, capsys)
+    _one_line_error(code, err, "b.parquet", "do not share one set of columns", "'task'", "lacks 'item'")
+
+
+def test_dask_reads_lone_cr_line_ends_and_parquet_nan_as_missing(address, tmp_path):
+    from crowdlab.engines.distributed import fit
+
+    path = tmp_path / "cr.csv"
+    path.write_bytes(b"item,worker,label\ra,w1,x\ra,w2,y\rb,w1,x\rb,w2,x\r")
+    assert fit(str(path), "mv", scheduler=address).data.n_obs == 4
+    with pytest.raises(DataError, match="blank or NaN item id"):
+        fit(str(nan_item(tmp_path / "nan.parquet")), "mv", scheduler=address)
+
+
+def test_a_wide_file_read_by_a_dask_worker_is_one_line(address, tmp_path, capsys):
+    """100,000 worker columns: the reader's DataError, raised in a worker, listed every column name; distributed
+    sent it back as Exception('Long error message', ...) and the CLI printed a traceback."""
+    path = tmp_path / "wide.csv"
+    header = "item," + ",".join(f"w{j}" for j in range(100_000))
+    path.write_text(header + "\n" + "\n".join(f"i{i}," + ",".join(["a", "b"] * 50_000) for i in range(2)) + "\n")
+    argv = ["fit", str(path), "--engine", "dask", "--scheduler", address, "--out", str(tmp_path / "out")]
+    code, err = _run(argv, capsys)
+    line = _one_line_error(code, err, "file 'wide.csv', row 1: no worker or label column found")
+    assert "and 99,981 more" in line and len(line) < 2000
+
+
+def test_a_long_crowdlab_error_from_a_worker_keeps_its_type(address):
+    """Any CrowdlabError longer than distributed's limit (10,000 characters) comes back as its own type, its text
+    cut short, not as a plain Exception."""
+    from crowdlab.engines.distributed import _carried_errors
+
+    def fails():
+        raise DataError("x, " * 20_000, file="part.csv", row=7)
+
+    with distributed.Client(address) as client, pytest.raises(DataError) as exc, _carried_errors("the data frame"):
+        client.submit(fails, pure=False).result()
+    text = str(exc.value)
+    assert text.startswith("file 'part.csv', row 7: x, x,") and text.endswith("(the rest of this long message is cut)")
+    assert len(text) < 2100

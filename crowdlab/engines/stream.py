@@ -83,6 +83,35 @@ from crowdlab.io.readers import INVISIBLE, Column, Table, check_where, get_limit
 DEFAULT_CHUNK_ROWS = 1_000_000
 _MAX_BUCKETS = 256
 _LONG_NEEDS = "a label file to stream needs item, worker and label columns (one row per label)"
+MAX_CHUNK_ROWS = 2**31 - 1  # a chunk's rows are counted and coded in int32
+BYTES_PER_CHUNK_ROW = 100  # the memory one row of a chunk takes while it is read and coded (about)
+
+
+def check_chunk_rows(chunk_rows, where: str = "python") -> int:
+    """``chunk_rows`` as an int, refused (naming the option and the valid range) unless it is a whole number from 1
+    to what this machine's free memory holds at `BYTES_PER_CHUNK_ROW` bytes a row (at least the default, at most
+    `MAX_CHUNK_ROWS`): a larger chunk would read the whole file into memory, or overflow."""
+    from crowdlab.errors import ModelError
+
+    name = "--chunk-rows" if where == "cli" else "chunk_rows"
+    free = available_bytes()
+    top = MAX_CHUNK_ROWS if free is None else max(DEFAULT_CHUNK_ROWS, min(MAX_CHUNK_ROWS, free // BYTES_PER_CHUNK_ROW))
+    whole = isinstance(chunk_rows, int | np.integer) and not isinstance(chunk_rows, bool)
+    if not whole or not 1 <= chunk_rows <= top:
+        shown = (
+            f"{chunk_rows:,}"
+            if whole and abs(chunk_rows) < 10**15
+            else f"{chunk_rows:.3g}"
+            if whole
+            else repr(chunk_rows)
+        )
+        free_said = (
+            "" if free is None else f"; {free / 1e9:.1f} GB of memory is free, about {BYTES_PER_CHUNK_ROW} bytes a row"
+        )
+        raise ModelError(
+            f"{name} must be a whole number from 1 to {top:,} (rows read at a time{free_said}), not {shown}."
+        )
+    return int(chunk_rows)
 
 
 # ---------------------------------------------------------------------- reading in chunks
@@ -591,10 +620,9 @@ def fit_file(
     ``workdir``: where the temporary files go (12 bytes per label, and two N x K float64 posterior files;
     removed at the end).
     """
-    if chunk_rows < 1:
-        raise ValueError("chunk_rows must be at least 1.")
-    model = engine_model(method, prior)
     check_where(where)
+    chunk_rows = check_chunk_rows(chunk_rows, where)
+    model = engine_model(method, prior)
     t0 = time.perf_counter()
     with tempfile.TemporaryDirectory(prefix="crowdlab-stream-", dir=workdir) as tmp:
         sd = StreamedData(path, int(chunk_rows), Path(tmp), where)

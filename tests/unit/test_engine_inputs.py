@@ -247,3 +247,49 @@ def test_a_long_crowdlab_error_from_a_worker_keeps_its_type(address):
     text = str(exc.value)
     assert text.startswith("file 'part.csv', row 7: x, x,") and text.endswith("(the rest of this long message is cut)")
     assert len(text) < 2100
+
+
+# ---------------------------------------------------------------------- size options
+def _bluebirds() -> str:
+    from crowdlab.io.samples import sample_paths
+
+    return str(sample_paths("bluebirds")[0])
+
+
+def test_chunk_rows_past_what_memory_holds_is_refused_naming_the_range(tmp_path, capsys):
+    """--chunk-rows 10**30 ended in an OverflowError; now the option, its range and the value are named."""
+    code, err = _run(["fit", _bluebirds(), "--stream", "--chunk-rows", str(10**30), "--out", str(tmp_path)], capsys)
+    line = _one_line_error(code, err, "--chunk-rows must be a whole number from 1 to ", "not 1e+30.")
+    assert "memory is free" in line or "2,147,483,647" in line
+    with pytest.raises(ValueError, match=r"chunk_rows must be a whole number from 1 to .*, not 0\."):
+        fit_file(_bluebirds(), "mv", chunk_rows=0)
+    with pytest.raises(ValueError, match="chunk_rows must be a whole number"):
+        fit_file(_bluebirds(), "mv", chunk_rows=2.5)
+
+
+def test_chunk_rows_bound_follows_free_memory(monkeypatch):
+    from crowdlab.engines import stream
+
+    monkeypatch.setattr(stream, "available_bytes", lambda: 10**12)  # 1 TB free
+    assert stream.check_chunk_rows(stream.MAX_CHUNK_ROWS) == stream.MAX_CHUNK_ROWS
+    monkeypatch.setattr(stream, "available_bytes", lambda: 10**9)  # 1 GB free: 10^7 rows
+    assert stream.check_chunk_rows(10**7) == 10**7
+    with pytest.raises(ValueError, match=r"from 1 to 10,000,000 .*1\.0 GB of memory is free.*not 10,000,001"):
+        stream.check_chunk_rows(10**7 + 1)
+    monkeypatch.setattr(stream, "available_bytes", lambda: 10**6)  # almost nothing free: the default still runs
+    assert stream.check_chunk_rows(stream.DEFAULT_CHUNK_ROWS) == stream.DEFAULT_CHUNK_ROWS
+
+
+def test_npartitions_past_the_data_is_refused_before_the_shuffle(address, tmp_path, capsys):
+    """--npartitions 10**6 on 4,212 rows ran past 150 s (1,000 past 200 s): refused, naming the range."""
+    from crowdlab.engines.distributed import MAX_PARTITIONS, check_npartitions
+
+    base = ["fit", _bluebirds(), "--engine", "dask", "--scheduler", address, "--out", str(tmp_path / "out")]
+    code, err = _run([*base, "--npartitions", str(10**6)], capsys)
+    _one_line_error(code, err, f"--npartitions must be a whole number from 1 to {MAX_PARTITIONS:,}", "not 1,000,000.")
+    code, err = _run([*base, "--npartitions", "1000"], capsys)
+    _one_line_error(code, err, "from 1 to 263 (the data has 4,212 rows, at least 16 a partition;", "not 1,000.")
+    assert check_npartitions(263, 4212) == 263 and check_npartitions(None, 5) is None
+    assert check_npartitions(1, 3) == 1  # a tiny data set still runs in one partition
+    with pytest.raises(ValueError, match="npartitions must be a whole number"):
+        check_npartitions(2.0)

@@ -8,6 +8,11 @@
   Columns are found by the same names as in a CSV (item/task/question, worker/annotator/..., label/answer/...).
   A null or blank id, or a null, blank or NaN-spelled label, is refused as the CSV reader refuses it (a
   `DataError` naming the column and the index of the first such row), before the shuffle.
+- Parquet files are checked on the client before Dask reads them (`crowdlab.io.parquet`: empty, truncated or
+  corrupt files, duplicate column names, nested item/worker/label columns, files of one dataset whose columns
+  differ); a data page that fails while a worker reads it is named by reading the files again. A crowdlab error
+  raised on a worker comes back as its own type even when ``distributed`` cut its long message (`_carried_errors`).
+  ``npartitions`` is bounded (`check_npartitions`).
 - Ids are factorised globally: the worker and class dictionaries (small) are computed once, ordered as
   `crowdlab.io.data.read_annotations` orders them, and sent to every partition; item names stay in their partition.
 - The rows are shuffled so that every item's rows are in one partition (``by_item=True`` skips the shuffle for

@@ -7,8 +7,10 @@ How it works (what is in memory, what is on disk):
 1. **One pass over the CSV**, ``chunk_rows`` rows at a time. Each chunk (the header line + whole lines) goes
    through the one reading path, `crowdlab.io.readers.read_table`, and the long-file column checks of
    `crowdlab.io.data` (column names and aliases, blank ids, missing labels, delimiter, encoding, NUL bytes, ragged
-   rows, skipped blank and repeated-header rows), with rows numbered as in the whole file. A Parquet file is read
-   in row batches (``pyarrow.parquet.ParquetFile.iter_batches``), its cells as text, with the same column checks.
+   rows, skipped blank and repeated-header rows), with rows numbered as in the whole file (a file whose lines end
+   in lone carriage returns is copied with line feeds first). A Parquet file is read in row batches
+   (``pyarrow.parquet.ParquetFile.iter_batches``), its cells as text, with the same column checks, and those of
+   `crowdlab.io.parquet` (an empty, truncated or corrupt file, a nested column, bytes that are not UTF-8).
    The chunk's ids are factorised (Arrow's dictionary encoding) and its integer codes appended to a code file in a
    temporary folder; only the chunk's *distinct* names are kept.
 2. **Dictionaries**: the distinct names of all chunks are factorised once more and ordered exactly as

@@ -213,7 +213,7 @@ def test_a_class_database_that_cannot_be_opened_names_its_setting(variable, valu
     """A file as the data folder, a folder as the database, no server at the URL: a ClassError (a DataError, shown
     as a message) naming the variable and what it must be, the password hidden; it was an OSError or
     sqlite3.OperationalError traceback."""
-    from crowdlab.io.class_store import ClassStore
+    from crowdlab.classroom.store import ClassStore
 
     if value.startswith("postgresql"):
         pytest.importorskip("psycopg")
@@ -234,7 +234,7 @@ def test_fuzz_the_data_folder_opens_or_names_its_setting(raw):
     variable; never another exception."""
     import tempfile
 
-    from crowdlab.io.class_store import ClassStore
+    from crowdlab.classroom.store import ClassStore
 
     saved = {k: os.environ.pop(k, None) for k in ("CROWDLAB_CLASS_DB", "CROWDLAB_DATA_DIR")}
     cwd = os.getcwd()

@@ -425,6 +425,7 @@ def _tree_sum(client, futures: list):
     return futures[0]
 
 
+_ARROW = ("OSError(", "ArrowInvalid(", "ArrowIOError(", "ArrowNotImplementedError(", "ArrowTypeError(")
 _EXPECTED = (
     *(f"{cls.__name__}(" for cls in (DataError, ModelError, CrowdlabError)),
     "Exception('Long error message', <class 'crowdlab.errors.",  # one of them, too long for distributed
@@ -440,7 +441,7 @@ class _ExpectedFailures(logging.Filter):
         args = record.args if isinstance(record.args, tuple) else ()
         failed = str(record.msg).startswith("Compute Failed") and len(args) > 3
         # a Parquet part Arrow cannot read: the client names the file (`_carried_errors`)
-        unreadable = str(args[0] if args else "").startswith("('read_parquet-") and "Error(" in str(args[3:4])
+        unreadable = str(args[0] if args else "").startswith("('read_parquet-") and str(args[3]).startswith(_ARROW)
         return not (failed and (str(args[3]).startswith(_EXPECTED) or unreadable))
 
 

@@ -103,9 +103,9 @@ def duplicate_names(path: Path) -> Path:
     return path
 
 
-def _run(argv: list[str], capsys) -> tuple[int, list[str]]:
+def _run(argv: list[str], capfd) -> tuple[int, list[str]]:
     code = main(argv)
-    return code, capsys.readouterr().err.splitlines()
+    return code, capfd.readouterr().err.splitlines()
 
 
 def _one_line_error(code: int, err: list[str], *says: str) -> str:
@@ -130,15 +130,15 @@ STREAM_CASES = [
 
 
 @pytest.mark.parametrize(("make", "says"), STREAM_CASES, ids=lambda v: getattr(v, "__name__", ""))
-def test_stream_refuses_bad_parquet_in_one_line(make, says, tmp_path, capsys):
+def test_stream_refuses_bad_parquet_in_one_line(make, says, tmp_path, capfd):
     path = make(tmp_path / "bad.parquet")
-    code, err = _run(["fit", str(path), "--stream", "--out", str(tmp_path / "out")], capsys)
+    code, err = _run(["fit", str(path), "--stream", "--out", str(tmp_path / "out")], capfd)
     _one_line_error(code, err, "file 'bad.parquet'", says)
 
 
-def test_stream_reads_a_zero_byte_parquet_file_as_the_csv_reader_says_empty(tmp_path, capsys):
+def test_stream_reads_a_zero_byte_parquet_file_as_the_csv_reader_says_empty(tmp_path, capfd):
     path = empty(tmp_path / "bad.parquet")
-    code, err = _run(["fit", str(path), "--stream", "--out", str(tmp_path / "out")], capsys)
+    code, err = _run(["fit", str(path), "--stream", "--out", str(tmp_path / "out")], capfd)
     _one_line_error(code, err, "the file is empty (0 bytes).")
 
 
@@ -198,17 +198,17 @@ DASK_CASES = [
 
 
 @pytest.mark.parametrize(("make", "says"), DASK_CASES, ids=lambda v: getattr(v, "__name__", ""))
-def test_dask_refuses_bad_parquet_in_one_line(make, says, address, tmp_path, capsys):
+def test_dask_refuses_bad_parquet_in_one_line(make, says, address, tmp_path, capfd):
     path = make(tmp_path / "bad.parquet")
     argv = ["fit", str(path), "--engine", "dask", "--scheduler", address, "--out", str(tmp_path / "out")]
-    code, err = _run(argv, capsys)
+    code, err = _run(argv, capfd)
     _one_line_error(code, err, says.format(path=path))
 
 
-def test_dask_refuses_a_folder_of_two_schemas(address, tmp_path, capsys):
+def test_dask_refuses_a_folder_of_two_schemas(address, tmp_path, capfd):
     folder = two_schemas(tmp_path / "data")
     argv = ["fit", str(folder), "--engine", "dask", "--scheduler", address, "--out", str(tmp_path / "out")]
-    code, err = _run(argv, capsys)
+    code, err = _run(argv, capfd)
     _one_line_error(code, err, "b.parquet", "do not share one set of columns", "'task'", "lacks 'item'")
 
 
@@ -222,14 +222,14 @@ def test_dask_reads_lone_cr_line_ends_and_parquet_nan_as_missing(address, tmp_pa
         fit(str(nan_item(tmp_path / "nan.parquet")), "mv", scheduler=address)
 
 
-def test_a_wide_file_read_by_a_dask_worker_is_one_line(address, tmp_path, capsys):
+def test_a_wide_file_read_by_a_dask_worker_is_one_line(address, tmp_path, capfd):
     """100,000 worker columns: the reader's DataError, raised in a worker, listed every column name; distributed
     sent it back as Exception('Long error message', ...) and the CLI printed a traceback."""
     path = tmp_path / "wide.csv"
     header = "item," + ",".join(f"w{j}" for j in range(100_000))
     path.write_text(header + "\n" + "\n".join(f"i{i}," + ",".join(["a", "b"] * 50_000) for i in range(2)) + "\n")
     argv = ["fit", str(path), "--engine", "dask", "--scheduler", address, "--out", str(tmp_path / "out")]
-    code, err = _run(argv, capsys)
+    code, err = _run(argv, capfd)
     line = _one_line_error(code, err, "file 'wide.csv', row 1: no worker or label column found")
     assert "and 99,981 more" in line and len(line) < 2000
 
@@ -256,9 +256,9 @@ def _bluebirds() -> str:
     return str(sample_paths("bluebirds")[0])
 
 
-def test_chunk_rows_past_what_memory_holds_is_refused_naming_the_range(tmp_path, capsys):
+def test_chunk_rows_past_what_memory_holds_is_refused_naming_the_range(tmp_path, capfd):
     """--chunk-rows 10**30 ended in an OverflowError; now the option, its range and the value are named."""
-    code, err = _run(["fit", _bluebirds(), "--stream", "--chunk-rows", str(10**30), "--out", str(tmp_path)], capsys)
+    code, err = _run(["fit", _bluebirds(), "--stream", "--chunk-rows", str(10**30), "--out", str(tmp_path)], capfd)
     line = _one_line_error(code, err, "--chunk-rows must be a whole number from 1 to ", "not 1e+30.")
     assert "memory is free" in line or "2,147,483,647" in line
     with pytest.raises(ValueError, match=r"chunk_rows must be a whole number from 1 to .*, not 0\."):
@@ -280,16 +280,37 @@ def test_chunk_rows_bound_follows_free_memory(monkeypatch):
     assert stream.check_chunk_rows(stream.DEFAULT_CHUNK_ROWS) == stream.DEFAULT_CHUNK_ROWS
 
 
-def test_npartitions_past_the_data_is_refused_before_the_shuffle(address, tmp_path, capsys):
+def test_npartitions_past_the_data_is_refused_before_the_shuffle(address, tmp_path, capfd):
     """--npartitions 10**6 on 4,212 rows ran past 150 s (1,000 past 200 s): refused, naming the range."""
     from crowdlab.engines.distributed import MAX_PARTITIONS, check_npartitions
 
     base = ["fit", _bluebirds(), "--engine", "dask", "--scheduler", address, "--out", str(tmp_path / "out")]
-    code, err = _run([*base, "--npartitions", str(10**6)], capsys)
+    code, err = _run([*base, "--npartitions", str(10**6)], capfd)
     _one_line_error(code, err, f"--npartitions must be a whole number from 1 to {MAX_PARTITIONS:,}", "not 1,000,000.")
-    code, err = _run([*base, "--npartitions", "1000"], capsys)
+    code, err = _run([*base, "--npartitions", "1000"], capfd)
     _one_line_error(code, err, "from 1 to 263 (the data has 4,212 rows, at least 16 a partition;", "not 1,000.")
     assert check_npartitions(263, 4212) == 263 and check_npartitions(None, 5) is None
     assert check_npartitions(1, 3) == 1  # a tiny data set still runs in one partition
     with pytest.raises(ValueError, match="npartitions must be a whole number"):
         check_npartitions(2.0)
+
+
+def test_workers_do_not_log_tracebacks_of_the_errors_the_client_says():
+    """The worker's "Compute Failed" record (logged with a traceback) is dropped for a crowdlab error cut by
+    distributed and for a Parquet part Arrow cannot read (the client says both in one line); others are kept."""
+    import logging
+
+    from crowdlab.engines.distributed import _ExpectedFailures
+
+    def record(key, exception_text: str) -> logging.LogRecord:
+        msg = "Compute Failed\nKey:       %s\nState:     %s\nTask:  %s\nException: %r\nTraceback: %r\n"
+        args = (key, "executing", "<Task ...>", exception_text, "  File ...")
+        return logging.LogRecord("distributed.worker", logging.ERROR, __file__, 1, msg, args, None)
+
+    keep = _ExpectedFailures().filter
+    assert not keep(record(("read_parquet-0a1b", 0), "OSError('Corrupt snappy compressed data.')"))
+    long = "Exception('Long error message', <class 'crowdlab.errors.DataError'>, \"file 'wide.csv' ...\")"
+    assert not keep(record(("_read_csv_file-0a1b", 0), long))
+    assert not keep(record(("_read_csv_file-0a1b", 0), "DataError(\"file 'a.csv': ...\")"))
+    assert keep(record(("_part_round-0a1b", 0), "ZeroDivisionError('division by zero')"))
+    assert keep(record(("read_parquet-0a1b", 0), "KeyError('x')"))

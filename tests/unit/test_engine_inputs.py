@@ -314,3 +314,15 @@ def test_workers_do_not_log_tracebacks_of_the_errors_the_client_says():
     assert not keep(record(("_read_csv_file-0a1b", 0), "DataError(\"file 'a.csv': ...\")"))
     assert keep(record(("_part_round-0a1b", 0), "ZeroDivisionError('division by zero')"))
     assert keep(record(("read_parquet-0a1b", 0), "KeyError('x')"))
+
+
+def test_dask_reads_a_folder_whose_files_differ_only_in_cell_types_as_text(address, tmp_path):
+    """Same columns, labels as text in one file and integers in the other: read as text, as CSV files would be."""
+    from crowdlab.engines.distributed import fit
+
+    folder = tmp_path / "data"
+    folder.mkdir()
+    pq.write_table(_table(), folder / "a.parquet")
+    pq.write_table(pa.table({"item": ["d", "d"], "worker": ["w1", "w2"], "label": [1, 2]}), folder / "b.parquet")
+    run = fit(str(folder), "mv", scheduler=address)
+    assert run.data.class_names == ("1", "2", "x", "y") and run.data.n_obs == 8

@@ -326,3 +326,38 @@ def test_dask_reads_a_folder_whose_files_differ_only_in_cell_types_as_text(addre
     pq.write_table(pa.table({"item": ["d", "d"], "worker": ["w1", "w2"], "label": [1, 2]}), folder / "b.parquet")
     run = fit(str(folder), "mv", scheduler=address)
     assert run.data.class_names == ("1", "2", "x", "y") and run.data.n_obs == 8
+
+
+HUGE = str(10**30)
+
+
+@pytest.mark.parametrize(
+    "extra",
+    [
+        ["--max-iter", HUGE, "--method", "mv"],
+        ["--seed", HUGE, "--method", "mv"],
+        ["--tie-seed", HUGE, "--method", "mv"],
+        ["--method", "online_ds", "--buckets", HUGE],
+        ["--method", "online_ds", "--passes", HUGE],
+        ["--method", "online_ds", "--batch-size", HUGE, "--passes", "1"],
+        ["--stream", "--chunk-rows", HUGE],
+        ["--stream", "--max-iter", HUGE, "--method", "mv"],
+        ["--engine", "dask", "--npartitions", HUGE],
+    ],
+    ids=lambda extra: " ".join(a for a in extra if a != HUGE),
+)
+def test_every_whole_number_option_of_fit_at_10_to_the_30_runs_or_is_one_line(extra, address, tmp_path, capfd):
+    """The command line's size options at 10**30: a result, or one line naming the option (exit 2); never an
+    OverflowError, a MemoryError or a hang."""
+    argv = ["fit", _bluebirds(), *extra, "--out", str(tmp_path / "out")]
+    if "dask" in extra:
+        argv += ["--scheduler", address]
+    code = main(argv)
+    err = [line for line in capfd.readouterr().err.splitlines() if not line.startswith("warning:")]
+    if code == 0:
+        assert (tmp_path / "out" / "labels.csv").is_file()
+    else:
+        named = {"--buckets": "hash buckets", "--passes": "passes", "--chunk-rows": "--chunk-rows must be"}
+        named["--npartitions"] = "--npartitions must be"
+        flag = next(a for a in extra if a in named)
+        _one_line_error(code, err, named[flag])

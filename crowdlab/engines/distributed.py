@@ -268,6 +268,8 @@ def check_npartitions(npartitions, n_rows: int | None = None, where: str = "pyth
         return None
     name = "--npartitions" if where == "cli" else "npartitions"
     top = MAX_PARTITIONS if n_rows is None else max(1, min(MAX_PARTITIONS, int(n_rows) // MIN_ROWS_PER_PARTITION))
+    if isinstance(npartitions, float) and npartitions.is_integer():  # 1e6 means a million
+        npartitions = int(npartitions)
     whole = isinstance(npartitions, int | np.integer) and not isinstance(npartitions, bool)
     if not whole or not 1 <= npartitions <= top:
         why = ""

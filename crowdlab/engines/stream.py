@@ -98,6 +98,8 @@ def check_chunk_rows(chunk_rows, where: str = "python") -> int:
     name = "--chunk-rows" if where == "cli" else "chunk_rows"
     free = available_bytes()
     top = MAX_CHUNK_ROWS if free is None else max(DEFAULT_CHUNK_ROWS, min(MAX_CHUNK_ROWS, free // BYTES_PER_CHUNK_ROW))
+    if isinstance(chunk_rows, float) and chunk_rows.is_integer():  # 1e6 means a million
+        chunk_rows = int(chunk_rows)
     whole = isinstance(chunk_rows, int | np.integer) and not isinstance(chunk_rows, bool)
     if not whole or not 1 <= chunk_rows <= top:
         shown = (

@@ -265,6 +265,7 @@ def test_chunk_rows_past_what_memory_holds_is_refused_naming_the_range(tmp_path,
         fit_file(_bluebirds(), "mv", chunk_rows=0)
     with pytest.raises(ValueError, match="chunk_rows must be a whole number"):
         fit_file(_bluebirds(), "mv", chunk_rows=2.5)
+    assert fit_file(_bluebirds(), "mv", chunk_rows=1e6).data.n_obs == 4212
 
 
 def test_chunk_rows_bound_follows_free_memory(monkeypatch):
@@ -291,8 +292,10 @@ def test_npartitions_past_the_data_is_refused_before_the_shuffle(address, tmp_pa
     _one_line_error(code, err, "from 1 to 263 (the data has 4,212 rows, at least 16 a partition;", "not 1,000.")
     assert check_npartitions(263, 4212) == 263 and check_npartitions(None, 5) is None
     assert check_npartitions(1, 3) == 1  # a tiny data set still runs in one partition
-    with pytest.raises(ValueError, match="npartitions must be a whole number"):
-        check_npartitions(2.0)
+    assert check_npartitions(2.0) == 2  # 1e6 means a million
+    for bad in (2.5, float("nan"), float("inf"), True, "3"):
+        with pytest.raises(ValueError, match="npartitions must be a whole number"):
+            check_npartitions(bad)
 
 
 def test_workers_do_not_log_tracebacks_of_the_errors_the_client_says():

@@ -117,8 +117,9 @@ def _with_report(run: Run, out: pd.DataFrame) -> pd.DataFrame:
         rep = worker_report(run)
     except ModelError:
         return out
-    for col in REPORT_COLUMNS:
-        out[col] = rep[col].to_numpy()
+    for col in (*REPORT_COLUMNS, "abstention_rate"):
+        if col in rep:  # the dependence check's columns are not there with "can't tell" responses
+            out[col] = rep[col].to_numpy()
     out.attrs["krippendorff_alpha"] = rep.attrs.get("krippendorff_alpha")
     out.attrs["dependence"] = rep.attrs.get("dependence")
     return out

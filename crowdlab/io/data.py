@@ -120,6 +120,7 @@ class Annotations:
     graph: object = None
     weight: np.ndarray | None = None
     response_names: tuple[str, ...] = ()
+    ordinal: bool = False  # read with kind="ordinal": the classes are ratings in numeric order
 
     # ------------------------------------------------------------------ construction
     def __post_init__(self) -> None:
@@ -1021,12 +1022,14 @@ ABSTAIN_TOKENS = ("unsure", "can't tell", "cant tell", "?", "don't know", "dont 
 def _abstain_note(ann: Annotations, where: str) -> tuple[str, ...]:
     """A note when a class is spelled like a "can't tell" answer and was read as a class."""
     seen = [c for c in ann.class_names if c.strip().lower() in ABSTAIN_TOKENS]
-    if not seen or where != "python":
+    if not seen:
         return ()
+    how = spell("abstain", seen[0], where)
+    if where == "python":
+        how = f"read_annotations(..., {how})"
     return (
-        f'Label {seen[0]!r} looks like a "can\'t tell" answer; it is read as a class here. '
-        f"read_annotations(..., abstain={seen[0]!r}) reads it as a response that is not a class (Dawid-Skene learns "
-        "who abstains on which class).",
+        f'Label {seen[0]!r} looks like a "can\'t tell" answer; it is read as a class here. {how} reads it as a '
+        "response that is not a class (the models with confusion matrices learn who abstains on which class).",
     )
 
 
@@ -1565,7 +1568,15 @@ def read_annotations(
     _check_choice("kind", kind, ("auto", "classes", "continuous", "ordinal"))
     if kind == "ordinal":  # classes whose names are numbers, in numeric order (crowdlab.models.ordinal)
         again = read_annotations(
-            source, gold=gold, fmt=fmt, kind="classes", name=name, columns=columns, where=where, soft=soft
+            source,
+            gold=gold,
+            fmt=fmt,
+            kind="classes",
+            name=name,
+            columns=columns,
+            where=where,
+            soft=soft,
+            abstain=abstain,
         )
         return _ordinal(again)
     table = _read_table(source, needs=_LONG_NEEDS, wide=fmt == "wide", where=check_where(where))
@@ -1626,7 +1637,7 @@ def _ordinal(ann: Annotations) -> Annotations:
         f"Read the labels as ordinal ratings: {len(levels)} levels from {ann.class_names[0]} to "
         f"{ann.class_names[-1]} (crowdlab.models.ordinal.OrdinalDS treats nearby levels as likelier errors)."
     )
-    return replace(ann, notes=ann.notes + (note,))
+    return replace(ann, notes=ann.notes + (note,), ordinal=True)
 
 
 def _responses(ann: Annotations, abstain, where: str) -> Annotations:
@@ -1757,7 +1768,7 @@ def to_long_dataframe(annotations: Annotations) -> pd.DataFrame:
     if a.is_continuous:
         frame["value"] = a.value
     else:
-        frame["label"] = np.asarray(a.class_names, dtype=object)[a.label]
+        frame["label"] = np.asarray(a.class_names + a.response_names, dtype=object)[a.label]  # "can't tell" too
         if a.is_soft:
             frame["weight"] = a.weight
     return frame

@@ -128,6 +128,7 @@ _SPELLINGS = {
         "cli": "--columns {v}",
         "app": "the column picker (item, worker, label) below",
     },
+    "abstain": {"python": "abstain={v!r}", "cli": "--abstain {v!r}", "app": "'Can't tell answer' = {v!r}"},
     "score_column": {"python": 'score_column="{v}"', "cli": "a column named score", "app": "a column named score"},
     "sequences": {
         "python": "crowdlab.io.data.read_sequences(...)",

@@ -61,11 +61,14 @@ class OrdinalDS(ConfusionLogJoint, LatentModel):
         exact=True,
         latent="item",
         prior_pull="s pseudo-counts on the class prior (the workers' two parameters have no prior)",
+        has_hard=False,
     )
 
-    def __init__(self, prior: float = 0.0, newton_rounds: int = 3) -> None:
+    def __init__(self, prior: float = 0.0, hard: bool = False, newton_rounds: int = 3) -> None:
         if prior < 0:
             raise ValueError("prior strength must be >= 0.")
+        if hard:
+            raise ValueError("the ordinal model has no hard version (its M-step climbs by Newton steps on q).")
         self.prior = float(prior)
         self.hard = False
         self.newton_rounds = int(newton_rounds)

@@ -45,6 +45,7 @@ from crowdlab.io.readers import (
     Column,
     Source,
     check_where,
+    column_listing,
     limit_error,
     missing_values,
     no_worker_columns_error,
@@ -434,7 +435,7 @@ def _find(table: _Table, aliases: Sequence[str], role: str, *, skip: Sequence[in
     """Index of the one column whose name is an alias of ``role``; None when there is none."""
     hits = [j for j, h in enumerate(table.header) if _norm(h) in aliases and j not in skip]
     if len(hits) > 1:
-        names = ", ".join(repr(table.header[j]) for j in hits)
+        names = column_listing([table.header[j] for j in hits])
         raise DataError(
             f"more than one column could be the {role} column: {names}.",
             file=table.file,
@@ -445,7 +446,7 @@ def _find(table: _Table, aliases: Sequence[str], role: str, *, skip: Sequence[in
 
 
 def _missing_columns_error(table: _Table, missing: dict[str, Sequence[str]], hint: str = "") -> DataError:
-    found = ", ".join(repr(h) for h in table.header)
+    found = column_listing(table.header)
     accepted = "; ".join(f"{role}: {', '.join(aliases)}" for role, aliases in missing.items())
     return DataError(
         f"no {' or '.join(missing)} column found; the columns in row 1 are {found}.",
@@ -460,7 +461,7 @@ def _score_column(table: _Table, score_column: str) -> int:
     key = _norm(score_column)
     hits = [j for j, h in enumerate(table.header) if _norm(h) == key]
     if not hits:
-        found = ", ".join(repr(h) for h in table.header)
+        found = column_listing(table.header)
         raise DataError(
             f"there is no column named {score_column!r}; the columns in row 1 are {found}.",
             file=table.file,
@@ -586,7 +587,7 @@ def _named_columns(table: _Table, columns) -> tuple[int, int, int]:
         key = _norm(str(c))
         hits = [j for j, h in enumerate(table.header) if _norm(h) == key]
         if not hits:
-            shown = ", ".join(repr(h) for h in table.header)
+            shown = column_listing(table.header)
             raise DataError(
                 f"there is no column named {str(c).strip()!r} (the {role} column you named); the columns in row 1 are "
                 f"{shown}.",

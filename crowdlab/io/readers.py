@@ -247,6 +247,19 @@ def listing(things: Sequence, total: int | None = None) -> str:
     return shown if total <= SHOW else f"{shown} and {total - SHOW:,} more"
 
 
+SHOW_COLUMNS = 20  # how many column names a message lists
+_LONG_NAME = 80  # a longer column name is cut in messages
+
+
+def column_listing(names: Sequence) -> str:
+    """ "'item', 'worker', 'label'": the first `SHOW_COLUMNS` names quoted (each cut at `_LONG_NAME` characters),
+    then "and N more": a header of 100,000 columns makes a message of one line, not of megabytes."""
+    names = [str(n) for n in names]
+    quoted = [repr(n) if len(n) <= _LONG_NAME else repr(n[:_LONG_NAME]) + "..." for n in names[:SHOW_COLUMNS]]
+    shown = ", ".join(quoted)
+    return shown if len(names) <= SHOW_COLUMNS else f"{shown} and {len(names) - SHOW_COLUMNS:,} more"
+
+
 def rows_phrase(rows: np.ndarray) -> str:
     """'row 4' or 'rows 4, 7, 9 and 2 more'."""
     rows = np.asarray(rows)

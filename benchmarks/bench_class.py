@@ -42,7 +42,7 @@ sys.path.insert(0, str(ROOT))
 
 from crowdlab.classroom import items as ci  # noqa: E402
 from crowdlab.classroom.store import ClassStore  # noqa: E402
-from tests.e2e.helpers import CHROMIUM, CHROMIUM_ARGS, LAST_SERVER, streamlit_server  # noqa: E402
+from tests.e2e.helpers import ARTIFACTS, CHROMIUM, CHROMIUM_ARGS, LAST_SERVER, streamlit_server  # noqa: E402
 
 PHONE = {"width": 375, "height": 667}
 JOINING_AT_ONCE = 4
@@ -105,8 +105,15 @@ async def _student(browser, url, code, n_votes, joined, go, taps, errors, rng, d
             taps.append(time.time())
             await button.click()
         await page.get_by_text(f"{n_votes} of {n_votes} answered").wait_for()
-    except Exception as exc:  # reported in the summary
-        errors.append(repr(exc)[:300])
+    except Exception as exc:  # reported in the summary, with what the page showed then (text and a screenshot)
+        shown = ""
+        try:
+            shown = " ".join((await page.locator('[data-testid="stMain"]').inner_text(timeout=5000)).split())[:300]
+            ARTIFACTS.mkdir(parents=True, exist_ok=True)
+            await page.screenshot(path=str(ARTIFACTS / f"class_load_stalled_{len(errors)}.png"), timeout=10000)
+        except Exception:  # noqa: BLE001 - the page may be gone
+            pass
+        errors.append(f"{repr(exc)[:200]} | page shows: {shown}")
     return context
 
 

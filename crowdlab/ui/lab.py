@@ -520,6 +520,9 @@ def buttons(slot: RunSlot, run: Run) -> None:
     )
 
 
+POSITION_KEY = "pos_block"  # the position's block (its CSS class ends in "pos_block")
+
+
 def position(slot: RunSlot, run: Run) -> None:
     """Where the cursor is ("iteration 3, after M-step"), the start, and the scrubber over the snapshots."""
     n = len(run.snapshots)
@@ -533,7 +536,11 @@ def position(slot: RunSlot, run: Run) -> None:
     elif play_ended(slot) and run.at_end:
         tail += " · Play stopped at the end of the run"
     compact = presenter.is_on()
-    where, scrub = st.columns([2, 3], vertical_alignment="center") if compact else (st.container(), st.container())
+    # a keyed block: presenter mode's CSS keeps two lines for its caption (crowdlab.ui.presenter.CSS)
+    block = st.container(key=slot.key(POSITION_KEY))
+    where, scrub = (
+        block.columns([2, 3], vertical_alignment="center") if compact else (block.container(), block.container())
+    )
     where.markdown(f"#### {step_label(run)}")
     count = f"snapshot {run.index} of {n - 1}"
     if n == 1 and run.iterative:
@@ -552,6 +559,17 @@ def position(slot: RunSlot, run: Run) -> None:
             key=key,
             on_change=on_scrub,
             args=(slot,),
+            label_visibility="collapsed" if compact else "visible",
+        )
+    elif run.iterative:  # the scrubber's place, kept: the page did not move down when the first Step drew it
+        scrub.slider(
+            "Scrub through the computed snapshots",
+            0,
+            1,
+            0,
+            key=slot.key("scrub_none"),
+            disabled=True,
+            help="Nothing to scrub yet: Step computes the next snapshot.",
             label_visibility="collapsed" if compact else "visible",
         )
 

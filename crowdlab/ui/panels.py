@@ -286,7 +286,7 @@ def posterior_panel(run: Run) -> None:
         gold_name="truth" if simulated else "gold",
         tied=None if tied is None else tied[rows],
     )
-    st.plotly_chart(fig, key="stepper.posterior_chart")
+    st.plotly_chart(lab.fit_title(fig, lab.MAIN_PANEL_PX[presenter.is_on()]), key="stepper.posterior_chart")
     notes = [f"Items {(page - 1) * PAGE_SIZE + 1}–{(page - 1) * PAGE_SIZE + len(rows)} of {N:,}, {order}"]
     notes.append("uncertainty = 1 − max q at this snapshot")
     if tied is not None:

@@ -28,7 +28,9 @@ CSS = """
 <style>
 html { font-size: 17px; }
 [data-testid="stMainBlockContainer"] { padding: 2.75rem 1.25rem 2rem 1.25rem; max-width: 100%; }
-[data-testid="stHeader"] { background: transparent; }
+/* the header (the folded sidebar's button) as tall as the page's top padding and opaque: the button stays in its
+   strip and the page scrolls under it (a transparent header let the button float over the charts) */
+[data-testid="stHeader"] { background: white; height: 2.75rem; min-height: 0; }
 [data-testid="stMain"] h1 { font-size: 1.9rem; padding: 0 0 0.2rem 0; }
 [data-testid="stMain"] h4 { font-size: 1.25rem; padding: 0.2rem 0; }
 [data-testid="stMain"] [data-testid="stCaptionContainer"] { font-size: 0.95rem; }
@@ -39,6 +41,8 @@ html { font-size: 17px; }
 .stApp [data-testid^="stSlider"], .stApp [data-testid="stMetricLabel"] *, .stApp [data-testid="stTooltipContent"] *
 { font-size: max(16px, 1em) !important; }
 .stApp .katex .mtight:not(.sizing) { font-size: max(16px, 1em); }
+/* the stepper's buttons and its speed in one row at 1024 px with their 16 px labels: narrower side padding */
+[data-testid="stMain"] [data-testid="stButton"] button { padding-left: 0.5rem; padding-right: 0.5rem; }
 [data-testid="stTabs"] [role="tablist"] { flex-wrap: wrap; overflow: visible; }
 /* the stepper's position (crowdlab.ui.lab.position): its caption keeps two lines, so a shorter one after the
    first Step does not move the page up */

@@ -92,3 +92,32 @@ def test_normal_figures_keep_their_sizes_and_the_shared_legend_is_not_changed():
     finally:
         common.presenter_source(lambda: False)
     assert common.LEGEND_BELOW == before and "font" not in common.LEGEND_BELOW
+
+
+# ---------------------------------------------------------------------------- x-axis titles clear of the ticks
+def _x_axes(fig) -> list[dict]:
+    layout = fig.to_plotly_json()["layout"]
+    return [v for k, v in layout.items() if k.startswith("xaxis") and isinstance(v, dict) and v.get("title")]
+
+
+X_TITLED = {
+    **{k: v for k, v in BUILDERS.items() if k != "posterior"},  # the posterior's axes have no titles
+    "metric": lambda: figs_curves.metric_curve(np.array([0, 0.5, 1.0]), {"accuracy": np.array([0.5, 0.6, 0.7])}, 0.5),
+}
+
+
+@pytest.mark.parametrize("name", list(X_TITLED))
+def test_x_axis_titles_keep_clear_of_their_tick_labels(name):
+    """A fresh run's x-axis title sat on its tick labels ("0.4 iteration (E-steps at ½) 0.6"): plotly keeps a title
+    inside the margin it has; with automargin it grows the margin to the standoff, which is at least 12 px."""
+    axes = [a for a in _x_axes(X_TITLED[name]()) if (a["title"].get("text") or "")]
+    assert axes, name
+    for a in axes:
+        assert a.get("automargin") is True, a
+        assert a["title"]["standoff"] >= common.X_TITLE_STANDOFF >= 12, a
+
+
+def test_x_title_clear_keeps_a_larger_standoff_and_takes_a_plain_title():
+    assert common.x_title_clear({"title": "t"})["title"] == {"text": "t", "standoff": common.X_TITLE_STANDOFF}
+    assert common.x_title_clear({"title": {"text": "t", "standoff": 30}})["title"]["standoff"] == 30
+    assert common.x_title_clear({"title": "t", "automargin": False})["automargin"] is False  # a builder's choice

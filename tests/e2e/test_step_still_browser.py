@@ -45,3 +45,27 @@ def test_the_first_step_moves_no_chart(server, page, present):
     assert len(before) == len(after) >= 2, (before, after)
     moved = [round(b - a, 1) for a, b in zip(before, after)]
     assert all(abs(m) <= 2 for m in moved), f"charts moved by {moved} px (tops before {before}, after {after})"
+
+
+HEADER = """
+() => { const h = document.querySelector('[data-testid="stHeader"]').getBoundingClientRect();
+  const b = document.querySelector('[data-testid="stExpandSidebarButton"]').getBoundingClientRect();
+  const main = document.querySelector('[data-testid="stMain"]');
+  return {header: [h.top, h.bottom], button: [b.top, b.bottom], scrolled: main.scrollTop,
+          bg: getComputedStyle(document.querySelector('[data-testid="stHeader"]')).backgroundColor}; }
+"""
+
+
+def test_the_folded_sidebar_button_keeps_to_its_own_strip(server, page):
+    """Presenter mode folds the sidebar; its button sat on a transparent header, so the page scrolled under it and
+    the button floated over the charts' titles. The header is opaque and holds the button whole."""
+    page.set_viewport_size({"width": 1024, "height": 768})
+    page.goto(f"{server}/Step_through_EM?present=1")
+    wait_page(page)
+    page.mouse.move(600, 500)
+    page.mouse.wheel(0, 350)
+    page.wait_for_timeout(500)
+    info = page.evaluate(HEADER)
+    assert info["scrolled"] > 100, info
+    assert info["bg"] not in ("transparent", "rgba(0, 0, 0, 0)"), info
+    assert info["header"][0] <= info["button"][0] and info["button"][1] <= info["header"][1], info

@@ -25,6 +25,7 @@ def _labels(at) -> tuple[str, ...]:
         ("mace", NO_SURFACE_OR_INTERVALS),
         ("mace_vb", NO_SURFACE_OR_INTERVALS),
         ("ibcc", NO_SURFACE_OR_INTERVALS),
+        ("ebcc", tuple(t for t in NO_SURFACE_OR_INTERVALS if t != "Details")),  # nothing of its own there
     ],
 )
 def test_the_step_page_shows_only_tabs_with_something_to_show(method, expected):

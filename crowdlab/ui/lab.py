@@ -606,9 +606,9 @@ CURVE_CHARS = 31
 # the curves' x-axis title there: the full one (plots.X_TITLE, 31 characters, centred on the plot) lost its ")" at
 # the chart's edge beside six-digit y tick labels ("-32050")
 CURVE_X_TITLE = "iteration (E-steps at ½)"
-# a legend entry's characters there (12 px font beside a 30 px line sample): "progressive: before each update (last
-# N)" on Batch vs online ran 31 px past the edge with the sidebar open
-LEGEND_CHARS = 26
+# a legend entry's characters there (16 px font beside a 30 px line sample): "progressive: before each update (last
+# N)" on Batch vs online ran 31 px past the edge with the sidebar open (26 characters at 12 px; at 16 px, 20)
+LEGEND_CHARS = 20
 
 
 def wrap_title(fig, chars: int = 40):

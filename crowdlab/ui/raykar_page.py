@@ -454,7 +454,9 @@ def scatter_panel(run: Run, pl: dict, base: dict, extra: dict) -> None:
         y_title=pl["y_name"],
         title=f"Items coloured by μᵢ, {lab.where(run, snap)}; boundaries wᵀx = 0",
     )
-    st.plotly_chart(lab.wrap_title(fig, 36), key="raykar.scatter_chart")
+    # presenter mode: the pictures' whole width (stacked), its title wrapped by it
+    fig = lab.fit_title(fig, lab.MAIN_PANEL_PX[True]) if presenter.is_on() else lab.wrap_title(fig, 36)
+    st.plotly_chart(fig, key="raykar.scatter_chart")
     notes = [
         "Colour: the posterior μᵢ = P(yᵢ = 1 | labels, xᵢ) after the last E-step (fixed scale [0, 1])",
         "solid: Raykar's classifier at this snapshot; dashed: the same logistic regression trained on majority-vote "

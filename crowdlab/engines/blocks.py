@@ -37,7 +37,7 @@ from crowdlab.engines.run import (
     snapshot_history,
     stalled_at,
 )
-from crowdlab.errors import DataError, ModelError
+from crowdlab.errors import ModelError
 from crowdlab.io.data import Annotations
 from crowdlab.models import make_model
 from crowdlab.models.base import entropy_rows, safe_log
@@ -480,18 +480,3 @@ def batch_em(
         if settled_at(snaps, tol, PARAM_TOL) or stalled_at(snaps):
             break
     return snaps, violations, True
-
-
-def refuse_nested(arrow_type, column: str, file: str | None = None) -> None:
-    """A DataError for a nested Parquet column (list, struct, map): a label file's cells are single values."""
-    import pyarrow as pa
-
-    t = arrow_type
-    nested = pa.types.is_list(t) or pa.types.is_large_list(t) or pa.types.is_struct(t) or pa.types.is_map(t)
-    if nested or pa.types.is_fixed_size_list(t):
-        raise DataError(
-            f"the column holds nested values ({t}), not one id or label per cell.",
-            file=file,
-            column=column,
-            hint="Write the column as plain text or numbers (one label per row), e.g. by exploding the lists.",
-        )

@@ -12,11 +12,19 @@ from crowdlab.plots import common, dependent, matrices
 from crowdlab.plots import curves as figs_curves
 
 
+@pytest.fixture(autouse=True)
+def _restore_source():
+    """Every test here leaves the figures' presenter source as it found it (the app's, when crowdlab.ui was
+    imported by an earlier test in this process)."""
+    before = common._presenter[0]
+    yield
+    common.presenter_source(before)
+
+
 @pytest.fixture()
 def presenter():
     common.presenter_source(lambda: True)
-    yield common.PRESENTER_PX
-    common.presenter_source(lambda: False)
+    return common.PRESENTER_PX
 
 
 def _sizes(obj, path="") -> list[tuple[str, float]]:
@@ -83,14 +91,12 @@ def test_the_strip_digits_and_legend_grow_in_presenter_mode_only(presenter):
 
 
 def test_normal_figures_keep_their_sizes_and_the_shared_legend_is_not_changed():
+    common.presenter_source(lambda: False)
     before = dict(common.LEGEND_BELOW)
     fig = figs_curves.objective_curve(_history(), 3, "Objective")
     assert fig.layout.legend.font.size is None and fig.layout.xaxis.tickfont.size is None
     common.presenter_source(lambda: True)
-    try:
-        figs_curves.objective_curve(_history(), 3, "Objective")
-    finally:
-        common.presenter_source(lambda: False)
+    figs_curves.objective_curve(_history(), 3, "Objective")
     assert common.LEGEND_BELOW == before and "font" not in common.LEGEND_BELOW
 
 

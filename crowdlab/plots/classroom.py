@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import plotly.graph_objects as go
 
-from crowdlab.plots.common import LEGEND_BELOW, _axis, _empty, _layout
+from crowdlab.plots.common import LEGEND_BELOW, _axis, _empty, _layout, figure
 
 # routing: solid lines; a fixed deal: dashed; majority vote and Dawid-Skene keep their colours across both
 _STYLE = {"mv": ("majority vote", "#7f7f7f"), "ds": ("Dawid-Skene (EM)", "#1f77b4")}
@@ -41,4 +41,4 @@ def routing_curves(curves: dict[str, dict], live: dict | None = None, live_name:
         yaxis=_axis(title=dict(text="accuracy (items with a truth)"), range=[0, 1.02], tickformat=".0%"),
         legend=LEGEND_BELOW,
     )
-    return go.Figure(data=traces, layout=layout)
+    return figure(traces, layout)

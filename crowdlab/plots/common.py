@@ -19,7 +19,7 @@ Conventions shared by every figure:
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 import numpy as np
 import plotly.graph_objects as go
@@ -37,6 +37,100 @@ _MARGIN = dict(l=10, r=10, t=50, b=10)
 # Legends sit at the very bottom of the figure (container coordinates), under the x axis title, in a bottom margin
 # kept free for them: a legend placed relative to the plot area (y = -0.2) lands on the axis title at some heights.
 LEGEND_BELOW = dict(orientation="h", yref="container", yanchor="bottom", y=0.0, xanchor="left", x=0.0)
+
+
+# Presenter mode (a projector read from the back row): no text of any figure under this size, in px. The one place
+# the figures take their presenter font size from: :func:`figure` raises every smaller size to it (and gives the
+# text whose size plotly or Streamlit's theme would choose, legends, ticks, colour bars, an explicit one).
+PRESENTER_PX = 16
+_FONT_KEYS = ("font", "tickfont", "textfont", "insidetextfont", "outsidetextfont", "titlefont")
+_presenter: list[Callable[[], bool]] = [lambda: False]
+
+
+def presenter_source(is_on: Callable[[], bool]) -> None:
+    """Tell the figures how to know whether presenter mode is on (the UI layer passes its own test, which reads the
+    session's state; the plots never import streamlit). Without one, figures are drawn at their normal sizes."""
+    _presenter[0] = is_on
+
+
+def min_font() -> int | None:
+    """The smallest font size the figures may use now: :data:`PRESENTER_PX` in presenter mode, else None."""
+    return PRESENTER_PX if _presenter[0]() else None
+
+
+def _floor_fonts(obj, px: int, key: str = ""):
+    """A copy of a figure's plain-dict structure with every font size under ``px`` raised to ``px`` (arrays of sizes
+    element-wise); arrays of data are passed through untouched (not copied)."""
+    if isinstance(obj, dict):
+        out = {k: _floor_fonts(v, px, k) for k, v in obj.items()}
+        if key in _FONT_KEYS and "size" in out:
+            size = out["size"]
+            if isinstance(size, (int, float)):
+                out["size"] = max(size, px)
+            elif size is not None:
+                out["size"] = np.maximum(np.asarray(size, dtype=np.float64), px)
+        return out
+    if isinstance(obj, (list, tuple)) and obj and isinstance(obj[0], dict):
+        return [_floor_fonts(v, px, key) for v in obj]
+    return obj
+
+
+def _sized(d: dict | None, key: str, px: int) -> dict:
+    """``d`` (a copy) with ``d[key]["size"]`` set when it has none."""
+    d = dict(d or {})
+    d[key] = {**(d.get(key) or {})}
+    d[key].setdefault("size", px)
+    return d
+
+
+def readable(data: list, layout: dict, px: int) -> tuple[list, dict]:
+    """The traces and layout of a figure with no text under ``px``: every explicit size raised, and an explicit size
+    on the text plotly or Streamlit's theme sizes by itself (the legend, hover labels, every axis's ticks and title,
+    colour bars, annotations), which would be 12-13 px."""
+    data = [_floor_fonts(t, px) if isinstance(t, dict) else t for t in data]
+    layout = _floor_fonts(layout, px)
+    layout = _sized(layout, "font", px)
+    for key in ("legend", "hoverlabel"):
+        layout[key] = _sized(layout.get(key), "font", px)
+    axes = {k for k in layout if k.startswith(("xaxis", "yaxis"))} | {"xaxis", "yaxis"}
+    for t in data:
+        if isinstance(t, dict):
+            for ref, name in ((t.get("xaxis"), "xaxis"), (t.get("yaxis"), "yaxis")):
+                if isinstance(ref, str) and ref[1:].isdigit():
+                    axes.add(name + ref[1:])
+            scaled = t.get("type") in ("heatmap", "contour", "histogram2d") and not t.get("coloraxis")
+            if isinstance(t.get("colorbar"), dict) or t.get("showscale", scaled):
+                bar = _sized(t.get("colorbar"), "tickfont", px)
+                bar["title"] = _sized(bar.get("title"), "font", px)
+                t["colorbar"] = bar
+            marker = t.get("marker")
+            if isinstance(marker, dict) and (isinstance(marker.get("colorbar"), dict) or marker.get("showscale")):
+                bar = _sized(marker.get("colorbar"), "tickfont", px)
+                bar["title"] = _sized(bar.get("title"), "font", px)
+                t["marker"] = {**marker, "colorbar": bar}
+    for axis in axes:
+        a = _sized(layout.get(axis), "tickfont", px)
+        title = a.get("title")
+        a["title"] = _sized(title if isinstance(title, dict) else ({"text": title} if title else {}), "font", px)
+        layout[axis] = a
+    for key in [k for k in layout if k.startswith("coloraxis")]:
+        ca = dict(layout[key] or {})
+        bar = _sized(ca.get("colorbar"), "tickfont", px)
+        bar["title"] = _sized(bar.get("title"), "font", px)
+        ca["colorbar"] = bar
+        layout[key] = ca
+    if layout.get("annotations"):
+        layout["annotations"] = [_sized(a, "font", px) for a in layout["annotations"]]
+    return data, layout
+
+
+def figure(data: list, layout: dict) -> go.Figure:
+    """The one ``go.Figure(...)`` call of every builder: in presenter mode (:func:`min_font`) no text under
+    :data:`PRESENTER_PX` (:func:`readable`)."""
+    px = min_font()
+    if px:
+        data, layout = readable(list(data), dict(layout), px)
+    return go.Figure(data=data, layout=layout)
 
 
 def legend_margin(rows: int = 2, top: int = 50) -> dict:
@@ -123,6 +217,9 @@ def _layout(title: str, height: int, *, title_width: int = 36, **extra) -> dict:
     if (extra.get("legend") or {}).get("yref") == "container" and "margin" not in extra:
         extra["margin"] = legend_margin()  # room under the x axis title for a LEGEND_BELOW
     out.update(extra)
+    for key, axis in list(extra.items()):
+        if key.startswith("xaxis") and isinstance(axis, dict) and axis.get("title"):
+            out[key] = x_title_clear(axis)
     if n_lines > 1:
         # an x axis on top puts its tick labels in the top margin too, under the title
         ticks_on_top = TOP_TICKS if (extra.get("xaxis") or {}).get("side") == "top" else 0
@@ -132,13 +229,30 @@ def _layout(title: str, height: int, *, title_width: int = 36, **extra) -> dict:
     return out
 
 
+X_TITLE_STANDOFF = 12  # px between an x axis's tick labels and its title, at least
+
+
+def x_title_clear(axis: dict) -> dict:
+    """An x axis (a copy) whose title stays clear of its tick labels: at least :data:`X_TITLE_STANDOFF` px under
+    them, with ``automargin`` (plotly keeps a title inside the margin it has, and a standoff of 4-6 px put it on
+    the tick labels' line box: "0.4 iteration (E-steps at ½) 0.6")."""
+    axis = dict(axis)
+    title = axis.get("title")
+    title = dict(title) if isinstance(title, dict) else {"text": title}
+    title["standoff"] = max(title.get("standoff") or 0, X_TITLE_STANDOFF)
+    axis["title"] = title
+    axis.setdefault("automargin", True)
+    return axis
+
+
 def _axis(**kw) -> dict:
     return dict(gridcolor=GRID_COLOR, zerolinecolor=GRID_COLOR, linecolor="#bbbbbb", **kw)
 
 
 def _empty(title: str, message: str, height: int = 320) -> go.Figure:
-    return go.Figure(
-        layout=_layout(
+    return figure(
+        [],
+        _layout(
             title,
             height,
             annotations=[
@@ -146,7 +260,7 @@ def _empty(title: str, message: str, height: int = 320) -> go.Figure:
             ],
             xaxis=dict(visible=False),
             yaxis=dict(visible=False),
-        )
+        ),
     )
 
 

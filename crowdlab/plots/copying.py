@@ -8,7 +8,7 @@ from __future__ import annotations
 import numpy as np
 import plotly.graph_objects as go
 
-from crowdlab.plots.common import _empty, _layout, wrap_label
+from crowdlab.plots.common import _empty, _layout, figure, wrap_label
 from crowdlab.plots.matrices import rect_path
 
 MAX_WORKERS = 30  # the heatmap shows at most this many workers: those in the strongest pairs
@@ -81,9 +81,9 @@ def pair_heatmap(report, *, title: str | None = None, max_workers: int = MAX_WOR
     shown = (
         "" if n == len(report.worker_names) else f" ({n} of {len(report.worker_names)} workers: the strongest pairs)"
     )
-    fig = go.Figure(
+    fig = figure(
         [heat],
-        layout=_layout(
+        _layout(
             title + shown,
             height,
             title_width=60,

@@ -20,8 +20,10 @@ from crowdlab.plots.common import (
     _axis,
     _empty,
     _layout,
+    figure,
     half_step_positions,
     legend_margin,
+    min_font,
 )
 
 
@@ -116,7 +118,7 @@ def objective_curve(
         xaxis=_axis(title=dict(text=X_TITLE, standoff=6), rangemode="tozero", zeroline=False),
         yaxis=_axis(tickformat=".6~g", range=flat_range(obj, bound if show_bound else None)),
     )
-    return go.Figure(data=traces, layout=layout)
+    return figure(traces, layout)
 
 
 GAP_FLOOR = 1e-3  # nats: the gap to the best objective is drawn down to here on its log axis
@@ -156,7 +158,14 @@ def objective_with_gap(
     )  # fmt: skip
     fig.update_layout(
         yaxis=dict(domain=[0.5, 1.0]),
-        yaxis2=_axis(domain=[0.0, 0.4], type="log", title=dict(text="gap (nats)"), dtick=1, exponentformat="power"),
+        yaxis2=_axis(
+            domain=[0.0, 0.4],
+            type="log",
+            title=dict(text="gap (nats)", font=dict(size=min_font())),
+            dtick=1,
+            exponentformat="power",
+            tickfont=dict(size=min_font()),
+        ),
         xaxis=dict(anchor="y2"),
     )
     return fig
@@ -278,7 +287,7 @@ def convergence_chart(
         xaxis=_axis(title=dict(text="iteration", standoff=6), range=[0, max(float(it.max()), 1.0) + 0.5]),
         yaxis=_axis(title=dict(text="log10", standoff=4), range=convergence_range(trace), dtick=2),
     )
-    return go.Figure(data=traces, layout=layout)
+    return figure(traces, layout)
 
 
 def metric_curve(
@@ -355,4 +364,4 @@ def metric_curve(
         xaxis=_axis(title=dict(text=X_TITLE, standoff=6), rangemode="tozero"),
         yaxis=_axis(range=list(y_range) if y_range is not None else None),
     )
-    return go.Figure(data=traces, layout=layout)
+    return figure(traces, layout)

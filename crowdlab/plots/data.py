@@ -25,7 +25,7 @@ from crowdlab.io import safe
 from crowdlab.io.data import Annotations
 from crowdlab.io.describe import worker_agreement
 from crowdlab.models.scores import score_range
-from crowdlab.plots.common import LEGEND_BELOW, legend_margin, wrap_title
+from crowdlab.plots.common import LEGEND_BELOW, figure, legend_margin, min_font, wrap_title
 
 __all__ = [
     "AGREEMENT_COLOR_SCALE",
@@ -142,7 +142,7 @@ def count_histogram(
         xaxis=_axis(title=dict(text=x_title), range=x_range),
         yaxis=y_axis,
     )
-    return go.Figure(data=[bar], layout=layout)
+    return figure([bar], layout)
 
 
 def labels_per_item_histogram(data: Annotations, *, height: int = 320) -> go.Figure:
@@ -207,7 +207,7 @@ def class_balance_bars(balance: pd.DataFrame, *, title: str = "Class balance", h
         ),
         yaxis=_axis(title=dict(text="share"), tickformat=".0%", rangemode="tozero"),
     )
-    return go.Figure(data=traces, layout=layout)
+    return figure(traces, layout)
 
 
 def score_histogram(
@@ -261,7 +261,7 @@ def score_histogram(
         xaxis=_axis(title=dict(text="score")),
         yaxis=_axis(title=dict(text="share"), tickformat=".0%", rangemode="tozero"),
     )
-    return go.Figure(data=traces, layout=layout)
+    return figure(traces, layout)
 
 
 # ---------------------------------------------------------------------------- agreement heatmaps
@@ -366,7 +366,7 @@ def agreement_heatmap(
     if square:
         layout["xaxis"]["constrain"] = "domain"
         layout["yaxis"].update(scaleanchor="x", scaleratio=1, constrain="domain")
-    return go.Figure(data=[heat], layout=layout)
+    return figure([heat], layout)
 
 
 # a worker-by-worker matrix in the Data page's left column (~330 px at 1024 px): square, about a dozen tick labels,
@@ -466,7 +466,7 @@ def method_agreement_heatmap(agreement: pd.DataFrame, *, title: str = "Agreement
         height=max(380, 200 + 40 * W) if many else max(380, 180 + 70 * W),
     )
     # a fixed size: plotly's automatic one shrank the numbers to ~5 px in the narrow cells at 1024 px
-    fig.update_traces(textfont_size=11 if many else 12)
+    fig.update_traces(textfont_size=max(11 if many else 12, min_font() or 0))
     if many:  # (EM and the baselines): both axes keep the short names, the hover the whole titles
         ticks = dict(tickvals=[wrap_name(n) for n in names], ticktext=safe.html_all(short_method_names(names)))
         fig.layout.xaxis.update(tickangle=-45, **ticks)

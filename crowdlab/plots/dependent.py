@@ -23,6 +23,7 @@ from crowdlab.plots.common import (
     _cell_text,
     _empty,
     _layout,
+    figure,
     wrap_title,
 )
 
@@ -67,7 +68,7 @@ STRIP_TITLE_PAD = 10  # px above a strip's title
 STRIP_TITLE_LINE = 20  # px per line of a strip's title (15 px text)
 STRIP_LEGEND_ROW = 29  # px per row of a strip's legend (11 px text, 12 px symbols)
 EDGE_COLOR = "#c8c8c8"
-CELL_TEXT_PX = 14  # the largest size heatmap numbers are drawn at (presenter mode's CSS: 14 px, whatever we ask)
+CELL_TEXT_PX = 16  # the largest size heatmap numbers are drawn at (presenter mode: PRESENTER_PX, 16 px)
 DIGITS_EM = (1.96, 1.4)  # widths of "0.44" and ".44" in em (a digit ~0.56 em, the point ~0.28 em)
 CELL_PAD_PX = 4  # room left in a cell around its number
 LABEL_CHAR_PX = 8.0  # px a character of an axis label (12 px text; 14 px in presenter mode)
@@ -242,7 +243,7 @@ def sequence_strip(
     # under it) and any further lines hang below the first: lift it by the legend and those lines
     lift = STRIP_LEGEND_ROW * legend_rows + STRIP_TITLE_LINE * (n_title - 1) + 6
     layout["title"].update(yref="paper", y=1.0, yanchor="bottom", pad=dict(b=lift))
-    return go.Figure(data=traces, layout=layout)
+    return figure(traces, layout)
 
 
 def _legend_rows(entries: Sequence[str], width: int) -> int:
@@ -326,7 +327,7 @@ def transition_heatmap(
             type="category", title=dict(text="to (label at n + 1)"), autorange="reversed", automargin=True, **ticks
         ),
     )
-    return go.Figure(data=[heat], layout=layout)
+    return figure([heat], layout)
 
 
 def transition_cell_px(K: int, class_names: Sequence[str], width_px: int) -> float:
@@ -445,7 +446,7 @@ def network_figure(
         xaxis=hidden,
         yaxis=dict(hidden, scaleanchor="x", scaleratio=1),
     )
-    return go.Figure(data=traces, layout=layout)
+    return figure(traces, layout)
 
 
 def _whole_step(last: int, ticks: int = 8) -> int:
@@ -503,4 +504,4 @@ def sweep_trace(
         ),
         yaxis=_axis(title=dict(text=f"{y_title} − its start"), tickformat=".4~g", rangemode="tozero"),
     )
-    return go.Figure(data=traces, layout=layout)
+    return figure(traces, layout)

@@ -17,6 +17,7 @@ from crowdlab.plots.common import (
     _cell_text,
     _empty,
     _layout,
+    figure,
     wrap_label,
 )
 
@@ -196,7 +197,7 @@ def confusion_grid(
                 font=dict(size=13),
             )
         )
-    return go.Figure(data=traces, layout=layout)
+    return figure(traces, layout)
 
 
 CHANGED_COLOR = "#ff7f0e"
@@ -355,4 +356,4 @@ def posterior_heatmap(
         layout["xaxis2"] = dict(
             domain=[0.82, 0.9], type="category", side="top", anchor="y", showgrid=False, fixedrange=True
         )
-    return go.Figure(data=traces, layout=layout)
+    return figure(traces, layout)

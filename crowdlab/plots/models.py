@@ -10,7 +10,7 @@ import numpy as np
 import plotly.graph_objects as go
 
 from crowdlab.io import safe
-from crowdlab.plots.common import CURRENT_COLOR, OBJECTIVE_COLOR, _axis, _empty, _layout
+from crowdlab.plots.common import CURRENT_COLOR, OBJECTIVE_COLOR, _axis, _empty, _layout, figure
 
 GREY = "#7f7f7f"
 
@@ -60,7 +60,7 @@ def ability_chart(
         xaxis=_axis(title=dict(text="ability αⱼ (0: guessing, < 0: adversarial)", standoff=6)),
         yaxis=_axis(type="category", categoryorder="array", categoryarray=labels, automargin=True),
     )
-    return go.Figure(data=[trace], layout=layout)
+    return figure([trace], layout)
 
 
 def log_ticks(lo: float, hi: float, max_ticks: int = 6) -> tuple[list[float], list[str]]:
@@ -116,7 +116,7 @@ def difficulty_histogram(beta: np.ndarray, *, title: str = "Item difficulty 1/β
         ),
         yaxis=_axis(title=dict(text="items", standoff=6), automargin=True),
     )
-    return go.Figure(data=[trace], layout=layout)
+    return figure([trace], layout)
 
 
 def spam_chart(
@@ -167,7 +167,7 @@ def spam_chart(
         xaxis=_axis(title=dict(text="P(spamming)", standoff=6), range=[0, 1]),
         yaxis=_axis(type="category", categoryorder="array", categoryarray=labels, automargin=True),
     )
-    return go.Figure(data=[trace], layout=layout)
+    return figure([trace], layout)
 
 
 def spam_by_group(
@@ -225,4 +225,4 @@ def spam_by_group(
             zeroline=False,
         ),  # fmt: skip
     )
-    return go.Figure(data=[trace], layout=layout)
+    return figure([trace], layout)

@@ -12,7 +12,7 @@ from collections.abc import Sequence
 import numpy as np
 import plotly.graph_objects as go
 
-from crowdlab.plots.common import CURRENT_COLOR, LEGEND_BELOW, METRIC_COLORS, OBJECTIVE_COLOR, _axis, _layout
+from crowdlab.plots.common import CURRENT_COLOR, LEGEND_BELOW, METRIC_COLORS, OBJECTIVE_COLOR, _axis, _layout, figure
 
 __all__ = ["accuracy_vs_buckets", "bucket_ticks", "eta_schedule", "online_curve", "padded_range"]
 
@@ -90,7 +90,7 @@ def online_curve(
         xaxis=_axis(title=dict(text=X_SEEN, standoff=6), range=[0, x_max], tickformat="~s"),
         yaxis=_axis(title=dict(text=y_title), range=list(y_range), tickformat=".3~f"),
     )
-    return go.Figure(data=traces, layout=layout)
+    return figure(traces, layout)
 
 
 def eta_schedule(
@@ -134,7 +134,7 @@ def eta_schedule(
         xaxis=_axis(title=dict(text="update t", standoff=4), type="log", range=[0, np.log10(n)], dtick=1),
         yaxis=_axis(range=[0, 1.02]),
     )
-    return go.Figure(data=traces, layout=layout)
+    return figure(traces, layout)
 
 
 def bucket_ticks(buckets: Sequence[float], max_ticks: int = 8) -> list[float]:
@@ -251,4 +251,4 @@ def accuracy_vs_buckets(
         ),  # fmt: skip
         yaxis=_axis(title=dict(text=y_title), range=list(y_range)),
     )
-    return go.Figure(data=traces, layout=layout)
+    return figure(traces, layout)

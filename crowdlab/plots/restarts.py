@@ -14,6 +14,7 @@ from crowdlab.plots.common import (
     _axis,
     _empty,
     _layout,
+    figure,
     legend_margin,
 )
 
@@ -118,7 +119,7 @@ def restart_scatter(table, title: str = "Restarts: final objective vs accuracy")
         xaxis=_axis(title=dict(text="final objective", standoff=6), tickformat=".6~g"),
         yaxis=_axis(title=dict(text=ycol), range=[0.0, 1.02] if unit else None),
     )
-    return go.Figure(data=traces + keys, layout=layout)
+    return figure(traces + keys, layout)
 
 
 def objective_spread(table, title: str = "Spread of the final objectives") -> go.Figure:
@@ -153,7 +154,7 @@ def objective_spread(table, title: str = "Spread of the final objectives") -> go
         xaxis=_axis(title=dict(text="start", standoff=6)),
         yaxis=_axis(title=dict(text="final objective"), tickformat=".6~g"),
     )
-    return go.Figure(data=traces, layout=layout)
+    return figure(traces, layout)
 
 
 def prior_sweep_figure(table, title: str = "Prior strength: quality and objective") -> go.Figure:
@@ -210,4 +211,4 @@ def prior_sweep_figure(table, title: str = "Prior strength: quality and objectiv
             tickformat=".6~g",
         ),
     )
-    return go.Figure(data=traces, layout=layout)
+    return figure(traces, layout)

@@ -17,7 +17,7 @@ import numpy as np
 import plotly.graph_objects as go
 
 from crowdlab.io import safe
-from crowdlab.plots.common import CURRENT_COLOR, LEGEND_BELOW, OBJECTIVE_COLOR, _axis, _empty, _layout
+from crowdlab.plots.common import CURRENT_COLOR, LEGEND_BELOW, OBJECTIVE_COLOR, _axis, _empty, _layout, figure
 from crowdlab.plots.dependent import PALETTE
 
 __all__ = [
@@ -179,7 +179,7 @@ def loglik_curves(
         xaxis=_axis(title=dict(text="θ (accuracy of the classifier)", standoff=6), range=_UNIT),
         yaxis=_axis(title=dict(text="ℓ(θ) − max ℓ"), range=[-floor, floor / 20]),
     )
-    return go.Figure(data=traces, layout=layout)
+    return figure(traces, layout)
 
 
 def loglik_contour(
@@ -218,7 +218,7 @@ def loglik_contour(
         xaxis=_axis(title=dict(text="θ₁", standoff=6), range=_UNIT, constrain="domain"),
         yaxis=_axis(title=dict(text="θ₂"), range=_UNIT, scaleanchor="x", scaleratio=1, constrain="domain"),
     )
-    return go.Figure(data=traces, layout=layout)
+    return figure(traces, layout)
 
 
 # ---------------------------------------------------------------------------- Fig. 3: Fisher information and MC error
@@ -281,7 +281,7 @@ def error_heatmap(
         xaxis=_axis(title=dict(text="true θ", standoff=6), range=xr),
         yaxis=_axis(title=dict(text="p(y = 1)"), range=yr),
     )
-    return go.Figure(data=traces, layout=layout)
+    return figure(traces, layout)
 
 
 def fisher_contour(
@@ -355,7 +355,7 @@ def fisher_contour(
         xaxis=_axis(title=dict(text="true θ", standoff=6), range=xr),
         yaxis=_axis(title=dict(text="p(y = 1)"), range=yr),
     )
-    return go.Figure(data=traces, layout=layout)
+    return figure(traces, layout)
 
 
 # ---------------------------------------------------------------------------- Figs. 4, 6, 8: error against n
@@ -409,7 +409,7 @@ def error_vs_n(
         ),
         yaxis=_axis(title=dict(text=y_title), range=[0.0, y_max if y_max is not None else max(top, 1e-3) * 1.05]),
     )
-    return go.Figure(data=traces, layout=layout)
+    return figure(traces, layout)
 
 
 def misspecification_limit(
@@ -453,7 +453,7 @@ def misspecification_limit(
         xaxis=_axis(title=dict(text="assumed p(y = 1)", standoff=6), range=_UNIT),
         yaxis=_axis(title=dict(text="θ̂ as n → ∞"), range=_UNIT),
     )
-    return go.Figure(data=traces, layout=layout)
+    return figure(traces, layout)
 
 
 # ---------------------------------------------------------------------------- Lemma 6, Prop. 7: two populations
@@ -510,7 +510,7 @@ def two_population_figure(
             title=dict(text="θ₂₂ = P(says 2 | y = 2)"), range=_UNIT, scaleanchor="x", scaleratio=1, constrain="domain"
         ),
     )
-    return go.Figure(data=traces, layout=layout)
+    return figure(traces, layout)
 
 
 def flat_line_profile(
@@ -557,7 +557,7 @@ def flat_line_profile(
             tickvals=[0.0, 0.25, 0.5, 0.75, 1.0],
         ),
     )
-    return go.Figure(data=traces, layout=layout)
+    return figure(traces, layout)
 
 
 # ------------------------------------------------------------------ Raykar et al. 2010: a classifier from crowds
@@ -656,7 +656,7 @@ def raykar_scatter(
         xaxis=_axis(title=dict(text=x_title, standoff=6), range=[box[0], box[1]], zeroline=False),
         yaxis=_axis(title=dict(text=y_title), range=[box[2], box[3]], zeroline=False),
     )  # fmt: skip
-    return go.Figure(data=traces, layout=layout)
+    return figure(traces, layout)
 
 
 def roc_trail(
@@ -737,7 +737,7 @@ def roc_trail(
             constraintoward="top", automargin=True,
         ),
     )  # fmt: skip
-    return go.Figure(data=traces, layout=layout)
+    return figure(traces, layout)
 
 
 _LABEL_SPOTS = (  # textposition -> where the label's centre sits relative to the marker (in px), preferred first
@@ -877,4 +877,4 @@ def interval_chart(
         xaxis=_axis(title=dict(text=x_title, standoff=6), range=_UNIT),
         yaxis=_axis(type="category", categoryorder="array", categoryarray=labels, automargin=True),
     )
-    return go.Figure(data=traces, layout=layout)
+    return figure(traces, layout)

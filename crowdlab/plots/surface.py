@@ -15,6 +15,7 @@ from crowdlab.plots.common import (
     LEGEND_BELOW,
     _axis,
     _layout,
+    figure,
     legend_margin,
 )
 
@@ -172,4 +173,4 @@ def objective_contour(
         xaxis=_axis(title=dict(text=x_title, standoff=6, font=dict(size=16)), range=xr),
         yaxis=_axis(title=dict(text=y_title, font=dict(size=16)), range=yr),
     )
-    return go.Figure(data=traces, layout=layout)
+    return figure(traces, layout)

@@ -17,6 +17,7 @@ from crowdlab.plots.common import (
     _axis,
     _cell_text,
     _layout,
+    figure,
     legend_margin,
 )
 
@@ -111,7 +112,7 @@ def reliability_scatter(
         ),
         yaxis=_axis(title=dict(text=y_title), range=[-0.06, 1.1] if labelled else [-0.02, 1.02]),
     )
-    return go.Figure(data=traces, layout=layout)
+    return figure(traces, layout)
 
 
 def sens_spec_scatter(
@@ -172,7 +173,7 @@ def sens_spec_scatter(
         xaxis=_axis(title=dict(text="specificity β = P(0 | 0)", standoff=6), range=[-0.02, 1.02]),
         yaxis=_axis(title=dict(text="sensitivity α = P(1 | 1)"), range=[-0.02, 1.02]),
     )
-    return go.Figure(data=[trace], layout=layout)
+    return figure([trace], layout)
 
 
 def class_prior_bars(
@@ -228,7 +229,7 @@ def class_prior_bars(
         xaxis=_axis(type="category"),
         yaxis=_axis(range=[0.0, 1.0], title=dict(text="probability")),
     )
-    return go.Figure(data=traces, layout=layout)
+    return figure(traces, layout)
 
 
 def annotator_bars(
@@ -309,7 +310,7 @@ def annotator_bars(
         ),
         bargap=0.15,
     )
-    return go.Figure(data=traces, layout=layout)
+    return figure(traces, layout)
 
 
 def item_means_range(data, reference: np.ndarray | None = None) -> tuple[float, float]:
@@ -387,7 +388,7 @@ def item_means_scatter(
         xaxis=_axis(title=dict(text=reference_name, standoff=6), **fixed),
         yaxis=_axis(title=dict(text="estimated μᵢ"), **fixed),
     )
-    return go.Figure(data=traces, layout=layout)
+    return figure(traces, layout)
 
 
 def scores_vs_means(
@@ -467,4 +468,4 @@ def scores_vs_means(
         xaxis=_axis(title=dict(text="estimated item mean μᵢ", standoff=6), range=[lo - pad, hi + pad]),
         yaxis=_axis(title=dict(text="score sᵢₐ"), range=[lo - pad, hi + pad]),
     )
-    return go.Figure(data=traces, layout=layout)
+    return figure(traces, layout)

@@ -82,6 +82,11 @@ def _mirrored(key: str, valid, default=None) -> dict:
     return {"key": key, "on_change": _on_view, "args": (key,)}
 
 
+def applies(key: str) -> bool:
+    """Whether the method (its key) has intervals in this tab at all (:data:`SUPPORTED` and the scores model)."""
+    return key in SUPPORTED or key == "scores"
+
+
 def supported(run: Run) -> bool:
     """Intervals exist for Dawid-Skene, one-coin, two-coin and scores runs (with parameters at the cursor)."""
     if run.model.info.key == "scores":

@@ -507,6 +507,9 @@ def buttons(slot: RunSlot, run: Run) -> None:
     )
 
 
+POSITION_KEY = "pos_block"  # the position's block (its CSS class ends in "pos_block")
+
+
 def position(slot: RunSlot, run: Run) -> None:
     """Where the cursor is ("iteration 3, after M-step"), the start, and the scrubber over the snapshots."""
     n = len(run.snapshots)
@@ -520,7 +523,11 @@ def position(slot: RunSlot, run: Run) -> None:
     elif play_ended(slot) and run.at_end:
         tail += " · Play stopped at the end of the run"
     compact = presenter.is_on()
-    where, scrub = st.columns([2, 3], vertical_alignment="center") if compact else (st.container(), st.container())
+    # a keyed block: presenter mode's CSS keeps two lines for its caption (crowdlab.ui.presenter.CSS)
+    block = st.container(key=slot.key(POSITION_KEY))
+    where, scrub = (
+        block.columns([2, 3], vertical_alignment="center") if compact else (block.container(), block.container())
+    )
     where.markdown(f"#### {step_label(run)}")
     count = f"snapshot {run.index} of {n - 1}"
     if n == 1 and run.iterative:
@@ -539,6 +546,17 @@ def position(slot: RunSlot, run: Run) -> None:
             key=key,
             on_change=on_scrub,
             args=(slot,),
+            label_visibility="collapsed" if compact else "visible",
+        )
+    elif run.iterative:  # the scrubber's place, kept: the page did not move down when the first Step drew it
+        scrub.slider(
+            "Scrub through the computed snapshots",
+            0,
+            1,
+            0,
+            key=slot.key("scrub_none"),
+            disabled=True,
+            help="Nothing to scrub yet: Step computes the next snapshot.",
             label_visibility="collapsed" if compact else "visible",
         )
 
@@ -575,9 +593,9 @@ CURVE_CHARS = 31
 # the curves' x-axis title there: the full one (plots.X_TITLE, 31 characters, centred on the plot) lost its ")" at
 # the chart's edge beside six-digit y tick labels ("-32050")
 CURVE_X_TITLE = "iteration (E-steps at ½)"
-# a legend entry's characters there (12 px font beside a 30 px line sample): "progressive: before each update (last
-# N)" on Batch vs online ran 31 px past the edge with the sidebar open
-LEGEND_CHARS = 26
+# a legend entry's characters there (16 px font beside a 30 px line sample): "progressive: before each update (last
+# N)" on Batch vs online ran 31 px past the edge with the sidebar open (26 characters at 12 px; at 16 px, 20)
+LEGEND_CHARS = 20
 
 
 def wrap_title(fig, chars: int = 40):
@@ -603,13 +621,52 @@ def _wrap(fig, chars: int):
     return fig
 
 
-def narrow(fig):
-    """A curve in presenter mode's narrow column: its title wrapped to :data:`CURVE_CHARS` and its x-axis title the
-    short :data:`CURVE_X_TITLE` (whole with the sidebar open too), long legend entries broken at
+# Wrapping a title by the width of its chart (plotly never wraps one): a bold title character takes about this
+# many of its font size (Source Sans bold; digits and capitals wider, so the estimate errs to the long side)
+TITLE_EM_PER_CHAR = 0.45
+# the width of the Step page's main panel where a chart goes, at the narrowest the server must assume: presenter
+# mode's two thirds beside the curves with the sidebar open at 1024 px, and normal mode's whole main column there
+MAIN_PANEL_PX = {True: 440, False: 620}
+TITLE_LINE_PX = 20  # a title line in the top margin (crowdlab.plots.common._layout)
+
+
+def fit_title(fig, width_px: float):
+    """Wrap a figure's title by the width of its chart (``width_px``, the narrowest it may be drawn at): as many
+    characters a line as fit at its font size, so a wide chart keeps its title on one line instead of the
+    builder's 30-odd characters; the top margin shrinks or grows with the number of lines. Returns the figure."""
+    title = fig.layout.title.text
+    if not title:
+        return fig
+    size = fig.layout.title.font.size or 15
+    chars = max(20, int(width_px / (TITLE_EM_PER_CHAR * size)))
+    old_n = title.count("<br>") + 1
+    text = plots.wrap_title(title.replace("<br>", " "), chars)
+    n = text.count("<br>") + 1
+    top = fig.layout.margin.t if fig.layout.margin.t is not None else 80
+    fig.update_layout(title_text=text, margin_t=max(top + TITLE_LINE_PX * (n - old_n), 30 + TITLE_LINE_PX * n))
+    return fig
+
+
+# a curve's width where the server must assume the narrowest: normal mode's half of the main column at 1024 px with
+# the sidebar open (presenter mode's column: CURVE_CHARS)
+CURVE_PX = 300
+
+
+def curve_title(fig, width_px: float | None = None):
+    """A curve's title wrapped by its chart's width (``width_px``; default: the stepper's curve column,
+    :data:`CURVE_PX` or presenter mode's :data:`CURVE_CHARS`), then :func:`narrow` in presenter mode."""
+    if width_px is not None or not presenter.is_on():
+        fit_title(fig, width_px or CURVE_PX)
+    return narrow(fig, chars=None if width_px is None else 10_000)
+
+
+def narrow(fig, chars: int | None = None):
+    """A curve in presenter mode's narrow column: its title wrapped to :data:`CURVE_CHARS` (or ``chars``) and its
+    x-axis title the short :data:`CURVE_X_TITLE` (whole with the sidebar open too), long legend entries broken at
     :data:`LEGEND_CHARS`, its legend (wrapped onto two lines there) moved clear of the x-axis title."""
     if not presenter.is_on():
         return fig
-    _wrap(fig, CURVE_CHARS)
+    _wrap(fig, chars or CURVE_CHARS)
     if fig.layout.xaxis.title.text == X_TITLE:
         fig.update_layout(xaxis_title_text=CURVE_X_TITLE)
     for trace in fig.data:  # a legend entry longer than the column breaks onto a second line
@@ -622,7 +679,13 @@ def narrow(fig):
 
 
 def objective_chart(
-    slot: RunSlot, run: Run, *, title: str | None = None, show_bound: bool | None = None, height: int = 360
+    slot: RunSlot,
+    run: Run,
+    *,
+    title: str | None = None,
+    show_bound: bool | None = None,
+    height: int = 360,
+    width_px: float | None = None,
 ) -> None:
     """The objective after every half-step (the bound dashed), the cursor marked. ``show_bound`` defaults to soft
     EM only: hard EM's objective *is* its complete-data objective, so a second, identical curve would say nothing."""
@@ -639,17 +702,17 @@ def objective_chart(
         show_bound=show_bound,
         height=chart_height(height),
     )
-    st.plotly_chart(narrow(wrap_title(fig)), key=slot.key("objective_chart"))
+    st.plotly_chart(curve_title(fig, width_px), key=slot.key("objective_chart"))
 
 
-def metric_chart(slot: RunSlot, run: Run, *, height: int = 360) -> None:
+def metric_chart(slot: RunSlot, run: Run, *, height: int = 360, width_px: float | None = None) -> None:
     """Accuracy and macro F (or Pearson r) against gold over the snapshots, or a note when there is no gold."""
     m = metrics(slot, run)
     values = {k: v for k, v in m.items() if k != "x"}
     if values:
         x_now = float(m["x"][run.index])
         fig = plots.metric_curve(m["x"], values, x_now, height=chart_height(height))
-        st.plotly_chart(narrow(wrap_title(fig)), key=slot.key("metric_chart"))
+        st.plotly_chart(curve_title(fig, width_px), key=slot.key("metric_chart"))
         st.caption(" · ".join(f"{k} now: **{v[run.index]:.3f}**" for k, v in values.items()))
     else:
         st.info("This dataset has no gold labels, so there is no accuracy to track.")

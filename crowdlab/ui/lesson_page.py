@@ -49,6 +49,9 @@ W_PICK, W_ACTION, W_PREV, W_NEXT, W_REPLAY, W_FREE = (
 PREV_KEY, NEXT_KEY = lab.SHORTCUTS["back"], lab.SHORTCUTS["next"]
 DEFAULT = "em"
 CHART_HEIGHT = 340
+# the picture column's width at the narrowest (1024 px with the sidebar open): its titles wrap by it (in the
+# stepper's narrow curve column, 31 characters, they had left half of this column blank)
+CHART_PX = 330
 TEXT_KEY = "lesson_text"  # the container of the step's words (its CSS class: st-key-lesson_text)
 # a display formula in the text column (under half the page) is set a little smaller, so that the widest (the Potts
 # E-step) is whole at 1024 px; KaTeX never wraps a display formula, and its box cut it
@@ -309,15 +312,15 @@ def chart(step: lessons.Step, run: Run | None) -> None:
         return
     name = step.chart
     if name == "objective":
-        lab.objective_chart(SLOT, run, height=CHART_HEIGHT)
+        lab.objective_chart(SLOT, run, height=CHART_HEIGHT, width_px=CHART_PX)
     elif name == "accuracy":
-        lab.metric_chart(SLOT, run, height=CHART_HEIGHT)
+        lab.metric_chart(SLOT, run, height=CHART_HEIGHT, width_px=CHART_PX)
     elif name == "objective_gap":  # a late, small rise shown on a log axis of the gap under the curve
         fig = plots.objective_with_gap(
             run.history(), run.index, f"Objective: {run.model.objective_name}", objective_name="objective",
             height=CHART_HEIGHT + 120,
         )  # fmt: skip
-        st.plotly_chart(lab.narrow(lab.wrap_title(fig)), key="lesson.chart.objective_gap")
+        st.plotly_chart(lab.curve_title(fig, CHART_PX), key="lesson.chart.objective_gap")
     else:
         fig = FIGURES[name](run)
         st.plotly_chart(fig, key=f"lesson.chart.{name}")

@@ -31,6 +31,7 @@ from crowdlab.models.mace import MaceParams, MaceVBParams, spam_intervals
 from crowdlab.plots import models as figs
 from crowdlab.plots.risk import interval_chart
 from crowdlab.ui import lab
+from crowdlab.ui.intervals import ELSEWHERE
 from crowdlab.ui.reports_view import ds_report_if_ready
 
 MODELS = ("glad", "mace", "mace_vb", "ibcc")
@@ -67,6 +68,9 @@ def model_details_panel(run: Run) -> None:
             "This tab shows what only some models estimate: GLAD's worker ability and item difficulty, MACE's "
             "spammers, and IBCC's credible intervals of each worker's accuracy. Pick one of them as the method."
         )
+        return
+    if run.model.info.key in ELSEWHERE:  # these models have no Intervals tab (crowdlab.ui.panels.shown_tabs)
+        st.caption("Intervals:" + ELSEWHERE[run.model.info.key])
 
 
 def _glad(run: Run, p: GladParams) -> None:

@@ -276,7 +276,11 @@ def eta_figure(run: OnlineRun | None):
     if rec is not None and rec.block is not None:
         t_now = rec.t + 1 if rec.kind == "E" else rec.t
     n_up = cfg.passes * -(-data.n_items // cfg.batch_size)
-    return figs.eta_schedule(cfg.eta0, cfg.tau0, cfg.rho, n_up, t_now=t_now, height=240)
+    fig = figs.eta_schedule(cfg.eta0, cfg.tau0, cfg.rho, n_up, t_now=t_now, height=240)
+    if presenter.is_on():  # 16 px legend entries in a narrow column: one a row (a row of three ran past the edge)
+        rows = len([t for t in fig.data if t.showlegend is not False])
+        fig.update_layout(legend_orientation="v", margin_b=58 + 24 * rows, height=240 + 24 * (rows - 2))
+    return fig
 
 
 def hashing_tab(data: Annotations, cfg: OnlineConfig) -> None:

@@ -40,6 +40,7 @@ from crowdlab.models.majority import majority_labels, tied_items
 from crowdlab.teaching import explain
 from crowdlab.ui import lab, method_options, presenter, state
 from crowdlab.ui.convergence_view import convergence_panel
+from crowdlab.ui.intervals import applies as intervals_applies
 from crowdlab.ui.intervals import worker_intervals_panel
 from crowdlab.ui.model_panels import model_details_panel
 from crowdlab.ui.reports_view import step_report_panel
@@ -179,10 +180,29 @@ def label_switch_notice(run: Run) -> None:
     )
 
 
-def tab_bar() -> Sequence:
-    """The lazy tabs of the stepper (only the open one runs); the open tab survives page switches."""
-    _restore(W_TAB, "tab", lambda v: v in TABS, TABS[0])
-    return st.tabs(TABS, **_remember(W_TAB, "tab"))
+DETAILS_MODELS = ("glad", "mace", "mace_vb", "ibcc")  # the models the Details tab has pictures for
+
+
+def shown_tabs(run: Run) -> tuple[str, ...]:
+    """The tabs with something to show for this run's method and data (a tab that would only say "not available"
+    is left out: GLAD, MACE and IBCC have no Surface and no Intervals tab; the other methods no Details tab).
+    Decided by the method and the data, never by the cursor, so the tab bar stays still while EM steps."""
+    key = run.model.info.key
+    hidden = set()
+    if not surface_applies(run):
+        hidden.add("Surface")
+    if not intervals_applies(key):
+        hidden.add("Intervals")
+    if key not in DETAILS_MODELS:
+        hidden.add("Details")
+    return tuple(t for t in TABS if t not in hidden)
+
+
+def tab_bar(tabs: Sequence[str] = TABS) -> Sequence:
+    """The lazy tabs of the stepper (only the open one runs); the open tab survives page switches (a remembered
+    tab the method does not have opens the first one)."""
+    _restore(W_TAB, "tab", lambda v: v in tabs, tabs[0])
+    return st.tabs(tabs, **_remember(W_TAB, "tab"))
 
 
 def _workers_and_report(run: Run) -> None:
@@ -192,20 +212,26 @@ def _workers_and_report(run: Run) -> None:
 
 
 def draw_tabs(run: Run) -> None:
-    panels = (
-        posterior_panel,
-        _workers_and_report,
-        class_prior_panel,
-        explain_panel,
-        surface_panel,
-        worker_intervals_panel,
-        model_details_panel,
-        convergence_panel,
+    panels = dict(
+        zip(
+            TABS,
+            (
+                posterior_panel,
+                _workers_and_report,
+                class_prior_panel,
+                explain_panel,
+                surface_panel,
+                worker_intervals_panel,
+                model_details_panel,
+                convergence_panel,
+            ),
+        )
     )
     label_switch_notice(run)
     method_options.degenerate_notice(run)
     method_options.prior_collapse_notice(run)
-    for tab, panel in zip(tab_bar(), panels):
+    tabs = shown_tabs(run)
+    for tab, panel in zip(tab_bar(tabs), (panels[t] for t in tabs)):
         if tab.open:
             with tab:
                 panel(run)
@@ -260,7 +286,7 @@ def posterior_panel(run: Run) -> None:
         gold_name="truth" if simulated else "gold",
         tied=None if tied is None else tied[rows],
     )
-    st.plotly_chart(fig, key="stepper.posterior_chart")
+    st.plotly_chart(lab.fit_title(fig, lab.MAIN_PANEL_PX[presenter.is_on()]), key="stepper.posterior_chart")
     notes = [f"Items {(page - 1) * PAGE_SIZE + 1}–{(page - 1) * PAGE_SIZE + len(rows)} of {N:,}, {order}"]
     notes.append("uncertainty = 1 − max q at this snapshot")
     if tied is not None:

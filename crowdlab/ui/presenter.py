@@ -14,6 +14,8 @@ from __future__ import annotations
 
 import streamlit as st
 
+from crowdlab.plots import common as plot_common
+
 KEY = "presenter"  # plain key: presenter mode on or off
 W_TOGGLE = "frame.presenter"  # the sidebar toggle (a view of KEY)
 PARAM = "present"  # the URL query parameter
@@ -26,13 +28,25 @@ CSS = """
 <style>
 html { font-size: 17px; }
 [data-testid="stMainBlockContainer"] { padding: 2.75rem 1.25rem 2rem 1.25rem; max-width: 100%; }
-[data-testid="stHeader"] { background: transparent; }
+/* the header (the folded sidebar's button) as tall as the page's top padding and opaque: the button stays in its
+   strip and the page scrolls under it (a transparent header let the button float over the charts) */
+[data-testid="stHeader"] { background: white; height: 2.75rem; min-height: 0; }
 [data-testid="stMain"] h1 { font-size: 1.9rem; padding: 0 0 0.2rem 0; }
 [data-testid="stMain"] h4 { font-size: 1.25rem; padding: 0.2rem 0; }
 [data-testid="stMain"] [data-testid="stCaptionContainer"] { font-size: 0.95rem; }
-.js-plotly-plot .heatmaplayer text, .js-plotly-plot .textpoint text { font-size: 14px !important; }
-.js-plotly-plot .xtick text, .js-plotly-plot .ytick text { font-size: 14px !important; }
+/* no text under 16 px (the figures' own sizes: crowdlab.plots.common.PRESENTER_PX): labels of widgets, buttons,
+   tabs and expanders are 0.875rem (15 px) and code 0.75em in Streamlit; a formula's sub- and superscripts 0.7em */
+.stApp [data-testid="stMarkdownContainer"] :is(p, li, strong, em, a, span:not(.katex *)),
+.stApp :is(code, kbd, label, small), .stApp [data-testid="stFileUploaderDropzoneInstructions"] *,
+.stApp [data-testid^="stSlider"], .stApp [data-testid="stMetricLabel"] *, .stApp [data-testid="stTooltipContent"] *
+{ font-size: max(16px, 1em) !important; }
+.stApp .katex .mtight:not(.sizing) { font-size: max(16px, 1em); }
+/* the stepper's buttons and its speed in one row at 1024 px with their 16 px labels: narrower side padding */
+[data-testid="stMain"] [data-testid="stButton"] button { padding-left: 0.5rem; padding-right: 0.5rem; }
 [data-testid="stTabs"] [role="tablist"] { flex-wrap: wrap; overflow: visible; }
+/* the stepper's position (crowdlab.ui.lab.position): its caption keeps two lines, so a shorter one after the
+   first Step does not move the page up */
+[class*="pos_block"] [data-testid="stCaptionContainer"] p { min-height: 2lh; }
 </style>
 """
 
@@ -40,6 +54,18 @@ html { font-size: 17px; }
 def is_on() -> bool:
     """Whether presenter mode is on (the plain key; nothing is drawn)."""
     return bool(st.session_state.get(KEY, False))
+
+
+def _figures_is_on() -> bool:
+    """:func:`is_on` for the figure builders (:func:`crowdlab.plots.common.min_font`), which also run outside a
+    page (a script, a test): False there."""
+    try:
+        return is_on()
+    except Exception:  # no Streamlit session
+        return False
+
+
+plot_common.presenter_source(_figures_is_on)  # the figures' presenter font size follows presenter mode
 
 
 def from_url() -> bool:

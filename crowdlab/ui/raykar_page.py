@@ -60,9 +60,10 @@ BIASED_NOVICE = ((0.8, 0.95), (0.3, 0.5))  # biased novices: alpha ~ U(0.8, 0.95
 UP_LABELS, UP_FEATURES, UP_GOLD = "raykar.upload.labels", "raykar.upload.features", "raykar.upload.gold"
 # settings widgets
 W_L2, W_PRIOR, W_MAX_ITER = "raykar.l2", "raykar.prior", "raykar.max_iter"
-# the ROC chart in presenter mode, whose column is about 145 px wide with the sidebar open: a title of short lines,
-# a short x-axis title, and names placed for the 14 px text of presenter mode on a square about 90 px wide
-ROC_PRESENTER = {"title_width": 18, "x_title": "1 − β (false pos.)", "label_px": (90.0, 14.0)}
+# the ROC chart in presenter mode, under the scatter (beside it, its column was about 130 px wide and the names
+# overlapped): the pictures' width (about 440 px with the sidebar open), names placed for presenter mode's 16 px
+# text (crowdlab.plots.common.PRESENTER_PX) on a square about 270 px wide
+ROC_PRESENTER = {"title_width": 40, "label_px": (270.0, 16.0), "height": 440}
 # the metrics table: short headers, three decimals and fixed widths, whole in the pictures' width (about 445 px
 # with the sidebar open in presenter mode)
 METRIC_COLUMNS = {
@@ -402,11 +403,15 @@ def curves_panel(run: Run) -> None:
 
 def pictures_panel(run: Run) -> None:
     extra, base, pl = _context(run)
-    left, right = st.columns([3, 2])
-    with left:
+    if presenter.is_on():  # the pictures share the page with the curves: one under the other, each readable
         scatter_panel(run, pl, base, extra)
-    with right:
         roc_panel(run, extra)
+    else:
+        left, right = st.columns([3, 2])
+        with left:
+            scatter_panel(run, pl, base, extra)
+        with right:
+            roc_panel(run, extra)
     table = snapshot_metrics(run)
     if table is not None:
         metrics_table(run, table, base)
@@ -449,7 +454,9 @@ def scatter_panel(run: Run, pl: dict, base: dict, extra: dict) -> None:
         y_title=pl["y_name"],
         title=f"Items coloured by μᵢ, {lab.where(run, snap)}; boundaries wᵀx = 0",
     )
-    st.plotly_chart(lab.wrap_title(fig, 36), key="raykar.scatter_chart")
+    # presenter mode: the pictures' whole width (stacked), its title wrapped by it
+    fig = lab.fit_title(fig, lab.MAIN_PANEL_PX[True]) if presenter.is_on() else lab.wrap_title(fig, 36)
+    st.plotly_chart(fig, key="raykar.scatter_chart")
     notes = [
         "Colour: the posterior μᵢ = P(yᵢ = 1 | labels, xᵢ) after the last E-step (fixed scale [0, 1])",
         "solid: Raykar's classifier at this snapshot; dashed: the same logistic regression trained on majority-vote "
@@ -479,8 +486,7 @@ def roc_panel(run: Run, extra: dict) -> None:
         true_tpr=None if "alpha" not in extra else np.asarray(extra["alpha"])[shown],
         kinds=None if kinds is None else [kinds[m] for m in shown],
         # the square plot is as wide as its narrow column (about 140 px): a taller figure only adds blank space
-        height=335,
-        **(ROC_PRESENTER if presenter.is_on() else {"title_width": 26}),
+        **(ROC_PRESENTER if presenter.is_on() else {"title_width": 26, "height": 335}),
     )
     st.plotly_chart(fig, key="raykar.roc_chart")
     note = "Each annotator's (1 − β, α) at init and every M-step up to the cursor; top left is perfect"

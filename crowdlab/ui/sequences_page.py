@@ -82,8 +82,8 @@ OPEN_TAB = "seq.open_tab"  # plain key: the open tab (kept when the dataset chan
 DS_START = "i.i.d. Dawid-Skene posterior"  # how the stepper names that start (the engine says "another model's")
 # about how wide a chart across the tabs is drawn at 1024 px: beside the sidebar, and in presenter mode's right column
 CHART_PX = {False: 560, True: 640}
-# the size heatmap numbers and tick labels are drawn at: the figure's 12 px, presenter mode's CSS 14 px
-TEXT_PX = {False: 12.0, True: 14.0}
+# the size heatmap numbers and tick labels are drawn at: the figure's 12 px, presenter mode's 16 px
+TEXT_PX = {False: 12.0, True: 16.0}  # presenter mode: crowdlab.plots.common.PRESENTER_PX
 TITLE_CHARS = 34  # a title line of a chart half as wide as the tabs (15 px bold)
 
 

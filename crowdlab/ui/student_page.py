@@ -24,13 +24,16 @@ RENAME = "student.rename"
 REVEAL_EVERY = 3.0
 IMAGE_PX = 210  # seconds between a finished student's looks for the reveal
 
-# large tap targets, no sidebar, no toolbar clutter: a 375 x 667 phone shows an item and both answers at once
+# large tap targets, no sidebar, no toolbar clutter: a 375 x 667 phone shows an item and both answers at once;
+# no text under 16 px (widget labels and captions are 14 px in Streamlit)
 STYLE = """<style>
 [data-testid="stSidebar"], [data-testid="stSidebarCollapsedControl"] {display: none;}
 .block-container {padding: 0.8rem 0.9rem 2rem 0.9rem; max-width: 520px;}
 header[data-testid="stHeader"], [data-testid="stElementToolbar"] {display: none;}
 div[data-testid="stButton"] button {min-height: 3.4rem; font-size: 1.25rem;}
 div[data-testid="stImage"] img {max-width: 100%; height: auto;}
+[data-testid="stWidgetLabel"] p, [data-testid="stCaptionContainer"], [data-testid="stCaptionContainer"] p,
+div[data-testid="stButton"] button p {font-size: max(16px, 1em);}
 </style>"""
 
 

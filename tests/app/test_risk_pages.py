@@ -252,14 +252,17 @@ def test_raykar_stepper_moves_the_boundary_and_learns_a_better_classifier_than_m
 
 
 def test_raykar_in_presenter_mode_fits_its_narrow_columns():
-    """Presenter mode (the sidebar may be open): the ROC chart's title in short lines and a short x-axis title, its
-    names placed for 14 px text; the metrics table's columns add up to less than the pictures' width."""
+    """Presenter mode (the sidebar may be open): the ROC chart under the scatter (beside it, it was about 130 px
+    wide, its names on top of each other), its names drawn at 16 px and placed for that size on a square about
+    270 px wide; the metrics table's columns add up to less than the pictures' width."""
     at = AppTest.from_file(RAYKAR, default_timeout=TIMEOUT)
     at.query_params["present"] = "1"
     at = ok(at.run())
     roc = chart(at, "raykar.roc_chart")
-    assert roc["layout"]["xaxis"]["title"]["text"] == rp.ROC_PRESENTER["x_title"]
-    assert all(len(line) <= 18 for line in roc["layout"]["title"]["text"].split("<br>"))
+    now = [t for t in roc["data"] if t.get("meta") == "now"][0]
+    assert now["textfont"]["size"] >= 16 and rp.ROC_PRESENTER["label_px"] == (270.0, 16.0)
+    assert roc["layout"]["height"] >= 400
+    assert all(len(line) <= 40 for line in roc["layout"]["title"]["text"].split("<br>"))
     table = [d for d in at.dataframe if "model" in d.value.columns][0]
     config = json.loads(table.proto.columns)
     widths = [config[c]["width"] for c in table.value.columns]

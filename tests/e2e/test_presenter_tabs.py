@@ -95,7 +95,9 @@ def test_new_models_tabs_stay_whole_beside_the_sidebar(server, page, method):
     main.get_by_role("button", name="Step", exact=True).first.click()
     page.get_by_text("iteration 1, after M-step").first.wait_for()
     wait_idle(page)
-    for tab in TABS:
+    # the tabs a method has (issue 26: GLAD, MACE and IBCC have no Intervals tab, Dawid-Skene no Details tab)
+    lacks = {"ds": ("Details",), "ebcc": ("Details", "Intervals")}.get(method, ("Intervals",))
+    for tab in [t for t in TABS if t not in lacks]:
         page.get_by_role("tab", name=tab, exact=True).click()
         wait_idle(page)
         page.wait_for_timeout(600)  # KaTeX and the tables draw

@@ -172,6 +172,18 @@ def _kernels_for(a: np.ndarray, dtype=np.float64) -> dict | None:
     return _compile()
 
 
+def load_for(cells: int) -> bool:
+    """Load the kernels now when a fit of ``cells`` (N x K of the whole data set) pays for them (FIRST_USE_CELLS):
+    the streaming and Dask engines call it before working on blocks that are each too small to decide it alone, so
+    their blocks run the kernels whenever the in-memory fit of the same data would. Returns whether they are
+    loaded."""
+    if _TRIED:
+        return _KERNELS is not None
+    if cells < FIRST_USE_CELLS and os.environ.get("CROWDLAB_KERNELS", "").lower() != "numba":
+        return False
+    return _compile() is not None
+
+
 def add_row_offset(a: np.ndarray, off: np.ndarray) -> np.ndarray:
     """a += off[None, :] in place (a: (n, K) float64); returns a."""
     k = _kernels_for(a)

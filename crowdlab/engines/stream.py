@@ -579,6 +579,9 @@ def fit_file(
 
             raise ModelError(f"{model.info.title} is for two classes; this file has {K}.")
         _check_state_fits(N, K)
+        from crowdlab.models.kernels import load_for
+
+        load_for(N * K)  # the buckets run the compiled kernels whenever the in-memory fit of this file would
         # the posteriors of the last two rounds go to two files (plain writes: the page cache, not this process's
         # memory); only the one reported is read back, at the end
         files = [Path(tmp) / "q0.bin", Path(tmp) / "q1.bin"]

@@ -52,8 +52,12 @@ from crowdlab.engines.blocks import (
     Stats,
     batch_em,
     block_round,
+    check_known_model,
     engine_model,
+    known_for_items,
     mv_bonus,
+    read_known,
+    refuse_unmatched,
 )
 from crowdlab.errors import CrowdlabError, DataError, ModelError, require_extra
 from crowdlab.io.data import (
@@ -288,19 +292,30 @@ class Part:
 
     items: object
     block: object
+    known: np.ndarray | None = None  # semi-supervised EM: each item's fixed class, -1 where unknown
+    matched: np.ndarray | None = None  # the indices of the known labels whose item is in this partition
     cur: tuple | None = None
     prev: tuple | None = None
 
 
-def _to_block(lp: LocalPart, wmap: np.ndarray, lmap: np.ndarray, M: int, K: int, cells: int = 0) -> Part:
+def _to_block(
+    lp: LocalPart, wmap: np.ndarray, lmap: np.ndarray, M: int, K: int, known=None, codes=None, cells: int = 0
+) -> Part:
     from crowdlab.engines.blocks import make_block
     from crowdlab.models.kernels import load_for
 
     load_for(cells)  # the compiled kernels loaded while preparing, not in the first round
     n = len(lp.items)
+    fixed = matched = None
+    if known is not None:
+        fixed, matched = known_for_items(lp.items, known, codes)
     if not lp.item.size:
-        return Part(lp.items, None)
-    return Part(lp.items, make_block(lp.item, wmap[lp.worker], lmap[lp.label], n, M, K))
+        return Part(lp.items, None, fixed, matched)
+    return Part(lp.items, make_block(lp.item, wmap[lp.worker], lmap[lp.label], n, M, K), fixed, matched)
+
+
+def _part_matched(part: Part) -> np.ndarray:
+    return part.matched
 
 
 def _worker_round(parts: list[Part], model, params, M: int, K: int, mode: str, bonus, cells: int) -> Stats:
@@ -313,7 +328,8 @@ def _worker_round(parts: list[Part], model, params, M: int, K: int, mode: str, b
     load_for(cells)
     total = None
     for part in parts:
-        q, hard, st = block_round(part.block, model, params, mode, bonus, n_items=len(part.items), M=M, K=K)
+        n = len(part.items)
+        q, hard, st = block_round(part.block, model, params, mode, bonus, part.known, n_items=n, M=M, K=K)
         part.prev, part.cur = part.cur, (q, hard)
         total = st if total is None else total + st
     return total
@@ -463,18 +479,25 @@ def fit(
     max_iter: int = 10000,
     where: str = "python",
     progress: Callable[[int, int], None] | None = None,
+    known=None,
+    model_options: dict | None = None,
 ) -> DaskRun:
-    """Fit ``method`` ("mv", "ds", "one_coin", "two_coin") by batch EM on a Dask cluster (module docstring).
+    """Fit ``method`` ("mv", "ds", "one_coin", "two_coin", "mace", "mace_vb", "ibcc") by batch EM (or variational
+    Bayes) on a Dask cluster (module docstring).
 
     ``npartitions``: partitions after the shuffle by item (default: as many as the input has). ``by_item``: the
-    input's partitions already hold whole items (no shuffle; checked).
+    input's partitions already hold whole items (no shuffle; checked). ``known``: semi-supervised EM, a mapping
+    item -> class or the path of a CSV file with item and label columns (sent to every partition, which keeps the
+    classes of its own items). ``model_options``: the model's constructor options (e.g. ``class_prior``).
     """
     require_extra("dask", "crowdlab.engines.distributed.fit (batch EM on a Dask cluster)")
     from dask import delayed
     from distributed import wait
 
-    model = engine_model(method, prior)
+    model = engine_model(method, prior, model_options, engine="dask")
     check_where(where)
+    check_known_model(model, known)
+    known = read_known(known, where)
     import dask
 
     t0 = time.perf_counter()
@@ -525,6 +548,11 @@ def fit(
         labels_per_worker[worker_codes] = w_rows.astype(np.int64)
         class_totals = np.bincount(label_codes, weights=label_rows, minlength=K)
         # second pass: each partition's own codes mapped to the global ones (a small map per partition)
+        kcodes = None
+        if known is not None:
+            from crowdlab.engines.blocks import known_class_codes
+
+            kcodes = known_class_codes(known, class_names)
         parts, wo, lo = [], 0, 0
         for lp, s_ in zip(local, sums):
             nw, nl = s_["workers"].size, s_["labels"].size
@@ -536,12 +564,17 @@ def fit(
                     _label_map(s_, label_codes, l_codes, lo),
                     M,
                     K,
+                    known,
+                    kcodes,
                     cells,
                     pure=False,
                 )
             )
             wo, lo = wo + nw, lo + nl
         del local
+        if known is not None:
+            hits = c.gather([c.submit(_part_matched, p, pure=False) for p in parts])
+            refuse_unmatched(known, np.unique(np.concatenate([np.zeros(0, np.int64), *hits])))
         bonus = mv_bonus(class_totals)
         state = {"agree": None, "rounds": 0}
         wait(parts)
@@ -578,6 +611,8 @@ def fit(
 
         snaps, violations, extra = batch_em(model, do_round, tol=tol, max_iter=max_iter, progress=progress)
         t2 = time.perf_counter()
+        if known is not None:  # what the outputs report (set after the rounds: the tasks need not carry it)
+            model.with_known({i: class_names[k] for i, k in zip(known.items.tolist(), kcodes.tolist())})
         which = "prev" if extra else "cur"
         frames = [c.submit(_part_frame, part, which, class_names, pure=False) for part in parts]
         meta = pd.DataFrame(

@@ -56,9 +56,14 @@ from crowdlab.engines.blocks import (
     Stats,
     batch_em,
     block_round,
+    check_known_model,
     engine_model,
+    known_class_codes,
+    known_for_items,
     make_block,
     mv_bonus,
+    read_known,
+    refuse_unmatched,
 )
 from crowdlab.errors import DataError
 from crowdlab.io.data import (
@@ -555,9 +560,15 @@ def fit_file(
     workdir=None,
     where: str = "python",
     progress: Callable[[int, int], None] | None = None,
+    known=None,
+    model_options: dict | None = None,
 ) -> EngineRun:
-    """Fit ``method`` ("mv", "ds", "one_coin", "two_coin") to a long CSV or Parquet file without holding it in
-    memory.
+    """Fit ``method`` ("mv", "ds", "one_coin", "two_coin", "mace", "mace_vb", "ibcc", "ebcc") to a long CSV or
+    Parquet file without holding it in memory.
+
+    ``known``: semi-supervised EM, items whose class stays fixed: a mapping item -> class or the path of a CSV
+    file with item and label columns (the CLI's ``--known``). ``model_options``: the model's constructor options
+    (e.g. ``{"class_prior": "estimate"}`` for MACE).
 
     Returns an :class:`crowdlab.engines.blocks.EngineRun` shaped like ``cl.fit``'s Run: ``labels()``, ``posterior``
     (N, K), ``params``, ``history()``, ``objective_history()``, ``converged``, ``stop_reason``, ``data``
@@ -567,13 +578,15 @@ def fit_file(
     """
     if chunk_rows < 1:
         raise ValueError("chunk_rows must be at least 1.")
-    model = engine_model(method, prior)
+    model = engine_model(method, prior, model_options)
     check_where(where)
+    check_known_model(model, known)
+    known = read_known(known, where)
     t0 = time.perf_counter()
     with tempfile.TemporaryDirectory(prefix="crowdlab-stream-", dir=workdir) as tmp:
         sd = StreamedData(path, int(chunk_rows), Path(tmp), where)
         t1 = time.perf_counter()
-        N, M, K = sd.n_items, sd.n_workers, sd.n_classes
+        N, K = sd.n_items, sd.n_classes
         if getattr(model.info, "binary_only", False) and K != 2:
             from crowdlab.errors import ModelError
 
@@ -582,6 +595,11 @@ def fit_file(
         from crowdlab.models.kernels import load_for
 
         load_for(N * K)  # the buckets run the compiled kernels whenever the in-memory fit of this file would
+        fixed = None
+        if known is not None:
+            fixed, matched = known_for_items(sd.data.item_names, known, known_class_codes(known, sd.data.class_names))
+            refuse_unmatched(known, matched)
+            model.with_known(fixed)  # what the outputs report (the blocks get their own slices)
         # the posteriors of the last two rounds go to two files (plain writes: the page cache, not this process's
         # memory); only the one reported is read back, at the end
         files = [Path(tmp) / "q0.bin", Path(tmp) / "q1.bin"]
@@ -590,15 +608,17 @@ def fit_file(
 
         def do_round(params, mode: str) -> Stats:
             state["cur"] = 1 - state["cur"]
-            total = Stats.zero(M, K, mode == "mv")
+            total = None
             hard = np.empty(N, dtype=np.int32) if mode == "mv" else None
+            rng = np.random.default_rng(getattr(model, "seed", 0)) if mode == "votes" else None  # EBCC's split
             with open(files[state["cur"]], "wb") as fq:
                 for lo, hi, block in sd.blocks():
-                    q, h, st = block_round(block, model, params, mode, bonus)
+                    kn = None if fixed is None else fixed[lo:hi]
+                    q, h, st = block_round(block, model, params, mode, bonus, kn, split_rng=rng)
                     np.ascontiguousarray(q, dtype=np.float64).tofile(fq)
                     if hard is not None:
                         hard[lo:hi] = h
-                    total = total + st
+                    total = st if total is None else total + st
                     del q, block
             state["hard"] = hard
             state["agree"] = total.agree

@@ -136,7 +136,10 @@ def build_parser() -> argparse.ArgumentParser:
         "--worker-steps", dest="worker_steps", action="store_true", help="a step-size clock per worker (bucket)"
     )
 
-    g = f.add_argument_group("bigger than memory / on a Dask cluster (methods mv, ds, one_coin, two_coin)")
+    g = f.add_argument_group(
+        "bigger than memory / on a Dask cluster (methods mv, ds, one_coin, two_coin, mace, mace_vb, ibcc; ebcc on "
+        "--stream only; --known)"
+    )
     g.add_argument(
         "--engine",
         default="memory",
@@ -476,7 +479,6 @@ def cmd_fit_engine(args: argparse.Namespace, engine: str) -> int:
             ("--gold", args.gold),
             ("--hard", args.hard),
             ("--edges", args.edges),
-            ("--known", args.known),
             ("--reveal", args.reveal is not None),
             (f"--init {args.init}", args.init != "majority"),
             (f"--format {args.fmt}", args.fmt not in ("auto", "long")),
@@ -488,7 +490,8 @@ def cmd_fit_engine(args: argparse.Namespace, engine: str) -> int:
     if unsupported:
         print(
             f"error: {', '.join(unsupported)} cannot be used with --engine {engine}; the engines fit long files of "
-            "class labels from a majority-vote start (score labels.csv against gold afterwards).",
+            "class labels from a majority-vote start (score labels.csv against gold afterwards; fix known classes "
+            "with --known FILE).",
             file=sys.stderr,
         )
         return 2
@@ -496,6 +499,10 @@ def cmd_fit_engine(args: argparse.Namespace, engine: str) -> int:
         from crowdlab.errors import require_extra
 
         require_extra("dask", "--engine dask")
+    from crowdlab.engines.blocks import engine_model
+
+    options = {k: v for k, v in _model_options(args).items() if k == "class_prior"}
+    engine_model(args.method, 0.0, options, engine)  # a method the engine does not run: refused before reading
     out = check_out(args, ENGINE_OUTPUTS)
     if engine == "stream":
         from crowdlab.engines.stream import fit_file
@@ -508,6 +515,8 @@ def cmd_fit_engine(args: argparse.Namespace, engine: str) -> int:
             tol=args.tol,
             max_iter=args.max_iter,
             where="cli",
+            known=args.known,
+            model_options=options,
         )
         frames = None
     else:
@@ -522,6 +531,8 @@ def cmd_fit_engine(args: argparse.Namespace, engine: str) -> int:
             tol=args.tol,
             max_iter=args.max_iter,
             where="cli",
+            known=args.known,
+            model_options=options,
         )
         frames = [run.posterior_frame()]
     try:

@@ -247,74 +247,80 @@ def main() -> None:
                 f"generated in {time.perf_counter() - t:.1f} s; load {os.getloadavg()[0]:.2f}"
             )
             out["arrow"] = arrow = run_child("arrow", folder, args.iters, args.timeout)
-            rows = []
+            print(f"pyarrow read into arrays: {fmt(arrow.get('read_s'), ' s')}")
+            print(HEADER)
+            jobs = []
             if "memory" in engines:
-                for nj in sorted({1, cores}):
-                    r = out[f"memory_{nj}"] = run_child("memory", folder, args.iters, args.timeout, n_jobs=nj)
-                    rows.append((f"in memory, n_jobs={nj}", r))
+                jobs += [
+                    (f"memory_{nj}", f"in memory, n_jobs={nj}", "memory", {"n_jobs": nj}) for nj in sorted({1, cores})
+                ]
             if "dask" in engines:
-                for w in workers:
-                    r = out[f"dask_{w}"] = run_child("dask", folder, args.iters, args.timeout, workers=w)
-                    rows.append((f"Dask, {w} worker{'s' if w > 1 else ''}", r))
-            if "stream" in engines:
-                rows.append(
-                    ("streaming", out.setdefault("stream", run_child("stream", folder, args.iters, args.timeout)))
-                )
-            if "crowdkit" in engines:
-                rows.append(
-                    ("crowd-kit", out.setdefault("crowdkit", run_child("crowdkit", folder, args.iters, args.timeout)))
-                )
-            report(rows, out, arrow, cores, workers)
+                jobs += [
+                    (f"dask_{w}", f"Dask, {w} worker{'s' if w > 1 else ''}", "dask", {"workers": w}) for w in workers
+                ]
+            for e, name in (("stream", "streaming"), ("crowdkit", "crowd-kit")):
+                if e in engines:
+                    jobs.append((e, name, e, {}))
+            for key, name, engine, kw in jobs:  # each row printed (and saved) as soon as it is measured
+                out[key] = run_child(engine, folder, args.iters, args.timeout, **kw)
+                print(row(name, out[key], out, arrow, cores), flush=True)
+                save(args.json, results)
             out["load_after"] = os.getloadavg()[0]
         finally:
             shutil.rmtree(folder, ignore_errors=True)
     if args.json:
-        Path(args.json).write_text(json.dumps(results, indent=1))
+        save(args.json, results)
         print(f"\nwrote {args.json}")
 
 
-def report(rows, out: dict, arrow: dict, cores: int, workers: list[int]) -> None:
+def save(path: str | None, results: dict) -> None:
+    if path:
+        Path(path).write_text(json.dumps(results, indent=1))
+
+
+HEADER = (
+    f"{'engine':<24}{'s/iter':>9}{'x memory':>10}{'speed-up':>10}{'effic.':>8}{'prepare s':>11}{'peak MB':>9}"
+    f"{'dobj':>10}  target"
+)
+
+
+def row(name: str, r: dict, out: dict, arrow: dict, cores: int) -> str:
+    """One engine's line: s/iter, ratio to in memory, speed-up and efficiency (Dask: over one worker; n_jobs: over
+    one thread), preparation, peak memory, the objective's relative difference to in memory, the target."""
+    if "error" in r:
+        return f"{name:<24} failed: {r['error']}"
     mem = out.get("memory_1", {}).get("per_iter_s")
     d1 = out.get("dask_1", {}).get("per_iter_s")
     obj = out.get("memory_1", {}).get("objective")
-    print(f"pyarrow read into arrays: {fmt(arrow.get('read_s'), ' s')}")
-    print(
-        f"{'engine':<24}{'s/iter':>9}{'x memory':>10}{'speed-up':>10}{'effic.':>8}{'prepare s':>11}"
-        f"{'peak MB':>9}{'dobj':>10}  target"
-    )
-    for name, r in rows:
-        if "error" in r:
-            print(f"{name:<24} failed: {r['error']}")
-            continue
-        per = r.get("per_iter_s")
-        ratio = per / mem if per and mem else None
-        speed = eff = None
-        target = ""
-        if name.startswith("Dask") and d1 and per:
-            w = int(name.split()[1])
+    per = r.get("per_iter_s")
+    ratio = per / mem if per and mem else None
+    speed = eff = None
+    target = ""
+    if name.startswith("Dask") and per:
+        w = int(name.split()[1])
+        if d1:
             speed, eff = d1 / per, d1 / per / w
-            if w == 1:
-                target = f"<= 1.5x memory: {'met' if ratio and ratio <= 1.5 else 'NOT met'}"
-            else:
-                need = 1.6 if (w == 2 and cores == 2) else 0.6 * w
-                target = f">= {need:.1f}x one worker: {'met' if speed >= need else 'NOT met'}"
-            prep = r.get("prepare_s")
-            a = arrow.get("read_s")
-            if prep and a:
-                target += f"; prepare {prep / a:.1f}x arrow (<= 2x: {'met' if prep <= 2 * a else 'NOT met'})"
-        elif name.startswith("in memory") and mem and per and "n_jobs=1" not in name:
-            speed = mem / per
-            nj = int(name.split("=")[1])
-            eff = speed / nj
-            target = f">= 1.7x on 2 cores: {'met' if speed >= 1.7 else 'NOT met'}" if nj == 2 else ""
-        elif name == "streaming" and ratio:
-            target = f"<= 1.5x memory: {'met' if ratio <= 1.5 else 'NOT met'}"
-        dobj = abs(r["objective"] - obj) / abs(obj) if obj and r.get("objective") is not None else None
-        print(
-            f"{name:<24}{fmt(per):>9}{fmt(ratio, 'x', 2):>10}{fmt(speed, 'x', 2):>10}{fmt(eff, '', 2):>8}"
-            f"{fmt(r.get('prepare_s', r.get('read_s')), '', 2):>11}{fmt(r.get('peak_mb'), '', 0):>9}"
-            f"{(f'{dobj:.0e}' if dobj is not None else '-'):>10}  {target}"
-        )
+        if w == 1:
+            target = f"<= 1.5x memory: {'met' if ratio and ratio <= 1.5 else 'NOT met'}"
+        elif speed:
+            need = 1.6 if (w == 2 and cores == 2) else 0.6 * w
+            target = f">= {need:.1f}x one worker: {'met' if speed >= need else 'NOT met'}"
+        prep, a = r.get("prepare_s"), arrow.get("read_s")
+        if prep and a:
+            target += f"; prepare {prep / a:.1f}x arrow (<= 2x: {'met' if prep <= 2 * a else 'NOT met'})"
+    elif name.startswith("in memory") and mem and per and "n_jobs=1" not in name:
+        nj = int(name.split("=")[1])
+        speed = mem / per
+        eff = speed / nj
+        target = f">= 1.7x on 2 cores: {'met' if speed >= 1.7 else 'NOT met'}" if nj == 2 else ""
+    elif name == "streaming" and ratio:
+        target = f"<= 1.5x memory: {'met' if ratio <= 1.5 else 'NOT met'}"
+    dobj = abs(r["objective"] - obj) / abs(obj) if obj and r.get("objective") is not None else None
+    return (
+        f"{name:<24}{fmt(per):>9}{fmt(ratio, 'x', 2):>10}{fmt(speed, 'x', 2):>10}{fmt(eff, '', 2):>8}"
+        f"{fmt(r.get('prepare_s', r.get('read_s')), '', 2):>11}{fmt(r.get('peak_mb'), '', 0):>9}"
+        f"{(f'{dobj:.0e}' if dobj is not None else '-'):>10}  {target}"
+    )
 
 
 if __name__ == "__main__":

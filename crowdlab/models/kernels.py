@@ -33,6 +33,9 @@ FIRST_USE_CELLS = 1 << 20
 UNDERFLOW = -700.0
 
 _KERNELS: dict | None = None
+# crowdlab.models.parallel sets this to its row-block softmax on import (this module stays below it: no import
+# cycle); it returns None when one thread is to do the work
+threaded_softmax = None
 _NO_OFFSET = np.zeros(0)
 _TRIED = False
 
@@ -261,8 +264,6 @@ def softmax_rows_full(lj: np.ndarray, off: np.ndarray | None = None) -> tuple:
 
     A row of -inf (an impossible item) gives NaN in q and lse in both paths; the engine reports it.
     """
-    from crowdlab.models.parallel import parallel_softmax, softmax_blocks
-
     k = _kernels_for(lj)
     if k is None:
         if off is not None:
@@ -270,9 +271,9 @@ def softmax_rows_full(lj: np.ndarray, off: np.ndarray | None = None) -> tuple:
         q, lse = softmax_lse(lj)
         return q, lse, None, None, None
     off = _NO_OFFSET if off is None else np.ascontiguousarray(off, dtype=np.float64)
-    kp = parallel_softmax(lj)
-    if kp is not None:  # n_jobs threads over row blocks (crowdlab.models.parallel)
-        e, mx, am, s, colsum, inner = softmax_blocks(lj, off, kp)
+    blocks = None if threaded_softmax is None else threaded_softmax(lj, off)
+    if blocks is not None:  # n_jobs threads over row blocks (crowdlab.models.parallel)
+        e, mx, am, s, colsum, inner = blocks
         with np.errstate(divide="ignore"):
             log_s = np.log(s)
         return e, mx + log_s, am, float(log_s.sum()) - inner, colsum

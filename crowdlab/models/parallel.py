@@ -28,6 +28,8 @@ from contextlib import contextmanager
 
 import numpy as np
 
+import crowdlab.models.kernels as _kernels_module
+
 BLOCK_ROWS = 1 << 15  # rows per block of the row kernels (fixed, so the sums' order does not depend on n_jobs)
 MIN_CELLS = 1 << 18  # N x K below this: one thread (a thread hand-off costs more than the work)
 MAX_BLOCKS = 16  # item blocks of the M-step's expected counts, each summed into its own (C, K) array
@@ -176,8 +178,12 @@ def softmax_blocks(lj: np.ndarray, off: np.ndarray, k: dict) -> tuple:
     return e, mx, am, s, colsum, inner
 
 
-def parallel_softmax(lj: np.ndarray) -> dict | None:
-    """The kernels when ``lj``'s softmax is to run in blocks on the pool, else None."""
+def threaded_softmax(lj: np.ndarray, off: np.ndarray) -> tuple | None:
+    """`softmax_blocks` when ``lj``'s softmax is to run in blocks on the pool, else None (one thread)."""
     if lj.ndim != 2 or lj.dtype != np.float64 or not lj.flags.c_contiguous:
         return None
-    return _kernels(lj.size)
+    k = _kernels(lj.size)
+    return None if k is None else softmax_blocks(lj, off, k)
+
+
+_kernels_module.threaded_softmax = threaded_softmax

@@ -41,7 +41,8 @@ def test_the_threaded_primitives_equal_the_single_threaded_ones(crowd, small_blo
     q1, lse1, am1, ent1, col1 = softmax_rows_full(lj1.copy(), off)
     c1 = expected_counts(crowd, q1)
     with parallel.jobs(2):
-        assert parallel.sparse_dot(crowd.label_counts, np.ones((M * K, K))) is not None  # the threaded path ran
+        assert parallel.sparse_dot(crowd.label_counts, np.ones((M * K, K))) is not None  # the threaded paths run
+        assert parallel.threaded_softmax(lj1.copy(), off) is not None
         lj2, _ = class_log_joint_parts(crowd, pi, gamma)
         q2, lse2, am2, ent2, col2 = softmax_rows_full(lj2.copy(), off)
         c2 = expected_counts(crowd, q2)

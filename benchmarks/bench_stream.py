@@ -36,36 +36,63 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 
 
-def generate(path: Path, n_labels: int, K: int = 5, per_item: int = 5, n_workers: int = 1000, seed: int = 0) -> None:
-    """Write the long CSV in blocks of 10^6 items (vectorised; pyarrow's CSV writer)."""
+def tables(n_labels: int, K: int = 5, per_item: int = 5, n_workers: int = 1000, seed: int = 0):
+    """The generated rows as Arrow tables (item, worker, label) of up to 10^6 items each, every item's
+    ``per_item`` rows next to each other (vectorised)."""
     import pyarrow as pa
     import pyarrow.compute as pc
-    import pyarrow.csv as pacsv
 
     rng = np.random.default_rng(seed)
     n_items = n_labels // per_item
     acc = rng.uniform(0.55, 0.95, n_workers)
     order = rng.permutation(n_items)
     block = 1_000_000
+    for lo in range(0, n_items, block):
+        ids = order[lo : lo + block]
+        n = ids.size
+        truth = rng.integers(0, K, n)
+        # per_item distinct workers per item: a random start and stride over the worker ring
+        start = rng.integers(0, n_workers, n)
+        w = (start[:, None] + np.arange(per_item)[None, :] * 7) % n_workers
+        right = rng.random((n, per_item)) < acc[w]
+        wrong = (truth[:, None] + rng.integers(1, K, (n, per_item))) % K
+        lab = np.where(right, truth[:, None], wrong)
+        item = pc.binary_join_element_wise(
+            "it", pc.utf8_lpad(pa.array(np.repeat(ids, per_item).astype(str)), 8, "0"), ""
+        )
+        worker = pc.binary_join_element_wise("w", pc.utf8_lpad(pa.array(w.ravel().astype(str)), 4, "0"), "")
+        label = pc.binary_join_element_wise("c", pa.array(lab.ravel().astype(str)), "")
+        yield pa.table({"item": item, "worker": worker, "label": label})
+
+
+def generate(path: Path, n_labels: int, K: int = 5, per_item: int = 5, n_workers: int = 1000, seed: int = 0) -> None:
+    """Write the long CSV in blocks of 10^6 items (pyarrow's CSV writer)."""
+    import pyarrow as pa
+    import pyarrow.csv as pacsv
+
     with pacsv.CSVWriter(
         path, pa.schema([("item", pa.string()), ("worker", pa.string()), ("label", pa.string())])
     ) as out:
-        for lo in range(0, n_items, block):
-            ids = order[lo : lo + block]
-            n = ids.size
-            truth = rng.integers(0, K, n)
-            # per_item distinct workers per item: a random start and stride over the worker ring
-            start = rng.integers(0, n_workers, n)
-            w = (start[:, None] + np.arange(per_item)[None, :] * 7) % n_workers
-            right = rng.random((n, per_item)) < acc[w]
-            wrong = (truth[:, None] + rng.integers(1, K, (n, per_item))) % K
-            lab = np.where(right, truth[:, None], wrong)
-            item = pc.binary_join_element_wise(
-                "it", pc.utf8_lpad(pa.array(np.repeat(ids, per_item).astype(str)), 8, "0"), ""
-            )
-            worker = pc.binary_join_element_wise("w", pc.utf8_lpad(pa.array(w.ravel().astype(str)), 4, "0"), "")
-            label = pc.binary_join_element_wise("c", pa.array(lab.ravel().astype(str)), "")
-            out.write_table(pa.table({"item": item, "worker": worker, "label": label}))
+        for t in tables(n_labels, K, per_item, n_workers, seed):
+            out.write_table(t)
+
+
+def generate_parquet(folder: Path, n_labels: int, files: int, per_item: int = 5, **kw) -> list[Path]:
+    """The same rows as ``files`` Parquet files partitioned by item (each cut at an item boundary)."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    table = pa.concat_tables(tables(n_labels, per_item=per_item, **kw))
+    rows = table.num_rows
+    step = -(-rows // files)
+    step += -step % per_item
+    out = []
+    for i in range(files):
+        part = table.slice(i * step, step)
+        if part.num_rows:
+            out.append(folder / f"part{i:03d}.parquet")
+            pq.write_table(part, out[-1])
+    return out
 
 
 def peak_rss_mb() -> float:

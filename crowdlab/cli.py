@@ -82,6 +82,14 @@ def build_parser() -> argparse.ArgumentParser:
         help="iteration limit (default 10,000; EM usually stops long before: see the stop reason)",
     )
     f.add_argument(
+        "--n-jobs",
+        dest="n_jobs",
+        type=int,
+        default=1,
+        help="in memory: threads for the E-step and M-step statistics of the class models over blocks of items "
+        "(default 1; -1: every core; at most the machine's cores); any value >= 2 gives the same numbers",
+    )
+    f.add_argument(
         "--format",
         dest="fmt",
         default="auto",
@@ -157,6 +165,7 @@ def _number_checks(args: argparse.Namespace):
         ("--prior", args.prior, args.prior is None or (finite(args.prior) and args.prior >= 0), "a finite number >= 0"),
         ("--tol", args.tol, finite(args.tol) and args.tol >= 0, "a finite number >= 0 (relative change)"),
         ("--max-iter", args.max_iter, args.max_iter >= 0, f"{whole} >= 0 (0 stops at the start)"),
+        ("--n-jobs", args.n_jobs, args.n_jobs >= 1 or args.n_jobs == -1, f"{whole} >= 1, or -1 for every core"),
         ("--seed", args.seed, args.seed >= 0, f"{whole} >= 0"),
         ("--tie-seed", args.tie_seed, args.tie_seed >= 0, f"{whole} >= 0"),
         ("--reveal-seed", args.reveal_seed, args.reveal_seed >= 0, f"{whole} >= 0"),
@@ -185,6 +194,7 @@ _SCOPED = (
     ("--chunk-rows", "chunk_rows", "stream", "--stream (--engine stream)"),
     ("--scheduler", "scheduler", "dask", "--engine dask"),
     ("--npartitions", "npartitions", "dask", "--engine dask"),
+    ("--n-jobs", "n_jobs", "memory", "the in-memory engine (--engine memory)"),
 )  # fmt: skip
 
 
@@ -200,6 +210,7 @@ def ignored_options(args: argparse.Namespace) -> list[str]:
         "reveal": args.reveal is not None,
         "stream": engine == "stream",
         "dask": engine == "dask",
+        "memory": engine == "memory",
     }
     return [
         f"{flag} (applies to {what})"
@@ -382,6 +393,7 @@ def cmd_fit(args: argparse.Namespace) -> int:
         known=known,
         reveal=args.reveal,
         reveal_seed=args.reveal_seed,
+        n_jobs=_n_jobs(args.n_jobs),
     )
     post = posterior_frame(run)
     if args.method == "hmm":
@@ -412,6 +424,17 @@ def cmd_fit(args: argparse.Namespace) -> int:
     _print_summary(run, workers, metrics, out, written)
     _say_removed(removed, out)
     return 0
+
+
+def _n_jobs(n: int) -> int:
+    """--n-jobs bounded by the machine's cores (-1: all of them), with a message when it asked for more."""
+    cores = os.cpu_count() or 1
+    if n == -1:
+        return cores
+    if n > cores:
+        print(f"note: --n-jobs {n} is more than this machine's {cores} cores; using {cores}.", file=sys.stderr)
+        return cores
+    return n
 
 
 def _remove_stale(out: Path, written) -> list[str]:

@@ -12,11 +12,13 @@
   `crowdlab.io.data.read_annotations` orders them, and sent to every partition; item names stay in their partition.
 - The rows are shuffled so that every item's rows are in one partition (``by_item=True`` skips the shuffle for
   data already partitioned by item, after checking that no item is in two partitions).
-- Each EM iteration is one round of tasks (`crowdlab.engines.blocks.block_round`): the parameters go to every worker
-  (``client.scatter(..., broadcast=True)`` when large, else inside each task); each partition runs the E-step for
-  its items and returns its expected counts (M x K x K), class totals and objective terms; these are summed by a
-  tree reduction of tasks, and the client runs the model's ``m_step_from_stats``. The posteriors stay on the
-  workers as futures.
+- Each EM iteration is one round of tasks, one task per worker, pinned to it (`_worker_round`): the parameters go
+  to every worker (inside the task, or ``client.scatter(..., broadcast=True)`` when large); the worker runs
+  `crowdlab.engines.blocks.block_round` (the E-step for the part's items, then the M-step statistics) on each part
+  it holds, keeps each part's new posterior in the part, and returns the sum of its parts' expected counts
+  (M x K x K), class totals and objective terms (the objective comes out of the same E-step, no second pass). The
+  client adds the workers' sums in a fixed order and runs the model's ``m_step_from_stats``. The posteriors stay
+  on the workers.
 
 ``client``: a ``distributed.Client``; or ``scheduler``: the address of a running scheduler (its workers need
 crowdlab installed, the same version); or neither: a LocalCluster on this machine (2 single-threaded workers,
@@ -48,7 +50,6 @@ from crowdlab.engines.blocks import (
     EngineData,
     EngineRun,
     Stats,
-    add_stats,
     batch_em,
     block_round,
     check_known_model,
@@ -80,8 +81,8 @@ NO_DASHBOARD = {"dashboard_address": None, "scheduler_kwargs": {"dashboard_addre
 """LocalCluster options: no dashboard, and the scheduler's small HTTP server on a free port (not 8787, which
 another cluster on the machine may hold)."""
 BROADCAST_BYTES = 1 << 20
-"""Parameters larger than this are scattered to every worker once per iteration; smaller ones travel with each
-task (a scatter costs a round trip to every worker, more than a few kB in every task message)."""
+"""Parameters whose copies (one per worker) are larger than this are scattered to every worker once per iteration;
+smaller ones travel with each worker's task (a scatter costs a round trip to every worker)."""
 
 
 # ---------------------------------------------------------------------- reading
@@ -285,17 +286,25 @@ def _part_summary(lp: LocalPart) -> dict:
 @dataclass
 class Part:
     """One partition as a block of the engines (`crowdlab.engines.blocks.Block`): item codes local to the partition
-    (names in ``items``, an Arrow string array), worker and label codes global."""
+    (names in ``items``, an Arrow string array), worker and label codes global. ``cur`` / ``prev``: (q, hard labels
+    or None) of the partition's last two rounds, kept here on the worker that holds the part (the round's task is
+    pinned to it and changes the part in place), so that a round sends only the statistics back."""
 
     items: object
     block: object
     known: np.ndarray | None = None  # semi-supervised EM: each item's fixed class, -1 where unknown
     matched: np.ndarray | None = None  # the indices of the known labels whose item is in this partition
+    cur: tuple | None = None
+    prev: tuple | None = None
 
 
-def _to_block(lp: LocalPart, wmap: np.ndarray, lmap: np.ndarray, M: int, K: int, known=None, codes=None) -> Part:
+def _to_block(
+    lp: LocalPart, wmap: np.ndarray, lmap: np.ndarray, M: int, K: int, known=None, codes=None, cells: int = 0
+) -> Part:
     from crowdlab.engines.blocks import make_block
+    from crowdlab.models.kernels import load_for
 
+    load_for(cells)  # the compiled kernels loaded while preparing, not in the first round
     n = len(lp.items)
     fixed = matched = None
     if known is not None:
@@ -309,17 +318,25 @@ def _part_matched(part: Part) -> np.ndarray:
     return part.matched
 
 
-def _part_round(part: Part, model, params, M: int, K: int, mode: str, bonus) -> tuple:
-    n = len(part.items)
-    return block_round(part.block, model, params, mode, bonus, part.known, n_items=n, M=M, K=K)
+def _worker_round(parts: list[Part], model, params, M: int, K: int, mode: str, bonus, cells: int) -> Stats:
+    """One round on one worker: `block_round` on each of its parts in turn (each part keeps its new posterior and
+    the one before), and the sum of their statistics in the parts' order: one task and one small message per
+    worker and round. ``cells``: N x K of the whole data set, which decides whether the compiled kernels pay for
+    loading (`crowdlab.models.kernels.load_for`), as in memory."""
+    from crowdlab.models.kernels import load_for
+
+    load_for(cells)
+    total = None
+    for part in parts:
+        n = len(part.items)
+        q, hard, st = block_round(part.block, model, params, mode, bonus, part.known, n_items=n, M=M, K=K)
+        part.prev, part.cur = part.cur, (q, hard)
+        total = st if total is None else total + st
+    return total
 
 
-def _stats_of(out: tuple) -> Stats:
-    return out[2]
-
-
-def _part_frame(part: Part, out: tuple, class_names: tuple[str, ...]) -> pd.DataFrame:
-    q, hard, _ = out
+def _part_frame(part: Part, which: str, class_names: tuple[str, ...]) -> pd.DataFrame:
+    q, hard = getattr(part, which)
     lab = hard if hard is not None else np.argmax(q, axis=1).astype(np.int32) if q.size else np.zeros(0, np.int32)
     frame = pd.DataFrame({"item": pd.Series(part.items.to_numpy(zero_copy_only=False), dtype=object)})
     for k, c in enumerate(class_names):
@@ -329,18 +346,18 @@ def _part_frame(part: Part, out: tuple, class_names: tuple[str, ...]) -> pd.Data
     return frame
 
 
+def _by_worker(client, parts: list) -> list[tuple[str, list]]:
+    """The parts grouped by the worker that holds each (in the parts' order), as [(address, [futures])]."""
+    who = client.who_has(parts)
+    groups: dict[str, list] = {}
+    for f in parts:
+        holders = sorted(who.get(f.key, ()))
+        groups.setdefault(holders[0] if holders else "", []).append(f)
+    return list(groups.items())
+
+
 def _nunique(s: pd.Series) -> int:
     return s.nunique()
-
-
-def _tree_sum(client, futures: list):
-    """Sum futures pairwise (a tree of tasks), returning one future."""
-    while len(futures) > 1:
-        nxt = [client.submit(add_stats, a, b, pure=False) for a, b in zip(futures[::2], futures[1::2])]
-        if len(futures) % 2:
-            nxt.append(futures[-1])
-        futures = nxt
-    return futures[0]
 
 
 _EXPECTED = tuple(f"{cls.__name__}(" for cls in (DataError, ModelError, CrowdlabError))
@@ -526,6 +543,7 @@ def fit(
         M, K = len(worker_names), len(class_names)
         if getattr(model.info, "binary_only", False) and K != 2:
             raise ModelError(f"{model.info.title} is for two classes; this data has {K}.")
+        cells = int(sum(s_["n_items"] for s_ in sums)) * K
         labels_per_worker = np.zeros(M, dtype=np.int64)
         labels_per_worker[worker_codes] = w_rows.astype(np.int64)
         class_totals = np.bincount(label_codes, weights=label_rows, minlength=K)
@@ -548,6 +566,7 @@ def fit(
                     K,
                     known,
                     kcodes,
+                    cells,
                     pure=False,
                 )
             )
@@ -557,17 +576,35 @@ def fit(
             hits = c.gather([c.submit(_part_matched, p, pure=False) for p in parts])
             refuse_unmatched(known, np.unique(np.concatenate([np.zeros(0, np.int64), *hits])))
         bonus = mv_bonus(class_totals)
-        state = {"cur": None, "prev": None, "agree": None, "rounds": 0}
+        state = {"agree": None, "rounds": 0}
         wait(parts)
+        groups = _by_worker(c, parts)
         t1 = time.perf_counter()
 
         def do_round(params, mode: str) -> Stats:
             p = params
-            if params is not None and _nbytes(params) > BROADCAST_BYTES:
+            if params is not None and _nbytes(params) * len(groups) > BROADCAST_BYTES:
                 p = c.scatter(params, broadcast=True)  # once to every worker, not once per task
-            outs = [c.submit(_part_round, part, model, p, M, K, mode, bonus, pure=False) for part in parts]
-            total = _tree_sum(c, [c.submit(_stats_of, o, pure=False) for o in outs]).result()
-            state["prev"], state["cur"] = state["cur"], outs
+            outs = [
+                c.submit(
+                    _worker_round,
+                    group,
+                    model,
+                    p,
+                    M,
+                    K,
+                    mode,
+                    bonus,
+                    cells,
+                    pure=False,
+                    workers=[addr] if addr else None,
+                    allow_other_workers=not addr,
+                )
+                for addr, group in groups
+            ]
+            total = None
+            for st in c.gather(outs):  # summed in the workers' fixed order
+                total = st if total is None else total + st
             state["agree"] = total.agree
             state["rounds"] += 1
             return total
@@ -576,8 +613,8 @@ def fit(
         t2 = time.perf_counter()
         if known is not None:  # what the outputs report (set after the rounds: the tasks need not carry it)
             model.with_known({i: class_names[k] for i, k in zip(known.items.tolist(), kcodes.tolist())})
-        outs = state["prev"] if extra else state["cur"]
-        frames = [c.submit(_part_frame, part, o, class_names, pure=False) for part, o in zip(parts, outs)]
+        which = "prev" if extra else "cur"
+        frames = [c.submit(_part_frame, part, which, class_names, pure=False) for part in parts]
         meta = pd.DataFrame(
             {"item": pd.Series([], dtype=object), **{f"p_{k}": pd.Series([], dtype=float) for k in class_names}}
         ).assign(label=pd.Series([], dtype=object), confidence=pd.Series([], dtype=float))

@@ -592,6 +592,9 @@ def fit_file(
 
             raise ModelError(f"{model.info.title} is for two classes; this file has {K}.")
         _check_state_fits(N, K)
+        from crowdlab.models.kernels import load_for
+
+        load_for(N * K)  # the buckets run the compiled kernels whenever the in-memory fit of this file would
         fixed = None
         if known is not None:
             fixed, matched = known_for_items(sd.data.item_names, known, known_class_codes(known, sd.data.class_names))

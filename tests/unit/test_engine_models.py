@@ -228,3 +228,49 @@ def test_million_labels_both_engines(method, client, tmp_path):
         run = fit(str(path), method, client=client, npartitions=4, max_iter=limit)
         assert_same_fit(mem, run)
         assert_same_params(mem, run)
+
+
+# ---------------------------------------------------------------------- the DataFrame API's engine= option
+def _frame_pair(est_cls, df, **kw):
+    mem = est_cls(**kw).fit(df)
+    eng = est_cls(engine="stream", chunk_rows=500, **kw).fit(df)
+    pd.testing.assert_index_equal(mem.probas_.index, eng.probas_.index)
+    np.testing.assert_allclose(eng.probas_.to_numpy(), mem.probas_.to_numpy(), rtol=0, atol=1e-8)
+    np.testing.assert_allclose(eng.errors_.to_numpy(), mem.errors_.to_numpy(), rtol=0, atol=1e-8)
+    assert eng.labels_.equals(mem.labels_) and eng.stop_reason_ == mem.stop_reason_
+    return mem, eng
+
+
+def test_estimators_engine_stream_equal_memory():
+    """engine="stream" fits the DataFrame's own codes: results in its own task, worker and class order and values."""
+    labels, _ = sample_paths("bluebirds")
+    df = pd.read_csv(labels).rename(columns={"item": "task"})
+    df["worker"] = "w" + df["worker"].astype(str)  # text workers, integer tasks and labels
+    _frame_pair(cl.DawidSkene, df, prior=0.5)
+    _, eng = _frame_pair(cl.MACE, df, inference="vb")
+    assert eng.spamming_intervals_.shape == (39, 2)
+    task = df["task"].iloc[0]
+    mem, eng = _frame_pair(cl.GLAD, df, known={task: 1})
+    assert eng.labels_[task] == 1
+    np.testing.assert_allclose(eng.difficulties_.to_numpy(), mem.difficulties_.to_numpy(), atol=1e-8)
+    assert cl.aggregate(df, "ibcc", engine="stream").equals(cl.aggregate(df, "ibcc"))
+
+
+def test_estimators_engine_refusals():
+    labels, _ = sample_paths("patients")
+    df = pd.read_csv(labels)
+    with pytest.raises(ValueError, match="engine must be one of memory, stream, dask"):
+        cl.DawidSkene(engine="spark")
+    with pytest.raises(ValueError, match="hard=True needs engine='memory'"):
+        cl.DawidSkene(engine="stream", hard=True)
+    with pytest.raises(ModelError, match="GLAD is not offered by the Dask engine"):
+        cl.GLAD(engine="dask").fit(df)
+
+
+def test_estimators_engine_dask_equal_memory(client):
+    labels, _ = sample_paths("patients")
+    df = pd.read_csv(labels)
+    mem = cl.IBCC().fit(df)
+    eng = cl.IBCC(engine="dask", client=client).fit(df)
+    np.testing.assert_allclose(eng.probas_.to_numpy(), mem.probas_.to_numpy(), rtol=0, atol=1e-8)
+    assert eng.labels_.equals(mem.labels_)

@@ -24,6 +24,7 @@ and the median-difficulty confusion matrices (`glad_params`, the median of all b
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
+from dataclasses import replace
 
 import numpy as np
 
@@ -100,85 +101,117 @@ def _log_prior(model: GLAD, pi: np.ndarray, alpha: np.ndarray, b_prior: float) -
     return float(out)
 
 
+class StreamOps:
+    """The passes of `glad_em` over the streaming engine's buckets: the state (q (N, K), b (N,)) in memory."""
+
+    def __init__(self, blocks: Blocks, model: GLAD, N: int, M: int, K: int, known: np.ndarray | None) -> None:
+        self.blocks, self.model, self.M, self.K, self.known = blocks, model, M, K, known
+        self.n_items = N
+        self.q = np.empty((N, K))
+        self.b = np.full(N, model.beta_prior[0])
+        self.report = self.q
+
+    def start(self) -> float:
+        for lo, hi, blk in self.blocks():
+            self.q[lo:hi] = _votes(blk, None if self.known is None else self.known[lo:hi], self.K)
+        return entropy_rows(self.q)
+
+    def alpha_sums(self, alpha: np.ndarray) -> np.ndarray:
+        sums = np.zeros((3, self.M))
+        for lo, hi, blk in self.blocks():
+            sums += _alpha_sums(blk, alpha, self.b[lo:hi], _w(blk, self.q[lo:hi]), self.K)
+        return sums
+
+    def trial_sums(self, cands: np.ndarray) -> np.ndarray:
+        trials = np.zeros((TRIES, self.M))
+        for lo, hi, blk in self.blocks():
+            trials += _trial_sums(blk, cands, self.b[lo:hi], _w(blk, self.q[lo:hi]), self.K)
+        return trials
+
+    def b_step(self, alpha: np.ndarray) -> None:
+        for lo, hi, blk in self.blocks():
+            self.b[lo:hi] = self.model._ascend_b(blk, alpha, self.b[lo:hi], _w(blk, self.q[lo:hi]), self.K)
+
+    def class_sums(self) -> np.ndarray:
+        return self.q.sum(axis=0)
+
+    def e_pass(self, pi: np.ndarray, alpha: np.ndarray) -> np.ndarray:
+        q_new = np.empty_like(self.q)
+        out = np.zeros(4 + 3 * self.M)
+        for lo, hi, blk in self.blocks():
+            kn = None if self.known is None else self.known[lo:hi]
+            qb, part = _e_block(self.model, blk, kn, pi, alpha, self.b[lo:hi], self.q[lo:hi], self.K)
+            q_new[lo:hi] = qb
+            out += part
+        self.report, self.q = self.q, q_new
+        return out
+
+    def beta(self) -> np.ndarray:
+        return np.exp(self.b)
+
+
+def _votes(blk, known: np.ndarray | None, K: int) -> np.ndarray:
+    """The start: vote fractions, known items clamped."""
+    v = blk.vote_counts
+    tot = v.sum(axis=1, keepdims=True)
+    qb = np.where(tot > 0, v / np.maximum(tot, 1), 1.0 / K)
+    if known is not None:
+        idx = np.flatnonzero(known >= 0)
+        qb[idx] = 0.0
+        qb[idx, known[idx]] = 1.0
+    return qb
+
+
+def _e_block(model: GLAD, blk, known, pi, alpha, b, q_old, K):
+    """One block's E-step: (its new q, [sum log p(x_n | theta), E_{q_old}[log joint], H(q_new), the items' prior
+    term, then the next M-step's first gradient sums (3 M) on the new q])."""
+    m = _block_model(model, blk, known)
+    e = m._soft(blk, _local_params(pi, alpha, b))
+    ent = float(e.entropy) if e.entropy is not None else entropy_rows(e.q)
+    head = [float(e.rows.sum()), _inner(q_old, e.lj), ent, _b_prior(model, b)]
+    return e.q, np.concatenate([head, _alpha_sums(blk, alpha, b, _w(blk, e.q), K).ravel()])
+
+
 def glad_em(
     model: GLAD,
-    blocks: Blocks,
-    N: int,
+    ops,
     M: int,
     K: int,
-    known: np.ndarray | None,
     *,
     tol: float,
     max_iter: int,
     progress: Callable[[int, int], None] | None = None,
-) -> tuple[list[EngineSnapshot], list[str], np.ndarray]:
-    """GLAD's EM over ``blocks`` from the majority-vote start; (snapshots, violations, the posterior of the last
-    E-step (N, K), what ``cl.fit`` reports). The last snapshot's parameters hold beta for all N items."""
-    q = np.empty((N, K))
-    for lo, hi, blk in blocks():  # the start: vote fractions, known items clamped
-        v = blk.vote_counts
-        tot = v.sum(axis=1, keepdims=True)
-        qb = np.where(tot > 0, v / np.maximum(tot, 1), 1.0 / K)
-        if known is not None:
-            kb = known[lo:hi]
-            idx = np.flatnonzero(kb >= 0)
-            qb[idx] = 0.0
-            qb[idx, kb[idx]] = 1.0
-        q[lo:hi] = qb
-    H = entropy_rows(q)
-    b = np.full(N, model.beta_prior[0])
+) -> tuple[list[EngineSnapshot], list[str]]:
+    """GLAD's EM through ``ops`` (`StreamOps`, or the Dask engine's `DaskOps`) from the majority-vote start;
+    (snapshots, violations). ``ops.report`` is then the posterior of the last E-step, what ``cl.fit`` reports;
+    the last snapshot's parameters hold beta for every item (in ``ops``' item order; older snapshots let their
+    beta go, as a long in-memory fit lets old parameter sets go)."""
+    H = ops.start()
     alpha = np.full(M, model.alpha_prior[0])
     mu, var = model.alpha_prior
 
-    def pi_of(qq: np.ndarray) -> np.ndarray:
+    def pi_of() -> np.ndarray:
         if model.class_prior == "uniform":
             return np.full(K, 1.0 / K)
-        return (qq.sum(axis=0) + model.prior) / (N + model.prior * K)
+        return (ops.class_sums() + model.prior) / (ops.n_items + model.prior * K)
 
     def m_step(alpha: np.ndarray, rounds: int, first: np.ndarray | None) -> np.ndarray:
-        """The ability/difficulty rounds on the current q; ``b`` is updated in place; the new alpha returned.
-        ``first``: the gradient sums of the first round when the E-step's pass already made them."""
+        """The ability/difficulty rounds on the current q (``ops`` updates b); the new alpha. ``first``: the
+        first round's gradient sums when the E-step's pass already made them."""
         for r in range(rounds):
-            if r == 0 and first is not None:
-                sums = first
-            else:
-                sums = np.zeros((3, M))
-                for lo, hi, blk in blocks():
-                    sums += _alpha_sums(blk, alpha, b[lo:hi], _w(blk, q[lo:hi]), K)
+            sums = first if (r == 0 and first is not None) else ops.alpha_sums(alpha)
             grad = sums[0] - (alpha - mu) / var
             curv = sums[1] + 1.0 / var
             step = grad / curv
             t = 0.5 ** np.arange(TRIES)
             cands = alpha[None, :] + t[:, None] * step[None, :]
-            trials = np.zeros((TRIES, M))
-            for lo, hi, blk in blocks():
-                trials += _trial_sums(blk, cands, b[lo:hi], _w(blk, q[lo:hi]), K)
-            alpha = _halve_all(model, alpha, sums, trials, cands, step)
-            for lo, hi, blk in blocks():  # the difficulty step, local to each block's items
-                b[lo:hi] = model._ascend_b(blk, alpha, b[lo:hi], _w(blk, q[lo:hi]), K)
+            alpha = _halve_all(model, alpha, sums, ops.trial_sums(cands), cands, step)
+            ops.b_step(alpha)  # the difficulty step, local to each block's items
         return alpha
 
-    def e_pass(pi: np.ndarray, alpha: np.ndarray, q_old: np.ndarray):
-        """The E-step at (pi, alpha, b): the new posterior, sum of log p(x_n | theta), E_{q_old}[log joint], H(q_new),
-        the items' prior term, and the next M-step's first gradient sums (on the new q)."""
-        q_new = np.empty_like(q_old)
-        rows = inner_old = ent = bp = 0.0
-        sums = np.zeros((3, M))
-        for lo, hi, blk in blocks():
-            kn = None if known is None else known[lo:hi]
-            m = _block_model(model, blk, kn)
-            p = _local_params(pi, alpha, b[lo:hi])
-            e = m._soft(blk, p)
-            q_new[lo:hi] = e.q
-            rows += float(e.rows.sum())
-            inner_old += _inner(q_old[lo:hi], e.lj)
-            ent += float(e.entropy) if e.entropy is not None else entropy_rows(e.q)
-            bp += _b_prior(model, b[lo:hi])
-            sums += _alpha_sums(blk, alpha, b[lo:hi], _w(blk, e.q), K)
-        return q_new, rows, inner_old, ent, bp, sums
-
-    def full(pi, alpha) -> GladParams:
-        return glad_params(pi, alpha, np.exp(b))
+    def e_pass(pi, alpha):
+        out = ops.e_pass(pi, alpha)
+        return out[0], out[1], out[2], out[3], out[4:].reshape(3, M)
 
     violations: list[str] = []
 
@@ -198,18 +231,16 @@ def glad_em(
         violations.append(msg)
         return msg
 
-    pi = pi_of(q)
+    pi = pi_of()
     alpha = m_step(alpha, 3 * model.m_rounds, None)
-    params = full(pi, alpha)
-    q_new, rows, inner_old, ent, bp, sums = e_pass(pi, alpha, q)
+    params = glad_params(pi, alpha, ops.beta())
+    rows, inner_old, ent, bp, sums = e_pass(pi, alpha)
     lp = _log_prior(model, pi, alpha, bp)
     snaps = [EngineSnapshot(0, "init", 0, params, rows + lp, inner_old + lp + H)]
-    q_report = q
     it = 0
     while it < max_iter:
-        # E-step: q_new at the same parameters; its bound is the objective (the posterior is exact)
-        q, H = q_new, ent
-        q_report = q
+        # E-step: the posterior at the same parameters; its bound is the objective (the posterior is exact)
+        H = ent
         prev = snaps[-1]
         o = prev.objective
         n = len(snaps)
@@ -217,21 +248,24 @@ def glad_em(
         # M-step, warm-started at the E-step's parameters; objective and bound from the next E pass
         it += 1
         before = params
-        pi = pi_of(q)
+        pi = pi_of()
         alpha = m_step(alpha, model.m_rounds, sums)
-        params = full(pi, alpha)
-        q_new, rows, inner_old, ent, bp, sums = e_pass(pi, alpha, q)
+        params = glad_params(pi, alpha, ops.beta())
+        rows, inner_old, ent, bp, sums = e_pass(pi, alpha)
         lp = _log_prior(model, pi, alpha, bp)
         o, bd = rows + lp, inner_old + lp + H
         dparam = _change(before, params)
         prev = snaps[-1]
         n = len(snaps)
         snaps.append(EngineSnapshot(n, "M", it, params, o, bd, check(prev, o, bd, "M", n), dparam))
+        for old in snaps[-4:-2]:  # the per-item difficulties of older snapshots go
+            if old.params is not None and old.params.beta is not None and old.params is not params:
+                old.params = replace(old.params, beta=None)
         if progress is not None:
             progress(it, max_iter)
         if settled_at(snaps, tol, PARAM_TOL) or stalled_at(snaps):
             break
-    return snaps, violations, q_report
+    return snaps, violations
 
 
 def _change(a: GladParams, b: GladParams) -> float:
@@ -244,3 +278,117 @@ def _change(a: GladParams, b: GladParams) -> float:
             np.max(np.abs(b.beta - a.beta)) if b.beta.size else 0.0,
         )
     )
+
+
+# ---------------------------------------------------------------------- the Dask engine's passes
+class DaskOps:
+    """The passes of `glad_em` on the Dask engine: each part (`crowdlab.engines.distributed.Part`) keeps its q, its
+    previous q and its b on the worker that holds it (``glad``: a dict on the part), and every pass is one pinned
+    task per worker returning summed arrays, as the engine's rounds are. ``beta()`` gathers every item's beta (for
+    the median-difficulty view and the largest parameter change), in the parts' order."""
+
+    def __init__(self, client, groups, model: GLAD, N: int, M: int, K: int) -> None:
+        self.c, self.groups, self.model, self.n_items, self.M, self.K = client, groups, model, N, M, K
+
+    def _all(self, fn, *args):
+        outs = [
+            self.c.submit(fn, group, *args, pure=False, workers=[addr] if addr else None, allow_other_workers=not addr)
+            for addr, group in self.groups
+        ]
+        return self.c.gather(outs)
+
+    def _sum(self, fn, *args):
+        total = None
+        for part in self._all(fn, *args):  # in the workers' fixed order
+            total = part if total is None else total + part
+        return total
+
+    def start(self) -> float:
+        return float(self._sum(_d_start, self.K, self.model.beta_prior[0]))
+
+    def alpha_sums(self, alpha):
+        return self._sum(_d_alpha, alpha, self.M, self.K)
+
+    def trial_sums(self, cands):
+        return self._sum(_d_trials, cands, self.M, self.K)
+
+    def b_step(self, alpha) -> None:
+        self._all(_d_bstep, self.model, alpha, self.K)
+
+    def class_sums(self):
+        return self._sum(_d_class_sums, self.K)
+
+    def e_pass(self, pi, alpha):
+        return self._sum(_d_epass, self.model, pi, alpha, self.M, self.K)
+
+    def beta(self) -> np.ndarray:
+        return np.concatenate([np.zeros(0), *self._all(_d_beta)])
+
+    def finish(self) -> None:
+        """Each part's reported posterior (the last E-step's) where the engine's frames read it (``cur``)."""
+        self._all(_d_finish)
+
+
+def _live(parts):
+    return [p for p in parts if p.block is not None]
+
+
+def _d_start(parts, K: int, mu_b: float) -> float:
+    h = 0.0
+    for p in parts:
+        n = len(p.items)
+        p.glad = {"q": np.zeros((n, K)), "b": np.full(n, mu_b)}
+        if p.block is not None:
+            p.glad["q"] = _votes(p.block, p.known, K)
+        p.glad["report"] = p.glad["q"]
+        h += entropy_rows(p.glad["q"])
+    return h
+
+
+def _d_alpha(parts, alpha, M: int, K: int) -> np.ndarray:
+    out = np.zeros((3, M))
+    for p in _live(parts):
+        out += _alpha_sums(p.block, alpha, p.glad["b"], _w(p.block, p.glad["q"]), K)
+    return out
+
+
+def _d_trials(parts, cands, M: int, K: int) -> np.ndarray:
+    out = np.zeros((TRIES, M))
+    for p in _live(parts):
+        out += _trial_sums(p.block, cands, p.glad["b"], _w(p.block, p.glad["q"]), K)
+    return out
+
+
+def _d_bstep(parts, model: GLAD, alpha, K: int) -> int:
+    for p in _live(parts):
+        p.glad["b"] = model._ascend_b(p.block, alpha, p.glad["b"], _w(p.block, p.glad["q"]), K)
+    return 0
+
+
+def _d_class_sums(parts, K: int) -> np.ndarray:
+    out = np.zeros(K)
+    for p in parts:
+        out += p.glad["q"].sum(axis=0)
+    return out
+
+
+def _d_epass(parts, model: GLAD, pi, alpha, M: int, K: int) -> np.ndarray:
+    out = np.zeros(4 + 3 * M)
+    for p in parts:
+        if p.block is None:
+            out[3] += _b_prior(model, p.glad["b"])
+            continue
+        q_new, part = _e_block(model, p.block, p.known, pi, alpha, p.glad["b"], p.glad["q"], K)
+        p.glad["report"], p.glad["q"] = p.glad["q"], q_new
+        out += part
+    return out
+
+
+def _d_beta(parts) -> np.ndarray:
+    return np.concatenate([np.zeros(0), *(np.exp(p.glad["b"]) for p in parts)])
+
+
+def _d_finish(parts) -> int:
+    for p in parts:
+        p.cur = (p.glad["report"], None)
+    return 0

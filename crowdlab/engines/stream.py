@@ -628,11 +628,11 @@ def fit_file(
         from crowdlab.models.glad import GLAD
 
         if isinstance(model, GLAD):  # per-item difficulties: its own driver, state in memory (8 (K + 1) B/item)
-            from crowdlab.engines.glad_blocks import glad_em
+            from crowdlab.engines.glad_blocks import StreamOps, glad_em
 
-            snaps, violations, q = glad_em(
-                model, sd.blocks, N, sd.n_workers, K, fixed, tol=tol, max_iter=max_iter, progress=progress
-            )
+            ops = StreamOps(sd.blocks, model, N, sd.n_workers, K, fixed)
+            snaps, violations = glad_em(model, ops, sd.n_workers, K, tol=tol, max_iter=max_iter, progress=progress)
+            q = ops.report
             state["rounds"] = len(snaps)
         else:
             snaps, violations, extra = batch_em(model, do_round, tol=tol, max_iter=max_iter, progress=progress)

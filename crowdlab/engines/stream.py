@@ -625,10 +625,20 @@ def fit_file(
             state["rounds"] = state.get("rounds", 0) + 1
             return total
 
-        snaps, violations, extra = batch_em(model, do_round, tol=tol, max_iter=max_iter, progress=progress)
-        final = files[1 - state["cur"]] if extra else files[state["cur"]]
-        _release()
-        q = np.fromfile(final, dtype=np.float64).reshape(N, K)
+        from crowdlab.models.glad import GLAD
+
+        if isinstance(model, GLAD):  # per-item difficulties: its own driver, state in memory (8 (K + 1) B/item)
+            from crowdlab.engines.glad_blocks import StreamOps, glad_em
+
+            ops = StreamOps(sd.blocks, model, N, sd.n_workers, K, fixed)
+            snaps, violations = glad_em(model, ops, sd.n_workers, K, tol=tol, max_iter=max_iter, progress=progress)
+            q = ops.report
+            state["rounds"] = len(snaps)
+        else:
+            snaps, violations, extra = batch_em(model, do_round, tol=tol, max_iter=max_iter, progress=progress)
+            final = files[1 - state["cur"]] if extra else files[state["cur"]]
+            _release()
+            q = np.fromfile(final, dtype=np.float64).reshape(N, K)
         run = EngineRun(
             sd.data, model, snaps, q, state["hard"], tol, max_iter, "stream", violations, agree=state.get("agree")
         )

@@ -18,7 +18,7 @@ from crowdlab.io.samples import sample_paths
 from crowdlab.teaching.simulate import simulate_crowd
 from tests.unit.test_stream import assert_same_fit
 
-NEW = ["mace", "mace_vb", "ibcc", "ebcc"]
+NEW = ["glad", "mace", "mace_vb", "ibcc", "ebcc"]
 FAST = ["bluebirds", "patients"]
 SLOW = ["simulated", "rte", "dogs"]  # the same checks, marked slow (EBCC on dogs takes ~1 min)
 DASK_FAST = ["patients"]  # a Dask round costs ~40 ms of scheduling: the other sets run in the slow suite
@@ -37,7 +37,9 @@ def _check_stream(key, method, tmp_path, **kw):
     labels, _ = sample_paths(key)
     limit = 300 if key == "simulated" else 10000
     mem = cl.fit(read_annotations(labels), method, max_iter=limit, **kw)
-    eng = fit_file(labels, method, chunk_rows=37 if method != "ebcc" else 400, workdir=tmp_path, max_iter=limit, **kw)
+    eng = fit_file(
+        labels, method, chunk_rows=37 if method not in ("ebcc", "glad") else 400, workdir=tmp_path, max_iter=limit, **kw
+    )
     assert_same_fit(mem, eng)
     assert_same_params(mem, eng)
     assert eng.violations == [] and mem.stop_reason == eng.stop_reason
@@ -75,7 +77,7 @@ def _known_file(tmp_path, key="dogs", every=7):
     return labels, path
 
 
-@pytest.mark.parametrize("method", ["ds", "one_coin", "mace", "mace_vb", "ibcc", "ebcc"])
+@pytest.mark.parametrize("method", ["ds", "one_coin", "glad", "mace", "mace_vb", "ibcc", "ebcc"])
 def test_stream_known_labels_equal_in_memory(method, tmp_path):
     labels, known = _known_file(tmp_path, "bluebirds", every=5)
     data = read_annotations(labels)
@@ -106,16 +108,20 @@ def test_known_labels_refused_with_reasons(tmp_path):
         fit_file(labels, "mv", known={read_annotations(labels).item_names[0]: "1"})
 
 
-def test_glad_refused_with_a_reason(tmp_path):
-    labels, _ = sample_paths("bluebirds")
-    with pytest.raises(ModelError, match="GLAD is not offered.*in memory"):
-        fit_file(labels, "glad")
-    assert "glad" not in ENGINE_METHODS
+def test_glad_on_stream_keeps_every_difficulty(tmp_path):
+    """GLAD's per-item difficulties on the streaming engine: beta for every item, in the in-memory order."""
+    labels, _ = sample_paths("patients")
+    mem = cl.fit(read_annotations(labels), "glad")
+    eng = fit_file(labels, "glad", chunk_rows=20)
+    assert eng.params.beta.shape == (45,)
+    np.testing.assert_allclose(eng.params.beta, mem.params.beta, rtol=0, atol=1e-8)
+    np.testing.assert_allclose(eng.params.alpha, mem.params.alpha, rtol=0, atol=1e-8)
+    assert "glad" in ENGINE_METHODS
 
 
 def test_cli_stream_accepts_the_new_methods_and_known(tmp_path, capsys):
     labels, known = _known_file(tmp_path, "bluebirds", every=5)
-    for method in ("mace", "mace_vb", "ibcc", "ebcc"):
+    for method in ("glad", "mace", "mace_vb", "ibcc", "ebcc"):
         out = tmp_path / f"out-{method}"
         assert main(["fit", str(labels), "--method", method, "--stream", "--known", str(known), "--out", str(out)]) == 0
         said = capsys.readouterr().out
@@ -127,8 +133,8 @@ def test_cli_stream_accepts_the_new_methods_and_known(tmp_path, capsys):
         cols = [c for c in a.columns if c.startswith("p_")]
         np.testing.assert_allclose(a[cols].to_numpy(), b[cols].to_numpy(), atol=1e-8)
     capsys.readouterr()
-    assert main(["fit", str(labels), "--method", "glad", "--stream", "--out", str(tmp_path / "g")]) != 0
-    assert "GLAD is not offered" in capsys.readouterr().err
+    assert main(["fit", str(labels), "--method", "glad", "--engine", "dask", "--out", str(tmp_path / "g")]) != 0
+    assert "GLAD is not offered by the Dask engine" in capsys.readouterr().err
 
 
 # ---------------------------------------------------------------------- Dask
@@ -194,12 +200,12 @@ def test_dask_refuses_ebcc_and_glad(client):
     labels, _ = sample_paths("patients")
     with pytest.raises(ModelError, match="EBCC is not offered by the Dask engine.*--stream"):
         fit(str(labels), "ebcc", client=client)
-    with pytest.raises(ModelError, match="GLAD is not offered"):
+    with pytest.raises(ModelError, match="GLAD is not offered by the Dask engine.*--stream"):
         fit(str(labels), "glad", client=client)
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("method", ["mace", "mace_vb", "ibcc", "ebcc"])
+@pytest.mark.parametrize("method", ["glad", "mace", "mace_vb", "ibcc", "ebcc"])
 def test_million_labels_both_engines(method, client, tmp_path):
     """A simulated crowd of 10^6 labels (100,000 items x 10 labels, 400 workers, 3 classes): the streamed file (and,
     except EBCC, the Dask engine over 4 partitions) equals the in-memory fit to 1e-8."""
@@ -218,7 +224,53 @@ def test_million_labels_both_engines(method, client, tmp_path):
     eng = fit_file(path, method, chunk_rows=200_000, max_iter=limit, workdir=work)
     assert_same_fit(mem, eng)
     assert_same_params(mem, eng)
-    if method != "ebcc":
+    if method not in ("ebcc", "glad"):
         run = fit(str(path), method, client=client, npartitions=4, max_iter=limit)
         assert_same_fit(mem, run)
         assert_same_params(mem, run)
+
+
+# ---------------------------------------------------------------------- the DataFrame API's engine= option
+def _frame_pair(est_cls, df, **kw):
+    mem = est_cls(**kw).fit(df)
+    eng = est_cls(engine="stream", chunk_rows=500, **kw).fit(df)
+    pd.testing.assert_index_equal(mem.probas_.index, eng.probas_.index)
+    np.testing.assert_allclose(eng.probas_.to_numpy(), mem.probas_.to_numpy(), rtol=0, atol=1e-8)
+    np.testing.assert_allclose(eng.errors_.to_numpy(), mem.errors_.to_numpy(), rtol=0, atol=1e-8)
+    assert eng.labels_.equals(mem.labels_) and eng.stop_reason_ == mem.stop_reason_
+    return mem, eng
+
+
+def test_estimators_engine_stream_equal_memory():
+    """engine="stream" fits the DataFrame's own codes: results in its own task, worker and class order and values."""
+    labels, _ = sample_paths("bluebirds")
+    df = pd.read_csv(labels).rename(columns={"item": "task"})
+    df["worker"] = "w" + df["worker"].astype(str)  # text workers, integer tasks and labels
+    _frame_pair(cl.DawidSkene, df, prior=0.5)
+    _, eng = _frame_pair(cl.MACE, df, inference="vb")
+    assert eng.spamming_intervals_.shape == (39, 2)
+    task = df["task"].iloc[0]
+    mem, eng = _frame_pair(cl.GLAD, df, known={task: 1})
+    assert eng.labels_[task] == 1
+    np.testing.assert_allclose(eng.difficulties_.to_numpy(), mem.difficulties_.to_numpy(), atol=1e-8)
+    assert cl.aggregate(df, "ibcc", engine="stream").equals(cl.aggregate(df, "ibcc"))
+
+
+def test_estimators_engine_refusals():
+    labels, _ = sample_paths("patients")
+    df = pd.read_csv(labels)
+    with pytest.raises(ValueError, match="engine must be one of memory, stream, dask"):
+        cl.DawidSkene(engine="spark")
+    with pytest.raises(ValueError, match="hard=True needs engine='memory'"):
+        cl.DawidSkene(engine="stream", hard=True)
+    with pytest.raises(ModelError, match="GLAD is not offered by the Dask engine"):
+        cl.GLAD(engine="dask").fit(df)
+
+
+def test_estimators_engine_dask_equal_memory(client):
+    labels, _ = sample_paths("patients")
+    df = pd.read_csv(labels)
+    mem = cl.IBCC().fit(df)
+    eng = cl.IBCC(engine="dask", client=client).fit(df)
+    np.testing.assert_allclose(eng.probas_.to_numpy(), mem.probas_.to_numpy(), rtol=0, atol=1e-8)
+    assert eng.labels_.equals(mem.labels_)

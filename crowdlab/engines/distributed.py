@@ -277,7 +277,9 @@ def _local_part(frame, hashes: bool) -> LocalPart:
         enc = pc.dictionary_encode(arr, null_encoding="encode")
         codes = np.asarray(enc.indices, dtype=np.int32)
         uniq = enc.dictionary
-        text = np.asarray(uniq.to_numpy(zero_copy_only=False), dtype=object)
+        # the item names stay Arrow strings (only their hashes leave the partition, with by_item): no Python str
+        # per item
+        text = None if col == "item" else np.asarray(uniq.to_numpy(zero_copy_only=False), dtype=object)
         bad = np.asarray(pc.fill_null(pc.equal(uniq, ""), True), dtype=bool)
         if col == "label":
             bad = bad | missing_values(np.where(bad, "", text).astype(str))
@@ -298,7 +300,7 @@ def _local_part(frame, hashes: bool) -> LocalPart:
         "n_items": len(i_uniq),
     }
     if hashes:
-        summary["item_hashes"] = pd.util.hash_array(coded["item"][2])
+        summary["item_hashes"] = pd.util.hash_array(np.asarray(i_uniq.to_numpy(zero_copy_only=False), dtype=object))
     return LocalPart(i_uniq, i_codes, w_codes, l_codes, summary)
 
 

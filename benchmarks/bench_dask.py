@@ -18,7 +18,8 @@ process's peak, an upper bound of the cluster's peak):
   and the cores present; `crowdlab.models.parallel`);
 - ``dask W``: `crowdlab.engines.distributed.fit` on a LocalCluster of W single-threaded worker processes:
   ``prepare`` is everything before the first EM round (reading, dictionaries, coding, the check of by_item), then
-  seconds per round (one round = one EM iteration; the cluster's start is not counted);
+  seconds per round (one round = one EM iteration; the cluster's start is not counted), and the round trip of a
+  task that does nothing (the cluster's latency, which a busy machine stretches from a few ms to 100+ ms);
 - ``stream``: `crowdlab.engines.stream.fit_file` on the one Parquet file: the first pass, then seconds per pass;
 - ``crowd-kit``: ``crowdkit.aggregation.DawidSkene(n_iter)`` on a pandas frame (task, worker, label): its fit
   time over its iterations (installed from requirements-bench.txt; skipped with a note when missing).
@@ -116,6 +117,11 @@ def one_dask(folder: Path, args) -> dict:
     cluster = distributed.LocalCluster(n_workers=args.workers, threads_per_worker=1, memory_limit=0, **NO_DASHBOARD)
     client = distributed.Client(cluster)
     try:
+        client.gather(client.submit(_noop, 0, pure=False))
+        t = time.perf_counter()
+        for i in range(10):  # the cluster's latency alone: a task that does nothing, there and back
+            client.gather(client.submit(_noop, i, pure=False))
+        rt = (time.perf_counter() - t) / 10
         t = time.perf_counter()
         run = fit(str(folder / "part*.parquet"), "ds", client=client, by_item=True, max_iter=args.iters, tol=0)
         total = time.perf_counter() - t
@@ -130,10 +136,15 @@ def one_dask(folder: Path, args) -> dict:
             "objective": run.objective_history()[-1],
             "iterations": run.last.iteration,
             "workers_peak_mb": float(sum(workers.values())),
+            "round_trip_s": rt,
         }
     finally:
         client.close()
         cluster.close()
+
+
+def _noop(x):
+    return x
 
 
 def one_stream(folder: Path, args) -> dict:
@@ -315,6 +326,8 @@ def row(name: str, r: dict, out: dict, arrow: dict, cores: int) -> str:
         target = f">= 1.7x on 2 cores: {'met' if speed >= 1.7 else 'NOT met'}" if nj == 2 else ""
     elif name == "streaming" and ratio:
         target = f"<= 1.5x memory: {'met' if ratio <= 1.5 else 'NOT met'}"
+    if r.get("round_trip_s") is not None:
+        target += f"; no-op task round trip {1000 * r['round_trip_s']:.0f} ms"
     dobj = abs(r["objective"] - obj) / abs(obj) if obj and r.get("objective") is not None else None
     return (
         f"{name:<24}{fmt(per):>9}{fmt(ratio, 'x', 2):>10}{fmt(speed, 'x', 2):>10}{fmt(eff, '', 2):>8}"

@@ -248,11 +248,7 @@ def main() -> None:
         out = results["sizes"][str(size)] = {}
         try:
             t = time.perf_counter()
-            generate_parquet(folder, size, args.files)
-            if "stream" in engines or "crowdkit" in engines:
-                import pyarrow.parquet as pq
-
-                pq.write_table(pq.read_table(sorted(folder.glob("part*.parquet"))), folder / "all.parquet")
+            generate_parquet(folder, size, args.files, one_file="stream" in engines or "crowdkit" in engines)
             print(
                 f"\n== {size:,} labels ({size // 5:,} items), {args.files} Parquet files by item, "
                 f"generated in {time.perf_counter() - t:.1f} s; load {os.getloadavg()[0]:.2f}"

@@ -36,18 +36,28 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 
 
-def tables(n_labels: int, K: int = 5, per_item: int = 5, n_workers: int = 1000, seed: int = 0):
+def tables(
+    n_labels: int, K: int = 5, per_item: int = 5, n_workers: int = 1000, seed: int = 0, part: tuple[int, int] = (0, 1)
+):
     """The generated rows as Arrow tables (item, worker, label) of up to 10^6 items each, every item's
-    ``per_item`` rows next to each other (vectorised)."""
+    ``per_item`` rows next to each other (vectorised). ``part=(i, P)``: only the i-th of P contiguous ranges of
+    the item order, drawn from its own seed (the workers' accuracies are the same in every part), so P processes
+    can write P files by item at once."""
     import pyarrow as pa
     import pyarrow.compute as pc
 
     rng = np.random.default_rng(seed)
     n_items = n_labels // per_item
     acc = rng.uniform(0.55, 0.95, n_workers)
-    order = rng.permutation(n_items)
+    i, P = part
+    if P > 1:
+        lo_i, hi_i = n_items * i // P, n_items * (i + 1) // P
+        rng = np.random.default_rng([seed, i])
+        order = lo_i + rng.permutation(hi_i - lo_i)
+    else:
+        order = rng.permutation(n_items)
     block = 1_000_000
-    for lo in range(0, n_items, block):
+    for lo in range(0, order.size, block):
         ids = order[lo : lo + block]
         n = ids.size
         truth = rng.integers(0, K, n)
@@ -77,21 +87,40 @@ def generate(path: Path, n_labels: int, K: int = 5, per_item: int = 5, n_workers
             out.write_table(t)
 
 
-def generate_parquet(folder: Path, n_labels: int, files: int, per_item: int = 5, **kw) -> list[Path]:
-    """The same rows as ``files`` Parquet files partitioned by item (each cut at an item boundary)."""
-    import pyarrow as pa
+def _write_part(folder: str, n_labels: int, i: int, files: int) -> str:
     import pyarrow.parquet as pq
 
-    table = pa.concat_tables(tables(n_labels, per_item=per_item, **kw))
-    rows = table.num_rows
-    step = -(-rows // files)
-    step += -step % per_item
-    out = []
-    for i in range(files):
-        part = table.slice(i * step, step)
-        if part.num_rows:
-            out.append(folder / f"part{i:03d}.parquet")
-            pq.write_table(part, out[-1])
+    path = Path(folder) / f"part{i:03d}.parquet"
+    writer = None
+    for t in tables(n_labels, part=(i, files)):
+        writer = writer or pq.ParquetWriter(path, t.schema)
+        writer.write_table(t)
+    if writer is not None:
+        writer.close()
+    return str(path)
+
+
+def generate_parquet(folder: Path, n_labels: int, files: int, one_file: bool = False) -> list[Path]:
+    """``files`` Parquet files partitioned by item (file i: the i-th range of items, in a random order), written
+    by as many processes as there are cores; ``one_file``: also all of them as one file (all.parquet)."""
+    from concurrent.futures import ProcessPoolExecutor
+
+    import pyarrow.parquet as pq
+
+    with ProcessPoolExecutor(max_workers=min(files, os.cpu_count() or 1)) as pool:
+        out = [
+            Path(p)
+            for p in pool.map(_write_part, [str(folder)] * files, [n_labels] * files, range(files), [files] * files)
+        ]
+    out = [p for p in out if p.exists()]
+    if one_file:
+        writer = None
+        for p in out:
+            for batch in pq.ParquetFile(p).iter_batches(batch_size=1 << 20):
+                writer = writer or pq.ParquetWriter(folder / "all.parquet", batch.schema)
+                writer.write_batch(batch)
+        if writer is not None:
+            writer.close()
     return out
 
 

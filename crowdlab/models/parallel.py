@@ -6,6 +6,7 @@ three passes of a class model's iteration that grow with the data in ``n_jobs`` 
 - the E-step's sparse product ``X @ log Gamma`` (Traganitis & Giannakis eq. 9), row blocks of X;
 - the E-step's row kernels (softmax, log-sum-exp, arg-max, entropy, class totals; `crowdlab.models.kernels`),
   row blocks of the log joint, each block's class totals and entropy term added in block order;
+- the bound's sum of q * log joint (numpy's einsum), row blocks;
 - the M-step's expected counts ``X.T @ q`` (eq. 11), blocks of items (at most ``MAX_BLOCKS``), each block's
   counts into its own (C, K) array, the arrays added in block order.
 
@@ -176,6 +177,18 @@ def softmax_blocks(lj: np.ndarray, off: np.ndarray, k: dict) -> tuple:
     for row in cols:
         colsum += row
     return e, mx, am, s, colsum, inner
+
+
+def threaded_inner(q: np.ndarray, lj: np.ndarray) -> float | None:
+    """sum(q * lj) (the bound's E_q[log p(x, y | theta)]) over row blocks on the pool (numpy's einsum releases the
+    GIL), the blocks' sums added in block order; None for one thread."""
+    if _JOBS.get() < 2 or q.ndim != 2 or q.size < MIN_CELLS:
+        return None
+    parts = run_blocks(lambda lo, hi: float(np.einsum("ij,ij->", q[lo:hi], lj[lo:hi])), row_bounds(q.shape[0]))
+    total = 0.0
+    for v in parts:
+        total += v
+    return total
 
 
 def threaded_softmax(lj: np.ndarray, off: np.ndarray) -> tuple | None:

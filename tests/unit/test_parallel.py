@@ -43,6 +43,7 @@ def test_the_threaded_primitives_equal_the_single_threaded_ones(crowd, small_blo
     with parallel.jobs(2):
         assert parallel.sparse_dot(crowd.label_counts, np.ones((M * K, K))) is not None  # the threaded paths run
         assert parallel.threaded_softmax(lj1.copy(), off) is not None
+        assert parallel.threaded_inner(q1, lj1) == pytest.approx(float((q1 * lj1).sum()), rel=1e-12)
         lj2, _ = class_log_joint_parts(crowd, pi, gamma)
         q2, lse2, am2, ent2, col2 = softmax_rows_full(lj2.copy(), off)
         c2 = expected_counts(crowd, q2)
@@ -64,6 +65,8 @@ def test_fits_agree_across_n_jobs(crowd, small_blocks, method):
     assert runs[1].last.iteration == runs[2].last.iteration
     np.testing.assert_allclose(runs[2].posterior, runs[1].posterior, rtol=0, atol=1e-12)
     np.testing.assert_allclose(runs[2].objective_history(), runs[1].objective_history(), rtol=1e-12)
+    assert np.array_equal(runs[2].history()["bound"], runs[3].history()["bound"])
+    np.testing.assert_allclose(runs[2].history()["bound"], runs[1].history()["bound"], rtol=1e-12)
     assert runs[2].n_jobs == 2 and not runs[2].violations
 
 

@@ -550,7 +550,16 @@ def fit(
         # first pass: each partition coded by its own dictionaries, kept on its worker; the client gets the
         # distinct names and counts (and, with by_item, a hash of each item name to check the promise)
         pieces = [delayed(_parquet_part)(f, names) for f in files] if files else ddf.to_delayed()
-        local = c.compute([delayed(_local_part)(d, by_item) for d in pieces])
+        # the partitions (files by item) dealt round-robin to the workers and kept there, so that every worker gets
+        # the same share of the rounds' work (the scheduler's placement and its work stealing need not balance them)
+        addrs = sorted(c.scheduler_info(n_workers=-1)["workers"]) if by_item else []
+        tasks = [delayed(_local_part)(d, by_item) for d in pieces]
+        if len(addrs) > 1:
+            local = [
+                c.compute(t, workers=[addrs[i % len(addrs)]], allow_other_workers=False) for i, t in enumerate(tasks)
+            ]
+        else:
+            local = c.compute(tasks)
         sums = c.gather([c.submit(_part_summary, lp, pure=False) for lp in local])
         _refuse_missing(_missing_frame(sums), columns, file)
         n_obs = int(sum(int(s["worker_rows"].sum()) for s in sums))
@@ -588,7 +597,8 @@ def fit(
 
             kcodes = known_class_codes(known, class_names)
         parts, wo, lo = [], 0, 0
-        for lp, s_ in zip(local, sums):
+        home = [addrs[i % len(addrs)] for i in range(len(local))] if len(addrs) > 1 else [None] * len(local)
+        for lp, s_, addr in zip(local, sums, home):
             nw, nl = s_["workers"].size, s_["labels"].size
             parts.append(
                 c.submit(
@@ -602,6 +612,8 @@ def fit(
                     kcodes,
                     cells,
                     pure=False,
+                    workers=[addr] if addr else None,
+                    allow_other_workers=addr is None,
                 )
             )
             wo, lo = wo + nw, lo + nl

@@ -371,6 +371,11 @@ def _part_frame(part: Part, which: str, class_names: tuple[str, ...]) -> pd.Data
     return frame
 
 
+def _pinned(addr: str | None) -> dict:
+    """``submit``'s options that keep a task on the worker ``addr`` (none when there is no address)."""
+    return {"workers": [addr], "allow_other_workers": False} if addr else {}
+
+
 def _by_worker(client, parts: list) -> list[tuple[str, list]]:
     """The parts grouped by the worker that holds each (in the parts' order), as [(address, [futures])]."""
     who = client.who_has(parts)
@@ -612,8 +617,7 @@ def fit(
                     kcodes,
                     cells,
                     pure=False,
-                    workers=[addr] if addr else None,
-                    allow_other_workers=addr is None,
+                    **_pinned(addr),
                 )
             )
             wo, lo = wo + nw, lo + nl
@@ -643,8 +647,7 @@ def fit(
                     bonus,
                     cells,
                     pure=False,
-                    workers=[addr] if addr else None,
-                    allow_other_workers=not addr,
+                    **_pinned(addr),
                 )
                 for addr, group in groups
             ]

@@ -243,3 +243,19 @@ def test_parquet_files_by_item_are_read_by_pyarrow_per_file(client, tmp_path, mo
     frame.iloc[:404].to_parquet(folder / "p0.parquet", index=False)  # item 101's rows in p0 and p1
     with pytest.raises(DataError, match="more than one partition"):
         _fit(str(folder / "*.parquet"), "ds", client, by_item=True)
+
+
+def test_one_worker_cluster_fits_parquet_files_by_item(tmp_path):
+    """One worker: nothing to deal the partitions to, no task pinned (``allow_other_workers`` without ``workers``
+    was refused by distributed)."""
+    from crowdlab.engines.distributed import NO_DASHBOARD
+
+    data = simulate_crowd(120, 6, 2, labels_per_item=3, seed=1).annotations
+    frame = to_long_dataframe(data)
+    for i, (lo, hi) in enumerate([(0, 180), (180, len(frame))]):  # 3 labels per item: cut at an item boundary
+        frame.iloc[lo:hi].to_parquet(tmp_path / f"p{i}.parquet", index=False)
+    cluster = distributed.LocalCluster(n_workers=1, threads_per_worker=1, processes=False, **NO_DASHBOARD)
+    with distributed.Client(cluster) as c:
+        run = _fit(str(tmp_path / "*.parquet"), "ds", c, by_item=True, max_iter=20)
+        assert_same_fit(cl.fit(data, "ds", max_iter=20), run)
+    cluster.close()

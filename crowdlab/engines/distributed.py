@@ -329,6 +329,7 @@ def _to_block(
     from crowdlab.engines.blocks import make_block
     from crowdlab.models.kernels import load_for
 
+    _tune_malloc()
     load_for(cells)  # the compiled kernels loaded while preparing, not in the first round
     n = len(lp.items)
     fixed = matched = None
@@ -336,11 +337,43 @@ def _to_block(
         fixed, matched = known_for_items(lp.items, known, codes)
     if not lp.item.size:
         return Part(lp.items, None, fixed, matched)
-    return Part(lp.items, make_block(lp.item, wmap[lp.worker], lmap[lp.label], n, M, K), fixed, matched)
+    block = make_block(lp.item, wmap[lp.worker], lmap[lp.label], n, M, K)
+    block.label_counts_t  # noqa: B018  the count matrix built here, in the preparation, not in the first round
+    return Part(lp.items, block, fixed, matched)
 
 
 def _part_matched(part: Part) -> np.ndarray:
     return part.matched
+
+
+_MALLOC_TUNED = False
+MMAP_THRESHOLD = 32 << 20  # bytes: numpy temporaries up to this size come from the heap, not a fresh mmap each
+TRIM_THRESHOLD = 64 << 20  # bytes of free heap a worker keeps before handing memory back to the system
+
+
+def _tune_malloc() -> bool:
+    """Undo, in this worker process, what distributed's nanny's ``MALLOC_TRIM_THRESHOLD_=65536`` does to numpy.
+
+    Setting any glibc malloc threshold turns off glibc's dynamic mmap threshold, so every allocation over 128 kB
+    (each (n, K) temporary of a block's E-step, each (M, K, K) sum) is a fresh ``mmap`` whose pages fault in on
+    first touch, and is unmapped when freed: a block round ran 2.5-3.5x slower in a nanny's worker than the same
+    round in a plain process (2-core machine, 10^6 labels in 16 blocks: 70-90 ms instead of 22-36 ms). Here the
+    thresholds are raised once per process (``mallopt``: mmap above 32 MB, trim above 64 MB of free heap); only
+    in a process started with that variable (a nanny's worker), only on glibc. Returns whether it changed them."""
+    global _MALLOC_TUNED
+    if _MALLOC_TUNED or "MALLOC_TRIM_THRESHOLD_" not in os.environ:
+        return False
+    _MALLOC_TUNED = True
+    try:
+        import ctypes
+
+        libc = ctypes.CDLL("libc.so.6")
+        M_TRIM_THRESHOLD, M_MMAP_THRESHOLD = -1, -3
+        return bool(libc.mallopt(M_MMAP_THRESHOLD, MMAP_THRESHOLD)) and bool(
+            libc.mallopt(M_TRIM_THRESHOLD, TRIM_THRESHOLD)
+        )
+    except (OSError, AttributeError):  # not glibc
+        return False
 
 
 def _worker_round(parts: list[Part], model, params, M: int, K: int, mode: str, bonus, cells: int) -> Stats:
@@ -350,6 +383,7 @@ def _worker_round(parts: list[Part], model, params, M: int, K: int, mode: str, b
     loading (`crowdlab.models.kernels.load_for`), as in memory."""
     from crowdlab.models.kernels import load_for
 
+    _tune_malloc()
     load_for(cells)
     total = None
     for part in parts:

@@ -133,8 +133,8 @@ def test_cli_stream_accepts_the_new_methods_and_known(tmp_path, capsys):
         cols = [c for c in a.columns if c.startswith("p_")]
         np.testing.assert_allclose(a[cols].to_numpy(), b[cols].to_numpy(), atol=1e-8)
     capsys.readouterr()
-    assert main(["fit", str(labels), "--method", "glad", "--engine", "dask", "--out", str(tmp_path / "g")]) != 0
-    assert "GLAD is not offered by the Dask engine" in capsys.readouterr().err
+    assert main(["fit", str(labels), "--method", "ebcc", "--engine", "dask", "--out", str(tmp_path / "g")]) != 0
+    assert "EBCC is not offered by the Dask engine" in capsys.readouterr().err
 
 
 # ---------------------------------------------------------------------- Dask
@@ -163,21 +163,19 @@ def _check_dask(key, method, client, **kw):
 
 
 @pytest.mark.parametrize("key", DASK_FAST)
-@pytest.mark.parametrize("method", ["mace", "mace_vb", "ibcc"])
+@pytest.mark.parametrize("method", ["glad", "mace", "mace_vb", "ibcc"])
 def test_dask_new_models_equal_in_memory(key, method, client):
     _check_dask(key, method, client)
 
 
 @pytest.mark.slow
 @pytest.mark.parametrize("key", ["bluebirds", *SLOW])
-@pytest.mark.parametrize("method", ["mace", "mace_vb", "ibcc"])
+@pytest.mark.parametrize("method", ["glad", "mace", "mace_vb", "ibcc"])
 def test_dask_new_models_equal_in_memory_larger_sets(key, method, client):
     _check_dask(key, method, client)
 
 
-@pytest.mark.parametrize(
-    "method", ["ibcc", pytest.param("ds", marks=pytest.mark.slow), pytest.param("mace", marks=pytest.mark.slow)]
-)
+@pytest.mark.parametrize("method", ["ibcc", *(pytest.param(m, marks=pytest.mark.slow) for m in ("glad", "ds", "mace"))])
 def test_dask_known_labels_equal_in_memory(method, client, tmp_path):
     from crowdlab.cli import _known_codes
     from crowdlab.engines.distributed import fit
@@ -194,14 +192,14 @@ def test_dask_known_labels_equal_in_memory(method, client, tmp_path):
         fit(str(labels), method, client=client, known={"nope": data.class_names[0]})
 
 
-def test_dask_refuses_ebcc_and_glad(client):
+def test_dask_refuses_ebcc_and_what_needs_memory(client):
     from crowdlab.engines.distributed import fit
 
     labels, _ = sample_paths("patients")
     with pytest.raises(ModelError, match="EBCC is not offered by the Dask engine.*--stream"):
         fit(str(labels), "ebcc", client=client)
-    with pytest.raises(ModelError, match="GLAD is not offered by the Dask engine.*--stream"):
-        fit(str(labels), "glad", client=client)
+    with pytest.raises(ModelError, match="need.*in memory"):
+        fit(str(labels), "scores", client=client)
 
 
 @pytest.mark.slow
@@ -224,7 +222,7 @@ def test_million_labels_both_engines(method, client, tmp_path):
     eng = fit_file(path, method, chunk_rows=200_000, max_iter=limit, workdir=work)
     assert_same_fit(mem, eng)
     assert_same_params(mem, eng)
-    if method not in ("ebcc", "glad"):
+    if method != "ebcc":
         run = fit(str(path), method, client=client, npartitions=4, max_iter=limit)
         assert_same_fit(mem, run)
         assert_same_params(mem, run)
@@ -263,8 +261,8 @@ def test_estimators_engine_refusals():
         cl.DawidSkene(engine="spark")
     with pytest.raises(ValueError, match="hard=True needs engine='memory'"):
         cl.DawidSkene(engine="stream", hard=True)
-    with pytest.raises(ModelError, match="GLAD is not offered by the Dask engine"):
-        cl.GLAD(engine="dask").fit(df)
+    with pytest.raises(ValueError, match="init='random' needs engine='memory'"):
+        cl.GLAD(engine="dask", init="random").fit(df)
 
 
 def test_estimators_engine_dask_equal_memory(client):

@@ -137,7 +137,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
 
     g = f.add_argument_group(
-        "bigger than memory / on a Dask cluster (methods mv, ds, one_coin, two_coin, mace, mace_vb, ibcc; ebcc on "
+        "bigger than memory / on a Dask cluster (methods mv, ds, one_coin, two_coin, glad, mace, mace_vb, ibcc; ebcc on "
         "--stream only; --known)"
     )
     g.add_argument(

@@ -1,4 +1,5 @@
-"""Batch EM on a Dask cluster: majority vote, Dawid-Skene, one-coin and two-coin over data partitioned by item.
+"""Batch EM on a Dask cluster over data partitioned by item: majority vote, Dawid-Skene, one-coin, two-coin, GLAD, MACE
+(EM and VB) and IBCC, optionally semi-supervised (``known=``).
 
 ``crowdlab.engines.distributed.fit(source, method="ds")`` or ``crowdlab fit "data/*.parquet" --engine dask
 [--scheduler tcp://host:8786]``.
@@ -29,7 +30,9 @@ pandas DataFrame in the in-memory item order), ``posterior`` / ``labels()`` (arr
 
 Limits: the client holds the worker and class dictionaries and the (M, K, K) statistics; each partition holds its
 rows and its items' posteriors; ``posterior_frame()`` brings every item's posterior to the client. Not supported:
-gold, hard EM, other starts than majority vote, the scores/sequence/network/feature models.
+gold, hard EM, other starts than majority vote, EBCC (its random start follows the in-memory item order: use the
+streaming engine), the scores/sequence/network/feature models. GLAD keeps each item's difficulty in its part and
+runs 2 m_rounds passes per iteration (`crowdlab.engines.glad_blocks`).
 """
 
 from __future__ import annotations

@@ -31,6 +31,11 @@ machine (``fit_file`` checks the free memory first and says so): use online EM (
 `crowdlab.models.online`), which reads each row once and keeps no per-item state, or the Dask engine
 (`crowdlab.engines.distributed`) across machines.
 
+Models: mv, ds, one_coin, two_coin, mace, mace_vb, ibcc, ebcc by the shared rounds
+(`crowdlab.engines.blocks.batch_em`), GLAD by its own passes (`crowdlab.engines.glad_blocks`, its difficulties and
+posterior held in memory, 8 (K + 1) bytes per item); ``known=`` (a mapping or an item,label file) fixes items'
+classes (semi-supervised EM, the whole (N,) code array in memory, 4 bytes per item).
+
 Not supported when streaming: wide files, continuous scores, sequences, gold (score the written labels.csv
 afterwards), hard EM and starts other than majority vote; CSV quoted fields spanning lines are kept whole
 (a chunk is extended until its quotes balance). UTF-16/32 files must be converted to UTF-8 first.

@@ -137,8 +137,8 @@ def build_parser() -> argparse.ArgumentParser:
     )
 
     g = f.add_argument_group(
-        "bigger than memory / on a Dask cluster (methods mv, ds, one_coin, two_coin, glad, mace, mace_vb, ibcc; ebcc on "
-        "--stream only; --known)"
+        "bigger than memory / on a Dask cluster (methods mv, ds, one_coin, two_coin, glad, mace, mace_vb, ibcc; "
+        "ebcc on --stream only; --known)"
     )
     g.add_argument(
         "--engine",

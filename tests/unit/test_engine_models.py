@@ -77,7 +77,10 @@ def _known_file(tmp_path, key="dogs", every=7):
     return labels, path
 
 
-@pytest.mark.parametrize("method", ["ds", "one_coin", "glad", "mace", "mace_vb", "ibcc", "ebcc"])
+@pytest.mark.parametrize(
+    "method",
+    ["glad", "mace_vb", "ebcc", *(pytest.param(m, marks=pytest.mark.slow) for m in ("ds", "one_coin", "mace", "ibcc"))],
+)
 def test_stream_known_labels_equal_in_memory(method, tmp_path):
     labels, known = _known_file(tmp_path, "bluebirds", every=5)
     data = read_annotations(labels)
@@ -163,7 +166,9 @@ def _check_dask(key, method, client, **kw):
 
 
 @pytest.mark.parametrize("key", DASK_FAST)
-@pytest.mark.parametrize("method", ["glad", "mace", "mace_vb", "ibcc"])
+@pytest.mark.parametrize(
+    "method", ["glad", "ibcc", *(pytest.param(m, marks=pytest.mark.slow) for m in ("mace", "mace_vb"))]
+)
 def test_dask_new_models_equal_in_memory(key, method, client):
     _check_dask(key, method, client)
 

@@ -277,3 +277,33 @@ def test_estimators_engine_dask_equal_memory(client):
     eng = cl.IBCC(engine="dask", client=client).fit(df)
     np.testing.assert_allclose(eng.probas_.to_numpy(), mem.probas_.to_numpy(), rtol=0, atol=1e-8)
     assert eng.labels_.equals(mem.labels_)
+
+
+def test_stream_known_from_a_column_of_the_file(tmp_path, capsys):
+    """known_column / --known-column: the classes in a column of the label file itself (blank: unknown) give the
+    fit of the same classes as a known-labels file."""
+    labels, known = _known_file(tmp_path, "bluebirds", every=5)
+    rows = pd.read_csv(labels, dtype=str)
+    fixed = pd.read_csv(known, dtype=str).set_index("item")["label"]
+    rows["truth"] = rows["item"].map(fixed).where(rows.index % 3 == 0)  # on some of an item's rows only
+    with_col = tmp_path / "with_truth.csv"
+    rows.to_csv(with_col, index=False)
+    used = rows.dropna().drop_duplicates("item")[["item", "truth"]]
+    sub = tmp_path / "used.csv"
+    used.rename(columns={"truth": "label"}).to_csv(sub, index=False)
+    a = fit_file(with_col, "ibcc", chunk_rows=200, known_column="truth")
+    b = fit_file(labels, "ibcc", chunk_rows=200, known=sub)
+    np.testing.assert_array_equal(a.posterior, b.posterior)
+    assert any("from column 'truth'" in n for n in a.data.notes) and len(used) > 5
+    out = tmp_path / "o"
+    assert (
+        main(["fit", str(with_col), "--stream", "--method", "ibcc", "--known-column", "truth", "--out", str(out)]) == 0
+    )
+    assert f"semi-supervised: {len(used)} items keep their known class" in capsys.readouterr().out
+    first_two = rows.index[rows["item"] == rows.loc[0, "item"]][:2]  # one item's two rows, two classes
+    rows.loc[first_two, "truth"] = ["0", "1"]
+    rows.to_csv(with_col, index=False)
+    with pytest.raises(DataError, match="more than one class"):
+        fit_file(with_col, "ibcc", known_column="truth")
+    with pytest.raises(DataError, match="no column 'nope'"):
+        fit_file(with_col, "ibcc", known_column="nope")

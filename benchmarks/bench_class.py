@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import concurrent.futures
 import json
 import os
 import random
@@ -38,8 +39,8 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from crowdlab.io.class_store import ClassStore  # noqa: E402
-from crowdlab.teaching import class_items as ci  # noqa: E402
+from crowdlab.classroom import items as ci  # noqa: E402
+from crowdlab.classroom.store import ClassStore  # noqa: E402
 from tests.e2e.helpers import CHROMIUM, CHROMIUM_ARGS, LAST_SERVER, streamlit_server  # noqa: E402
 
 PHONE = {"width": 375, "height": 667}
@@ -206,7 +207,10 @@ def run_load(n_students: int = 40, n_votes: int = 10) -> dict:
     """Start a server with a temporary data folder, run the load, return the figures (see the module docstring)."""
     with tempfile.TemporaryDirectory() as tmp:
         with streamlit_server({"CROWDLAB_DATA_DIR": tmp}, log_name="streamlit_load.log") as url:
-            return asyncio.run(_run(url, Path(tmp) / "class.db", n_students, n_votes))
+            # a thread of its own: under pytest, playwright's sync API may already run an event loop in this one
+            with concurrent.futures.ThreadPoolExecutor(max_workers=1) as pool:
+                job = pool.submit(asyncio.run, _run(url, Path(tmp) / "class.db", n_students, n_votes))
+                return job.result()
 
 
 def main() -> None:

@@ -123,6 +123,12 @@ def build_parser() -> argparse.ArgumentParser:
         "estimated like Dawid-Skene's (better when one class dominates)",
     )
     f.add_argument("--known", help="semi-supervised EM: CSV item,label of items whose class is known (kept fixed)")
+    f.add_argument(
+        "--known-column",
+        dest="known_column",
+        help="--stream: semi-supervised EM from a column of FILE itself (a cell holding a class fixes that row's "
+        "item; blank: unknown)",
+    )
     f.add_argument("--reveal", type=float, help="semi-supervised EM: fix the classes of this fraction of --gold")
     f.add_argument("--reveal-seed", dest="reveal_seed", type=int, default=0, help="which gold items --reveal picks")
     o = f.add_argument_group("online EM (--method online_ds / online_one_coin; the nominalonlineextract blog post)")
@@ -137,8 +143,8 @@ def build_parser() -> argparse.ArgumentParser:
     )
 
     g = f.add_argument_group(
-        "bigger than memory / on a Dask cluster (methods mv, ds, one_coin, two_coin, mace, mace_vb, ibcc; ebcc on "
-        "--stream only; --known)"
+        "bigger than memory / on a Dask cluster (methods mv, ds, one_coin, two_coin, glad, mace, mace_vb, ibcc; "
+        "ebcc on --stream only; --known)"
     )
     g.add_argument(
         "--engine",
@@ -192,6 +198,7 @@ _SCOPED = (
     ("--e-step", "e_step", "mrf", "--method mrf"),
     ("--reveal-seed", "reveal_seed", "reveal", "--reveal"),
     ("--chunk-rows", "chunk_rows", "stream", "--stream (--engine stream)"),
+    ("--known-column", "known_column", "stream", "--stream (--engine stream)"),
     ("--scheduler", "scheduler", "dask", "--engine dask"),
     ("--npartitions", "npartitions", "dask", "--engine dask"),
     ("--n-jobs", "n_jobs", "memory", "the in-memory engine (--engine memory)"),
@@ -229,6 +236,8 @@ def check_options(args: argparse.Namespace) -> None:
         if not ok:
             shown = f"{value:g}" if isinstance(value, float) else value
             raise OptionError(f"{option} must be {want}, not {shown}.")
+    if args.known and args.known_column:
+        raise OptionError("--known and --known-column both name known classes: give one.")
     if args.class_prior is not None and args.method not in CLASS_PRIOR_MODELS:
         raise OptionError(
             f"--class-prior applies to --method {', '.join(CLASS_PRIOR_MODELS)} only; the other methods estimate "
@@ -517,6 +526,7 @@ def cmd_fit_engine(args: argparse.Namespace, engine: str) -> int:
             where="cli",
             known=args.known,
             model_options=options,
+            known_column=args.known_column,
         )
         frames = None
     else:

@@ -18,13 +18,12 @@ and the statistics of the new posterior come out of the same pass, and log p(x |
 Supported: "mv", "ds", "one_coin", "two_coin", "mace" (soft EM, optional prior strength), "mace_vb", "ibcc" and
 "ebcc" (variational Bayes: the objective is the ELBO, the statistics the same expected counts), started by majority
 vote, optionally semi-supervised (``known``: each block's fixed classes, -1 for unknown); GLAD on the streaming
-engine by its own driver (`crowdlab.engines.glad_blocks`). The models whose M-step
+and Dask engines by its own driver (`crowdlab.engines.glad_blocks`). The models whose M-step
 iterates (MACE's inner EM over the spam indicators) start it from the parameters of the E-step, as in memory
 (``m_step_from_stats(..., start)``); the variational ones add -KL(posteriors || priors) where the EM ones add the log
 prior (`objective_terms`). EBCC splits its majority-vote start over the subtypes with seeded random weights in the
 item order (``split_rng``: the streaming engine's blocks come in that order; the Dask engine's do not, and refuses
-it). Not supported here: hard EM, other initialisations, GLAD on Dask (its item difficulties would have to stay in
-the partitions between rounds), the scores/HMM/MRF/Raykar models (their latent variables or
+it). Not supported here: hard EM, other initialisations, the scores/HMM/MRF/Raykar models (their latent variables or
 features do not split by item), gold inside the engines.
 """
 
@@ -52,9 +51,8 @@ from crowdlab.models.base import entropy_rows, safe_log
 from crowdlab.models.majority import MajorityVote
 
 ENGINE_METHODS = ("mv", "ds", "one_coin", "two_coin", "glad", "mace", "mace_vb", "ibcc", "ebcc")
-STREAM_ONLY = ("glad", "ebcc")
-"""Methods the streaming engine runs but the Dask engine refuses (GLAD's per-item difficulties, EBCC's random start
-in the item order)."""
+STREAM_ONLY = ("ebcc",)
+"""Methods the streaming engine runs but the Dask engine refuses (EBCC's random start in the item order)."""
 _MEMOS = ("_lj_memo", "_known_memo", "_terms_memo", "_joint_memo", "_elbo_memo", "_prior_memo", "_pvec_memo")
 
 
@@ -272,12 +270,6 @@ def engine_model(method: str, prior: float = 0.0, options: dict | None = None, e
         raise ModelError(
             "online EM (online_ds) is its own model (crowdlab.models.online): it reads each row once and needs no "
             "per-item state; use it through crowdlab.fit / the in-memory engine, not --stream or --engine dask."
-        )
-    if key == "glad" and engine == "dask":
-        raise ModelError(
-            "GLAD is not offered by the Dask engine yet: its item difficulties are parameters of each item that "
-            "would have to stay in the partitions between rounds. Use the streaming engine (--stream, "
-            "crowdlab.engines.stream.fit_file) or crowdlab.fit."
         )
     if key not in ENGINE_METHODS:
         raise ModelError(

@@ -1,4 +1,5 @@
-"""Batch EM on a Dask cluster: majority vote, Dawid-Skene, one-coin and two-coin over data partitioned by item.
+"""Batch EM on a Dask cluster over data partitioned by item: majority vote, Dawid-Skene, one-coin, two-coin, GLAD, MACE
+(EM and VB) and IBCC, optionally semi-supervised (``known=``).
 
 ``crowdlab.engines.distributed.fit(source, method="ds")`` or ``crowdlab fit "data/*.parquet" --engine dask
 [--scheduler tcp://host:8786]``.
@@ -29,7 +30,9 @@ pandas DataFrame in the in-memory item order), ``posterior`` / ``labels()`` (arr
 
 Limits: the client holds the worker and class dictionaries and the (M, K, K) statistics; each partition holds its
 rows and its items' posteriors; ``posterior_frame()`` brings every item's posterior to the client. Not supported:
-gold, hard EM, other starts than majority vote, the scores/sequence/network/feature models.
+gold, hard EM, other starts than majority vote, EBCC (its random start follows the in-memory item order: use the
+streaming engine), the scores/sequence/network/feature models. GLAD keeps each item's difficulty in its part and
+runs 2 m_rounds passes per iteration (`crowdlab.engines.glad_blocks`).
 """
 
 from __future__ import annotations
@@ -692,7 +695,14 @@ def fit(
             state["rounds"] += 1
             return total
 
-        snaps, violations, extra = batch_em(model, do_round, tol=tol, max_iter=max_iter, progress=progress)
+        from crowdlab.models.glad import GLAD
+
+        if isinstance(model, GLAD):  # per-item difficulties kept in the parts: its own driver
+            snaps, violations = _fit_glad(c, groups, parts, model, sums, M, K, tol, max_iter, progress)
+            extra = False
+            state["rounds"] = len(snaps)
+        else:
+            snaps, violations, extra = batch_em(model, do_round, tol=tol, max_iter=max_iter, progress=progress)
         t2 = time.perf_counter()
         if known is not None:  # what the outputs report (set after the rounds: the tasks need not carry it)
             model.with_known({i: class_names[k] for i, k in zip(known.items.tolist(), kcodes.tolist())})
@@ -729,6 +739,31 @@ def fit(
             run._fill()
         run.timings = {"read_s": t1 - t0, "em_s": t2 - t1, "rounds": state["rounds"], "partitions": len(parts)}
         return run
+
+
+def _fit_glad(c, groups, parts, model, sums, M: int, K: int, tol, max_iter, progress):
+    """GLAD through `crowdlab.engines.glad_blocks.glad_em` with the parts as blocks; the last parameters' beta
+    put in the in-memory item order."""
+    from dataclasses import replace
+
+    from crowdlab.engines.glad_blocks import DaskOps, glad_em
+
+    N = int(sum(s["n_items"] for s in sums))
+    ops = DaskOps(c, groups, model, N, M, K)
+    snaps, violations = glad_em(model, ops, M, K, tol=tol, max_iter=max_iter, progress=progress)
+    ops.finish()
+    got = c.gather([c.submit(_part_items_beta, p, pure=False) for p in parts])
+    items = np.concatenate([np.zeros(0, dtype=object), *(g[0] for g in got)])
+    beta = np.concatenate([np.zeros(0), *(g[1] for g in got)])
+    codes, uniq = pd.factorize(items)
+    _, rank = _encode_col(Column(codes.astype(np.int32), np.asarray(uniq, dtype=object)))
+    last = snaps[-1]
+    last.params = replace(last.params, beta=beta[np.argsort(rank, kind="stable")])
+    return snaps, violations
+
+
+def _part_items_beta(part) -> tuple[np.ndarray, np.ndarray]:
+    return np.asarray(part.items.to_numpy(zero_copy_only=False), dtype=object), np.exp(part.glad["b"])
 
 
 def _nbytes(params) -> int:

@@ -3,7 +3,7 @@ projector, step EM through the class's own votes, reveal what EM found out about
 
 The session's id and lecturer key live in this browser session (``class.session``, ``class.key``); the key is shown
 once when the session starts, and with it and the join code the lecturer resumes the session from another browser
-or after the app restarts (the database holds everything: :mod:`crowdlab.io.class_store`). The projector view is a
+or after the app restarts (the database holds everything: :mod:`crowdlab.classroom.store`). The projector view is a
 fragment that reruns itself once a second (:data:`PROJECTOR_EVERY`), never the whole page. Names and prompts are
 the students' and the lecturer's text: escaped (:mod:`crowdlab.io.safe`); the export goes through
 :func:`crowdlab.io.safe.csv_frame`.
@@ -14,10 +14,11 @@ from __future__ import annotations
 import pandas as pd
 import streamlit as st
 
+from crowdlab.classroom import items as ci
+from crowdlab.classroom.store import ClassError, get_store
 from crowdlab.errors import DataError
 from crowdlab.io import safe
-from crowdlab.io.class_store import ClassError, get_store
-from crowdlab.teaching import class_items as ci
+from crowdlab.plots.classroom import routing_curves
 from crowdlab.ui import state
 
 SID = "class.session"
@@ -33,7 +34,7 @@ W = "class.w."  # widget keys of the setup form
 KINDS = {"dots": "Dots: which colour has more dots?", "primes": "Numbers: is it prime?", "upload": "Upload items"}
 LEVELS = {"easy": 0.2, "medium": 0.5, "hard": 0.8}
 DEFAULTS = {"kind": "dots", "n_items": 12, "level": "medium", "per_student": 10, "spammer": 20, "adversary": 10,
-            "lazy": 10, "hours": 24, "answers": "yes, no", "title": "Our class"}  # fmt: skip
+            "lazy": 10, "hours": 24, "answers": "yes, no", "title": "Our class", "routing": False}  # fmt: skip
 
 
 def _fail(exc: Exception) -> None:
@@ -72,6 +73,7 @@ def on_start() -> None:
         session, key = get_store().create_session(
             items, choices, title=str(_w("title")), per_student=int(_w("per_student")),
             shares={"honest": honest, **shares}, code_ttl=hours * 3600, session_ttl=hours * 3600,
+            routing=bool(_w("routing")),
         )  # fmt: skip
     except DataError as exc:
         _fail(exc)
@@ -143,7 +145,7 @@ def on_hide_reveal() -> None:
 
 
 def on_leave() -> None:
-    for k in (SID, KEY, KEY_NEW, EM_NOTE, ITEMS):
+    for k in (SID, KEY, KEY_NEW, EM_NOTE, ITEMS, ROUTING):
         st.session_state.pop(k, None)
 
 
@@ -185,6 +187,13 @@ def setup_form() -> None:
     for role in ("spammer", "adversary", "lazy"):
         row.number_input(ci.ROLE_TITLES[role], min_value=0, max_value=100, step=5, key=W + role, width=130)
     st.caption(" · ".join(f"**{ci.ROLE_TITLES[r]}**: {ci.ROLE_CARDS[r]}" for r in ci.ROLE_CARDS))
+    st.toggle(
+        "Route each student's next item to the least certain one",
+        key=W + "routing",
+        help=f"Uncertainty sampling: every item first gets {ci.ROUTE_FLOOR} labels, then each student's next item is "
+        "the one whose label the class's current fit (vote shares, then Dawid-Skene) is least sure of. Off: each "
+        "student gets a fixed block of items, so every item is labelled about equally often.",
+    )
     st.button("Start the class session", type="primary", on_click=on_start, key="class.start")
     with st.expander("Resume a session (after a restart, or from another browser)"):
         st.text_input("Join code", key=W + "resume_code", max_chars=12)
@@ -302,6 +311,46 @@ def reveal_panel(session) -> None:
     )
 
 
+ROUTING = "class.routing"  # (session id, votes counted, the comparison, the live curve)
+
+
+def on_routing(session_id: str) -> None:
+    try:
+        store = get_store()
+        session, votes, items = _class_data()
+        counts = store.counts(session_id, st.session_state[KEY])
+        comparison = ci.routing_comparison(
+            items, session.choices, students=max(10, min(60, counts["students"] or 30)),
+            per_student=session.per_student, shares=session.shares,
+        )  # fmt: skip
+        live = ci.accuracy_over_labels(votes, items, session.choices) if votes else None
+    except (ClassError, DataError) as exc:
+        _fail(exc)
+        return
+    st.session_state[ROUTING] = (session_id, len(votes), comparison, live)
+
+
+def routing_panel(session) -> None:
+    """MV vs EM accuracy over labels spent: a simulated class like ours with and without routing (same items,
+    roles, class size), and our own votes as markers."""
+    with st.expander("What routing buys: majority vote and EM over labels spent"):
+        mode = "on: each next item is the least certain one" if session.routing else "off: fixed blocks of items"
+        st.caption(
+            f"Routing is {mode}. The lines come from simulated classes like ours (same items, secret roles and "
+            "class size; the mean of 3), with and without routing; the diamonds are our own votes so far."
+        )
+        st.button("Simulate and compare", on_click=on_routing, args=(session.id,), key="class.routing_go")
+        got = st.session_state.get(ROUTING)
+        if got and got[0] == session.id:
+            st.plotly_chart(routing_curves(got[2], got[3]), key="class.routing_chart")
+            end = {name: c["ds"][-1] for name, c in got[2].items() if c.get("ds")}
+            if all(v is not None for v in end.values()) and len(end) == 2:
+                st.caption(
+                    f"After every label, EM is right on {end['routing']:.0%} of the items with routing and "
+                    f"{end['fixed deal']:.0%} without (simulated; computed at {got[1]:,} votes of ours)."
+                )
+
+
 def controls(session) -> None:
     st.subheader("Lecturer controls")
     row = st.container(horizontal=True)
@@ -366,3 +415,4 @@ def class_page() -> None:
     projector()
     reveal_panel(session)
     controls(session)
+    routing_panel(session)

@@ -4,7 +4,7 @@ Enter the code from the projector (or open the QR code's link, which carries it)
 read the role card, answer the items one at a time, and after the lecturer's Reveal see what EM estimated about you.
 Nothing about other students is shown. The server-issued token lives in this browser session and in the page's
 address (``?t=``), so a phone that drops and reloads resumes where it was. Every refusal of the store
-(:class:`crowdlab.io.class_store.ClassError`) is shown as its message; every name and prompt is escaped
+(:class:`crowdlab.classroom.store.ClassError`) is shown as its message; every name and prompt is escaped
 (:func:`crowdlab.io.safe.md`).
 """
 
@@ -12,9 +12,9 @@ from __future__ import annotations
 
 import streamlit as st
 
+from crowdlab.classroom import items as ci
+from crowdlab.classroom.store import ClassError, get_store
 from crowdlab.io import safe
-from crowdlab.io.class_store import ClassError, get_store
-from crowdlab.teaching import class_items as ci
 
 TOKEN = "student.token"
 ERROR = "student.error"
@@ -93,16 +93,29 @@ def join_form() -> None:
     st.caption("Nothing about you but this name is kept, and only until the lecturer deletes the session.")
 
 
+def _next_item(token: str, session) -> str | None:
+    """The store's next item for this student; with routing, the least certain item under the class's fit."""
+    store = get_store()
+    if not session.routing:
+        return store.next_item(token, lambda *a: "")  # dealt at join: the chooser is never asked
+    ids = [it.item_id for it in store.items(session.id)]
+
+    def choose(candidates, votes, handed):
+        return ci.route_next(candidates, votes, handed, ids, session.choices, key=session.id)
+
+    return store.next_item(token, choose)
+
+
 def _item_view(token: str, student, session) -> None:
     store = get_store()
-    n = len(student.assigned)
+    n = session.per_student if session.routing else len(student.assigned)
     done = sum(1 for i in student.assigned if i in student.voted)
-    todo = [i for i in student.assigned if i not in student.voted]
-    if not todo or session.status != "open":
-        _finished(token, done, n, closed=bool(todo))
+    next_id = _next_item(token, session) if session.status == "open" else None
+    if next_id is None:
+        _finished(token, done, n, closed=done < n)
         return
     _progress(done, n)
-    item = store.item(session.id, todo[0])
+    item = store.item(session.id, next_id)
     st.subheader(safe.md(item.prompt), anchor=False)
     if item.svg or item.image:  # small enough that the answers show below it on a 375 x 667 phone
         st.image(item.svg or item.image, width=IMAGE_PX)

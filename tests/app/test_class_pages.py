@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 from streamlit.testing.v1 import AppTest
 
+from crowdlab.classroom.store import get_store
 from crowdlab.io import safe
-from crowdlab.io.class_store import get_store
 from crowdlab.ui import class_page as cp
 from crowdlab.ui import state
 from crowdlab.ui import student_page as sp
@@ -191,9 +191,35 @@ def test_uploaded_items_with_hostile_prompts_are_text(tmp_path):
     at.session_state[cp.W + "per_student"] = 2
     ok(at.run())
     # the file uploader cannot be filled by AppTest: items go straight to the store as the callback would
-    items = __import__("crowdlab.teaching.class_items", fromlist=["x"]).read_item_set(Upload(), ["yes", "no"])
+    items = __import__("crowdlab.classroom.items", fromlist=["x"]).read_item_set(Upload(), ["yes", "no"])
     session, _ = get_store().create_session(items, ["yes", "no"], per_student=2)
     phone = _student(session.join_code, "Quiet Otter")
     click(phone, "student.join")
     shown = [s.value for s in phone.subheader]
     assert any(v in (safe.md(items[0].prompt), safe.md(items[1].prompt)) for v in shown)
+
+
+def test_a_routed_class_hands_items_one_at_a_time_and_compares_routing():
+    lec = _lecturer(n_items=6, per_student=3, spammer=0, adversary=0, lazy=0, routing=True)
+    session = _session(lec)
+    assert session.routing is True
+    phone = _student(session.join_code, "Quiet Otter")
+    click(phone, "student.join")
+    token = phone.session_state[sp.TOKEN]
+    assert any("0 of 3 answered" in p.proto.text for p in phone.get("progress"))
+    for k in range(3):
+        assert len(get_store().student(token).assigned) == k + 1  # handed as the student reaches it
+        click(phone, "student.answer.0")
+    assert any("All done" in s.value for s in phone.success)
+    student = get_store().student(token)
+    assert len(student.voted) == 3 and set(student.voted) == set(student.assigned)
+    ok(lec.run())
+    counts = {m.label: m.value for m in lec.metric}
+    assert counts["Students done"] == "1" and counts["Votes counted"] == "3"
+    click(lec, "class.routing_go")
+    assert not _errors(lec)
+    chart = lec.get("plotly_chart")
+    spec = chart[-1].proto.spec if chart else ""
+    assert '"name":"Dawid-Skene (EM), routing"' in spec and '"name":"majority vote, fixed deal"' in spec
+    assert '"name":"Dawid-Skene (EM), our class"' in spec  # our own votes, as markers
+    assert any("with routing and" in c.value for c in lec.caption)

@@ -37,7 +37,15 @@ def test_step_worker_report_is_the_cursors_and_sorted_by_spammer_score():
     assert np.all(np.diff(got["spammer_score"].to_numpy()) >= 0)  # spammers first
     by = want.set_index("worker")
     assert got["accuracy"].to_numpy() == pytest.approx(by.loc[got["worker"], "accuracy"].to_numpy())
-    assert [m.value for m in at.metric] == [f"{krippendorff_alpha(run.data):.3f}"]
+    rep = want.attrs["dependence"]  # the report's dependence check: its four figures follow alpha
+    e = rep.effective
+    assert [m.value for m in at.metric] == [
+        f"{krippendorff_alpha(run.data):.3f}",
+        f"{rep.n_flagged} of {rep.n_tested}",
+        f"{e['eigen']:.1f} of {e['n_workers']}",
+        f"{e['kish']:.1f}",
+        f"{e['weighted']:.1f}",
+    ]
     assert any("near 0: a spammer" in c.value.lower() for c in at.caption)
     assert any("Σ_k π_k Γ(k, k)" in c.value for c in at.caption)
     # sort by accuracy instead; back one step: the report follows the cursor

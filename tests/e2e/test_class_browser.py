@@ -12,8 +12,8 @@ import re
 import numpy as np
 import pytest
 
-from crowdlab.io.class_store import ClassStore, Limits
-from crowdlab.teaching import class_items as ci
+from crowdlab.classroom import items as ci
+from crowdlab.classroom.store import ClassStore, Limits
 from tests.e2e.helpers import ARTIFACTS, ITERATION, assert_no_exception, screenshot, streamlit_server, wait_idle
 
 pytestmark = pytest.mark.e2e

@@ -1,4 +1,4 @@
-"""Items, roles, uploaded item sets and the reveal of a live class (crowdlab.teaching.class_items)."""
+"""Items, roles, uploaded item sets and the reveal of a live class (crowdlab.classroom.items)."""
 
 from __future__ import annotations
 
@@ -10,9 +10,9 @@ from collections import Counter
 import numpy as np
 import pytest
 
+from crowdlab.classroom import items as ci
+from crowdlab.classroom.store import ClassStore, Limits
 from crowdlab.errors import DataError
-from crowdlab.io.class_store import ClassStore, Limits
-from crowdlab.teaching import class_items as ci
 
 PNG = b"\x89PNG\r\n\x1a\n" + b"\0" * 40
 
@@ -65,7 +65,7 @@ def test_scripted_answers_play_their_roles():
 
 
 def test_pseudonyms_are_two_words_and_pass_the_store():
-    from crowdlab.io.class_store import check_pseudonym
+    from crowdlab.classroom.store import check_pseudonym
 
     for _ in range(50):
         name = ci.pseudonym()

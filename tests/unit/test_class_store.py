@@ -1,4 +1,4 @@
-"""The class-session store (crowdlab.io.class_store) on SQLite files in tmp_path, and on PostgreSQL when a server
+"""The class-session store (crowdlab.classroom.store) on SQLite files in tmp_path, and on PostgreSQL when a server
 is reachable (``CROWDLAB_TEST_POSTGRES_URL``; .ci/run starts one): every refusal of the security list, idempotent
 votes, resuming by token, two sessions side by side, expiry, migration, and 200 concurrent students x 20 votes."""
 
@@ -11,8 +11,8 @@ import time
 
 import pytest
 
-from crowdlab.io import class_store as cs
-from crowdlab.io.class_store import ClassError, ClassStore, Item, Limits
+from crowdlab.classroom import store as cs
+from crowdlab.classroom.store import ClassError, ClassStore, Item, Limits
 
 CHOICES = ("yes", "no")
 

@@ -77,7 +77,10 @@ def _known_file(tmp_path, key="dogs", every=7):
     return labels, path
 
 
-@pytest.mark.parametrize("method", ["ds", "one_coin", "glad", "mace", "mace_vb", "ibcc", "ebcc"])
+@pytest.mark.parametrize(
+    "method",
+    ["glad", "mace_vb", "ebcc", *(pytest.param(m, marks=pytest.mark.slow) for m in ("ds", "one_coin", "mace", "ibcc"))],
+)
 def test_stream_known_labels_equal_in_memory(method, tmp_path):
     labels, known = _known_file(tmp_path, "bluebirds", every=5)
     data = read_annotations(labels)
@@ -133,8 +136,8 @@ def test_cli_stream_accepts_the_new_methods_and_known(tmp_path, capsys):
         cols = [c for c in a.columns if c.startswith("p_")]
         np.testing.assert_allclose(a[cols].to_numpy(), b[cols].to_numpy(), atol=1e-8)
     capsys.readouterr()
-    assert main(["fit", str(labels), "--method", "glad", "--engine", "dask", "--out", str(tmp_path / "g")]) != 0
-    assert "GLAD is not offered by the Dask engine" in capsys.readouterr().err
+    assert main(["fit", str(labels), "--method", "ebcc", "--engine", "dask", "--out", str(tmp_path / "g")]) != 0
+    assert "EBCC is not offered by the Dask engine" in capsys.readouterr().err
 
 
 # ---------------------------------------------------------------------- Dask
@@ -163,21 +166,21 @@ def _check_dask(key, method, client, **kw):
 
 
 @pytest.mark.parametrize("key", DASK_FAST)
-@pytest.mark.parametrize("method", ["mace", "mace_vb", "ibcc"])
+@pytest.mark.parametrize(
+    "method", ["glad", "ibcc", *(pytest.param(m, marks=pytest.mark.slow) for m in ("mace", "mace_vb"))]
+)
 def test_dask_new_models_equal_in_memory(key, method, client):
     _check_dask(key, method, client)
 
 
 @pytest.mark.slow
 @pytest.mark.parametrize("key", ["bluebirds", *SLOW])
-@pytest.mark.parametrize("method", ["mace", "mace_vb", "ibcc"])
+@pytest.mark.parametrize("method", ["glad", "mace", "mace_vb", "ibcc"])
 def test_dask_new_models_equal_in_memory_larger_sets(key, method, client):
     _check_dask(key, method, client)
 
 
-@pytest.mark.parametrize(
-    "method", ["ibcc", pytest.param("ds", marks=pytest.mark.slow), pytest.param("mace", marks=pytest.mark.slow)]
-)
+@pytest.mark.parametrize("method", ["ibcc", *(pytest.param(m, marks=pytest.mark.slow) for m in ("glad", "ds", "mace"))])
 def test_dask_known_labels_equal_in_memory(method, client, tmp_path):
     from crowdlab.cli import _known_codes
     from crowdlab.engines.distributed import fit
@@ -194,14 +197,14 @@ def test_dask_known_labels_equal_in_memory(method, client, tmp_path):
         fit(str(labels), method, client=client, known={"nope": data.class_names[0]})
 
 
-def test_dask_refuses_ebcc_and_glad(client):
+def test_dask_refuses_ebcc_and_what_needs_memory(client):
     from crowdlab.engines.distributed import fit
 
     labels, _ = sample_paths("patients")
     with pytest.raises(ModelError, match="EBCC is not offered by the Dask engine.*--stream"):
         fit(str(labels), "ebcc", client=client)
-    with pytest.raises(ModelError, match="GLAD is not offered by the Dask engine.*--stream"):
-        fit(str(labels), "glad", client=client)
+    with pytest.raises(ModelError, match="need.*in memory"):
+        fit(str(labels), "scores", client=client)
 
 
 @pytest.mark.slow
@@ -224,7 +227,7 @@ def test_million_labels_both_engines(method, client, tmp_path):
     eng = fit_file(path, method, chunk_rows=200_000, max_iter=limit, workdir=work)
     assert_same_fit(mem, eng)
     assert_same_params(mem, eng)
-    if method not in ("ebcc", "glad"):
+    if method != "ebcc":
         run = fit(str(path), method, client=client, npartitions=4, max_iter=limit)
         assert_same_fit(mem, run)
         assert_same_params(mem, run)
@@ -263,8 +266,8 @@ def test_estimators_engine_refusals():
         cl.DawidSkene(engine="spark")
     with pytest.raises(ValueError, match="hard=True needs engine='memory'"):
         cl.DawidSkene(engine="stream", hard=True)
-    with pytest.raises(ModelError, match="GLAD is not offered by the Dask engine"):
-        cl.GLAD(engine="dask").fit(df)
+    with pytest.raises(ValueError, match="init='random' needs engine='memory'"):
+        cl.GLAD(engine="dask", init="random").fit(df)
 
 
 def test_estimators_engine_dask_equal_memory(client):
@@ -274,3 +277,33 @@ def test_estimators_engine_dask_equal_memory(client):
     eng = cl.IBCC(engine="dask", client=client).fit(df)
     np.testing.assert_allclose(eng.probas_.to_numpy(), mem.probas_.to_numpy(), rtol=0, atol=1e-8)
     assert eng.labels_.equals(mem.labels_)
+
+
+def test_stream_known_from_a_column_of_the_file(tmp_path, capsys):
+    """known_column / --known-column: the classes in a column of the label file itself (blank: unknown) give the
+    fit of the same classes as a known-labels file."""
+    labels, known = _known_file(tmp_path, "bluebirds", every=5)
+    rows = pd.read_csv(labels, dtype=str)
+    fixed = pd.read_csv(known, dtype=str).set_index("item")["label"]
+    rows["truth"] = rows["item"].map(fixed).where(rows.index % 3 == 0)  # on some of an item's rows only
+    with_col = tmp_path / "with_truth.csv"
+    rows.to_csv(with_col, index=False)
+    used = rows.dropna().drop_duplicates("item")[["item", "truth"]]
+    sub = tmp_path / "used.csv"
+    used.rename(columns={"truth": "label"}).to_csv(sub, index=False)
+    a = fit_file(with_col, "ibcc", chunk_rows=200, known_column="truth")
+    b = fit_file(labels, "ibcc", chunk_rows=200, known=sub)
+    np.testing.assert_array_equal(a.posterior, b.posterior)
+    assert any("from column 'truth'" in n for n in a.data.notes) and len(used) > 5
+    out = tmp_path / "o"
+    assert (
+        main(["fit", str(with_col), "--stream", "--method", "ibcc", "--known-column", "truth", "--out", str(out)]) == 0
+    )
+    assert f"semi-supervised: {len(used)} items keep their known class" in capsys.readouterr().out
+    first_two = rows.index[rows["item"] == rows.loc[0, "item"]][:2]  # one item's two rows, two classes
+    rows.loc[first_two, "truth"] = ["0", "1"]
+    rows.to_csv(with_col, index=False)
+    with pytest.raises(DataError, match="more than one class"):
+        fit_file(with_col, "ibcc", known_column="truth")
+    with pytest.raises(DataError, match="no column 'nope'"):
+        fit_file(with_col, "ibcc", known_column="nope")

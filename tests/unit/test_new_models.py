@@ -252,7 +252,7 @@ def test_ibcc_credible_intervals_cover_the_mean_and_shrink_with_data():
 
 
 def test_ibcc_has_no_hard_version():
-    with pytest.raises(ValueError, match="Hard EM"):
+    with pytest.raises(ValueError, match="no hard version"):
         make_model("ibcc", hard=True)
 
 

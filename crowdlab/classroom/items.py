@@ -20,13 +20,15 @@ from __future__ import annotations
 import io
 import math
 import secrets
+import threading
+import time
 import zipfile
 from collections.abc import Sequence
 
 import numpy as np
 
+from crowdlab.classroom.store import ROLES, Item
 from crowdlab.errors import DataError
-from crowdlab.io.class_store import ROLES, Item
 from crowdlab.io.data import Annotations
 from crowdlab.io.limits import get_limits
 from crowdlab.io.readers import read_table
@@ -35,6 +37,7 @@ __all__ = [
     "DOT_CHOICES",
     "PRIME_CHOICES",
     "ROLE_CARDS",
+    "accuracy_over_labels",
     "class_annotations",
     "deal_role",
     "dot_items",
@@ -42,7 +45,10 @@ __all__ = [
     "pseudonym",
     "read_item_set",
     "reveal",
+    "route_next",
+    "routing_comparison",
     "scripted_answer",
+    "simulate_class",
 ]
 
 DOT_CHOICES = ("orange", "blue")  # told apart by most colour-blind viewers too
@@ -393,4 +399,221 @@ def reveal(votes: list[dict], items: Sequence[Item], choices: Sequence[str]) -> 
             vals = [r[key] for r in recs if r.get(key) is not None]
             summary[key] = float(np.mean(vals)) if vals else None
         out["roles"][role] = summary
+    return out
+
+
+# ---------------------------------------------------------------------------- next-item routing
+ROUTE_REFIT_S = 1.0  # a router's fit is reused this long while votes arrive (one fit a second, not one a tap)
+ROUTE_FLOOR = 3  # labels every item gets before uncertainty decides (a greedy router starves items it believes)
+ROUTE_DS_FROM = 3.0  # votes per item before Dawid-Skene's posterior replaces the smoothed vote shares
+_route_cache: dict[str, tuple[int, float, dict[str, np.ndarray]]] = {}
+_route_lock = threading.Lock()
+
+
+def item_posteriors(votes: Sequence[tuple], item_ids: Sequence[str], choices: Sequence[str]) -> dict[str, np.ndarray]:
+    """Each item's class posterior under the current fit of the class's votes ((student id, item id, label) rows).
+
+    Few votes (under :data:`ROUTE_DS_FROM` per item): the vote shares smoothed by one pseudo-vote per class, (n_ik +
+    1) / (n_i + K). Then Dawid & Skene (1979), which also weighs each student by their estimated confusion matrix
+    (so a spammer's vote moves an item less). An item nobody labelled has the uniform posterior."""
+    choices = list(choices)
+    k_of = {c: k for k, c in enumerate(choices)}
+    K = len(choices)
+    out = {i: np.full(K, 1.0 / K) for i in item_ids}
+    rows = [(str(s), str(i), k_of[str(lab)]) for s, i, lab in votes if str(lab) in k_of and str(i) in out]
+    if not rows:
+        return out
+    counts: dict[str, np.ndarray] = {}
+    for _, i, k in rows:
+        counts.setdefault(i, np.zeros(K))[k] += 1.0
+    for i, c in counts.items():
+        out[i] = (c + 1.0) / (c.sum() + K)
+    if len(rows) < ROUTE_DS_FROM * len(item_ids):
+        return out
+    from crowdlab.engines.fit import fit
+
+    try:
+        data = Annotations.from_labels(
+            [i for _, i, _ in rows], [s for s, _, _ in rows], [choices[k] for _, _, k in rows], classes=choices
+        )
+        run = fit(data, "ds", max_iter=200, tol=1e-6)
+    except Exception:  # a degenerate class (one student, one class answered): keep the smoothed shares
+        return out
+    q = np.asarray(run.posterior)
+    for n, name in enumerate(data.item_names):
+        if np.all(np.isfinite(q[n])):
+            out[str(name)] = q[n]
+    return out
+
+
+def route_next(
+    candidates: Sequence[str],
+    votes: Sequence[tuple],
+    handed: dict[str, int],
+    item_ids: Sequence[str],
+    choices: Sequence[str],
+    *,
+    key: str | None = None,
+    rng: np.random.Generator | None = None,
+    posteriors: dict[str, np.ndarray] | None = None,
+) -> str:
+    """Uncertainty sampling (Lewis & Gale 1994): of the ``candidates`` (items this student has not had), the one whose
+    label is least certain under the current fit: the largest entropy of its posterior (:func:`item_posteriors`),
+    divided by 1 + the students it was handed to who have not answered yet (so a room asking at once is spread over
+    the uncertain items instead of all sent to one); ties go to the item handed out least, then at random.
+    ``key`` (a session id) lets the fit be reused for :data:`ROUTE_REFIT_S` seconds while votes arrive;
+    ``posteriors`` gives the fit instead (a simulation's round)."""
+    if not candidates:
+        raise ValueError("no candidate items to route to")
+    rng = rng or np.random.default_rng(secrets.randbits(32))
+    post = posteriors
+    if key is not None:
+        with _route_lock:
+            hit = _route_cache.get(key)
+        if hit is not None and (hit[0] == len(votes) or time.monotonic() - hit[1] < ROUTE_REFIT_S):
+            post = hit[2]
+    if post is None:
+        post = item_posteriors(votes, item_ids, choices)
+        if key is not None:
+            with _route_lock:
+                if len(_route_cache) > 64:  # old sessions' fits
+                    _route_cache.clear()
+                _route_cache[key] = (len(votes), time.monotonic(), post)
+    answered: dict[str, int] = {}
+    for _, i, _ in votes:
+        answered[str(i)] = answered.get(str(i), 0) + 1
+    K = len(choices)
+    uniform = np.full(K, 1.0 / K)
+
+    def score(i: str) -> tuple:
+        q = np.clip(post.get(i, uniform), 1e-300, 1.0)
+        entropy = float(-(q * np.log(q)).sum())
+        pending = max(0, handed.get(i, 0) - answered.get(i, 0))
+        short = handed.get(i, 0) < ROUTE_FLOOR  # every item gets its floor of labels first
+        return (not short, -round(entropy / (1.0 + pending), 9), handed.get(i, 0), float(rng.random()))
+
+    return min(candidates, key=score)
+
+
+def simulate_class(
+    items: Sequence[Item],
+    choices: Sequence[str],
+    *,
+    students: int = 30,
+    per_student: int = 10,
+    shares: dict[str, float] | None = None,
+    routing: bool = False,
+    seed: int = 0,
+) -> list[dict]:
+    """A class of scripted students (:func:`scripted_answer`, roles by :func:`deal_role`'s shares) taking turns, one
+    answer each per round as a room does; with ``routing`` each next item comes from :func:`route_next` on the votes
+    so far, without it from consecutive blocks of the item order, as :meth:`ClassStore.join` deals them. Returns
+    vote rows (student_id, pseudonym, item_id, label, role, voted) in the order they were given."""
+    rng = np.random.default_rng(seed)
+    items = list(items)
+    ids = [it.item_id for it in items]
+    by_id = {it.item_id: it for it in items}
+    per_student = max(1, min(int(per_student), len(items)))
+    shares = shares or {"honest": 1.0}
+    counts: dict[str, int] = {}
+    roles, queues = [], []
+    for s in range(students):
+        total = sum(shares.values())
+        deficit = {r: shares[r] / total * (s + 1) - counts.get(r, 0) for r in shares}
+        role = max(sorted(deficit), key=deficit.get)  # deal_role without its random tie-break: reproducible
+        counts[role] = counts.get(role, 0) + 1
+        roles.append(role)
+        start = (s * per_student) % len(ids)
+        mine = [ids[(start + j) % len(ids)] for j in range(per_student)]
+        rng.shuffle(mine)
+        queues.append(mine)
+    votes: list[dict] = []
+    handed: dict[str, int] = {}
+    had: list[set] = [set() for _ in range(students)]
+    for step in range(per_student):
+        # one fit a round, as the app refits about once a second while a room answers
+        rows = [(v["student_id"], v["item_id"], v["label"]) for v in votes]
+        post = item_posteriors(rows, ids, choices) if routing else None
+        for s in range(students):
+            if routing:
+                cand = [i for i in ids if i not in had[s]]
+                item_id = route_next(cand, rows, handed, ids, choices, rng=rng, posteriors=post)
+            else:
+                item_id = queues[s][step]
+            had[s].add(item_id)
+            handed[item_id] = handed.get(item_id, 0) + 1
+            it = by_id[item_id]
+            truth = it.truth if it.truth is not None else list(choices)[0]
+            label = scripted_answer(roles[s], truth, choices, it.difficulty or 0.0, rng)
+            votes.append({"student_id": f"s{s:03d}", "pseudonym": f"student {s + 1}", "item_id": item_id,
+                          "label": label, "role": roles[s], "voted": float(len(votes))})  # fmt: skip
+    return votes
+
+
+def accuracy_over_labels(
+    votes: Sequence[dict], items: Sequence[Item], choices: Sequence[str], points: int = 8
+) -> dict[str, list]:
+    """Majority vote's and Dawid-Skene's accuracy against the items' truth after the first n votes (in the order
+    given), at ``points`` values of n up to all of them: what each label spent bought. Items nobody has labelled
+    yet count as wrong (no answer), so both curves start low and end at the reveal's accuracies."""
+    from crowdlab.engines.fit import fit
+
+    votes = sorted(votes, key=lambda v: float(v["voted"]))
+    truth = {it.item_id: it.truth for it in items if it.truth is not None}
+    out: dict[str, list] = {"labels": [], "mv": [], "ds": []}
+    if not votes or not truth:
+        return out
+    marks = sorted({int(round(x)) for x in np.linspace(len(votes) / points, len(votes), points)} - {0})
+    for n in marks:
+        data, _ = class_annotations(list(votes[:n]), items, choices)
+        names = [str(x) for x in data.item_names]
+        row = {"labels": n}
+        for method in ("mv", "ds"):
+            try:
+                pred = fit(data, method, max_iter=500).labels()
+                right = sum(1 for m, i in enumerate(names) if i in truth and list(choices)[pred[m]] == truth[i])
+                row[method] = right / len(truth)
+            except Exception:  # too few votes to fit
+                row[method] = None
+        for k, v in row.items():
+            out[k].append(v)
+    return out
+
+
+def routing_comparison(
+    items: Sequence[Item],
+    choices: Sequence[str],
+    *,
+    students: int = 30,
+    per_student: int = 10,
+    shares: dict[str, float] | None = None,
+    seeds: int = 3,
+    points: int = 8,
+) -> dict[str, dict[str, list]]:
+    """What routing buys on a class like this one: :func:`simulate_class` with and without routing, ``seeds`` times
+    each (the same seeds, so both meet the same students), and the mean of :func:`accuracy_over_labels`."""
+    out: dict[str, dict[str, list]] = {}
+    for name, routing in (("routing", True), ("fixed deal", False)):
+        runs = [
+            accuracy_over_labels(
+                simulate_class(
+                    items,
+                    choices,
+                    students=students,
+                    per_student=per_student,
+                    shares=shares,
+                    routing=routing,
+                    seed=seed,
+                ),
+                items,
+                choices,
+                points,
+            )  # fmt: skip
+            for seed in range(seeds)
+        ]
+        mean: dict[str, list] = {"labels": runs[0]["labels"]}
+        for method in ("mv", "ds"):
+            cols = zip(*(r[method] for r in runs), strict=True)
+            mean[method] = [None if any(v is None for v in col) else float(np.mean(col)) for col in cols]
+        out[name] = mean
     return out

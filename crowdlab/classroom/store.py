@@ -59,7 +59,7 @@ CODE_LENGTH = 6  # 31**6 = 887 million codes
 ROLES = ("honest", "spammer", "adversary", "lazy")
 MAX_PSEUDONYM = 32
 MAX_TITLE = 80
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 PURGE_EVERY = 600.0  # seconds between looks for expired sessions (get_store)
 
 
@@ -169,6 +169,8 @@ MIGRATIONS: tuple[tuple[int, tuple[str, ...]], ...] = (
             )""",
         ),
     ),
+    # next-item routing: a session may hand each student's next item to the least certain one
+    (2, ("ALTER TABLE sessions ADD COLUMN routing INTEGER NOT NULL DEFAULT 0",)),
 )
 
 
@@ -197,6 +199,7 @@ class Session:
     code_expires: float
     expires: float
     reveal: dict | None = None
+    routing: bool = False  # each student's next item is chosen when they ask for it (see ClassStore.next_item)
 
 
 @dataclass(frozen=True)
@@ -350,8 +353,10 @@ class ClassStore:
         shares: dict | None = None,
         code_ttl: float | None = None,
         session_ttl: float | None = None,
+        routing: bool = False,
     ) -> tuple[Session, str]:
-        """A new open session; returns it and the lecturer key (shown once: only its hash is stored)."""
+        """A new open session; returns it and the lecturer key (shown once: only its hash is stored). With
+        ``routing`` a student's items are not dealt at join but one at a time, by :meth:`next_item`."""
         items = list(items)
         choices = tuple(str(c) for c in choices)
         if len(items) < 1:
@@ -381,9 +386,9 @@ class ClassStore:
                 with self._tx() as run:
                     run(
                         "INSERT INTO sessions (id, join_code, key_hash, title, choices, per_student, shares, status, "
-                        "created, code_expires, expires) VALUES (?, ?, ?, ?, ?, ?, ?, 'open', ?, ?, ?)",
+                        "created, code_expires, expires, routing) VALUES (?, ?, ?, ?, ?, ?, ?, 'open', ?, ?, ?, ?)",
                         (sid, code, _hash(key), title, json.dumps(choices), per_student, json.dumps(shares), now,
-                         now + code_ttl, now + session_ttl),
+                         now + code_ttl, now + session_ttl, int(bool(routing))),
                     )  # fmt: skip
                     for pos, it in enumerate(items):
                         run(
@@ -402,7 +407,7 @@ class ClassStore:
     def session(self, session_id: str) -> Session:
         rows = self._read(
             "SELECT id, join_code, title, choices, per_student, shares, status, created, code_expires, expires, "
-            "reveal FROM sessions WHERE id = ?",
+            "reveal, routing FROM sessions WHERE id = ?",
             (session_id,),
         )
         if not rows:
@@ -410,7 +415,7 @@ class ClassStore:
         r = rows[0]
         return Session(
             r[0], r[1], r[2], tuple(json.loads(r[3])), int(r[4]), json.loads(r[5]), r[6], float(r[7]),
-            float(r[8]), float(r[9]), json.loads(r[10]) if r[10] else None,
+            float(r[8]), float(r[9]), json.loads(r[10]) if r[10] else None, bool(r[11]),
         )  # fmt: skip
 
     def lecturer_session(self, join_code: str, key: str) -> Session:
@@ -493,8 +498,9 @@ class ClassStore:
 
     def counts(self, session_id: str, key: str) -> dict:
         """The projector's numbers: the session's status, students joined and done, votes in all, votes per item
-        and answer (three queries)."""
+        and answer (four queries; five with routing)."""
         status = self.check_key(session_id, key)
+        session = self.session(session_id)
         per = self._read(
             "SELECT item_id, label, COUNT(*) FROM votes WHERE session_id = ? GROUP BY item_id, label", (session_id,)
         )
@@ -506,7 +512,11 @@ class ClassStore:
         by_item: dict[str, dict[str, int]] = {}
         for item_id, label, n in per:
             by_item.setdefault(item_id, {})[label] = int(n)
-        done = sum(1 for _, assigned, n in students if int(n) >= len(json.loads(assigned)))
+        if session.routing:  # items are handed one at a time: done is all of per_student (or every item) answered
+            n_items = int(self._read("SELECT COUNT(*) FROM items WHERE session_id = ?", (session_id,))[0][0])
+            done = sum(1 for _, _, n in students if int(n) >= min(session.per_student, n_items))
+        else:
+            done = sum(1 for _, assigned, n in students if int(n) >= len(json.loads(assigned)))
         return {
             "status": status,
             "students": len(students),
@@ -563,10 +573,11 @@ class ClassStore:
         sid = None
         with self._tx() as run:
             row = run(
-                "SELECT id, code_expires, status, per_student, shares FROM sessions WHERE join_code = ?", (code,)
+                "SELECT id, code_expires, status, per_student, shares, routing FROM sessions WHERE join_code = ?",
+                (code,),
             ).fetchone()
             if row is not None and row[1] >= now:
-                sid, _, status, per_student, shares = row
+                sid, _, status, per_student, shares, routing = row
         if sid is None:
             with self._tx() as run:
                 self._hit(run, f"join:{client}", lim.join_failures_per_client, lim.join_window, now)
@@ -593,6 +604,8 @@ class ClassStore:
             mine = [order[(start + j) % len(order)] for j in range(per_student)]
             rng = secrets.SystemRandom()
             rng.shuffle(mine)
+            if routing:  # dealt one at a time as the student asks (next_item)
+                mine = []
             run(
                 "INSERT INTO students (id, session_id, token_hash, pseudonym, role, seq, assigned, joined, rl_start, "
                 "rl_count) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, 0)",
@@ -653,6 +666,46 @@ class ClassStore:
                 "ON CONFLICT (student_id, item_id) DO UPDATE SET label = excluded.label, voted = excluded.voted",
                 (st.session_id, st.id, item_id, label, now),
             )
+
+    def next_item(
+        self, token: str | None, choose: Callable[[list[str], list[tuple], dict[str, int]], str]
+    ) -> str | None:
+        """The item this student answers next, or None when they have answered all theirs (or voting is closed).
+
+        Without routing: the first of the items dealt at join that has no vote yet. With routing: that item if one
+        was handed out and not answered yet (a reload shows the same item); else, while the student has had fewer
+        than ``per_student``, ``choose(candidates, votes, handed)`` picks one among the items this student has not
+        had (``votes``: the session's (student id, item id, label) rows; ``handed``: item id -> how many students
+        were handed it), and it is added to the student's items. The choice runs outside the write transaction;
+        if the student's items changed meanwhile (a second tab), the one handed there is returned instead."""
+        st = self.student(token)
+        todo = [i for i in st.assigned if i not in st.voted]
+        if todo:
+            return todo[0]
+        session = self.session(st.session_id)
+        if not session.routing or session.status != "open" or len(st.assigned) >= session.per_student:
+            return None
+        rows = self._read("SELECT item_id FROM items WHERE session_id = ? ORDER BY position", (st.session_id,))
+        candidates = [r[0] for r in rows if r[0] not in st.assigned]
+        if not candidates:
+            return None
+        votes = self._read("SELECT student_id, item_id, label FROM votes WHERE session_id = ?", (st.session_id,))
+        handed: dict[str, int] = {}
+        for (assigned,) in self._read("SELECT assigned FROM students WHERE session_id = ?", (st.session_id,)):
+            for i in json.loads(assigned):
+                handed[i] = handed.get(i, 0) + 1
+        pick = choose(candidates, [tuple(v) for v in votes], handed)
+        if pick not in candidates:
+            raise ValueError(f"the router chose {pick!r}, which is not one of the candidates")
+        with self._tx() as run:
+            if self.postgres:
+                run("SELECT id FROM students WHERE id = ? FOR UPDATE", (st.id,))
+            now_assigned = json.loads(run("SELECT assigned FROM students WHERE id = ?", (st.id,)).fetchone()[0])
+            if now_assigned != list(st.assigned):  # another tab handed one meanwhile: show that one
+                voted = set(st.voted)
+                return next((i for i in now_assigned if i not in voted), None)
+            run("UPDATE students SET assigned = ? WHERE id = ?", (json.dumps([*now_assigned, pick]), st.id))
+        return pick
 
     def reveal_for(self, token: str) -> dict | None:
         """This student's part of the reveal (their estimate, role, the class's accuracies), or None before it."""

@@ -4,6 +4,7 @@
     .venv/bin/python benchmarks/bench_stream.py --labels 1e8 --no-memory --iters 1   # 10^8: read + one EM pass
     .venv/bin/python benchmarks/bench_stream.py --labels 1e6 --chunk-rows 200000
     .venv/bin/python benchmarks/bench_stream.py --file /tmp/labels.csv --no-memory --iters 1   # a file made before
+    .venv/bin/python benchmarks/bench_stream.py --sizes 1e6,1e7   # every engine (bench_dask.py's table, targets)
 
 The file: ``--labels`` rows (default 10^7) of item,worker,label with string ids ("it0001234", "w0042"), K = 5
 classes ("c0" .. "c4"), 5 labels per item (so N = labels / 5 items: 2 x 10^6 at 10^7, 2 x 10^7 at 10^8), 1,000
@@ -177,6 +178,11 @@ def run_engine(engine: str, path: Path, folder: Path, chunk_rows: int, iters: in
 
 
 def main() -> None:
+    if "--sizes" in sys.argv:  # every engine at these sizes: bench_dask.py's table (its options pass through)
+        sys.path.insert(0, str(Path(__file__).resolve().parent))
+        import bench_dask
+
+        return bench_dask.main()
     if len(sys.argv) > 1 and sys.argv[1] == "--worker":
         _, _, engine, path, out, chunk_rows, iters = sys.argv
         return worker(engine, path, out, int(chunk_rows), int(iters))

@@ -15,8 +15,9 @@ What it measures:
   student on their first item, divided by the number of students (Python's allocator keeps freed memory, so this
   is an upper bound on what one session costs).
 
-Students think 0.4-1.2 s between taps (random), as people do; the server runs in its own process with a temporary
-data folder (SQLite). Chromium is Debian's /usr/bin/chromium (never a Playwright download).
+Students think 4-16 s before each tap (uniform; ``--think``): a dozen items in two minutes, the pace of the class
+the feature is for (``--think 0.4 1.2`` is a stress test, ten times the rate); the server runs in its own process
+with a temporary data folder (SQLite). Chromium is Debian's /usr/bin/chromium (never a Playwright download).
 Students join four at a time (a class arrives over a minute or so; forty Chromium page loads at once time out on
 a loaded 2-core machine), then all tap together.
 """
@@ -45,6 +46,9 @@ from tests.e2e.helpers import CHROMIUM, CHROMIUM_ARGS, LAST_SERVER, streamlit_se
 
 PHONE = {"width": 375, "height": 667}
 JOINING_AT_ONCE = 4
+# a student's pause before each tap, uniform in seconds: a mean of 10 s is "a dozen items in two minutes", the
+# class the live-class feature is built for
+THINK = (4.0, 16.0)
 COUNT_JS = """() => { const m = Array.from(document.querySelectorAll('[data-testid="stMetric"]'))
     .find(m => m.innerText.includes('Votes counted'));
   return m ? parseInt(m.querySelector('[data-testid="stMetricValue"]').innerText.replace(/,/g, ''), 10) : -1; }"""
@@ -82,7 +86,7 @@ def _rss(pid: int) -> float:
     return float("nan")
 
 
-async def _student(browser, url, code, n_votes, joined, go, taps, errors, rng, door):
+async def _student(browser, url, code, n_votes, joined, go, taps, errors, rng, door, think):
     context = await browser.new_context(viewport=PHONE, is_mobile=True, has_touch=True)
     page = await context.new_page()
     page.set_default_timeout(300_000)
@@ -95,7 +99,7 @@ async def _student(browser, url, code, n_votes, joined, go, taps, errors, rng, d
         await go.wait()
         for k in range(n_votes):
             await page.get_by_text(f"{k} of {n_votes} answered").wait_for()
-            await asyncio.sleep(rng.uniform(0.4, 1.2))
+            await asyncio.sleep(rng.uniform(*think))
             button = page.get_by_role("button", name=rng.choice(ci.DOT_CHOICES), exact=True)
             await button.wait_for()
             taps.append(time.time())
@@ -106,14 +110,14 @@ async def _student(browser, url, code, n_votes, joined, go, taps, errors, rng, d
     return context
 
 
-async def _run(url: str, db: Path, n_students: int, n_votes: int) -> dict:
+async def _run(url: str, db: Path, n_students: int, n_votes: int, think: tuple[float, float]) -> dict:
     from playwright.async_api import async_playwright
 
     store = ClassStore(str(db))
     items = ci.dot_items(max(12, n_votes), 0.5, seed=0)
     session, key = store.create_session(items, ci.DOT_CHOICES, per_student=n_votes, title="Load test")
     server_pid = LAST_SERVER[0].pid
-    out: dict = {"students": n_students, "votes_each": n_votes}
+    out: dict = {"students": n_students, "votes_each": n_votes, "think_s": list(think)}
     async with async_playwright() as p:
         # no throttling of pages Chromium thinks are in the background: the projector's timer must keep its pace
         args = [*CHROMIUM_ARGS, "--disable-background-timer-throttling", "--disable-renderer-backgrounding"]
@@ -138,7 +142,9 @@ async def _run(url: str, db: Path, n_students: int, n_votes: int) -> dict:
         t0 = time.time()
         tasks = [
             asyncio.create_task(
-                _student(browser, url, session.join_code, n_votes, joined, go, taps, errors, random.Random(k), door)
+                _student(
+                    browser, url, session.join_code, n_votes, joined, go, taps, errors, random.Random(k), door, think
+                )  # fmt: skip
             )
             for k in range(n_students)
         ]
@@ -203,13 +209,13 @@ async def _run(url: str, db: Path, n_students: int, n_votes: int) -> dict:
     return out
 
 
-def run_load(n_students: int = 40, n_votes: int = 10) -> dict:
+def run_load(n_students: int = 40, n_votes: int = 10, think: tuple[float, float] = THINK) -> dict:
     """Start a server with a temporary data folder, run the load, return the figures (see the module docstring)."""
     with tempfile.TemporaryDirectory() as tmp:
         with streamlit_server({"CROWDLAB_DATA_DIR": tmp}, log_name="streamlit_load.log") as url:
             # a thread of its own: under pytest, playwright's sync API may already run an event loop in this one
             with concurrent.futures.ThreadPoolExecutor(max_workers=1) as pool:
-                job = pool.submit(asyncio.run, _run(url, Path(tmp) / "class.db", n_students, n_votes))
+                job = pool.submit(asyncio.run, _run(url, Path(tmp) / "class.db", n_students, n_votes, think))
                 return job.result()
 
 
@@ -217,10 +223,13 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--students", type=int, default=40)
     ap.add_argument("--votes", type=int, default=10)
+    ap.add_argument("--think", type=float, nargs=2, default=THINK, metavar=("MIN", "MAX"),
+                    help="seconds a student thinks before each tap, uniform (default %(default)s: a dozen items in "
+                    "two minutes; 0.4 1.2 is a stress test)")  # fmt: skip
     ap.add_argument("--json", type=str, default=None)
     args = ap.parse_args()
     load0 = round(os.getloadavg()[0], 1)
-    out = run_load(args.students, args.votes)
+    out = run_load(args.students, args.votes, tuple(args.think))
     out["machine"] = f"{os.cpu_count()} cores, load average {os.getloadavg()[0]:.1f} at the end"
     out["load_average_start"] = load0
     print(json.dumps(out, indent=2))

@@ -25,8 +25,10 @@ clicks; the script prints figures and asserts nothing.
 Beside the wall times, per click: the CPU seconds of the page's renderer (Chromium's ``Performance.getMetrics``
 ``TaskDuration``: script, style, layout and paint of the main thread) and of the Streamlit server process (user +
 system, every thread), and the bytes the server sent over its websocket (the figures' JSON, mostly), with the
-charts on the page. The targets (issue 26) are printed beside them: Step settled <= 0.3 s on bluebirds and <= 0.5
-s on TREC, renderer CPU <= 0.25 s a click, every lesson button <= 0.5 s. ``--lessons``: the action button of every
+charts on the page, the plotly draws (one modebar is built per draw: Streamlit remounts a chart whose figure
+changed and draws it three times, an unchanged one not at all) and the DOM nodes created. The targets (issue 26)
+are printed beside them: Step settled <= 0.3 s on bluebirds and <= 0.5 s on TREC, renderer CPU <= 0.25 s a
+click, every lesson button <= 0.5 s. ``--lessons``: the action button of every
 step of the EM lecture, timed the same way (click to settled, renderer and server CPU).
 
 Presenter mode (``?present=1``, the lecturer's projector) is the default; ``--normal`` turns it off.
@@ -61,7 +63,8 @@ TREC = Path("/work/shared/datasets/trec2010_relevance")
 ARM = """
 (want) => {
   const main = document.querySelector('[data-testid="stMain"]');
-  window.__bench = {t0: performance.now(), first: null, last: null, label: null, plot0: null, plot: null, other: null};
+  window.__bench = {t0: performance.now(), first: null, last: null, label: null, plot0: null, plot: null, other: null,
+                    nodes: 0, draws: 0};
   const b = window.__bench;
   if (window.__obs) window.__obs.disconnect();
   window.__obs = new MutationObserver((records) => {
@@ -69,6 +72,11 @@ ARM = """
     if (b.first === null) b.first = now;
     b.last = now;
     for (const r of records) {
+      for (const n of r.addedNodes) {  // DOM nodes created; a plotly draw builds one modebar container
+        if (n.nodeType !== 1) continue;
+        b.nodes += 1 + n.querySelectorAll('*').length;
+        b.draws += n.querySelectorAll('.modebar-container').length + (n.matches('.modebar-container') ? 1 : 0);
+      }
       const el = r.target.nodeType === 1 ? r.target : r.target.parentElement;
       if (el && el.closest('.js-plotly-plot')) {
         if (b.plot0 === null) b.plot0 = now;
@@ -83,7 +91,7 @@ ARM = """
 READ = (
     "() => { const b = window.__bench; return {first: b.first - b.t0, label: b.label === null ? null : "
     "b.label - b.t0, last: b.last - b.t0, plot0: (b.plot0 || b.t0) - b.t0, plot: (b.plot || b.t0) - b.t0, "
-    "other: (b.other || b.t0) - b.t0}; }"
+    "other: (b.other || b.t0) - b.t0, nodes: b.nodes, draws: b.draws}; }"
 )
 
 
@@ -244,7 +252,8 @@ def main() -> None:
             browser = p.chromium.launch(executable_path=CHROMIUM, args=ARGS, headless=True)
             print(
                 f"{'dataset':<20}{'first change':>13}{'label':>7}{'charts start':>14}{'settled':>9}{'target':>8}"
-                f"{'renderer CPU':>14}{'server CPU':>12}{'sent kB':>9}{'charts':>8}{'engine step':>13}"
+                f"{'renderer CPU':>14}{'server CPU':>12}{'sent kB':>9}{'charts':>8}{'draws':>7}{'nodes':>7}"
+                f"{'engine step':>13}"
             )
             for name in [d for d in args.datasets.split(",") if d]:
                 page = browser.new_page(viewport={"width": 1024, "height": 768})
@@ -272,7 +281,7 @@ def main() -> None:
                     f"{name:<20}{med['first']:>13.0f}{med['label']:>7.0f}{med['plot0']:>14.0f}{med['last']:>9.0f}"
                     f"{'<=' + str(TARGET_STEP.get(name, '')):>8}{med['renderer']:>7.2f} s (<={TARGET_RENDERER})"
                     f"{med['server']:>9.2f} s{med['bytes'] / 1000:>9.0f}"
-                    f"{charts:>8}{engine:>13.1f}"
+                    f"{charts:>8}{med['draws']:>7.0f}{med['nodes']:>7.0f}{engine:>13.1f}"
                 )
                 page.close()
             if args.lessons:
@@ -281,11 +290,14 @@ def main() -> None:
                 meter = Meter(page, proc.pid)
                 rows = _lesson_times(page, url, q, meter)
                 print(f"\nthe EM lecture's buttons (target <= {TARGET_LESSON} ms settled each)")
-                print(f"{'button':<44}{'settled ms':>11}{'renderer CPU':>14}{'server CPU':>12}{'sent kB':>9}")
+                print(
+                    f"{'button':<44}{'settled ms':>11}{'renderer CPU':>14}{'server CPU':>12}{'sent kB':>9}"
+                    f"{'draws':>7}{'nodes':>7}"
+                )
                 for label, t in rows:
                     print(
                         f"{label[:43]:<44}{t['last']:>11.0f}{t['renderer']:>12.2f} s{t['server']:>10.2f} s"
-                        f"{t['bytes'] / 1000:>9.0f}"
+                        f"{t['bytes'] / 1000:>9.0f}{t['draws']:>7}{t['nodes']:>7}"
                     )
                 settled = [t["last"] for _, t in rows]
                 over = sum(x > TARGET_LESSON for x in settled)

@@ -99,7 +99,19 @@ def build_parser() -> argparse.ArgumentParser:
     f.add_argument("--edges", help="edge list CSV source,target[,weight] over the items (needed by --method mrf)")
     f.add_argument("--delta", type=float, help="MRF: Potts penalty for disagreeing neighbours (default: #workers)")
     f.add_argument("--e-step", dest="e_step", default="icm", choices=["icm", "mean_field"], help="MRF E-step")
-    f.add_argument("--kind", default="auto", choices=["auto", "classes", "continuous"])
+    f.add_argument(
+        "--kind",
+        default="auto",
+        choices=["auto", "classes", "continuous", "ordinal"],
+        help="ordinal: numeric labels read as ratings (for --method ordinal)",
+    )
+    f.add_argument(
+        "--abstain",
+        action="append",
+        metavar="TOKEN",
+        help='a label meaning "can\'t tell" (e.g. --abstain unsure; repeat for more): read as a response that is '
+        "not a class, so the models learn who abstains (ds, ibcc, ebcc, mace, mace_vb, one_coin, two_coin, mv)",
+    )
     f.add_argument(
         "--columns",
         metavar="ITEM,WORKER,LABEL",
@@ -383,7 +395,9 @@ def cmd_fit(args: argparse.Namespace) -> int:
     if args.fmt == "sequences" or (args.method == "hmm" and args.fmt == "auto"):
         data = read_sequences(args.file, gold=args.gold, where="cli")
     else:
-        data = read_annotations(args.file, gold=args.gold, fmt=args.fmt, kind=kind, columns=args.columns, where="cli")
+        data = read_annotations(
+            args.file, gold=args.gold, fmt=args.fmt, kind=kind, columns=args.columns, where="cli", abstain=args.abstain
+        )
     if args.edges:
         from crowdlab.io.graph import read_edges
 
@@ -492,7 +506,8 @@ def cmd_fit_engine(args: argparse.Namespace, engine: str) -> int:
             (f"--init {args.init}", args.init != "majority"),
             (f"--format {args.fmt}", args.fmt not in ("auto", "long")),
             ("--columns", args.columns),
-            (f"--kind {args.kind}", args.kind == "continuous"),
+            (f"--kind {args.kind}", args.kind in ("continuous", "ordinal")),
+            ("--abstain", args.abstain),
         )
         if used
     ]
@@ -573,6 +588,9 @@ def _print_summary(run, workers, metrics: dict, out: Path, written) -> None:
     d = run.data
     kind = "continuous scores" if d.is_continuous else f"{d.n_classes} classes"
     counts = f"{plural(d.n_items, 'item')}, {plural(d.n_workers, 'worker')}, {plural(d.n_obs, 'label')}"
+    if getattr(d, "response_names", ()):  # the streaming and Dask engines read no "can't tell" responses
+        n_abs = int((d.label >= d.n_classes).sum())
+        counts += f" ({plural(n_abs, 'abstention')}: {', '.join(map(repr, d.response_names))})"
     print(f"{safe.plain(d.name or 'data')}: {counts}, {kind}")
     for note in d.notes:
         print(f"note: {safe.plain(note)}")

@@ -26,6 +26,7 @@ from __future__ import annotations
 import difflib
 import inspect
 from collections.abc import Mapping
+from dataclasses import replace
 from typing import Any
 
 import numpy as np
@@ -157,7 +158,7 @@ def _factorize(col: pd.Series, role: str, name) -> tuple[np.ndarray, pd.Index]:
 class _Frame:
     """The Annotations built from a DataFrame, with the original task and label values to map results back."""
 
-    def __init__(self, df: pd.DataFrame, gold: pd.Series | pd.DataFrame | dict | None = None) -> None:
+    def __init__(self, df: pd.DataFrame, gold: pd.Series | pd.DataFrame | dict | None = None, abstain=None) -> None:
         if not isinstance(df, pd.DataFrame):
             raise DataError(
                 f"Expected a pandas DataFrame with task, worker and label columns, got {type(df).__name__}."
@@ -205,6 +206,28 @@ class _Frame:
             gold=g,
             name="DataFrame",
         )
+        self.responses = pd.Index([], dtype=self.classes.dtype)
+        self._read_abstentions(abstain)
+
+    def _read_abstentions(self, abstain) -> None:
+        """``abstain``: a label value (or values) meaning "can't tell", read as a response that is not a class, as
+        ``read_annotations(..., abstain=)`` does (:func:`crowdlab.io.data.with_abstentions`); without it, a label
+        spelled like one gets the reader's note in ``data.notes``."""
+        from crowdlab.io.data import _responses
+
+        tokens = None
+        if abstain is not None:
+            given = [abstain] if isinstance(abstain, str) or not np.iterable(abstain) else list(abstain)
+            tokens = [str(c) for c, v in zip(self.data.class_names, self.classes) if v in given or str(v) in given]
+            if not tokens:
+                tokens = [str(t) for t in given]  # none is a label: the reader's note says so
+        data = _responses(self.data, tokens, "python")
+        data = replace(data, notes=tuple(n.replace("read_annotations(..., ", "fit(df, ") for n in data.notes))
+        if data.response_names:
+            keep = [self.data.class_names.index(c) for c in data.class_names]
+            gone = [self.data.class_names.index(c) for c in data.response_names]
+            self.classes, self.responses = self.classes.take(keep), self.classes.take(gone)
+        self.data = data
 
     def known_codes(self, known) -> np.ndarray:
         """``known=`` (a mapping or Series task -> label, in the DataFrame's own values) as (n_tasks,) class codes
@@ -249,9 +272,10 @@ class _Frame:
 
     def errors(self, gamma: np.ndarray) -> pd.DataFrame:
         """crowd-kit's layout: rows (worker, label said), columns the true label, P(said | true)."""
-        M, K, _ = gamma.shape
-        index = pd.MultiIndex.from_product([self.workers, self.classes], names=[self.worker_name, self.label_name])
-        return pd.DataFrame(gamma.reshape(M * K, K), index=index, columns=pd.Index(self.classes, name=self.label_name))
+        M, R, K = gamma.shape  # R = K, or K + the "can't tell" responses (rows after the classes)
+        said = self.classes.append(self.responses) if R > K else self.classes
+        index = pd.MultiIndex.from_product([self.workers, said], names=[self.worker_name, self.label_name])
+        return pd.DataFrame(gamma.reshape(M * R, K), index=index, columns=pd.Index(self.classes, name=self.label_name))
 
 
 def _lookup(index: pd.Index, names: tuple[str, ...], keys: pd.Index) -> np.ndarray:
@@ -287,10 +311,11 @@ def _sample(values, n: int = 3) -> str:
     return "[" + ", ".join(map(repr, shown)) + (", ...]" if len(values) > n else "]")
 
 
-def from_dataframe(df: pd.DataFrame, gold: pd.Series | dict | None = None) -> Annotations:
+def from_dataframe(df: pd.DataFrame, gold: pd.Series | dict | None = None, abstain=None) -> Annotations:
     """:class:`~crowdlab.io.data.Annotations` from a DataFrame with task/item, worker and label columns; ``gold``
-    maps task -> label (tasks or labels it does not know are ignored)."""
-    return _Frame(df, gold).data
+    maps task -> label (tasks or labels it does not know are ignored); ``abstain``: a label (or labels) meaning
+    "can't tell", read as a response that is not a class (``Annotations.response_names``)."""
+    return _Frame(df, gold, abstain).data
 
 
 class _Aggregator:
@@ -364,15 +389,18 @@ class _Aggregator:
             del self.__dict__[key]
         self.__dict__.pop("_absent", None)
 
-    def fit(self, df: pd.DataFrame, gold: pd.Series | pd.DataFrame | dict | None = None) -> _Aggregator:
+    def fit(self, df: pd.DataFrame, gold: pd.Series | pd.DataFrame | dict | None = None, abstain=None) -> _Aggregator:
         """Fit on ``df``; ``gold``: task -> label (a Series, a mapping, or a DataFrame with task and label columns),
-        needed for ``reveal=`` and kept in ``run_.data`` for the metrics."""
+        needed for ``reveal=`` and kept in ``run_.data`` for the metrics. ``abstain``: a label (or labels) meaning
+        "can't tell": a response that is not a class (Dawid-Skene, IBCC, MACE, one-coin, two-coin and majority vote
+        take it, GLAD and the baselines refuse it; ``errors_`` then has a row for it, and ``abstention_rate_`` gives
+        each worker's share)."""
         self._clear()  # a refit, failed or not, leaves nothing of the last one
         params = self.get_params()
         self._check(params)
         if params.get("reveal") and gold is None:
             raise DataError("reveal= reveals gold labels: pass them too, fit(df, gold=...) (a Series task -> label).")
-        frame = _Frame(df, gold)
+        frame = _Frame(df, gold, abstain)
         try:
             if frame.data.n_classes == 1 and not self._one_class_ok:
                 self._fit_one_class(frame)
@@ -537,6 +565,11 @@ class _EM(_Aggregator):
         if hasattr(p, "pi"):
             self.priors_ = frame.per_class(p.pi, "prior")
         self._fit_more(frame, params, run)
+        if frame.data.response_names:
+            d = frame.data
+            said = np.bincount(d.worker, weights=(d.label >= d.n_classes).astype(float), minlength=d.n_workers)
+            rate = said / np.maximum(np.bincount(d.worker, minlength=d.n_workers), 1)
+            self.abstention_rate_ = frame.per_worker(rate, "abstention_rate")
         self.labels_ = frame.labels(run.labels())  # last: labels_ is what marks the estimator fitted
 
     def _fit_more(self, frame: _Frame, params: dict, run) -> None:
@@ -825,16 +858,27 @@ def _estimator(method: str, options: dict) -> _Aggregator:
 
 
 def aggregate(
-    df: pd.DataFrame, method: str = "ds", *, gold: pd.Series | pd.DataFrame | dict | None = None, **options: Any
+    df: pd.DataFrame,
+    method: str = "ds",
+    *,
+    gold: pd.Series | pd.DataFrame | dict | None = None,
+    abstain=None,
+    **options: Any,
 ) -> pd.Series:
     """The aggregated label of every task (a Series indexed by task, sorted, in the label column's own values).
-    ``options`` are the estimator's (``cl.DawidSkene().get_params()`` lists them); ``gold`` as in ``fit``."""
-    return _estimator(method, options).fit(df, gold).labels_
+    ``options`` are the estimator's (``cl.DawidSkene().get_params()`` lists them); ``gold`` and ``abstain`` as in
+    ``fit``."""
+    return _estimator(method, options).fit(df, gold, abstain).labels_
 
 
 def proba(
-    df: pd.DataFrame, method: str = "ds", *, gold: pd.Series | pd.DataFrame | dict | None = None, **options: Any
+    df: pd.DataFrame,
+    method: str = "ds",
+    *,
+    gold: pd.Series | pd.DataFrame | dict | None = None,
+    abstain=None,
+    **options: Any,
 ) -> pd.DataFrame:
     """The posterior (EM methods) or normalised vote shares (baselines) of every task: rows = tasks (sorted),
     columns = classes (sorted), rows summing to 1."""
-    return _estimator(method, options).fit(df, gold).probas_
+    return _estimator(method, options).fit(df, gold, abstain).probas_

@@ -34,7 +34,9 @@ def run_kind(run: Run) -> str:
 @dataclass(frozen=True, eq=False)
 class Comparison:
     """Runs by method key, the summary table, pairwise agreement of hard labels and the disputed items; with
-    ``baselines``: the non-EM results by key and a note per baseline that does not apply (``skipped``)."""
+    ``baselines``: the non-EM results by key and a note per baseline that does not apply (``skipped``). ``labels``:
+    each row's answer per item by the table's method name, in the table's order (class codes; for scores, the
+    estimated mean per item)."""
 
     runs: dict[str, Run]
     table: pd.DataFrame
@@ -42,6 +44,7 @@ class Comparison:
     disagreements: pd.DataFrame
     baselines: dict[str, Baseline] = field(default_factory=dict)
     skipped: dict[str, str] = field(default_factory=dict)
+    labels: dict[str, np.ndarray] = field(default_factory=dict)
 
 
 def compare_methods(
@@ -51,6 +54,7 @@ def compare_methods(
     prior: float = 0.0,
     progress: Callable[[int, int, str], None] | None = None,
     baselines: bool = False,
+    iteration_progress: Callable[[int, int], None] | None = None,
     **fit_options,
 ) -> Comparison:
     """Fit each method (default: all that apply) to convergence and tabulate.
@@ -64,6 +68,10 @@ def compare_methods(
     against gold (their scores are vote shares, not posteriors: no soft accuracy or log loss), and their labels
     join the agreement matrix and the disputed items. One that does not apply (KOS on more than two classes)
     is left out with its reason in ``Comparison.skipped``.
+
+    ``progress(i, n, title)`` is called before each of the n methods (and ``(n, n, "done")`` at the end);
+    ``iteration_progress(iteration, max_iter)`` after every iteration inside an iterative method's fit, so a long
+    fit shows how far it is.
     """
     methods = methods or applicable_models(data)
     extra = list(BASELINES) if baselines and not data.is_continuous else []
@@ -74,7 +82,7 @@ def compare_methods(
         if progress is not None:
             progress(i, total, MODELS[key].info.title)
         t0 = time.perf_counter()
-        runs[key] = fit(data, key, prior=prior, **fit_options)
+        runs[key] = fit(data, key, prior=prior, progress=iteration_progress, **fit_options)
         seconds[key] = time.perf_counter() - t0
     done: dict[str, Baseline] = {}
     skipped: dict[str, str] = {}
@@ -99,12 +107,13 @@ def compare_methods(
         if data.has_gold:
             row["pearson r"] = pearson(plain, data.gold)
         rows.insert(0, row)
-        return Comparison(runs, pd.DataFrame(rows), pd.DataFrame(), pd.DataFrame())
+        means = {row["method"]: plain} | {MODELS[k].info.title: run.params.mu for k, run in runs.items()}
+        return Comparison(runs, pd.DataFrame(rows), pd.DataFrame(), pd.DataFrame(), labels=means)
     rows += [_baseline_row(data, key, b) | {"time (s)": seconds[key]} for key, b in done.items()]
     table = pd.DataFrame(rows)
     labels = {MODELS[k].info.title: run.labels() for k, run in runs.items()}
     labels |= {BASELINES[k][0]: b.labels for k, b in done.items()}
-    return Comparison(runs, table, _agreement(labels), _disagreements(data, labels), done, skipped)
+    return Comparison(runs, table, _agreement(labels), _disagreements(data, labels), done, skipped, labels)
 
 
 def _baseline_row(data: Annotations, key: str, result: Baseline) -> dict:

@@ -72,6 +72,46 @@ def posterior_frame(run: Run) -> pd.DataFrame:
     return check_finite_frame(out, "posteriors")
 
 
+def upload_names(data) -> dict[str, str]:
+    """{"item", "label", "gold"} -> the name that column has in the file the data were read from
+    (``Annotations.columns``: an upload's ``question``/``answer`` stay so); the role's own name where the file has
+    no such column or the data came from no file."""
+    own = tuple(getattr(data, "columns", ()) or ())
+    own = own + ("",) * (4 - len(own))
+    names = {"item": own[0] or "item", "label": own[2] or "label", "gold": own[3] or "gold"}
+    return names
+
+
+def in_upload_names(frame: pd.DataFrame, data) -> pd.DataFrame:
+    """``frame`` with its item, label and gold columns renamed to the upload's names (:func:`upload_names`)."""
+    names = upload_names(data)
+    moves = {k: v for k, v in names.items() if k in frame.columns and k != v}
+    kept = set(frame.columns) - set(moves)
+    if kept & set(moves.values()) or len(set(moves.values())) < len(moves):
+        return frame  # an upload's name is already another column here: keep the plain names rather than clash
+    return frame.rename(columns=moves)
+
+
+def labels_side_by_side(data, labels: dict[str, np.ndarray]) -> pd.DataFrame:
+    """One row per item: the item id, gold (when the data have gold), then each method's answer, side by side,
+    under the upload's own column names (:func:`upload_names`): ``answer (Dawid-Skene)``, ``answer (GLAD)``, ...
+    ``labels``: method name -> class code per item (``crowdlab.analysis.compare.Comparison.labels``), or for
+    continuous scores the estimated mean per item."""
+    names = upload_names(data)
+    out = {names["item"]: np.asarray(data.item_names, dtype=object)}
+    classes = np.asarray(tuple(data.class_names) + ("",), dtype=object)
+    if data.gold is not None:
+        if data.is_continuous:
+            out[names["gold"]] = np.asarray(data.gold, dtype=float)  # NaN = no gold (an empty cell)
+        else:
+            out[names["gold"]] = classes[np.where(data.gold >= 0, data.gold, len(data.class_names))]
+    for method, answer in labels.items():
+        answer = np.asarray(answer)
+        out[f"{names['label']} ({method})"] = answer if data.is_continuous else classes[answer]
+    frame = pd.DataFrame(out)
+    return check_finite_frame(frame, "labels of every method", skip=(names["gold"],))
+
+
 def worker_frame(run: Run) -> pd.DataFrame:
     """One row per worker: number of labels and the model's reliability estimates."""
     data, snap = run.data, run.current
@@ -117,8 +157,9 @@ def _with_report(run: Run, out: pd.DataFrame) -> pd.DataFrame:
         rep = worker_report(run)
     except ModelError:
         return out
-    for col in REPORT_COLUMNS:
-        out[col] = rep[col].to_numpy()
+    for col in (*REPORT_COLUMNS, "abstention_rate"):
+        if col in rep:  # the dependence check's columns are not there with "can't tell" responses
+            out[col] = rep[col].to_numpy()
     out.attrs["krippendorff_alpha"] = rep.attrs.get("krippendorff_alpha")
     out.attrs["dependence"] = rep.attrs.get("dependence")
     return out

@@ -121,7 +121,12 @@ def worker_report(run, *, level: float = 0.95, intervals: bool = True) -> pd.Dat
         lower, upper = ci["lo"], ci["hi"]
         how = np.full(M, f"credible (posterior, {ci['draws']:,} draws)", dtype=object)
     elif (
-        intervals and run.iterative and M <= WALD_MAX_WORKERS and K <= WALD_MAX_CLASSES and isinstance(run.model, MACE)
+        intervals
+        and run.iterative
+        and M <= WALD_MAX_WORKERS
+        and K <= WALD_MAX_CLASSES
+        and isinstance(run.model, MACE)
+        and not data.response_names  # its observed information has no spam-only responses
     ):
         wi = mace_worker_intervals(run.model, data, params, level=level)  # (its variational version: above)
         ok = wi["note"].eq("").to_numpy()

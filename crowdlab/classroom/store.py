@@ -71,7 +71,10 @@ def data_dir() -> Path:
     """The data folder: ``$CROWDLAB_DATA_DIR``, else ``$XDG_DATA_HOME/crowdlab``, else ``~/.local/share/crowdlab``."""
     env = os.environ.get("CROWDLAB_DATA_DIR")
     if env:
-        return Path(env).expanduser()
+        try:
+            return Path(env).expanduser()
+        except RuntimeError as exc:  # "~user" of no user
+            raise cannot_open(env, exc) from None
     xdg = os.environ.get("XDG_DATA_HOME")
     return (Path(xdg).expanduser() if xdg else Path.home() / ".local" / "share") / "crowdlab"
 
@@ -226,6 +229,48 @@ class Limits:
 
 
 # ---------------------------------------------------------------------------- the store
+def _store_errors(postgres: bool) -> tuple[type[BaseException], ...]:
+    """What opening the database raises when the place it names cannot hold one (a file as the data folder, a
+    folder as the database, no server at the URL)."""
+    if postgres:
+        try:
+            import psycopg
+
+            return (OSError, RuntimeError, psycopg.Error)
+        except ImportError:
+            return (OSError, RuntimeError)
+    return (OSError, RuntimeError, sqlite3.Error)  # RuntimeError: expanduser of "~user" of no user
+
+
+def _shown_url(url: str) -> str:
+    """The database's URL or path with a password replaced by ***."""
+    head, sep, rest = url.partition("://")
+    if sep and "@" in rest:
+        cred, _, host = rest.rpartition("@")
+        if ":" in cred:
+            cred = cred.split(":", 1)[0] + ":***"
+        return f"{head}://{cred}@{host}"
+    return url
+
+
+def cannot_open(url: str, exc: BaseException) -> ClassError:
+    """The ClassError of a class database that cannot be opened, naming the setting that chose the place."""
+    said = (str(exc).strip().splitlines() or [type(exc).__name__])[0][:300].rstrip(".")
+    if os.environ.get("CROWDLAB_CLASS_DB"):
+        setting = (
+            "CROWDLAB_CLASS_DB (a SQLite file in a folder this user may write, or a postgresql:// URL of a running "
+            "server)"
+        )
+    elif os.environ.get("CROWDLAB_DATA_DIR"):
+        setting = "CROWDLAB_DATA_DIR (a folder this user may write)"
+    else:
+        setting = "CROWDLAB_DATA_DIR to a folder this user may write, or CROWDLAB_CLASS_DB"
+    return ClassError(
+        f"the class database {_shown_url(url)!r} cannot be opened ({type(exc).__name__}: {said}).",
+        hint=f"Set {setting}, and start the app again.",
+    )
+
+
 class ClassStore:
     """Class sessions in SQLite (a file path) or PostgreSQL (a ``postgresql://`` URL); thread-safe (a small pool
     of connections, one per concurrent call)."""
@@ -239,9 +284,12 @@ class ClassStore:
         self._slots = threading.BoundedSemaphore(pool_size)
         self._all: list = []
         self._lock = threading.Lock()
-        if not self.postgres:
-            Path(self.url).expanduser().parent.mkdir(parents=True, exist_ok=True)
-        self.migrate()
+        try:
+            if not self.postgres:
+                Path(self.url).expanduser().parent.mkdir(parents=True, exist_ok=True)
+            self.migrate()
+        except _store_errors(self.postgres) as exc:
+            raise cannot_open(self.url, exc) from None
         self.purge_expired()
 
     # ---------------------------------------------------------------- connections

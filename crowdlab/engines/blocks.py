@@ -597,21 +597,6 @@ def batch_em(
     return snaps, violations, True
 
 
-def refuse_nested(arrow_type, column: str, file: str | None = None) -> None:
-    """A DataError for a nested Parquet column (list, struct, map): a label file's cells are single values."""
-    import pyarrow as pa
-
-    t = arrow_type
-    nested = pa.types.is_list(t) or pa.types.is_large_list(t) or pa.types.is_struct(t) or pa.types.is_map(t)
-    if nested or pa.types.is_fixed_size_list(t):
-        raise DataError(
-            f"the column holds nested values ({t}), not one id or label per cell.",
-            file=file,
-            column=column,
-            hint="Write the column as plain text or numbers (one label per row), e.g. by exploding the lists.",
-        )
-
-
 # ---------------------------------------------------------------------- semi-supervised: known classes
 @dataclass
 class KnownLabels:

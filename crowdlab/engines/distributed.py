@@ -9,6 +9,11 @@
   Columns are found by the same names as in a CSV (item/task/question, worker/annotator/..., label/answer/...).
   A null or blank id, or a null, blank or NaN-spelled label, is refused as the CSV reader refuses it (a
   `DataError` naming the column and the index of the first such row), before the shuffle.
+- Parquet files are checked on the client before Dask reads them (`crowdlab.io.parquet`: empty, truncated or
+  corrupt files, duplicate column names, nested item/worker/label columns, files of one dataset whose columns
+  differ); a data page that fails while a worker reads it is named by reading the files again. A crowdlab error
+  raised on a worker comes back as its own type even when ``distributed`` cut its long message (`_carried_errors`).
+  ``npartitions`` is bounded (`check_npartitions`).
 - Ids are factorised globally: the worker and class dictionaries (small) are computed once, ordered as
   `crowdlab.io.data.read_annotations` orders them, and sent to every partition; item names stay in their partition.
 - The rows are shuffled so that every item's rows are in one partition (``by_item=True`` skips the shuffle for
@@ -77,7 +82,7 @@ from crowdlab.io.data import (
     soft_vote_column,
     soft_votes_elsewhere,
 )
-from crowdlab.io.readers import Column, check_where, count, missing_values, not_a_file, read_table
+from crowdlab.io.readers import Column, check_where, column_listing, count, missing_values, not_a_file, read_table
 
 COLUMNS = ("item", "worker", "label")
 NO_DASHBOARD = {"dashboard_address": None, "scheduler_kwargs": {"dashboard_address": ":0"}}
@@ -111,7 +116,7 @@ def _alias_columns(columns, file: str) -> dict[str, str]:
     for role, aliases in (("item", ITEM_ALIASES), ("worker", WORKER_ALIASES), ("label", LABEL_ALIASES)):
         hits = [c for c in columns if _norm(str(c)) in aliases]
         if len(hits) != 1:
-            found = ", ".join(repr(str(c)) for c in columns)
+            found = column_listing([str(c) for c in columns])
             problem = f"no {role} column found" if not hits else f"more than one column could be the {role} column"
             raise DataError(
                 f"{problem}; the columns are {found}.",
@@ -140,7 +145,7 @@ def _read(source, *, npartitions: int | None = None, where: str = "python"):
     if isinstance(source, str | os.PathLike | list | tuple):
         files = _expand(source)
         if all(f.lower().endswith(_PARQUET) or os.path.isdir(f) for f in files):
-            source = dd.read_parquet(files)
+            source = _read_parquet(files)
         else:
             meta = pd.DataFrame({c: pd.Series([], dtype=object) for c in COLUMNS})
             ddf = dd.from_map(_read_csv_file, files, args=(where,), meta=meta, enforce_metadata=False)
@@ -150,6 +155,71 @@ def _read(source, *, npartitions: int | None = None, where: str = "python"):
     names = _alias_columns(list(source.columns), "the data frame")
     ddf = source[list(names)].rename(columns=names)
     return ddf, {role: str(name) for name, role in names.items()}
+
+
+def _role_columns(names, file: str) -> list[str]:
+    """The columns of a Parquet file that Dask reads: those named as an item, worker or label column."""
+    aliases = set(ITEM_ALIASES) | set(WORKER_ALIASES) | set(LABEL_ALIASES)
+    return [n for n in names if _norm(str(n)) in aliases]
+
+
+def _read_parquet(files: list[str]):
+    """``dd.read_parquet`` of checked files: each opens (not empty, truncated or corrupt), its columns have
+    distinct names and no nested item, worker or label column, and all files have the same columns."""
+    import dask.dataframe as dd
+
+    from crowdlab.io.parquet import check_dataset, find_unreadable
+
+    check_dataset(files, _role_columns)
+    try:
+        return dd.read_parquet(files)
+    except (ValueError, OSError) as exc:  # Arrow's errors are ValueError / OSError subclasses
+        if isinstance(exc, CrowdlabError | FileNotFoundError | PermissionError):
+            raise
+        found = find_unreadable(files)
+        raise (found or DataError(f"Dask cannot read these Parquet files ({exc}).", file=", ".join(files))) from None
+
+
+@contextmanager
+def _carried_errors(source):
+    """Errors raised on the cluster, said as the reader says them: a `CrowdlabError` whose message was too long
+    for ``distributed`` (which sends ``Exception('Long error message', type, text)`` instead, and the CLI printed a
+    traceback) is raised again as its own type with its text cut short; an Arrow error from reading a Parquet
+    data page names the file that cannot be read."""
+    try:
+        yield
+    except CrowdlabError:
+        raise
+    except Exception as exc:
+        args = exc.args
+        if len(args) == 3 and args[0] == "Long error message" and isinstance(args[1], type):
+            if issubclass(args[1], CrowdlabError):
+                raise _shortened(args[1], str(args[2])) from None
+        if isinstance(exc, OSError | ValueError) and isinstance(source, str | os.PathLike | list | tuple):
+            from crowdlab.io.parquet import find_unreadable
+
+            files = [f for f in _expand(source) if f.lower().endswith(_PARQUET) or os.path.isdir(f)]
+            found = find_unreadable(files) if files else None
+            if found is not None:
+                raise found from None
+        raise
+
+
+SHORT_ERROR = 2000
+"""The most characters of an error's text carried back from a worker when ``distributed`` cut it."""
+
+
+def _shortened(cls: type, text: str) -> CrowdlabError:
+    """``cls`` (a CrowdlabError subclass) with ``text`` cut at a comma near `SHORT_ERROR` characters."""
+    if len(text) > SHORT_ERROR:
+        cut = text.rfind(", ", 0, SHORT_ERROR)
+        text = text[: cut if cut > SHORT_ERROR // 2 else SHORT_ERROR] + " ... (the rest of this long message is cut)"
+    if issubclass(cls, DataError):
+        return DataError(text)
+    try:
+        return cls(text)
+    except TypeError:
+        return CrowdlabError(text)
 
 
 def _expand(source) -> list[str]:
@@ -185,8 +255,40 @@ SUMMARY_META = pd.DataFrame(
 def _summary(frame: pd.DataFrame) -> pd.DataFrame:
     """One partition before the shuffle as rows (what, value, n): for each column with missing cells, ("missing
     <column>", the index of the first, their number). Missing: a null or blank id, a null, blank or NaN-spelled
-    label (`crowdlab.io.readers`)."""
-    return _missing_frame([_local_part(frame, False).summary])
+    label (`crowdlab.io.readers`). And ("rows", "", its number of rows)."""
+    rows = pd.DataFrame({"what": ["rows"], "value": [""], "n": [len(frame)]}).astype(SUMMARY_META.dtypes.to_dict())
+    return pd.concat([_missing_frame([_local_part(frame, False).summary]), rows], ignore_index=True)
+
+
+MAX_PARTITIONS = 10_000
+"""The most partitions after the shuffle: each is a task in every EM round and in the shuffle's graph (10^6
+partitions of 4,212 rows ran for minutes without ending)."""
+MIN_ROWS_PER_PARTITION = 16
+"""The fewest rows a partition may hold on average: each partition's task costs milliseconds of scheduling in every
+round, far more than the E-step of a few rows (1,000 partitions of the 4,212 rows of bluebirds ran past 200 s)."""
+
+
+def check_npartitions(npartitions, n_rows: int | None = None, where: str = "python") -> int | None:
+    """``npartitions`` refused (naming the option and the valid range) unless it is a whole number from 1 to
+    `MAX_PARTITIONS` and, when ``n_rows`` is known, to one partition per `MIN_ROWS_PER_PARTITION` rows; None stays
+    None."""
+    if npartitions is None:
+        return None
+    name = "--npartitions" if where == "cli" else "npartitions"
+    top = MAX_PARTITIONS if n_rows is None else max(1, min(MAX_PARTITIONS, int(n_rows) // MIN_ROWS_PER_PARTITION))
+    if isinstance(npartitions, float) and npartitions.is_integer():  # 1e6 means a million
+        npartitions = int(npartitions)
+    whole = isinstance(npartitions, int | np.integer) and not isinstance(npartitions, bool)
+    if not whole or not 1 <= npartitions <= top:
+        why = ""
+        if n_rows is not None and top < MAX_PARTITIONS:
+            why = f"the data has {n_rows:,} rows, at least {MIN_ROWS_PER_PARTITION:,} a partition; "
+        shown = f"{npartitions:,}" if whole and abs(npartitions) < 10**15 else f"{npartitions!r}"
+        raise ModelError(
+            f"{name} must be a whole number from 1 to {top:,} ({why}each partition is a task in every round), "
+            f"not {shown}."
+        )
+    return int(npartitions)
 
 
 def _refuse_missing(summary: pd.DataFrame, columns: dict[str, str], file: str) -> None:
@@ -220,7 +322,7 @@ def _text(values, column: str):
     column (list, struct, map) is refused as the streaming reader refuses it."""
     import pyarrow as pa
 
-    from crowdlab.engines.blocks import refuse_nested
+    from crowdlab.io.parquet import as_text
 
     arr = values.array if hasattr(values, "array") else values
     try:
@@ -228,12 +330,7 @@ def _text(values, column: str):
             arr = pa.array(arr, from_pandas=True)
     except (pa.ArrowInvalid, pa.ArrowTypeError, TypeError):  # mixed objects: each as its text
         arr = pa.array([None if v is None or (isinstance(v, float) and v != v) else str(v) for v in arr])
-    if isinstance(arr, pa.ChunkedArray):
-        arr = arr.combine_chunks()
-    if pa.types.is_dictionary(arr.type):
-        arr = arr.dictionary_decode()
-    refuse_nested(arr.type, column)
-    return arr.cast(pa.large_string())
+    return as_text(arr, column)
 
 
 @dataclass
@@ -427,7 +524,11 @@ def _nunique(s: pd.Series) -> int:
     return s.nunique()
 
 
-_EXPECTED = tuple(f"{cls.__name__}(" for cls in (DataError, ModelError, CrowdlabError))
+_ARROW = ("OSError(", "ArrowInvalid(", "ArrowIOError(", "ArrowNotImplementedError(", "ArrowTypeError(")
+_EXPECTED = (
+    *(f"{cls.__name__}(" for cls in (DataError, ModelError, CrowdlabError)),
+    "Exception('Long error message', <class 'crowdlab.errors.",  # one of them, too long for distributed
+)
 
 
 class _ExpectedFailures(logging.Filter):
@@ -438,7 +539,9 @@ class _ExpectedFailures(logging.Filter):
     def filter(self, record: logging.LogRecord) -> bool:
         args = record.args if isinstance(record.args, tuple) else ()
         failed = str(record.msg).startswith("Compute Failed") and len(args) > 3
-        return not (failed and str(args[3]).startswith(_EXPECTED))
+        # a Parquet part Arrow cannot read: the client names the file (`_carried_errors`)
+        unreadable = str(args[0] if args else "").startswith("('read_parquet-") and str(args[3]).startswith(_ARROW)
+        return not (failed and (str(args[3]).startswith(_EXPECTED) or unreadable))
 
 
 @contextmanager
@@ -563,6 +666,7 @@ def fit(
 
     model = engine_model(method, prior, model_options, engine="dask")
     check_where(where)
+    check_npartitions(npartitions, where=where)
     check_known_model(model, known)
     known = read_known(known, where)
     import dask
@@ -583,11 +687,13 @@ def fit(
         _client(client, scheduler) as (c, owned),
         dask.config.set({"dataframe.shuffle.method": "tasks"}),
         _quiet_expected_failures(),
+        _carried_errors(source),
     ):
         if not by_item:
             # the missing cells are found (and named by their index) before the shuffle moves the rows
             summary = c.compute(ddf.map_partitions(_summary, meta=SUMMARY_META)).result()
             _refuse_missing(summary, columns, file)
+            check_npartitions(npartitions, int(summary.loc[summary["what"] == "rows", "n"].sum()), where)
             ddf = ddf.shuffle(on="item", npartitions=npartitions or ddf.npartitions)
         # first pass: each partition coded by its own dictionaries, kept on its worker; the client gets the
         # distinct names and counts (and, with by_item, a hash of each item name to check the promise)

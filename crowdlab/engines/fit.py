@@ -25,6 +25,7 @@ def fit(
     reveal: float | None = None,
     reveal_seed: int = 0,
     n_jobs: int = 1,
+    progress=None,
     **init_kwargs,
 ) -> Run:
     """Fit ``method`` ("mv", "ds", "one_coin", "two_coin", "glad", "mace", "mace_vb", "ibcc", "scores", "hmm",
@@ -51,7 +52,8 @@ def fit(
     It stops when EM has converged (:attr:`Run.converged`: the objective has stopped changing *and* the parameters
     are contracting to a fixed point, so a plateau is not mistaken for the end), stalls, or reaches ``max_iter``;
     ``run.stop_reason`` says which. ``model_options`` go to the model's constructor (e.g.
-    ``{"delta": 5.0, "e_step": "mean_field"}`` for "mrf").
+    ``{"delta": 5.0, "e_step": "mean_field"}`` for "mrf"). ``progress(iteration, max_iter)`` is called after every
+    iteration (:meth:`crowdlab.engines.run.Run.run`; online EM: after every pass or update, as its run reports).
     """
     if method in ONLINE_MODELS:
         from crowdlab.engines.online import OnlineRun
@@ -64,7 +66,7 @@ def fit(
         options.update(model_options or {})
         model = make_model(method, seed=seed if seed is not None else 0, **options)
         run = OnlineRun(data, model, track_every=None, keep_blocks=False)
-        run.run()
+        run.run(progress=progress)
         return run
     prior = 0.0 if prior is None else prior
     semi = {"known": known, "reveal": reveal, "reveal_seed": reveal_seed} if known is not None or reveal else {}
@@ -81,5 +83,5 @@ def fit(
         n_jobs=n_jobs,
         **init_kwargs,
     )
-    run.run()
+    run.run(progress=progress)
     return run

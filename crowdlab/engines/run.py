@@ -72,15 +72,16 @@ def _nbytes(vec: np.ndarray | None) -> int:
 
 
 def check_responses(model, data: Annotations, init: str = "majority") -> None:
-    """Refuse data with responses that are not classes ("can't tell") for a model without rows for them (only
-    Dawid-Skene and majority vote have them), and the moment-matching start, which has no such rows either."""
+    """Refuse data with responses that are not classes ("can't tell") for a model without a place for them (those
+    with ``reads_responses``: majority vote, Dawid-Skene, IBCC, EBCC, MACE (EM and VB), one-coin, two-coin have
+    one), and the moment-matching start, which has no such rows either."""
     if not data.response_names:
         return
     names = ", ".join(repr(r) for r in data.response_names)
     if not getattr(model, "reads_responses", False):
         raise ModelError(
-            f"{model.info.title} has no place for the responses that are not classes ({names}): use Dawid-Skene "
-            "(a confusion matrix with a row for each), or read the file without abstain= (each becomes a class)."
+            f"{model.info.title} has no place for the responses that are not classes ({names}): use Dawid-Skene, "
+            "IBCC, EBCC, MACE, one-coin or two-coin, or read the file without abstain= (each becomes a class)."
         )
     if init == "moments":
         raise ModelError(f"moment matching has no rows for the responses that are not classes ({names}).")

@@ -7,8 +7,10 @@ How it works (what is in memory, what is on disk):
 1. **One pass over the CSV**, ``chunk_rows`` rows at a time. Each chunk (the header line + whole lines) goes
    through the one reading path, `crowdlab.io.readers.read_table`, and the long-file column checks of
    `crowdlab.io.data` (column names and aliases, blank ids, missing labels, delimiter, encoding, NUL bytes, ragged
-   rows, skipped blank and repeated-header rows), with rows numbered as in the whole file. A Parquet file is read
-   in row batches (``pyarrow.parquet.ParquetFile.iter_batches``), its cells as text, with the same column checks.
+   rows, skipped blank and repeated-header rows), with rows numbered as in the whole file (a file whose lines end
+   in lone carriage returns is copied with line feeds first). A Parquet file is read in row batches
+   (``pyarrow.parquet.ParquetFile.iter_batches``), its cells as text, with the same column checks, and those of
+   `crowdlab.io.parquet` (an empty, truncated or corrupt file, a nested column, bytes that are not UTF-8).
    The chunk's ids are factorised (Arrow's dictionary encoding) and its integer codes appended to a code file in a
    temporary folder; only the chunk's *distinct* names are kept.
 2. **Dictionaries**: the distinct names of all chunks are factorised once more and ordered exactly as
@@ -93,6 +95,37 @@ from crowdlab.io.readers import INVISIBLE, Column, Table, check_where, get_limit
 DEFAULT_CHUNK_ROWS = 1_000_000
 _MAX_BUCKETS = 256
 _LONG_NEEDS = "a label file to stream needs item, worker and label columns (one row per label)"
+MAX_CHUNK_ROWS = 2**31 - 1  # a chunk's rows are counted and coded in int32
+BYTES_PER_CHUNK_ROW = 100  # the memory one row of a chunk takes while it is read and coded (about)
+
+
+def check_chunk_rows(chunk_rows, where: str = "python") -> int:
+    """``chunk_rows`` as an int, refused (naming the option and the valid range) unless it is a whole number from 1
+    to what this machine's free memory holds at `BYTES_PER_CHUNK_ROW` bytes a row (at least the default, at most
+    `MAX_CHUNK_ROWS`): a larger chunk would read the whole file into memory, or overflow."""
+    from crowdlab.errors import ModelError
+
+    name = "--chunk-rows" if where == "cli" else "chunk_rows"
+    free = available_bytes()
+    top = MAX_CHUNK_ROWS if free is None else max(DEFAULT_CHUNK_ROWS, min(MAX_CHUNK_ROWS, free // BYTES_PER_CHUNK_ROW))
+    if isinstance(chunk_rows, float) and chunk_rows.is_integer():  # 1e6 means a million
+        chunk_rows = int(chunk_rows)
+    whole = isinstance(chunk_rows, int | np.integer) and not isinstance(chunk_rows, bool)
+    if not whole or not 1 <= chunk_rows <= top:
+        shown = (
+            f"{chunk_rows:,}"
+            if whole and abs(chunk_rows) < 10**15
+            else f"{chunk_rows:.3g}"
+            if whole
+            else repr(chunk_rows)
+        )
+        free_said = (
+            "" if free is None else f"; {free / 1e9:.1f} GB of memory is free, about {BYTES_PER_CHUNK_ROW} bytes a row"
+        )
+        raise ModelError(
+            f"{name} must be a whole number from 1 to {top:,} (rows read at a time{free_said}), not {shown}."
+        )
+    return int(chunk_rows)
 
 
 # ---------------------------------------------------------------------- reading in chunks
@@ -151,6 +184,33 @@ def _line_chunks(path: Path, chunk_rows: int, block: int = 8 << 20) -> Iterator[
             next_line += n_lines
             if eof and not buf:
                 break
+
+
+def _lone_cr(path: Path, block: int = 1 << 16) -> bool:
+    """Whether the file's first line ends in a lone carriage return (classic Mac line ends, which the in-memory
+    reader reads as line ends too)."""
+    with open(path, "rb") as fh:
+        while more := fh.read(block):
+            cr, lf = more.find(b"\r"), more.find(b"\n")
+            if lf >= 0 and (cr < 0 or lf < cr):
+                return False
+            if cr >= 0:
+                if cr + 1 == len(more):
+                    more += fh.read(1)
+                return more[cr + 1 : cr + 2] != b"\n"
+    return False
+
+
+def _with_lf(path: Path, folder: Path, block: int = 8 << 20) -> Path:
+    """``path`` itself, or, when its lines end in lone carriage returns, a copy in ``folder`` with line feeds (the
+    chunks are cut at line feeds)."""
+    if not _lone_cr(path):
+        return path
+    copy = folder / "lf.csv"
+    with open(path, "rb") as src, open(copy, "wb") as dst:
+        while more := src.read(block):
+            dst.write(more.replace(b"\r", b"\n"))
+    return copy
 
 
 def _shift(exc: DataError, offset: int) -> DataError:
@@ -244,7 +304,7 @@ class _Pass0:
         if self.parquet:
             yield from ((t, 0, None) for t in _parquet_tables(self.path, self.chunk_rows, self.file, self.where))
             return
-        for head, body, first_line in _line_chunks(self.path, self.chunk_rows):
+        for head, body, first_line in _line_chunks(_with_lf(self.path, self.folder), self.chunk_rows):
             offset = first_line - 2  # read_table numbers the body's first line 2
             try:
                 table = read_table(
@@ -307,18 +367,17 @@ def _parquet_tables(path: Path, chunk_rows: int, file: str, where: str) -> Itera
     """A Parquet file in row batches of ``chunk_rows``, each a `Table` of text cells (nulls as blanks)."""
     import pyarrow as pa
     import pyarrow.compute as pc
-    import pyarrow.parquet as pq
 
-    pf = pq.ParquetFile(path)
+    from crowdlab.io.parquet import as_text, iter_batches, open_parquet
+
+    pf = open_parquet(path, file)  # an empty, truncated or corrupt file, a nested column: a DataError
     header = tuple(str(n) for n in pf.schema_arrow.names)
     start = 0
-    for batch in pf.iter_batches(batch_size=chunk_rows):
+    for batch in iter_batches(pf, chunk_rows, file):
         cells = {}
         for j in range(batch.num_columns):
-            col = batch.column(j)
-            if pa.types.is_dictionary(col.type):
-                col = col.dictionary_decode()
-            col = pc.utf8_trim(pc.fill_null(col.cast(pa.large_string()), ""), INVISIBLE)
+            col = as_text(batch.column(j), header[j], file, start + 2)
+            col = pc.utf8_trim(pc.fill_null(col, ""), INVISIBLE)
             cells[j] = pd.Series(pd.arrays.ArrowStringArray(pa.chunked_array([col])), copy=False)
         frame = pd.DataFrame(cells, copy=False)
         rows = np.arange(start + 2, start + 2 + batch.num_rows, dtype=np.int64)
@@ -632,10 +691,9 @@ def fit_file(
     ``workdir``: where the temporary files go (12 bytes per label, and two N x K float64 posterior files;
     removed at the end).
     """
-    if chunk_rows < 1:
-        raise ValueError("chunk_rows must be at least 1.")
-    model = engine_model(method, prior, model_options)
     check_where(where)
+    chunk_rows = check_chunk_rows(chunk_rows, where)
+    model = engine_model(method, prior, model_options)
     if known is not None and known_column is not None:
         raise ValueError("give known= or known_column=, not both.")
     check_known_model(model, known if known_column is None else known_column)

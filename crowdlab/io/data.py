@@ -45,6 +45,7 @@ from crowdlab.io.readers import (
     Column,
     Source,
     check_where,
+    column_listing,
     limit_error,
     missing_values,
     no_worker_columns_error,
@@ -102,6 +103,10 @@ class Annotations:
     beyond the K classes; a label code k >= K is the response ``response_names[k - K]``. Models with confusion
     matrices (Dawid-Skene) then have K + R rows per matrix, one column per class, so EM learns who abstains on
     which class; ``vote_counts`` counts class votes only. ``()`` (the default) is exactly the old code path.
+
+    ``columns``: the file's own names of its (item, worker, label, gold) columns, as written in row 1 ("" for a role
+    the file has no column of: a wide file's workers and labels, a missing gold column); ``()`` when the data were
+    not read from a file. Exports name their columns so (an upload's ``question``/``answer`` stay so).
     """
 
     item: np.ndarray
@@ -119,6 +124,8 @@ class Annotations:
     graph: object = None
     weight: np.ndarray | None = None
     response_names: tuple[str, ...] = ()
+    ordinal: bool = False  # read with kind="ordinal": the classes are ratings in numeric order
+    columns: tuple[str, ...] = ()
 
     # ------------------------------------------------------------------ construction
     def __post_init__(self) -> None:
@@ -428,7 +435,7 @@ def _find(table: _Table, aliases: Sequence[str], role: str, *, skip: Sequence[in
     """Index of the one column whose name is an alias of ``role``; None when there is none."""
     hits = [j for j, h in enumerate(table.header) if _norm(h) in aliases and j not in skip]
     if len(hits) > 1:
-        names = ", ".join(repr(table.header[j]) for j in hits)
+        names = column_listing([table.header[j] for j in hits])
         raise DataError(
             f"more than one column could be the {role} column: {names}.",
             file=table.file,
@@ -439,7 +446,7 @@ def _find(table: _Table, aliases: Sequence[str], role: str, *, skip: Sequence[in
 
 
 def _missing_columns_error(table: _Table, missing: dict[str, Sequence[str]], hint: str = "") -> DataError:
-    found = ", ".join(repr(h) for h in table.header)
+    found = column_listing(table.header)
     accepted = "; ".join(f"{role}: {', '.join(aliases)}" for role, aliases in missing.items())
     return DataError(
         f"no {' or '.join(missing)} column found; the columns in row 1 are {found}.",
@@ -454,7 +461,7 @@ def _score_column(table: _Table, score_column: str) -> int:
     key = _norm(score_column)
     hits = [j for j, h in enumerate(table.header) if _norm(h) == key]
     if not hits:
-        found = ", ".join(repr(h) for h in table.header)
+        found = column_listing(table.header)
         raise DataError(
             f"there is no column named {score_column!r}; the columns in row 1 are {found}.",
             file=table.file,
@@ -580,7 +587,7 @@ def _named_columns(table: _Table, columns) -> tuple[int, int, int]:
         key = _norm(str(c))
         hits = [j for j, h in enumerate(table.header) if _norm(h) == key]
         if not hits:
-            shown = ", ".join(repr(h) for h in table.header)
+            shown = column_listing(table.header)
             raise DataError(
                 f"there is no column named {str(c).strip()!r} (the {role} column you named); the columns in row 1 are "
                 f"{shown}.",
@@ -1020,12 +1027,14 @@ ABSTAIN_TOKENS = ("unsure", "can't tell", "cant tell", "?", "don't know", "dont 
 def _abstain_note(ann: Annotations, where: str) -> tuple[str, ...]:
     """A note when a class is spelled like a "can't tell" answer and was read as a class."""
     seen = [c for c in ann.class_names if c.strip().lower() in ABSTAIN_TOKENS]
-    if not seen or where != "python":
+    if not seen:
         return ()
+    how = spell("abstain", seen[0], where)
+    if where == "python":
+        how = f"read_annotations(..., {how})"
     return (
-        f'Label {seen[0]!r} looks like a "can\'t tell" answer; it is read as a class here. '
-        f"read_annotations(..., abstain={seen[0]!r}) reads it as a response that is not a class (Dawid-Skene learns "
-        "who abstains on which class).",
+        f'Label {seen[0]!r} looks like a "can\'t tell" answer; it is read as a class here. {how} reads it as a '
+        "response that is not a class (the models with confusion matrices learn who abstains on which class).",
     )
 
 
@@ -1322,8 +1331,26 @@ def _long_from_table(
     layout_notes: tuple[str, ...] = (),
     soft: bool = True,
 ) -> Annotations:
-    """Long format: one row per (item, worker, label), optionally a per-item gold column."""
-    item_j, worker_j, label_j, gold_j = cols if cols is not None else _long_columns(table, score_column)
+    """Long format: one row per (item, worker, label), optionally a per-item gold column; ``columns`` holds the
+    file's names of those columns."""
+    cols = cols if cols is not None else _long_columns(table, score_column)
+    ann = _long_read(
+        table, kind=kind, name=name, score_column=score_column, cols=cols, layout_notes=layout_notes, soft=soft
+    )
+    return replace(ann, columns=tuple("" if j is None else table.header[j].strip() for j in cols))
+
+
+def _long_read(
+    table: _Table,
+    *,
+    kind: str,
+    name: str,
+    score_column: str | None,
+    cols: tuple[int, int, int, int | None],
+    layout_notes: tuple[str, ...],
+    soft: bool,
+) -> Annotations:
+    item_j, worker_j, label_j, gold_j = cols
     items = _required_col(table, item_j, "item id")
     workers = _required_col(table, worker_j, "worker id")
     _check_labels_present(table, label_j)
@@ -1428,8 +1455,17 @@ def _wide_from_table(
     table: _Table, *, kind: str, name: str, layout_notes: tuple[str, ...] = (), why: str = ""
 ) -> Annotations:
     """Wide format: one row per item, item id first, one column per worker, blank = no label. ``why``: the reason
-    for the wide reading, added to its note; ``layout_notes``: notes before the others."""
+    for the wide reading, added to its note; ``layout_notes``: notes before the others. ``columns``: the file's
+    names of its item and gold columns (it has no worker or label column)."""
     gold_j = _find(table, GOLD_ALIASES, "gold", skip=(0,))
+    ann = _wide_read(table, gold_j, kind=kind, name=name, layout_notes=layout_notes, why=why)
+    gold = "" if gold_j is None else table.header[gold_j].strip()
+    return replace(ann, columns=(table.header[0].strip(), "", "", gold))
+
+
+def _wide_read(
+    table: _Table, gold_j: int | None, *, kind: str, name: str, layout_notes: tuple[str, ...], why: str
+) -> Annotations:
     worker_cols, column_notes = _wide_worker_columns(table, gold_j)
     if not worker_cols:
         raise no_worker_columns_error(table.file)
@@ -1564,7 +1600,15 @@ def read_annotations(
     _check_choice("kind", kind, ("auto", "classes", "continuous", "ordinal"))
     if kind == "ordinal":  # classes whose names are numbers, in numeric order (crowdlab.models.ordinal)
         again = read_annotations(
-            source, gold=gold, fmt=fmt, kind="classes", name=name, columns=columns, where=where, soft=soft
+            source,
+            gold=gold,
+            fmt=fmt,
+            kind="classes",
+            name=name,
+            columns=columns,
+            where=where,
+            soft=soft,
+            abstain=abstain,
         )
         return _ordinal(again)
     table = _read_table(source, needs=_LONG_NEEDS, wide=fmt == "wide", where=check_where(where))
@@ -1625,7 +1669,7 @@ def _ordinal(ann: Annotations) -> Annotations:
         f"Read the labels as ordinal ratings: {len(levels)} levels from {ann.class_names[0]} to "
         f"{ann.class_names[-1]} (crowdlab.models.ordinal.OrdinalDS treats nearby levels as likelier errors)."
     )
-    return replace(ann, notes=ann.notes + (note,))
+    return replace(ann, notes=ann.notes + (note,), ordinal=True)
 
 
 def _responses(ann: Annotations, abstain, where: str) -> Annotations:
@@ -1756,7 +1800,7 @@ def to_long_dataframe(annotations: Annotations) -> pd.DataFrame:
     if a.is_continuous:
         frame["value"] = a.value
     else:
-        frame["label"] = np.asarray(a.class_names, dtype=object)[a.label]
+        frame["label"] = np.asarray(a.class_names + a.response_names, dtype=object)[a.label]  # "can't tell" too
         if a.is_soft:
             frame["weight"] = a.weight
     return frame

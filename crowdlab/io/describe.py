@@ -9,11 +9,13 @@ from crowdlab.io.data import Annotations
 
 
 def class_balance(data: Annotations) -> pd.DataFrame:
-    """Labels per class (and gold per class when gold exists)."""
-    out = pd.DataFrame({"class": data.class_names, "labels": np.bincount(data.label, minlength=data.n_classes)})
+    """Labels per class (and gold per class when gold exists); a "can't tell" response gets a row after them."""
+    R = data.n_responses
+    names = data.class_names + data.response_names
+    out = pd.DataFrame({"class": names, "labels": np.bincount(data.label, minlength=R)})
     if data.has_gold:
         g = data.gold[data.gold_mask]
-        out["gold"] = np.bincount(g, minlength=data.n_classes)
+        out["gold"] = np.bincount(g, minlength=R)
     return out
 
 
@@ -32,9 +34,9 @@ def worker_agreement(data: Annotations, limit: int = 30) -> tuple[np.ndarray, np
     sparse product X_W^T X_W over the item x (worker, class) count matrix; the diagonal compares a worker with
     themself (1 unless they labelled an item twice differently).
     """
-    K = data.n_classes
+    K, R = data.n_classes, data.n_responses  # the class answers only: a "can't tell" shares nothing
     workers = top_workers(data, limit)
-    cols = (workers[:, None] * K + np.arange(K)[None, :]).ravel()
+    cols = (workers[:, None] * R + np.arange(K)[None, :]).ravel()
     X = data.label_counts[:, cols]
     B = (X.T @ X).toarray().reshape(len(workers), K, len(workers), K)
     same = np.einsum("akbk->ab", B)
@@ -45,14 +47,14 @@ def worker_agreement(data: Annotations, limit: int = 30) -> tuple[np.ndarray, np
 
 
 def worker_table(data: Annotations) -> pd.DataFrame:
-    """Per worker: labels given, items covered, and share of labels per class."""
-    K = data.n_classes
+    """Per worker: labels given, items covered, and share of labels per class (and per "can't tell" response)."""
+    K = data.n_responses
     counts = np.bincount(data.worker.astype(np.int64) * K + data.label, minlength=data.n_workers * K)
     counts = counts.reshape(data.n_workers, K)
     items = np.bincount(data.worker, minlength=data.n_workers)
     out = pd.DataFrame({"worker": data.worker_names, "labels": items})
     with np.errstate(invalid="ignore", divide="ignore"):
         share = counts / np.maximum(items[:, None], 1)
-    for k, c in enumerate(data.class_names):
+    for k, c in enumerate(data.class_names + data.response_names):
         out[f"share {c}"] = share[:, k]
     return out

@@ -128,6 +128,7 @@ _SPELLINGS = {
         "cli": "--columns {v}",
         "app": "the column picker (item, worker, label) below",
     },
+    "abstain": {"python": "abstain={v!r}", "cli": "--abstain {v!r}", "app": "'Can't tell answer' = {v!r}"},
     "score_column": {"python": 'score_column="{v}"', "cli": "a column named score", "app": "a column named score"},
     "sequences": {
         "python": "crowdlab.io.data.read_sequences(...)",
@@ -244,6 +245,19 @@ def listing(things: Sequence, total: int | None = None) -> str:
     total = len(things) if total is None else total
     shown = ", ".join(things[:SHOW])
     return shown if total <= SHOW else f"{shown} and {total - SHOW:,} more"
+
+
+SHOW_COLUMNS = 20  # how many column names a message lists
+_LONG_NAME = 80  # a longer column name is cut in messages
+
+
+def column_listing(names: Sequence) -> str:
+    """ "'item', 'worker', 'label'": the first `SHOW_COLUMNS` names quoted (each cut at `_LONG_NAME` characters),
+    then "and N more": a header of 100,000 columns makes a message of one line, not of megabytes."""
+    names = [str(n) for n in names]
+    quoted = [repr(n) if len(n) <= _LONG_NAME else repr(n[:_LONG_NAME]) + "..." for n in names[:SHOW_COLUMNS]]
+    shown = ", ".join(quoted)
+    return shown if len(names) <= SHOW_COLUMNS else f"{shown} and {len(names) - SHOW_COLUMNS:,} more"
 
 
 def rows_phrase(rows: np.ndarray) -> str:

@@ -14,6 +14,7 @@ from crowdlab.models.majority import MajorityVote
 from crowdlab.models.mrf import MRFParams, MRFPosterior, NetworkCrowd
 from crowdlab.models.one_coin import OneCoin
 from crowdlab.models.online import ONLINE_MODELS, OnlineDawidSkene, OnlineOneCoin
+from crowdlab.models.ordinal import OrdinalDS
 from crowdlab.models.params import ClassParams
 from crowdlab.models.raykar import RaykarModel, RaykarParams
 from crowdlab.models.scores import GoodBadScores, ScoreParams
@@ -32,6 +33,7 @@ MODELS = {
     "scores": GoodBadScores,
     "hmm": HMMCrowd,
     "mrf": NetworkCrowd,
+    "ordinal": OrdinalDS,
 }
 ALIASES = {
     "dawid_skene": "ds",
@@ -41,6 +43,7 @@ ALIASES = {
     "bayesian_ds": "ibcc",
     "vb_ds": "ibcc",
     "correlated": "ebcc",
+    "ordinal_ds": "ordinal",
 }
 CLASS_PRIOR_MODELS = ("glad", "mace", "mace_vb")
 """Models whose true-class prior is a choice: ``class_prior="uniform"`` (fixed, as in their papers; the default) or
@@ -110,6 +113,10 @@ def applicable_models(data: Annotations, features=None) -> list[str]:
             continue
         if cls is NetworkCrowd and data.graph is None:
             continue
+        if cls is OrdinalDS and not (data.ordinal and not data.is_soft and not data.response_names):
+            continue  # ratings read with kind="ordinal" (crowdlab.io.data.read_annotations)
+        if data.response_names and not getattr(cls, "reads_responses", False):
+            continue  # no place for a "can't tell" response (crowdlab.engines.run.check_responses)
         out.append(key)
     if features is not None and not data.is_continuous and data.n_classes == 2:
         if getattr(features, "item_names", None) == data.item_names:
@@ -147,6 +154,7 @@ __all__ = [
     "OneCoin",
     "OnlineDawidSkene",
     "OnlineOneCoin",
+    "OrdinalDS",
     "RaykarModel",
     "RaykarParams",
     "ScoreParams",

@@ -53,6 +53,37 @@ def expected_counts(data: Annotations, q: np.ndarray) -> np.ndarray:
     return np.asarray(data.label_counts_t @ q if out is None else out).reshape(M, data.n_responses, K)
 
 
+def split_responses(counts: np.ndarray, K: int) -> tuple[np.ndarray, np.ndarray]:
+    """(class counts (M, K, K), rates (M, R, K)) from expected counts (M, K + R, K) with R responses that are not
+    classes: rho_m(r, k) = C_m(K + r, k) / sum_l C_m(l, k), worker m's rate of answering r on class k, the
+    maximiser of sum_k sum_l C_m(l, k) log P(l | k). Where m has no counts under class k any rate maximises it;
+    m's rate over all classes is taken (0 for a worker with no counts), so a class the posterior has dropped can
+    come back (a Bayesian class prior keeps it alive) without a worker who always abstains ruling it out."""
+    total = counts.sum(axis=1, keepdims=True)
+    all_total = total.sum(axis=2)  # (M, 1)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        pooled = np.where(all_total > 0, counts[:, K:].sum(axis=2) / np.where(all_total > 0, all_total, 1.0), 0.0)
+        rho = np.where(total > 0, counts[:, K:] / np.where(total > 0, total, 1.0), pooled[:, :, None])
+    return counts[:, :K], rho
+
+
+def with_response_rows(gamma: np.ndarray, rho: np.ndarray) -> np.ndarray:
+    """(M, K + R, K): P(class l | k) = (1 - sum_r rho_m(r, k)) gamma_m(l, k) and P(response r | k) = rho_m(r, k)
+    (``rho`` (M, R, K), or (M, R, 1) for a rate that does not depend on the class)."""
+    rho = np.broadcast_to(rho, (gamma.shape[0], rho.shape[1], gamma.shape[2]))
+    answered = np.clip(1.0 - rho.sum(axis=1, keepdims=True), 0.0, 1.0)
+    return np.concatenate([answered * gamma, rho], axis=1)
+
+
+def log_response_rows(log_gamma: np.ndarray, rho: np.ndarray) -> np.ndarray:
+    """(M, K + R, K): :func:`with_response_rows` in log space for a class part given by its (expected) logs:
+    log_gamma + log(1 - sum_r rho) on the class rows, log rho on the response rows (``safe_log``: a rate of 0 or
+    1 gives a finite log that multiplies a count of 0)."""
+    rho = np.broadcast_to(rho, (log_gamma.shape[0], rho.shape[1], log_gamma.shape[2]))
+    answered = np.clip(1.0 - rho.sum(axis=1, keepdims=True), 0.0, 1.0)
+    return np.concatenate([log_gamma + safe_log(answered), safe_log(rho)], axis=1)
+
+
 class ConfusionLogJoint:
     """The log joint of eq. (9) for a model whose parameters carry a class prior ``pi`` and per-worker confusion
     matrices ``gamma`` (Dawid-Skene, one-coin, two-coin, MACE): in one piece, and as (sparse product, log pi) for

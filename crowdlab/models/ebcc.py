@@ -39,7 +39,12 @@ Parameters shown (``EbccParams``): pi = E kappa, gamma = each worker's confusion
 gamma_m(k', k) = sum_l E phi_k(l) E V_ml(k', k) (what Dawid-Skene's matrix estimates), plus nu (K,), eta (L, K)
 and A (M, L, K, K).
 
-Shapes: r (N, L K) with column l K + k; q (N, K).
+"Can't tell" responses (``data.response_names``): as IBCC's (:mod:`crowdlab.models.ibcc`), a point-estimated
+rate rho_m(r, k) per worker, response and true class, shared by the subtypes (a worker abstains on a class, not on
+a blind spot); the subtype Dirichlets count class answers only, and a worker who always abstains leaves the
+posterior as it is without that worker (tested to 1e-12).
+
+Shapes: r (N, L K) with column l K + k; q (N, K); ``abstain`` (M, R, K) or None.
 """
 
 from __future__ import annotations
@@ -58,8 +63,10 @@ from crowdlab.models.base import (
     credible_draws,
     credible_interval,
     entropy_rows,
+    safe_log,
     softmax_lse,
 )
+from crowdlab.models.dawid_skene import split_responses, with_response_rows
 from crowdlab.models.ibcc import expected_log, kl_dirichlet
 from crowdlab.models.kernels import add_row_offset
 from crowdlab.models.params import ClassParams
@@ -76,6 +83,7 @@ class EbccParams(ClassParams):
     A: np.ndarray = None
     A0: np.ndarray = None
     eta0: float = 0.0
+    abstain: np.ndarray | None = None
 
     @property
     def n_subtypes(self) -> int:
@@ -92,6 +100,8 @@ class EbccParams(ClassParams):
         out["dirichlet_A"] = self.A.tolist()
         out.pop("A0", None)
         out.pop("eta0", None)
+        if self.abstain is not None:
+            out["abstain"] = self.abstain.tolist()
         out["note"] = (
             "pi is E[kappa]; gamma[m] averages worker m's subtype confusions A[m][l] (columns = true class, "
             "Dirichlet parameters) with the weights E[phi_k(l)] = eta[l][k] / sum_l eta[l][k]"
@@ -99,14 +109,18 @@ class EbccParams(ClassParams):
         return out
 
 
-def ebcc_params(nu, eta, A, A0, eta0: float) -> EbccParams:
+def ebcc_params(nu, eta, A, A0, eta0: float, abstain: np.ndarray | None = None) -> EbccParams:
     nu = np.asarray(nu, dtype=np.float64)
     eta = np.asarray(eta, dtype=np.float64)
     A = np.asarray(A, dtype=np.float64)
     V = A / A.sum(axis=2, keepdims=True)  # (M, L, K', K) posterior means
     w = eta / eta.sum(axis=0, keepdims=True)  # (L, K)
     gamma = np.einsum("mlak,lk->mak", V, w)
-    return EbccParams(pi=nu / nu.sum(), gamma=gamma, nu=nu, eta=eta, A=A, A0=np.asarray(A0, float), eta0=float(eta0))
+    if abstain is not None:
+        gamma = with_response_rows(gamma, abstain)
+    return EbccParams(
+        pi=nu / nu.sum(), gamma=gamma, nu=nu, eta=eta, A=A, A0=np.asarray(A0, float), eta0=float(eta0), abstain=abstain
+    )
 
 
 @dataclass(frozen=True)
@@ -137,6 +151,8 @@ def split_subtypes(q: np.ndarray, L: int, rng: np.random.Generator) -> np.ndarra
 
 class EBCC(VariationalObjective, LatentModel):
     """Li, Rubinstein & Cohn (2019): IBCC with L latent subtypes per class shared by the workers (variational Bayes)."""
+
+    reads_responses = True  # "can't tell": point-estimated rates per worker and class (module docstring)
 
     info = ModelInfo(
         "ebcc",
@@ -205,7 +221,13 @@ class EBCC(VariationalObjective, LatentModel):
         kl = kl_dirichlet(params.nu, nu0, elog=e_nu)
         kl += kl_dirichlet(params.eta, np.full_like(params.eta, eta0), axis=0, elog=e_eta)
         kl += kl_dirichlet(params.A, np.broadcast_to(A0, params.A.shape), axis=2, elog=e_v)
-        mat = np.ascontiguousarray(e_v.transpose(0, 2, 1, 3)).reshape(M * K, L * K)
+        e_rows = e_v
+        if params.abstain is not None:  # class rows + log(1 - sum_r rho), response rows log rho, for every subtype
+            R = params.abstain.shape[1]
+            answered = safe_log(np.clip(1.0 - params.abstain.sum(axis=1, keepdims=True), 0.0, 1.0))  # (M, 1, K)
+            rows = np.broadcast_to(safe_log(params.abstain)[:, None], (M, L, R, K))
+            e_rows = np.concatenate([e_v + answered[:, None], rows], axis=2)
+        mat = np.ascontiguousarray(e_rows.transpose(0, 2, 1, 3)).reshape(-1, L * K)
         off = (e_eta + e_nu[None, :]).reshape(L * K)
         v = (mat, off, kl)
         self.__dict__["_terms_memo"] = [*memo[-1:], (data, params, v)]
@@ -269,10 +291,15 @@ class EBCC(VariationalObjective, LatentModel):
         N = data.n_items
         nu0, eta0, A0 = self.prior_params(data)
         r = post.r
-        counts = np.asarray(data.label_counts_t @ r).reshape(M, K, L, K).transpose(0, 2, 1, 3)  # (M, L, K', K)
+        R = data.n_responses  # K, or K + the responses that are not classes
+        counts = np.asarray(data.label_counts_t @ r).reshape(M, R, L, K).transpose(0, 2, 1, 3)  # (M, L, K', K)
+        rho = None
+        if R > K:
+            rho = split_responses(counts.sum(axis=1), K)[1]
+            counts = counts[:, :, :K]
         nu = nu0 + post.q.sum(axis=0)
         eta = eta0 + r.reshape(N, L, K).sum(axis=0)
-        return ebcc_params(nu, eta, A0[None, None] + counts, A0, eta0)
+        return ebcc_params(nu, eta, A0[None, None] + counts, A0, eta0, rho)
 
     def m_step_from_stats(self, counts: np.ndarray, r_sum: np.ndarray, n_items: int, start=None) -> EbccParams:
         """The M-step from sums over blocks (`crowdlab.engines.blocks`): ``counts`` (M, K', L K) = X.T @ r (worker
@@ -334,9 +361,11 @@ def accuracy_intervals(params: EbccParams, level: float = 0.95, draws: int | Non
     rest = A.sum(axis=2) - diag
     M, L, K = diag.shape
     draws = credible_draws(M, K * L, draws)
+    # "can't tell": a right answer is an answer (1 - sum_r rho, a point estimate) that is right
+    answered = np.ones((M, K)) if params.abstain is None else np.clip(1.0 - params.abstain.sum(axis=1), 0.0, 1.0)
 
     def sample(rng: np.random.Generator, n: int) -> np.ndarray:
-        v = rng.beta(diag[None], rest[None], size=(n, M, L, K))
+        v = rng.beta(diag[None], rest[None], size=(n, M, L, K)) * answered[None, :, None, :]
         kappa = rng.dirichlet(params.nu, size=n)  # (n, K)
         g = rng.standard_gamma(np.broadcast_to(params.eta, (n, L, K)))
         phi = g / g.sum(axis=1, keepdims=True)

@@ -29,7 +29,16 @@ As the data grow relative to the prior (e.g. every item repeated r times, r -> i
 the posterior mean and the updates become Dawid-Skene's maximum-likelihood EM: IBCC's posterior means converge to
 Dawid-Skene's answer (tested).
 
-Shapes: nu (K,), A (M, K, K), q (N, K).
+"Can't tell" responses (``data.response_names``, R of them): worker m answers r on class k with rate
+rho_m(r, k) and a class with probability 1 - sum_r rho_m(r, k), then drawn from Gamma_m(., k) as above. The rates
+are point estimates (variational EM: rho_m(r, k) = sum_n q_nk #(m said r on n) / sum_n q_nk #(m answered on n),
+the maximiser of the ELBO over rho, so it still never decreases), not Dirichlet posteriors: under a prior on them
+the abstentions of a worker who always abstains would still say something about the classes (the marginal
+prod_k B(a0 + n_k, b0) depends on how many items are in each class), which is not what "can't tell" means. With
+point rates that worker's rho is 1 on every class, its factor is 1, and the posterior is the one without it
+(tested to 1e-12). The Dirichlets count class answers only; ``gamma`` is (M, K + R, K), as Dawid-Skene's.
+
+Shapes: nu (K,), A (M, K, K), q (N, K); ``abstain`` (M, R, K) or None.
 """
 
 from __future__ import annotations
@@ -47,30 +56,37 @@ from crowdlab.models.base import (
     credible_draws,
     credible_interval,
 )
-from crowdlab.models.dawid_skene import expected_counts
+from crowdlab.models.dawid_skene import expected_counts, log_response_rows, split_responses, with_response_rows
 from crowdlab.models.kernels import add_row_offset
 from crowdlab.models.params import ClassParams
 
 
 @dataclass(frozen=True, eq=False)
 class IbccParams(ClassParams):
-    """Posterior means ``pi`` (K,) and ``gamma`` (M, K, K) and the Dirichlet parameters ``nu`` and ``A``."""
+    """Posterior means ``pi`` (K,) and ``gamma`` (M, K, K) and the Dirichlet parameters ``nu`` and ``A``; with
+    responses that are not classes, their rates ``abstain`` (M, R, K) and ``gamma`` (M, K + R, K)."""
 
     nu: np.ndarray = None
     A: np.ndarray = None
+    abstain: np.ndarray | None = None
 
     def to_dict(self, worker_names=None, class_names=None) -> dict:
         out = super().to_dict(worker_names, class_names)
         out["dirichlet_nu"] = self.nu.tolist()
         out["dirichlet_A"] = self.A.tolist()
+        if self.abstain is not None:
+            out["abstain"] = self.abstain.tolist()
         out["note"] = "pi and gamma are posterior means; columns A[m][:, k] are Dirichlet parameters"
         return out
 
 
-def ibcc_params(nu: np.ndarray, A: np.ndarray) -> IbccParams:
+def ibcc_params(nu: np.ndarray, A: np.ndarray, abstain: np.ndarray | None = None) -> IbccParams:
     nu = np.asarray(nu, dtype=np.float64)
     A = np.asarray(A, dtype=np.float64)
-    return IbccParams(pi=nu / nu.sum(), gamma=A / A.sum(axis=1, keepdims=True), nu=nu, A=A)
+    gamma = A / A.sum(axis=1, keepdims=True)
+    if abstain is not None:
+        gamma = with_response_rows(gamma, abstain)
+    return IbccParams(pi=nu / nu.sum(), gamma=gamma, nu=nu, A=A, abstain=abstain)
 
 
 def expected_log(a: np.ndarray, axis: int = -1) -> np.ndarray:
@@ -93,6 +109,8 @@ def kl_dirichlet(a: np.ndarray, b: np.ndarray, axis: int = -1, elog: np.ndarray 
 
 class IBCC(VariationalObjective, LatentModel):
     """Variational Bayesian Dawid-Skene (Kim & Ghahramani 2012): Dirichlet posteriors, the ELBO as objective."""
+
+    reads_responses = True  # "can't tell": point-estimated rates per worker and class (module docstring)
 
     info = ModelInfo(
         "ibcc",
@@ -157,13 +175,18 @@ class IBCC(VariationalObjective, LatentModel):
         return add_row_offset(*self.log_joint_parts(data, params))
 
     def log_joint_parts(self, data: Annotations, params: IbccParams) -> tuple[np.ndarray, np.ndarray]:
-        M, K = data.n_workers, data.n_classes
+        K = data.n_classes
         e_g, e_nu, _ = self._terms(data, params)
-        return np.asarray(data.label_counts @ e_g.reshape(M * K, K)), e_nu.copy()
+        if params.abstain is not None:
+            e_g = log_response_rows(e_g, params.abstain)
+        return np.asarray(data.label_counts @ e_g.reshape(-1, K)), e_nu.copy()
 
     def m_step(self, data: Annotations, q: np.ndarray) -> IbccParams:
         nu0, A0 = self.prior_params(data)
-        return ibcc_params(nu0 + self.q_column_sums(q), A0 + expected_counts(data, q))
+        counts, rho = expected_counts(data, q), None
+        if data.response_names:
+            counts, rho = split_responses(counts, data.n_classes)
+        return ibcc_params(nu0 + self.q_column_sums(q), A0 + counts, rho)
 
     def m_step_from_stats(self, counts: np.ndarray, q_sum: np.ndarray, n_items: int, start=None) -> IbccParams:
         """The M-step from the expected counts (M, K, K) and class totals (K,) summed over blocks
@@ -208,9 +231,11 @@ def accuracy_intervals(params: IbccParams, level: float = 0.95, draws: int | Non
     rest = A.sum(axis=1) - diag
     M, K = diag.shape
     draws = credible_draws(M, K, draws)
+    # "can't tell": a right answer is an answer (1 - sum_r rho, a point estimate) that is right
+    answered = np.ones((M, K)) if params.abstain is None else np.clip(1.0 - params.abstain.sum(axis=1), 0.0, 1.0)
 
     def sample(rng: np.random.Generator, n: int) -> np.ndarray:
-        g = rng.beta(diag[None], rest[None], size=(n, M, K))
+        g = rng.beta(diag[None], rest[None], size=(n, M, K)) * answered[None]
         kappa = rng.dirichlet(params.nu, size=n)  # (n, K)
         return np.einsum("smk,sk->sm", g, kappa)
 
@@ -220,9 +245,9 @@ def accuracy_intervals(params: IbccParams, level: float = 0.95, draws: int | Non
         "mean": np.diagonal(params.gamma, axis1=1, axis2=2) @ params.pi,
         "lo": lo,
         "hi": hi,
-        "diag_mean": diag / (diag + rest),
-        "diag_lo": beta_dist.ppf(tail, diag, rest),
-        "diag_hi": beta_dist.ppf(1.0 - tail, diag, rest),
+        "diag_mean": answered * diag / (diag + rest),
+        "diag_lo": answered * beta_dist.ppf(tail, diag, rest),
+        "diag_hi": answered * beta_dist.ppf(1.0 - tail, diag, rest),
         "level": level,
         "draws": draws,
     }

@@ -20,7 +20,16 @@ parameters of the E-step that produced q (``WarmPosterior``): each round raises 
 log prior, so the M-step never lowers it (generalised EM) and the objective log p(A | theta, xi) + log prior,
 with S and T summed out, never decreases (checked on every step).
 
-Shapes: pi (K,), theta (M,), xi (M, K), gamma (M, K, K), q (N, K).
+"Can't tell" responses (``data.response_names``, R of them; MACE by EM and by VB alike): an abstention is never the
+truth, so it can only come from the spamming route: xi_j runs over the K + R responses and Gamma_j("can't tell", t) =
+(1 - theta_j) xi_j("can't tell") for every t. MACE thus learns who abstains (and how that trades against its
+competence) but, by its own assumption that spam does not depend on the truth, not on which class: an abstention
+says nothing about the class (a worker who always abstains leaves the posterior as it is without that worker,
+tested to 1e-12 against the same response alphabet). The counts of the inner EM are the same with O_j(r) = every
+"can't tell" of j (surely spam) and D_j(r) = 0.
+
+Shapes: pi (K,), theta (M,), xi (M, K) (M, K + R with responses that are not classes), gamma (M, K, K) (M, K + R,
+K), q (N, K).
 """
 
 from __future__ import annotations
@@ -49,12 +58,15 @@ from crowdlab.models.params import ClassParams
 CLASS_PRIORS = ("uniform", "estimate")
 
 
-def mace_gamma(theta: np.ndarray, xi: np.ndarray) -> np.ndarray:
-    """(M, K, K): Gamma_j(a, t) = theta_j I(a = t) + (1 - theta_j) xi_j(a) (columns = true class)."""
+def mace_gamma(theta: np.ndarray, xi: np.ndarray, K: int | None = None) -> np.ndarray:
+    """(M, K, K): Gamma_j(a, t) = theta_j I(a = t) + (1 - theta_j) xi_j(a) (columns = true class); with ``K``
+    classes and ``xi`` over more responses, (M, K + R, K) (a response that is not a class is never honest)."""
     theta = np.asarray(theta, dtype=np.float64)
     xi = np.asarray(xi, dtype=np.float64)
-    K = xi.shape[1]
-    return np.eye(K)[None] * theta[:, None, None] + (1.0 - theta)[:, None, None] * xi[:, :, None]
+    A = xi.shape[1]
+    K = A if K is None else K
+    eye = np.eye(A) if K == A else np.eye(A, K)
+    return eye[None] * theta[:, None, None] + (1.0 - theta)[:, None, None] * xi[:, :, None]
 
 
 @dataclass(frozen=True, eq=False)
@@ -81,7 +93,8 @@ class MaceParams(ClassParams):
 def mace_params(pi: np.ndarray, theta: np.ndarray, xi: np.ndarray) -> MaceParams:
     theta = np.asarray(theta, dtype=np.float64)
     xi = np.asarray(xi, dtype=np.float64)
-    return MaceParams(pi=np.asarray(pi, dtype=np.float64), gamma=mace_gamma(theta, xi), extra={"theta": theta}, xi=xi)
+    pi = np.asarray(pi, dtype=np.float64)
+    return MaceParams(pi=pi, gamma=mace_gamma(theta, xi, pi.shape[0]), extra={"theta": theta}, xi=xi)
 
 
 def spam_responsibility(theta: np.ndarray, xi: np.ndarray) -> np.ndarray:
@@ -93,6 +106,8 @@ def spam_responsibility(theta: np.ndarray, xi: np.ndarray) -> np.ndarray:
 
 class MACE(ConfusionLogJoint, LatentModel):
     """MACE EM (Hovy et al. 2013), MAP with Beta and Dirichlet priors; hard EM optional."""
+
+    reads_responses = True  # "can't tell" is a spam response (module docstring)
 
     info = ModelInfo(
         "mace",
@@ -162,6 +177,9 @@ class MACE(ConfusionLogJoint, LatentModel):
         M, K = C.shape[0], C.shape[2]
         D = np.diagonal(C, axis1=1, axis2=2)  # (M, K): labels a on items whose truth may be a
         n_lab = C.sum(axis=2)  # (M, K): labels a given by j
+        if C.shape[1] > K:  # responses that are not classes: never honest (D = 0 there), all of them spam
+            D = np.concatenate([D, np.zeros((M, C.shape[1] - K))], axis=1)
+            K = C.shape[1]  # xi runs over every response
         O = n_lab - D  # surely spam
         n = n_lab.sum(axis=1)
         a, b = self.theta_prior
@@ -247,16 +265,17 @@ def mace_vb_params(pi: np.ndarray, ab: np.ndarray, c: np.ndarray, prior=(0.5, 0.
     ab = np.asarray(ab, dtype=np.float64)
     c = np.asarray(c, dtype=np.float64)
     e_theta, e_spam, e_xi = vb_expected_logs(ab, c)
-    K = c.shape[1]
+    pi = np.asarray(pi, dtype=np.float64)
+    K = pi.shape[0]  # c runs over K classes, or K + the "can't tell" responses (never honest)
     spam = e_spam[:, None] + e_xi  # (M, K): log of the spam route to label a
     log_tilde = np.repeat(spam[:, :, None], K, axis=2)
     idx = np.arange(K)
-    log_tilde[:, idx, idx] = np.logaddexp(e_theta[:, None], spam)
+    log_tilde[:, idx, idx] = np.logaddexp(e_theta[:, None], spam[:, :K])
     theta = ab[:, 0] / ab.sum(axis=1)
     xi = c / c.sum(axis=1, keepdims=True)
     return MaceVBParams(
-        pi=np.asarray(pi, dtype=np.float64),
-        gamma=mace_gamma(theta, xi),
+        pi=pi,
+        gamma=mace_gamma(theta, xi, K),
         extra={"theta": theta},
         xi=xi,
         ab=ab,
@@ -291,6 +310,8 @@ class MaceVB(VariationalObjective, MACE):
     as the labels per worker grow, E[log theta] -> log of the posterior mean and the fit tends to MACE's EM.
     ``class_prior="estimate"`` keeps pi a point estimate (MAP with Dirichlet(1 + ``prior``)).
     """
+
+    reads_responses = True  # "can't tell": a spam-only response, as in MACE by EM (the module docstring)
 
     info = ModelInfo(
         "mace_vb",
@@ -336,8 +357,8 @@ class MaceVB(VariationalObjective, MACE):
         return add_row_offset(*self.log_joint_parts(data, params))
 
     def log_joint_parts(self, data: Annotations, params: MaceVBParams) -> tuple[np.ndarray, np.ndarray]:
-        M, K = data.n_workers, data.n_classes
-        return np.asarray(data.label_counts @ params.log_tilde.reshape(M * K, K)), safe_log(params.pi)
+        K = data.n_classes
+        return np.asarray(data.label_counts @ params.log_tilde.reshape(-1, K)), safe_log(params.pi)
 
     def m_step(self, data: Annotations, post) -> MaceVBParams:
         q, start = (post.q, post.params) if isinstance(post, WarmPosterior) else (post, None)
@@ -349,6 +370,9 @@ class MaceVB(VariationalObjective, MACE):
 
         M, K = C.shape[0], C.shape[2]
         D = np.diagonal(C, axis1=1, axis2=2)  # (M, K): labels a on items whose truth may be a
+        if C.shape[1] > K:  # "can't tell" responses: never honest (D = 0 there), all of them spam
+            D = np.concatenate([D, np.zeros((M, C.shape[1] - K))], axis=1)
+            K = C.shape[1]  # xi runs over every response
         O = C.sum(axis=2) - D  # surely spam
         a, b = self.theta_prior
         c = self.strategy_prior
@@ -423,6 +447,7 @@ def accuracy_intervals(params: MaceVBParams, level: float = 0.95, draws: int | N
     a, b = params.ab[:, 0], params.ab[:, 1]
     c, pi = params.c, params.pi
     M, K = c.shape
+    pi = np.r_[pi, np.zeros(K - pi.shape[0])]  # a "can't tell" answer is never the truth
     draws = credible_draws(M, K, draws)
 
     def sample(rng: np.random.Generator, n: int) -> np.ndarray:
@@ -434,5 +459,5 @@ def accuracy_intervals(params: MaceVBParams, level: float = 0.95, draws: int | N
         return theta + (1.0 - theta) * hit
 
     lo, hi = credible_interval(sample, M, K, level, draws, seed)
-    mean = np.diagonal(params.gamma, axis1=1, axis2=2) @ pi
+    mean = np.diagonal(params.gamma, axis1=1, axis2=2) @ params.pi
     return {"mean": mean, "lo": lo, "hi": hi, "level": level, "draws": draws}

@@ -27,7 +27,6 @@ Shapes: pi (K,), gamma (M, K, K) built from ``extra["bias"]`` (M,) and ``extra["
 from __future__ import annotations
 
 import numpy as np
-from scipy.special import ndtr
 
 from crowdlab.io.data import Annotations
 from crowdlab.models.base import LatentModel, ModelInfo, WarmPosterior, log_dirichlet, safe_log
@@ -39,6 +38,8 @@ MIN_SPREAD = 0.05  # in levels: below it a worker would be certain to the 1e-23 
 
 def ordinal_gamma(bias: np.ndarray, spread: np.ndarray, K: int) -> np.ndarray:
     """(M, K, K) Gamma_m(l | k) of the discretised Gaussian annotator (columns = true level, each sums to one)."""
+    from scipy.special import ndtr  # on first use: ``import crowdlab`` stays light (issue 30)
+
     levels = np.arange(K, dtype=np.float64)
     edges = np.r_[-np.inf, levels[:-1] + 0.5, np.inf]  # bin l is (edges[l], edges[l + 1])
     z = (edges[None, :, None] - levels[None, None, :] - bias[:, None, None]) / spread[:, None, None]
@@ -61,11 +62,14 @@ class OrdinalDS(ConfusionLogJoint, LatentModel):
         exact=True,
         latent="item",
         prior_pull="s pseudo-counts on the class prior (the workers' two parameters have no prior)",
+        has_hard=False,
     )
 
-    def __init__(self, prior: float = 0.0, newton_rounds: int = 3) -> None:
+    def __init__(self, prior: float = 0.0, hard: bool = False, newton_rounds: int = 3) -> None:
         if prior < 0:
             raise ValueError("prior strength must be >= 0.")
+        if hard:
+            raise ValueError("the ordinal model has no hard version (its M-step climbs by Newton steps on q).")
         self.prior = float(prior)
         self.hard = False
         self.newton_rounds = int(newton_rounds)

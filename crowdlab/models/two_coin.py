@@ -10,6 +10,9 @@ Gamma_j = [[beta_j, 1 - alpha_j], [1 - beta_j, alpha_j]].
   sums over the items j labelled; with Beta(a1, a2) and Beta(b1, b2) priors (Raykar's Bayesian version)
   alpha_j = (sum mu y + a1 - 1) / (sum mu + a1 + a2 - 2), likewise beta_j; p = mean mu_i (+ the same
   pseudo-counts). Without features, p plays the role of Raykar's sigma(w^T x).
+"Can't tell" responses: as one-coin's (:mod:`crowdlab.models.one_coin`), a rate per worker that does not depend on
+the class (``extra["abstain"]`` (M, R)); they leave the class posterior as it is without them.
+
 Shapes: alpha, beta (M,), p scalar (stored as pi = [1 - p, p]), q (N, 2) with q[:, 1] = mu.
 """
 
@@ -19,7 +22,8 @@ import numpy as np
 
 from crowdlab.io.data import Annotations
 from crowdlab.models.base import LatentModel, ModelInfo, log_beta_pdf
-from crowdlab.models.dawid_skene import ConfusionLogJoint, expected_counts
+from crowdlab.models.dawid_skene import ConfusionLogJoint, expected_counts, with_response_rows
+from crowdlab.models.one_coin import class_free_rates
 from crowdlab.models.params import ClassParams
 
 
@@ -45,6 +49,8 @@ def _beta_map(success: np.ndarray, total: np.ndarray, a: float, b: float) -> np.
 
 class TwoCoin(ConfusionLogJoint, LatentModel):
     """Sensitivity/specificity per worker; optional Beta priors on alpha_j, beta_j and p (MAP)."""
+
+    reads_responses = True  # "can't tell": a rate per worker that does not depend on the class (one_coin.py)
 
     info = ModelInfo(
         "two_coin",
@@ -86,19 +92,24 @@ class TwoCoin(ConfusionLogJoint, LatentModel):
     def m_step_from_stats(self, c: np.ndarray, q_sum: np.ndarray, n_items: int) -> ClassParams:
         """The M-step from the expected counts c[m, said, true], the class totals (K,) and N
         (`crowdlab.engines.blocks`)."""
+        c, rho = class_free_rates(c, q_sum.shape[0])
         alpha = _beta_map(c[:, 1, 1], c[:, :, 1].sum(axis=1), *self.alpha_prior)
         beta = _beta_map(c[:, 0, 0], c[:, :, 0].sum(axis=1), *self.beta_prior)
         s = self.prior
         p = (q_sum[1] + s) / (n_items + 2 * s)
-        return self.params_from(p, alpha, beta)
+        return self.params_from(p, alpha, beta, rho)
 
-    def params_from(self, p: float, alpha: np.ndarray, beta: np.ndarray) -> ClassParams:
+    def params_from(
+        self, p: float, alpha: np.ndarray, beta: np.ndarray, abstain: np.ndarray | None = None
+    ) -> ClassParams:
+        """``abstain``: (M, R) rates of the responses that are not classes, or None."""
         pi = np.array([1.0 - float(p), float(p)])
-        return ClassParams(
-            pi=pi,
-            gamma=two_coin_gamma(alpha, beta),
-            extra={"alpha": np.asarray(alpha, float), "beta": np.asarray(beta, float)},
-        )
+        extra = {"alpha": np.asarray(alpha, float), "beta": np.asarray(beta, float)}
+        gamma = two_coin_gamma(alpha, beta)
+        if abstain is not None:
+            gamma = with_response_rows(gamma, np.asarray(abstain, dtype=np.float64)[:, :, None])
+            extra["abstain"] = np.asarray(abstain, float)
+        return ClassParams(pi=pi, gamma=gamma, extra=extra)
 
     def log_prior(self, params: ClassParams) -> float:
         if not self.has_prior:

@@ -289,6 +289,19 @@ def _product_line(head: str, factors: list[str], result: str) -> list[str]:
 
 # ---------------------------------------------------------------------------- class models
 @_fitted
+def _abstention_line(data: Annotations, worker: int) -> list[str]:
+    """One-coin and two-coin: the worker's share of "can't tell" answers, a rate that does not depend on the class
+    (so it leaves the posterior as it is); [] without such responses."""
+    if not data.response_names:
+        return []
+    mine = data.label[data.worker == worker]
+    rate = float((mine >= data.n_classes).mean()) if mine.size else 0.0
+    return [
+        rf"\rho_m(\text{{can't tell}}) = \frac{{{int((mine >= data.n_classes).sum())}}}{{{mine.size}}} = {_f(rate)}"
+        r"\ \text{(the same for every class: no effect on q)}"
+    ]
+
+
 def e_step_classes(data: Annotations, params: ClassParams, item: int, model_key: str = "ds") -> list[str]:
     """E-step for item n (Traganitis & Giannakis eq. (9); Raykar et al. 2010's mu_i for two-coin): q_nk from pi
     and Gamma. Per class: the prior, the first few factors Gamma_m(f_m(x_n), k), the product."""
@@ -324,18 +337,22 @@ def m_step_classes(data: Annotations, q: np.ndarray, worker: int, model_key: str
     beta for two-coin), the expected counts written out as fractions."""
     K = data.n_classes
     obs = np.flatnonzero(data.worker == worker)
-    counts = np.zeros((K, K))
+    counts = np.zeros((data.n_responses, K))  # K rows, or K + the "can't tell" responses
     # counts[k', k] = sum_n q_nk I(f_m = k') (each label times its weight for soft votes)
     np.add.at(counts, data.label[obs], q[data.item[obs]] * data.obs_weight[obs][:, None])
     wname = _name(data.worker_names[worker])
     col = counts.sum(axis=0)
+    abstained = _abstention_line(data, worker) if model_key in ("one_coin", "two_coin") else []
     if model_key == "one_coin":
-        correct, n = float(np.trace(counts)), float(counts.sum())
+        cls = counts[:K]
+        correct, n = float(np.trace(cls)), float(cls.sum())
         return [
             r"\theta_m = \frac{\sum_n \sum_k q_{nk}\, I(f_m(x_n)=k)}{\#\text{labels of } m}",
             rf"\text{{worker {wname}}}:\ \theta = \frac{{{_f(correct)}}}{{{_f(n)}}} = {_f(correct / max(n, 1e-300))}",
+            *abstained,
         ]
     if model_key == "two_coin":
+        col = counts[:K].sum(axis=0)
         a = counts[1, 1] / max(col[1], 1e-300)
         b = counts[0, 0] / max(col[0], 1e-300)
         return [
@@ -344,12 +361,17 @@ def m_step_classes(data: Annotations, q: np.ndarray, worker: int, model_key: str
             rf"\text{{worker {wname}}}:",
             rf"\alpha = \frac{{{_f(counts[1, 1])}}}{{{_f(col[1])}}} = {_f(a)},\qquad"
             rf" \beta = \frac{{{_f(counts[0, 0])}}}{{{_f(col[0])}}} = {_f(b)}",
+            *abstained,
         ]
     lines = [r"\Gamma_m(k', k) = \frac{\sum_n q_{nk}\, I(f_m(x_n) = k')}{\sum_{k''} \sum_n q_{nk}\, I(f_m(x_n) = k'')}"]
     lines.append(rf"\text{{worker {wname}}}\ ({len(obs)}\ \text{{labels}}),\ \text{{column = true class}}:")
     shown = min(K, 6)
+    rows = [*range(shown), *range(K, data.n_responses)]  # the "can't tell" rows after the classes
+    if data.response_names:
+        said = ", ".join(_name(r) for r in data.response_names)
+        lines.append(rf"\text{{(the last {len(data.response_names)} of each column: {said})}}")
     for k in range(shown):
-        entries = [rf"\frac{{{_f(counts[kp, k])}}}{{{_f(col[k])}}}" for kp in range(shown)]
+        entries = [rf"\frac{{{_f(counts[kp, k])}}}{{{_f(col[k])}}}" for kp in rows]
         head = rf"\Gamma(\cdot, \text{{{_name(data.class_names[k])}}}) = ("
         lines += _pack(head, entries, r",\ ", end=r",\ \ldots)" if K > shown else ")")
     if K > shown:
@@ -602,10 +624,12 @@ def m_step_mace(data: Annotations, q: np.ndarray, params, worker: int) -> list[s
     """MACE M-step for worker j: expected honest labels and the spam strategy (Hovy et al. 2013, Sec. 2.1)."""
     from crowdlab.models.mace import spam_responsibility
 
-    K = data.n_classes
+    K = data.n_responses  # xi runs over the classes and any "can't tell" response (never honest)
     obs = np.flatnonzero(data.worker == worker)
     v = data.obs_weight[obs]  # soft votes: each label counts its weight
-    D = np.bincount(data.label[obs], weights=q[data.item[obs], data.label[obs]] * v, minlength=K)
+    cls = data.label[obs] < data.n_classes
+    honest_q = np.where(cls, q[data.item[obs], np.minimum(data.label[obs], data.n_classes - 1)], 0.0)
+    D = np.bincount(data.label[obs], weights=honest_q * v, minlength=K)
     n_lab = np.bincount(data.label[obs], weights=v, minlength=K)
     r = spam_responsibility(params.theta[worker : worker + 1], params.xi[worker : worker + 1])[0]
     honest = float((D * r).sum())
@@ -621,7 +645,7 @@ def m_step_mace(data: Annotations, q: np.ndarray, params, worker: int) -> list[s
         rf"{_f(float(1 - params.theta[worker]))})",
         r"\text{spam strategy } \xi_j:\qquad "  # a break there, where the line is too long
         + ",\\ ".join(
-            rf"\text{{{_tex_name(data.class_names[k])}}}\ {_f(float(params.xi[worker, k]))}"
+            rf"\text{{{_tex_name((data.class_names + data.response_names)[k])}}}\ {_f(float(params.xi[worker, k]))}"
             rf"\ (E[\#] = {_f(float(spam[k]))})"
             for k in top
         ),
@@ -678,7 +702,7 @@ def m_step_mace_vb(data: Annotations, q: np.ndarray, params, worker: int) -> lis
         rf"\tilde\theta_j = {_f(float(np.exp(params.e_theta[worker])))}",
         r"\text{spam strategy } \xi_j:\qquad "  # a break there, where the line is too long
         + ",\\ ".join(
-            rf"\text{{{_tex_name(data.class_names[k])}}}:\ {_f(c0)} + {_f(float(c[k] - c0))}"
+            rf"\text{{{_tex_name((data.class_names + data.response_names)[k])}}}:\ {_f(c0)} + {_f(float(c[k] - c0))}"
             rf" \Rightarrow E[\xi_j] = {_f(float(c[k] / c.sum()))}"
             for k in top
         ),
@@ -696,6 +720,10 @@ def e_step_ibcc(data: Annotations, params, item: int) -> list[str]:
     K = data.n_classes
     obs = np.flatnonzero(data.item == item)
     el = expected_log(params.A, axis=1)
+    if getattr(params, "abstain", None) is not None:  # "can't tell": log rho, and log(1 - rho) on the class rows
+        from crowdlab.models.dawid_skene import log_response_rows
+
+        el = log_response_rows(el, params.abstain)
     ek = expected_log(params.nu)
     lines = [  # the general formula over two lines: KaTeX draws it about 40 % wider than visible_width estimates
         r"q_{nk} \propto \exp\Big(E[\log\kappa_k]",
@@ -715,10 +743,10 @@ def m_step_ibcc(data: Annotations, q: np.ndarray, params, worker: int) -> list[s
     """IBCC's update of worker m's Dirichlet posteriors: prior plus expected counts (Kim & Ghahramani 2012)."""
     K = data.n_classes
     obs = np.flatnonzero(data.worker == worker)
-    counts = np.zeros((K, K))
+    counts = np.zeros((data.n_responses, K))
     np.add.at(counts, data.label[obs], q[data.item[obs]] * data.obs_weight[obs][:, None])
     A = params.A[worker]
-    A0 = A - counts
+    A0 = A - counts[:K]
     lines = [
         r"A_m(k', k) = A^0_m(k', k)\quad + \sum_n q_{nk}\, I(f_m(x_n) = k'),\qquad "
         r"E[\Gamma_m(k', k)] = \frac{A_m(k', k)}{\sum_{k''} A_m(k'', k)},\qquad \nu_k = \nu^0_k + \sum_n q_{nk}",
@@ -730,6 +758,15 @@ def m_step_ibcc(data: Annotations, q: np.ndarray, params, worker: int) -> list[s
         lines.append(
             rf"A(\cdot, \text{{{_tex_name(data.class_names[k])}}}) = ({cells}),\quad "
             rf"E[\Gamma(k,k)] = {_f(A[k, k] / A[:, k].sum())}"
+        )
+    if getattr(params, "abstain", None) is not None:
+        rho = params.abstain[worker].sum(axis=0)
+        lines += _pack(
+            r"\rho_m(\text{can't tell} \mid k) = \frac{\sum_n q_{nk} \#\text{abstained}}"
+            r"{\sum_n q_{nk} \#\text{answers}}\ (\text{a point estimate}) = (",
+            [_f(v) for v in rho[:6]],
+            ",\\ ",
+            end=")",
         )
     return lines
 
@@ -790,6 +827,42 @@ def m_step_ebcc(data: Annotations, q: np.ndarray, params, worker: int) -> list[s
     return lines
 
 
+def e_step_ordinal(data: Annotations, params, item: int) -> list[str]:
+    """The ordinal model's E-step for item n: Dawid-Skene's eq. (9) with the binned-Gaussian confusions."""
+    lines = e_step_classes(data, params, item, "ordinal")
+    return [
+        r"\Gamma_m(l \mid k) = \Phi\big(\tfrac{l + 1/2 - k - b_m}{s_m}\big) - "
+        r"\Phi\big(\tfrac{l - 1/2 - k - b_m}{s_m}\big)\quad(\text{levels by index})",
+        *lines,
+    ]
+
+
+def m_step_ordinal(data: Annotations, q: np.ndarray, params, worker: int) -> list[str]:
+    """The ordinal model's M-step for worker m (Lakshminarayanan & Teh 2013's annotator, by generalised EM): the
+    expected counts C_m(l, k), their mean error and spread, and the (b_m, s_m) the Newton steps reached."""
+    K = data.n_classes
+    obs = np.flatnonzero(data.worker == worker)
+    C = np.zeros((K, K))
+    np.add.at(C, data.label[obs], q[data.item[obs]] * data.obs_weight[obs][:, None])
+    d = np.arange(K)[:, None] - np.arange(K)[None, :]
+    n = max(float(C.sum()), 1e-300)
+    mean = float((C * d).sum() / n)
+    sd = float(np.sqrt(max((C * d**2).sum() / n - mean**2, 0.0)))
+    b, sp = float(params.extra["bias"][worker]), float(params.extra["spread"][worker])
+    k = int(np.argmax(C.sum(axis=0))) if C.sum() > 0 else K // 2
+    near = range(max(0, k - 2), min(K, k + 3))
+    g = params.gamma[worker]
+    return [
+        r"(b_m, s_m) = \arg\max \sum_{l,k} C_m(l, k) \log \Gamma_m(l \mid k),\qquad "
+        r"C_m(l, k) = \sum_n q_{nk}\, I(f_m(x_n) = l)",
+        rf"\text{{worker {_tex_name(data.worker_names[worker])}}}\ ({len(obs)}\ \text{{labels}}):\ "
+        rf"E[\text{{error in levels}}] = {_f(mean)},\ \text{{sd}} = {_f(sd)}",
+        rf"\text{{Newton steps (generalised EM) reach}}\ b_m = {_f(b)},\ s_m = {_f(sp)}",
+        rf"\Gamma_m(\cdot \mid \text{{{_tex_name(data.class_names[k])}}}):\ "
+        + ",\\ ".join(rf"{_tex_name(data.class_names[l])}\!: {_f(float(g[l, k]))}" for l in near),
+    ]
+
+
 NEW_MODEL_EXPLAINERS = {
     key: (_fitted(e), _fitted(m))
     for key, (e, m) in {
@@ -798,6 +871,7 @@ NEW_MODEL_EXPLAINERS = {
         "mace_vb": (e_step_mace_vb, m_step_mace_vb),
         "ibcc": (e_step_ibcc, m_step_ibcc),
         "ebcc": (e_step_ebcc, m_step_ebcc),
+        "ordinal": (e_step_ordinal, m_step_ordinal),
     }.items()
 }
 """model key -> (e_lines(data, params, item), m_lines(data, q, params_after_the_M_step, worker))."""

@@ -20,6 +20,7 @@ from crowdlab.errors import DataError
 from crowdlab.io import safe
 from crowdlab.plots.classroom import routing_curves
 from crowdlab.ui import state
+from crowdlab.ui.student_page import store_opens
 
 SID = "class.session"
 KEY = "class.key"
@@ -395,6 +396,8 @@ def class_page() -> None:
     error = st.session_state.pop(ERROR, None)
     if error:
         st.error(safe.md(error))
+    if not store_opens():
+        return
     sid = st.session_state.get(SID)
     if not sid:
         note = st.session_state.pop(EM_NOTE, None)

@@ -41,13 +41,14 @@ from crowdlab.ui.reports_view import data_report_section
 PREVIEW_ROWS = 20
 AGREEMENT_WORKERS = 30
 FORMATS = ("auto", "long", "wide")
-KINDS = ("auto", "classes", "continuous")
+KINDS = ("auto", "classes", "continuous", "ordinal")
 
 # upload widgets and plain keys
 UPLOAD_FILE = "data.upload.file"
 UPLOAD_GOLD = "data.upload.gold"
 UPLOAD_FMT = "data.upload.fmt"
 UPLOAD_KIND = "data.upload.kind"
+UPLOAD_ABSTAIN = "data.upload.abstain"  # a label meaning "can't tell" ("" = none)
 UPLOAD_ERROR = "data.upload.error"  # the reader's message for the last bad file (plain key)
 UPLOAD_OK = "data.upload.ok"  # "Loaded 'x.csv': ..." after a good load (plain key)
 UPLOAD_KEPT = "data.upload.kept"  # {"file": (name, bytes) | None, "gold": (name, bytes) | None} (plain key)
@@ -85,7 +86,7 @@ SC_SEED = "data.scores.seed"
 SCORES_DEFAULTS = {SC_ITEMS: 20, SC_GOOD: 3, SC_BAD: 2, SC_SIGMA: 0.1, SC_MISSING: 0.0, SC_SEED: 0}
 
 WIDGETS = "data.widgets"  # plain key: {widget key: value} for every key of WIDGET_DEFAULTS the user changed
-WIDGET_DEFAULTS = {**SIM_DEFAULTS, **SCORES_DEFAULTS, UPLOAD_FMT: "auto", UPLOAD_KIND: "auto"}
+WIDGET_DEFAULTS = {**SIM_DEFAULTS, **SCORES_DEFAULTS, UPLOAD_FMT: "auto", UPLOAD_KIND: "auto", UPLOAD_ABSTAIN: ""}
 
 
 # ---------------------------------------------------------------------------- cached loaders
@@ -105,11 +106,20 @@ def read_upload_cached(
     name: str,
     gold_name: str | None,
     columns: tuple[int, int, int] | None = None,
+    abstain: str = "",
 ) -> Annotations:
-    """:func:`crowdlab.io.data.read_annotations` on uploaded bytes, cached on the bytes and the options."""
+    """:func:`crowdlab.io.data.read_annotations` on uploaded bytes, cached on the bytes and the options
+    (``abstain``: the "can't tell" label, "" for none)."""
     gold_src = None if gold is None else _named(gold, gold_name or "gold file")
     return read_annotations(
-        _named(content, name), gold=gold_src, fmt=fmt, kind=kind, name=Path(name).stem, columns=columns, where="app"
+        _named(content, name),
+        gold=gold_src,
+        fmt=fmt,
+        kind=kind,
+        name=Path(name).stem,
+        columns=columns,
+        where="app",
+        abstain=abstain.strip() or None,
     )
 
 
@@ -139,7 +149,12 @@ def crowd_mix(counts: tuple[int, ...]) -> dict[str, float]:
 
 # ---------------------------------------------------------------------------- loading (callbacks call these)
 def upload_source(
-    name: str, gold_name: str | None = None, fmt: str = "auto", kind: str = "auto", columns: tuple | None = None
+    name: str,
+    gold_name: str | None = None,
+    fmt: str = "auto",
+    kind: str = "auto",
+    columns: tuple | None = None,
+    abstain: str = "",
 ) -> str:
     """The ``read_annotations(...)`` expression that reloads an uploaded file (for the Export page)."""
     args = [json.dumps(name)]
@@ -151,6 +166,8 @@ def upload_source(
         args.append(f'kind="{kind}"')
     if columns is not None:
         args.append(f"columns={tuple(int(c) for c in columns)!r}")
+    if abstain.strip():
+        args.append(f"abstain={json.dumps(abstain.strip())}")
     return f"read_annotations({', '.join(args)})"
 
 
@@ -162,8 +179,10 @@ def load_upload(
     name: str = "uploaded.csv",
     gold_name: str | None = None,
     columns: tuple[int, int, int] | None = None,
+    abstain: str = "",
 ) -> bool:
-    """Read an uploaded label file (and gold file) and make it the working dataset; True on success.
+    """Read an uploaded label file (and gold file) and make it the working dataset; True on success. ``abstain``:
+    a label meaning "can't tell" (read as a response, not a class; "" for none).
 
     On a :class:`DataError` the reader's message goes to ``data.upload.error`` and the working dataset stays; when
     the reader cannot tell the columns apart (:class:`ColumnsUnclear`), the file is kept and ``data.upload.ask``
@@ -171,7 +190,7 @@ def load_upload(
     """
     kept = {"file": (name, content), "gold": None if gold is None else (gold_name, gold)}
     try:
-        data = read_upload_cached(content, gold, fmt, kind, name, gold_name, columns)
+        data = read_upload_cached(content, gold, fmt, kind, name, gold_name, columns, abstain)
     except DataError as exc:
         st.session_state[UPLOAD_ERROR] = str(exc)
         st.session_state[UPLOAD_OK] = None
@@ -182,11 +201,12 @@ def load_upload(
     st.session_state[UPLOAD_ERROR] = None
     st.session_state[UPLOAD_ASK] = None
     st.session_state[UPLOAD_KEPT] = kept
-    data_id = upload_id(_upload_key(content, gold, fmt, kind, columns))
-    state.set_dataset(data_id, data, source=upload_source(name, gold_name, fmt, kind, columns))
+    data_id = upload_id(_upload_key(content, gold, fmt, kind, columns, abstain))
+    state.set_dataset(data_id, data, source=upload_source(name, gold_name, fmt, kind, columns, abstain))
     with_gold = f" with gold from '{gold_name}'" if gold is not None else ""
     st.session_state[UPLOAD_OK] = (
-        f"Loaded '{name}'{with_gold}: {data.n_items:,} items, {data.n_workers:,} workers, {data.n_obs:,} labels."
+        f"Loaded '{name}'{with_gold}: {data.n_items:,} items, {data.n_workers:,} workers, {data.n_obs:,} labels"
+        + (f' ({abstentions(data):,} of them "can\'t tell").' if data.response_names else ".")
     )
     return True
 
@@ -220,6 +240,7 @@ def _on_load() -> None:
         value(UPLOAD_KIND),
         upload[0],
         None if gold is None else gold[0],
+        abstain=value(UPLOAD_ABSTAIN),
     )
 
 
@@ -242,6 +263,7 @@ def _on_load_columns() -> None:
         kept["file"][0],
         None if gold is None else gold[0],
         columns,
+        abstain=value(UPLOAD_ABSTAIN),
     )
 
 
@@ -288,11 +310,19 @@ def _on_file_change(which: str) -> None:
 
 
 def _upload_data_id(label: tuple[str, bytes], gold: tuple[str, bytes] | None) -> str:
-    return upload_id(_upload_key(label[1], None if gold is None else gold[1], value(UPLOAD_FMT), value(UPLOAD_KIND)))
+    gold_bytes = None if gold is None else gold[1]
+    key = _upload_key(label[1], gold_bytes, value(UPLOAD_FMT), value(UPLOAD_KIND), abstain=value(UPLOAD_ABSTAIN))
+    return upload_id(key)
 
 
-def _upload_key(content: bytes, gold: bytes | None, fmt: str, kind: str, columns=None) -> bytes:
-    return content + b"\0gold\0" + (gold or b"") + f"\0{fmt}\0{kind}\0{columns}".encode()
+def _upload_key(content: bytes, gold: bytes | None, fmt: str, kind: str, columns=None, abstain: str = "") -> bytes:
+    extra = f"\0abstain\0{abstain.strip()}" if abstain.strip() else ""  # none: the key it always had
+    return content + b"\0gold\0" + (gold or b"") + f"\0{fmt}\0{kind}\0{columns}{extra}".encode()
+
+
+def abstentions(data: Annotations) -> int:
+    """How many labels are a "can't tell" response (not a class)."""
+    return int((data.label >= data.n_classes).sum()) if data.response_names else 0
 
 
 def _on_forget() -> None:
@@ -418,15 +448,24 @@ def upload_tab() -> None:
             label, type=["csv", "tsv", "txt"], key=_BOXES[which], on_change=_on_file_change, args=(which,)
         )
     kept_notice()
-    c1, c2, c3 = st.columns([2, 2, 1], vertical_alignment="bottom")
+    c1, c2, c4, c3 = st.columns([2, 2, 2, 1], vertical_alignment="bottom")
     c1.selectbox(
         "Format", FORMATS, help="auto: long when row 1 names a worker or label column", **_mirrored(UPLOAD_FMT)
     )
     c2.selectbox(
         "Kind of labels",
         KINDS,
-        help="auto: scores when the label column is value/score/rating",
+        help="auto: scores when the label column is value/score/rating; ordinal: numbers read as ratings (1-5 "
+        "stars, 0-10), for the ordinal model, whose confusion favours nearby ratings",
         **_mirrored(UPLOAD_KIND),
+    )
+    c4.text_input(
+        "Can't tell answer",
+        placeholder="e.g. unsure",
+        help='A label meaning "can\'t tell" (unsure, ?, ...): read as a response, not a class, so the models with '
+        "confusion matrices learn who abstains on which class. Empty: every label is a class (a label spelled like "
+        "one gets a note).",
+        **_mirrored(UPLOAD_ABSTAIN),
     )
     c3.button(
         "Load",

@@ -16,11 +16,14 @@ import streamlit as st
 from crowdlab.analysis.export import (
     csv_bytes,
     history_dict,
+    in_upload_names,
+    labels_side_by_side,
     metrics_dict,
     params_dict,
     posterior_frame,
     python_snippet,
     to_json,
+    upload_names,
     worker_frame,
 )
 from crowdlab.engines.fit import fit
@@ -30,7 +33,7 @@ from crowdlab.errors import CrowdlabError
 from crowdlab.io import safe
 from crowdlab.io.safe import plural
 from crowdlab.models import estimates_class_prior
-from crowdlab.ui import lab, sessions, state
+from crowdlab.ui import compare_page, lab, sessions, state
 
 EXPORT_RUN = "export.run"  # {"key": (data id, MethodConfig), "run": Run}
 EXPORT_ERROR = "export.error"
@@ -141,10 +144,11 @@ def export_files(run: Run, snippet: str, post=None, workers=None) -> dict[str, b
     and
     ``workers``: the run's posterior and worker frames when the caller has them (the worker report's intervals take
     seconds on a large crowd: 2.8 s on TREC's 766 workers)."""
-    post = posterior_frame(run) if post is None else post
+    post = in_upload_names(posterior_frame(run) if post is None else post, run.data)  # question/answer stay so
     files = {"posteriors.csv": csv_bytes(post)}
-    if "label" in post:
-        files["labels.csv"] = csv_bytes(post[["item", "label"]])
+    item, label = post.columns[0], upload_label(run, post)
+    if label is not None:
+        files["labels.csv"] = csv_bytes(post[[item, label]])
     files["workers.csv"] = csv_bytes(worker_frame(run) if workers is None else workers)
     files["params.json"] = to_json(params_dict(run)).encode()
     files["history.json"] = to_json(history_dict(run)).encode()
@@ -153,6 +157,54 @@ def export_files(run: Run, snippet: str, post=None, workers=None) -> dict[str, b
         files["metrics.json"] = to_json(metrics).encode()
     files["reproduce.py"] = snippet.encode()
     return files
+
+
+def upload_label(run: Run, post) -> str | None:
+    """The hard-label column of ``post`` (the upload's name of its label column, else ``label``); None for scores."""
+    name = upload_names(run.data)["label"]
+    return name if name in post.columns else ("label" if "label" in post.columns else None)
+
+
+# ---------------------------------------------------------------------------- every method from Compare
+ALL_METHODS_FILE = "labels_all_methods.csv"
+
+
+def compare_file(data) -> tuple[bytes, object] | None:
+    """(CSV bytes, the frame) of every method's labels from the Compare page, side by side
+    (:func:`crowdlab.analysis.export.labels_side_by_side`); None when Compare has not been run on this dataset."""
+    comparison = compare_page.get_comparison()
+    if comparison is None or not comparison.labels:
+        return None
+    frame = labels_side_by_side(data, comparison.labels)
+    return csv_bytes(frame), frame
+
+
+def compare_section(data) -> None:
+    """The labels of every method run on the Compare page, in one file, or how to get them."""
+    st.subheader("Every method from Compare methods")
+    found = compare_file(data)
+    if found is None:
+        st.caption(
+            "Press **Run all methods** on the Compare methods page to export every method's labels side by side in "
+            f"one file ({ALL_METHODS_FILE}) here."
+        )
+        return
+    content, frame = found
+    methods = list(compare_page.get_comparison().labels)
+    st.caption(
+        f"The labels of all {len(methods)} methods run on the Compare methods page, one column each, under your "
+        f"file's column names: {ALL_METHODS_FILE}."
+    )
+    sessions.download_button(
+        ALL_METHODS_FILE,
+        content,
+        file_name=ALL_METHODS_FILE,
+        mime="text/csv",
+        key="export.download.compare",
+        icon=":material/download:",
+    )
+    st.dataframe(frame.head(HEAD_ROWS), hide_index=True, width="stretch", key="export.compare_table")
+    st.caption(_shown(len(frame), "items", ALL_METHODS_FILE))
 
 
 def zip_files(files: dict[str, bytes]) -> bytes:
@@ -196,6 +248,7 @@ def export_page() -> None:
         run = fitted_run()
         if run is None:
             no_run()
+            compare_section(state.get_data())
             return
         st.info(
             f"Exporting a run fitted to convergence here with the Step page's settings — {_settings(run)}: "
@@ -203,6 +256,7 @@ def export_page() -> None:
             icon=":material/check_circle:",
         )
     downloads(run)
+    compare_section(run.data)
 
 
 def no_run() -> None:
@@ -228,8 +282,11 @@ def _shown(n: int, what: str, file: str) -> str:
 def downloads(run: Run) -> None:
     source = state.get_data_source()
     snippet = snippet_for(run, source or FALLBACK_SOURCE)
-    post, workers = posterior_frame(run), worker_frame(run)  # once, for the files and the tables below
+    post, workers = in_upload_names(posterior_frame(run), run.data), worker_frame(run)  # once, files and tables
     files = export_files(run, snippet, post, workers)
+    zipped = dict(files)
+    if (found := compare_file(run.data)) is not None:  # every Compare method's labels join the zip (own button below)
+        zipped[ALL_METHODS_FILE] = found[0]
     st.subheader("Download")
     # a wrapping row of buttons each as wide as its label: in a quarter of 1024 px "posteriors.csv" was cut
     row = st.container(horizontal=True)
@@ -245,7 +302,7 @@ def downloads(run: Run) -> None:
         )
     sessions.download_button(
         "All of them (zip)",
-        zip_files(files),
+        zip_files(zipped),
         file_name="crowdlab_export.zip",
         mime="application/zip",
         key="export.download.zip",

@@ -213,9 +213,19 @@ def summary_rows(data: Annotations) -> dict[str, str]:
             if data.is_soft
             else f"{data.n_obs:,}"
         ),
-        "classes": "scores" if data.is_continuous else str(data.n_classes),
+        "classes": "scores"
+        if data.is_continuous
+        else str(data.n_classes) + (" (ratings)" if getattr(data, "ordinal", False) else ""),
         "gold": f"yes ({int(data.gold_mask.sum()):,} items)" if data.has_gold else "no",
         **({"votes": "soft (confidences as fractional labels)"} if data.is_soft else {}),
+        **(
+            {
+                "can't tell": f"{int((data.label >= data.n_classes).sum()):,} "
+                f"({', '.join(repr(r) for r in data.response_names)}: a response, not a class)"
+            }
+            if getattr(data, "response_names", ())
+            else {}
+        ),
     }
 
 

@@ -49,6 +49,7 @@ from crowdlab.io.data import Annotations
 from crowdlab.io.metrics import accuracy, macro_f, pearson
 from crowdlab.plots.common import X_TITLE
 from crowdlab.ui import presenter
+from crowdlab.ui.progress import Pace
 
 NOTICE_SETTINGS = "Settings changed: the run was reset."
 NOTICE_DATASET = "Dataset changed: the run was reset."
@@ -422,31 +423,17 @@ def _pearson(params, data: Annotations) -> float:
 def progress_bar(box=None, unit: str = "iteration") -> tuple[object, Callable[[int, int], None]]:
     """A bar and its ``update(done, total)``; ``unit`` names what is counted (online EM counts updates)."""
     bar = (box or st).progress(0.0, text="Running EM to convergence...")
-    last = [0.0]
-
-    def update(iteration: int, max_iter: int) -> None:
-        now = time.perf_counter()
-        if now - last[0] > 0.1:
-            last[0] = now
-            bar.progress(min(iteration / max(max_iter, 1), 1.0), text=f"Running EM: {unit} {iteration:,}")
-
-    return bar, update
+    show = lambda f, text: bar.progress(f, text=text)  # noqa: E731
+    return bar, Pace(show, "Running EM", unit, bound=unit == "iteration")  # pace and time left, as measured
 
 
 def with_progress(text: str, work: Callable[[Callable[[int, int], None]], Any]) -> Any:
-    """``work(progress)`` under a progress bar labelled ``text`` (``progress(iteration, max_iter)``; an
-    iterative fit stops well before max_iter, so the bar shows the iteration count); the bar goes when done."""
+    """``work(progress)`` under a progress bar labelled ``text`` (``progress(iteration, max_iter)``; the bar says
+    the iteration, the measured time per iteration and at most how long is left: :class:`crowdlab.ui.progress.Pace`);
+    the bar goes when done."""
     bar = st.progress(0.0, text=f"{text}...")
-    last = [0.0]
-
-    def progress(iteration: int, max_iter: int) -> None:
-        now = time.perf_counter()
-        if now - last[0] > 0.1:
-            last[0] = now
-            bar.progress(min(iteration / max(max_iter, 1), 1.0), text=f"{text}: iteration {iteration}")
-
     try:
-        return work(progress)
+        return work(Pace(lambda f, words: bar.progress(f, text=words), text))  # pace and time left, measured
     finally:
         bar.empty()
 

@@ -127,7 +127,7 @@ def _mace(run: Run, p: MaceParams) -> None:
             "worker": list(data.worker_names),
             "labels": labels,
             "P(spamming)": spam,
-            "spams with": [str(data.class_names[k]) for k in favourite],
+            "spams with": [str((data.class_names + data.response_names)[k]) for k in favourite],
             "ξ of it": p.xi[np.arange(data.n_workers), favourite],
         }
     )
@@ -177,8 +177,8 @@ def _mace_wald(run: Run, p: MaceParams) -> tuple[tuple[np.ndarray, np.ndarray] |
     size
     limits (else none)."""
     data = run.data
-    if data.n_workers > WALD_MAX_WORKERS or data.n_classes > WALD_MAX_CLASSES:
-        return None, ""
+    if data.n_workers > WALD_MAX_WORKERS or data.n_classes > WALD_MAX_CLASSES or data.response_names:
+        return None, ""  # (its observed information has no spam-only "can't tell" responses)
     wi = mace_worker_intervals(run.model, data, p)
     return (wi["spam_lower"].to_numpy(), wi["spam_upper"].to_numpy()), "95% Wald"
 

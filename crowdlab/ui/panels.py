@@ -477,8 +477,9 @@ def workers_panel(run: Run) -> None:
     left, right = st.columns([3, 2])
     with left:
         if picked:
+            K = data.n_classes
             fig = plots.confusion_grid(
-                params.gamma,
+                params.gamma[:, :K],  # the class answers; a "can't tell" row is told below
                 data.worker_names,
                 data.class_names,
                 max_workers=MAX_WORKERS,
@@ -490,6 +491,18 @@ def workers_panel(run: Run) -> None:
                 f"{len(picked)} of {data.n_workers:,} workers (default: the most active). Colours fixed to [0, 1] "
                 "at every iteration; row 0 on top."
             )
+            if data.response_names:
+                said = " / ".join(safe.md(r) for r in data.response_names)
+                rates = "; ".join(
+                    f"{safe.md(data.worker_names[m])}: "
+                    + ", ".join(f"{params.gamma[m, K:, k].sum():.2f}" for k in range(min(K, 6)))
+                    for m in picked
+                )
+                st.caption(
+                    f"Each column also gives \"can't tell\" ({said}) a share, not drawn: P(can't tell | true class "
+                    f"{', '.join(safe.md(c) for c in data.class_names[:6])}) = {rates}. The drawn class rows of a "
+                    "column sum to one minus it."
+                )
         else:
             st.info("Pick at least one worker to see a confusion matrix.")
     with right:
@@ -755,6 +768,8 @@ def surface_applies(run: Run) -> bool:
     key = run.model.info.key
     if key == "scores":
         return True
+    if data.response_names:  # the surface's coordinates are the class cells of two-class confusion matrices
+        return False
     return key in SURFACE_MODELS and not data.is_continuous and data.n_classes == 2
 
 
@@ -766,6 +781,11 @@ def surface_panel(run: Run) -> None:
             "The likelihood surface is drawn for Dawid-Skene, one-coin and two-coin on two-class data (e.g. "
             "bluebirds or textual entailment) and for the lecture's scores model: pick one of them to watch EM "
             "climb."
+            + (
+                ' Not with "can\'t tell" responses (read the file without them to see it).'
+                if data.response_names
+                else ""
+            )
         )
         return
     coords = surface.coords_for(key, data.n_workers, data.n_items)

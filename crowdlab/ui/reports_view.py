@@ -82,6 +82,14 @@ def report_table(df: pd.DataFrame, key: str, *, consensus: str) -> None:
         "spammer_score": st.column_config.NumberColumn("spammer", format="%.3f", width=70),
         "agreement": st.column_config.NumberColumn("agreement", format="%.3f", width=80),
     }
+    if "abstention_rate" in shown:  # the share of the worker's answers that were "can't tell"
+        config = {
+            **{k: config[k] for k in ("worker", "n_labels")},
+            "abstention_rate": st.column_config.NumberColumn(
+                "can't tell", format="%.3f", width=70, help="Share of the worker's answers that were \"can't tell\""
+            ),
+            **{k: v for k, v in config.items() if k not in ("worker", "n_labels")},
+        }
     st.dataframe(
         shown,
         hide_index=True,

@@ -182,6 +182,16 @@ def _revealed(rev: dict) -> None:
             row.metric(f"Class: {label}", f"{cls[key]:.0%}", width="content")
 
 
+def store_opens() -> bool:
+    """The class database opens (CROWDLAB_DATA_DIR / CROWDLAB_CLASS_DB usable), or the page says why and stops."""
+    try:
+        get_store()
+    except ClassError as exc:
+        st.error(safe.md(str(exc)))
+        return False
+    return True
+
+
 def student_page() -> None:
     """The whole student page (pages/12_Join.py calls only this)."""
     st.set_page_config(page_title="Join a class · crowdlab", page_icon=":material/front_hand:", layout="centered")
@@ -189,6 +199,8 @@ def student_page() -> None:
     error = st.session_state.pop(ERROR, None)
     if error:
         st.error(safe.md(error))
+    if not store_opens():
+        return
     token = _token()
     if not token:
         st.title("Join the class", anchor=False)

@@ -223,3 +223,18 @@ def test_a_routed_class_hands_items_one_at_a_time_and_compares_routing():
     assert '"name":"Dawid-Skene (EM), routing"' in spec and '"name":"majority vote, fixed deal"' in spec
     assert '"name":"Dawid-Skene (EM), our class"' in spec  # our own votes, as markers
     assert any("with routing and" in c.value for c in lec.caption)
+
+
+@pytest.mark.parametrize("page", ["lecturer", "student"])
+def test_an_unusable_class_database_is_a_message_on_both_pages(page, tmp_path, monkeypatch):
+    """CROWDLAB_CLASS_DB naming a folder: both class pages say which setting to fix (no traceback, nothing else)."""
+    monkeypatch.setenv("CROWDLAB_CLASS_DB", str(tmp_path))
+    if page == "lecturer":
+        at = AppTest.from_file(HOME, default_timeout=30).run()
+        at.switch_page("pages/11_Class.py").run()
+    else:
+        at = AppTest.from_file(JOIN, default_timeout=30).run()
+    assert not at.exception
+    assert any("Set CROWDLAB_CLASS_DB" in e.value.replace("\\", "") for e in at.error), _errors(at)
+    keys = {w.key for w in [*at.button, *at.text_input]}
+    assert "class.start" not in keys and sp.CODE not in keys  # no form that would fail on the first press

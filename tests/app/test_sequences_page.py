@@ -386,6 +386,23 @@ def test_comparison_says_how_each_fit_stopped_and_whether_the_chain_helps():
     assert "the chain does not help here" in text
 
 
+def test_no_verdict_on_the_chain_before_the_hmm_has_run():
+    """Issue 26: at iteration 0 the page compared an unfitted HMM with converged Dawid-Skene and said "the chain does
+    not help here". The verdict now waits until HMM-crowd's run has ended, as Dawid-Skene's has."""
+    verdicts = ("the chain helps here", "the chain does not help here", "the chain makes no difference here")
+    at = _page()
+    for _ in range(2):  # at the start, then after one iteration: numbers, but no verdict
+        text = _captions(at)
+        assert "Accuracy here: HMM-crowd" in text and "Whether the chain helps shows when" in text
+        assert not any(v in text for v in verdicts)
+        click(at, "seq.stepper.step")
+    click(at, "seq.stepper.run")
+    text = _captions(at)
+    assert any(v in text for v in verdicts) and "Whether the chain helps shows when" not in text
+    click(at, "seq.stepper.back")  # back from the end: the cursor is no longer at the run's end
+    assert not any(v in _captions(at) for v in verdicts)
+
+
 def test_the_open_tab_stays_open_when_a_new_dataset_comes_in():
     """Audit: Simulate sent the page back to the Strip view."""
     at = _page()

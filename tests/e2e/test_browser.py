@@ -136,6 +136,8 @@ def test_upload_then_step_compare_and_export_in_one_session(server, page, crowd_
     page.get_by_text(f"iteration {it}, after M-step").first.wait_for()
     page.get_by_text('read_annotations("e2e_crowd.csv", gold="e2e_gold.csv")').wait_for()
     assert page.get_by_role("button", name="posteriors.csv").is_visible()
+    # every method run on Compare, side by side in one file (issue 26)
+    assert page.get_by_role("button", name="labels_all_methods.csv").count() == 1
     assert_no_exception(page)
     screenshot(page, "export_uploaded")
 

@@ -132,3 +132,18 @@ def test_ebcc_against_dawid_skene_on_cliques():
     assert mean[0.0]["ebcc"] >= mean[0.0]["ds"] - 0.005
     assert mean[0.6]["ebcc"] > mean[0.6]["ds"] and mean[0.9]["ebcc"] > mean[0.9]["ds"]
     assert mean[0.9]["ebcc"] > mean[0.9]["ds"] + 0.05  # Dawid-Skene follows the clique (0.77 against 0.90)
+
+
+def test_the_llm_judge_panel_copying_pair_is_flagged_given_the_truth_and_absorbed_without_it():
+    """The two qwen2.5 judges (step, self-consistency) agree on 352 of 400 trajectories. Given the truth (Dawid-Skene
+    with every item's gold as known) they are the one pair flagged; fitted without gold, Dawid-Skene takes their
+    shared answer for the truth and rates them near-perfect, so nothing is left to flag: the limit the copy lesson
+    teaches (agreement mistaken for accuracy)."""
+    data = cl.load_sample("judges")
+    qwen = {"selfcons3:qwen2.5:14b", "step:qwen2.5:14b"}
+    given = cl.dependence(cl.fit(data, "ds", known=np.asarray(data.gold)))
+    flagged = given.frame(top=10)
+    flagged = flagged[flagged["Holm p"] <= given.level]
+    assert given.n_flagged == 1 and {flagged.iloc[0]["worker a"], flagged.iloc[0]["worker b"]} == qwen
+    blind = cl.dependence(cl.fit(data, "ds"))
+    assert blind.n_flagged == 0

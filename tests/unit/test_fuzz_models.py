@@ -35,6 +35,7 @@ N_RAYKAR = 200
 N_MAJORITY = 500
 N_FISHER = 80
 N_SOFT = 120  # per model
+N_ABSTAIN = 80  # per (model, soft/hard) besides Dawid-Skene's N_CLASS
 
 
 @pytest.mark.parametrize("model_cls", [DawidSkene, OneCoin, TwoCoin])
@@ -49,32 +50,42 @@ def test_class_models_adversarial(model_cls, hard):
         check_run(run)
 
 
-@pytest.mark.parametrize("model_key", ["ds", "one_coin", "two_coin", "glad", "mace", "mace_vb", "ibcc"])
+@pytest.mark.parametrize("model_key", ["ds", "one_coin", "two_coin", "glad", "mace", "mace_vb", "ibcc", "ebcc"])
 def test_class_models_on_soft_votes(model_key):
     """Soft votes (weighted observations) on every adversarial design: nothing non-finite, and the weighted
-    objective never falls for the models whose EM is exact (all seven here)."""
+    objective (the ELBO for the variational ones) never falls for all eight here."""
     from crowdlab.models import make_model
 
-    for seed in range(N_SOFT):
+    for seed in range(N_SOFT // 2 if model_key == "ebcc" else N_SOFT):
         data = soft_problem(seed, K=2 if model_key == "two_coin" else None)
-        opts = {} if model_key in ("mace_vb", "ibcc") else {"prior": (0.0, 0.5, 3.0)[seed % 3]}
+        opts = {} if model_key in ("mace_vb", "ibcc", "ebcc") else {"prior": (0.0, 0.5, 3.0)[seed % 3]}
         init = ("majority", "random", "all_good")[(seed // 3) % 3]
         run = Run(data, make_model(model_key, **opts), init, seed=seed, max_iter=30)
         run.run()
         check_run(run)
 
 
-@pytest.mark.parametrize("hard", [False, True])
-def test_dawid_skene_with_abstentions(hard):
-    """A "can't tell" response beside the classes: nothing non-finite, the objective monotone, majority vote
+@pytest.mark.parametrize(
+    ("model_key", "hard"),
+    [(k, h) for k in ("ds", "one_coin", "two_coin", "mace") for h in (False, True)]
+    + [("ibcc", False), ("ebcc", False), ("mace_vb", False)],
+)
+def test_class_models_with_abstentions(model_key, hard):
+    """A "can't tell" response beside the classes, for every model with a place for it: nothing non-finite, the
+    objective (the ELBO for IBCC and EBCC) monotone, columns over K + 1 responses on the simplex, majority vote
     counting class votes only; a worker who always abstains on some seeds (every fifth)."""
-    for seed in range(N_CLASS):
-        data = abstain_problem(seed)
+    from crowdlab.models import make_model
+
+    n = N_CLASS if model_key == "ds" else N_ABSTAIN
+    for seed in range(n):
+        data = abstain_problem(seed, K=2 if model_key == "two_coin" else None)
         init = ("majority", "random", "all_good")[(seed // 3) % 3]
-        run = Run(data, DawidSkene(prior=(0.0, 0.5, 3.0)[seed % 3], hard=hard), init, seed=seed, max_iter=30)
+        opts = {} if model_key in ("ibcc", "ebcc", "mace_vb") else {"prior": (0.0, 0.5, 3.0)[seed % 3], "hard": hard}
+        run = Run(data, make_model(model_key, **opts), init, seed=seed, max_iter=30)
         run.run()
         check_run(run)
         assert run.params.gamma.shape[1] == data.n_classes + 1
+        np.testing.assert_allclose(run.params.gamma.sum(axis=1), 1.0, atol=1e-9)
         np.testing.assert_allclose(vote_fractions(data).sum(axis=1), 1.0)
 
 

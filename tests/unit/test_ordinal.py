@@ -72,3 +72,39 @@ def test_kind_ordinal_reader(tmp_path):
     g.write_text("item,worker,label\na,w1,good\na,w2,bad\n")
     with pytest.raises(DataError, match="is not a number"):
         read_annotations(g, kind="ordinal")
+
+
+def test_ordinal_is_registered_and_offered_only_for_ratings(tmp_path):
+    from crowdlab.models import MODELS, applicable_models, make_model
+    from crowdlab.teaching import explain
+
+    assert MODELS["ordinal"] is OrdinalDS and make_model("ordinal_ds", prior=1.0).prior == 1.0
+    with pytest.raises(ValueError, match="no hard version"):
+        make_model("ordinal", hard=True)
+    data, _, _ = _ratings(1, N=60)
+    assert "ordinal" not in applicable_models(data)  # numbers read as plain classes
+    f = tmp_path / "r.csv"
+    f.write_text("item,worker,label\n" + "".join(
+        f"i{n},w{m},{data.label[o]}\n" for o, (n, m) in enumerate(zip(data.item, data.worker))
+    ))  # fmt: skip
+    d = read_annotations(f, kind="ordinal")
+    assert d.ordinal and "ordinal" in applicable_models(d)
+    run = Run(d, make_model("ordinal"), "majority")  # steps as the Step page steps it: the monotone check on
+    for _ in range(6):
+        run.step()
+    check_run(run)
+    e, m = explain.NEW_MODEL_EXPLAINERS["ordinal"]
+    assert any(r"\Phi" in line for line in e(d, run.params, 0))
+    assert any("b_m = " in line for line in m(d, run.posterior, run.params, 0))
+
+
+def test_cli_kind_ordinal(tmp_path, capsys):
+    from crowdlab.cli import main
+
+    data, _, _ = _ratings(2, N=60)
+    f = tmp_path / "r.csv"
+    f.write_text("item,worker,label\n" + "".join(
+        f"i{n},w{m},{data.label[o]}\n" for o, (n, m) in enumerate(zip(data.item, data.worker))
+    ))  # fmt: skip
+    assert main(["fit", str(f), "--kind", "ordinal", "--method", "ordinal", "--out", str(tmp_path / "o")]) == 0
+    assert "ordinal ratings" in capsys.readouterr().out

@@ -182,3 +182,73 @@ def test_the_app_starts_with_the_defaults_and_a_warning():
     assert out.returncode == 0, out.stderr[-2000:]
     for var in ("CROWDLAB_MAX_ROWS", "CROWDLAB_MAX_FILE_MB", "CROWDLAB_MAX_CLASSES", "CROWDLAB_KERNELS"):
         assert var in out.stdout and "the default" in out.stdout
+
+
+# ------------------------------------------------------------------ the class database's place (issue 31)
+SETTINGS_TESTED_HERE = {env(n) for n in NAMES} | {"CROWDLAB_KERNELS", "CROWDLAB_DATA_DIR", "CROWDLAB_CLASS_DB"}
+
+
+def test_every_crowdlab_setting_read_anywhere_is_tested_here():
+    """A ``CROWDLAB_*`` variable read by the package, the app or dev.py that this file does not test fails here."""
+    import re
+
+    read = set()
+    for path in [*ROOT.joinpath("crowdlab").rglob("*.py"), ROOT / "app.py", ROOT / "dev.py", *ROOT.glob("pages/*.py")]:
+        if path.is_file():
+            read |= set(re.findall(r"CROWDLAB_[A-Z0-9_]*[A-Z0-9]", path.read_text(encoding="utf-8")))
+    assert read - SETTINGS_TESTED_HERE == set()
+
+
+@pytest.mark.parametrize(
+    ("variable", "value", "says"),
+    [
+        ("CROWDLAB_DATA_DIR", "a_file", "Set CROWDLAB_DATA_DIR"),
+        ("CROWDLAB_DATA_DIR", "/proc/crowdlab-cannot-be-here", "Set CROWDLAB_DATA_DIR"),
+        ("CROWDLAB_CLASS_DB", ".", "Set CROWDLAB_CLASS_DB"),
+        ("CROWDLAB_CLASS_DB", "a_file/class.db", "Set CROWDLAB_CLASS_DB"),
+        ("CROWDLAB_CLASS_DB", "postgresql://someone:secret@127.0.0.1:1/db", "Set CROWDLAB_CLASS_DB"),
+    ],
+)
+def test_a_class_database_that_cannot_be_opened_names_its_setting(variable, value, says, tmp_path, monkeypatch):
+    """A file as the data folder, a folder as the database, no server at the URL: a ClassError (a DataError, shown
+    as a message) naming the variable and what it must be, the password hidden; it was an OSError or
+    sqlite3.OperationalError traceback."""
+    from crowdlab.classroom.store import ClassStore
+
+    if value.startswith("postgresql"):
+        pytest.importorskip("psycopg")
+    (tmp_path / "a_file").write_text("not a folder")
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv("CROWDLAB_CLASS_DB", raising=False)
+    monkeypatch.delenv("CROWDLAB_DATA_DIR", raising=False)
+    monkeypatch.setenv(variable, value)
+    with pytest.raises(DataError, match="cannot be opened") as exc:
+        ClassStore()
+    assert says in str(exc.value) and "secret" not in str(exc.value)
+
+
+@settings(max_examples=60, deadline=2000, derandomize=True)
+@given(raw=st.text(alphabet=st.sampled_from(list("ab/.:~-_ é")), min_size=1, max_size=12))
+def test_fuzz_the_data_folder_opens_or_names_its_setting(raw):
+    """Any text as CROWDLAB_DATA_DIR (relative to a fresh folder): the store opens there, or a DataError names the
+    variable; never another exception."""
+    import tempfile
+
+    from crowdlab.classroom.store import ClassStore
+
+    saved = {k: os.environ.pop(k, None) for k in ("CROWDLAB_CLASS_DB", "CROWDLAB_DATA_DIR")}
+    cwd = os.getcwd()
+    with tempfile.TemporaryDirectory() as tmp:
+        os.chdir(tmp)
+        Path("a_file").write_text("x")
+        os.environ["CROWDLAB_DATA_DIR"] = raw if raw.startswith(("a_file", "/dev/null")) else f"./{raw}"
+        try:
+            ClassStore()
+        except DataError as exc:
+            assert "CROWDLAB_DATA_DIR" in str(exc)
+        finally:
+            os.chdir(cwd)
+            for k, v in saved.items():
+                os.environ.pop(k, None)
+                if v is not None:
+                    os.environ[k] = v

@@ -676,7 +676,10 @@ def fit(
     if files:  # no shuffle: each file is a partition, read by pyarrow in its own task (no pandas frame)
         import pyarrow.parquet as pq
 
+        from crowdlab.io.parquet import check_dataset
+
         require_extra("dask", "crowdlab.engines.distributed (Dask)")
+        check_dataset(files, _role_columns)  # the same checks as dask's path (`_read_parquet`)
         names = _alias_columns(pq.read_schema(files[0]).names, files[0])
         ddf, columns = None, {role: str(n) for n, role in names.items()}
     else:

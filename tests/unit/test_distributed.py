@@ -214,17 +214,15 @@ def test_null_item_in_a_frame_is_refused_not_named_none(client):
 
 def test_parquet_files_by_item_are_read_by_pyarrow_per_file(client, tmp_path, monkeypatch):
     """by_item=True on Parquet files: each file one partition read by pyarrow in its task (no pandas frame); the
-    same fit as in memory, a file with other column aliases read by its own names, a missing label named by column
-    and row, an item in two files refused."""
+    same fit as in memory, columns found by their aliases, a missing label named by column and row, files whose
+    columns differ and an item in two files refused."""
     data = simulate_crowd(300, 8, 3, labels_per_item=4, seed=4).annotations
     frame = to_long_dataframe(data)
     cuts = [0, 400, 800, len(frame)]  # 4 labels per item: cuts at item boundaries
     folder = tmp_path / "by_item"
     folder.mkdir()
-    for i in range(3):
-        piece = frame.iloc[cuts[i] : cuts[i + 1]]
-        if i == 2:
-            piece = piece.rename(columns={"item": "task", "worker": "annotator"})
+    for i in range(3):  # columns found by their aliases
+        piece = frame.iloc[cuts[i] : cuts[i + 1]].rename(columns={"item": "task", "worker": "annotator"})
         piece.to_parquet(folder / f"p{i}.parquet", index=False)
 
     def not_dask(*a, **k):
@@ -234,6 +232,10 @@ def test_parquet_files_by_item_are_read_by_pyarrow_per_file(client, tmp_path, mo
     run = _fit(str(folder / "*.parquet"), "ds", client, by_item=True, max_iter=30)
     assert run.timings["partitions"] == 3
     assert_same_fit(cl.fit(data, "ds", max_iter=30), run)
+    frame.iloc[:400].to_parquet(folder / "p0.parquet", index=False)  # item, worker: not the other files' names
+    with pytest.raises(DataError, match="column"):
+        _fit(str(folder / "*.parquet"), "ds", client, by_item=True)
+    frame = frame.rename(columns={"item": "task", "worker": "annotator"})
     bad = frame.iloc[:400].astype({"label": object})
     bad.iloc[7, bad.columns.get_loc("label")] = None
     bad.to_parquet(folder / "p0.parquet", index=False)

@@ -1,23 +1,40 @@
-"""Dawid-Skene on a Dask LocalCluster (crowdlab.engines.distributed) vs in memory (crowdlab.fit): seconds per iteration.
+"""Dawid-Skene at scale, every engine in one run: in memory (1 and all threads), Dask with 1, 2, 4, ... workers,
+streaming, crowd-kit; seconds per iteration, preparation, peak memory, and issue 29's targets beside the figures.
 
-    .venv/bin/python benchmarks/bench_dask.py                       # 10^6 and 10^7 labels, 20 iterations
-    .venv/bin/python benchmarks/bench_dask.py --sizes 1e6 --partitions 4 --workers 2
+    .venv/bin/python benchmarks/bench_dask.py                           # 10^6 and 10^7 labels, workers 1, 2, ..
+    .venv/bin/python benchmarks/bench_dask.py --sizes 1e6 --workers 1,2 --iters 10
+    .venv/bin/python benchmarks/bench_dask.py --sizes 1e7,1e8 --workers 1,4,16 --engines memory,dask --json r.json
 
-The data: ``n`` labels, K = 5, 5 labels per item (N = n / 5 items), 1,000 workers (the generator of
-`bench_stream.py`), written as ``--files`` Parquet files in a temporary folder (removed at the end). The Dask
-engine reads the Parquet glob, factorises workers and classes, shuffles the rows by item into ``--partitions``
-partitions and runs ``--iters`` iterations on a LocalCluster of ``--workers`` single-threaded worker processes.
-``prepare s`` is everything before the first EM round (reading, dictionaries, shuffle, encoding; the cluster's
-start is not counted), ``s/iter`` the EM time over the rounds (one round = one iteration). The in-memory fit
-reads the same rows from Parquet into `Annotations` (pandas + factorise, not timed as a CSV read) and runs
-``cl.fit``. Posteriors are compared by item name.
+The data (the generator of `bench_stream.py`): ``n`` labels, K = 5, 5 labels per item (N = n / 5 items), 1,000
+workers, written as ``--files`` Parquet files partitioned by item (each cut at an item boundary; the Dask engine
+reads the glob with ``by_item=True``, no shuffle) and, for the streaming engine, as one Parquet file.
+
+Each engine runs in a fresh process (its peak memory is its own: VmHWM; for Dask, the client's plus every worker
+process's peak, an upper bound of the cluster's peak):
+
+- ``arrow``: reading the Parquet files with pyarrow into code arrays (``read_table`` + ``dictionary_encode`` of
+  the three columns): the yardstick of the Dask engine's preparation (target: within 2x);
+- ``memory``: those arrays as `Annotations`, then ``Run.step`` timed per EM iteration (``--n-jobs`` threads: 1,
+  and the cores present; `crowdlab.models.parallel`);
+- ``dask W``: `crowdlab.engines.distributed.fit` on a LocalCluster of W single-threaded worker processes:
+  ``prepare`` is everything before the first EM round (reading, dictionaries, coding, the check of by_item), then
+  seconds per round (one round = one EM iteration; the cluster's start is not counted), and the round trip of a
+  task that does nothing (the cluster's latency, which a busy machine stretches from a few ms to 100+ ms);
+- ``stream``: `crowdlab.engines.stream.fit_file` on the one Parquet file: the first pass, then seconds per pass;
+- ``crowd-kit``: ``crowdkit.aggregation.DawidSkene(n_iter)`` on a pandas frame (task, worker, label): its fit
+  time over its iterations (installed from requirements-bench.txt; skipped with a note when missing).
+
+Every crowdlab engine runs ``--iters`` iterations (tol = 0) and reports its final objective: they agree to
+rounding (``dobj``, relative to in memory).
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import shutil
+import subprocess
 import sys
 import tempfile
 import time
@@ -25,73 +42,294 @@ from pathlib import Path
 
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+TARGETS = {
+    "dask1": "one Dask worker <= 1.5x in memory (Run.step, one thread)",
+    "daskW": "W workers >= 0.6 W x one worker (2 cores: 2 workers >= 1.6x)",
+    "prepare": "Dask preparation <= 2x pyarrow's read into arrays",
+    "stream": "streaming <= 1.5x in memory per iteration; 10^8 labels under 2 GB",
+    "n_jobs": "in memory, n_jobs = 2 on 2 cores >= 1.7x n_jobs = 1 (at 10^7)",
+}
 
-def main() -> None:
-    import distributed
-    import pandas as pd
-    import pyarrow.csv as pacsv
-    import pyarrow.parquet as pq
-    from bench_stream import generate
 
-    import crowdlab as cl
-    from crowdlab.engines.distributed import NO_DASHBOARD, fit
-    from crowdlab.io.data import read_annotations
-    from crowdlab.io.limits import override
-
-    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--sizes", default="1e6,1e7")
-    p.add_argument("--iters", type=int, default=20)
-    p.add_argument("--files", type=int, default=8)
-    p.add_argument("--partitions", type=int, default=8)
-    p.add_argument("--workers", type=int, default=2)
-    args = p.parse_args()
-    cluster = distributed.LocalCluster(n_workers=args.workers, threads_per_worker=1, **NO_DASHBOARD)
-    client = distributed.Client(cluster)
-    print(f"LocalCluster: {args.workers} worker processes x 1 thread; load average {os.getloadavg()[0]:.2f}")
+def peak_rss_mb() -> float:
+    """This process's peak resident memory (VmHWM; reset by exec)."""
     try:
-        for size in (int(float(s)) for s in args.sizes.split(",")):
-            folder = Path(tempfile.mkdtemp(prefix="crowdlab-bench-dask-"))
-            try:
-                csv = folder / "labels.csv"
-                generate(csv, size)
-                table = pacsv.read_csv(csv)
-                rows = table.num_rows
-                step = -(-rows // args.files)
-                for i in range(args.files):
-                    pq.write_table(table.slice(i * step, step), folder / f"part{i:03d}.parquet")
-                del table
-                t = time.perf_counter()
-                with override(max_file_mb=1e9, max_rows=10**9, max_items=10**9):
-                    data = read_annotations(csv)
-                t_read = time.perf_counter() - t
-                csv.unlink()
-                t = time.perf_counter()
-                mem = cl.fit(data, "ds", max_iter=args.iters)
-                t_mem = (time.perf_counter() - t) / max(mem.last.iteration, 1)
-                t = time.perf_counter()
-                run = fit(
-                    str(folder / "*.parquet"), "ds", client=client, npartitions=args.partitions, max_iter=args.iters
-                )
-                frame = run.posterior_frame()
-                t_total = time.perf_counter() - t
-                tm = run.timings
-                per = tm["em_s"] / max(tm["rounds"], 1)
-                q_mem = pd.DataFrame(mem.posterior, index=pd.Index(data.item_names, dtype=object))
-                q_dask = frame.set_index("item")[[f"p_{c}" for c in data.class_names]].reindex(q_mem.index)
-                diff = float(np.abs(q_dask.to_numpy() - q_mem.to_numpy()).max())
-                print(
-                    f"{size:>11,} labels: in memory {t_mem:.2f} s/iter (read CSV {t_read:.1f} s) | dask "
-                    f"{per:.2f} s/iter over {tm['partitions']} partitions, prepare {tm['read_s']:.1f} s, "
-                    f"total {t_total:.1f} s ({mem.last.iteration} iterations) | max |dq| {diff:.1e}"
-                )
-            finally:
-                shutil.rmtree(folder, ignore_errors=True)
+        with open("/proc/self/status") as fh:
+            return next(int(line.split()[1]) / 1024 for line in fh if line.startswith("VmHWM"))
+    except (OSError, StopIteration):
+        import resource
+
+        return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
+# ---------------------------------------------------------------------- one engine in this process
+def _arrays(files: list[str]):
+    import pyarrow.compute as pc
+    import pyarrow.parquet as pq
+
+    table = pq.read_table(files, columns=["item", "worker", "label"])
+    enc = [pc.dictionary_encode(table[c]).combine_chunks() for c in ("item", "worker", "label")]
+    del table
+    return [np.asarray(e.indices, dtype=np.int32) for e in enc], [e.dictionary for e in enc]
+
+
+def one_arrow(folder: Path, args) -> dict:
+    import pyarrow.compute  # noqa: F401  (imports are not the read)
+    import pyarrow.parquet  # noqa: F401
+
+    files = sorted(str(p) for p in folder.glob("part*.parquet"))
+    t = time.perf_counter()
+    codes, _ = _arrays(files)
+    return {"read_s": time.perf_counter() - t, "rows": int(codes[0].size)}
+
+
+def one_memory(folder: Path, args) -> dict:
+    import pyarrow.compute  # noqa: F401  (imports are not the read)
+    import pyarrow.parquet  # noqa: F401
+
+    from crowdlab.engines.run import Run
+    from crowdlab.io.data import Annotations
+    from crowdlab.models import make_model
+
+    files = sorted(str(p) for p in folder.glob("part*.parquet"))
+    t = time.perf_counter()
+    codes, names = _arrays(files)
+    data = Annotations(*codes, *(n.to_pylist() for n in names))
+    t_read = time.perf_counter() - t
+    run = Run(data, make_model("ds"), "majority", keep_posteriors=2, params_budget=1 << 28, n_jobs=args.n_jobs)
+    run.step()  # the first iteration loads the kernels (and builds the count matrix): not timed
+    t = time.perf_counter()
+    for _ in range(args.iters - 1):
+        run.step()
+    per = (time.perf_counter() - t) / max(args.iters - 1, 1)
+    return {"read_s": t_read, "per_iter_s": per, "objective": run.last.objective, "iterations": run.last.iteration}
+
+
+def one_dask(folder: Path, args) -> dict:
+    import distributed
+
+    from crowdlab.engines.distributed import NO_DASHBOARD, fit
+
+    cluster = distributed.LocalCluster(n_workers=args.workers, threads_per_worker=1, memory_limit=0, **NO_DASHBOARD)
+    client = distributed.Client(cluster)
+    try:
+        client.gather(client.submit(_noop, 0, pure=False))
+        t = time.perf_counter()
+        for i in range(10):  # the cluster's latency alone: a task that does nothing, there and back
+            client.gather(client.submit(_noop, i, pure=False))
+        rt = (time.perf_counter() - t) / 10
+        t = time.perf_counter()
+        run = fit(str(folder / "part*.parquet"), "ds", client=client, by_item=True, max_iter=args.iters, tol=0)
+        total = time.perf_counter() - t
+        tm = run.timings
+        workers = client.run(peak_rss_mb)
+        return {
+            "prepare_s": tm["read_s"],
+            "per_iter_s": tm["em_s"] / max(tm["rounds"], 1),
+            "rounds": tm["rounds"],
+            "partitions": tm["partitions"],
+            "total_s": total,
+            "objective": run.objective_history()[-1],
+            "iterations": run.last.iteration,
+            "workers_peak_mb": float(sum(workers.values())),
+            "round_trip_s": rt,
+        }
     finally:
         client.close()
         cluster.close()
+
+
+def _noop(x):
+    return x
+
+
+def one_stream(folder: Path, args) -> dict:
+    from crowdlab.engines.stream import fit_file
+
+    run = fit_file(str(folder / "all.parquet"), "ds", max_iter=args.iters, tol=0, workdir=str(folder))
+    tm = run.timings
+    return {
+        "prepare_s": tm["read_s"],
+        "per_iter_s": tm["em_s"] / max(tm["rounds"], 1),
+        "objective": run.objective_history()[-1],
+        "iterations": run.last.iteration,
+    }
+
+
+def one_crowdkit(folder: Path, args) -> dict:
+    import pandas as pd
+    from crowdkit.aggregation import DawidSkene
+
+    frame = pd.read_parquet(folder / "all.parquet").rename(columns={"item": "task"})
+    t = time.perf_counter()
+    DawidSkene(n_iter=args.iters, tol=0.0).fit(frame)
+    return {"per_iter_s": (time.perf_counter() - t) / args.iters}
+
+
+ENGINES = {"arrow": one_arrow, "memory": one_memory, "dask": one_dask, "stream": one_stream, "crowdkit": one_crowdkit}
+
+
+def child(argv: list[str]) -> None:
+    p = argparse.ArgumentParser()
+    p.add_argument("engine")
+    p.add_argument("folder")
+    p.add_argument("--iters", type=int)
+    p.add_argument("--workers", type=int, default=1)
+    p.add_argument("--n-jobs", type=int, default=1)
+    a = p.parse_args(argv)
+    fig = ENGINES[a.engine](Path(a.folder), a)
+    fig["peak_mb"] = peak_rss_mb() + fig.pop("workers_peak_mb", 0.0)
+    print("RESULT " + json.dumps(fig))
+
+
+# ---------------------------------------------------------------------- the driver
+def run_child(engine: str, folder: Path, iters: int, timeout: float, **kw) -> dict:
+    cmd = [sys.executable, __file__, "--child", engine, str(folder), "--iters", str(iters)]
+    for k, v in kw.items():
+        cmd += [f"--{k.replace('_', '-')}", str(v)]
+    try:
+        res = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, check=False)
+    except subprocess.TimeoutExpired:
+        return {"error": f"over {timeout:.0f} s"}
+    lines = [ln for ln in res.stdout.splitlines() if ln.startswith("RESULT ")]
+    if res.returncode or not lines:
+        tail = (res.stderr or res.stdout).strip().splitlines()[-3:]
+        return {"error": " | ".join(tail)[-300:] or f"exit {res.returncode}"}
+    return json.loads(lines[-1][7:])
+
+
+def default_workers() -> list[int]:
+    cores = os.cpu_count() or 1
+    out = [1]
+    while out[-1] * 2 <= cores:
+        out.append(out[-1] * 2)
+    if out[-1] != cores:
+        out.append(cores)
+    return out
+
+
+def fmt(x, unit="", digits=3) -> str:
+    return "-" if x is None else f"{x:.{digits}f}{unit}"
+
+
+def main() -> None:
+    if len(sys.argv) > 1 and sys.argv[1] == "--child":
+        return child(sys.argv[2:])
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--sizes", default="1e6,1e7", help="labels, comma-separated (default 1e6,1e7)")
+    p.add_argument("--workers", default=None, help="Dask workers to try (default 1, 2, 4, ... up to the cores)")
+    p.add_argument("--iters", type=int, default=10, help="EM iterations per engine (default 10)")
+    p.add_argument("--files", type=int, default=16, help="Parquet files partitioned by item (default 16)")
+    p.add_argument("--engines", default="memory,dask,stream,crowdkit", help="which engines (default: all)")
+    p.add_argument("--dir", default=None, help="where the temporary files go (default: the system's temp folder)")
+    p.add_argument("--timeout", type=float, default=1800, help="seconds allowed to one engine's run")
+    p.add_argument("--json", default=None, help="also write every figure to this JSON file")
+    args = p.parse_args()
+    from bench_stream import generate_parquet
+
+    cores = os.cpu_count() or 1
+    workers = [int(w) for w in args.workers.split(",")] if args.workers else default_workers()
+    engines = set(args.engines.split(","))
+    try:
+        import crowdkit  # noqa: F401
+    except ImportError:
+        if "crowdkit" in engines:
+            print("crowd-kit is not installed (pip install -r requirements-bench.txt): its row is skipped")
+        engines.discard("crowdkit")
+    print(f"{cores} cores; load average {os.getloadavg()[0]:.2f}; Dask workers {workers}; {args.iters} iterations")
+    print("targets (issue 29): " + "; ".join(TARGETS.values()))
+    results = {"cores": cores, "load": os.getloadavg()[0], "iters": args.iters, "sizes": {}}
+    for size in (int(float(s)) for s in args.sizes.split(",")):
+        folder = Path(tempfile.mkdtemp(prefix="crowdlab-bench-dask-", dir=args.dir))
+        out = results["sizes"][str(size)] = {}
+        try:
+            t = time.perf_counter()
+            generate_parquet(folder, size, args.files, one_file="stream" in engines or "crowdkit" in engines)
+            print(
+                f"\n== {size:,} labels ({size // 5:,} items), {args.files} Parquet files by item, "
+                f"generated in {time.perf_counter() - t:.1f} s; load {os.getloadavg()[0]:.2f}"
+            )
+            out["arrow"] = arrow = run_child("arrow", folder, args.iters, args.timeout)
+            print(f"pyarrow read into arrays: {fmt(arrow.get('read_s'), ' s')}")
+            print(HEADER)
+            jobs = []
+            if "memory" in engines:
+                jobs += [
+                    (f"memory_{nj}", f"in memory, n_jobs={nj}", "memory", {"n_jobs": nj}) for nj in sorted({1, cores})
+                ]
+            if "dask" in engines:
+                jobs += [
+                    (f"dask_{w}", f"Dask, {w} worker{'s' if w > 1 else ''}", "dask", {"workers": w}) for w in workers
+                ]
+            for e, name in (("stream", "streaming"), ("crowdkit", "crowd-kit")):
+                if e in engines:
+                    jobs.append((e, name, e, {}))
+            for key, name, engine, kw in jobs:  # each row printed (and saved) as soon as it is measured
+                out[key] = run_child(engine, folder, args.iters, args.timeout, **kw)
+                print(row(name, out[key], out, arrow, cores), flush=True)
+                save(args.json, results)
+            out["load_after"] = os.getloadavg()[0]
+        finally:
+            shutil.rmtree(folder, ignore_errors=True)
+    if args.json:
+        save(args.json, results)
+        print(f"\nwrote {args.json}")
+
+
+def save(path: str | None, results: dict) -> None:
+    if path:
+        Path(path).write_text(json.dumps(results, indent=1))
+
+
+HEADER = (
+    f"{'engine':<24}{'s/iter':>9}{'x memory':>10}{'speed-up':>10}{'effic.':>8}{'prepare s':>11}{'peak MB':>9}"
+    f"{'dobj':>10}  target"
+)
+
+
+def row(name: str, r: dict, out: dict, arrow: dict, cores: int) -> str:
+    """One engine's line: s/iter, ratio to in memory, speed-up and efficiency (Dask: over one worker; n_jobs: over
+    one thread), preparation, peak memory, the objective's relative difference to in memory, the target."""
+    if "error" in r:
+        return f"{name:<24} failed: {r['error']}"
+    mem = out.get("memory_1", {}).get("per_iter_s")
+    d1 = out.get("dask_1", {}).get("per_iter_s")
+    obj = out.get("memory_1", {}).get("objective")
+    per = r.get("per_iter_s")
+    ratio = per / mem if per and mem else None
+    speed = eff = None
+    target = ""
+    if name.startswith("Dask") and per:
+        w = int(name.split()[1])
+        if d1:
+            speed, eff = d1 / per, d1 / per / w
+        if w == 1:
+            target = f"<= 1.5x memory: {'met' if ratio and ratio <= 1.5 else 'NOT met'}"
+        elif speed:
+            need = 1.6 if (w == 2 and cores == 2) else 0.6 * w
+            target = f">= {need:.1f}x one worker: {'met' if speed >= need else 'NOT met'}"
+        prep, a = r.get("prepare_s"), arrow.get("read_s")
+        if prep and a:
+            target += f"; prepare {prep / a:.1f}x arrow (<= 2x: {'met' if prep <= 2 * a else 'NOT met'})"
+    elif name.startswith("in memory") and mem and per and "n_jobs=1" not in name:
+        nj = int(name.split("=")[1])
+        speed = mem / per
+        eff = speed / nj
+        target = f">= 1.7x on 2 cores: {'met' if speed >= 1.7 else 'NOT met'}" if nj == 2 else ""
+    elif name == "streaming" and ratio:
+        target = f"<= 1.5x memory: {'met' if ratio <= 1.5 else 'NOT met'}"
+    if r.get("round_trip_s") is not None:
+        target += f"; no-op task round trip {1000 * r['round_trip_s']:.0f} ms"
+    dobj = abs(r["objective"] - obj) / abs(obj) if obj and r.get("objective") is not None else None
+    return (
+        f"{name:<24}{fmt(per):>9}{fmt(ratio, 'x', 2):>10}{fmt(speed, 'x', 2):>10}{fmt(eff, '', 2):>8}"
+        f"{fmt(r.get('prepare_s', r.get('read_s')), '', 2):>11}{fmt(r.get('peak_mb'), '', 0):>9}"
+        f"{(f'{dobj:.0e}' if dobj is not None else '-'):>10}  {target}"
+    )
 
 
 if __name__ == "__main__":

@@ -4,6 +4,7 @@
     .venv/bin/python benchmarks/bench_stream.py --labels 1e8 --no-memory --iters 1   # 10^8: read + one EM pass
     .venv/bin/python benchmarks/bench_stream.py --labels 1e6 --chunk-rows 200000
     .venv/bin/python benchmarks/bench_stream.py --file /tmp/labels.csv --no-memory --iters 1   # a file made before
+    .venv/bin/python benchmarks/bench_stream.py --sizes 1e6,1e7   # every engine (bench_dask.py's table, targets)
 
 The file: ``--labels`` rows (default 10^7) of item,worker,label with string ids ("it0001234", "w0042"), K = 5
 classes ("c0" .. "c4"), 5 labels per item (so N = labels / 5 items: 2 x 10^6 at 10^7, 2 x 10^7 at 10^8), 1,000
@@ -36,36 +37,92 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 
 
-def generate(path: Path, n_labels: int, K: int = 5, per_item: int = 5, n_workers: int = 1000, seed: int = 0) -> None:
-    """Write the long CSV in blocks of 10^6 items (vectorised; pyarrow's CSV writer)."""
+def tables(
+    n_labels: int, K: int = 5, per_item: int = 5, n_workers: int = 1000, seed: int = 0, part: tuple[int, int] = (0, 1)
+):
+    """The generated rows as Arrow tables (item, worker, label) of up to 10^6 items each, every item's
+    ``per_item`` rows next to each other (vectorised). ``part=(i, P)``: only the i-th of P contiguous ranges of
+    the item order, drawn from its own seed (the workers' accuracies are the same in every part), so P processes
+    can write P files by item at once."""
     import pyarrow as pa
     import pyarrow.compute as pc
-    import pyarrow.csv as pacsv
 
     rng = np.random.default_rng(seed)
     n_items = n_labels // per_item
     acc = rng.uniform(0.55, 0.95, n_workers)
-    order = rng.permutation(n_items)
+    i, P = part
+    if P > 1:
+        lo_i, hi_i = n_items * i // P, n_items * (i + 1) // P
+        rng = np.random.default_rng([seed, i])
+        order = lo_i + rng.permutation(hi_i - lo_i)
+    else:
+        order = rng.permutation(n_items)
     block = 1_000_000
+    for lo in range(0, order.size, block):
+        ids = order[lo : lo + block]
+        n = ids.size
+        truth = rng.integers(0, K, n)
+        # per_item distinct workers per item: a random start and stride over the worker ring
+        start = rng.integers(0, n_workers, n)
+        w = (start[:, None] + np.arange(per_item)[None, :] * 7) % n_workers
+        right = rng.random((n, per_item)) < acc[w]
+        wrong = (truth[:, None] + rng.integers(1, K, (n, per_item))) % K
+        lab = np.where(right, truth[:, None], wrong)
+        item = pc.binary_join_element_wise(
+            "it", pc.utf8_lpad(pa.array(np.repeat(ids, per_item).astype(str)), 8, "0"), ""
+        )
+        worker = pc.binary_join_element_wise("w", pc.utf8_lpad(pa.array(w.ravel().astype(str)), 4, "0"), "")
+        label = pc.binary_join_element_wise("c", pa.array(lab.ravel().astype(str)), "")
+        yield pa.table({"item": item, "worker": worker, "label": label})
+
+
+def generate(path: Path, n_labels: int, K: int = 5, per_item: int = 5, n_workers: int = 1000, seed: int = 0) -> None:
+    """Write the long CSV in blocks of 10^6 items (pyarrow's CSV writer)."""
+    import pyarrow as pa
+    import pyarrow.csv as pacsv
+
     with pacsv.CSVWriter(
         path, pa.schema([("item", pa.string()), ("worker", pa.string()), ("label", pa.string())])
     ) as out:
-        for lo in range(0, n_items, block):
-            ids = order[lo : lo + block]
-            n = ids.size
-            truth = rng.integers(0, K, n)
-            # per_item distinct workers per item: a random start and stride over the worker ring
-            start = rng.integers(0, n_workers, n)
-            w = (start[:, None] + np.arange(per_item)[None, :] * 7) % n_workers
-            right = rng.random((n, per_item)) < acc[w]
-            wrong = (truth[:, None] + rng.integers(1, K, (n, per_item))) % K
-            lab = np.where(right, truth[:, None], wrong)
-            item = pc.binary_join_element_wise(
-                "it", pc.utf8_lpad(pa.array(np.repeat(ids, per_item).astype(str)), 8, "0"), ""
-            )
-            worker = pc.binary_join_element_wise("w", pc.utf8_lpad(pa.array(w.ravel().astype(str)), 4, "0"), "")
-            label = pc.binary_join_element_wise("c", pa.array(lab.ravel().astype(str)), "")
-            out.write_table(pa.table({"item": item, "worker": worker, "label": label}))
+        for t in tables(n_labels, K, per_item, n_workers, seed):
+            out.write_table(t)
+
+
+def _write_part(folder: str, n_labels: int, i: int, files: int) -> str:
+    import pyarrow.parquet as pq
+
+    path = Path(folder) / f"part{i:03d}.parquet"
+    writer = None
+    for t in tables(n_labels, part=(i, files)):
+        writer = writer or pq.ParquetWriter(path, t.schema)
+        writer.write_table(t)
+    if writer is not None:
+        writer.close()
+    return str(path)
+
+
+def generate_parquet(folder: Path, n_labels: int, files: int, one_file: bool = False) -> list[Path]:
+    """``files`` Parquet files partitioned by item (file i: the i-th range of items, in a random order), written
+    by as many processes as there are cores; ``one_file``: also all of them as one file (all.parquet)."""
+    from concurrent.futures import ProcessPoolExecutor
+
+    import pyarrow.parquet as pq
+
+    with ProcessPoolExecutor(max_workers=min(files, os.cpu_count() or 1)) as pool:
+        out = [
+            Path(p)
+            for p in pool.map(_write_part, [str(folder)] * files, [n_labels] * files, range(files), [files] * files)
+        ]
+    out = [p for p in out if p.exists()]
+    if one_file:
+        writer = None
+        for p in out:
+            for batch in pq.ParquetFile(p).iter_batches(batch_size=1 << 20):
+                writer = writer or pq.ParquetWriter(folder / "all.parquet", batch.schema)
+                writer.write_batch(batch)
+        if writer is not None:
+            writer.close()
+    return out
 
 
 def peak_rss_mb() -> float:
@@ -121,6 +178,11 @@ def run_engine(engine: str, path: Path, folder: Path, chunk_rows: int, iters: in
 
 
 def main() -> None:
+    if "--sizes" in sys.argv:  # every engine at these sizes: bench_dask.py's table (its options pass through)
+        sys.path.insert(0, str(Path(__file__).resolve().parent))
+        import bench_dask
+
+        return bench_dask.main()
     if len(sys.argv) > 1 and sys.argv[1] == "--worker":
         _, _, engine, path, out, chunk_rows, iters = sys.argv
         return worker(engine, path, out, int(chunk_rows), int(iters))

@@ -82,6 +82,14 @@ def build_parser() -> argparse.ArgumentParser:
         help="iteration limit (default 10,000; EM usually stops long before: see the stop reason)",
     )
     f.add_argument(
+        "--n-jobs",
+        dest="n_jobs",
+        type=int,
+        default=1,
+        help="in memory: threads for the E-step and M-step statistics of the class models over blocks of items "
+        "(default 1; -1: every core; at most the machine's cores); any value >= 2 gives the same numbers",
+    )
+    f.add_argument(
         "--format",
         dest="fmt",
         default="auto",
@@ -127,6 +135,12 @@ def build_parser() -> argparse.ArgumentParser:
         "estimated like Dawid-Skene's (better when one class dominates)",
     )
     f.add_argument("--known", help="semi-supervised EM: CSV item,label of items whose class is known (kept fixed)")
+    f.add_argument(
+        "--known-column",
+        dest="known_column",
+        help="--stream: semi-supervised EM from a column of FILE itself (a cell holding a class fixes that row's "
+        "item; blank: unknown)",
+    )
     f.add_argument("--reveal", type=float, help="semi-supervised EM: fix the classes of this fraction of --gold")
     f.add_argument("--reveal-seed", dest="reveal_seed", type=int, default=0, help="which gold items --reveal picks")
     o = f.add_argument_group("online EM (--method online_ds / online_one_coin; the nominalonlineextract blog post)")
@@ -140,7 +154,10 @@ def build_parser() -> argparse.ArgumentParser:
         "--worker-steps", dest="worker_steps", action="store_true", help="a step-size clock per worker (bucket)"
     )
 
-    g = f.add_argument_group("bigger than memory / on a Dask cluster (methods mv, ds, one_coin, two_coin)")
+    g = f.add_argument_group(
+        "bigger than memory / on a Dask cluster (methods mv, ds, one_coin, two_coin, glad, mace, mace_vb, ibcc; "
+        "ebcc on --stream only; --known)"
+    )
     g.add_argument(
         "--engine",
         default="memory",
@@ -166,6 +183,7 @@ def _number_checks(args: argparse.Namespace):
         ("--prior", args.prior, args.prior is None or (finite(args.prior) and args.prior >= 0), "a finite number >= 0"),
         ("--tol", args.tol, finite(args.tol) and args.tol >= 0, "a finite number >= 0 (relative change)"),
         ("--max-iter", args.max_iter, args.max_iter >= 0, f"{whole} >= 0 (0 stops at the start)"),
+        ("--n-jobs", args.n_jobs, args.n_jobs >= 1 or args.n_jobs == -1, f"{whole} >= 1, or -1 for every core"),
         ("--seed", args.seed, args.seed >= 0, f"{whole} >= 0"),
         ("--tie-seed", args.tie_seed, args.tie_seed >= 0, f"{whole} >= 0"),
         ("--reveal-seed", args.reveal_seed, args.reveal_seed >= 0, f"{whole} >= 0"),
@@ -192,8 +210,10 @@ _SCOPED = (
     ("--e-step", "e_step", "mrf", "--method mrf"),
     ("--reveal-seed", "reveal_seed", "reveal", "--reveal"),
     ("--chunk-rows", "chunk_rows", "stream", "--stream (--engine stream)"),
+    ("--known-column", "known_column", "stream", "--stream (--engine stream)"),
     ("--scheduler", "scheduler", "dask", "--engine dask"),
     ("--npartitions", "npartitions", "dask", "--engine dask"),
+    ("--n-jobs", "n_jobs", "memory", "the in-memory engine (--engine memory)"),
 )  # fmt: skip
 
 
@@ -209,6 +229,7 @@ def ignored_options(args: argparse.Namespace) -> list[str]:
         "reveal": args.reveal is not None,
         "stream": engine == "stream",
         "dask": engine == "dask",
+        "memory": engine == "memory",
     }
     return [
         f"{flag} (applies to {what})"
@@ -227,6 +248,8 @@ def check_options(args: argparse.Namespace) -> None:
         if not ok:
             shown = f"{value:g}" if isinstance(value, float) else value
             raise OptionError(f"{option} must be {want}, not {shown}.")
+    if args.known and args.known_column:
+        raise OptionError("--known and --known-column both name known classes: give one.")
     if args.class_prior is not None and args.method not in CLASS_PRIOR_MODELS:
         raise OptionError(
             f"--class-prior applies to --method {', '.join(CLASS_PRIOR_MODELS)} only; the other methods estimate "
@@ -393,6 +416,7 @@ def cmd_fit(args: argparse.Namespace) -> int:
         known=known,
         reveal=args.reveal,
         reveal_seed=args.reveal_seed,
+        n_jobs=_n_jobs(args.n_jobs),
     )
     post = posterior_frame(run)
     if args.method == "hmm":
@@ -423,6 +447,17 @@ def cmd_fit(args: argparse.Namespace) -> int:
     _print_summary(run, workers, metrics, out, written)
     _say_removed(removed, out)
     return 0
+
+
+def _n_jobs(n: int) -> int:
+    """--n-jobs bounded by the machine's cores (-1: all of them), with a message when it asked for more."""
+    cores = os.cpu_count() or 1
+    if n == -1:
+        return cores
+    if n > cores:
+        print(f"note: --n-jobs {n} is more than this machine's {cores} cores; using {cores}.", file=sys.stderr)
+        return cores
+    return n
 
 
 def _remove_stale(out: Path, written) -> list[str]:
@@ -467,7 +502,6 @@ def cmd_fit_engine(args: argparse.Namespace, engine: str) -> int:
             ("--gold", args.gold),
             ("--hard", args.hard),
             ("--edges", args.edges),
-            ("--known", args.known),
             ("--reveal", args.reveal is not None),
             (f"--init {args.init}", args.init != "majority"),
             (f"--format {args.fmt}", args.fmt not in ("auto", "long")),
@@ -480,7 +514,8 @@ def cmd_fit_engine(args: argparse.Namespace, engine: str) -> int:
     if unsupported:
         print(
             f"error: {', '.join(unsupported)} cannot be used with --engine {engine}; the engines fit long files of "
-            "class labels from a majority-vote start (score labels.csv against gold afterwards).",
+            "class labels from a majority-vote start (score labels.csv against gold afterwards; fix known classes "
+            "with --known FILE).",
             file=sys.stderr,
         )
         return 2
@@ -488,6 +523,10 @@ def cmd_fit_engine(args: argparse.Namespace, engine: str) -> int:
         from crowdlab.errors import require_extra
 
         require_extra("dask", "--engine dask")
+    from crowdlab.engines.blocks import engine_model
+
+    options = {k: v for k, v in _model_options(args).items() if k == "class_prior"}
+    engine_model(args.method, 0.0, options, engine)  # a method the engine does not run: refused before reading
     out = check_out(args, ENGINE_OUTPUTS)
     if engine == "stream":
         from crowdlab.engines.stream import fit_file
@@ -500,6 +539,9 @@ def cmd_fit_engine(args: argparse.Namespace, engine: str) -> int:
             tol=args.tol,
             max_iter=args.max_iter,
             where="cli",
+            known=args.known,
+            model_options=options,
+            known_column=args.known_column,
         )
         frames = None
     else:
@@ -514,6 +556,8 @@ def cmd_fit_engine(args: argparse.Namespace, engine: str) -> int:
             tol=args.tol,
             max_iter=args.max_iter,
             where="cli",
+            known=args.known,
+            model_options=options,
         )
         frames = [run.posterior_frame()]
     try:

@@ -471,6 +471,10 @@ class _EM(_Aggregator):
     FIT_DEFAULTS = {"prior": 0.0, "hard": False, "init": "majority", "max_iter": 10000, "tol": 1e-8, "seed": 0}
     SEMI_DEFAULTS = {"known": None, "reveal": None, "reveal_seed": 0}
     INIT_DEFAULTS = {"q0": None, "params": None, "good_accuracy": 0.8}  # for init="posterior" / "params" / "all_good"
+    ENGINE_DEFAULTS = {"engine": "memory", "chunk_rows": 1_000_000, "client": None}
+    """``engine``: "memory" (`crowdlab.fit`), "stream" (`crowdlab.engines.stream.fit_file` over a temporary Parquet
+    copy, ``chunk_rows`` rows per chunk) or "dask" (`crowdlab.engines.distributed.fit`; ``client``: a
+    ``distributed.Client``, else a local cluster for the call)."""
 
     @classmethod
     def _model_keys(cls) -> tuple[str, ...]:
@@ -483,6 +487,7 @@ class _EM(_Aggregator):
             own = {**cls.FIT_DEFAULTS, **cls._extra(), **_model_options(cls._model_keys())}
             own.update(cls.SEMI_DEFAULTS)
             own.update(cls.INIT_DEFAULTS)
+            own.update(cls.ENGINE_DEFAULTS)
             cls._defaults_memo = own
         return own
 
@@ -516,6 +521,7 @@ class _EM(_Aggregator):
         option_real("good_accuracy", params["good_accuracy"], 0.0, strict=True, high=1.0)
         if isinstance(params["known"], str | bytes | int | float):
             raise TypeError(f"known must map tasks to labels (a dict or a Series), not {params['known']!r}.")
+        _check_engine(params, self._model_key(params), self._model_kw(params))
         # the model's own options, checked by building it (cheap; no data involved)
         make_model(
             self._model_key(params), prior=params["prior"] or 0.0, hard=bool(params["hard"]), **self._model_kw(params)
@@ -527,6 +533,9 @@ class _EM(_Aggregator):
         known = params["known"]
         if isinstance(known, Mapping | pd.Series):
             known = frame.known_codes(known)
+        if params["engine"] != "memory":
+            run = _engine_fit(frame, self._model_key(params), params, self._model_kw(params), known)
+            return self._results(frame, params, run)
         init_kw = {k: params[k] for k in self.INIT_DEFAULTS}
         if isinstance(init_kw["q0"], pd.DataFrame):  # e.g. another estimator's probas_
             q0 = init_kw["q0"].reindex(index=frame.tasks, columns=frame.classes)
@@ -543,6 +552,9 @@ class _EM(_Aggregator):
             reveal_seed=params["reveal_seed"],
             **init_kw,
         )
+        self._results(frame, params, run)
+
+    def _results(self, frame: _Frame, params: dict, run) -> None:
         self.run_ = run
         self.stop_reason_ = run.stop_reason  # "converged", "stalled" or "max_iter" (crowdlab.engines.run.STOP_REASONS)
         self.probas_ = frame.probas(run.posterior)
@@ -562,6 +574,78 @@ class _EM(_Aggregator):
 
     def _fit_more(self, frame: _Frame, params: dict, run) -> None:
         """The model's own fitted attributes (GLAD's difficulties, MACE's spamming)."""
+
+
+ENGINES = ("memory", "stream", "dask")
+
+
+def _check_engine(params: dict, key: str, model_kw: dict) -> None:
+    """``engine=``: one of ENGINES; the streaming and Dask engines start from majority vote, soft EM, no reveal=."""
+    engine = params["engine"]
+    if not isinstance(engine, str) or engine not in ENGINES:
+        raise ValueError(f"engine must be one of {', '.join(ENGINES)}; not {engine!r}.")
+    option_int("chunk_rows", params["chunk_rows"], 1)
+    if engine == "memory":
+        return
+    from crowdlab.engines.blocks import engine_model
+
+    engine_model(key, params["prior"] or 0.0, model_kw, engine)  # a method the engine does not run: its message
+    used = [
+        name
+        for name, given in (
+            (f"init={params['init']!r}", params["init"] != "majority"),
+            ("hard=True", bool(params["hard"])),
+            ("reveal=", params["reveal"] is not None),
+            ("q0=", params["q0"] is not None),
+            ("params=", params["params"] is not None),
+        )
+        if given
+    ]
+    if used:
+        raise ValueError(
+            f"engine={engine!r} runs soft EM from the majority-vote start: {', '.join(used)} needs engine='memory'."
+        )
+
+
+def _codes_text(codes: np.ndarray, n: int) -> np.ndarray:
+    """Codes as zero-padded digits: the engines order such names as the codes (numerically), so the engine's
+    items, workers and classes come back in the DataFrame's own order."""
+    width = len(str(max(n - 1, 0)))
+    return np.char.zfill(codes.astype(np.int64).astype(str), width).astype(object)
+
+
+def _engine_fit(frame: _Frame, key: str, params: dict, model_kw: dict, known):
+    """Fit through the streaming or Dask engine on the DataFrame's codes (written as padded digits)."""
+    d = frame.data
+    cols = {
+        "item": _codes_text(d.item, d.n_items),
+        "worker": _codes_text(d.worker, d.n_workers),
+        "label": _codes_text(d.label, d.n_classes),
+    }
+    kn = None
+    if known is not None:
+        known = np.asarray(known)
+        idx = np.flatnonzero(known >= 0)
+        items = _codes_text(np.arange(d.n_items), d.n_items)[idx]
+        classes = _codes_text(known[idx], d.n_classes)
+        kn = dict(zip(items.tolist(), classes.tolist()))
+    kw = {"prior": params["prior"] or 0.0, "tol": params["tol"], "max_iter": params["max_iter"]}
+    kw.update(known=kn, model_options=model_kw or None)
+    if params["engine"] == "dask":
+        from crowdlab.engines.distributed import fit
+
+        return fit(pd.DataFrame(cols), key, client=params["client"], **kw)
+    import tempfile
+
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from crowdlab.engines.stream import fit_file
+
+    with tempfile.TemporaryDirectory(prefix="crowdlab-frame-") as tmp:
+        path = f"{tmp}/labels.parquet"
+        pq.write_table(pa.table({c: pa.array(v.tolist(), pa.string()) for c, v in cols.items()}), path)
+        return fit_file(path, key, chunk_rows=params["chunk_rows"], workdir=tmp, **kw)
 
 
 class _NotEM(_Aggregator):

@@ -15,8 +15,15 @@ with
 ``cl.fit`` to rounding (1e-8 in the tests). One round over the blocks per EM iteration: the E-step with theta_t
 and the statistics of the new posterior come out of the same pass, and log p(x | theta_t) with them.
 
-Supported: "mv", "ds", "one_coin", "two_coin" (soft EM, optional prior strength), started by majority vote.
-Not supported here: hard EM, other initialisations, the scores/HMM/MRF/Raykar models (their latent variables or
+Supported: "mv", "ds", "one_coin", "two_coin", "mace" (soft EM, optional prior strength), "mace_vb", "ibcc" and
+"ebcc" (variational Bayes: the objective is the ELBO, the statistics the same expected counts), started by majority
+vote, optionally semi-supervised (``known``: each block's fixed classes, -1 for unknown); GLAD on the streaming
+and Dask engines by its own driver (`crowdlab.engines.glad_blocks`). The models whose M-step
+iterates (MACE's inner EM over the spam indicators) start it from the parameters of the E-step, as in memory
+(``m_step_from_stats(..., start)``); the variational ones add -KL(posteriors || priors) where the EM ones add the log
+prior (`objective_terms`). EBCC splits its majority-vote start over the subtypes with seeded random weights in the
+item order (``split_rng``: the streaming engine's blocks come in that order; the Dask engine's do not, and refuses
+it). Not supported here: hard EM, other initialisations, the scores/HMM/MRF/Raykar models (their latent variables or
 features do not split by item), gold inside the engines.
 """
 
@@ -37,13 +44,16 @@ from crowdlab.engines.run import (
     snapshot_history,
     stalled_at,
 )
-from crowdlab.errors import ModelError
+from crowdlab.errors import DataError, ModelError
 from crowdlab.io.data import Annotations
 from crowdlab.models import make_model
 from crowdlab.models.base import entropy_rows, safe_log
 from crowdlab.models.majority import MajorityVote
 
-ENGINE_METHODS = ("mv", "ds", "one_coin", "two_coin")
+ENGINE_METHODS = ("mv", "ds", "one_coin", "two_coin", "glad", "mace", "mace_vb", "ibcc", "ebcc")
+STREAM_ONLY = ("ebcc",)
+"""Methods the streaming engine runs but the Dask engine refuses (EBCC's random start in the item order)."""
+_MEMOS = ("_lj_memo", "_known_memo", "_terms_memo", "_joint_memo", "_elbo_memo", "_prior_memo", "_pvec_memo")
 
 
 @dataclass
@@ -77,8 +87,10 @@ class Stats:
         )
 
     @staticmethod
-    def zero(M: int, K: int, mv: bool = False) -> Stats:
-        return Stats(np.zeros((M, K, K)), np.zeros(K), agree=np.zeros(M) if mv else None)
+    def zero(M: int, K: int, mv: bool = False, S: int | None = None) -> Stats:
+        """Zero sums; ``S`` the posterior's states per item (K, or L K for EBCC's (subtype, class) pairs)."""
+        S = K if S is None else S
+        return Stats(np.zeros((M, K, S)), np.zeros(S), agree=np.zeros(M) if mv else None)
 
 
 def add_stats(a: Stats, b: Stats) -> Stats:
@@ -127,14 +139,39 @@ def make_block(
     return b
 
 
-def _bind_known(model, block: Block, known: np.ndarray | None) -> None:
-    """Semi-supervised EM on a block: the model's clamp reads the block's known classes (-1: unknown)."""
-    if known is None:
-        model.known = None
-        model.__dict__.pop("_known_memo", None)
-        return
-    model.known = known
-    model.__dict__["_known_memo"] = (block, known)
+def _block_model(model, block: Block, known: np.ndarray | None):
+    """A shallow copy of ``model`` for one block: its own memos (blocks of one round may run at once in threads of
+    one Dask worker, sharing the model object) and, for semi-supervised EM, the block's known classes (-1: unknown)
+    where the model's clamp reads them."""
+    import copy
+
+    m = copy.copy(model)
+    for memo in _MEMOS:
+        m.__dict__.pop(memo, None)
+    m.known = None if known is None else np.asarray(known)
+    m.reveal = None
+    if known is not None:
+        m.__dict__["_known_memo"] = (block, m.known)
+    return m
+
+
+def is_ebcc(model) -> bool:
+    from crowdlab.models.ebcc import EBCC
+
+    return isinstance(model, EBCC)
+
+
+def n_states(model, K: int) -> int:
+    """Posterior states per item: K, or L K for EBCC's (subtype, class) pairs."""
+    return K * model.subtypes if is_ebcc(model) else K
+
+
+def _clamp_rows(q: np.ndarray, known: np.ndarray | None) -> np.ndarray:
+    if known is not None:
+        idx = np.flatnonzero(known >= 0)
+        q[idx] = 0.0
+        q[idx, known[idx]] = 1.0
+    return q
 
 
 def block_round(
@@ -148,43 +185,55 @@ def block_round(
     n_items: int = 0,
     M: int = 0,
     K: int = 0,
+    split_rng: np.random.Generator | None = None,
 ) -> tuple[np.ndarray, np.ndarray | None, Stats]:
     """One block's E-step and M-step statistics: (q (n_items, K), hard labels or None, Stats).
 
     ``mode``: "em" (the model's own E-step with ``params``: `LatentModel._soft`, known items clamped), "votes"
     (q = vote fractions: EM's majority-vote start) or "mv" (majority vote with ties split, hard labels by the rule
     of `crowdlab.models.majority.majority_labels`, whose tie bonus is ``mv_bonus``). ``block`` None: an empty
-    block (``n_items``, ``M``, ``K`` give the shapes).
+    block (``n_items``, ``M``, ``K`` give the shapes). ``known``: the block's fixed classes (-1: unknown), clamped in
+    both modes. EBCC: the statistics are over its joint posterior r (N, L K) (``split_rng`` splits the votes over
+    the subtypes, `crowdlab.models.ebcc.split_subtypes`); q is the class marginal.
     """
     from crowdlab.models.base import _inner, column_sums
     from crowdlab.models.dawid_skene import expected_counts
 
     if block is not None:
         n_items, M, K = block.n_items, block.n_workers, block.n_classes
-    stats = Stats.zero(M, K, mode == "mv")
+    ebcc = mode != "mv" and is_ebcc(model)
+    stats = Stats.zero(M, K, mode == "mv", n_states(model, K) if ebcc else K)
     stats.n_items = int(n_items)
     hard = None
     if block is None or not n_items:
         return np.zeros((n_items, K)), (np.zeros(n_items, np.int32) if mode == "mv" else None), stats
+    r = None
     if mode == "em":
-        _bind_known(model, block, known)
-        e = model._soft(block, params)
-        q = e.q
-        stats.loglik = float(e.rows.sum())
-        stats.complete = _inner(q, e.lj)
-        stats.entropy = float(e.entropy) if e.entropy is not None else entropy_rows(q)
-        stats.q_sum = e.colsum.copy() if e.colsum is not None else column_sums(q)
-        model.__dict__.pop("_lj_memo", None)  # one block at a time: keep no block's arrays
-        _bind_known(model, block, None)
+        m = _block_model(model, block, known)
+        if ebcc:
+            post, lj, lse = m._joint(block, params)
+            q, r = post.q, post.r
+            stats.loglik = float(lse.sum())
+            stats.complete = _inner(r, np.where(r > 0, lj, 0.0))
+            stats.entropy = entropy_rows(r)
+        else:
+            e = m._soft(block, params)
+            q = e.q
+            stats.loglik = float(e.rows.sum())
+            stats.complete = _inner(q, e.lj)
+            stats.entropy = float(e.entropy) if e.entropy is not None else entropy_rows(q)
+            stats.q_sum = e.colsum.copy() if e.colsum is not None else column_sums(q)
+        del m  # one block at a time: keep no block's arrays
     else:
         v = block.vote_counts
         if mode == "votes":
             tot = v.sum(axis=1, keepdims=True)
-            q = np.where(tot > 0, v / np.maximum(tot, 1), 1.0 / K)
-            if known is not None:
-                idx = np.flatnonzero(known >= 0)
-                q[idx] = 0.0
-                q[idx, known[idx]] = 1.0
+            q = _clamp_rows(np.where(tot > 0, v / np.maximum(tot, 1), 1.0 / K), known)
+            if ebcc:
+                from crowdlab.models.ebcc import split_subtypes
+
+                rng = split_rng if split_rng is not None else np.random.default_rng(model.seed)
+                r = split_subtypes(q, model.subtypes, rng)
         else:
             top = v == v.max(axis=1, keepdims=True)
             q = top / top.sum(axis=1, keepdims=True)
@@ -192,9 +241,12 @@ def block_round(
             stats.agree = np.bincount(block.worker, weights=(block.label == hard[block.item]), minlength=M).astype(
                 float
             )
-        stats.entropy = entropy_rows(q)
+        stats.entropy = entropy_rows(q if r is None else r)
         stats.q_sum = q.sum(axis=0)
-    if mode != "mv":
+    if r is not None:
+        stats.q_sum = r.sum(axis=0)
+        stats.counts = np.asarray(block.label_counts_t @ r).reshape(M, K, r.shape[1])
+    elif mode != "mv":
         stats.counts = expected_counts(block, q)
     return q, hard, stats
 
@@ -208,8 +260,9 @@ def mv_bonus(class_totals: np.ndarray) -> np.ndarray:
     return bonus
 
 
-def engine_model(method: str, prior: float = 0.0):
-    """The model an engine runs, or a ModelError naming what the engines support."""
+def engine_model(method: str, prior: float = 0.0, options: dict | None = None, engine: str = "stream"):
+    """The model an engine runs (``options``: the model's constructor options, e.g. ``class_prior``), or a
+    ModelError naming what the engines support."""
     from crowdlab.models import ALIASES
 
     key = ALIASES.get(method, method)
@@ -223,7 +276,50 @@ def engine_model(method: str, prior: float = 0.0):
             f"The streaming and Dask engines run {', '.join(ENGINE_METHODS)}; {method!r} needs the whole data set "
             "in memory (crowdlab.fit)."
         )
-    return make_model(key) if key == "mv" else make_model(key, prior=prior)
+    if engine == "dask" and key in STREAM_ONLY:
+        raise ModelError(
+            "EBCC is not offered by the Dask engine: its start splits each item's majority vote over the subtypes "
+            "with seeded random weights drawn in the in-memory item order, which the Dask engine's partitions do "
+            "not follow. Use the streaming engine (--stream, crowdlab.engines.stream.fit_file) or crowdlab.fit."
+        )
+    if key == "mv":
+        return make_model(key)
+    return make_model(key, prior=prior, **(options or {}))
+
+
+class _Dims:
+    """What the models' prior and expected-log helpers read of a data set: numbers of workers and classes."""
+
+    def __init__(self, M: int, K: int) -> None:
+        self.n_workers, self.n_classes = int(M), int(K)
+
+
+def objective_terms(model, params, dims: _Dims) -> tuple[np.ndarray, np.ndarray, float]:
+    """(a (S,), B (M, K, S), c): the model's log joint over a block is X @ B + a (X: the block's item x
+    (worker, label) counts), so E_q[log joint] = q_sum . a + sum counts * B from a round's statistics; and c what
+    the objective adds beyond the data terms: the log prior (EM), or the log prior - KL(posteriors || priors)
+    (variational Bayes: IBCC, MACE-VB, EBCC)."""
+    from crowdlab.models.base import VariationalObjective
+    from crowdlab.models.ibcc import IBCC
+    from crowdlab.models.mace import MaceVB
+
+    if isinstance(model, IBCC):
+        e_g, e_nu, kl = model._terms(dims, params)
+        return e_nu, e_g, model.log_prior(params) - kl
+    if is_ebcc(model):
+        mat, off, kl = model._terms(dims, params)
+        return off, mat.reshape(dims.n_workers, dims.n_classes, -1), model.log_prior(params) - kl
+    if isinstance(model, MaceVB):
+        return safe_log(params.pi), params.log_tilde, model.log_prior(params) - model.kl(params)
+    assert not isinstance(model, VariationalObjective), type(model)
+    return safe_log(params.pi), safe_log(params.gamma), model.log_prior(params)
+
+
+def _warm(model) -> bool:
+    """Whether the model's M-step from statistics takes the E-step's parameters as its start (MACE's inner EM)."""
+    import inspect
+
+    return "start" in inspect.signature(model.m_step_from_stats).parameters
 
 
 # ---------------------------------------------------------------------- the result
@@ -412,9 +508,11 @@ each block's new posterior as its current one and its previous one as the one be
 Stats."""
 
 
-def _complete_from_counts(st: Stats, params) -> float:
-    """E_q[log p(x, y | theta)] = sum_k q_sum_k log pi_k + sum counts * log Gamma: linear in the statistics."""
-    return float(st.q_sum @ safe_log(params.pi) + (st.counts * safe_log(params.gamma)).sum())
+def _complete_from_counts(st: Stats, params, terms=None) -> float:
+    """E_q[log p(x, y | theta)] = sum_k q_sum_k log pi_k + sum counts * log Gamma: linear in the statistics
+    (``terms``: `objective_terms`' a and B in place of log pi and log Gamma)."""
+    a, B = (safe_log(params.pi), safe_log(params.gamma)) if terms is None else terms[:2]
+    return float(st.q_sum @ a + (st.counts * B).sum())
 
 
 def batch_em(
@@ -432,12 +530,30 @@ def batch_em(
     if isinstance(model, MajorityVote):
         do_round(None, "mv")
         return [EngineSnapshot(0, "init", 0, None, None, None)], violations, False
-    lp = model.log_prior
+    from crowdlab.models.base import VariationalObjective
+
+    # variational Bayes (IBCC, MACE-VB, EBCC): the objective is the ELBO at the current (q, posteriors), which is
+    # the bound itself, as the in-memory Run reports it; EM: log p(x | theta) (+ log prior) from the next E-step
+    vb = isinstance(model, VariationalObjective)
     s0 = do_round(None, "votes")
-    params = model.m_step_from_stats(s0.counts, s0.q_sum, s0.n_items)
-    bound0 = _complete_from_counts(s0, params) + lp(params) + s0.entropy
+    dims = _Dims(s0.counts.shape[0], s0.counts.shape[1])
+
+    def lp(p) -> float:
+        return objective_terms(model, p, dims)[2]
+
+    def complete(st: Stats, p) -> float:
+        return _complete_from_counts(st, p, objective_terms(model, p, dims))
+
+    warm = _warm(model)
+
+    def m_step(st: Stats, start):
+        extra = (start,) if warm else ()
+        return model.m_step_from_stats(st.counts, st.q_sum, st.n_items, *extra)
+
+    params = m_step(s0, None)
+    bound0 = complete(s0, params) + lp(params) + s0.entropy
     r = do_round(params, "em")  # E-step with theta_0: log p(x | theta_0) and q_1's statistics
-    obj = r.loglik + lp(params)
+    obj = bound0 if vb else r.loglik + lp(params)
     snaps = [EngineSnapshot(0, "init", 0, params, obj, bound0)]
 
     def check(prev: EngineSnapshot, o: float, b: float, kind: str) -> str | None:
@@ -461,16 +577,15 @@ def batch_em(
         # E-step (already computed by the last round): same objective, bound F(q_new, theta_old)
         prev = snaps[-1]
         b = r.complete + lp(params) + r.entropy
-        snaps.append(
-            EngineSnapshot(len(snaps), "E", it, params, prev.objective, b, check(prev, prev.objective, b, "E"))
-        )
+        o = b if vb else prev.objective
+        snaps.append(EngineSnapshot(len(snaps), "E", it, params, o, b, check(prev, o, b, "E")))
         # M-step from the round's statistics; its objective needs the next round's E-step
         it += 1
         before = params
-        params = model.m_step_from_stats(r.counts, r.q_sum, r.n_items)
-        b = _complete_from_counts(r, params) + lp(params) + r.entropy
+        params = m_step(r, before)
+        b = complete(r, params) + lp(params) + r.entropy
         r = do_round(params, "em")
-        o = r.loglik + lp(params)
+        o = b if vb else r.loglik + lp(params)
         prev = snaps[-1]
         dparam = param_change(before, params)
         snaps.append(EngineSnapshot(len(snaps), "M", it, params, o, b, check(prev, o, b, "M"), dparam))
@@ -480,3 +595,120 @@ def batch_em(
         if settled_at(snaps, tol, PARAM_TOL) or stalled_at(snaps):
             break
     return snaps, violations, True
+
+
+# ---------------------------------------------------------------------- semi-supervised: known classes
+@dataclass
+class KnownLabels:
+    """Items whose class is known (semi-supervised EM on the engines): their names and class names as text."""
+
+    items: np.ndarray
+    labels: np.ndarray
+    source: str = "known="
+
+    def __len__(self) -> int:
+        return len(self.items)
+
+
+def check_known_model(model, known) -> None:
+    """A ModelError when ``known`` is given to a model without a semi-supervised version (majority vote)."""
+    if known is not None and not hasattr(model, "with_known"):
+        raise ModelError(f"{model.info.title} has no semi-supervised version (known= / --known).")
+
+
+def read_known(known, where: str = "python") -> KnownLabels | None:
+    """The known classes from ``known``: None; a mapping item -> class; or a path to a CSV file with item and
+    label columns, read as `crowdlab.io.data.read_gold` reads a gold file (the CLI's ``--known``; blank labels
+    are unknown)."""
+    import os
+
+    if known is None:
+        return None
+    if isinstance(known, KnownLabels):
+        return known
+    if isinstance(known, dict):
+        items = np.asarray([str(k) for k in known], dtype=object)
+        return KnownLabels(items, np.asarray([str(v) for v in known.values()], dtype=object))
+    if isinstance(known, str | os.PathLike):
+        from crowdlab.io.data import _gold_columns, _read_table, _required_ids
+        from crowdlab.io.readers import check_where
+
+        table = _read_table(
+            known,
+            needs="a known-labels file needs item and label columns",
+            allow_no_rows=True,
+            where=check_where(where),
+        )
+        item_j, gold_j = _gold_columns(table)
+        if not len(table.rows):
+            return KnownLabels(np.zeros(0, object), np.zeros(0, object), table.file)
+        items = _required_ids(table, item_j, "item id")
+        given = ~table.missing(gold_j)
+        return KnownLabels(items[given], table.values(gold_j)[given], table.file)
+    raise TypeError(
+        f"known= takes a mapping item -> class or the path of a CSV file (item, label), not {type(known).__name__}."
+    )
+
+
+def known_class_codes(known: KnownLabels, class_names) -> np.ndarray:
+    """(len(known),) the class code of each known label (a number spelt otherwise, "1.0" for class "1", matches);
+    a DataError names labels that are no class."""
+    index = {str(c): k for k, c in enumerate(class_names)}
+    as_number = {}
+    for k, c in enumerate(class_names):
+        try:
+            as_number.setdefault(float(c), k)
+        except ValueError:
+            pass
+    out = np.empty(len(known), dtype=np.int32)
+    bad = []
+    for j, lab in enumerate(known.labels):
+        k = index.get(str(lab).strip())
+        if k is None:
+            try:
+                k = as_number.get(float(lab))
+            except ValueError:
+                k = None
+        if k is None:
+            bad.append(str(lab))
+            k = -1
+        out[j] = k
+    if bad:
+        names = sorted(set(bad))
+        raise DataError(
+            f"known labels name classes no worker used ({', '.join(map(repr, names[:5]))}).",
+            file=known.source,
+            hint=f"The classes are {', '.join(map(repr, list(class_names)[:10]))}.",
+        )
+    return out
+
+
+def known_for_items(item_names, known: KnownLabels, codes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """((n,) known class of each of ``item_names`` (-1: unknown), the indices into ``known`` that matched).
+    ``item_names``: an Arrow string array, `ArrowNames`, or a sequence of str."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    arr = item_names.array if isinstance(item_names, ArrowNames) else item_names
+    if not isinstance(arr, pa.Array | pa.ChunkedArray):
+        arr = pa.array([str(x) for x in arr], pa.large_string())
+    value_set = pa.array([str(x) for x in known.items], arr.type)
+    idx = pc.index_in(arr, value_set=value_set)
+    valid = np.asarray(idx.is_valid(), dtype=bool)
+    pos = np.asarray(idx.fill_null(0), dtype=np.int64)
+    out = np.where(valid, codes[pos] if codes.size else -1, -1).astype(np.int32)
+    return out, np.unique(pos[valid])
+
+
+def refuse_unmatched(known: KnownLabels, matched: np.ndarray) -> None:
+    """A DataError when items of the known labels are not in the data (as `read_gold` refuses them)."""
+    if len(known) and np.unique(np.asarray(known.items, dtype=object)).size > matched.size:
+        seen = np.zeros(len(known), dtype=bool)
+        seen[matched] = True
+        hit = set(np.asarray(known.items, dtype=object)[seen].tolist())
+        names = [n for n in dict.fromkeys(known.items.tolist()) if n not in hit]
+        raise DataError(
+            f"{len(names)} item(s) with a known label have no labels in the data ({', '.join(map(repr, names[:5]))}).",
+            file=known.source,
+            hint="Check that the known labels belong to this label file and spell the item ids the same way.",
+        )

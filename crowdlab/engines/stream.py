@@ -33,6 +33,11 @@ machine (``fit_file`` checks the free memory first and says so): use online EM (
 `crowdlab.models.online`), which reads each row once and keeps no per-item state, or the Dask engine
 (`crowdlab.engines.distributed`) across machines.
 
+Models: mv, ds, one_coin, two_coin, mace, mace_vb, ibcc, ebcc by the shared rounds
+(`crowdlab.engines.blocks.batch_em`), GLAD by its own passes (`crowdlab.engines.glad_blocks`, its difficulties and
+posterior held in memory, 8 (K + 1) bytes per item); ``known=`` (a mapping or an item,label file) fixes items'
+classes (semi-supervised EM, the whole (N,) code array in memory, 4 bytes per item).
+
 Not supported when streaming: wide files, continuous scores, sequences, gold (score the written labels.csv
 afterwards), hard EM and starts other than majority vote; CSV quoted fields spanning lines are kept whole
 (a chunk is extended until its quotes balance). UTF-16/32 files must be converted to UTF-8 first.
@@ -58,9 +63,14 @@ from crowdlab.engines.blocks import (
     Stats,
     batch_em,
     block_round,
+    check_known_model,
     engine_model,
+    known_class_codes,
+    known_for_items,
     make_block,
     mv_bonus,
+    read_known,
+    refuse_unmatched,
 )
 from crowdlab.errors import DataError
 from crowdlab.io.data import (
@@ -576,6 +586,55 @@ class StreamedData:
             yield lo, hi, make_block(rows[:, 0] - lo, rows[:, 1], rows[:, 2], hi - lo, M, K, label_counts=X)
 
 
+def known_from_column(path, column: str, chunk_rows: int = DEFAULT_CHUNK_ROWS, where: str = "python"):
+    """Semi-supervised EM from a column of the label file itself (``known_column``): the rows whose cell in
+    ``column`` holds a class fix their item's class (blank cells: unknown). One more read of the file in chunks
+    through the same reading path; an item given two different classes is refused."""
+    from crowdlab.engines.blocks import KnownLabels
+
+    path = Path(path)
+    p0 = _Pass0(path, Path(tempfile.gettempdir()), int(chunk_rows), where)
+    items, labels = [], []
+    cols = None
+    for table, _, _ in p0._tables():
+        if cols is None:
+            cols = p0._columns(table)
+            hits = [j for j, h in enumerate(table.header) if h == column or _norm(h) == _norm(column)]
+            if not hits:
+                raise DataError(
+                    f"no column {column!r} to read the known classes from; the columns are "
+                    f"{', '.join(map(repr, table.header))}.",
+                    file=p0.file,
+                    hint="Name the column that holds the known classes (blank where unknown).",
+                )
+            j = hits[0]
+            if j in cols:
+                raise DataError(
+                    f"the known classes cannot come from the {('item', 'worker', 'label')[cols.index(j)]} column.",
+                    file=p0.file,
+                    column=table.header[j],
+                )
+        if not table.n_rows:
+            continue
+        given = ~table.missing(j)
+        if given.any():
+            items.append(_required_col(table, cols[0], "item id").array()[given])
+            labels.append(table.values(j)[given])
+    if not items:
+        return KnownLabels(np.zeros(0, object), np.zeros(0, object), p0.file)
+    frame = pd.DataFrame({"item": np.concatenate(items), "label": np.concatenate(labels)}).drop_duplicates()
+    twice = frame["item"].duplicated(keep=False)
+    if twice.any():
+        bad = frame.loc[twice, "item"].iloc[0]
+        raise DataError(
+            f"the known-class column gives item {bad!r} more than one class.",
+            file=p0.file,
+            column=column,
+            hint="Give each item one known class (or leave its cells blank).",
+        )
+    return KnownLabels(frame["item"].to_numpy(dtype=object), frame["label"].to_numpy(dtype=object), p0.file)
+
+
 def _find_label(header: tuple[str, ...]) -> int:
     return [j for j, h in enumerate(header) if _norm(h) in LABEL_ALIASES + SCORE_ALIASES][0]
 
@@ -614,9 +673,17 @@ def fit_file(
     workdir=None,
     where: str = "python",
     progress: Callable[[int, int], None] | None = None,
+    known=None,
+    model_options: dict | None = None,
+    known_column: str | None = None,
 ) -> EngineRun:
-    """Fit ``method`` ("mv", "ds", "one_coin", "two_coin") to a long CSV or Parquet file without holding it in
-    memory.
+    """Fit ``method`` ("mv", "ds", "one_coin", "two_coin", "mace", "mace_vb", "ibcc", "ebcc") to a long CSV or
+    Parquet file without holding it in memory.
+
+    ``known``: semi-supervised EM, items whose class stays fixed: a mapping item -> class or the path of a CSV
+    file with item and label columns (the CLI's ``--known``). ``model_options``: the model's constructor options
+    (e.g. ``{"class_prior": "estimate"}`` for MACE). ``known_column``: the same from a column of the file itself
+    (a cell holding a class fixes that row's item; blank: unknown; `known_from_column`).
 
     Returns an :class:`crowdlab.engines.blocks.EngineRun` shaped like ``cl.fit``'s Run: ``labels()``, ``posterior``
     (N, K), ``params``, ``history()``, ``objective_history()``, ``converged``, ``stop_reason``, ``data``
@@ -626,17 +693,31 @@ def fit_file(
     """
     check_where(where)
     chunk_rows = check_chunk_rows(chunk_rows, where)
-    model = engine_model(method, prior)
+    model = engine_model(method, prior, model_options)
+    if known is not None and known_column is not None:
+        raise ValueError("give known= or known_column=, not both.")
+    check_known_model(model, known if known_column is None else known_column)
+    known = read_known(known, where)
+    if known_column is not None:
+        known = known_from_column(path, known_column, chunk_rows, where)
     t0 = time.perf_counter()
     with tempfile.TemporaryDirectory(prefix="crowdlab-stream-", dir=workdir) as tmp:
         sd = StreamedData(path, int(chunk_rows), Path(tmp), where)
         t1 = time.perf_counter()
-        N, M, K = sd.n_items, sd.n_workers, sd.n_classes
+        N, K = sd.n_items, sd.n_classes
         if getattr(model.info, "binary_only", False) and K != 2:
             from crowdlab.errors import ModelError
 
             raise ModelError(f"{model.info.title} is for two classes; this file has {K}.")
         _check_state_fits(N, K)
+        from crowdlab.models.kernels import load_for
+
+        load_for(N * K)  # the buckets run the compiled kernels whenever the in-memory fit of this file would
+        fixed = None
+        if known is not None:
+            fixed, matched = known_for_items(sd.data.item_names, known, known_class_codes(known, sd.data.class_names))
+            refuse_unmatched(known, matched)
+            model.with_known(fixed)  # what the outputs report (the blocks get their own slices)
         # the posteriors of the last two rounds go to two files (plain writes: the page cache, not this process's
         # memory); only the one reported is read back, at the end
         files = [Path(tmp) / "q0.bin", Path(tmp) / "q1.bin"]
@@ -645,25 +726,40 @@ def fit_file(
 
         def do_round(params, mode: str) -> Stats:
             state["cur"] = 1 - state["cur"]
-            total = Stats.zero(M, K, mode == "mv")
+            total = None
             hard = np.empty(N, dtype=np.int32) if mode == "mv" else None
+            rng = np.random.default_rng(getattr(model, "seed", 0)) if mode == "votes" else None  # EBCC's split
             with open(files[state["cur"]], "wb") as fq:
                 for lo, hi, block in sd.blocks():
-                    q, h, st = block_round(block, model, params, mode, bonus)
+                    kn = None if fixed is None else fixed[lo:hi]
+                    q, h, st = block_round(block, model, params, mode, bonus, kn, split_rng=rng)
                     np.ascontiguousarray(q, dtype=np.float64).tofile(fq)
                     if hard is not None:
                         hard[lo:hi] = h
-                    total = total + st
+                    total = st if total is None else total + st
                     del q, block
             state["hard"] = hard
             state["agree"] = total.agree
             state["rounds"] = state.get("rounds", 0) + 1
             return total
 
-        snaps, violations, extra = batch_em(model, do_round, tol=tol, max_iter=max_iter, progress=progress)
-        final = files[1 - state["cur"]] if extra else files[state["cur"]]
-        _release()
-        q = np.fromfile(final, dtype=np.float64).reshape(N, K)
+        from crowdlab.models.glad import GLAD
+
+        if isinstance(model, GLAD):  # per-item difficulties: its own driver, state in memory (8 (K + 1) B/item)
+            from crowdlab.engines.glad_blocks import StreamOps, glad_em
+
+            ops = StreamOps(sd.blocks, model, N, sd.n_workers, K, fixed)
+            snaps, violations = glad_em(model, ops, sd.n_workers, K, tol=tol, max_iter=max_iter, progress=progress)
+            q = ops.report
+            state["rounds"] = len(snaps)
+        else:
+            snaps, violations, extra = batch_em(model, do_round, tol=tol, max_iter=max_iter, progress=progress)
+            final = files[1 - state["cur"]] if extra else files[state["cur"]]
+            _release()
+            q = np.fromfile(final, dtype=np.float64).reshape(N, K)
+        if known_column is not None:
+            n_fixed = int((fixed >= 0).sum())
+            sd.data.notes = (*sd.data.notes, f"Known classes of {n_fixed:,} item(s) from column {known_column!r}.")
         run = EngineRun(
             sd.data, model, snaps, q, state["hard"], tol, max_iter, "stream", violations, agree=state.get("agree")
         )

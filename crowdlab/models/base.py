@@ -168,6 +168,11 @@ def _inner(q: np.ndarray, lj: np.ndarray) -> float:
     """sum(q * lj) without the (n, K) temporary (``einsum``, no BLAS call) when the shapes agree."""
     q = np.asarray(q)
     if q.shape == lj.shape and q.dtype == np.float64 and lj.dtype == np.float64:
+        from crowdlab.models.parallel import threaded_inner
+
+        par = threaded_inner(q, lj)  # n_jobs threads over row blocks, else None
+        if par is not None:
+            return par
         return float(np.einsum("ij,ij->", q, lj) if q.ndim == 2 else np.einsum("i,i->", q.ravel(), lj.ravel()))
     return float((q * lj).sum())
 

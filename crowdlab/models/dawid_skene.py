@@ -29,6 +29,7 @@ import numpy as np
 from crowdlab.io.data import Annotations
 from crowdlab.models.base import LatentModel, ModelInfo, log_dirichlet, normalise_columns, safe_log
 from crowdlab.models.kernels import add_row_offset
+from crowdlab.models.parallel import counts_dot, sparse_dot
 from crowdlab.models.params import ClassParams
 
 
@@ -41,13 +42,15 @@ def class_log_joint_parts(data: Annotations, pi: np.ndarray, gamma: np.ndarray) 
     """(X @ log Gamma, log pi): the log joint of eq. (9) is their sum by rows (see `LatentModel.log_joint_parts`)."""
     M, R, K = gamma.shape  # R = K, or K + the responses that are not classes ("can't tell")
     log_g = safe_log(gamma).reshape(M * R, K)
-    return np.asarray(data.label_counts @ log_g), safe_log(pi)
+    out = sparse_dot(data.label_counts, log_g)  # n_jobs threads (crowdlab.models.parallel), else None
+    return (np.asarray(data.label_counts @ log_g) if out is None else out), safe_log(pi)
 
 
 def expected_counts(data: Annotations, q: np.ndarray) -> np.ndarray:
     """(M, K, K): counts[m, k', k] = sum_n q_nk * #(worker m said k' on item n) -- the numerator of eq. (11)."""
     M, K = data.n_workers, data.n_classes
-    return np.asarray(data.label_counts_t @ q).reshape(M, data.n_responses, K)
+    out = counts_dot(data, q)  # n_jobs threads (crowdlab.models.parallel), else None
+    return np.asarray(data.label_counts_t @ q if out is None else out).reshape(M, data.n_responses, K)
 
 
 def split_responses(counts: np.ndarray, K: int) -> tuple[np.ndarray, np.ndarray]:

@@ -123,6 +123,13 @@ def ebcc_params(nu, eta, A, A0, eta0: float, abstain: np.ndarray | None = None) 
     )
 
 
+@dataclass(frozen=True)
+class _Classes:
+    """What `EBCC.prior_params` reads of a data set: its number of classes."""
+
+    n_classes: int
+
+
 @dataclass(frozen=True, eq=False)
 class EbccPosterior:
     """The E-step's posterior: class marginals ``q`` (N, K) and the joint ``r`` (N, L K) over (subtype, class),
@@ -130,6 +137,16 @@ class EbccPosterior:
 
     q: np.ndarray
     r: np.ndarray
+
+
+def split_subtypes(q: np.ndarray, L: int, rng: np.random.Generator) -> np.ndarray:
+    """(N, L K): each q_nk split over the L subtypes with Dirichlet(1, ..., 1) weights drawn from ``rng`` (N x K
+    draws in row order, so consecutive blocks of rows drawn from one generator split as the whole would)."""
+    N, K = q.shape
+    if L == 1:
+        return q.copy()
+    w = rng.dirichlet(np.ones(L), size=(N, K))  # (N, K, L)
+    return np.ascontiguousarray((w * q[:, :, None]).transpose(0, 2, 1).reshape(N, L * K))
 
 
 class EBCC(VariationalObjective, LatentModel):
@@ -265,13 +282,7 @@ class EBCC(VariationalObjective, LatentModel):
         Dirichlet(1, ..., 1) weights drawn with ``seed`` (the paper's start; an even split would never break the
         subtypes' symmetry)."""
         q = self.clamp(data, np.asarray(q, dtype=np.float64))
-        N, K = q.shape
-        L = self.subtypes
-        if L == 1:
-            return EbccPosterior(q, q.copy())
-        w = np.random.default_rng(self.seed).dirichlet(np.ones(L), size=(N, K))  # (N, K, L)
-        r = (w * q[:, :, None]).transpose(0, 2, 1).reshape(N, L * K)
-        return EbccPosterior(q, np.ascontiguousarray(r))
+        return EbccPosterior(q, split_subtypes(q, self.subtypes, np.random.default_rng(self.seed)))
 
     def m_step(self, data: Annotations, post) -> EbccParams:
         if not isinstance(post, EbccPosterior):
@@ -289,6 +300,16 @@ class EBCC(VariationalObjective, LatentModel):
         nu = nu0 + post.q.sum(axis=0)
         eta = eta0 + r.reshape(N, L, K).sum(axis=0)
         return ebcc_params(nu, eta, A0[None, None] + counts, A0, eta0, rho)
+
+    def m_step_from_stats(self, counts: np.ndarray, r_sum: np.ndarray, n_items: int, start=None) -> EbccParams:
+        """The M-step from sums over blocks (`crowdlab.engines.blocks`): ``counts`` (M, K', L K) = X.T @ r (worker
+        m's label k' against column l K + k of r) and ``r_sum`` (L K,) the column totals of r."""
+        M, K = counts.shape[0], counts.shape[1]
+        L = self.subtypes
+        nu0, eta0, A0 = self.prior_params(_Classes(K))
+        per = r_sum.reshape(L, K)
+        A = A0[None, None] + counts.reshape(M, K, L, K).transpose(0, 2, 1, 3)
+        return ebcc_params(nu0 + per.sum(axis=0), eta0 + per, A, A0, eta0)
 
     # ------------------------------------------------------------------ the objective
     def elbo(self, data: Annotations, post, params: EbccParams) -> float:

@@ -146,12 +146,14 @@ class IBCC(VariationalObjective, LatentModel):
         memo = self.__dict__.get("_prior_memo")
         if memo is not None and memo[0] is data:
             return memo[1]
-        M, K = data.n_workers, data.n_classes
-        a = 1.0 + self.prior
-        A0 = np.full((M, K, K), a) + self.diagonal * np.eye(K)[None]
-        out = (np.full(K, a), A0)
+        out = self.prior_arrays(data.n_workers, data.n_classes)
         self.__dict__["_prior_memo"] = (data, out)
         return out
+
+    def prior_arrays(self, M: int, K: int) -> tuple[np.ndarray, np.ndarray]:
+        """(nu0 (K,), A0 (M, K, K)) for M workers and K classes."""
+        a = 1.0 + self.prior
+        return np.full(K, a), np.full((M, K, K), a) + self.diagonal * np.eye(K)[None]
 
     def _terms(self, data: Annotations, params: IbccParams) -> tuple[np.ndarray, np.ndarray, float]:
         """(E[log Gamma] (M, K, K), E[log kappa] (K,), KL of the Dirichlet posteriors from the priors) at
@@ -185,6 +187,12 @@ class IBCC(VariationalObjective, LatentModel):
         if data.response_names:
             counts, rho = split_responses(counts, data.n_classes)
         return ibcc_params(nu0 + self.q_column_sums(q), A0 + counts, rho)
+
+    def m_step_from_stats(self, counts: np.ndarray, q_sum: np.ndarray, n_items: int, start=None) -> IbccParams:
+        """The M-step from the expected counts (M, K, K) and class totals (K,) summed over blocks
+        (`crowdlab.engines.blocks`): the Dirichlet posteriors are the prior plus them."""
+        nu0, A0 = self.prior_arrays(counts.shape[0], counts.shape[2])
+        return ibcc_params(nu0 + q_sum, A0 + counts)
 
     def elbo(self, data: Annotations, q: np.ndarray, params: IbccParams) -> float:
         """E_q[log joint] + H(q) - KL(Dirichlet posteriors || priors); remembered for the last (data, q, params),

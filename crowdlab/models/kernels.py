@@ -33,6 +33,9 @@ FIRST_USE_CELLS = 1 << 20
 UNDERFLOW = -700.0
 
 _KERNELS: dict | None = None
+# crowdlab.models.parallel sets this to its row-block softmax on import (this module stays below it: no import
+# cycle); it returns None when one thread is to do the work
+threaded_softmax = None
 _NO_OFFSET = np.zeros(0)
 _TRIED = False
 
@@ -157,7 +160,12 @@ def _compile() -> dict | None:
                 best = w if w > best else best
             out[i] = arg
 
-    _KERNELS = {"add_offset": add_offset, "shift": shift, "finish": finish, "ranked_argmax": ranked_argmax}
+    _KERNELS = {
+        "add_offset": add_offset,
+        "shift": shift,
+        "finish": finish,
+        "ranked_argmax": ranked_argmax,
+    }
     return _KERNELS
 
 
@@ -170,6 +178,67 @@ def _kernels_for(a: np.ndarray, dtype=np.float64) -> dict | None:
     if not _TRIED and a.size < FIRST_USE_CELLS and os.environ.get("CROWDLAB_KERNELS", "").lower() != "numba":
         return None
     return _compile()
+
+
+_SPARSE: dict[int, tuple] = {}
+
+
+def sparse_kernels(K: int) -> tuple:
+    """(dot, scatter) compiled for K columns (a constant, so the inner loops unroll: with K a run-time value they
+    were 1.8x slower than scipy's product; with it, as fast), for the threads of `crowdlab.models.parallel`:
+
+    - ``dot(indptr, indices, data, B, out, lo, hi)``: out[i] = sum_j data[j] B[indices[j]] over CSR row i, for
+      lo <= i < hi, the terms in scipy's order (the same numbers as ``X @ B``);
+    - ``scatter(indptr, indices, data, q, out, lo, hi)``: out[indices[j]] += data[j] q[i] over CSR rows lo .. hi - 1
+      (``X[lo:hi].T @ q[lo:hi]`` added to out).
+
+    Compiled on first use for each K (about 0.2 s; not cached on disk: they are closures over K)."""
+    got = _SPARSE.get(K)
+    if got is not None:
+        return got
+    import numba
+
+    jit = numba.njit(boundscheck=False, nogil=True)
+
+    @jit
+    def dot(indptr, indices, data, B, out, lo, hi):  # pragma: no cover - compiled
+        for i in range(lo, hi):
+            for k in range(K):
+                out[i, k] = 0.0
+            for j in range(indptr[i], indptr[i + 1]):
+                c = indices[j]
+                v = data[j]
+                for k in range(K):
+                    out[i, k] += v * B[c, k]
+
+    @jit
+    def scatter(indptr, indices, data, q, out, lo, hi):  # pragma: no cover - compiled
+        for i in range(lo, hi):
+            for j in range(indptr[i], indptr[i + 1]):
+                c = indices[j]
+                v = data[j]
+                for k in range(K):
+                    out[c, k] += v * q[i, k]
+
+    _SPARSE[K] = (dot, scatter)
+    return dot, scatter
+
+
+def loaded() -> dict | None:
+    """The compiled kernels when they are loaded already (nothing is loaded here)."""
+    return _KERNELS
+
+
+def load_for(cells: int) -> bool:
+    """Load the kernels now when a fit of ``cells`` (N x K of the whole data set) pays for them (FIRST_USE_CELLS):
+    the streaming and Dask engines call it before working on blocks that are each too small to decide it alone, so
+    their blocks run the kernels whenever the in-memory fit of the same data would. Returns whether they are
+    loaded."""
+    if _TRIED:
+        return _KERNELS is not None
+    if cells < FIRST_USE_CELLS and os.environ.get("CROWDLAB_KERNELS", "").lower() != "numba":
+        return False
+    return _compile() is not None
 
 
 def add_row_offset(a: np.ndarray, off: np.ndarray) -> np.ndarray:
@@ -201,13 +270,19 @@ def softmax_rows_full(lj: np.ndarray, off: np.ndarray | None = None) -> tuple:
             lj += off[None, :]
         q, lse = softmax_lse(lj)
         return q, lse, None, None, None
+    off = _NO_OFFSET if off is None else np.ascontiguousarray(off, dtype=np.float64)
+    blocks = None if threaded_softmax is None else threaded_softmax(lj, off)
+    if blocks is not None:  # n_jobs threads over row blocks (crowdlab.models.parallel)
+        e, mx, am, s, colsum, inner = blocks
+        with np.errstate(divide="ignore"):
+            log_s = np.log(s)
+        return e, mx + log_s, am, float(log_s.sum()) - inner, colsum
     n = lj.shape[0]
     e = np.empty_like(lj)
     mx = np.empty(n)
     am = np.empty(n, dtype=np.int64)
     s = np.empty(n)
     colsum = np.empty(lj.shape[1])
-    off = _NO_OFFSET if off is None else np.ascontiguousarray(off, dtype=np.float64)
     k["shift"](lj, off, e, mx, am)
     with np.errstate(invalid="ignore", over="ignore"):
         np.exp(e, out=e)

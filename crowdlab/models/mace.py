@@ -164,8 +164,17 @@ class MACE(ConfusionLogJoint, LatentModel):
 
     def m_step(self, data: Annotations, post) -> MaceParams:
         q, start = (post.q, post.params) if isinstance(post, WarmPosterior) else (post, None)
-        M, K = data.n_workers, data.n_classes
-        C = expected_counts(data, q)  # C[j, a, t]
+        return self.m_step_from_stats(expected_counts(data, q), self._q_sum(q), q.shape[0], start)
+
+    def _q_sum(self, q: np.ndarray) -> np.ndarray | None:
+        """sum_n q_nk when the class prior is estimated (the only use), else None."""
+        return self.q_column_sums(q) if self.class_prior == "estimate" else None
+
+    def m_step_from_stats(self, C: np.ndarray, q_sum, n_items: int, start=None) -> MaceParams:
+        """The M-step from the expected counts C (M, K, K), the class totals (K,) (None: uniform class prior) and N,
+        warm-started at ``start`` (the parameters of the E-step that gave q; None at the start): what the streaming
+        and Dask engines sum over blocks (`crowdlab.engines.blocks`)."""
+        M, K = C.shape[0], C.shape[2]
         D = np.diagonal(C, axis1=1, axis2=2)  # (M, K): labels a on items whose truth may be a
         n_lab = C.sum(axis=2)  # (M, K): labels a given by j
         if C.shape[1] > K:  # responses that are not classes: never honest (D = 0 there), all of them spam
@@ -195,14 +204,13 @@ class MACE(ConfusionLogJoint, LatentModel):
             theta, xi = theta_new, xi_new
             if done:
                 break
-        return mace_params(self._class_prior(q), theta, xi)
+        return mace_params(self._class_prior(q_sum, n_items, K), theta, xi)
 
-    def _class_prior(self, q: np.ndarray) -> np.ndarray:
-        """pi: uniform (the paper's), or estimated with Dirichlet(1 + ``prior``) (MAP)."""
-        K = q.shape[1]
+    def _class_prior(self, q_sum, n_items: int, K: int) -> np.ndarray:
+        """pi: uniform (the paper's), or estimated with Dirichlet(1 + ``prior``) (MAP) from the class totals."""
         if self.class_prior == "uniform":
             return np.full(K, 1.0 / K)
-        return (self.q_column_sums(q) + self.prior) / (q.shape[0] + self.prior * K)
+        return (q_sum + self.prior) / (n_items + self.prior * K)
 
     def log_prior(self, params: MaceParams) -> float:
         if not self.has_prior:
@@ -353,11 +361,14 @@ class MaceVB(VariationalObjective, MACE):
         return np.asarray(data.label_counts @ params.log_tilde.reshape(-1, K)), safe_log(params.pi)
 
     def m_step(self, data: Annotations, post) -> MaceVBParams:
+        q, start = (post.q, post.params) if isinstance(post, WarmPosterior) else (post, None)
+        return self.m_step_from_stats(expected_counts(data, q), self._q_sum(q), q.shape[0], start)
+
+    def m_step_from_stats(self, C: np.ndarray, q_sum, n_items: int, start=None) -> MaceVBParams:
+        """The VB M-step from the expected counts, class totals and N (see `MACE.m_step_from_stats`)."""
         from scipy.special import expit
 
-        q, start = (post.q, post.params) if isinstance(post, WarmPosterior) else (post, None)
-        M, K = data.n_workers, data.n_classes
-        C = expected_counts(data, q)
+        M, K = C.shape[0], C.shape[2]
         D = np.diagonal(C, axis1=1, axis2=2)  # (M, K): labels a on items whose truth may be a
         if C.shape[1] > K:  # "can't tell" responses: never honest (D = 0 there), all of them spam
             D = np.concatenate([D, np.zeros((M, C.shape[1] - K))], axis=1)
@@ -382,7 +393,7 @@ class MaceVB(VariationalObjective, MACE):
             e_theta, e_spam, e_xi = vb_expected_logs(ab, cc)
             if done:
                 break
-        return mace_vb_params(self._class_prior(q), ab, cc, (a, b, c))
+        return mace_vb_params(self._class_prior(q_sum, n_items, K), ab, cc, (a, b, c))
 
     def kl(self, params: MaceVBParams) -> float:
         """sum_j KL(Beta(ab_j) || Beta(a, b)) + KL(Dir(c_j) || Dir(c))."""

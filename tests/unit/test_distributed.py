@@ -210,3 +210,71 @@ def test_null_item_in_a_frame_is_refused_not_named_none(client):
     with pytest.raises(DataError, match="blank or NaN item id") as exc:
         _fit(frame, "ds", client, by_item=True)
     assert exc.value.column == "item"
+
+
+def test_parquet_files_by_item_are_read_by_pyarrow_per_file(client, tmp_path, monkeypatch):
+    """by_item=True on Parquet files: each file one partition read by pyarrow in its task (no pandas frame); the
+    same fit as in memory, columns found by their aliases, a missing label named by column and row, files whose
+    columns differ and an item in two files refused."""
+    data = simulate_crowd(300, 8, 3, labels_per_item=4, seed=4).annotations
+    frame = to_long_dataframe(data)
+    cuts = [0, 400, 800, len(frame)]  # 4 labels per item: cuts at item boundaries
+    folder = tmp_path / "by_item"
+    folder.mkdir()
+    for i in range(3):  # columns found by their aliases
+        piece = frame.iloc[cuts[i] : cuts[i + 1]].rename(columns={"item": "task", "worker": "annotator"})
+        piece.to_parquet(folder / f"p{i}.parquet", index=False)
+
+    def not_dask(*a, **k):
+        raise AssertionError("dask's read_parquet (pandas frames) was used")
+
+    monkeypatch.setattr(dd, "read_parquet", not_dask)
+    run = _fit(str(folder / "*.parquet"), "ds", client, by_item=True, max_iter=30)
+    assert run.timings["partitions"] == 3
+    assert_same_fit(cl.fit(data, "ds", max_iter=30), run)
+    frame.iloc[:400].to_parquet(folder / "p0.parquet", index=False)  # item, worker: not the other files' names
+    with pytest.raises(DataError, match="column"):
+        _fit(str(folder / "*.parquet"), "ds", client, by_item=True)
+    frame = frame.rename(columns={"item": "task", "worker": "annotator"})
+    bad = frame.iloc[:400].astype({"label": object})
+    bad.iloc[7, bad.columns.get_loc("label")] = None
+    bad.to_parquet(folder / "p0.parquet", index=False)
+    with pytest.raises(DataError, match="blank or NaN label") as err:
+        _fit(str(folder / "*.parquet"), "ds", client, by_item=True)
+    assert "index 7" in str(err.value)
+    frame.iloc[:404].to_parquet(folder / "p0.parquet", index=False)  # item 101's rows in p0 and p1
+    with pytest.raises(DataError, match="more than one partition"):
+        _fit(str(folder / "*.parquet"), "ds", client, by_item=True)
+
+
+def test_one_worker_cluster_fits_parquet_files_by_item(tmp_path):
+    """One worker: nothing to deal the partitions to, no task pinned (``allow_other_workers`` without ``workers``
+    was refused by distributed)."""
+    from crowdlab.engines.distributed import NO_DASHBOARD
+
+    data = simulate_crowd(120, 6, 2, labels_per_item=3, seed=1).annotations
+    frame = to_long_dataframe(data)
+    for i, (lo, hi) in enumerate([(0, 180), (180, len(frame))]):  # 3 labels per item: cut at an item boundary
+        frame.iloc[lo:hi].to_parquet(tmp_path / f"p{i}.parquet", index=False)
+    cluster = distributed.LocalCluster(n_workers=1, threads_per_worker=1, processes=False, **NO_DASHBOARD)
+    with distributed.Client(cluster) as c:
+        run = _fit(str(tmp_path / "*.parquet"), "ds", c, by_item=True, max_iter=20)
+        assert_same_fit(cl.fit(data, "ds", max_iter=20), run)
+    cluster.close()
+
+
+def test_a_nanny_worker_raises_the_malloc_thresholds_a_plain_process_keeps_them():
+    """distributed's nanny starts workers with MALLOC_TRIM_THRESHOLD_=65536, which makes every numpy temporary over
+    128 kB a fresh mmap (a block round 2.5-3.5x slower); the round raises glibc's thresholds in such a process
+    only."""
+    import subprocess
+    import sys
+
+    code = "from crowdlab.engines.distributed import _tune_malloc as t; print(t(), t())"
+    env = {k: v for k, v in __import__("os").environ.items() if k != "MALLOC_TRIM_THRESHOLD_"}
+    plain = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, check=True)
+    assert plain.stdout.split() == ["False", "False"]
+    nanny = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, env={**env, "MALLOC_TRIM_THRESHOLD_": "65536"}
+    )
+    assert nanny.stdout.split() == ["True", "False"]  # once per process

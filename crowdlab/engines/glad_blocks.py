@@ -1,0 +1,394 @@
+"""GLAD (Whitehill et al. 2009) on blocks of items: the streaming engine's batch EM for a model whose item
+difficulties are parameters of each item.
+
+GLAD's parameters are the class prior pi (K,), the worker abilities alpha (M,) and the item inverse difficulties
+beta_i = exp(b_i) (N,). Each item's b_i is local to the block that holds the item, so it stays with the block
+(here: one (N,) array beside the (N, K) posterior, 8 (K + 1) bytes per item); only pi and alpha go to every block.
+The M-step is the in-memory model's own (`crowdlab.models.glad.GLAD.m_step`), block by block:
+
+- the ability step (`GLAD._ascend_alpha`): a Newton step per worker from the gradient and curvature of Q, which are
+  sums over the worker's labels, so each block returns its share (one pass), then the step halved per worker
+  until that worker's part of Q does not fall (`_halve`). Q is separable by worker given b, so one more pass
+  evaluates every worker's part of Q at all 12 trial step lengths 1, 1/2, ..., 1/2^11 at once, and the first
+  length the in-memory line search would accept is taken;
+- the difficulty step (`GLAD._ascend_b`): local to each item, run on each block as it is (folded into the next
+  pass).
+
+So an M-step of R rounds is 2R passes over the blocks (the E-step shares the first). The stopping rule,
+objective (log p(x | theta) + the Gaussian priors, whose b part is summed by blocks), lower bound and monotonicity
+check are those of the in-memory `crowdlab.engines.run.Run` started by majority vote, as in
+`crowdlab.engines.blocks.batch_em`; the largest parameter change includes every beta_i (a maximum over blocks)
+and the median-difficulty confusion matrices (`glad_params`, the median of all beta).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from dataclasses import replace
+
+import numpy as np
+
+from crowdlab.engines.blocks import EngineSnapshot, _block_model
+from crowdlab.engines.run import PARAM_TOL, REL_TOL_MONOTONE, settled_at, stalled_at
+from crowdlab.models.base import _inner, entropy_rows
+from crowdlab.models.glad import GLAD, GladParams, _obs_terms, glad_params, sigmoid
+
+TRIES = 12  # the halvings of `crowdlab.models.glad._halve`
+
+Blocks = Callable[[], Iterator[tuple[int, int, object]]]
+"""``blocks()``: (first item, last item + 1, the block as `crowdlab.engines.blocks.Block`) for every block, in item
+order."""
+
+
+def _local_params(pi: np.ndarray, alpha: np.ndarray, b: np.ndarray) -> GladParams:
+    """The parameters a block's E-step reads: pi, alpha and the block's own beta (no confusion view)."""
+    return GladParams(pi=pi, gamma=None, extra={"ability": alpha}, beta=np.exp(b))
+
+
+def _w(block, q: np.ndarray) -> np.ndarray:
+    return q[block.item, block.label]
+
+
+def _alpha_sums(block, alpha: np.ndarray, b: np.ndarray, w: np.ndarray, K: int) -> np.ndarray:
+    """(3, M): the block's share of the gradient, curvature and value of Q in each ability (data terms only)."""
+    M = alpha.shape[0]
+    beta_o = np.exp(b[block.item])
+    x = alpha[block.worker] * beta_o
+    s = sigmoid(x)
+    out = np.empty((3, M))
+    out[0] = np.bincount(block.worker, weights=(w - s) * beta_o, minlength=M)
+    out[1] = np.bincount(block.worker, weights=s * (1.0 - s) * beta_o**2, minlength=M)
+    out[2] = np.bincount(block.worker, weights=_obs_terms(block, alpha, b, w, K), minlength=M)
+    return out
+
+
+def _trial_sums(block, cands: np.ndarray, b: np.ndarray, w: np.ndarray, K: int) -> np.ndarray:
+    """(TRIES, M): the block's share of each worker's part of Q at every trial ability vector."""
+    M = cands.shape[1]
+    return np.stack([np.bincount(block.worker, weights=_obs_terms(block, c, b, w, K), minlength=M) for c in cands])
+
+
+def _halve_all(model: GLAD, alpha: np.ndarray, sums: np.ndarray, trials: np.ndarray, cands: np.ndarray, step):
+    """`crowdlab.models.glad._halve` on the ability step, given every trial's value at once."""
+    mu, var = model.alpha_prior
+    f0 = sums[2] - (alpha - mu) ** 2 / (2 * var)
+    slack = 16 * np.finfo(np.float64).eps * np.maximum(1.0, np.abs(f0))
+    todo = np.abs(step) > 1e-12 * (1.0 + np.abs(alpha))
+    out = alpha.copy()
+    for i in range(TRIES):
+        if not todo.any():
+            break
+        fc = trials[i] - (cands[i] - mu) ** 2 / (2 * var)
+        ok = todo & np.isfinite(fc) & (fc >= f0 - slack)
+        out[ok] = cands[i][ok]
+        todo &= ~ok
+    return out
+
+
+def _b_prior(model: GLAD, b: np.ndarray) -> float:
+    mb, vb = model.beta_prior
+    return float(-0.5 * (((b - mb) ** 2) / vb + np.log(2 * np.pi * vb)).sum())
+
+
+def _log_prior(model: GLAD, pi: np.ndarray, alpha: np.ndarray, b_prior: float) -> float:
+    """`GLAD.log_prior` with the items' part ``b_prior`` summed by blocks."""
+    from crowdlab.models.base import log_dirichlet
+
+    ma, va = model.alpha_prior
+    out = -0.5 * (((alpha - ma) ** 2) / va + np.log(2 * np.pi * va)).sum() + b_prior
+    if model.class_prior == "estimate" and model.prior > 0:
+        out += log_dirichlet(pi, 1.0 + model.prior)
+    return float(out)
+
+
+class StreamOps:
+    """The passes of `glad_em` over the streaming engine's buckets: the state (q (N, K), b (N,)) in memory."""
+
+    def __init__(self, blocks: Blocks, model: GLAD, N: int, M: int, K: int, known: np.ndarray | None) -> None:
+        self.blocks, self.model, self.M, self.K, self.known = blocks, model, M, K, known
+        self.n_items = N
+        self.q = np.empty((N, K))
+        self.b = np.full(N, model.beta_prior[0])
+        self.report = self.q
+
+    def start(self) -> float:
+        for lo, hi, blk in self.blocks():
+            self.q[lo:hi] = _votes(blk, None if self.known is None else self.known[lo:hi], self.K)
+        return entropy_rows(self.q)
+
+    def alpha_sums(self, alpha: np.ndarray) -> np.ndarray:
+        sums = np.zeros((3, self.M))
+        for lo, hi, blk in self.blocks():
+            sums += _alpha_sums(blk, alpha, self.b[lo:hi], _w(blk, self.q[lo:hi]), self.K)
+        return sums
+
+    def trial_sums(self, cands: np.ndarray) -> np.ndarray:
+        trials = np.zeros((TRIES, self.M))
+        for lo, hi, blk in self.blocks():
+            trials += _trial_sums(blk, cands, self.b[lo:hi], _w(blk, self.q[lo:hi]), self.K)
+        return trials
+
+    def b_step(self, alpha: np.ndarray) -> None:
+        for lo, hi, blk in self.blocks():
+            self.b[lo:hi] = self.model._ascend_b(blk, alpha, self.b[lo:hi], _w(blk, self.q[lo:hi]), self.K)
+
+    def class_sums(self) -> np.ndarray:
+        return self.q.sum(axis=0)
+
+    def e_pass(self, pi: np.ndarray, alpha: np.ndarray) -> np.ndarray:
+        q_new = np.empty_like(self.q)
+        out = np.zeros(4 + 3 * self.M)
+        for lo, hi, blk in self.blocks():
+            kn = None if self.known is None else self.known[lo:hi]
+            qb, part = _e_block(self.model, blk, kn, pi, alpha, self.b[lo:hi], self.q[lo:hi], self.K)
+            q_new[lo:hi] = qb
+            out += part
+        self.report, self.q = self.q, q_new
+        return out
+
+    def beta(self) -> np.ndarray:
+        return np.exp(self.b)
+
+
+def _votes(blk, known: np.ndarray | None, K: int) -> np.ndarray:
+    """The start: vote fractions, known items clamped."""
+    v = blk.vote_counts
+    tot = v.sum(axis=1, keepdims=True)
+    qb = np.where(tot > 0, v / np.maximum(tot, 1), 1.0 / K)
+    if known is not None:
+        idx = np.flatnonzero(known >= 0)
+        qb[idx] = 0.0
+        qb[idx, known[idx]] = 1.0
+    return qb
+
+
+def _e_block(model: GLAD, blk, known, pi, alpha, b, q_old, K):
+    """One block's E-step: (its new q, [sum log p(x_n | theta), E_{q_old}[log joint], H(q_new), the items' prior
+    term, then the next M-step's first gradient sums (3 M) on the new q])."""
+    m = _block_model(model, blk, known)
+    e = m._soft(blk, _local_params(pi, alpha, b))
+    ent = float(e.entropy) if e.entropy is not None else entropy_rows(e.q)
+    head = [float(e.rows.sum()), _inner(q_old, e.lj), ent, _b_prior(model, b)]
+    return e.q, np.concatenate([head, _alpha_sums(blk, alpha, b, _w(blk, e.q), K).ravel()])
+
+
+def glad_em(
+    model: GLAD,
+    ops,
+    M: int,
+    K: int,
+    *,
+    tol: float,
+    max_iter: int,
+    progress: Callable[[int, int], None] | None = None,
+) -> tuple[list[EngineSnapshot], list[str]]:
+    """GLAD's EM through ``ops`` (`StreamOps`, or the Dask engine's `DaskOps`) from the majority-vote start;
+    (snapshots, violations). ``ops.report`` is then the posterior of the last E-step, what ``cl.fit`` reports;
+    the last snapshot's parameters hold beta for every item (in ``ops``' item order; older snapshots let their
+    beta go, as a long in-memory fit lets old parameter sets go)."""
+    H = ops.start()
+    alpha = np.full(M, model.alpha_prior[0])
+    mu, var = model.alpha_prior
+
+    def pi_of() -> np.ndarray:
+        if model.class_prior == "uniform":
+            return np.full(K, 1.0 / K)
+        return (ops.class_sums() + model.prior) / (ops.n_items + model.prior * K)
+
+    def m_step(alpha: np.ndarray, rounds: int, first: np.ndarray | None) -> np.ndarray:
+        """The ability/difficulty rounds on the current q (``ops`` updates b); the new alpha. ``first``: the
+        first round's gradient sums when the E-step's pass already made them."""
+        for r in range(rounds):
+            sums = first if (r == 0 and first is not None) else ops.alpha_sums(alpha)
+            grad = sums[0] - (alpha - mu) / var
+            curv = sums[1] + 1.0 / var
+            step = grad / curv
+            t = 0.5 ** np.arange(TRIES)
+            cands = alpha[None, :] + t[:, None] * step[None, :]
+            alpha = _halve_all(model, alpha, sums, ops.trial_sums(cands), cands, step)
+            ops.b_step(alpha)  # the difficulty step, local to each block's items
+        return alpha
+
+    def e_pass(pi, alpha):
+        out = ops.e_pass(pi, alpha)
+        return out[0], out[1], out[2], out[3], out[4:].reshape(3, M)
+
+    violations: list[str] = []
+
+    def check(prev: EngineSnapshot, o: float, bd: float, kind: str, n: int) -> str | None:
+        if not (np.isfinite(o) and np.isfinite(bd)):
+            msg = f"non-finite objective after {kind}-step {n}"
+            violations.append(msg)
+            return msg
+        problems = []
+        if o < prev.objective - REL_TOL_MONOTONE * max(1.0, abs(prev.objective)):
+            problems.append(f"objective fell by {prev.objective - o:.3g}")
+        if bd < prev.bound - REL_TOL_MONOTONE * max(1.0, abs(prev.bound)):
+            problems.append(f"bound F(q, theta) fell by {prev.bound - bd:.3g}")
+        if not problems:
+            return None
+        msg = f"{kind}-step to snapshot {n}: " + "; ".join(problems)
+        violations.append(msg)
+        return msg
+
+    pi = pi_of()
+    alpha = m_step(alpha, 3 * model.m_rounds, None)
+    params = glad_params(pi, alpha, ops.beta())
+    rows, inner_old, ent, bp, sums = e_pass(pi, alpha)
+    lp = _log_prior(model, pi, alpha, bp)
+    snaps = [EngineSnapshot(0, "init", 0, params, rows + lp, inner_old + lp + H)]
+    it = 0
+    while it < max_iter:
+        # E-step: the posterior at the same parameters; its bound is the objective (the posterior is exact)
+        H = ent
+        prev = snaps[-1]
+        o = prev.objective
+        n = len(snaps)
+        snaps.append(EngineSnapshot(n, "E", it, params, o, o, check(prev, o, o, "E", n)))
+        # M-step, warm-started at the E-step's parameters; objective and bound from the next E pass
+        it += 1
+        before = params
+        pi = pi_of()
+        alpha = m_step(alpha, model.m_rounds, sums)
+        params = glad_params(pi, alpha, ops.beta())
+        rows, inner_old, ent, bp, sums = e_pass(pi, alpha)
+        lp = _log_prior(model, pi, alpha, bp)
+        o, bd = rows + lp, inner_old + lp + H
+        dparam = _change(before, params)
+        prev = snaps[-1]
+        n = len(snaps)
+        snaps.append(EngineSnapshot(n, "M", it, params, o, bd, check(prev, o, bd, "M", n), dparam))
+        for old in snaps[-4:-2]:  # the per-item difficulties of older snapshots go
+            if old.params is not None and old.params.beta is not None and old.params is not params:
+                old.params = replace(old.params, beta=None)
+        if progress is not None:
+            progress(it, max_iter)
+        if settled_at(snaps, tol, PARAM_TOL) or stalled_at(snaps):
+            break
+    return snaps, violations
+
+
+def _change(a: GladParams, b: GladParams) -> float:
+    """The largest change of any parameter (`crowdlab.engines.run.param_change`, without concatenating)."""
+    return float(
+        max(
+            np.max(np.abs(b.pi - a.pi)),
+            np.max(np.abs(b.gamma - a.gamma)),
+            np.max(np.abs(b.alpha - a.alpha)),
+            np.max(np.abs(b.beta - a.beta)) if b.beta.size else 0.0,
+        )
+    )
+
+
+# ---------------------------------------------------------------------- the Dask engine's passes
+class DaskOps:
+    """The passes of `glad_em` on the Dask engine: each part (`crowdlab.engines.distributed.Part`) keeps its q, its
+    previous q and its b on the worker that holds it (``glad``: a dict on the part), and every pass is one pinned
+    task per worker returning summed arrays, as the engine's rounds are. ``beta()`` gathers every item's beta (for
+    the median-difficulty view and the largest parameter change), in the parts' order."""
+
+    def __init__(self, client, groups, model: GLAD, N: int, M: int, K: int) -> None:
+        self.c, self.groups, self.model, self.n_items, self.M, self.K = client, groups, model, N, M, K
+
+    def _all(self, fn, *args):
+        outs = [
+            self.c.submit(fn, group, *args, pure=False, workers=[addr] if addr else None, allow_other_workers=not addr)
+            for addr, group in self.groups
+        ]
+        return self.c.gather(outs)
+
+    def _sum(self, fn, *args):
+        total = None
+        for part in self._all(fn, *args):  # in the workers' fixed order
+            total = part if total is None else total + part
+        return total
+
+    def start(self) -> float:
+        return float(self._sum(_d_start, self.K, self.model.beta_prior[0]))
+
+    def alpha_sums(self, alpha):
+        return self._sum(_d_alpha, alpha, self.M, self.K)
+
+    def trial_sums(self, cands):
+        return self._sum(_d_trials, cands, self.M, self.K)
+
+    def b_step(self, alpha) -> None:
+        self._all(_d_bstep, self.model, alpha, self.K)
+
+    def class_sums(self):
+        return self._sum(_d_class_sums, self.K)
+
+    def e_pass(self, pi, alpha):
+        return self._sum(_d_epass, self.model, pi, alpha, self.M, self.K)
+
+    def beta(self) -> np.ndarray:
+        return np.concatenate([np.zeros(0), *self._all(_d_beta)])
+
+    def finish(self) -> None:
+        """Each part's reported posterior (the last E-step's) where the engine's frames read it (``cur``)."""
+        self._all(_d_finish)
+
+
+def _live(parts):
+    return [p for p in parts if p.block is not None]
+
+
+def _d_start(parts, K: int, mu_b: float) -> float:
+    h = 0.0
+    for p in parts:
+        n = len(p.items)
+        p.glad = {"q": np.zeros((n, K)), "b": np.full(n, mu_b)}
+        if p.block is not None:
+            p.glad["q"] = _votes(p.block, p.known, K)
+        p.glad["report"] = p.glad["q"]
+        h += entropy_rows(p.glad["q"])
+    return h
+
+
+def _d_alpha(parts, alpha, M: int, K: int) -> np.ndarray:
+    out = np.zeros((3, M))
+    for p in _live(parts):
+        out += _alpha_sums(p.block, alpha, p.glad["b"], _w(p.block, p.glad["q"]), K)
+    return out
+
+
+def _d_trials(parts, cands, M: int, K: int) -> np.ndarray:
+    out = np.zeros((TRIES, M))
+    for p in _live(parts):
+        out += _trial_sums(p.block, cands, p.glad["b"], _w(p.block, p.glad["q"]), K)
+    return out
+
+
+def _d_bstep(parts, model: GLAD, alpha, K: int) -> int:
+    for p in _live(parts):
+        p.glad["b"] = model._ascend_b(p.block, alpha, p.glad["b"], _w(p.block, p.glad["q"]), K)
+    return 0
+
+
+def _d_class_sums(parts, K: int) -> np.ndarray:
+    out = np.zeros(K)
+    for p in parts:
+        out += p.glad["q"].sum(axis=0)
+    return out
+
+
+def _d_epass(parts, model: GLAD, pi, alpha, M: int, K: int) -> np.ndarray:
+    out = np.zeros(4 + 3 * M)
+    for p in parts:
+        if p.block is None:
+            out[3] += _b_prior(model, p.glad["b"])
+            continue
+        q_new, part = _e_block(model, p.block, p.known, pi, alpha, p.glad["b"], p.glad["q"], K)
+        p.glad["report"], p.glad["q"] = p.glad["q"], q_new
+        out += part
+    return out
+
+
+def _d_beta(parts) -> np.ndarray:
+    return np.concatenate([np.zeros(0), *(np.exp(p.glad["b"]) for p in parts)])
+
+
+def _d_finish(parts) -> int:
+    for p in parts:
+        p.cur = (p.glad["report"], None)
+    return 0

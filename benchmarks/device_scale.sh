@@ -24,6 +24,7 @@ sizes="1e7,1e8"
 workers="1,4,16"
 budget=420
 iters=10
+given_py=""
 while [ $# -gt 0 ]; do
   case "$1" in
     --wheels) wheels="$2"; shift 2 ;;
@@ -31,6 +32,7 @@ while [ $# -gt 0 ]; do
     --workers) workers="$2"; shift 2 ;;
     --budget) budget="$2"; shift 2 ;;
     --iters) iters="$2"; shift 2 ;;
+    --python) given_py="$2"; shift 2 ;;
     *) echo "unknown option: $1" >&2; exit 2 ;;
   esac
 done
@@ -46,36 +48,42 @@ say() { echo "[$(( $(date +%s) - start )) s] $*" | tee -a "$OUT/log.txt"; }
 } > "$OUT/machine.txt" 2>&1
 cat "$OUT/machine.txt"
 
-# ---- the environment: a Python 3.11 if there is one (the wheels' version), else python3
+# ---- the environment: --python PY uses that interpreter as it is (its packages, and PYTHONPATH, e.g. wheels
+# unpacked with pip install --target); else a Python 3.11 if there is one (the wheels' version), else python3
 py=""
 for c in python3.11 python3; do
   if command -v "$c" >/dev/null 2>&1; then py="$(command -v "$c")"; break; fi
 done
 [ -n "$py" ] || { say "no python3 on this machine"; exit 1; }
 say "python: $py ($("$py" -V 2>&1)); wheels: $wheels ($(ls "$wheels" 2>/dev/null | wc -l) files)"
-venv="${TMPDIR:-/tmp}/crowdlab-device-venv"
-rm -rf "$venv"
-if ! "$py" -m venv --system-site-packages "$venv" >>"$OUT/pip.log" 2>&1; then
-  say "python -m venv failed (see pip.log); using $py itself"
-  vpy="$py"
+if [ -n "$given_py" ]; then
+  vpy="$given_py"
+  say "using $vpy as it is (--python)"
 else
-  vpy="$venv/bin/python"
-fi
-need=("numpy>=2.0.2" "scipy>=1.13" "pandas>=3.1" "pyarrow>=16" "dask[dataframe]>=2025.3" "distributed>=2025.3"
-      "numba>=0.60")
-if ! "$vpy" -c "import numpy, scipy, pandas, pyarrow, dask.dataframe, distributed, numba" 2>/dev/null \
-   || ! "$vpy" - <<'EOF' 2>/dev/null
+  venv="${TMPDIR:-/tmp}/crowdlab-device-venv"
+  rm -rf "$venv"
+  if ! "$py" -m venv --system-site-packages "$venv" >>"$OUT/pip.log" 2>&1; then
+    say "python -m venv failed (see pip.log); using $py itself"
+    vpy="$py"
+  else
+    vpy="$venv/bin/python"
+  fi
+  need=("numpy>=2.0.2" "scipy>=1.13" "pandas>=3.1" "pyarrow>=16" "dask[dataframe]>=2025.3" "distributed>=2025.3"
+        "numba>=0.60")
+  if ! "$vpy" -c "import numpy, scipy, pandas, pyarrow, dask.dataframe, distributed, numba" 2>/dev/null \
+     || ! "$vpy" - <<'EOF' 2>/dev/null
 import pandas, numpy
 assert tuple(int(x) for x in pandas.__version__.split(".")[:2]) >= (3, 1)
 assert tuple(int(x) for x in numpy.__version__.split(".")[:2]) >= (2, 0)
 EOF
-then
-  say "installing from $wheels (offline)"
-  if ! "$vpy" -m pip install --no-index --find-links "$wheels" "${need[@]}" >>"$OUT/pip.log" 2>&1; then
-    say "pip install failed: the last lines of pip.log:"; tail -5 "$OUT/pip.log" | tee -a "$OUT/log.txt"
-    # without numba the engines run their numpy code: try the rest alone
-    "$vpy" -m pip install --no-index --find-links "$wheels" "${need[@]:0:6}" >>"$OUT/pip.log" 2>&1 \
-      || { say "cannot install the core packages; stopping"; exit 1; }
+  then
+    say "installing from $wheels (offline)"
+    if ! "$vpy" -m pip install --no-index --find-links "$wheels" "${need[@]}" >>"$OUT/pip.log" 2>&1; then
+      say "pip install failed: the last lines of pip.log:"; tail -5 "$OUT/pip.log" | tee -a "$OUT/log.txt"
+      # without numba the engines run their numpy code: try the rest alone
+      "$vpy" -m pip install --no-index --find-links "$wheels" "${need[@]:0:6}" >>"$OUT/pip.log" 2>&1 \
+        || { say "cannot install the core packages; stopping"; exit 1; }
+    fi
   fi
 fi
 "$vpy" -c "import numpy, scipy, pandas, pyarrow, dask, distributed; print('numpy', numpy.__version__, 'scipy', scipy.__version__, 'pandas', pandas.__version__, 'pyarrow', pyarrow.__version__, 'dask', dask.__version__)" 2>&1 | tee -a "$OUT/machine.txt"

@@ -37,6 +37,7 @@ from crowdlab.ui import compare_page, lab, sessions, state
 
 EXPORT_RUN = "export.run"  # {"key": (data id, MethodConfig), "run": Run}
 EXPORT_ERROR = "export.error"
+EXPORT_PENDING = "export.pending"  # Fit to convergence was pressed: the body fits, under a progress bar
 HEAD_ROWS = 20
 FALLBACK_SOURCE = 'read_annotations("labels.csv")'
 
@@ -62,7 +63,12 @@ def fitted_run() -> Run | None:
 
 
 def _on_fit() -> None:
-    """Fit the current config to convergence (the Step page's run is left as it is)."""
+    """Ask for a fit of the current config to convergence: it runs in the page's body, under a progress bar."""
+    st.session_state[EXPORT_PENDING] = True
+
+
+def _fit(progress) -> None:
+    """Fit the current config to convergence (the Step page's run is left as it is), reporting each iteration."""
     data, cfg = state.get_data(), state.get_config()
     st.session_state[EXPORT_ERROR] = None
     options = state.model_options(cfg, data)  # the Step page's model options (ties, floor on sigma, reveal)
@@ -80,6 +86,7 @@ def _on_fit() -> None:
             tol=cfg.tol,
             max_iter=cfg.max_iter,
             model_options=options or None,
+            progress=progress,
             **semi,
             **init_kwargs,
         )
@@ -225,6 +232,8 @@ MIME = {"csv": "text/csv", "json": "application/json", "py": "text/x-python"}
 
 # ---------------------------------------------------------------------------- the page
 def export_page() -> None:
+    if st.session_state.pop(EXPORT_PENDING, False):  # Fit to convergence: its bar says how far, how fast, how long
+        lab.with_progress(f"Fitting {state.method_title(state.get_config().method)} to convergence", _fit)
     run = step_run()
     if run is not None:
         tail = " · converged" if run.iterative and run.converged and run.at_end else ""

@@ -53,3 +53,17 @@ def test_run_to_convergence_and_the_sequences_baseline_say_their_pace(monkeypatc
     )
     data_id = seq.session_state["seq.data.id"]
     assert sequences_page.MEASURED[data_id] > 0  # what the CoNLL caption states is measured
+
+
+def test_export_fit_to_convergence_says_its_pace(monkeypatch):
+    """Export's Fit to convergence ran inside its button's callback, with nothing on the page but Streamlit's own
+    busy sign; it now runs in the page's body under the same bar as the Step page's Run to convergence."""
+    texts: list[str] = []
+    monkeypatch.setattr(lab, "Pace", _recording(progress.Pace, texts))
+    monkeypatch.setattr(progress, "UPDATE_EVERY", 0.0)
+    at = ok(AppTest.from_file(str(ROOT / "app.py"), default_timeout=60).run())
+    at.switch_page("pages/5_Export.py")
+    ok(at.run())
+    click(at, "export.fit")
+    assert any(t.startswith("Fitting Dawid-Skene to convergence: iteration ") and t.endswith(" left") for t in texts)
+    assert any("fitted to convergence" in i.value for i in at.info)

@@ -49,6 +49,9 @@ JOINING_AT_ONCE = 4
 # a student's pause before each tap, uniform in seconds: a mean of 10 s is "a dozen items in two minutes", the
 # class the live-class feature is built for
 THINK = (4.0, 16.0)
+# how long a student's page may take to show its next state before it counts as stalled (the stalled pages of the
+# README never recovered within 300 s: waiting longer only lengthens the run)
+PAGE_WAIT_S = 120
 COUNT_JS = """() => { const m = Array.from(document.querySelectorAll('[data-testid="stMetric"]'))
     .find(m => m.innerText.includes('Votes counted'));
   return m ? parseInt(m.querySelector('[data-testid="stMetricValue"]').innerText.replace(/,/g, ''), 10) : -1; }"""
@@ -89,7 +92,7 @@ def _rss(pid: int) -> float:
 async def _student(browser, url, code, n_votes, joined, go, taps, errors, rng, door, think):
     context = await browser.new_context(viewport=PHONE, is_mobile=True, has_touch=True)
     page = await context.new_page()
-    page.set_default_timeout(300_000)
+    page.set_default_timeout(PAGE_WAIT_S * 1000)
     try:
         async with door:  # students come in a few at a time (loading the page is the heavy part for Chromium)
             await page.goto(f"{url}/Join?code={code}", wait_until="commit")

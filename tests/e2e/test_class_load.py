@@ -36,10 +36,18 @@ def test_40_students_lose_nothing_and_duplicate_nothing(load):
 
 @pytest.mark.xfail(
     strict=False,
-    reason="open: on the shared 2-core machine (load average 4-30 from other work) p95 tap-to-counted measured "
-    "12-87 s, and 13-23 of the 40 pages stopped updating after their 9th or 10th tap (their votes were stored); "
-    "see benchmarks/README.md, 'bench_class.py'",
+    reason="depends on the machine: p95 1.82 s on a quiet 2-core machine at a class's pace (4-16 s between taps), "
+    "13 s at ten times that pace and 128 s at the class's pace on a machine at load 16-20 (benchmarks/README.md, "
+    "'bench_class.py'); CI's load is not ours to choose",
 )
-def test_40_students_are_counted_within_2_s_and_every_page_finishes(load):
-    assert load["n_errors"] == 0 and load["never_counted"] == 0, load["errors"]
+def test_40_students_are_counted_within_2_s(load):
     assert load["tap_to_counted_p95_s"] <= 2.0, load
+
+
+@pytest.mark.xfail(
+    strict=False,
+    reason="open: in every 40-student run 3-17 pages stopped at their last answer; the server stored the vote and "
+    "drew the finished view at once, the browser never applied that run (benchmarks/README.md, 'bench_class.py')",
+)
+def test_every_page_finishes(load):
+    assert load["n_errors"] == 0 and load["never_counted"] == 0, load["errors"]

@@ -50,8 +50,9 @@ JOINING_AT_ONCE = 4
 # class the live-class feature is built for
 THINK = (4.0, 16.0)
 # how long a student's page may take to show its next state before it counts as stalled (the stalled pages of the
-# README never recovered within 300 s: waiting longer only lengthens the run)
-PAGE_WAIT_S = 120
+# README never recovered within 300 s: waiting longer only lengthens the run; a healthy page takes under 5 s)
+PAGE_WAIT_S = 90
+CATCH_UP_S = 15  # seconds the projector may still take to count the last votes once every page is done
 COUNT_JS = """() => { const m = Array.from(document.querySelectorAll('[data-testid="stMetric"]'))
     .find(m => m.innerText.includes('Votes counted'));
   return m ? parseInt(m.querySelector('[data-testid="stMetricValue"]').innerText.replace(/,/g, ''), 10) : -1; }"""
@@ -169,12 +170,16 @@ async def _run(url: str, db: Path, n_students: int, n_votes: int, think: tuple[f
         go.set()
         done = asyncio.gather(*tasks)
         last = -1
+        finished = None
         while True:
             count = await projector.evaluate(COUNT_JS)
             if count != last:
                 seen.append((time.time(), count))
                 last = count
-            if done.done() and (count >= len(taps) or time.time() - t0 > 600):
+            if done.done() and finished is None:
+                finished = time.time()
+            # every page has finished (or stalled): the projector gets CATCH_UP_S more to count the last votes
+            if finished is not None and (count >= len(taps) or time.time() - finished > CATCH_UP_S):
                 break
             await asyncio.sleep(0.1)
         contexts = await done

@@ -177,15 +177,15 @@ class MACE(ConfusionLogJoint, LatentModel):
         M, K = C.shape[0], C.shape[2]
         D = np.diagonal(C, axis1=1, axis2=2)  # (M, K): labels a on items whose truth may be a
         n_lab = C.sum(axis=2)  # (M, K): labels a given by j
-        if C.shape[1] > K:  # responses that are not classes: never honest (D = 0 there), all of them spam
-            D = np.concatenate([D, np.zeros((M, C.shape[1] - K))], axis=1)
-            K = C.shape[1]  # xi runs over every response
+        A = C.shape[1]  # responses: the K classes, then any that are not classes (xi runs over all of them)
+        if A > K:  # a response that is not a class is never honest (D = 0 there): all of it is spam
+            D = np.concatenate([D, np.zeros((M, A - K))], axis=1)
         O = n_lab - D  # surely spam
         n = n_lab.sum(axis=1)
         a, b = self.theta_prior
         c = self.strategy_prior
         if start is None:
-            theta, xi = np.full(M, 0.5), np.full((M, K), 1.0 / K)
+            theta, xi = np.full(M, 0.5), np.full((M, A), 1.0 / A)
             rounds = 5 * self.inner
         else:
             theta, xi = start.theta, start.xi
@@ -199,7 +199,7 @@ class MACE(ConfusionLogJoint, LatentModel):
             theta_new = np.clip(theta_new, 0.0, 1.0)
             num = spam + (c - 1.0)
             tot = num.sum(axis=1, keepdims=True)
-            xi_new = np.where(tot > 0, num / np.where(tot > 0, tot, 1.0), 1.0 / K)
+            xi_new = np.where(tot > 0, num / np.where(tot > 0, tot, 1.0), 1.0 / A)
             done = np.abs(theta_new - theta).max() < 1e-12 and np.abs(xi_new - xi).max() < 1e-12
             theta, xi = theta_new, xi_new
             if done:
@@ -370,9 +370,9 @@ class MaceVB(VariationalObjective, MACE):
 
         M, K = C.shape[0], C.shape[2]
         D = np.diagonal(C, axis1=1, axis2=2)  # (M, K): labels a on items whose truth may be a
-        if C.shape[1] > K:  # "can't tell" responses: never honest (D = 0 there), all of them spam
-            D = np.concatenate([D, np.zeros((M, C.shape[1] - K))], axis=1)
-            K = C.shape[1]  # xi runs over every response
+        A = C.shape[1]  # responses: the K classes, then "can't tell" (xi runs over all of them)
+        if A > K:  # "can't tell" responses: never honest (D = 0 there), all of them spam
+            D = np.concatenate([D, np.zeros((M, A - K))], axis=1)
         O = C.sum(axis=2) - D  # surely spam
         a, b = self.theta_prior
         c = self.strategy_prior
@@ -380,7 +380,7 @@ class MaceVB(VariationalObjective, MACE):
             e_theta, e_spam, e_xi = start.e_theta, start.e_spam, start.e_xi
             rounds = self.inner
         else:
-            e_theta, e_spam, e_xi = np.full(M, np.log(0.5)), np.full(M, np.log(0.5)), np.full((M, K), -np.log(K))
+            e_theta, e_spam, e_xi = np.full(M, np.log(0.5)), np.full(M, np.log(0.5)), np.full((M, A), -np.log(A))
             rounds = 5 * self.inner
         ab = cc = None
         for _ in range(rounds):

@@ -1,10 +1,10 @@
 """Batch EM where the rows are not all in one array: the part shared by the streaming and the Dask engines.
 
 The class models' E-step needs only the parameters and one item's labels, and their M-step needs only expected
-sufficient statistics (DESIGN.md, "Scale: one model, three engines"). So an engine splits the rows into *blocks
-by item* (every row of an item in one block: a bucket file of the streaming engine, a partition of the Dask
-engine) and runs, per block, `block_round`: the E-step of seed 003 eq. (9) for the block's items with the
-broadcast parameters, then the block's share of the M-step statistics, the expected counts
+sufficient statistics (docs/architecture.md, "Three engines, one model protocol"). So an engine splits the rows
+into *blocks by item* (every row of an item in one block: a bucket file of the streaming engine, a partition of
+the Dask engine) and runs, per block, `block_round`: the E-step of Traganitis & Giannakis eq. (9) for the block's
+items with the broadcast parameters, then the block's share of the M-step statistics, the expected counts
 counts[m, k', k] = sum_n q_nk #(worker m said k' on item n) (the numerator of eq. (11)) and the class totals
 sum_n q_nk. The statistics of the blocks add up (`Stats.__add__`, in any order: a loop or a tree reduction), and
 the model's own ``m_step_from_stats`` turns the sums into parameters, so the formulas live in the model once.

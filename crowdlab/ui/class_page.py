@@ -283,6 +283,7 @@ def reveal_panel(session) -> None:
     if not rev:
         return
     st.subheader("Reveal: did EM find the careless students?")
+    st.caption("Students: press **See what EM found out** on your phone.")
     cls = rev.get("class", {})
     row = st.container(horizontal=True)
     for k, label in (("mv_accuracy", "Majority vote"), ("ds_accuracy", "Dawid-Skene"), ("mace_accuracy", "MACE")):

@@ -21,8 +21,7 @@ ERROR = "student.error"
 CODE = "student.code"
 NAME = "student.name"
 RENAME = "student.rename"
-REVEAL_EVERY = 3.0
-IMAGE_PX = 210  # seconds between a finished student's looks for the reveal
+IMAGE_PX = 210  # the item's picture: small enough that the answers show below it on a 375 x 667 phone
 
 # large tap targets, no sidebar, no toolbar clutter: a 375 x 667 phone shows an item and both answers at once;
 # no text under 16 px (widget labels and captions are 14 px in Streamlit)
@@ -120,7 +119,7 @@ def _item_view(token: str, student, session) -> None:
     _progress(done, n)
     item = store.item(session.id, next_id)
     st.subheader(safe.md(item.prompt), anchor=False)
-    if item.svg or item.image:  # small enough that the answers show below it on a 375 x 667 phone
+    if item.svg or item.image:
         st.image(item.svg or item.image, width=IMAGE_PX)
     row = st.container(horizontal=True, gap="small")
     for k, choice in enumerate(session.choices):
@@ -138,31 +137,27 @@ def _progress(done: int, n: int) -> None:
     st.progress(done / n if n else 1.0, text=f"{done} of {n} answered")
 
 
-@st.fragment(run_every=REVEAL_EVERY)
-def _waiting(token: str, done: int, n: int, closed: bool) -> None:
-    """Looks for the lecturer's Reveal every few seconds (one small query); when it is there, the whole page runs
-    once more and shows it (:func:`_revealed`), and the polling stops. The progress is drawn here too, so every
-    look redraws the whole waiting view (nothing of it can go stale between a timer's run and a full run)."""
+def _finished(token: str, done: int, n: int, closed: bool = False) -> None:
+    """The finished student's view: the progress, then the reveal once the lecturer has pressed Reveal; until then
+    "All done" and a button that looks for it.
+
+    No timer looks for the reveal by itself: with a polling fragment (``st.fragment(run_every=...)``) in this view,
+    3-17 of 40 phones in a class (benchmarks/bench_class.py) never drew the run after their last answer (the server
+    had stored the vote and drawn the view; the browser did not apply that run and stayed on the last item). The
+    same load with this view drawn without a fragment finished on every phone (benchmarks/README.md)."""
     _progress(done, n)
-    if closed:
-        st.warning("Voting is closed.")
     try:
         rev = get_store().reveal_for(token)
     except ClassError as exc:
         st.error(safe.md(str(exc)))
         return
     if rev:
-        st.rerun(scope="app")
-    st.success("All done. Watch the projector: the lecturer will reveal what EM found out.")
-
-
-def _finished(token: str, done: int, n: int, closed: bool = False) -> None:
-    rev = get_store().reveal_for(token)
-    if rev:
-        _progress(done, n)
         _revealed(rev)
-    else:
-        _waiting(token, done, n, closed)
+        return
+    if closed:
+        st.warning("Voting is closed.")
+    st.success("All done. When the lecturer has revealed the roles, see what EM found out about you.")
+    st.button("See what EM found out", key="student.check", type="primary", width="stretch")
 
 
 def _revealed(rev: dict) -> None:

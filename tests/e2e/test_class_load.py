@@ -30,13 +30,13 @@ def load():
 
 def test_40_students_lose_nothing_and_duplicate_nothing(load):
     """Every tap a page sent is stored once: the database holds exactly the taps, no (student, item) twice."""
-    assert load["taps"] >= 300, load  # most of the class got through (see the stall below)
+    assert load["taps"] >= 300, load  # most of the class got through (every page: the test below)
     assert load["votes_stored"] == load["taps"] and load["lost"] == 0 and load["duplicated"] == 0, load
 
 
 @pytest.mark.xfail(
     strict=False,
-    reason="depends on the machine: p95 1.82 s on a quiet 2-core machine at a class's pace (4-16 s between taps), "
+    reason="depends on the machine: p95 1.57-1.82 s on a quiet 2-core machine at a class's pace (4-16 s between taps), "
     "13 s at ten times that pace and 128 s at the class's pace on a machine at load 16-20 (benchmarks/README.md, "
     "'bench_class.py'); CI's load is not ours to choose",
 )
@@ -44,10 +44,7 @@ def test_40_students_are_counted_within_2_s(load):
     assert load["tap_to_counted_p95_s"] <= 2.0, load
 
 
-@pytest.mark.xfail(
-    strict=False,
-    reason="open: in every 40-student run 3-17 pages stopped at their last answer; the server stored the vote and "
-    "drew the finished view at once, the browser never applied that run (benchmarks/README.md, 'bench_class.py')",
-)
 def test_every_page_finishes(load):
+    """Every phone draws the view after its last answer (with a polling fragment in that view, 3-17 of 40 did not:
+    benchmarks/README.md, 'bench_class.py')."""
     assert load["n_errors"] == 0 and load["never_counted"] == 0, load["errors"]

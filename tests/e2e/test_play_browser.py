@@ -21,7 +21,7 @@ pytestmark = pytest.mark.e2e
 
 PROJECTOR = {"width": 1024, "height": 768}
 THROTTLE = 4.0  # Chromium's CPU slowed 4x
-LONG_S = 150  # seconds of Play at 0.5 s per half-step before a long run's rest is computed at once
+LONG_S = 45  # seconds of Play at 0.5 s per half-step before a long run's rest is computed at once
 LABEL = re.compile(r"^iteration (\d+), (after [EM]-step|initialisation)$")
 ENDED = "Play stopped at the end of the run"
 # the stepper's position line (an h4) and its Play / Pause button

@@ -220,7 +220,7 @@ def test_million_labels_both_engines(method, client, tmp_path):
         to_long_dataframe(sim.annotations)[["item", "worker", "label"]].to_csv(path, index=False)
     data = read_annotations(path)
     assert data.n_obs == 10**6
-    limit = 60
+    limit = 15 if method == "glad" else 60  # GLAD's iterations cost 5x the others' (its Newton steps)
     mem = cl.fit(data, method, max_iter=limit)
     work = tmp_path / "work"
     work.mkdir()

@@ -26,6 +26,10 @@ process's peak, an upper bound of the cluster's peak):
 
 Every crowdlab engine runs ``--iters`` iterations (tol = 0) and reports its final objective: they agree to
 rounding (``dobj``, relative to in memory).
+
+First, the machine's own yardstick (``machine_scaling``): how much faster W processes get through W copies of the
+same numpy work than one process through one, for work that stays in the cache and for work that streams through
+memory (as EM over 10^7 labels does). No engine can scale past the second figure.
 """
 
 from __future__ import annotations
@@ -243,6 +247,14 @@ def main() -> None:
     print(f"{cores} cores; load average {os.getloadavg()[0]:.2f}; Dask workers {workers}; {args.iters} iterations")
     print("targets (issue 29): " + "; ".join(TARGETS.values()))
     results = {"cores": cores, "load": os.getloadavg()[0], "iters": args.iters, "sizes": {}}
+    procs = max(w for w in workers) if workers else cores
+    if procs > 1:
+        results["machine_scaling"] = sc = machine_scaling(min(procs, cores))
+        print(
+            f"this machine, {min(procs, cores)} processes at once against one: x{sc['cached']:.2f} throughput on "
+            f"cache-resident numpy work, x{sc['streaming']:.2f} on work that streams through memory (the bound "
+            "for EM on large data)"
+        )
     for size in (int(float(s)) for s in args.sizes.split(",")):
         folder = Path(tempfile.mkdtemp(prefix="crowdlab-bench-dask-", dir=args.dir))
         out = results["sizes"][str(size)] = {}
@@ -278,6 +290,37 @@ def main() -> None:
     if args.json:
         save(args.json, results)
         print(f"\nwrote {args.json}")
+
+
+def _cached(_=None) -> float:
+    a = np.random.default_rng(0).random(200_000)  # 1.6 MB: stays in the cache
+    t = time.perf_counter()
+    for _ in range(3000):
+        a = np.sqrt(a * a + 1.0)
+    return time.perf_counter() - t
+
+
+def _streaming(_=None) -> float:
+    a = np.random.default_rng(0).random(20_000_000)  # 160 MB: every pass streams through memory
+    t = time.perf_counter()
+    for _ in range(20):
+        a = np.sqrt(a * a + 1.0)
+    return time.perf_counter() - t
+
+
+def machine_scaling(procs: int) -> dict:
+    """Throughput of ``procs`` processes running one copy each of the same numpy work, relative to one process
+    alone (``procs`` = perfect scaling): cache-resident work and memory-streaming work."""
+    from multiprocessing import Pool
+
+    out = {}
+    with Pool(procs) as pool:
+        pool.map(_cached, range(procs))  # warm the processes
+        for name, f in (("cached", _cached), ("streaming", _streaming)):
+            alone = pool.map(f, [0])[0]
+            together = max(pool.map(f, range(procs)))
+            out[name] = procs * alone / together
+    return out
 
 
 def save(path: str | None, results: dict) -> None:

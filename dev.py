@@ -6,7 +6,7 @@ file changes, then starts the app, runs the test suite, or lints. Needs only Pyt
 
     python3 dev.py app    [streamlit args...]   start the web app on http://127.0.0.1:8501 (bluebirds data);
                                                 --server.address 0.0.0.0 shows it to other machines
-    python3 dev.py test   [pytest args...]      run the whole test suite (unit, app, browser)
+    python3 dev.py test   [pytest args...]      run the tests (unit, app; --all: browser and slow too, as CI does)
     python3 dev.py lint                         ruff check + format check + the import layers (lint-imports)
     python3 dev.py fit    FILE --method ds ...  the command line (python -m crowdlab fit ...); FILE and --out
                                                 are relative to the folder you are in

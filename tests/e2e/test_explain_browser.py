@@ -9,6 +9,8 @@ import pytest
 
 from tests.e2e.helpers import assert_no_exception, screenshot, wait_idle, wait_page
 
+pytestmark = pytest.mark.e2e
+
 PROJECTOR = {"width": 1024, "height": 768}
 
 WIDTHS = """() => Array.from(document.querySelectorAll('.katex-display')).map(d => {

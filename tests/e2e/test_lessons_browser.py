@@ -5,7 +5,11 @@ from __future__ import annotations
 
 import re
 
+import pytest
+
 from tests.e2e.helpers import assert_no_exception, assert_nothing_cut, screenshot, wait_idle, wait_page
+
+pytestmark = pytest.mark.e2e
 
 
 def _main(page):

@@ -69,9 +69,20 @@ def _open(page, server, path: str):
 
 
 def _set_speed(page, seconds: str) -> None:
+    """Pick a speed in the open select. A click that lands while Streamlit swaps the page's elements (a rerun in
+    flight) opens a list that the swap closes again (one CI run in about ten): open it again, as a lecturer would."""
     box = page.locator('[data-testid="stMain"] input[aria-label="Play speed (seconds per half-step)"]').first
-    box.click()
-    page.get_by_role("option", name=seconds, exact=True).click()
+    option = page.get_by_role("option", name=seconds, exact=True)
+    for attempt in range(4):
+        box.click()
+        try:
+            option.wait_for(timeout=5000)
+            option.click(timeout=5000)
+            return
+        except Exception:
+            if attempt == 3:
+                raise
+            page.keyboard.press("Escape")
 
 
 def _play(page, until, limit_s: float) -> list[int]:

@@ -34,7 +34,7 @@ from crowdlab.io.data import Annotations, ColumnsUnclear, read_annotations, to_g
 from crowdlab.io.describe import class_balance, worker_table
 from crowdlab.plots import data as figs
 from crowdlab.teaching.simulate import WORKER_TYPES, mix_from_counts, simulate_crowd, simulate_scores
-from crowdlab.ui import panels, sessions, state
+from crowdlab.ui import large_file, panels, sessions, state
 from crowdlab.ui.frame import dataset_summary, sample_picker, upload_id
 from crowdlab.ui.reports_view import data_report_section
 
@@ -402,6 +402,7 @@ def _on_simulate_scores() -> None:
 
 
 # ---------------------------------------------------------------------------- the page
+LIMIT_WORDS = "To raise the limit"  # how every limit's refusal ends (crowdlab.io.limits.how_to_raise)
 TABS = ("Upload", "Simulate a crowd", "Simulate scores (lecture)", "Bundled")
 TAB = "data.tab"  # widget
 TAB_VALUE = "data.tab_value"  # plain key: the open tab comes back after a page switch
@@ -482,6 +483,8 @@ def upload_tab() -> None:
         st.caption(f"The working dataset is unchanged: {safe.md(state.get_data().name or state.get_data_id())}.")
     elif st.session_state.get(UPLOAD_OK):
         st.success(safe.md(st.session_state[UPLOAD_OK]))
+    # past a limit (or the upload box's size) the streaming engine fits the file from disk instead
+    large_file.section(expanded=bool(error) and LIMIT_WORDS in error)
 
 
 def _size(content: bytes) -> str:

@@ -27,6 +27,7 @@ import ctypes
 import gc
 import threading
 import time
+from pathlib import Path
 
 import streamlit as st
 from streamlit import config, runtime
@@ -166,9 +167,16 @@ def _unpin(rt, session_id: str) -> None:
             refs.pop(PIN + session_id, None)
 
 
-def download_button(label: str, data: bytes | str, *, file_name: str, mime: str, key: str, where=None, **kwargs):
+def download_button(label: str, data: bytes | str | Path, *, file_name: str, mime: str, key: str, where=None, **kwargs):
     """``st.download_button`` (``on_click="ignore"``: a click does not rerun the page) whose file stays on the
-    server while this session lives (see the module's docstring); ``where``: a container (default ``st``)."""
+    server while this session lives (see the module's docstring); ``where``: a container (default ``st``).
+    ``data`` a `Path`: a file on disk, read only when the button is clicked (Streamlit's deferred download: a large
+    result is not held in memory for a click that may never come; nothing to keep)."""
+    if isinstance(data, Path):
+        path = data
+        return (where or st).download_button(
+            label, lambda: path.read_bytes(), file_name=file_name, mime=mime, key=key, on_click="ignore", **kwargs
+        )
     data = data.encode() if isinstance(data, str) else data  # as Streamlit stores text (and a str would be a path)
     out = (where or st).download_button(
         label, data, file_name=file_name, mime=mime, key=key, on_click="ignore", **kwargs

@@ -185,7 +185,28 @@ def test_the_app_starts_with_the_defaults_and_a_warning():
 
 
 # ------------------------------------------------------------------ the class database's place (issue 31)
-SETTINGS_TESTED_HERE = {env(n) for n in NAMES} | {"CROWDLAB_KERNELS", "CROWDLAB_DATA_DIR", "CROWDLAB_CLASS_DB"}
+SETTINGS_TESTED_HERE = {env(n) for n in NAMES} | {
+    "CROWDLAB_KERNELS",
+    "CROWDLAB_DATA_DIR",
+    "CROWDLAB_CLASS_DB",
+    "CROWDLAB_FILES_DIR",
+}
+
+
+def test_files_dir_names_what_it_leaves_out(tmp_path, monkeypatch):
+    """CROWDLAB_FILES_DIR (the Data page's files on disk): a missing folder or a file is left out, and said; none
+    left: the section is off, naming the variable."""
+    from crowdlab.ui import large_file
+
+    (tmp_path / "a_file").write_text("x")
+    good = tmp_path / "good"
+    good.mkdir()
+    monkeypatch.setenv("CROWDLAB_FILES_DIR", os.pathsep.join([str(tmp_path / "a_file"), str(tmp_path / "gone")]))
+    roots, why = large_file.roots()
+    assert roots == [] and why.startswith("Off: CROWDLAB_FILES_DIR") and "gone" in why
+    monkeypatch.setenv("CROWDLAB_FILES_DIR", os.pathsep.join([str(good), str(tmp_path / "gone")]))
+    roots, why = large_file.roots()
+    assert roots == [good.resolve()] and "left out" in why and "gone" in why
 
 
 def test_every_crowdlab_setting_read_anywhere_is_tested_here():

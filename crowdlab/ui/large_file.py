@@ -1,0 +1,243 @@
+"""A label file too large for the app's memory, fitted from the Data page through the streaming engine
+(:func:`crowdlab.engines.stream.fit_file`): the file stays on disk, EM makes one pass over it per iteration, a bar
+shows each pass, and the results (labels, posteriors, workers, parameters, history: the files ``crowdlab fit
+--stream`` writes) are written to a folder and offered for download.
+
+An upload cannot do this: the browser sends the whole file, and Streamlit holds it in the server's memory (and
+refuses it past ``server.maxUploadSize``). So this section reads a path on the machine the app runs on, which is
+only safe when that machine is the user's own: it is on when the app listens on this machine only (its
+``server.address`` is 127.0.0.1, as ``.streamlit/config.toml`` sets it; the files under the home folder and the
+folder the app was started in), or in the folders named by ``CROWDLAB_FILES_DIR`` (separated by ``os.pathsep``),
+and off otherwise (a class's app shown to other machines reads no path).
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import streamlit as st
+
+from crowdlab.analysis.export import engine_worker_frame, write_engine_outputs
+from crowdlab.engines.blocks import ENGINE_METHODS
+from crowdlab.errors import CrowdlabError, DataError
+from crowdlab.io import safe
+from crowdlab.ui import sessions, state
+from crowdlab.ui.lab import STOP_WORDS, table_height, with_progress
+from crowdlab.ui.progress import seconds
+
+FILES_ENV = "CROWDLAB_FILES_DIR"
+LOOPBACK = ("127.0.0.1", "localhost", "::1")
+SUFFIXES = (".csv", ".tsv", ".txt", ".parquet", ".pq")
+OUTPUTS = ("labels.csv", "posteriors.csv", "workers.csv", "params.json", "history.json")
+DOWNLOAD_MB = 200  # larger result files are named by their path only (a download is read into memory first)
+WORKER_ROWS = 1000  # rows of the workers table shown (all of them are in workers.csv)
+
+PATH = "data.large.path"
+METHOD = "data.large.method"
+PRIOR = "data.large.prior"
+MAX_ITER = "data.large.max_iter"
+RESULT = "data.large.result"  # the last fit's summary (plain key): a dict, see _fit
+ERROR = "data.large.error"  # the last refusal's message (plain key)
+PENDING = "data.large.pending"  # a fit was asked for (plain key)
+
+
+def roots() -> tuple[list[Path], str]:
+    """The folders whose files may be fitted, and a sentence saying why (or why none)."""
+    env = os.environ.get(FILES_ENV, "").strip()
+    if env:
+        named = [Path(p.strip()).expanduser().resolve() for p in env.split(os.pathsep) if p.strip()]
+        found = [p for p in named if p.is_dir()]
+        missing = ", ".join(str(p) for p in named if not p.is_dir())
+        if not found:
+            return [], f"Off: {FILES_ENV} names no folder that exists on this machine ({missing or 'empty'})."
+        return found, f"the folders {FILES_ENV} names" + (
+            f"; not folders here, so left out: {missing}" if missing else ""
+        )
+    try:
+        address = str(st.get_option("server.address") or "")
+    except Exception:  # noqa: BLE001 - no Streamlit config: treat as shown to other machines
+        address = ""
+    if address in LOOPBACK:
+        found = []
+        for p in (Path.home(), Path.cwd()):
+            p = p.resolve()
+            if p.is_dir() and not any(p == q or p.is_relative_to(q) for q in found):
+                found.append(p)
+        return found, "your home folder and the app's folder (the app listens on this machine only)"
+    return [], (
+        "Off: this app is reachable from other machines, so it reads no file by its path. The person who started it "
+        f"can allow folders with the environment variable {FILES_ENV}."
+    )
+
+
+def check_path(text: str, allowed: list[Path]) -> Path:
+    """The file ``text`` names, resolved, or a `DataError` saying why it cannot be fitted."""
+    text = (text or "").strip().strip('"').strip("'")
+    if not text:
+        raise DataError("Type the path of a label file on this machine (a long CSV or a Parquet file).")
+    path = Path(text).expanduser()
+    if not path.is_absolute():
+        path = Path.cwd() / path
+    path = path.resolve()
+    if not any(path == r or path.is_relative_to(r) for r in allowed):
+        where = ", ".join(str(r) for r in allowed) or "none"
+        raise DataError(
+            f"'{path}' is outside the folders this app may read ({where}). The person who started the app can "
+            f"allow a folder with the environment variable {FILES_ENV}."
+        )
+    if path.is_dir():
+        raise DataError(f"'{path}' is a folder: give one file (a long CSV, or a Parquet file).")
+    if not path.is_file():
+        raise DataError(f"No file at '{path}'.")
+    if path.suffix.lower() not in SUFFIXES:
+        raise DataError(
+            f"'{path.name}' is not a label file this engine reads: give a long CSV (.csv, .tsv, .txt) or a Parquet "
+            "file (.parquet, .pq) with item, worker and label columns."
+        )
+    return path
+
+
+def _on_fit() -> None:
+    st.session_state[PENDING] = True
+    st.session_state[ERROR] = None
+
+
+def section(expanded: bool = False) -> None:
+    """The Data page's "Fit a large file on this machine" expander."""
+    allowed, why = roots()
+    with st.expander("Fit a large file on this machine (streaming engine)", expanded=expanded or _busy()):
+        st.markdown(
+            "For a label file too large to upload or to hold in memory (the limits above): the file stays on "
+            "disk and EM reads it once per iteration, in chunks, with the same answer as in memory. You get the "
+            "labels, posteriors and each worker's estimates to download; the Step and Compare pages keep the "
+            "working dataset."
+        )
+        if not allowed:
+            st.info(safe.md(why), icon=":material/lock:")
+            return
+        st.caption(safe.md(f"Files under {', '.join(str(r) for r in allowed)} ({why})."))
+        st.text_input("Path of the label file", key=PATH, placeholder=str(allowed[0] / "labels.csv"))
+        c1, c2, c3, c4 = st.columns([3, 2, 2, 2], vertical_alignment="bottom")
+        c1.selectbox("Method", ENGINE_METHODS, format_func=state.method_title, key=METHOD, index=1)
+        c2.number_input(
+            "Prior", min_value=0.0, max_value=1e6, value=0.0, step=0.5, key=PRIOR, help="Pseudo-counts (0: none)"
+        )
+        c3.number_input("Most iterations", min_value=1, max_value=100_000, value=500, step=100, key=MAX_ITER)
+        c4.button("Fit by streaming", key="data.large.fit", type="primary", on_click=_on_fit, width="stretch")
+        if st.session_state.get(PENDING):
+            st.session_state[PENDING] = False
+            _fit(allowed)
+        error = st.session_state.get(ERROR)
+        if error:
+            st.error(safe.md(error), icon=":material/error:")
+        result = st.session_state.get(RESULT)
+        if result:
+            _show(result)
+
+
+def _busy() -> bool:
+    return bool(st.session_state.get(PENDING) or st.session_state.get(ERROR) or st.session_state.get(RESULT))
+
+
+def _fit(allowed: list[Path]) -> None:
+    """Fit the chosen file under a progress bar; its results replace the last fit's (whose folder is removed)."""
+    from crowdlab.engines.stream import fit_file
+
+    try:
+        path = check_path(st.session_state.get(PATH, ""), allowed)
+        method = st.session_state.get(METHOD) or "ds"
+        prior = float(st.session_state.get(PRIOR) or 0.0)
+        max_iter = int(st.session_state.get(MAX_ITER) or 500)
+        t0 = time.perf_counter()
+        run = with_progress(
+            f"Reading '{path.name}' and running EM by streaming (one pass per iteration)",
+            lambda progress: fit_file(path, method, prior=prior, max_iter=max_iter, where="app", progress=progress),
+        )
+        folder = Path(tempfile.mkdtemp(prefix="crowdlab-fit-"))
+        write_engine_outputs(run, folder)
+    except (CrowdlabError, ValueError) as exc:  # the engine's and the readers' messages say what is wrong
+        st.session_state[ERROR] = str(exc)
+        return
+    except OSError as exc:
+        st.session_state[ERROR] = f"Could not read or write a file: {exc.strerror or exc} ({exc.filename or path})."
+        return
+    old = st.session_state.get(RESULT)
+    if old:
+        shutil.rmtree(old["folder"], ignore_errors=True)
+    st.session_state[RESULT] = _summary(run, path, folder, time.perf_counter() - t0)
+
+
+def _summary(run, path: Path, folder: Path, elapsed: float) -> dict:
+    d = run.data
+    K = len(d.class_names)
+    counts = np.bincount(np.asarray(run.labels(), dtype=np.int64), minlength=K)[:K]
+    workers = engine_worker_frame(run)
+    if "n_labels" in workers:
+        workers = workers.sort_values("n_labels", ascending=False, kind="stable")
+    reason = run.stop_reason or ("converged" if run.converged else None)
+    return {
+        "file": path.name,
+        "path": str(path),
+        "folder": str(folder),
+        "method": run.model.info.title,
+        "items": d.n_items,
+        "workers": d.n_workers,
+        "labels": d.n_obs,
+        "iterations": int(run.last.iteration),
+        "stop": STOP_WORDS.get(reason, reason or "done"),
+        "objective": run.objective,
+        "seconds": elapsed,
+        "classes": pd.DataFrame(
+            {"class": [str(c) for c in d.class_names], "items": counts, "share": counts / max(counts.sum(), 1)}
+        ),
+        "workers_table": workers.head(WORKER_ROWS).reset_index(drop=True),
+        "notes": tuple(d.notes),
+    }
+
+
+def _show(r: dict) -> None:
+    iters = f"{r['iterations']:,} iteration{'s' if r['iterations'] != 1 else ''}, {r['stop']}"
+    st.success(
+        safe.md(
+            f"Fitted '{r['file']}' by streaming with {r['method']}: {r['items']:,} items, {r['workers']:,} workers, "
+            f"{r['labels']:,} labels; {iters}; {seconds(r['seconds'])}."
+        ),
+        icon=":material/check_circle:",
+    )
+    for note in r["notes"]:
+        st.caption(safe.md(note))
+    left, right = st.columns([2, 3])
+    left.markdown("**Items per class** (each item's most probable class)")
+    left.dataframe(r["classes"], hide_index=True, column_config={"share": st.column_config.NumberColumn(format="%.3f")})
+    shown = len(r["workers_table"])
+    right.markdown(
+        f"**Workers** ({'the ' + str(shown) + ' with most labels; ' if shown < r['workers'] else ''}"
+        "all of them in workers.csv)"
+    )
+    right.dataframe(r["workers_table"], hide_index=True, height=table_height(shown))
+    folder = Path(r["folder"])
+    st.caption(safe.md(f"The results are in {folder} (until the next fit here replaces them)."))
+    cols = st.columns(len(OUTPUTS))
+    for col, name in zip(cols, OUTPUTS):
+        f = folder / name
+        if not f.is_file():
+            continue
+        mb = f.stat().st_size / 1e6
+        if mb > DOWNLOAD_MB:
+            col.caption(safe.md(f"{name}: {mb:,.0f} MB, in the folder above"))
+            continue
+        sessions.download_button(
+            name,
+            f,
+            file_name=f"{Path(r['file']).stem}-{name}",
+            mime="application/json" if name.endswith(".json") else "text/csv",
+            key=f"data.large.download.{name}",
+            where=col,
+            width="stretch",
+        )

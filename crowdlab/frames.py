@@ -155,6 +155,12 @@ def _factorize(col: pd.Series, role: str, name) -> tuple[np.ndarray, pd.Index]:
     return codes, pd.Index(uniques)
 
 
+def _names(values: pd.Index) -> tuple[str, ...]:
+    """``tuple(str(v) for v in values)``, from a plain list (iterating an Arrow-backed index value by value took
+    0.4 s for 600,000 text ids)."""
+    return tuple(map(str, values.tolist()))
+
+
 class _Frame:
     """The Annotations built from a DataFrame, with the original task and label values to map results back."""
 
@@ -200,9 +206,9 @@ class _Frame:
             item.astype(np.int32),
             worker.astype(np.int32),
             label.astype(np.int32),
-            tuple(str(t) for t in self.tasks),
-            tuple(str(w) for w in self.workers),
-            tuple(str(c) for c in self.classes),
+            _names(self.tasks),
+            _names(self.workers),
+            _names(self.classes),
             gold=g,
             name="DataFrame",
         )
@@ -222,7 +228,9 @@ class _Frame:
             if not tokens:
                 tokens = [str(t) for t in given]  # none is a label: the reader's note says so
         data = _responses(self.data, tokens, "python")
-        data = replace(data, notes=tuple(n.replace("read_annotations(..., ", "fit(df, ") for n in data.notes))
+        notes = tuple(n.replace("read_annotations(..., ", "fit(df, ") for n in data.notes)
+        if notes != data.notes:  # a new Annotations checks every name again: only when something changed
+            data = replace(data, notes=notes)
         if data.response_names:
             keep = [self.data.class_names.index(c) for c in data.class_names]
             gone = [self.data.class_names.index(c) for c in data.response_names]

@@ -222,8 +222,9 @@ def _shift(exc: DataError, offset: int) -> DataError:
 class _Pass0:
     """State of the first pass: distinct names per chunk, codes on disk, notes."""
 
-    def __init__(self, path: Path, folder: Path, chunk_rows: int, where: str):
+    def __init__(self, path: Path, folder: Path, chunk_rows: int, where: str, progress=None):
         self.path, self.folder, self.chunk_rows, self.where = path, folder, chunk_rows, where
+        self.progress = progress  # progress(rows read so far, None) after each chunk
         self.items: list = []  # Arrow arrays of each chunk's distinct item names
         self.item_rows: list[np.ndarray] = []  # rows per distinct item name of each chunk
         self.workers: list[np.ndarray] = []
@@ -268,6 +269,8 @@ class _Pass0:
                 for i, c in enumerate((items, workers, labels)):
                     self.offsets[i] += c.uniq.size
                 self.n_rows += table.n_rows
+                if self.progress is not None:
+                    self.progress(self.n_rows, None)
                 if sum(u.size for u in self.labels) > 20 * get_limits().max_classes:
                     self._check_classes()
         if cols is None:  # no header row, or nothing below it: the in-memory reader's own message
@@ -464,11 +467,11 @@ def _global(locals_: list[np.ndarray], *, merge_numbers: bool = False, arrow=Non
 class StreamedData:
     """A long CSV read once into dictionaries (in memory) and bucket files of int32 codes (on disk)."""
 
-    def __init__(self, path, chunk_rows: int, folder: Path, where: str = "python"):
+    def __init__(self, path, chunk_rows: int, folder: Path, where: str = "python", progress=None):
         path = Path(path)
         if not path.is_file():
             raise not_a_file(path)
-        p0 = _Pass0(path, folder, chunk_rows, where)
+        p0 = _Pass0(path, folder, chunk_rows, where, progress)
         p0.run()
         _release()
         item_names, item_rank, _ = _global([], arrow=p0.items)
@@ -676,6 +679,7 @@ def fit_file(
     known=None,
     model_options: dict | None = None,
     known_column: str | None = None,
+    read_progress: Callable[[int, None], None] | None = None,
 ) -> EngineRun:
     """Fit ``method`` ("mv", "ds", "one_coin", "two_coin", "mace", "mace_vb", "ibcc", "ebcc") to a long CSV or
     Parquet file without holding it in memory.
@@ -687,9 +691,10 @@ def fit_file(
 
     Returns an :class:`crowdlab.engines.blocks.EngineRun` shaped like ``cl.fit``'s Run: ``labels()``, ``posterior``
     (N, K), ``params``, ``history()``, ``objective_history()``, ``converged``, ``stop_reason``, ``data``
-    (names and counts). ``chunk_rows``: rows per chunk read and per bucket (memory ~ chunk_rows x 100 bytes).
-    ``workdir``: where the temporary files go (12 bytes per label, and two N x K float64 posterior files;
-    removed at the end).
+    (names and counts). ``progress(iteration, max_iter)``: after each EM pass; ``read_progress(rows, None)``: after
+    each chunk of the first pass, which reads the file. ``chunk_rows``: rows per chunk read and per bucket (memory
+    ~ chunk_rows x 100 bytes). ``workdir``: where the temporary files go (12 bytes per label, and two N x K float64
+    posterior files; removed at the end).
     """
     check_where(where)
     chunk_rows = check_chunk_rows(chunk_rows, where)
@@ -702,7 +707,7 @@ def fit_file(
         known = known_from_column(path, known_column, chunk_rows, where)
     t0 = time.perf_counter()
     with tempfile.TemporaryDirectory(prefix="crowdlab-stream-", dir=workdir) as tmp:
-        sd = StreamedData(path, int(chunk_rows), Path(tmp), where)
+        sd = StreamedData(path, int(chunk_rows), Path(tmp), where, read_progress)
         t1 = time.perf_counter()
         N, K = sd.n_items, sd.n_classes
         if getattr(model.info, "binary_only", False) and K != 2:

@@ -28,8 +28,8 @@ from crowdlab.engines.blocks import ENGINE_METHODS
 from crowdlab.errors import CrowdlabError, DataError
 from crowdlab.io import safe
 from crowdlab.ui import sessions, state
-from crowdlab.ui.lab import STOP_WORDS, table_height, with_progress
-from crowdlab.ui.progress import seconds
+from crowdlab.ui.lab import STOP_WORDS, table_height
+from crowdlab.ui.progress import Pace, seconds
 
 FILES_ENV = "CROWDLAB_FILES_DIR"
 LOOPBACK = ("127.0.0.1", "localhost", "::1")
@@ -155,10 +155,7 @@ def _fit(allowed: list[Path]) -> None:
         prior = float(st.session_state.get(PRIOR) or 0.0)
         max_iter = int(st.session_state.get(MAX_ITER) or 500)
         t0 = time.perf_counter()
-        run = with_progress(
-            f"Reading '{path.name}' and running EM by streaming (one pass per iteration)",
-            lambda progress: fit_file(path, method, prior=prior, max_iter=max_iter, where="app", progress=progress),
-        )
+        run = _fit_with_bar(fit_file, path, method, prior, max_iter)
         folder = Path(tempfile.mkdtemp(prefix="crowdlab-fit-"))
         write_engine_outputs(run, folder)
     except (CrowdlabError, ValueError) as exc:  # the engine's and the readers' messages say what is wrong
@@ -171,6 +168,27 @@ def _fit(allowed: list[Path]) -> None:
     if old:
         shutil.rmtree(old["folder"], ignore_errors=True)
     st.session_state[RESULT] = _summary(run, path, folder, time.perf_counter() - t0)
+
+
+def _fit_with_bar(fit_file, path: Path, method: str, prior: float, max_iter: int):
+    """``fit_file`` under one bar: the labels read so far in the first pass, then each EM pass with its pace (timed
+    from the first pass's end, so the reading does not count as an iteration's time)."""
+    bar = st.progress(0.0, text=f"Reading '{path.name}'...")
+    show = lambda f, words: bar.progress(f, text=words)  # noqa: E731
+    em: list[Pace] = []
+
+    def passes(done: int, total: int) -> None:
+        if not em:
+            em.append(Pace(show, "EM by streaming, one pass over the file per iteration"))
+        em[0](done, total)
+
+    try:
+        reading = Pace(show, f"Reading '{path.name}'", unit="label", bound=False)
+        return fit_file(
+            path, method, prior=prior, max_iter=max_iter, where="app", progress=passes, read_progress=reading
+        )
+    finally:
+        bar.empty()
 
 
 def _summary(run, path: Path, folder: Path, elapsed: float) -> dict:

@@ -124,3 +124,20 @@ def test_an_upload_past_a_limit_opens_the_streaming_section(allowed):
     assert any("To raise the limit" in e.value for e in at.error)
     box = [e for e in at.expander if "Fit a large file" in e.label]
     assert box and box[0].proto.expanded
+
+
+def test_the_bar_counts_the_labels_read_then_each_pass(tmp_path):
+    """The first pass reports the rows read so far (chunk by chunk); the EM passes their iteration."""
+    from crowdlab.engines.stream import fit_file
+
+    labels, _ = sample_paths("bluebirds")
+    read, passes = [], []
+    run = fit_file(
+        labels,
+        "ds",
+        chunk_rows=1000,
+        progress=lambda i, n: passes.append((i, n)),
+        read_progress=lambda r, n: read.append(r),
+    )
+    assert read == [1000, 2000, 3000, 4000, 4212]
+    assert [i for i, _ in passes] == list(range(1, run.last.iteration + 1)) and passes[0][1] == 10000

@@ -36,6 +36,8 @@ LOOPBACK = ("127.0.0.1", "localhost", "::1")
 SUFFIXES = (".csv", ".tsv", ".txt", ".parquet", ".pq")
 OUTPUTS = ("labels.csv", "posteriors.csv", "workers.csv", "params.json", "history.json")
 DOWNLOAD_MB = 200  # larger result files are named by their path only (a download is read into memory first)
+RESULTS_PREFIX = "crowdlab-fit-"  # the results' folders, in the system's temporary folder
+RESULTS_KEEP_S = 24 * 3600  # a results folder older than this is removed by the next fit (a closed tab's, say)
 WORKER_ROWS = 1000  # rows of the workers table shown (all of them are in workers.csv)
 
 PATH = "data.large.path"
@@ -123,7 +125,7 @@ def section(expanded: bool = False) -> None:
             return
         st.caption(safe.md(f"Files under {', '.join(str(r) for r in allowed)} ({why})."))
         st.text_input("Path of the label file", key=PATH, placeholder=str(allowed[0] / "labels.csv"))
-        c1, c2, c3, c4 = st.columns([3, 2, 2, 2], vertical_alignment="bottom")
+        c1, c2, c3, c4 = st.columns([5, 3, 3, 4], vertical_alignment="bottom")
         c1.selectbox("Method", ENGINE_METHODS, format_func=state.method_title, key=METHOD, index=1)
         c2.number_input(
             "Prior", min_value=0.0, max_value=1e6, value=0.0, step=0.5, key=PRIOR, help="Pseudo-counts (0: none)"
@@ -156,8 +158,12 @@ def _fit(allowed: list[Path]) -> None:
         max_iter = int(st.session_state.get(MAX_ITER) or 500)
         t0 = time.perf_counter()
         run = _fit_with_bar(fit_file, path, method, prior, max_iter)
-        folder = Path(tempfile.mkdtemp(prefix="crowdlab-fit-"))
-        write_engine_outputs(run, folder)
+        _remove_old_results()
+        folder = Path(tempfile.mkdtemp(prefix=RESULTS_PREFIX))
+        with st.spinner(
+            f"Writing the results of {run.data.n_items:,} items (labels, posteriors, workers)...", show_time=True
+        ):
+            write_engine_outputs(run, folder)
     except (CrowdlabError, ValueError) as exc:  # the engine's and the readers' messages say what is wrong
         st.session_state[ERROR] = str(exc)
         return
@@ -167,7 +173,7 @@ def _fit(allowed: list[Path]) -> None:
     old = st.session_state.get(RESULT)
     if old:
         shutil.rmtree(old["folder"], ignore_errors=True)
-    st.session_state[RESULT] = _summary(run, path, folder, time.perf_counter() - t0)
+    st.session_state[RESULT] = _summary(run, path, folder, time.perf_counter() - t0, prior)
 
 
 def _fit_with_bar(fit_file, path: Path, method: str, prior: float, max_iter: int):
@@ -191,7 +197,29 @@ def _fit_with_bar(fit_file, path: Path, method: str, prior: float, max_iter: int
         bar.empty()
 
 
-def _summary(run, path: Path, folder: Path, elapsed: float) -> dict:
+def _remove_old_results(now: float | None = None) -> None:
+    """Remove the results folders of fits older than RESULTS_KEEP_S (their sessions are long gone)."""
+    now = time.time() if now is None else now
+    for old in Path(tempfile.gettempdir()).glob(RESULTS_PREFIX + "*"):
+        try:
+            if old.is_dir() and now - old.stat().st_mtime > RESULTS_KEEP_S:
+                shutil.rmtree(old, ignore_errors=True)
+        except OSError:
+            pass
+
+
+def _limit_hint(run, prior: float) -> str:
+    """What to try when EM stopped at its iteration limit before converging."""
+    hint = f"EM had not converged after {run.max_iter:,} iterations: raise Most iterations"
+    if run.model.info.prior_pull and not prior:
+        hint += (
+            ", or give a Prior (e.g. 1: pseudo-counts that keep the estimates off 0 and 1; it often converges far "
+            "sooner)"
+        )
+    return hint + "."
+
+
+def _summary(run, path: Path, folder: Path, elapsed: float, prior: float = 0.0) -> dict:
     d = run.data
     K = len(d.class_names)
     counts = np.bincount(np.asarray(run.labels(), dtype=np.int64), minlength=K)[:K]
@@ -209,6 +237,7 @@ def _summary(run, path: Path, folder: Path, elapsed: float) -> dict:
         "labels": d.n_obs,
         "iterations": int(run.last.iteration),
         "stop": STOP_WORDS.get(reason, reason or "done"),
+        "hint": _limit_hint(run, prior) if reason == "max_iter" else "",
         "objective": run.objective,
         "seconds": elapsed,
         "classes": pd.DataFrame(
@@ -228,17 +257,30 @@ def _show(r: dict) -> None:
         ),
         icon=":material/check_circle:",
     )
+    if r.get("hint"):
+        st.warning(safe.md(r["hint"]), icon=":material/info:")
     for note in r["notes"]:
         st.caption(safe.md(note))
     left, right = st.columns([2, 3])
     left.markdown("**Items per class** (each item's most probable class)")
-    left.dataframe(r["classes"], hide_index=True, column_config={"share": st.column_config.NumberColumn(format="%.3f")})
+    left.dataframe(
+        r["classes"],
+        hide_index=True,
+        column_config={
+            "items": st.column_config.NumberColumn(format="localized"),
+            "share": st.column_config.NumberColumn(format="%.3f"),
+        },
+    )
     shown = len(r["workers_table"])
     right.markdown(
-        f"**Workers** ({'the ' + str(shown) + ' with most labels; ' if shown < r['workers'] else ''}"
-        "all of them in workers.csv)"
+        f"**Workers** ({f'the {shown:,} with most labels; ' if shown < r['workers'] else ''}all of them in workers.csv)"
     )
-    right.dataframe(r["workers_table"], hide_index=True, height=table_height(shown))
+    right.dataframe(
+        r["workers_table"],
+        hide_index=True,
+        height=table_height(shown),
+        column_config={"n_labels": st.column_config.NumberColumn(format="localized")},
+    )
     folder = Path(r["folder"])
     st.caption(safe.md(f"The results are in {folder} (until the next fit here replaces them)."))
     cols = st.columns(len(OUTPUTS))

@@ -71,6 +71,17 @@ def test_a_file_on_disk_is_fitted_by_streaming_as_in_memory(allowed, method):
     shutil.rmtree(at.session_state[large_file.RESULT]["folder"])
 
 
+def test_a_fit_stopped_at_its_limit_says_what_to_try(allowed):
+    shutil.copy(sample_paths("bluebirds")[0], allowed / "birds.csv")
+    at = _fit(allowed / "birds.csv", "ds", **{large_file.MAX_ITER: 3})
+    assert not at.exception, [e.value for e in at.exception]
+    r = at.session_state[large_file.RESULT]
+    assert r["iterations"] == 3 and r["stop"] == "stopped at the iteration limit"
+    warned = [w.value.replace("\\", "") for w in at.warning]
+    assert any("not converged after 3 iterations" in w and "give a Prior" in w for w in warned), warned
+    shutil.rmtree(r["folder"])
+
+
 @pytest.mark.parametrize(
     "make, words",
     [
@@ -92,6 +103,20 @@ def test_a_bad_path_or_file_is_refused_in_a_sentence(allowed, make, words):
     assert any(words in e for e in errors), errors
     assert large_file.RESULT not in at.session_state
     assert at.session_state[state.DATA_ID] == "sample:bluebirds"
+
+
+def test_old_results_folders_are_removed_by_the_next_fit(tmp_path, monkeypatch):
+    import os
+    import tempfile
+
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    old, new = tmp_path / (large_file.RESULTS_PREFIX + "old"), tmp_path / (large_file.RESULTS_PREFIX + "new")
+    for f in (old, new):
+        f.mkdir()
+        (f / "labels.csv").write_text("item,label\n")
+    os.utime(old, (1, 1))
+    large_file._remove_old_results()
+    assert not old.exists() and new.exists()
 
 
 def test_off_when_the_app_is_shown_to_other_machines(monkeypatch):

@@ -151,6 +151,7 @@ def _fit(allowed: list[Path]) -> None:
     """Fit the chosen file under a progress bar; its results replace the last fit's (whose folder is removed)."""
     from crowdlab.engines.stream import fit_file
 
+    folder = None
     try:
         path = check_path(st.session_state.get(PATH, ""), allowed)
         method = st.session_state.get(METHOD) or "ds"
@@ -164,11 +165,14 @@ def _fit(allowed: list[Path]) -> None:
             f"Writing the results of {run.data.n_items:,} items (labels, posteriors, workers)...", show_time=True
         ):
             write_engine_outputs(run, folder)
-    except (CrowdlabError, ValueError) as exc:  # the engine's and the readers' messages say what is wrong
-        st.session_state[ERROR] = str(exc)
-        return
-    except OSError as exc:
-        st.session_state[ERROR] = f"Could not read or write a file: {exc.strerror or exc} ({exc.filename or path})."
+    except (CrowdlabError, ValueError, OSError) as exc:  # the engine's and the readers' messages say what is wrong
+        if folder is not None:
+            shutil.rmtree(folder, ignore_errors=True)  # half-written results: nothing to offer
+        if isinstance(exc, OSError):
+            where = f" ({exc.filename})" if exc.filename else ""
+            st.session_state[ERROR] = f"Could not read or write a file: {exc.strerror or exc}{where}."
+        else:
+            st.session_state[ERROR] = str(exc)
         return
     old = st.session_state.get(RESULT)
     if old:

@@ -105,6 +105,26 @@ def test_a_bad_path_or_file_is_refused_in_a_sentence(allowed, make, words):
     assert at.session_state[state.DATA_ID] == "sample:bluebirds"
 
 
+def test_results_that_cannot_be_written_leave_a_sentence_and_no_folder(allowed, monkeypatch, tmp_path):
+    import tempfile
+
+    from crowdlab.ui import large_file as lf
+
+    shutil.copy(sample_paths("bluebirds")[0], allowed / "birds.csv")
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+
+    def full(run, folder):
+        (folder / "labels.csv").write_text("item,label\n")
+        raise OSError(28, "No space left on device", str(folder / "posteriors.csv"))
+
+    monkeypatch.setattr(lf, "write_engine_outputs", full)
+    at = _fit(allowed / "birds.csv")
+    assert not at.exception, [e.value for e in at.exception]
+    errors = [e.value.replace("\\", "") for e in at.error]
+    assert any("Could not read or write a file: No space left on device" in e for e in errors), errors
+    assert list(tmp_path.glob(lf.RESULTS_PREFIX + "*")) == [] and lf.RESULT not in at.session_state
+
+
 def test_old_results_folders_are_removed_by_the_next_fit(tmp_path, monkeypatch):
     import os
     import tempfile

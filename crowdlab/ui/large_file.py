@@ -125,13 +125,15 @@ def section(expanded: bool = False) -> None:
             return
         st.caption(safe.md(f"Files under {', '.join(str(r) for r in allowed)} ({why})."))
         st.text_input("Path of the label file", key=PATH, placeholder=str(allowed[0] / "labels.csv"))
-        c1, c2, c3, c4 = st.columns([5, 3, 3, 4], vertical_alignment="bottom")
+        # the method's box wide enough for "Bayesian Dawid-Skene (IBCC, variational)" beside an open sidebar at
+        # 1024 px; the button on its own line
+        c1, c2, c3 = st.columns([3, 1, 1], vertical_alignment="bottom")
         c1.selectbox("Method", ENGINE_METHODS, format_func=state.method_title, key=METHOD, index=1)
         c2.number_input(
             "Prior", min_value=0.0, max_value=1e6, value=0.0, step=0.5, key=PRIOR, help="Pseudo-counts (0: none)"
         )
         c3.number_input("Most iterations", min_value=1, max_value=100_000, value=500, step=100, key=MAX_ITER)
-        c4.button("Fit by streaming", key="data.large.fit", type="primary", on_click=_on_fit, width="stretch")
+        st.button("Fit by streaming", key="data.large.fit", type="primary", on_click=_on_fit)
         if st.session_state.get(PENDING):
             st.session_state[PENDING] = False
             _fit(allowed)

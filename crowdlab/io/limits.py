@@ -228,14 +228,17 @@ def describe(lim: Limits | None = None) -> str:
     )
 
 
+RAISE = "To raise the limit"  # how every refusal for a limit ends (the Data page looks for it)
+
+
 def how_to_raise(field: str, where: str = "python") -> str:
     """The sentence telling a user how to raise one limit, in the spelling of ``where``."""
     env = Limits().env_name(field)
     if where == "python":
-        return f"To raise the limit, call crowdlab.io.limits.set_limits({field}=...) or set {env}."
+        return f"{RAISE}, call crowdlab.io.limits.set_limits({field}=...) or set {env}."
     if where == "app":
-        return f"To raise the limit, restart the app with the environment variable {env} set."
-    return f"To raise the limit, set the environment variable {env}."
+        return f"{RAISE}, restart the app with the environment variable {env} set."
+    return f"{RAISE}, set the environment variable {env}."
 
 
 def as_dict() -> dict:

@@ -402,7 +402,6 @@ def _on_simulate_scores() -> None:
 
 
 # ---------------------------------------------------------------------------- the page
-LIMIT_WORDS = "To raise the limit"  # how every limit's refusal ends (crowdlab.io.limits.how_to_raise)
 TABS = ("Upload", "Simulate a crowd", "Simulate scores (lecture)", "Bundled")
 TAB = "data.tab"  # widget
 TAB_VALUE = "data.tab_value"  # plain key: the open tab comes back after a page switch
@@ -484,7 +483,7 @@ def upload_tab() -> None:
     elif st.session_state.get(UPLOAD_OK):
         st.success(safe.md(st.session_state[UPLOAD_OK]))
     # past a limit (or the upload box's size) the streaming engine fits the file from disk instead
-    large_file.section(expanded=bool(error) and LIMIT_WORDS in error)
+    large_file.section(expanded=bool(error) and limits.RAISE.lower() in error.lower())
 
 
 def _size(content: bytes) -> str:

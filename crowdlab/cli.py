@@ -155,8 +155,8 @@ def build_parser() -> argparse.ArgumentParser:
     )
 
     g = f.add_argument_group(
-        "bigger than memory / on a Dask cluster (methods mv, ds, one_coin, two_coin, glad, mace, mace_vb, ibcc; "
-        "ebcc on --stream only; --known)"
+        "bigger than memory / on a Dask cluster (methods mv, ds, one_coin, two_coin, glad, mace, mace_vb, ibcc, "
+        "ebcc; --known)"
     )
     g.add_argument(
         "--engine",
@@ -526,7 +526,7 @@ def cmd_fit_engine(args: argparse.Namespace, engine: str) -> int:
     from crowdlab.engines.blocks import engine_model
 
     options = {k: v for k, v in _model_options(args).items() if k == "class_prior"}
-    engine_model(args.method, 0.0, options, engine)  # a method the engine does not run: refused before reading
+    engine_model(args.method, 0.0, options)  # a method the engine does not run: refused before reading
     out = check_out(args, ENGINE_OUTPUTS)
     if engine == "stream":
         from crowdlab.engines.stream import fit_file

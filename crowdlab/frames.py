@@ -597,7 +597,7 @@ def _check_engine(params: dict, key: str, model_kw: dict) -> None:
         return
     from crowdlab.engines.blocks import engine_model
 
-    engine_model(key, params["prior"] or 0.0, model_kw, engine)  # a method the engine does not run: its message
+    engine_model(key, params["prior"] or 0.0, model_kw)  # a method the engine does not run: its message
     used = [
         name
         for name, given in (

@@ -17,14 +17,14 @@ and the statistics of the new posterior come out of the same pass, and log p(x |
 
 Supported: "mv", "ds", "one_coin", "two_coin", "mace" (soft EM, optional prior strength), "mace_vb", "ibcc" and
 "ebcc" (variational Bayes: the objective is the ELBO, the statistics the same expected counts), started by majority
-vote, optionally semi-supervised (``known``: each block's fixed classes, -1 for unknown); GLAD on the streaming
-and Dask engines by its own driver (`crowdlab.engines.glad_blocks`). The models whose M-step
-iterates (MACE's inner EM over the spam indicators) start it from the parameters of the E-step, as in memory
-(``m_step_from_stats(..., start)``); the variational ones add -KL(posteriors || priors) where the EM ones add the log
-prior (`objective_terms`). EBCC splits its majority-vote start over the subtypes with seeded random weights in the
-item order (``split_rng``: the streaming engine's blocks come in that order; the Dask engine's do not, and refuses
-it). Not supported here: hard EM, other initialisations, the scores/HMM/MRF/Raykar models (their latent variables or
-features do not split by item), gold inside the engines.
+vote, optionally semi-supervised (``known``: each block's fixed classes, -1 for unknown); GLAD on the streaming and
+Dask engines by its own driver (`crowdlab.engines.glad_blocks`). The models whose M-step iterates (MACE's inner EM
+over the spam indicators) start it from the parameters of the E-step, as in memory (``m_step_from_stats(...,
+start)``); the variational ones add -KL(posteriors || priors) where the EM ones add the log prior
+(`objective_terms`). EBCC splits its majority-vote start over the subtypes with seeded random weights drawn from
+each item's name (``split_keys``), so the streaming engine's blocks and the Dask engine's partitions start as the
+in-memory fit does. Not supported here: hard EM, other initialisations, the scores/HMM/MRF/Raykar models (their
+latent variables or features do not split by item), gold inside the engines.
 """
 
 from __future__ import annotations
@@ -51,8 +51,6 @@ from crowdlab.models.base import entropy_rows, safe_log
 from crowdlab.models.majority import MajorityVote
 
 ENGINE_METHODS = ("mv", "ds", "one_coin", "two_coin", "glad", "mace", "mace_vb", "ibcc", "ebcc")
-STREAM_ONLY = ("ebcc",)
-"""Methods the streaming engine runs but the Dask engine refuses (EBCC's random start in the item order)."""
 _MEMOS = ("_lj_memo", "_known_memo", "_terms_memo", "_joint_memo", "_elbo_memo", "_prior_memo", "_pvec_memo")
 
 
@@ -185,7 +183,7 @@ def block_round(
     n_items: int = 0,
     M: int = 0,
     K: int = 0,
-    split_rng: np.random.Generator | None = None,
+    split_keys: np.ndarray | None = None,
 ) -> tuple[np.ndarray, np.ndarray | None, Stats]:
     """One block's E-step and M-step statistics: (q (n_items, K), hard labels or None, Stats).
 
@@ -193,8 +191,9 @@ def block_round(
     (q = vote fractions: EM's majority-vote start) or "mv" (majority vote with ties split, hard labels by the rule
     of `crowdlab.models.majority.majority_labels`, whose tie bonus is ``mv_bonus``). ``block`` None: an empty
     block (``n_items``, ``M``, ``K`` give the shapes). ``known``: the block's fixed classes (-1: unknown), clamped in
-    both modes. EBCC: the statistics are over its joint posterior r (N, L K) (``split_rng`` splits the votes over
-    the subtypes, `crowdlab.models.ebcc.split_subtypes`); q is the class marginal.
+    both modes. EBCC: the statistics are over its joint posterior r (N, L K) (in "votes" mode the votes are split
+    over the subtypes by `crowdlab.models.ebcc.split_subtypes` from ``split_keys``, the block's item keys
+    (`crowdlab.models.ebcc.item_keys`)); q is the class marginal.
     """
     from crowdlab.models.base import _inner, column_sums
     from crowdlab.models.dawid_skene import expected_counts
@@ -230,10 +229,10 @@ def block_round(
             tot = v.sum(axis=1, keepdims=True)
             q = _clamp_rows(np.where(tot > 0, v / np.maximum(tot, 1), 1.0 / K), known)
             if ebcc:
-                from crowdlab.models.ebcc import split_subtypes
+                from crowdlab.models.ebcc import item_keys, split_subtypes
 
-                rng = split_rng if split_rng is not None else np.random.default_rng(model.seed)
-                r = split_subtypes(q, model.subtypes, rng)
+                keys = split_keys if split_keys is not None else item_keys(block.item_names)
+                r = split_subtypes(q, model.subtypes, model.seed, keys)
         else:
             top = v == v.max(axis=1, keepdims=True)
             q = top / top.sum(axis=1, keepdims=True)
@@ -260,7 +259,7 @@ def mv_bonus(class_totals: np.ndarray) -> np.ndarray:
     return bonus
 
 
-def engine_model(method: str, prior: float = 0.0, options: dict | None = None, engine: str = "stream"):
+def engine_model(method: str, prior: float = 0.0, options: dict | None = None):
     """The model an engine runs (``options``: the model's constructor options, e.g. ``class_prior``), or a
     ModelError naming what the engines support."""
     from crowdlab.models import ALIASES
@@ -275,12 +274,6 @@ def engine_model(method: str, prior: float = 0.0, options: dict | None = None, e
         raise ModelError(
             f"The streaming and Dask engines run {', '.join(ENGINE_METHODS)}; {method!r} needs the whole data set "
             "in memory (crowdlab.fit)."
-        )
-    if engine == "dask" and key in STREAM_ONLY:
-        raise ModelError(
-            "EBCC is not offered by the Dask engine: its start splits each item's majority vote over the subtypes "
-            "with seeded random weights drawn in the in-memory item order, which the Dask engine's partitions do "
-            "not follow. Use the streaming engine (--stream, crowdlab.engines.stream.fit_file) or crowdlab.fit."
         )
     if key == "mv":
         return make_model(key)

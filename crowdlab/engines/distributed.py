@@ -35,9 +35,8 @@ pandas DataFrame in the in-memory item order), ``posterior`` / ``labels()`` (arr
 
 Limits: the client holds the worker and class dictionaries and the (M, K, K) statistics; each partition holds its
 rows and its items' posteriors; ``posterior_frame()`` brings every item's posterior to the client. Not supported:
-gold, hard EM, other starts than majority vote, EBCC (its random start follows the in-memory item order: use the
-streaming engine), the scores/sequence/network/feature models. GLAD keeps each item's difficulty in its part and
-runs 2 m_rounds passes per iteration (`crowdlab.engines.glad_blocks`).
+gold, hard EM, other starts than majority vote, the scores/sequence/network/feature models. GLAD keeps each item's
+difficulty in its part and runs 2 m_rounds passes per iteration (`crowdlab.engines.glad_blocks`).
 """
 
 from __future__ import annotations
@@ -62,6 +61,7 @@ from crowdlab.engines.blocks import (
     block_round,
     check_known_model,
     engine_model,
+    is_ebcc,
     known_for_items,
     mv_bonus,
     read_known,
@@ -481,6 +481,7 @@ def _worker_round(parts: list[Part], model, params, M: int, K: int, mode: str, b
     the one before), and the sum of their statistics in the parts' order: one task and one small message per
     worker and round. ``cells``: N x K of the whole data set, which decides whether the compiled kernels pay for
     loading (`crowdlab.models.kernels.load_for`), as in memory."""
+    from crowdlab.models.ebcc import item_keys
     from crowdlab.models.kernels import load_for
 
     _tune_malloc()
@@ -488,7 +489,10 @@ def _worker_round(parts: list[Part], model, params, M: int, K: int, mode: str, b
     total = None
     for part in parts:
         n = len(part.items)
-        q, hard, st = block_round(part.block, model, params, mode, bonus, part.known, n_items=n, M=M, K=K)
+        keys = item_keys(part.items) if mode == "votes" and is_ebcc(model) else None  # EBCC's split
+        q, hard, st = block_round(
+            part.block, model, params, mode, bonus, part.known, n_items=n, M=M, K=K, split_keys=keys
+        )
         part.prev, part.cur = part.cur, (q, hard)
         total = st if total is None else total + st
     return total
@@ -664,7 +668,7 @@ def fit(
     from dask import delayed
     from distributed import wait
 
-    model = engine_model(method, prior, model_options, engine="dask")
+    model = engine_model(method, prior, model_options)
     check_where(where)
     check_npartitions(npartitions, where=where)
     check_known_model(model, known)

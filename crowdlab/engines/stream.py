@@ -65,6 +65,7 @@ from crowdlab.engines.blocks import (
     block_round,
     check_known_model,
     engine_model,
+    is_ebcc,
     known_class_codes,
     known_for_items,
     make_block,
@@ -715,6 +716,7 @@ def fit_file(
 
             raise ModelError(f"{model.info.title} is for two classes; this file has {K}.")
         _check_state_fits(N, K)
+        from crowdlab.models.ebcc import item_keys
         from crowdlab.models.kernels import load_for
 
         load_for(N * K)  # the buckets run the compiled kernels whenever the in-memory fit of this file would
@@ -733,11 +735,12 @@ def fit_file(
             state["cur"] = 1 - state["cur"]
             total = None
             hard = np.empty(N, dtype=np.int32) if mode == "mv" else None
-            rng = np.random.default_rng(getattr(model, "seed", 0)) if mode == "votes" else None  # EBCC's split
+            keys = item_keys(sd.data.item_names) if mode == "votes" and is_ebcc(model) else None  # EBCC's split
             with open(files[state["cur"]], "wb") as fq:
                 for lo, hi, block in sd.blocks():
                     kn = None if fixed is None else fixed[lo:hi]
-                    q, h, st = block_round(block, model, params, mode, bonus, kn, split_rng=rng)
+                    kk = None if keys is None else keys[lo:hi]
+                    q, h, st = block_round(block, model, params, mode, bonus, kn, split_keys=kk)
                     np.ascontiguousarray(q, dtype=np.float64).tofile(fq)
                     if hard is not None:
                         hard[lo:hi] = h

@@ -33,7 +33,9 @@ Objective: the ELBO = sum r (E-step exponent) + H(r) - KL(q(kappa) || p) - KL(q(
 
 The subtypes are exchangeable, so a start that splits every class evenly over them would stay even for ever; as in
 the paper's code, a start from class marginals q (majority vote, random, another model's posterior) splits each
-item's q_nk over the subtypes with seeded Dirichlet(1, ..., 1) weights (``seed``).
+item's q_nk over the subtypes with seeded Dirichlet(1, ..., 1) weights (``seed``). Each item's draws come from the
+seed and its name alone (a counter-based generator, `split_subtypes`), so the in-memory, streaming and Dask fits start
+alike whatever the order or partition of the items.
 
 Parameters shown (``EbccParams``): pi = E kappa, gamma = each worker's confusion averaged over the subtypes,
 gamma_m(k', k) = sum_l E phi_k(l) E V_ml(k', k) (what Dawid-Skene's matrix estimates), plus nu (K,), eta (L, K)
@@ -139,14 +141,53 @@ class EbccPosterior:
     r: np.ndarray
 
 
-def split_subtypes(q: np.ndarray, L: int, rng: np.random.Generator) -> np.ndarray:
-    """(N, L K): each q_nk split over the L subtypes with Dirichlet(1, ..., 1) weights drawn from ``rng`` (N x K
-    draws in row order, so consecutive blocks of rows drawn from one generator split as the whole would)."""
+_GOLDEN = 0x9E3779B97F4A7C15  # 2^64 / the golden ratio: splitmix64's increment
+_MASK = (1 << 64) - 1
+
+
+def _mix(x: np.ndarray) -> np.ndarray:
+    """splitmix64's finaliser on uint64 ``x``, in place (wrapping arithmetic): each bit of the input moves about
+    half the bits of the output."""
+    x ^= x >> np.uint64(30)
+    x *= np.uint64(0xBF58476D1CE4E5B9)
+    x ^= x >> np.uint64(27)
+    x *= np.uint64(0x94D049BB133111EB)
+    x ^= x >> np.uint64(31)
+    return x
+
+
+def item_keys(names) -> np.ndarray:
+    """(N,) uint64: a 64-bit key per item name (pandas' SipHash of the text, the same in every process and run).
+    ``names``: a sequence of str, an Arrow string array, or the engines' `ArrowNames`."""
+    from pandas.util import hash_array
+
+    arr = getattr(names, "array", names)
+    if not isinstance(arr, np.ndarray) and hasattr(arr, "to_numpy"):
+        arr = arr.to_numpy(zero_copy_only=False)
+    return hash_array(np.asarray(arr, dtype=object))
+
+
+def split_subtypes(q: np.ndarray, L: int, seed: int, keys: np.ndarray, rows: int = 1 << 15) -> np.ndarray:
+    """(N, L K): each q_nk split over the L subtypes with Dirichlet(1, ..., 1) weights (L independent Exp(1)
+    draws, normalised). The draws of item n come from its name's key (`item_keys`) and ``seed`` alone, by a
+    counter-based generator (splitmix64 of key XOR a salt per (class, subtype)), not from a stream in item order:
+    any partition of the items, in any order, on any engine, draws the same split (``rows``: items per batch, which
+    bounds the temporaries)."""
     N, K = q.shape
     if L == 1:
         return q.copy()
-    w = rng.dirichlet(np.ones(L), size=(N, K))  # (N, K, L)
-    return np.ascontiguousarray((w * q[:, :, None]).transpose(0, 2, 1).reshape(N, L * K))
+    base = int(_mix(np.array([(int(seed) + _GOLDEN) & _MASK], np.uint64))[0])
+    salts = _mix(np.array([(base + (j + 1) * _GOLDEN) & _MASK for j in range(K * L)], dtype=np.uint64))
+    keys = np.asarray(keys, dtype=np.uint64)
+    out = np.empty((N, L * K))
+    for lo in range(0, N, rows):
+        hi = min(N, lo + rows)
+        x = _mix(keys[lo:hi, None] ^ salts[None, :])  # (n, K L): column k L + l
+        u = ((x >> np.uint64(11)).astype(np.float64) + 0.5) * 2.0**-53  # uniform on (0, 1), never 0 or 1
+        e = -np.log(u).reshape(hi - lo, K, L)
+        w = e / e.sum(axis=2, keepdims=True)
+        out[lo:hi] = (w * q[lo:hi, :, None]).transpose(0, 2, 1).reshape(hi - lo, L * K)
+    return out
 
 
 class EBCC(VariationalObjective, LatentModel):
@@ -279,10 +320,11 @@ class EBCC(VariationalObjective, LatentModel):
     # ------------------------------------------------------------------ the M-step
     def as_posterior(self, data: Annotations, q: np.ndarray) -> EbccPosterior:
         """Class marginals q (N, K) as a joint over (subtype, class): each q_nk split over the L subtypes with
-        Dirichlet(1, ..., 1) weights drawn with ``seed`` (the paper's start; an even split would never break the
-        subtypes' symmetry)."""
+        Dirichlet(1, ..., 1) weights drawn from ``seed`` and the item's name (the paper's start; an even split would
+        never break the subtypes' symmetry; `split_subtypes`)."""
         q = self.clamp(data, np.asarray(q, dtype=np.float64))
-        return EbccPosterior(q, split_subtypes(q, self.subtypes, np.random.default_rng(self.seed)))
+        keys = item_keys(data.item_names) if self.subtypes > 1 else None
+        return EbccPosterior(q, split_subtypes(q, self.subtypes, self.seed, keys))
 
     def m_step(self, data: Annotations, post) -> EbccParams:
         if not isinstance(post, EbccPosterior):

@@ -82,6 +82,9 @@ RISK_N, RISK_THETA, RISK_START, RISK_SEED = 500, 0.8, 0.6, 2  # one classifier's
 SPAM_SEED = 0  # the sparse crowd with many spammers (lesson 4)
 GOLD_REVEAL, GOLD_SEED = 0.1, 0  # the share of the gold classes revealed to semi-supervised Dawid-Skene, its draw
 COPY_SEED, COPY_RHO = 0, 0.7  # lesson 5's crowd: 4 honest workers and a clique of 5 careless copiers
+# EBCC's random split of the start over its subtypes (``seed``): the ELBO has local optima on lesson 5's crowd
+# (accuracy 0.54-0.92 over seeds 0-19); seed 1 ends at the highest ELBO of those 20 starts (tested)
+COPY_EBCC_SEED = 1
 JUDGES_FOLDER = "mohammadi2026_trajectory_judges"  # lesson 5's real panel of LLM judges (sample_data/)
 
 
@@ -318,7 +321,8 @@ def _variant(model, name: str):
     if name == "ds_gold":
         return DawidSkene().with_known(None, GOLD_REVEAL, GOLD_SEED)
     if name == "ebcc":
-        return EBCC()  # the paper's defaults: 10 subtypes, Dirichlet(1) + 3 on the diagonal (variational Bayes)
+        # the paper's defaults: 10 subtypes, Dirichlet(1) + 3 on the diagonal (variational Bayes)
+        return EBCC(seed=COPY_EBCC_SEED)
     raise ValueError(f"unknown model variant {name!r}")
 
 
@@ -475,9 +479,9 @@ def facts(run: Run | None) -> dict:
 
 def _copy_facts(data: Annotations, params, q: np.ndarray, acc: np.ndarray) -> dict:
     """Lesson 5's facts: the dependence check (``n_pairs``, ``n_flagged_pairs``, ``eff``, ``kish``, ``both``,
-    ``top_pair``, ``top_kappa``); on the copiers' crowd ``flag_in`` / ``flag_out`` (flagged pairs inside / outside
-    the clique), ``clique_acc`` / ``honest_acc`` (mean estimated accuracy of each group); on the judges ``acc`` (each
-    judge's estimated accuracy, by name)."""
+    ``top_pair``, ``top_kappa``); on the copiers' crowd ``flag_in`` / ``flag_out`` (flagged pairs inside /
+    outside the clique, of ``n_clique_pairs`` / ``n_out_pairs``), ``clique_acc`` / ``honest_acc`` (mean estimated
+    accuracy of each group); on the judges ``acc`` (each judge's estimated accuracy, by name)."""
     from crowdlab.analysis.dependence import dependence_check
 
     rep = dependence_check(data, params, q)
@@ -493,7 +497,7 @@ def _copy_facts(data: Annotations, params, q: np.ndarray, acc: np.ndarray) -> di
     if c is not None:
         same = (c[rep.a] == c[rep.b]) & (c[rep.a] >= 0)
         out |= {"flag_in": int((rep.flagged & same).sum()), "flag_out": int((rep.flagged & ~same).sum()),
-                "n_clique_pairs": int(same.sum())}  # fmt: skip
+                "n_clique_pairs": int(same.sum()), "n_out_pairs": int((~same).sum())}  # fmt: skip
         present = np.bincount(data.worker, minlength=data.n_workers) > 0
         out["clique_acc"] = float(acc[(c >= 0) & present].mean())
         out["honest_acc"] = float(acc[c < 0].mean())
@@ -1269,7 +1273,8 @@ COPY_LESSON = Lesson(
             "EBCC (Li, Rubinstein & Cohn 2019) gives every item a latent subtype within its class, shared by all "
             "its workers, and each worker one confusion matrix per subtype. Items on which the clique copies a "
             "wrong answer can form a subtype of their own, so copying no longer has to look like accuracy. "
-            "Variational Bayes, as IBCC; the majority start again.",
+            "Variational Bayes, as IBCC; the majority start again, split over the subtypes at random. "
+            "The ELBO has local optima: of 20 random splits we use the one that ends highest.",
             _EBCC,
             "switch_model:ebcc",
             "Switch to EBCC (majority start)",
@@ -1286,7 +1291,7 @@ COPY_LESSON = Lesson(
             "dependence",
             "EBCC: accuracy **{a[accuracy]:.3f}**, against Dawid-Skene's {r[ds][accuracy]:.3f} and the majority "
             "vote's {r[mv_accuracy]:.3f}. The check now flags **{a[flag_in]} of the {a[n_clique_pairs]}** pairs "
-            "inside the clique and {a[flag_out]} outside it: the clique found.",
+            "inside the clique and {a[flag_out]} of the {a[n_out_pairs]} outside it: the clique found.",
         ),
         Step(
             "Or count the clique once",

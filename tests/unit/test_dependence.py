@@ -113,9 +113,14 @@ def test_check_flags_a_strong_clique_quickly():
 
 
 def test_ebcc_beats_dawid_skene_on_a_strong_clique():
+    """EBCC's variational fit has local optima that depend on its random start (``seed``): of three starts, the one
+    with the highest ELBO (here 0.898 against the worst start's 0.824, whose ELBO is 11 nats lower) beats
+    Dawid-Skene (0.816), which follows the clique."""
     sim = simulate_correlated(500, 6, (4,), 3, rho=0.9, seed=0)
-    ds, eb = (accuracy(cl.fit(sim.annotations, m).labels(), sim.truth) for m in ("ds", "ebcc"))
-    assert eb > ds + 0.05
+    ds = accuracy(cl.fit(sim.annotations, "ds").labels(), sim.truth)
+    runs = [cl.fit(sim.annotations, "ebcc", model_options={"seed": s}) for s in range(3)]
+    best = max(runs, key=lambda r: r.objective_history()[-1])
+    assert accuracy(best.labels(), sim.truth) > ds + 0.05
 
 
 @pytest.mark.slow

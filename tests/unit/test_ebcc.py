@@ -1,5 +1,6 @@
 """EBCC (Li, Rubinstein & Cohn 2019): the ELBO never decreases over 200 seeded problems, one subtype is IBCC (Kim &
-Ghahramani 2012) to 1e-8, semi-supervised EBCC keeps the known classes, and the subtypes pick up copied labels."""
+Ghahramani 2012) to 1e-8, semi-supervised EBCC keeps the known classes, the subtypes pick up copied labels, and the
+random start is drawn per item name (Dirichlet(1, ..., 1), the same in any order or partition)."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ import crowdlab as cl
 from crowdlab.engines.run import Run
 from crowdlab.errors import ModelError
 from crowdlab.models import EBCC, IBCC, EbccParams, make_model
-from crowdlab.models.ebcc import accuracy_intervals
+from crowdlab.models.ebcc import accuracy_intervals, item_keys, split_subtypes
 from tests.unit.test_em_monotone import N_PROBLEMS, _problem
 from tests.unit.test_new_models_fuzz import _check_elbo_run
 
@@ -93,6 +94,38 @@ def test_elbo_by_hand_and_params():
     assert (iv["lo"] <= iv["hi"]).all() and iv["mean"].shape == (data.n_workers,)
     d = p.to_dict(data.worker_names, data.class_names)
     assert "dirichlet_eta" in d and "A0" not in d
+
+
+def test_start_split_is_drawn_per_item_name_and_is_dirichlet():
+    """The start's split of item n depends on its name and the seed only: permuted rows, any cut into blocks (and
+    batches) give the same rows; a 1 / 0 vote fraction lands whole on its class; the weights are Dirichlet(1, ..., 1)
+    (each Beta(1, L - 1): mean 1 / L, variance (L - 1) / (L^2 (L + 1)); a pair's correlation -1 / (L - 1))."""
+    rng = np.random.default_rng(0)
+    N, K, L = 20_000, 3, 4
+    names = [f"item {i}" for i in range(N)]
+    q = rng.dirichlet(np.ones(K), size=N)
+    keys = item_keys(names)
+    assert keys.dtype == np.uint64 and np.unique(keys).size == N
+    np.testing.assert_array_equal(keys, item_keys(np.array(names)))  # str arrays, tuples, lists: one key
+    whole = split_subtypes(q, L, 7, keys)
+    perm = rng.permutation(N)
+    np.testing.assert_array_equal(
+        split_subtypes(q[perm], L, 7, item_keys([names[i] for i in perm]), rows=999), whole[perm]
+    )
+    cut = np.vstack([split_subtypes(q[a:b], L, 7, keys[a:b]) for a, b in ((0, 5), (5, 12_345), (12_345, N))])
+    np.testing.assert_array_equal(cut, whole)
+    r = whole.reshape(N, L, K)
+    np.testing.assert_allclose(r.sum(axis=1), q, rtol=1e-13)
+    assert not np.array_equal(split_subtypes(q, L, 8, keys), whole)  # the seed matters
+    w = split_subtypes(np.ones((N, 1)), L, 3, keys)  # one class: the weights themselves
+    assert (w > 0).all()
+    np.testing.assert_allclose(w.mean(axis=0), 1 / L, atol=4 * np.sqrt(3 / 80 / N))
+    np.testing.assert_allclose(w.var(axis=0), (L - 1) / (L**2 * (L + 1)), rtol=0.05)
+    assert np.corrcoef(w[:, 0], w[:, 1])[0, 1] == pytest.approx(-1 / (L - 1), abs=0.03)
+    one_hot = np.eye(K)[rng.integers(0, K, N)]
+    s1 = split_subtypes(one_hot, L, 7, keys).reshape(N, L, K)
+    assert (s1[one_hot[:, None, :].repeat(L, axis=1) == 0] == 0).all()
+    np.testing.assert_array_equal(split_subtypes(q, 1, 7, None), q)
 
 
 def test_ebcc_registered_and_options_checked():

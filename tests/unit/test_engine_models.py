@@ -1,6 +1,7 @@
 """Every class model the engines offer (MACE by EM and VB, IBCC, EBCC, semi-supervised known labels) equals the
 in-memory fit to 1e-8 on the streaming engine (a streamed file, chunks that cut items) and on a real 2-worker Dask
-LocalCluster; GLAD, and EBCC on Dask, are refused with a message that says why and what to use."""
+LocalCluster (EBCC's random start is drawn from each item's name, so every partition draws what the in-memory fit
+draws); what needs the whole data set in memory is refused with a message that says why and what to use."""
 
 from __future__ import annotations
 
@@ -136,8 +137,8 @@ def test_cli_stream_accepts_the_new_methods_and_known(tmp_path, capsys):
         cols = [c for c in a.columns if c.startswith("p_")]
         np.testing.assert_allclose(a[cols].to_numpy(), b[cols].to_numpy(), atol=1e-8)
     capsys.readouterr()
-    assert main(["fit", str(labels), "--method", "ebcc", "--engine", "dask", "--out", str(tmp_path / "g")]) != 0
-    assert "EBCC is not offered by the Dask engine" in capsys.readouterr().err
+    assert main(["fit", str(labels), "--method", "scores", "--stream", "--out", str(tmp_path / "g")]) != 0
+    assert "needs the whole data set in memory" in capsys.readouterr().err
 
 
 # ---------------------------------------------------------------------- Dask
@@ -167,7 +168,7 @@ def _check_dask(key, method, client, **kw):
 
 @pytest.mark.parametrize("key", DASK_FAST)
 @pytest.mark.parametrize(
-    "method", ["glad", "ibcc", *(pytest.param(m, marks=pytest.mark.slow) for m in ("mace", "mace_vb"))]
+    "method", ["glad", "ibcc", "ebcc", *(pytest.param(m, marks=pytest.mark.slow) for m in ("mace", "mace_vb"))]
 )
 def test_dask_new_models_equal_in_memory(key, method, client):
     _check_dask(key, method, client)
@@ -175,12 +176,14 @@ def test_dask_new_models_equal_in_memory(key, method, client):
 
 @pytest.mark.slow
 @pytest.mark.parametrize("key", ["bluebirds", *SLOW])
-@pytest.mark.parametrize("method", ["glad", "mace", "mace_vb", "ibcc"])
+@pytest.mark.parametrize("method", ["glad", "mace", "mace_vb", "ibcc", "ebcc"])
 def test_dask_new_models_equal_in_memory_larger_sets(key, method, client):
     _check_dask(key, method, client)
 
 
-@pytest.mark.parametrize("method", ["ibcc", *(pytest.param(m, marks=pytest.mark.slow) for m in ("glad", "ds", "mace"))])
+@pytest.mark.parametrize(
+    "method", ["ibcc", *(pytest.param(m, marks=pytest.mark.slow) for m in ("glad", "ds", "mace", "ebcc"))]
+)
 def test_dask_known_labels_equal_in_memory(method, client, tmp_path):
     from crowdlab.cli import _known_codes
     from crowdlab.engines.distributed import fit
@@ -197,12 +200,25 @@ def test_dask_known_labels_equal_in_memory(method, client, tmp_path):
         fit(str(labels), method, client=client, known={"nope": data.class_names[0]})
 
 
-def test_dask_refuses_ebcc_and_what_needs_memory(client):
+def test_cli_engine_dask_runs_ebcc_with_known_labels(client, tmp_path, capsys):
+    """``crowdlab fit --method ebcc --engine dask --known``: the posteriors the in-memory CLI writes, to 1e-8."""
+    labels, known = _known_file(tmp_path, "bluebirds", every=5)
+    address = client.scheduler.address
+    out, mem = tmp_path / "dask", tmp_path / "mem"
+    argv = ["fit", str(labels), "--method", "ebcc", "--known", str(known)]
+    assert main([*argv, "--engine", "dask", "--scheduler", address, "--npartitions", "3", "--out", str(out)]) == 0
+    assert "engine: dask" in capsys.readouterr().out
+    assert main([*argv, "--out", str(mem)]) == 0
+    a, b = (pd.read_csv(d / "posteriors.csv").set_index("item").sort_index() for d in (out, mem))
+    cols = [c for c in a.columns if c.startswith("p_")]
+    assert len(cols) == 2 and len(a) == 108
+    np.testing.assert_allclose(a[cols].to_numpy(), b[cols].to_numpy(), atol=1e-8)
+
+
+def test_dask_refuses_what_needs_memory(client):
     from crowdlab.engines.distributed import fit
 
     labels, _ = sample_paths("patients")
-    with pytest.raises(ModelError, match="EBCC is not offered by the Dask engine.*--stream"):
-        fit(str(labels), "ebcc", client=client)
     with pytest.raises(ModelError, match="need.*in memory"):
         fit(str(labels), "scores", client=client)
 
@@ -210,8 +226,8 @@ def test_dask_refuses_ebcc_and_what_needs_memory(client):
 @pytest.mark.slow
 @pytest.mark.parametrize("method", ["glad", "mace", "mace_vb", "ibcc", "ebcc"])
 def test_million_labels_both_engines(method, client, tmp_path):
-    """A simulated crowd of 10^6 labels (100,000 items x 10 labels, 400 workers, 3 classes): the streamed file (and,
-    except EBCC, the Dask engine over 4 partitions) equals the in-memory fit to 1e-8."""
+    """A simulated crowd of 10^6 labels (100,000 items x 10 labels, 400 workers, 3 classes): the streamed file and
+    the Dask engine over 4 partitions equal the in-memory fit to 1e-8."""
     from crowdlab.engines.distributed import fit
 
     path = tmp_path / "million.csv"
@@ -230,10 +246,9 @@ def test_million_labels_both_engines(method, client, tmp_path):
     eng = fit_file(path, method, chunk_rows=200_000, max_iter=limit, workdir=work)
     assert_same_fit(mem, eng)
     assert_same_params(mem, eng)
-    if method != "ebcc":
-        run = fit(str(path), method, client=client, npartitions=4, max_iter=limit)
-        assert_same_fit(mem, run)
-        assert_same_params(mem, run)
+    run = fit(str(path), method, client=client, npartitions=4, max_iter=limit)
+    assert_same_fit(mem, run)
+    assert_same_params(mem, run)
 
 
 # ---------------------------------------------------------------------- the DataFrame API's engine= option

@@ -250,6 +250,19 @@ def block_round(
     return q, hard, stats
 
 
+def round_times(starts: list[float], end: float) -> dict:
+    """``round_s``: the wall seconds of each round, from its start to the next one's (the client's M-step and
+    objective included, as in an in-memory step), the last to ``end``; ``steady_s``: their mean after the first two
+    (the majority-vote round and the first EM round, which load and compile the kernels: the in-memory yardstick
+    times its steps after the first), or None with fewer than three rounds. Empty when no round was timed (GLAD's
+    own driver)."""
+    if not starts:
+        return {}
+    marks = [*starts, end]
+    rounds = [b - a for a, b in zip(marks[:-1], marks[1:])]
+    return {"round_s": rounds, "steady_s": float(np.mean(rounds[2:])) if len(rounds) > 2 else None}
+
+
 def mv_bonus(class_totals: np.ndarray) -> np.ndarray:
     """The tie-breaking bonus of `majority_labels`: most frequent class overall, then the lowest code."""
     K = class_totals.shape[0]

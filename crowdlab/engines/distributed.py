@@ -66,6 +66,7 @@ from crowdlab.engines.blocks import (
     mv_bonus,
     read_known,
     refuse_unmatched,
+    round_times,
 )
 from crowdlab.errors import CrowdlabError, DataError, ModelError, require_extra
 from crowdlab.io.data import (
@@ -781,7 +782,10 @@ def fit(
         groups = _by_worker(c, parts)
         t1 = time.perf_counter()
 
+        starts = state["starts"] = []
+
         def do_round(params, mode: str) -> Stats:
+            starts.append(time.perf_counter())
             p = params
             if params is not None and _nbytes(params) * len(groups) > BROADCAST_BYTES:
                 p = c.scatter(params, broadcast=True)  # once to every worker, not once per task
@@ -851,6 +855,7 @@ def fit(
         if owned:
             run._fill()
         run.timings = {"read_s": t1 - t0, "em_s": t2 - t1, "rounds": state["rounds"], "partitions": len(parts)}
+        run.timings |= round_times(starts, t2)
         return run
 
 

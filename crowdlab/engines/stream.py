@@ -72,6 +72,7 @@ from crowdlab.engines.blocks import (
     mv_bonus,
     read_known,
     refuse_unmatched,
+    round_times,
 )
 from crowdlab.errors import DataError
 from crowdlab.io.data import (
@@ -731,7 +732,10 @@ def fit_file(
         state = {"cur": 1, "hard": None}
         bonus = mv_bonus(sd.class_totals.astype(float))
 
+        starts = state["starts"] = []
+
         def do_round(params, mode: str) -> Stats:
+            starts.append(time.perf_counter())
             state["cur"] = 1 - state["cur"]
             total = None
             hard = np.empty(N, dtype=np.int32) if mode == "mv" else None
@@ -773,4 +777,5 @@ def fit_file(
         )
         t2 = time.perf_counter()
     run.timings = {"read_s": t1 - t0, "em_s": t2 - t1, "rounds": state["rounds"], "buckets": sd.bounds.size - 1}
+    run.timings |= round_times(starts, t2)
     return run

@@ -231,6 +231,10 @@ def test_parquet_files_by_item_are_read_by_pyarrow_per_file(client, tmp_path, mo
     monkeypatch.setattr(dd, "read_parquet", not_dask)
     run = _fit(str(folder / "*.parquet"), "ds", client, by_item=True, max_iter=30)
     assert run.timings["partitions"] == 3
+    rounds = run.timings["round_s"]  # one per round, from its start to the next one's
+    assert len(rounds) == run.timings["rounds"] and min(rounds) > 0
+    assert sum(rounds) <= run.timings["em_s"]  # from the first round's start to the end of EM
+    assert run.timings["steady_s"] == pytest.approx(np.mean(rounds[2:]))
     assert_same_fit(cl.fit(data, "ds", max_iter=30), run)
     frame.iloc[:400].to_parquet(folder / "p0.parquet", index=False)  # item, worker: not the other files' names
     with pytest.raises(DataError, match="column"):

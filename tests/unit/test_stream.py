@@ -299,3 +299,20 @@ def test_posteriors_from_disk_are_the_last_e_step(max_iter, tmp_path):
     assert list(tmp_path.iterdir()) == []
     np.testing.assert_allclose(eng.posterior, mem.posterior, rtol=0, atol=1e-8)
     np.testing.assert_array_equal(eng.labels(), mem.labels())
+
+
+def test_round_times_per_round_and_after_the_first_two(tmp_path):
+    """``timings["round_s"]``: each round's seconds (the EM time, less what comes before the first round);
+    ``steady_s``: their mean after the majority-vote round and the first EM round (what benchmarks/bench_dask.py
+    compares with an in-memory step)."""
+    from crowdlab.engines.blocks import round_times
+
+    labels, _ = sample_paths("bluebirds")
+    run = fit_file(labels, "ds", chunk_rows=500, workdir=tmp_path)
+    rounds = run.timings["round_s"]
+    assert len(rounds) == run.timings["rounds"] >= 3 and min(rounds) > 0
+    assert sum(rounds) <= run.timings["em_s"]  # from the first round's start to the end of EM
+    assert run.timings["steady_s"] == pytest.approx(np.mean(rounds[2:]))
+    assert round_times([1.0, 1.5, 3.5], 4.0) == {"round_s": [0.5, 2.0, 0.5], "steady_s": 0.5}
+    assert round_times([1.0, 2.0], 4.0) == {"round_s": [1.0, 2.0], "steady_s": None}
+    assert round_times([], 4.0) == {}

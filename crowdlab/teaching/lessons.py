@@ -1270,11 +1270,10 @@ COPY_LESSON = Lesson(
         ),
         Step(
             "EBCC: a shared subtype explains the agreement",
-            "EBCC (Li, Rubinstein & Cohn 2019) gives every item a latent subtype within its class, shared by all "
-            "its workers, and each worker one confusion matrix per subtype. Items on which the clique copies a "
-            "wrong answer can form a subtype of their own, so copying no longer has to look like accuracy. "
-            "Variational Bayes, as IBCC; the majority start again, split over the subtypes at random. "
-            "The ELBO has local optima: of 20 random splits we use the one that ends highest.",
+            "EBCC (Li, Rubinstein & Cohn 2019) gives each item a latent subtype within its class, shared by its "
+            "workers, and each worker a confusion matrix per subtype. Items where the clique copies a wrong answer "
+            "can form their own subtype. Variational Bayes from the majority start, split at random over the "
+            "subtypes (of 20 splits, the one with the highest ELBO).",
             _EBCC,
             "switch_model:ebcc",
             "Switch to EBCC (majority start)",

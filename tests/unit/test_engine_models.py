@@ -92,7 +92,10 @@ def test_stream_known_labels_equal_in_memory(method, tmp_path):
     work.mkdir()
     eng = fit_file(labels, method, chunk_rows=300, known=known, workdir=work)
     assert_same_fit(mem, eng)
-    assert_same_params(mem, eng)
+    # GLAD stops here by the stall rule (37 iterations on both engines), not at a stationary point, and its halving
+    # line search takes or halves a step whose change is at rounding level by the order of a sum, which the blocks
+    # change: on an AMD EPYC machine one item's difficulty (1 of 305 parameters) ended 2.7e-8 apart (1e-8 elsewhere)
+    assert_same_params(mem, eng, tol=1e-7 if method == "glad" else 1e-8)
     fixed = mem.model.known_classes(data)
     assert (fixed >= 0).sum() == 22
     np.testing.assert_array_equal(eng.labels()[fixed >= 0], fixed[fixed >= 0])  # clamped

@@ -196,7 +196,8 @@ def test_dask_known_labels_equal_in_memory(method, client, tmp_path):
     mem = cl.fit(data, method, known=_known_codes(str(known), data))
     run = fit(str(labels), method, client=client, npartitions=4, known=known)
     assert_same_fit(mem, run)
-    assert_same_params(mem, run)
+    # GLAD: as in test_stream_known_labels_equal_in_memory (stall rule; one item's difficulty 3.9e-8 apart on AMD)
+    assert_same_params(mem, run, tol=1e-7 if method == "glad" else 1e-8)
     fixed = mem.model.known_classes(data)
     np.testing.assert_array_equal(run.labels()[fixed >= 0], fixed[fixed >= 0])
     with pytest.raises(DataError, match="no labels in the data"):

@@ -401,7 +401,9 @@ def _local_part(frame, hashes: bool) -> LocalPart:
         "n_items": len(i_uniq),
     }
     if hashes:
-        summary["item_hashes"] = pd.util.hash_array(np.asarray(i_uniq.to_numpy(zero_copy_only=False), dtype=object))
+        from crowdlab.models.ebcc import item_keys
+
+        summary["item_hashes"] = item_keys(i_uniq)  # the names' 64-bit keys (EBCC's start draws from the same)
     return LocalPart(i_uniq, i_codes, w_codes, l_codes, summary)
 
 

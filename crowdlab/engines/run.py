@@ -289,8 +289,17 @@ class Run:
         self._start()
 
     # ------------------------------------------------------------------ state
+    def _jobs(self):
+        """The context of this run's E- and M-steps: its ``n_jobs`` threads, and the spare output arrays the
+        threaded passes reuse from one step to the next (`crowdlab.models.parallel`; only when n_jobs >= 2)."""
+        n = getattr(self, "n_jobs", 1)
+        if n < 2:
+            return jobs(n)
+        spares = self.__dict__.setdefault("_spares", [])
+        return jobs(n, spares)
+
     def _start(self) -> None:
-        with jobs(getattr(self, "n_jobs", 1)):
+        with self._jobs():
             return self._start_()
 
     def _start_(self) -> None:
@@ -406,7 +415,7 @@ class Run:
         return self._half("M")
 
     def _half(self, kind: str) -> Snapshot:
-        with jobs(getattr(self, "n_jobs", 1)):
+        with self._jobs():
             return self._half_(kind)
 
     def _half_(self, kind: str) -> Snapshot:
@@ -547,7 +556,7 @@ class Run:
         return self._materialize(int(i))
 
     def _materialize(self, i: int) -> Snapshot:
-        with jobs(getattr(self, "n_jobs", 1)):
+        with self._jobs():
             return self._materialize_(i)
 
     def _materialize_(self, i: int) -> Snapshot:

@@ -273,10 +273,7 @@ def softmax_rows_full(lj: np.ndarray, off: np.ndarray | None = None) -> tuple:
     off = _NO_OFFSET if off is None else np.ascontiguousarray(off, dtype=np.float64)
     blocks = None if threaded_softmax is None else threaded_softmax(lj, off)
     if blocks is not None:  # n_jobs threads over row blocks (crowdlab.models.parallel)
-        e, mx, am, s, colsum, inner = blocks
-        with np.errstate(divide="ignore"):
-            log_s = np.log(s)
-        return e, mx + log_s, am, float(log_s.sum()) - inner, colsum
+        return blocks
     n = lj.shape[0]
     e = np.empty_like(lj)
     mx = np.empty(n)

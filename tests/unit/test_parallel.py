@@ -101,3 +101,43 @@ def test_cli_n_jobs_is_bounded_by_the_cores(tmp_path, capsys, monkeypatch):
     assert "--n-jobs 8 is more than this machine's 2 cores; using 2" in capsys.readouterr().err
     assert main(["fit", str(path), "--method", "ds", "--out", str(tmp_path / "o"), "--n-jobs", "0"]) != 0
     assert "--n-jobs" in capsys.readouterr().err
+
+
+def test_a_spare_is_handed_out_again_only_when_nothing_refers_to_it():
+    spares: list = []
+    with parallel.jobs(2, spares):
+        a = parallel._empty((1000, 3))
+        b = parallel._empty((1000, 3))
+        assert a is not b  # a is still held here
+        view = a[10:20]
+        del a
+        c = parallel._empty((1000, 3))
+        assert c is not view.base  # a view keeps its array from reuse
+        del view, c
+        again = parallel._empty((1000, 3))
+        assert len(spares) == 3 and any(again is s for s in spares)  # one of the two let go, not a new one
+        assert parallel._empty((1000,), np.int64).dtype == np.int64  # another dtype: another array
+    with parallel.jobs(2):
+        d = parallel._empty((1000, 3))
+    assert all(d is not s for s in spares)  # no spares list: always a new array
+
+
+def test_a_run_reuses_its_arrays_and_gets_the_same_numbers(crowd, small_blocks, monkeypatch):
+    from crowdlab.engines.run import Run
+    from crowdlab.models import make_model
+
+    kept = Run(crowd, make_model("ds"), "majority", n_jobs=2, keep_posteriors=2)
+    for _ in range(10):
+        kept.step()
+    after_10 = {id(a) for a in kept._spares}
+    for _ in range(20):
+        kept.step()
+    assert 0 < len(after_10) <= parallel.SPARE_ARRAYS
+    assert {id(a) for a in kept._spares} == after_10  # the same arrays, not new ones each step
+    monkeypatch.setattr(parallel, "_empty", lambda shape, dtype=np.float64: np.empty(shape, dtype))
+    fresh = Run(crowd, make_model("ds"), "majority", n_jobs=2, keep_posteriors=2)
+    for _ in range(30):
+        fresh.step()
+    assert not fresh.__dict__.get("_spares")
+    assert np.array_equal(kept.posterior, fresh.posterior)
+    assert kept.objective_history() == fresh.objective_history()

@@ -19,7 +19,9 @@ process's peak, an upper bound of the cluster's peak):
 - ``dask W``: `crowdlab.engines.distributed.fit` on a LocalCluster of W single-threaded worker processes:
   ``prepare`` is everything before the first EM round (reading, dictionaries, coding, the check of by_item), then
   seconds per round (one round = one EM iteration, from a round's start to the next one's, the client's M-step
-  included; the cluster's start is not counted), and the round trip of a task that does nothing (the cluster's
+  included; the cluster's start is not counted), the round trip of an actor call to every worker (what a round's
+  messages cost: the engine runs each worker's share of a round as one call to an actor there), and the round
+  trip of a task that does nothing (the cluster's
   latency, which a busy machine stretches from a few ms to 100+ ms);
 - ``stream``: `crowdlab.engines.stream.fit_file` on the one Parquet file: the first pass, then seconds per pass;
 
@@ -132,6 +134,12 @@ def one_dask(folder: Path, args) -> dict:
         for i in range(10):  # the cluster's latency alone: a task that does nothing, there and back
             client.gather(client.submit(_noop, i, pure=False))
         rt = (time.perf_counter() - t) / 10
+        echoes = [client.submit(_Echo, actor=True, workers=[w]).result() for w in client.scheduler_info()["workers"]]
+        t = time.perf_counter()
+        for i in range(10):  # what a round's messages cost now: one actor call to every worker, there and back
+            [call.result() for call in [e.echo(i) for e in echoes]]
+        rt_actor = (time.perf_counter() - t) / 10
+        del echoes
         t = time.perf_counter()
         run = fit(str(folder / "part*.parquet"), "ds", client=client, by_item=True, max_iter=args.iters, tol=0)
         total = time.perf_counter() - t
@@ -149,6 +157,7 @@ def one_dask(folder: Path, args) -> dict:
             "iterations": run.last.iteration,
             "workers_peak_mb": float(sum(workers.values())),
             "round_trip_s": rt,
+            "actor_round_trip_s": rt_actor,
         }
     finally:
         client.close()
@@ -157,6 +166,11 @@ def one_dask(folder: Path, args) -> dict:
 
 def _noop(x):
     return x
+
+
+class _Echo:
+    def echo(self, x):
+        return x
 
 
 def one_stream(folder: Path, args) -> dict:
@@ -361,7 +375,7 @@ def row(name: str, r: dict, out: dict, arrow: dict, cores: int) -> str:
         if d1:
             speed, eff = d1 / per, d1 / per / w
         if w == 1:
-            target = f"<= 1.5x memory: {'met' if ratio and ratio <= 1.5 else 'NOT met'}"
+            target = f"<= 1.5x memory: {'met' if ratio <= 1.5 else 'NOT met'}" if ratio else "<= 1.5x memory: not run"
         elif speed:
             need = 1.6 if (w == 2 and cores == 2) else 0.6 * w
             target = f">= {need:.1f}x one worker: {'met' if speed >= need else 'NOT met'}"
@@ -377,6 +391,8 @@ def row(name: str, r: dict, out: dict, arrow: dict, cores: int) -> str:
         target = f"<= 1.5x memory: {'met' if ratio <= 1.5 else 'NOT met'}"
     if r.get("round_trip_s") is not None:
         target += f"; no-op task round trip {1000 * r['round_trip_s']:.0f} ms"
+        if r.get("actor_round_trip_s") is not None:
+            target += f", actor call to every worker {1000 * r['actor_round_trip_s']:.0f} ms (a round's messages)"
     if r.get("all_rounds_s") is not None:
         target += f"; every round, the first two included: {r['all_rounds_s']:.3f} s"
     dobj = abs(r["objective"] - obj) / abs(obj) if obj and r.get("objective") is not None else None

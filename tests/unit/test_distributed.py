@@ -74,6 +74,25 @@ def test_dask_equals_in_memory_on_simulated_crowd_from_a_dask_frame(client, tmp_
     assert len(hist) > 3 and np.all(np.diff(hist) >= -1e-9 * np.abs(hist[1:]))
 
 
+def test_large_parameters_are_broadcast_once_and_the_fit_is_the_same(client, monkeypatch):
+    """Parameters over BROADCAST_BYTES go to every worker once per round (the actors read them from the worker's
+    memory); the fit is the one whose parameters travel in the calls, and the in-memory one."""
+    import crowdlab.engines.distributed as dist
+
+    labels, _ = sample_paths("bluebirds")
+    sent = _fit(str(labels), "ds", client, npartitions=3)
+    scattered = []
+    real = client.scatter
+    monkeypatch.setattr(client, "scatter", lambda *a, **k: scattered.append(1) or real(*a, **k))
+    monkeypatch.setattr(dist, "BROADCAST_BYTES", 0)
+    broadcast = _fit(str(labels), "ds", client, npartitions=3)
+    assert len(scattered) == broadcast.timings["rounds"] - 1  # every round after the majority-vote start
+    # the same numbers up to the order in which the workers' sums are added (the shuffle places the partitions)
+    np.testing.assert_allclose(broadcast.objective_history(), sent.objective_history(), rtol=1e-12)
+    np.testing.assert_allclose(broadcast.posterior, sent.posterior, rtol=0, atol=1e-10)
+    assert_same_fit(cl.fit(read_annotations(labels), "ds"), broadcast)
+
+
 def test_partitions_by_item_one_item_empty_and_a_worker_in_one_partition(client, tmp_path):
     rng = np.random.default_rng(0)
     rows = [(f"i{i}", f"w{w}", str(int(rng.random() < 0.3 + 0.4 * (i % 2)))) for i in range(30) for w in range(4)]

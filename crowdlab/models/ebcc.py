@@ -164,7 +164,9 @@ def item_keys(names) -> np.ndarray:
     arr = getattr(names, "array", names)
     if not isinstance(arr, np.ndarray) and hasattr(arr, "to_numpy"):
         arr = arr.to_numpy(zero_copy_only=False)
-    return hash_array(np.asarray(arr, dtype=object))
+    # categorize=False: the same keys, without first finding the distinct names (an engine's item names are
+    # distinct already: 2 x 10^6 of them in 16 parts took 1.5 s with it, 0.35 s without)
+    return hash_array(np.asarray(arr, dtype=object), categorize=False)
 
 
 def split_subtypes(q: np.ndarray, L: int, seed: int, keys: np.ndarray, rows: int = 1 << 15) -> np.ndarray:

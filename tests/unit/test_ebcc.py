@@ -96,6 +96,20 @@ def test_elbo_by_hand_and_params():
     assert "dirichlet_eta" in d and "A0" not in d
 
 
+def test_item_keys_are_pandas_siphash_of_the_name_and_do_not_move():
+    """EBCC's start is drawn from these keys: a change of the hash would move every fit's answer."""
+    import pyarrow as pa
+    from pandas.util import hash_array
+
+    from crowdlab.models.ebcc import item_keys
+
+    names = ["item 1", "b", "b", ""]
+    pinned = [3798586217696976524, 12688059582079114975, 12688059582079114975, 1760245841805064774]
+    assert item_keys(names).tolist() == pinned
+    assert item_keys(pa.array(names)).tolist() == pinned
+    assert item_keys(names).tolist() == hash_array(np.asarray(names, dtype=object)).tolist()  # categorize's default
+
+
 def test_start_split_is_drawn_per_item_name_and_is_dirichlet():
     """The start's split of item n depends on its name and the seed only: permuted rows, any cut into blocks (and
     batches) give the same rows; a 1 / 0 vote fraction lands whole on its class; the weights are Dirichlet(1, ..., 1)

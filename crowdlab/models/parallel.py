@@ -93,6 +93,16 @@ def _kernels(cells: int) -> dict | None:
 SPARE_ARRAYS = 16  # at most this many output arrays kept for reuse by one fit (see `_empty`)
 
 
+def _refs(items: list, i: int) -> int:
+    """The reference count of ``items[i]`` as seen from here (`_FREE_REFS` is the count of an object that only a
+    list holds, measured the same way, so that what an interpreter counts or borrows is the same in both)."""
+    item = items[i]
+    return sys.getrefcount(item)
+
+
+_FREE_REFS = _refs([object()], 0)
+
+
 def _empty(shape: tuple, dtype=np.float64) -> np.ndarray:
     """An uninitialised array for a threaded pass's output. Within a fit that keeps spares (``jobs(n, spares)``:
     `crowdlab.engines.run.Run` does), an array this fit had before and nothing else refers to any more is handed
@@ -104,10 +114,10 @@ def _empty(shape: tuple, dtype=np.float64) -> np.ndarray:
     dtype = np.dtype(dtype)
     if spares is None:
         return np.empty(shape, dtype)
-    for i in range(len(spares)):
-        a = spares[i]
-        if a.shape == shape and a.dtype == dtype and sys.getrefcount(a) <= 3:  # spares, a, getrefcount's argument
-            spares.append(spares.pop(i))  # most recently used last
+    for i in range(len(spares)):  # (no local name for the spare while it is counted)
+        if spares[i].shape == shape and spares[i].dtype == dtype and _refs(spares, i) <= _FREE_REFS:
+            a = spares.pop(i)
+            spares.append(a)  # most recently used last
             return a
     out = np.empty(shape, dtype)
     spares.append(out)

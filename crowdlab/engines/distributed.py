@@ -514,6 +514,10 @@ class _Rounds:
         self.parts = parts  # the worker's own Part objects (the round changes them in place, as a task would)
         self.worker = get_worker()
 
+    def call(self, fn, *args):
+        """``fn(parts, *args)`` on this worker's parts (GLAD's passes, `crowdlab.engines.glad_blocks.DaskOps`)."""
+        return fn(self.parts, *args)
+
     def round(self, model, params, key, M: int, K: int, mode: str, bonus, cells: int) -> Stats:
         """`_worker_round` on this worker's parts; ``key``: the parameters' key when they were broadcast to every
         worker (large parameters are sent once per worker, not in each call)."""
@@ -810,8 +814,7 @@ def fit(
         groups = _by_worker(c, parts)
         from crowdlab.models.glad import GLAD
 
-        # GLAD runs its own driver; the other models' rounds go to one actor per worker
-        rounds = [] if isinstance(model, GLAD) else [_round_actor(c, addr, group) for addr, group in groups]
+        rounds = [_round_actor(c, addr, group) for addr, group in groups]  # one actor per worker
         t1 = time.perf_counter()
 
         starts = state["starts"] = []
@@ -833,7 +836,7 @@ def fit(
             return total
 
         if isinstance(model, GLAD):  # per-item difficulties kept in the parts: its own driver
-            snaps, violations = _fit_glad(c, groups, parts, model, sums, M, K, tol, max_iter, progress)
+            snaps, violations = _fit_glad(c, rounds, parts, model, sums, M, K, tol, max_iter, progress)
             extra = False
             state["rounds"] = len(snaps)
         else:
@@ -878,7 +881,7 @@ def fit(
         return run
 
 
-def _fit_glad(c, groups, parts, model, sums, M: int, K: int, tol, max_iter, progress):
+def _fit_glad(c, rounds, parts, model, sums, M: int, K: int, tol, max_iter, progress):
     """GLAD through `crowdlab.engines.glad_blocks.glad_em` with the parts as blocks; the last parameters' beta
     put in the in-memory item order."""
     from dataclasses import replace
@@ -886,7 +889,7 @@ def _fit_glad(c, groups, parts, model, sums, M: int, K: int, tol, max_iter, prog
     from crowdlab.engines.glad_blocks import DaskOps, glad_em
 
     N = int(sum(s["n_items"] for s in sums))
-    ops = DaskOps(c, groups, model, N, M, K)
+    ops = DaskOps(rounds, model, N, M, K)
     snaps, violations = glad_em(model, ops, M, K, tol=tol, max_iter=max_iter, progress=progress)
     ops.finish()
     got = c.gather([c.submit(_part_items_beta, p, pure=False) for p in parts])

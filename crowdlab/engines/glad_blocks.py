@@ -283,19 +283,17 @@ def _change(a: GladParams, b: GladParams) -> float:
 # ---------------------------------------------------------------------- the Dask engine's passes
 class DaskOps:
     """The passes of `glad_em` on the Dask engine: each part (`crowdlab.engines.distributed.Part`) keeps its q, its
-    previous q and its b on the worker that holds it (``glad``: a dict on the part), and every pass is one pinned
-    task per worker returning summed arrays, as the engine's rounds are. ``beta()`` gathers every item's beta (for
-    the median-difficulty view and the largest parameter change), in the parts' order."""
+    previous q and its b on the worker that holds it (``glad``: a dict on the part), and every pass is one call per
+    worker to the engine's actor there (`crowdlab.engines.distributed._Rounds.call`) returning summed arrays, as
+    the engine's rounds are. ``beta()`` gathers every item's beta (for the median-difficulty view and the largest
+    parameter change), in the parts' order."""
 
-    def __init__(self, client, groups, model: GLAD, N: int, M: int, K: int) -> None:
-        self.c, self.groups, self.model, self.n_items, self.M, self.K = client, groups, model, N, M, K
+    def __init__(self, actors: list, model: GLAD, N: int, M: int, K: int) -> None:
+        self.actors, self.model, self.n_items, self.M, self.K = actors, model, N, M, K
 
     def _all(self, fn, *args):
-        outs = [
-            self.c.submit(fn, group, *args, pure=False, workers=[addr] if addr else None, allow_other_workers=not addr)
-            for addr, group in self.groups
-        ]
-        return self.c.gather(outs)
+        calls = [a.call(fn, *args) for a in self.actors]
+        return [call.result() for call in calls]
 
     def _sum(self, fn, *args):
         total = None

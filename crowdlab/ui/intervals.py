@@ -28,6 +28,7 @@ from crowdlab.models.params import ClassParams
 from crowdlab.models.scores import ScoreParams
 from crowdlab.plots import risk as figs
 from crowdlab.ui import lab, sessions
+from crowdlab.ui.live_chart import live_chart
 
 SUPPORTED = ("ds", "one_coin", "two_coin")
 W_WHAT = "stepper.intervals.what"
@@ -154,7 +155,7 @@ def worker_intervals_panel(run: Run) -> None:
     )
     # the chart across the tab, the table under it: beside the chart (two fifths of the tab, 170 px in presenter
     # mode with the sidebar open) the table showed two of its columns and cut its button to "Download all interva…"
-    st.plotly_chart(fig, key="stepper.intervals_chart")
+    live_chart(fig, "stepper.intervals_chart")
     table = rows.drop(columns=["parameter"]).sort_values("estimate", ascending=False, kind="stable")
     table["exact"] = table["note"].to_numpy() != ""
     st.dataframe(
@@ -209,7 +210,7 @@ def _scores_panel(run: Run) -> None:
         max_rows=SCORES_ROWS,
     )
     fig.update_xaxes(range=[low, high])
-    st.plotly_chart(fig, key="stepper.intervals_chart")  # the table under it, as the workers' table
+    live_chart(fig, "stepper.intervals_chart")  # the table under it, as the workers' table
     glob = df[df["parameter"] != "mu"][["parameter", "estimate", "se", "lower", "upper", "note"]]
     st.dataframe(
         glob,

@@ -49,6 +49,7 @@ from crowdlab.io.data import Annotations
 from crowdlab.io.metrics import accuracy, macro_f, pearson
 from crowdlab.plots.common import X_TITLE
 from crowdlab.ui import presenter
+from crowdlab.ui.live_chart import live_chart
 from crowdlab.ui.progress import Pace
 
 NOTICE_SETTINGS = "Settings changed: the run was reset."
@@ -702,7 +703,7 @@ def objective_chart(
         show_bound=show_bound,
         height=chart_height(height),
     )
-    st.plotly_chart(curve_title(fig, width_px), key=slot.key("objective_chart"))
+    live_chart(curve_title(fig, width_px), slot.key("objective_chart"))
 
 
 def metric_chart(slot: RunSlot, run: Run, *, height: int = 360, width_px: float | None = None) -> None:
@@ -712,7 +713,7 @@ def metric_chart(slot: RunSlot, run: Run, *, height: int = 360, width_px: float 
     if values:
         x_now = float(m["x"][run.index])
         fig = plots.metric_curve(m["x"], values, x_now, height=chart_height(height))
-        st.plotly_chart(curve_title(fig, width_px), key=slot.key("metric_chart"))
+        live_chart(curve_title(fig, width_px), slot.key("metric_chart"))
         st.caption(" · ".join(f"{k} now: **{v[run.index]:.3f}**" for k, v in values.items()))
     else:
         st.info("This dataset has no gold labels, so there is no accuracy to track.")
@@ -740,7 +741,12 @@ Panel = Callable[[Run], None]
 
 
 def stepper(
-    slot: RunSlot, *, curves: Panel | None = None, panels: Panel | None = None, whole_page: bool = False
+    slot: RunSlot,
+    *,
+    curves: Panel | None = None,
+    panels: Panel | None = None,
+    whole_page: bool = False,
+    body: bool = True,
 ) -> Run | None:
     """The stepping component of every stepping page, in one call.
 
@@ -751,16 +757,18 @@ def stepper(
     panels, so both are on the first screen. A requested move is computed at the top under a spinner or a
     progress bar. When the run could not be built it shows the slot's error instead. Returns nothing useful to a
     page (the fragment runs later on its own); the run is ``slot.get()``. ``whole_page=True``: a click reruns the
-    whole page instead of the fragment (the lesson, whose text above the controls follows the run).
+    whole page instead of the fragment (the lesson, whose text above the controls follows the run). ``body=False``:
+    the buttons only; the page draws the body (position, curves, and Play's ticks) elsewhere with
+    :func:`stepper_body` (the lesson, whose chart is beside its text, above the free controls).
     """
     here = _page()
     came_back = (st.session_state.get(PAGES) or (here, here))[0] != here
     if playing(slot) and (came_back or st.session_state.get(slot.key("play_page")) != here):
         _pause(slot)  # Play stops when its page is left (coming back does not start it again)
-    (_stepper if whole_page else st.fragment(_stepper))(slot, curves, panels)
+    (_stepper if whole_page else st.fragment(_stepper))(slot, curves, panels, body)
 
 
-def _stepper(slot: RunSlot, curves: Panel | None, panels: Panel | None) -> None:
+def _stepper(slot: RunSlot, curves: Panel | None, panels: Panel | None, body: bool = True) -> None:
     status = st.empty()  # a fixed slot for the spinner / progress bar: the layout below never shifts
     run = slot.get()
     if run is None:
@@ -770,6 +778,14 @@ def _stepper(slot: RunSlot, curves: Panel | None, panels: Panel | None) -> None:
         return
     do_pending(slot, status)
     buttons(slot, run)
+    if body:
+        stepper_body(slot, curves, panels)
+
+
+def stepper_body(slot: RunSlot, curves: Panel | None, panels: Panel | None = None) -> None:
+    """The stepper's body, where the page puts it: the position and scrubber, then ``curves(run)`` and
+    ``panels(run)``; while playing, a fragment that reruns every :func:`speed` seconds and advances the run one
+    half-step each time, so whatever ``curves`` draws (the lesson's chart) moves with it."""
     if playing(slot):
         st.fragment(_playing_body, run_every=speed(slot))(slot, curves, panels)
     else:

@@ -32,6 +32,7 @@ from crowdlab.plots import models as mplots
 from crowdlab.plots import risk as rplots
 from crowdlab.teaching import lessons
 from crowdlab.ui import lab, presenter
+from crowdlab.ui.live_chart import live_chart
 
 KEY, STEP, DONE, MARK = "lesson.key", "lesson.step", "lesson.done", "lesson.mark"
 SHOWN, FREE_OPEN = "lesson.shown", "lesson.free_open"
@@ -213,19 +214,30 @@ def lesson_page() -> None:
     with text, st.container(key=TEXT_KEY):
         _text(lesson, i, run, ref)
     fresh = step.action.split(":")[0] in ("start", "switch_model")  # the action brings a new run and model
+    # with the free controls open, the picture is the stepper's body: the position line over the chart, and Play's
+    # ticks (a fragment that reruns on its own) redraw the chart at each half-step, in place
+    free = run is not None and bool(st.session_state.get(FREE_OPEN))
     with picture:
-        try:
-            chart(step, None if fresh and st.session_state.get(DONE) is None else run)
-        except Exception:
-            _drawn((lesson.key, i))  # a chart that fails must not hold Previous / Next
-            raise
-        _outcome(step, run)
+        if free:
+            lab.stepper_body(SLOT, lambda r: _picture(step, r, (lesson.key, i)))
+        else:
+            _picture(step, None if fresh and st.session_state.get(DONE) is None else run, (lesson.key, i))
     _drawn((lesson.key, i))  # drawn in full: Previous / Next may leave it (a run cut short never gets here)
     if run is not None:
-        st.session_state[W_FREE] = bool(st.session_state.get(FREE_OPEN))  # open until closed, across clicks
+        st.session_state[W_FREE] = free  # open until closed, across clicks
         with st.expander("Step freely on this run (the Step page's controls)", key=W_FREE, on_change=on_free):
-            # the one stepper of every stepping page (Play, Back, ...), without keys; the chart is above
-            lab.stepper(SLOT, curves=_no_curves, whole_page=True)
+            # the one stepper of every stepping page (Play, Back, ...), without keys; its body is the picture
+            lab.stepper(SLOT, curves=_no_curves, whole_page=True, body=not free)
+
+
+def _picture(step: lessons.Step, run: Run | None, here: tuple[str, int]) -> None:
+    """The step's chart and, under it, its outcome."""
+    try:
+        chart(step, run)
+    except Exception:
+        _drawn(here)  # a chart that fails must not hold Previous / Next
+        raise
+    _outcome(step, run)
 
 
 def next_lesson(key: str) -> str | None:
@@ -320,10 +332,10 @@ def chart(step: lessons.Step, run: Run | None) -> None:
             run.history(), run.index, f"Objective: {run.model.objective_name}", objective_name="objective",
             height=CHART_HEIGHT + 120,
         )  # fmt: skip
-        st.plotly_chart(lab.curve_title(fig, CHART_PX), key="lesson.chart.objective_gap")
+        live_chart(lab.curve_title(fig, CHART_PX), "lesson.chart.objective_gap")
     else:
         fig = FIGURES[name](run)
-        st.plotly_chart(fig, key=f"lesson.chart.{name}")
+        live_chart(fig, f"lesson.chart.{name}")
 
 
 def _item_means(run: Run):

@@ -32,6 +32,7 @@ from crowdlab.plots import models as figs
 from crowdlab.plots.risk import interval_chart
 from crowdlab.ui import lab
 from crowdlab.ui.intervals import ELSEWHERE
+from crowdlab.ui.live_chart import live_chart
 from crowdlab.ui.reports_view import ds_report_if_ready
 
 MODELS = ("glad", "mace", "mace_vb", "ibcc")
@@ -78,14 +79,14 @@ def _glad(run: Run, p: GladParams) -> None:
     four narrow columns fit whole at 1024 px (about 270 px there, 310 px in presenter mode)."""
     data = run.data
     left, right = st.columns(2)
-    left.plotly_chart(
-        figs.ability_chart(p.alpha, data.worker_names, data.labels_per_worker), key="stepper.details.ability"
+    live_chart(
+        figs.ability_chart(p.alpha, data.worker_names, data.labels_per_worker), "stepper.details.ability", where=left
     )
     left.caption(
         "P(worker j is right on item i) = σ(αⱼ βᵢ). αⱼ = 0: guessing; αⱼ < 0 (red): right less often than "
         "chance; large αⱼ: an expert. Gaussian prior N(1, 1) on αⱼ."
     )
-    right.plotly_chart(figs.difficulty_histogram(p.beta), key="stepper.details.difficulty")
+    live_chart(figs.difficulty_histogram(p.beta), "stepper.details.difficulty", where=right)
     q = run.posterior
     table = pd.DataFrame({"item": list(data.item_names), "difficulty 1/β": p.difficulty, "max q": q.max(axis=1)})
     if data.has_gold:
@@ -148,7 +149,7 @@ def _mace(run: Run, p: MaceParams) -> None:
         key="stepper.details.spam_table",
         column_config=fmt,
     )
-    st.plotly_chart(figs.spam_chart(spam, data.worker_names, labels, interval=interval), key="stepper.details.spam")
+    live_chart(figs.spam_chart(spam, data.worker_names, labels, interval=interval), "stepper.details.spam")
     st.caption(
         "Each label of worker j is the truth with probability θⱼ; otherwise j is spamming and answers from its "
         "own strategy ξⱼ (its favourite answer in the table). A spammer who always says the same class looks "
@@ -255,7 +256,7 @@ def _ibcc(run: Run, p: IbccParams) -> None:
         title=f"Accuracy per worker: posterior mean and 95 % credible interval ({lab.where(run)})",
     )
     fig.update_traces(name="95 % credible interval (Dirichlet posteriors)", selector=dict(meta="wald"))
-    st.plotly_chart(fig, key="stepper.details.credible")
+    live_chart(fig, "stepper.details.credible")
     st.caption(
         "From the Dirichlet posteriors of this snapshot: Γₘ(k, k) ~ Beta(Aₘ(k, k), Σₖ' Aₘ(k', k) − Aₘ(k, k)) "
         f"and κ ~ Dir(ν); the accuracy's interval by Monte Carlo ({ci['draws']:,} draws, fixed seed), each class's "

@@ -38,6 +38,7 @@ from crowdlab.plots import dependent as figs
 from crowdlab.teaching.simulate import simulate_sbm
 from crowdlab.ui import lab, presenter
 from crowdlab.ui.frame import file_boxes, upload_id
+from crowdlab.ui.live_chart import live_chart
 from crowdlab.ui.sequences_page import seed_crowd
 
 NS = "net"
@@ -495,7 +496,7 @@ def sweeps_panel(run: Run) -> None:
         return
     fig = figs.sweep_trace(trace, title=title, y_title=name)
     fig.update_layout(height=lab.chart_height(fig.layout.height or 360))
-    st.plotly_chart(lab.wrap_title(fig, 28), key="net.trace_chart")
+    live_chart(lab.wrap_title(fig, 28), "net.trace_chart")
     st.caption(
         f"{name} over the {_sweeps(len(trace) - 1)} of the {which}, as the gain over its start: it never falls "
         "within an E-step."
@@ -560,7 +561,7 @@ def graph_panel(run: Run) -> None:
         height=(400 if compact else 560) if "grid" in NET.extra() else (440 if compact else 620),
     )
     with chart:
-        st.plotly_chart(lab.wrap_title(fig, 60), key="net.graph_chart")
+        live_chart(lab.wrap_title(fig, 60), "net.graph_chart")
     st.caption(graph_caption(data, draw, by, wrong, n_wrong))
 
 
@@ -611,7 +612,7 @@ def workers_panel(run: Run) -> None:
         cols=4,
         title=f"Confusion matrices Γₘ, {lab.step_label(run)} (columns: true class, rows: worker says)",
     )
-    st.plotly_chart(lab.wrap_title(fig, 60), key="net.confusion_chart")
+    live_chart(lab.wrap_title(fig, 60), "net.confusion_chart")
     st.caption(f"The {len(active)} most active of {data.n_workers:,} workers; colours fixed to [0, 1].")
 
 

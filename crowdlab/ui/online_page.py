@@ -42,6 +42,7 @@ from crowdlab.ui.frame import (
     simulate_crowd_cached,
     upload_id,
 )
+from crowdlab.ui.live_chart import live_chart
 
 NS = "onl"
 SOURCE_SAMPLES = ("bluebirds", "rte")
@@ -230,7 +231,7 @@ def settings_section() -> None:
                 st.select_slider("τ₀", TAU_CHOICES, format_func=lambda v: f"{v:g}", **ONL.config_widget("tau0"))
                 st.slider("ρ", 0.0, 1.0, step=0.05, **ONL.config_widget("rho"))
             with right:
-                st.plotly_chart(eta_figure(None), key="onl.eta_chart")
+                live_chart(eta_figure(None), "onl.eta_chart")
             st.caption(
                 "Online EM moves the statistics by ηₜ each update. It converges (Robbins-Monro) when the steps "
                 "add up to infinity, so it can travel anywhere, and their squares add up to a finite number, so the "
@@ -312,7 +313,7 @@ def hashing_tab(data: Annotations, cfg: OnlineConfig) -> None:
             per_worker_range=(float(sweep["per_worker"].min()), float(sweep["per_worker"].max())),
             chosen=cfg.buckets or None, y_title=sweep["measure"], height=300,
         )  # fmt: skip
-        st.plotly_chart(fig, key="onl.bucket_chart")
+        live_chart(fig, "onl.bucket_chart")
 
 
 def _batch_final(ref: dict, data: Annotations) -> float | None:
@@ -363,7 +364,7 @@ def curves_panel(run: OnlineRun) -> None:
             (bx[keep], b["objective"][keep] / N), x_now, title="Objective per item", x_max=x_max, y_range=y,
             height=lab.chart_height(330), batch_name=b_name,
         )  # fmt: skip
-        st.plotly_chart(lab.narrow(lab.wrap_title(fig)), key="onl.objective_chart")
+        live_chart(lab.narrow(lab.wrap_title(fig)), "onl.objective_chart")
     with c2:
         if not data.has_gold:
             st.info("This dataset has no gold labels, so there is no accuracy to track.")
@@ -377,7 +378,7 @@ def curves_panel(run: OnlineRun) -> None:
                 (bx[keep], b["accuracy"][keep]), x_now, title="Accuracy against gold", x_max=x_max,
                 y_range=(max(0.0, lo - 0.08), 1.0), height=lab.chart_height(330), batch_name=b_name,
             )  # fmt: skip
-            st.plotly_chart(lab.narrow(lab.wrap_title(fig)), key="onl.accuracy_chart")
+            live_chart(lab.narrow(lab.wrap_title(fig)), "onl.accuracy_chart")
     rec = run.snapshots[run.index]
     eta = "" if rec.block is None else f" · ηₜ of this block = {rec.block.eta:.4f}"
     hashed = f" with the same B = {cfg.buckets:,} hash buckets" if cfg.buckets else ""
@@ -422,7 +423,7 @@ def matrices_tab(run: OnlineRun) -> None:
         params.gamma, names, safe.html_all(data.class_names), max_workers=MAX_MATRICES, workers=picked,
         cols=2 if presenter.is_on() else 4, title="Confusion matrices Γ (columns: true class, rows: says)",
     )  # fmt: skip
-    st.plotly_chart(lab.wrap_title(fig, 44), key="onl.confusion_chart")
+    live_chart(lab.wrap_title(fig, 44), "onl.confusion_chart")
     st.caption(f"At this snapshot: {note}. Colours fixed to [0, 1]; row 0 on top.")
 
 
@@ -459,7 +460,7 @@ def block_panel(run: OnlineRun) -> None:
             shown = table.head(200)
             st.dataframe(shown, hide_index=True, height=table_height(len(shown)), column_config=cols, key="onl.block")
     with rate:
-        st.plotly_chart(eta_figure(run), key="onl.eta_now_chart")
+        live_chart(eta_figure(run), "onl.eta_now_chart")
         st.caption(
             "The schedule of the settings; the ring is the update the cursor shows (after an E-step: the update "
             "about to be made). Its ηₜ is how far this block moves the statistics."

@@ -42,6 +42,7 @@ from crowdlab.ui import lab, method_options, presenter, state
 from crowdlab.ui.convergence_view import convergence_panel
 from crowdlab.ui.intervals import applies as intervals_applies
 from crowdlab.ui.intervals import worker_intervals_panel
+from crowdlab.ui.live_chart import live_chart
 from crowdlab.ui.model_panels import model_details_panel
 from crowdlab.ui.reports_view import step_report_panel
 
@@ -286,7 +287,7 @@ def posterior_panel(run: Run) -> None:
         gold_name="truth" if simulated else "gold",
         tied=None if tied is None else tied[rows],
     )
-    st.plotly_chart(lab.fit_title(fig, lab.MAIN_PANEL_PX[presenter.is_on()]), key="stepper.posterior_chart")
+    live_chart(lab.fit_title(fig, lab.MAIN_PANEL_PX[presenter.is_on()]), "stepper.posterior_chart")
     notes = [f"Items {(page - 1) * PAGE_SIZE + 1}–{(page - 1) * PAGE_SIZE + len(rows)} of {N:,}, {order}"]
     notes.append("uncertainty = 1 − max q at this snapshot")
     if tied is not None:
@@ -323,7 +324,7 @@ def _scores_posterior(run: Run) -> None:
             truth=good,
             title=f"P(annotator is good), {lab.where(run, snap)}",
         )
-        st.plotly_chart(lab.wrap_title(fig, 30), key="stepper.annotator_chart")  # whole in a narrow column
+        live_chart(lab.wrap_title(fig, 30), "stepper.annotator_chart")  # whole in a narrow column
         st.caption(
             "The posterior of the scores model is one number per annotator: P(good | their scores), in annotator "
             "order." + (" Above the bars (truth): what the simulation drew, good or bad." if good is not None else "")
@@ -340,7 +341,7 @@ def _scores_posterior(run: Run) -> None:
         fig = plots.item_means_scatter(
             params.mu, ref, data.item_names, reference_name=ref_name, axis_range=plots.item_means_range(data, ref)
         )
-        st.plotly_chart(fig, key="stepper.means_chart")
+        live_chart(fig, "stepper.means_chart")
         st.caption(f"Each item's estimated mean μᵢ against its {ref_name}; σ = {params.sigma:.4g}.")
 
 
@@ -389,7 +390,7 @@ def _scores_workers(run: Run) -> None:
         title=f"Every score against its item's mean μᵢ ({lab.where(run, snap)})",
     )
     left, right = st.columns([3, 2])
-    left.plotly_chart(fig, key="stepper.scores_chart")
+    live_chart(fig, "stepper.scores_chart", where=left)
     left.caption(
         f"Colour: the annotator's P(good). A good annotator's scores lie around the diagonal, within ±2σ "
         f"(σ = {p.sigma:.4g}, dashed); a bad one's spread over the whole range [{p.low:g}, {p.high:g}]."
@@ -438,7 +439,7 @@ def _truth_workers(data, params: ClassParams, truth: dict, picked: list[int]) ->
                 **_grid_size(),  # each worker's estimate beside its truth
                 title="Estimated and true Γₘ side by side (columns: true class)",
             )
-            st.plotly_chart(fig, key="stepper.true_confusion_chart")
+            live_chart(fig, "stepper.true_confusion_chart")
     with right:
         st.dataframe(
             {
@@ -486,7 +487,7 @@ def workers_panel(run: Run) -> None:
             title="Workers: agreement with the majority vote",
             y_title="agreement with majority",
         )
-        st.plotly_chart(fig, key="stepper.reliability_chart")
+        live_chart(fig, "stepper.reliability_chart")
         return
     params: ClassParams = snap.params
     active = by_activity(data)
@@ -512,7 +513,7 @@ def workers_panel(run: Run) -> None:
                 workers=picked,
                 **_grid_size(),
             )
-            st.plotly_chart(lab.wrap_title(fig, 44), key="stepper.confusion_chart")
+            live_chart(lab.wrap_title(fig, 44), "stepper.confusion_chart")
             st.caption(
                 f"{len(picked)} of {data.n_workers:,} workers (default: the most active). Colours fixed to [0, 1] "
                 "at every iteration; row 0 on top."
@@ -541,11 +542,11 @@ def workers_panel(run: Run) -> None:
             x_title=x_title,
             counts=counts,
         )
-        st.plotly_chart(fig, key="stepper.reliability_chart")
+        live_chart(fig, "stepper.reliability_chart")
         st.caption(f"Estimated accuracy Σₖ πₖ Γₘ(k, k) per worker; {x_note}; dotted: chance (1/K).")
         if "alpha" in params.extra:
             fig = plots.sens_spec_scatter(params.extra["alpha"], params.extra["beta"], data.worker_names)
-            st.plotly_chart(fig, key="stepper.sens_spec_chart")
+            live_chart(fig, "stepper.sens_spec_chart")
     truth = current_truth(data)
     if truth is not None and "gamma" in truth:
         _truth_workers(data, params, truth, picked)
@@ -560,7 +561,7 @@ def class_prior_panel(run: Run) -> None:
         fig = plots.class_prior_bars(
             np.array([1.0 - p.pi_good, p.pi_good]), ["bad", "good"], title="Prior of an annotator being bad / good"
         )
-        st.plotly_chart(fig, key="stepper.prior_chart")
+        live_chart(fig, "stepper.prior_chart")
         truth = current_truth(data)
         cols = st.columns(3 if truth is not None and "good" in truth else 2)
         cols[0].metric("π_good", f"{p.pi_good:.3f}")
@@ -583,7 +584,7 @@ def class_prior_panel(run: Run) -> None:
     left, right = st.columns(2)
     with left:
         fig = plots.class_prior_bars(pi, data.class_names, reference=reference, title=title)
-        st.plotly_chart(fig, key="stepper.prior_chart")
+        live_chart(fig, "stepper.prior_chart")
         if reference is not None:
             st.caption("Red bars: the share of each class among the items with gold.")
     if run.iterative:
@@ -597,7 +598,7 @@ def class_prior_panel(run: Run) -> None:
                 float(x[run.index]),
                 title="π over the iterations",
             )
-            st.plotly_chart(fig, key="stepper.prior_path_chart")
+            live_chart(fig, "stepper.prior_path_chart")
 
 
 # ---------------------------------------------------------------------------- what just happened
@@ -849,7 +850,7 @@ def surface_panel(run: Run) -> None:
         title=f"Objective over {labels[ix]} and {labels[iy]} ({lab.where(run, base)})",
         end_label="end (converged)" if done else "now",
     )
-    st.plotly_chart(fig, key="stepper.surface_chart")
+    live_chart(fig, "stepper.surface_chart")
     objective = np.array([run.snapshots[i].objective for i in idx[keep]])
     with st.expander("The EM path in numbers"):
         st.dataframe(

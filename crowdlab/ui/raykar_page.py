@@ -42,6 +42,7 @@ from crowdlab.plots import risk as figs
 from crowdlab.teaching.simulate import simulate_raykar
 from crowdlab.ui import lab, presenter
 from crowdlab.ui.frame import file_boxes, load_upload_cached, upload_id
+from crowdlab.ui.live_chart import live_chart
 
 NS = "raykar"
 SNAPMETRICS = "raykar.snapmetrics"
@@ -433,7 +434,7 @@ def metric_chart(table: pd.DataFrame, base: dict, x_now: float) -> None:
         values["majority-vote labels"] = np.full(n, base["mv_acc"])
     x = table["x"].to_numpy(float)
     fig = plots.metric_curve(x, values, x_now, title="Accuracy against the truth", height=lab.chart_height(340))
-    st.plotly_chart(lab.wrap_title(fig), key="raykar.metric_chart")
+    live_chart(lab.wrap_title(fig), "raykar.metric_chart")
 
 
 def scatter_panel(run: Run, pl: dict, base: dict, extra: dict) -> None:
@@ -456,7 +457,7 @@ def scatter_panel(run: Run, pl: dict, base: dict, extra: dict) -> None:
     )
     # presenter mode: the pictures' whole width (stacked), its title wrapped by it
     fig = lab.fit_title(fig, lab.MAIN_PANEL_PX[True]) if presenter.is_on() else lab.wrap_title(fig, 36)
-    st.plotly_chart(fig, key="raykar.scatter_chart")
+    live_chart(fig, "raykar.scatter_chart")
     notes = [
         "Colour: the posterior μᵢ = P(yᵢ = 1 | labels, xᵢ) after the last E-step (fixed scale [0, 1])",
         "solid: Raykar's classifier at this snapshot; dashed: the same logistic regression trained on majority-vote "
@@ -488,7 +489,7 @@ def roc_panel(run: Run, extra: dict) -> None:
         # the square plot is as wide as its narrow column (about 140 px): a taller figure only adds blank space
         **(ROC_PRESENTER if presenter.is_on() else {"title_width": 26, "height": 335}),
     )
-    st.plotly_chart(fig, key="raykar.roc_chart")
+    live_chart(fig, "raykar.roc_chart")
     note = "Each annotator's (1 − β, α) at init and every M-step up to the cursor; top left is perfect"
     if "alpha" in extra:
         note += "; hollow circles: the true values"

@@ -37,6 +37,7 @@ from crowdlab.plots import dependent as figs
 from crowdlab.teaching.simulate import mix_from_counts, simulate_sequences
 from crowdlab.ui import lab, presenter, state
 from crowdlab.ui.frame import file_boxes, load_sample_cached, upload_id
+from crowdlab.ui.live_chart import live_chart
 from crowdlab.ui.progress import seconds
 
 NS = "seq"
@@ -609,7 +610,7 @@ def strip_panel(run: Run) -> None:
         background=SEQ.derived("background", lambda: background_class(base["mv"], data.n_classes)),
         title=safe.html(f"sequence {data.sequence_names[s]}, {lab.step_label(run)}: truth, baselines, the HMM"),
     )
-    st.plotly_chart(fig, key="seq.strip_chart")  # a one-line title: its legend sits right under it
+    live_chart(fig, "seq.strip_chart")  # a one-line title: its legend sits right under it
     notes = [f"HMM rows at {lab.step_label(run)}; majority vote and i.i.d. DS are fitted once"]
     if ROW_TRUTH in rows:
         truth = rows[ROW_TRUTH]
@@ -673,9 +674,9 @@ def transitions_panel(run: Run) -> None:
         shown.append(heatmap(ref, ref_title))
     same_top(shown)
     boxes = st.columns(2) if side else [st.container(), st.container()]
-    boxes[0].plotly_chart(shown[0], key="seq.transition_chart")
+    live_chart(shown[0], "seq.transition_chart", where=boxes[0])
     if ref is not None:
-        boxes[1].plotly_chart(shown[1], key="seq.transition_ref")
+        live_chart(shown[1], "seq.transition_ref", where=boxes[1])
     else:
         boxes[1].info("No gold labels: nothing to compare the estimated transitions with.")
     notes = [
@@ -707,7 +708,7 @@ def workers_panel(run: Run) -> None:
         width_px=chart_px(),
         text_px=text_px(),
     )
-    st.plotly_chart(lab.wrap_title(fig, 60), key="seq.confusion_chart")
+    live_chart(lab.wrap_title(fig, 60), "seq.confusion_chart")
     notes = [f"The {len(active)} most active of {data.n_workers:,} workers; colours fixed to [0, 1]"]
     truth = SEQ.extra()
     if "gamma" in truth:

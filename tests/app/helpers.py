@@ -31,12 +31,22 @@ def goto(at: AppTest, page: str) -> AppTest:
     return ok(at.switch_page(page).run())
 
 
+def figures(at: AppTest) -> list[tuple[str, dict]]:
+    """Every chart on the page as (element id, plotly spec): ``st.plotly_chart``'s and the live chart element's
+    (:mod:`crowdlab.ui.live_chart`, a components-v2 element whose data holds the figure's JSON)."""
+    found = [(c.proto.id, json.loads(c.proto.spec)) for c in at.get("plotly_chart")]
+    for c in at.get("bidi_component"):
+        if c.proto.component_name == "crowdlab_live_chart":
+            found.append((c.proto.id, json.loads(json.loads(c.proto.json)["spec"])))
+    return found
+
+
 def chart(at: AppTest, key: str, *, unique: bool = False) -> dict | None:
     """The plotly spec of the chart with widget key ``key``, or None; ``unique``: assert at most one chart matches."""
-    found = [c for c in at.get("plotly_chart") if c.proto.id.endswith("-" + key)]
+    found = [spec for i, spec in figures(at) if i.endswith("-" + key)]
     if unique:
         assert len(found) <= 1
-    return json.loads(found[0].proto.spec) if found else None
+    return found[0] if found else None
 
 
 def trace(spec: dict, meta: str) -> dict:

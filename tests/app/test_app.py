@@ -15,7 +15,7 @@ from crowdlab.io import safe
 from crowdlab.io.samples import SAMPLES, load_sample
 from crowdlab.models import applicable_models
 from crowdlab.ui import state
-from tests.app.helpers import chart, click, ok
+from tests.app.helpers import chart, click, figures, ok
 
 ROOT = Path(__file__).resolve().parents[2]
 HOME = str(ROOT / "app.py")
@@ -213,7 +213,7 @@ def test_every_method_runs_to_convergence_on_every_dataset(sample):
         assert not run.violations, (sample, method, run.violations)
         assert not at.warning
         assert _label(at) == f"iteration {run.iteration}, after M-step"
-        assert len(at.get("plotly_chart")) >= 2
+        assert len(figures(at)) >= 2
 
 
 def test_a_violation_is_shown_as_a_warning():
@@ -229,14 +229,14 @@ def test_majority_vote_and_scores_panels():
     ok(at.switch_page(STEP_PAGE).run())
     ok(at.selectbox(key=state.W_METHOD).set_value("mv").run())
     # the Posterior tab's heatmap only: no objective to draw
-    assert len(at.get("plotly_chart")) == 1
+    assert len(figures(at)) == 1
     assert [m.label for m in at.metric] == ["accuracy", "macro F"]
     assert float(at.metric[0].value) == pytest.approx(0.75, abs=0.02)  # bluebirds' majority vote
     ok(at.switch_page("app.py").run())
     ok(at.selectbox(key="home.dataset").set_value("affect").run())
     ok(at.switch_page(STEP_PAGE).run())
     # the scores model's posterior is per annotator: bars of P(good) and the item means, no item table to order
-    assert not at.radio and len(at.get("plotly_chart")) == 4
+    assert not at.radio and len(figures(at)) == 4
     click(at, "stepper.step")
     assert any("Pearson r now" in c.value for c in at.caption)
 

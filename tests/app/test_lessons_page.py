@@ -16,7 +16,7 @@ from crowdlab.models.majority import majority_labels
 from crowdlab.teaching import lessons as L
 from crowdlab.ui import lab, state
 from crowdlab.ui import lesson_page as lp
-from tests.app.helpers import arr, chart, trace
+from tests.app.helpers import arr, chart, figures, trace
 
 ROOT = Path(__file__).resolve().parents[2]
 PAGE = str(ROOT / "pages" / "0_Lessons.py")
@@ -155,7 +155,7 @@ def test_switching_lessons_starts_the_new_one_and_state_survives_a_rerun():
     run = at.session_state[lp.RUN]
     _ok(at.run())
     assert at.session_state[lp.RUN] is run and at.session_state[lp.DONE]
-    assert len(at.get("plotly_chart")) == 1
+    assert len(figures(at)) == 1
 
 
 def test_item_means_axes_stay_put_from_step_to_step():

@@ -13,7 +13,7 @@ from streamlit.testing.v1 import AppTest
 from crowdlab.io import safe
 from crowdlab.ui import networks_page as npg
 from crowdlab.ui import presenter, state
-from tests.app.helpers import arr, chart, click, iteration_label, ok, trace, wrapper_script
+from tests.app.helpers import arr, chart, click, figures, iteration_label, ok, trace, wrapper_script
 
 ROOT = Path(__file__).resolve().parents[2]
 PAGE = "pages/7_Networks.py"
@@ -214,7 +214,7 @@ def test_per_edge_delta_from_labels_resets_and_runs():
     assert not at.exception and not at.error
     assert at.session_state["net.delta_labels"] is True  # survives the rerun
     caption = " ".join(str(c.value) for c in at.caption)
-    assert "δ =" in caption or at.get("plotly_chart")
+    assert "δ =" in caption or figures(at)
 
 
 def test_play_and_the_shortcuts_drive_the_pages_run_and_a_settings_notice_goes_with_the_next_step():
@@ -244,7 +244,7 @@ def _order(at: AppTest) -> list[str]:
 
     def walk(node) -> None:
         kind = getattr(node, "type", None)
-        if kind == "plotly_chart":
+        if kind == "plotly_chart" or (kind == "bidi_component" and node.proto.component_name == "crowdlab_live_chart"):
             out.append(node.proto.id.rsplit("-", 1)[-1])
         elif getattr(node, "key", None):
             out.append(node.key)

@@ -24,7 +24,7 @@ from crowdlab.io.data import read_annotations
 from crowdlab.teaching.simulate import simulate_crowd
 from crowdlab.ui import compare_page, data_page, export_page, state
 from crowdlab.ui.frame import PHONE_PAGES
-from tests.app.helpers import click, goto, ok, wrapper_script
+from tests.app.helpers import click, figures, goto, ok, wrapper_script
 
 ROOT = Path(__file__).resolve().parents[2]
 DATA_DIR = ROOT / "tests" / "data"
@@ -134,7 +134,7 @@ def test_data_page_shows_preview_pictures_and_downloads():
         "All workers (CSV)",
         "Download the worker report (CSV)",
     ]
-    assert len(at.get("plotly_chart")) == 4
+    assert len(figures(at)) == 4
     workers = at.dataframe[1].value
     assert list(workers.columns) == ["worker", "labels", "share 0", "share 1"] and len(workers) == 20
     assert [t.label for t in at.tabs] == ["Upload", "Simulate a crowd", "Simulate scores (lecture)", "Bundled"]
@@ -282,7 +282,7 @@ def test_compare_bluebirds_table_agreement_and_disagreements():
         "**MACE (competence and spamming)** (0.898)."
     )
     assert any(best == c.value for c in at.caption)
-    assert len(at.get("plotly_chart")) == 1  # agreement between methods
+    assert len(figures(at)) == 1  # agreement between methods
     dis = [d.value for d in at.dataframe if "labels" in d.value.columns][0]  # after the details table
     assert len(dis) == compare_page.HEAD_ROWS and "gold" in dis.columns
     assert any(m.value.startswith("**Items where the methods disagree: 44 of 108") for m in at.markdown)
@@ -296,7 +296,7 @@ def test_compare_scores_and_no_gold():
     click(at, "compare.run")
     table = at.dataframe[0].value
     assert list(table["method"]) == ["Mean of the scores", "Good/bad annotators (scores)"]
-    assert "pearson r" in table and not at.get("plotly_chart")
+    assert "pearson r" in table and not figures(at)
     goto(at, HOME)
     ok(at.selectbox(key="home.dataset").set_value("patients").run())
     goto(at, COMPARE_PAGE)

@@ -289,7 +289,9 @@ def _in_columns(at: AppTest, key: str) -> bool:
 
     def walk(node, inside):
         for child in getattr(node, "children", {}).values():
-            if getattr(child, "type", None) == "plotly_chart" and child.proto.id.endswith("-" + key):
+            if getattr(child, "type", None) in ("plotly_chart", "bidi_component") and child.proto.id.endswith(
+                "-" + key
+            ):
                 return inside
             found = walk(child, False if isinstance(child, Tab) else inside or isinstance(child, Column))
             if found is not None:

@@ -23,7 +23,7 @@ from crowdlab.io.samples import load_sample
 from crowdlab.models import applicable_models
 from crowdlab.ui import lab, panels, presenter, priors_page, state
 from crowdlab.ui.frame import PHONE_PAGES
-from tests.app.helpers import arr, chart, click, iteration_label, ok, trace
+from tests.app.helpers import arr, chart, click, figures, iteration_label, ok, trace
 
 ROOT = Path(__file__).resolve().parents[2]
 HOME = str(ROOT / "app.py")
@@ -443,7 +443,7 @@ def test_intervals_tab_after_a_run(method):
     if method == "mv":  # intervals exist for DS / one-coin / two-coin only: no tab that only says so
         assert "Intervals" not in [t.label for t in at.tabs]
     else:
-        assert at.get("plotly_chart"), "the interval chart is drawn"
+        assert figures(at), "the interval chart is drawn"
 
 
 # ---------------------------------------------------------------------------- the one stepper: shortcuts, Play, Back

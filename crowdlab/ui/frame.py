@@ -22,7 +22,7 @@ from crowdlab.io import limits, safe
 from crowdlab.io.data import Annotations
 from crowdlab.io.samples import SAMPLES, load_sample
 from crowdlab.teaching.simulate import simulate_crowd
-from crowdlab.ui import lab, presenter, sessions, state
+from crowdlab.ui import lab, live_chart, presenter, sessions, state
 
 HOME_DATASET = "home.dataset"
 
@@ -183,6 +183,7 @@ def page_frame(
     with st.sidebar:
         navigation()
         presenter.presenter()
+        live_chart.motion_control()
         dataset_summary(own if own is not None else data, compact=True)
         if own is not None:
             other = safe.md(data.name or state.get_data_id())

@@ -114,11 +114,19 @@ function tweenHeatmaps(Plotly, gd, key, before, ms, token) {
     }
   });
   if (!idx.length) return;
+  // at most FRAMES redraws: each restyle redraws the heatmap's cells and their numbers
+  const FRAMES = 8;
   const t0 = performance.now();
+  let last = -1;
   const ease = (u) => (u < 0.5 ? 4 * u * u * u : 1 - Math.pow(-2 * u + 2, 3) / 2);
   const frame = (now) => {
     if (gd.__clToken !== token) return; // a newer figure took over
-    const u = Math.min(1, (now - t0) / ms);
+    const u = Math.min(1, Math.ceil(((now - t0) / ms) * FRAMES) / FRAMES);
+    if (u === last) {
+      requestAnimationFrame(frame);
+      return;
+    }
+    last = u;
     const e = ease(u);
     const zs = from.map((f, j) =>
       f.map((row, r) => row.map((v, c) => (v === null || to[j][r][c] === null ? to[j][r][c] : v + (to[j][r][c] - v) * e)))

@@ -50,6 +50,28 @@ def motion_ms() -> int:
     return MOTION_DEFAULT_MS
 
 
+MOTION_CHOICES = (0, 200, 400, 700, 1000)
+W_MOTION = "frame.motion"  # the sidebar's widget (a view of MOTION_KEY)
+
+
+def _on_motion() -> None:
+    st.session_state[MOTION_KEY] = int(st.session_state[W_MOTION])
+
+
+def motion_control() -> None:
+    """The sidebar's choice of how long a change animates (ms; 0 = none). Call inside ``with st.sidebar``."""
+    now = motion_ms()
+    st.session_state[W_MOTION] = min(MOTION_CHOICES, key=lambda c: abs(c - now))
+    st.select_slider(
+        "Animation (ms)",
+        MOTION_CHOICES,
+        key=W_MOTION,
+        on_change=_on_motion,
+        help="How long a chart takes to move to a new half-step (bars, dots, curve ends, heatmap colours). 0: no "
+        "motion. Also off when the browser or the system asks for reduced motion.",
+    )
+
+
 def _plotly_src() -> str:
     """The URL of plotly.min.js: the installed plotly package's own copy, registered once per Streamlit runtime as
     the asset folder of a component named :data:`ASSETS` and served by Streamlit's component-asset route."""

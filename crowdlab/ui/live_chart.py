@@ -41,13 +41,17 @@ def motion_ms() -> int:
     chosen = st.session_state.get(MOTION_KEY)
     if chosen is not None:
         return max(0, int(chosen))
-    env = os.environ.get("CROWDLAB_MOTION_MS", "").strip()
-    if env:
-        try:
-            return max(0, min(2000, int(float(env))))
-        except ValueError:
-            return MOTION_DEFAULT_MS
-    return MOTION_DEFAULT_MS
+    return env_motion_ms()
+
+
+def env_motion_ms() -> int:
+    """``CROWDLAB_MOTION_MS`` as a length in [0, 2000] ms; unset or not a number: :data:`MOTION_DEFAULT_MS`."""
+    text = os.environ.get("CROWDLAB_MOTION_MS", "").strip()
+    try:
+        value = float(text)
+    except ValueError:
+        return MOTION_DEFAULT_MS
+    return int(max(0.0, min(2000.0, value))) if value == value else MOTION_DEFAULT_MS
 
 
 MOTION_CHOICES = (0, 200, 400, 700, 1000)

@@ -190,7 +190,19 @@ SETTINGS_TESTED_HERE = {env(n) for n in NAMES} | {
     "CROWDLAB_DATA_DIR",
     "CROWDLAB_CLASS_DB",
     "CROWDLAB_FILES_DIR",
+    "CROWDLAB_MOTION_MS",
 }
+
+
+@pytest.mark.parametrize(
+    ("value", "ms"), [("", 400), ("0", 0), (" 250 ", 250), ("1e9", 2000), ("-5", 0), ("fast", 400), ("nan", 400)]
+)
+def test_motion_ms_is_a_bounded_length_or_the_default(value, ms, monkeypatch):
+    """CROWDLAB_MOTION_MS (how long a live chart animates): clipped to [0, 2000] ms; nonsense gives the default."""
+    from crowdlab.ui import live_chart
+
+    monkeypatch.setenv("CROWDLAB_MOTION_MS", value)
+    assert live_chart.env_motion_ms() == ms
 
 
 def test_files_dir_names_what_it_leaves_out(tmp_path, monkeypatch):

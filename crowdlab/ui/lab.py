@@ -34,6 +34,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Mapping
+from contextvars import ContextVar
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -49,8 +50,17 @@ from crowdlab.io.data import Annotations
 from crowdlab.io.metrics import accuracy, macro_f, pearson
 from crowdlab.plots.common import X_TITLE
 from crowdlab.ui import presenter
-from crowdlab.ui.live_chart import live_chart
+from crowdlab.ui.live_chart import REVISION, live_chart
 from crowdlab.ui.progress import Pace
+
+_BESIDE: ContextVar[bool] = ContextVar("crowdlab_beside", default=False)
+
+
+def beside() -> bool:
+    """Whether the stepper being drawn puts its curves in a narrow column beside its panels: presenter mode, or a
+    slot with ``beside=True`` (set while its body is drawn)."""
+    return presenter.is_on() or _BESIDE.get()
+
 
 NOTICE_SETTINGS = "Settings changed: the run was reset."
 NOTICE_DATASET = "Dataset changed: the run was reset."
@@ -74,7 +84,9 @@ class RunSlot:
     the stepper shows it) and ``error`` (why the run could not be built); widget keys ``<widgets>.*``;
     ``getter()`` returns the run (building it when there is none yet). Play keeps its plain keys under
     ``<widgets>.playing`` / ``.play_last`` / ``.speed_value``. ``shortcuts=False``: the buttons take no keyboard
-    shortcuts (the lessons' free controls, where ← → belong to the lesson's Previous / Next)."""
+    shortcuts (the lessons' free controls, where ← → belong to the lesson's Previous / Next). ``beside=True``: the
+    curves sit in a narrow column beside the panels in normal mode too, so that the curve and the main picture are
+    on the first screen (the Step page; presenter mode does it on every page)."""
 
     run: str
     run_id: str
@@ -85,6 +97,7 @@ class RunSlot:
     notice: str | None = None
     error: str | None = None
     shortcuts: bool = True
+    beside: bool = False  # curves in a narrow column beside the panels in normal mode too (presenter mode: always)
 
     def key(self, name: str) -> str:
         """A widget key of this slot's stepper (``stepper.step``, ``seq.stepper.step``)."""
@@ -465,6 +478,8 @@ def buttons(slot: RunSlot, run: Run) -> None:
     a = (slot,)
     k = slot.key
     row = st.container(horizontal=True, gap="small", vertical_alignment="center")
+    if slot.beside and not presenter.is_on():  # normal mode's Step page: the buttons and the speed in one row
+        st.html(COMPACT_BUTTONS_CSS)
 
     def button(name: str, label: str, callback, disabled: bool, **kw) -> None:
         key = SHORTCUTS.get(name) if slot.shortcuts else None
@@ -504,10 +519,17 @@ def buttons(slot: RunSlot, run: Run) -> None:
         on_change=on_speed,
         args=a,
         label_visibility="collapsed",
-        width=95,
+        width=82 if slot.beside and not presenter.is_on() else 95,
     )
 
 
+# narrower side padding of the stepper's buttons (presenter mode's CSS does the same): with it, the eight buttons
+# and the speed fit one row at 1280 px with the sidebar open, and the curves start higher on the first screen
+COMPACT_BUTTONS_CSS = (
+    '<style>[data-testid="stMain"] [data-testid="stButton"] button '
+    "{ padding-left: 0.4rem; padding-right: 0.4rem; }"
+    '[data-testid="stMainBlockContainer"] { padding-top: 3rem; }</style>'
+)
 POSITION_KEY = "pos_block"  # the position's block (its CSS class ends in "pos_block")
 
 
@@ -523,7 +545,7 @@ def position(slot: RunSlot, run: Run) -> None:
         tail += f" · playing, {speed(slot):g} s per half-step"
     elif play_ended(slot) and run.at_end:
         tail += " · Play stopped at the end of the run"
-    compact = presenter.is_on()
+    compact = beside()
     # a keyed block: presenter mode's CSS keeps two lines for its caption (crowdlab.ui.presenter.CSS)
     block = st.container(key=slot.key(POSITION_KEY))
     where, scrub = (
@@ -574,13 +596,13 @@ def table_height(rows: int, cap: int = 320) -> int | str:
 
 def chart_height(default: int = 360) -> int:
     """A curve's height: smaller in presenter mode, where the curves and the main panel share the first screen."""
-    return min(default, 300) if presenter.is_on() else default
+    return min(default, 300) if beside() else default
 
 
 def curve_columns(spec: int | list[float]) -> list:
     """Where to draw the curves: side by side (``st.columns(spec)``), or stacked in presenter mode (they sit in a
     narrow column beside the main panel there)."""
-    if presenter.is_on():
+    if beside():
         return [st.container() for _ in range(spec if isinstance(spec, int) else len(spec))]
     return list(st.columns(spec))
 
@@ -628,6 +650,16 @@ TITLE_EM_PER_CHAR = 0.45
 # the width of the Step page's main panel where a chart goes, at the narrowest the server must assume: presenter
 # mode's two thirds beside the curves with the sidebar open at 1024 px, and normal mode's whole main column there
 MAIN_PANEL_PX = {True: 440, False: 620}
+BESIDE_PANEL_PX = 370  # normal mode's two thirds beside the curves with the sidebar open at 1024 px
+
+
+def main_panel_px() -> int:
+    """The narrowest width of the main panel where a chart goes (px), for wrapping its title."""
+    if presenter.is_on():
+        return MAIN_PANEL_PX[True]
+    return BESIDE_PANEL_PX if beside() else MAIN_PANEL_PX[False]
+
+
 TITLE_LINE_PX = 20  # a title line in the top margin (crowdlab.plots.common._layout)
 
 
@@ -656,7 +688,7 @@ CURVE_PX = 300
 def curve_title(fig, width_px: float | None = None):
     """A curve's title wrapped by its chart's width (``width_px``; default: the stepper's curve column,
     :data:`CURVE_PX` or presenter mode's :data:`CURVE_CHARS`), then :func:`narrow` in presenter mode."""
-    if width_px is not None or not presenter.is_on():
+    if width_px is not None or not beside():
         fit_title(fig, width_px or CURVE_PX)
     return narrow(fig, chars=None if width_px is None else 10_000)
 
@@ -665,7 +697,7 @@ def narrow(fig, chars: int | None = None):
     """A curve in presenter mode's narrow column: its title wrapped to :data:`CURVE_CHARS` (or ``chars``) and its
     x-axis title the short :data:`CURVE_X_TITLE` (whole with the sidebar open too), long legend entries broken at
     :data:`LEGEND_CHARS`, its legend (wrapped onto two lines there) moved clear of the x-axis title."""
-    if not presenter.is_on():
+    if not beside():
         return fig
     _wrap(fig, chars or CURVE_CHARS)
     if fig.layout.xaxis.title.text == X_TITLE:
@@ -808,7 +840,7 @@ def _notice(slot: RunSlot) -> None:
         box.info(text, icon="ℹ️")
 
 
-def _body(slot: RunSlot, curves: Panel | None, panels: Panel | None) -> None:
+def _body_drawn(slot: RunSlot, curves: Panel | None, panels: Panel | None) -> None:
     status = st.empty()
     _notice(slot)
     tick(slot)
@@ -826,7 +858,7 @@ def _body(slot: RunSlot, curves: Panel | None, panels: Panel | None) -> None:
         position(slot, run)
         violations(run)
         draw_curves = curves or (lambda r: default_curves(slot, r))
-        if presenter.is_on() and panels is not None:
+        if beside() and panels is not None:
             left, right = st.columns([1, 2])
             with left:
                 draw_curves(run)
@@ -836,6 +868,16 @@ def _body(slot: RunSlot, curves: Panel | None, panels: Panel | None) -> None:
         draw_curves(run)
         if panels is not None:
             panels(run)
+
+
+def _body(slot: RunSlot, curves: Panel | None, panels: Panel | None) -> None:
+    token = _BESIDE.set(slot.beside and panels is not None)
+    revision = REVISION.set(str(st.session_state.get(slot.run_id, "")))
+    try:
+        _body_drawn(slot, curves, panels)
+    finally:
+        REVISION.reset(revision)
+        _BESIDE.reset(token)
 
 
 # ---------------------------------------------------------------------------- a page with its own data and run

@@ -32,7 +32,7 @@ from crowdlab.plots import models as mplots
 from crowdlab.plots import risk as rplots
 from crowdlab.teaching import lessons
 from crowdlab.ui import lab, presenter
-from crowdlab.ui.live_chart import live_chart
+from crowdlab.ui.live_chart import REVISION, live_chart
 
 KEY, STEP, DONE, MARK = "lesson.key", "lesson.step", "lesson.done", "lesson.mark"
 SHOWN, FREE_OPEN = "lesson.shown", "lesson.free_open"
@@ -318,10 +318,18 @@ def _no_curves(run: Run) -> None:
 
 # ---------------------------------------------------------------------------- charts
 def chart(step: lessons.Step, run: Run | None) -> None:
-    """The figure named by ``step.chart``, drawn from the run at its cursor."""
+    """The figure named by ``step.chart``, drawn from the run at its cursor (a new run: new axes)."""
     if run is None:
         st.info(f"Press **{step.button}** to begin.")
         return
+    token = REVISION.set(str(st.session_state.get(RUN_ID, "")))
+    try:
+        _chart(step, run)
+    finally:
+        REVISION.reset(token)
+
+
+def _chart(step: lessons.Step, run: Run) -> None:
     name = step.chart
     if name == "objective":
         lab.objective_chart(SLOT, run, height=CHART_HEIGHT, width_px=CHART_PX)

@@ -143,7 +143,7 @@ function tweenHeatmaps(Plotly, gd, key, before, ms, token) {
 function draw(Plotly, gd, spec, data) {
   const key = data.key;
   const layout = spec.layout || {};
-  if (!layout.template || !Object.keys(layout.template).length) layout.template = TEMPLATE;
+  if (!layout.template || !layout.template.layout) layout.template = TEMPLATE; // figures come with none
   const config = Object.assign({ responsive: true, displaylogo: false }, spec.config || {}, data.config || {});
   const ms = reducedMotion() ? 0 : data.motion || 0;
   const token = (gd.__clToken = (gd.__clToken || 0) + 1);

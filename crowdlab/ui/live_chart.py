@@ -19,6 +19,7 @@ Charts that never change during a run may keep ``st.plotly_chart``.
 from __future__ import annotations
 
 import os
+from contextvars import ContextVar
 from pathlib import Path
 from typing import Any
 
@@ -54,6 +55,10 @@ def env_motion_ms() -> int:
     return int(max(0.0, min(2000.0, value))) if value == value else MOTION_DEFAULT_MS
 
 
+# what the charts drawn now belong to (the stepper sets the id of its run): a new run is a new ``uirevision``, so a
+# zoom survives the steps of one run but the next run (another method, a reset) starts from its own axes; plotly
+# would otherwise keep the last run's axis ranges for a figure that leaves them to autorange
+REVISION: ContextVar[str] = ContextVar("crowdlab_chart_revision", default="")
 MOTION_CHOICES = (0, 200, 400, 700, 1000)
 W_MOTION = "frame.motion"  # the sidebar's widget (a view of MOTION_KEY)
 
@@ -96,10 +101,11 @@ def _plotly_src() -> str:
 
 
 def spec_json(fig: go.Figure, key: str) -> str:
-    """The figure as Plotly JSON with ``layout.uirevision`` set to ``key`` (unless the figure sets its own)."""
+    """The figure as Plotly JSON with ``layout.uirevision`` set to ``key`` and the run it shows (:data:`REVISION`),
+    unless the figure sets its own."""
     fig = go.Figure(fig)  # a copy: the caller's figure stays as it was
     if fig.layout.uirevision is None:
-        fig.layout.uirevision = key
+        fig.layout.uirevision = f"{key}|{REVISION.get()}"
     fig.layout.template = _EMPTY  # the element's script supplies the look (its TEMPLATE): nothing on the wire
     return fig.to_json(validate=False)
 

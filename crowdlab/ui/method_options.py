@@ -54,7 +54,7 @@ def options_panel() -> None:
     if cfg.method != "mv" and not scores and not reveal and not class_prior:
         return
     # the method picker above has written the config into every widget key (state.sync_config_widgets)
-    with presenter.settings("Method options"):
+    with presenter.settings("Method options", always=True):
         row = st.container(horizontal=True, vertical_alignment="bottom", gap="medium")
         if cfg.method == "mv":
             _ties(row, data, cfg)

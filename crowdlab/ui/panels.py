@@ -287,7 +287,7 @@ def posterior_panel(run: Run) -> None:
         gold_name="truth" if simulated else "gold",
         tied=None if tied is None else tied[rows],
     )
-    live_chart(lab.fit_title(fig, lab.MAIN_PANEL_PX[presenter.is_on()]), "stepper.posterior_chart")
+    live_chart(lab.fit_title(fig, lab.main_panel_px()), "stepper.posterior_chart")
     notes = [f"Items {(page - 1) * PAGE_SIZE + 1}–{(page - 1) * PAGE_SIZE + len(rows)} of {N:,}, {order}"]
     notes.append("uncertainty = 1 − max q at this snapshot")
     if tied is not None:
@@ -612,7 +612,7 @@ def explain_panel(run: Run) -> None:
     presenter mode at the narrower width (:func:`crowdlab.teaching.explain.narrow`): its larger font puts this tab
     beside
     the curves, 446 px wide with the sidebar open, where Dawid-Skene's products ran 80 px past the edge."""
-    with explain.narrow() if presenter.is_on() else contextlib.nullcontext():
+    with explain.narrow() if lab.beside() else contextlib.nullcontext():
         _explain_panel(run)
 
 

@@ -113,11 +113,12 @@ def intro(text: str) -> None:
         st.caption(text)
 
 
-def settings(summary: str, key: str | None = None):
+def settings(summary: str, key: str | None = None, *, always: bool = False):
     """Where a page draws its settings: in place, or folded into an expander labelled ``summary`` in presenter
     mode (the stepper then starts higher on the screen). Use as ``with presenter.settings("..."):``. A summary
     that names the current choice changes with it: pass ``key`` so that the expander stays open while the
-    lecturer changes the choice (without one, a new label is a new expander, folded)."""
-    if not is_on():
+    lecturer changes the choice (without one, a new label is a new expander, folded). ``always``: folded in both
+    modes (the Step page, whose curve and main picture are on the first screen in normal mode too)."""
+    if not is_on() and not always:
         return st.container()
     return st.expander(summary, key=key) if key else st.expander(summary)

@@ -431,7 +431,7 @@ def on_config_widget() -> None:
 
 
 # ---------------------------------------------------------------------------- stepper callbacks (lab.RunSlot)
-MAIN = lab.RunSlot(RUN, RUN_ID, METRICS, PENDING, "stepper", get_run, notice=NOTICE, error=RUN_ERROR)
+MAIN = lab.RunSlot(RUN, RUN_ID, METRICS, PENDING, "stepper", get_run, notice=NOTICE, error=RUN_ERROR, beside=True)
 
 
 def on_e_step() -> None:

@@ -24,7 +24,7 @@ def method_picker() -> None:
     into an expander in presenter mode, whose label names the run's real start (:func:`state.start_title`)."""
     cfg = state.get_config()
     summary = f"Method: {state.method_title(cfg.method)} · start: {state.start_title()}"
-    with presenter.settings(summary, key="stepper.settings"):
+    with presenter.settings(summary, key="stepper.settings", always=True):
         _method_widgets()
 
 

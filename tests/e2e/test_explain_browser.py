@@ -36,8 +36,11 @@ def test_every_formula_line_fits_at_1024(server, page, dataset, method):
         wait_idle(page)
     page.locator('[data-testid="stSidebar"]').get_by_role("link").filter(has_text="Step through EM").first.click()
     wait_page(page)
-    box = page.locator('[data-testid="stSelectbox"]').filter(has_text="Method").first
-    if method not in box.inner_text():
+    main = page.locator('[data-testid="stMain"]')
+    if method not in main.locator('[data-testid="stExpander"] summary').filter(has_text="Method:").first.inner_text():
+        main.locator('[data-testid="stExpander"] summary').filter(has_text="Method:").first.click()  # folded
+        wait_idle(page)
+        box = page.locator('[data-testid="stSelectbox"]').filter(has_text="Method").first
         box.click()
         page.get_by_role("option").filter(has_text=method).first.click()
         wait_idle(page)

@@ -15,7 +15,7 @@ import time
 
 import pytest
 
-from tests.e2e.helpers import assert_no_exception, screenshot, wait_idle, wait_page
+from tests.e2e.helpers import ARTIFACTS, assert_no_exception, screenshot, wait_idle, wait_page
 
 pytestmark = pytest.mark.e2e
 
@@ -52,10 +52,12 @@ def test_a_step_click_remounts_nothing_and_draws_each_changed_chart_once(server,
     page.goto(f"{server}/Step_through_EM?present=1")
     wait_page(page)
     page.wait_for_function("() => window.__crowdlabCharts && window.__crowdlabCharts.draws >= 3")
-    page.evaluate(PROBE)
     main = page.locator('[data-testid="stMain"]')
+    main.get_by_role("button", name="Step", exact=True).click()  # the first Step also brings the scrubber
+    _settle(page, "iteration 1, after M-step")
+    page.evaluate(PROBE)
     per_click = []
-    for k in range(1, 4):
+    for k in range(2, 5):
         before = page.evaluate(STATS)
         main.get_by_role("button", name="Step", exact=True).click()
         _settle(page, f"iteration {k}, after M-step")
@@ -114,3 +116,56 @@ def test_play_in_a_lesson_moves_the_lessons_chart(server, still):
     assert_no_exception(page)
     changes = sum(1 for a, b in zip(seen, seen[1:], strict=False) if a != b)
     assert changes >= 10, f"the lesson's chart changed {changes} times in {len(seen)} samples"
+
+
+SCROLL_TOP = "() => { for (const e of document.querySelectorAll('section, div')) if (e.scrollTop) e.scrollTop = 0; }"
+FIRST_SCREEN = """() => Array.from(document.querySelectorAll('.cl-live-chart')).map(g => {
+  const r = g.getBoundingClientRect(); return [g.dataset.key, Math.round(r.top), Math.round(r.height)]; })"""
+
+
+@pytest.mark.parametrize(
+    ("mode", "viewport"), [("presenter", PROJECTOR), ("normal", {"width": 1280, "height": 800})], ids=str
+)
+def test_the_curve_and_the_main_picture_are_on_the_first_screen(server, browser, mode, viewport):
+    """After a Step, the objective curve and the model's main picture (the first chart of the panels) each show
+    at least 200 px on the first screen, for DS, GLAD, MACE, IBCC and EBCC: presenter mode at 1024x768 and normal
+    mode at 1280x800 (no chart at all was on it in normal mode: method row, gold slider, buttons, a lone speed box)."""
+    context = browser.new_context(viewport=viewport, reduced_motion="reduce")
+    page = context.new_page()
+    page.set_default_timeout(30_000)
+    suffix = "?present=1" if mode == "presenter" else ""
+    page.goto(f"{server}/Step_through_EM{suffix}")
+    wait_page(page)
+    main = page.locator('[data-testid="stMain"]')
+    seen = {}
+    for method in ("Dawid-Skene", "GLAD", "MACE", "Bayesian Dawid-Skene (IBCC, variational)", "EBCC"):
+        summary = main.locator('[data-testid="stExpander"] summary').filter(has_text="Method:").first
+        box = main.locator('[data-testid="stSelectbox"]').filter(has_text="Method").first
+        if not box.is_visible():
+            summary.click()
+            wait_idle(page)
+        box.click()
+        page.get_by_role("option", name=method).first.click()
+        wait_idle(page)
+        summary.click()  # fold the settings again, as they start
+        wait_idle(page)
+        main.get_by_role("button", name="Step", exact=True).click()
+        main.get_by_text("iteration 1, after M-step").first.wait_for()
+        wait_idle(page)
+        page.wait_for_timeout(500)
+        page.evaluate(SCROLL_TOP)  # back to the first screen (the app scrolls inside its own section)
+        page.wait_for_timeout(300)
+        charts = page.evaluate(FIRST_SCREEN)
+        seen[method] = charts
+        curve = [c for c in charts if c[0] == "stepper.objective_chart"]
+        picture = [
+            c for c in charts if c[0].startswith("stepper.") and "objective" not in c[0] and "metric" not in c[0]
+        ]
+        assert curve and picture, (method, charts)
+        h = viewport["height"]
+        assert curve[0][1] <= h - 200, (mode, method, charts)
+        assert picture[0][1] <= h - 200, (mode, method, charts)
+        ARTIFACTS.mkdir(parents=True, exist_ok=True)  # the first screen only (the helper grows the viewport)
+        page.screenshot(path=str(ARTIFACTS / f"first_screen_{mode}_{method.split()[0].lower()}.png"))
+    assert_no_exception(page)
+    context.close()

@@ -182,13 +182,13 @@ def _with_dependence(df: pd.DataFrame, run) -> None:
     none), ``partner_excess`` (that pair's kappa, 0 when none) and ``partner_p`` (Holm-adjusted p-value, 1 when
     none); ``df.attrs["dependence"]`` (the :class:`DependenceReport`, None when it could not be run) and
     ``df.attrs["effective_annotators"]``."""
-    from crowdlab.analysis.dependence import dependence_check
+    from crowdlab.analysis.dependence import dependence_check, run_known
 
     M = run.data.n_workers
     partner = np.full(M, "", dtype=object)
     excess, p_best = np.zeros(M), np.ones(M)
     try:
-        rep = dependence_check(run.data, run.params, run.posterior)
+        rep = dependence_check(run.data, run.params, run.posterior, known=run_known(run))
     except (ModelError, ValueError, MemoryError):
         rep = None
     if rep is not None and rep.n_flagged:

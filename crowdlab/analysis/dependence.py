@@ -6,9 +6,13 @@ data and prompts) break it, and a model that assumes it mistakes their agreement
 
 The check (for every pair of workers a, b who labelled at least ``min_shared`` items in common):
 
-- the truth distribution of each shared item n *without the pair*: w_n ∝ q_n / (p(a's labels on n | k) p(b's
-  labels on n | k)), the fitted posterior with the pair's own evidence divided out (a leave-pair-out posterior: the
-  pair's agreement is not used to predict itself);
+- the truth distribution of each shared item n *without the pair*: log w_nk = log pi_k + sum over the item's
+  other cells of log p(labels | k) + const, the log joint with the pair's own cells left out (a leave-pair-out
+  posterior: the pair's agreement is not used to predict itself). It is computed from the log joint, never as
+  q_n / (p(a's labels | k) p(b's labels | k)): where q_nk has underflowed to 0 and the pair's own Gamma for k is 0,
+  the floors inside the two logs cancel and a class the other workers rule out gets a weight of order one (issue
+  38: 224 of 1,770 independent pairs flagged on one crowd). Items whose class is known (``known``) keep it. For
+  sequence and graph models the neighbours' evidence is not used (the item's prior is pi);
 - the joint label table CI predicts: E_ab(k1, k2) = sum_n sum_k w_nk Gamma_a(k1, k) Gamma_b(k2, k) (the fitted
   confusion columns), beside the observed one O_ab(k1, k2) = sum_n f_an(k1) f_bn(k2) (f: the share of a worker's
   labels on n that are k1; one label each: an indicator);
@@ -19,8 +23,9 @@ The check (for every pair of workers a, b who labelled at least ``min_shared`` i
   normal approximation with continuity correction. Copying raises agreement, so the test is one-sided.
 - flagged: Holm's step-down adjustment over all tested pairs at ``level`` (family-wise: a crowd without copying
   gets any flag with probability at most ``level`` when the model is right; measured: see tests).
-- the size of the excess: kappa_ab = (O - E) / (S - E) over the S shared items, a chance-corrected agreement
-  whose "chance" is the model's own CI prediction (0: as CI predicts; 1: they always agree).
+- the size of the excess: kappa_ab = (O - E) / (S - E) over the S shared items when O >= E, (O - E) / E below
+  it: a chance-corrected agreement in [-1, 1] whose "chance" is the model's own CI prediction (0: as CI predicts;
+  1: they always agree; -1: they never agree where CI predicts agreement).
 
 What it does not account for: the uncertainty of the fitted Gamma (the parameters are taken as known), and a
 clique large enough to be the model's idea of the truth: a fitted Dawid-Skene then explains the clique's agreement

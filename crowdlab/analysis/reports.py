@@ -169,8 +169,7 @@ def worker_report(run, *, level: float = 0.95, intervals: bool = True) -> pd.Dat
     if data.response_names:  # the share of the worker's answers that were "can't tell" (a response, not a class)
         said = np.bincount(data.worker, weights=(data.label >= K).astype(np.float64), minlength=M)
         df.insert(2, "abstention_rate", said / np.maximum(n, 1))
-    else:
-        _with_dependence(df, run)
+    _with_dependence(df, run)  # "can't tell" counts as one more response the pair may agree on
     df.attrs["krippendorff_alpha"] = krippendorff_alpha(data)
     df.attrs["accuracy_formula"] = ACCURACY_ON_LABELS if on_labels is not None else ACCURACY_UNDER_PRIOR
     return df

@@ -25,6 +25,7 @@ from crowdlab.analysis.dependence import (
     pair_tables,
     poisson_binomial_sf,
 )
+from crowdlab.analysis.reports import worker_report
 from crowdlab.engines.run import Run
 from crowdlab.errors import ModelError
 from crowdlab.io.data import Annotations
@@ -337,6 +338,8 @@ def test_cant_tell_responses():
         assert obs.shape == exp.shape == (5, 5)
         assert obs.sum() == pytest.approx(s) and exp.sum() == pytest.approx(s)
         assert np.trace(obs) == pytest.approx(o) and np.trace(exp) == pytest.approx(e)
+    report = worker_report(run)  # the worker report runs the check too, beside the abstention rate
+    assert {"abstention_rate", "copying_partner"} <= set(report.columns) and report.attrs["dependence"] is not None
 
 
 @pytest.mark.parametrize(

@@ -6,9 +6,13 @@ data and prompts) break it, and a model that assumes it mistakes their agreement
 
 The check (for every pair of workers a, b who labelled at least ``min_shared`` items in common):
 
-- the truth distribution of each shared item n *without the pair*: w_n ∝ q_n / (p(a's labels on n | k) p(b's
-  labels on n | k)), the fitted posterior with the pair's own evidence divided out (a leave-pair-out posterior: the
-  pair's agreement is not used to predict itself);
+- the truth distribution of each shared item n *without the pair*: log w_nk = log pi_k + sum over the item's
+  other cells of log p(labels | k) + const, the log joint with the pair's own cells left out (a leave-pair-out
+  posterior: the pair's agreement is not used to predict itself). It is computed from the log joint, never as
+  q_n / (p(a's labels | k) p(b's labels | k)): where q_nk has underflowed to 0 and the pair's own Gamma for k is 0,
+  the floors inside the two logs cancel and a class the other workers rule out gets a weight of order one (issue
+  38: 224 of 1,770 independent pairs flagged on one crowd). Items whose class is known (``known``) keep it. For
+  sequence and graph models the neighbours' evidence is not used (the item's prior is pi);
 - the joint label table CI predicts: E_ab(k1, k2) = sum_n sum_k w_nk Gamma_a(k1, k) Gamma_b(k2, k) (the fitted
   confusion columns), beside the observed one O_ab(k1, k2) = sum_n f_an(k1) f_bn(k2) (f: the share of a worker's
   labels on n that are k1; one label each: an indicator);
@@ -19,8 +23,9 @@ The check (for every pair of workers a, b who labelled at least ``min_shared`` i
   normal approximation with continuity correction. Copying raises agreement, so the test is one-sided.
 - flagged: Holm's step-down adjustment over all tested pairs at ``level`` (family-wise: a crowd without copying
   gets any flag with probability at most ``level`` when the model is right; measured: see tests).
-- the size of the excess: kappa_ab = (O - E) / (S - E) over the S shared items, a chance-corrected agreement
-  whose "chance" is the model's own CI prediction (0: as CI predicts; 1: they always agree).
+- the size of the excess: kappa_ab = (O - E) / (S - E) over the S shared items when O >= E, (O - E) / E below
+  it: a chance-corrected agreement in [-1, 1] whose "chance" is the model's own CI prediction (0: as CI predicts;
+  1: they always agree; -1: they never agree where CI predicts agreement).
 
 What it does not account for: the uncertainty of the fitted Gamma (the parameters are taken as known), and a
 clique large enough to be the model's idea of the truth: a fitted Dawid-Skene then explains the clique's agreement
@@ -145,18 +150,85 @@ class DependenceReport:
 
 
 def _cells(data: Annotations):
-    """The (item, worker) cells: item, worker, label shares f (C, K) and log p(labels | k) (C, K) built later."""
+    """The (item, worker) cells, sorted by item: item (C,), worker (C,) and response counts (C, R) (R = K, or K + the
+    responses that are not classes, "can't tell")."""
     X = data.label_counts.tocoo()
-    K, M = data.n_classes, data.n_workers
+    R, M = data.n_responses, data.n_workers
     n = X.row.astype(np.int64)
-    m = X.col.astype(np.int64) // K
-    k = X.col.astype(np.int64) % K
+    m = X.col.astype(np.int64) // R
+    k = X.col.astype(np.int64) % R
     key = n * M + m
     uniq, inv = np.unique(key, return_inverse=True)
     C = uniq.size
-    counts = np.zeros((C, K))
+    counts = np.zeros((C, R))
     np.add.at(counts, (inv, k), X.data)
     return uniq // M, uniq % M, counts
+
+
+def _log_joint(data: Annotations, pi: np.ndarray, gamma: np.ndarray, item, worker, counts):
+    """(cell_ll (C, K), item_ll (N, K)): log p(cell's labels | k) per cell, and each item's log joint log pi_k + the
+    sum of its cells' log p(labels | k). Gamma is floored at 1e-300 inside the log, as in the models; the floor of
+    a pair's own cells cancels exactly when they are subtracted from the item's sum, so a class that the other
+    workers rule out stays ruled out (a posterior q that has underflowed to 0 cannot say that: issue 38)."""
+    log_g = np.log(np.maximum(gamma, 1e-300))  # (M, R, K)
+    cell_ll = np.einsum("cr,crk->ck", counts, log_g[worker])
+    item_ll = np.tile(np.log(np.maximum(pi, 1e-300)), (data.n_items, 1))
+    if item.size:
+        starts = np.flatnonzero(np.r_[True, item[1:] != item[:-1]])
+        item_ll[item[starts]] += np.add.reduceat(cell_ll, starts, axis=0)
+    return cell_ll, item_ll
+
+
+def _checked_options(min_shared, level) -> tuple[int, float]:
+    """``min_shared`` a whole number >= 1 and ``level`` a number strictly between 0 and 1, else ModelError."""
+    from crowdlab.errors import ModelError
+
+    if isinstance(min_shared, bool) or not isinstance(min_shared, int | np.integer) or min_shared < 1:
+        raise ModelError(
+            f"min_shared (the fewest items a pair of workers must share to be tested) must be a whole number of at "
+            f"least 1, not {min_shared!r}."
+        )
+    ok = isinstance(level, int | float | np.integer | np.floating) and not isinstance(level, bool)
+    if not ok or not 0.0 < float(level) < 1.0:
+        raise ModelError(
+            f"level (the family-wise error rate of the Holm-adjusted test) must be a number strictly between 0 "
+            f"and 1, such as 0.05, not {level!r}."
+        )
+    return int(min_shared), float(level)
+
+
+def _checked_params(data: Annotations, params, q, known):
+    """(pi (K,), gamma (M, R, K), known (N,) or None), their shapes checked against the data (ModelError)."""
+    from crowdlab.errors import ModelError
+
+    gamma = np.asarray(params.gamma, dtype=np.float64)
+    pi = np.asarray(params.pi, dtype=np.float64)
+    N, M, K, R = data.n_items, data.n_workers, data.n_classes, data.n_responses
+    if gamma.shape != (M, R, K) or pi.shape != (K,):
+        raise ModelError(
+            f"The dependence check needs confusion matrices of shape ({M}, {R}, {K}) and a class prior of {K} "
+            f"classes for these data; the parameters have {gamma.shape} and {pi.shape}."
+        )
+    if q is not None:
+        q = np.asarray(getattr(q, "q", q))
+        if q.shape != (N, K):
+            raise ModelError(f"The posterior has shape {q.shape}; these data need ({N}, {K}).")
+    if known is not None:
+        known = np.asarray(known, dtype=np.int64)
+        if known.shape != (N,) or known.min(initial=-1) < -1 or known.max(initial=-1) >= K:
+            raise ModelError(f"known must be {N} class codes from -1 (unknown) to {K - 1}.")
+        if not (known >= 0).any():
+            known = None
+    return pi, gamma, known
+
+
+def _kappa(O: np.ndarray, E: np.ndarray, S: np.ndarray) -> np.ndarray:
+    """Chance-corrected excess agreement in [-1, 1], chance = CI's prediction E: (O - E) / (S - E) above it (the
+    share of the most the excess could be), (O - E) / E below it (the share of the most the shortfall could be)."""
+    with np.errstate(invalid="ignore", divide="ignore"):
+        up = np.where(S - E > 1e-9, (O - E) / np.maximum(S - E, 1e-300), 0.0)
+        down = np.where(E > 1e-9, (O - E) / np.maximum(E, 1e-300), 0.0)
+    return np.clip(np.where(O >= E, up, down), -1.0, 1.0)
 
 
 def _pair_incidences(item: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -211,25 +283,41 @@ def holm(p: np.ndarray) -> np.ndarray:
     return out
 
 
+def _leave_pair_out(lw: np.ndarray, known: np.ndarray | None) -> np.ndarray:
+    """Normalised weights from log weights (rows), one-hot at the class of the rows whose truth is ``known``."""
+    lw = lw - lw.max(axis=1, keepdims=True)
+    w = np.exp(lw)
+    w /= w.sum(axis=1, keepdims=True)
+    if known is not None:
+        rows = np.flatnonzero(known >= 0)
+        w[rows] = 0.0
+        w[rows, known[rows]] = 1.0
+    return w
+
+
 def dependence_check(
     data: Annotations,
     params,
-    q: np.ndarray,
+    q: np.ndarray | None = None,
     *,
     min_shared: int = MIN_SHARED,
     level: float = LEVEL,
+    known: np.ndarray | None = None,
 ) -> DependenceReport:
     """The pairwise check of conditional independence after a class model (see the module docstring).
 
-    ``params``: the fitted parameters (anything with ``pi`` (K,) and ``gamma`` (M, K, K), house convention);
-    ``q``: the fitted class posterior (N, K). Vectorised: one pass over every two labels of an item."""
-    gamma = np.asarray(params.gamma, dtype=np.float64)
-    pi = np.asarray(params.pi, dtype=np.float64)
-    q = np.asarray(getattr(q, "q", q), dtype=np.float64)
+    ``params``: the fitted parameters (anything with ``pi`` (K,) and ``gamma`` (M, R, K), house convention; R = K,
+    or K + the responses that are not classes); ``q``: the fitted class posterior (N, K), checked for its shape
+    only: the leave-pair-out weights come from the log joint (log pi + every cell's log Gamma, minus the pair's
+    cells), never from log q, whose underflowed entries cannot be divided by the pair's evidence. ``known``: (N,)
+    class codes taken as the truth (-1: not known), e.g. semi-supervised EM's known items or the gold; a known
+    item's leave-pair-out truth is its class. ``min_shared``: a whole number >= 1; ``level``: in (0, 1)
+    (ModelError otherwise). Vectorised: one pass over every two labels of an item."""
+    min_shared, level = _checked_options(min_shared, level)
+    pi, gamma, known = _checked_params(data, params, q, known)
     M = data.n_workers
     item, worker, counts = _cells(data)
-    log_g = np.log(np.maximum(gamma, 1e-300))  # (M, K', K)
-    cell_ll = np.einsum("ca,cak->ck", counts, log_g[worker])  # log p(cell's labels | k)
+    cell_ll, item_ll = _log_joint(data, pi, gamma, item, worker, counts)
     n_lab = counts.sum(axis=1)
     f = counts / n_lab[:, None]
     single = n_lab == 1
@@ -240,11 +328,7 @@ def dependence_check(
     a, b = worker[i], worker[j]
     pair = a.astype(np.int64) * M + b
     n = item[i]
-    # leave-pair-out truth posterior of each incidence
-    lw = np.log(np.maximum(q[n], 1e-300)) - cell_ll[i] - cell_ll[j]
-    lw -= lw.max(axis=1, keepdims=True)
-    w = np.exp(lw)
-    w /= w.sum(axis=1, keepdims=True)
+    w = _leave_pair_out(item_ll[n] - cell_ll[i] - cell_ll[j], None if known is None else known[n])
     uniq, pinv = np.unique(pair, return_inverse=True)
     pa, pb = uniq // M, uniq % M
     # G[p, k] = sum_k' Gamma_a(k', k) Gamma_b(k', k): P(agree | true class k) for pair p
@@ -257,7 +341,7 @@ def dependence_check(
     E = np.bincount(pinv, weights=e, minlength=P)
     V = np.bincount(pinv, weights=e * (1.0 - e), minlength=P)
     all_single = np.bincount(pinv, weights=(single[i] & single[j]).astype(float), minlength=P) == shared
-    keep = shared >= int(min_shared)
+    keep = shared >= min_shared
     idx = np.flatnonzero(keep)
     pa, pb, shared, O, E, V, all_single = pa[idx], pb[idx], shared[idx], O[idx], E[idx], V[idx], all_single[idx]
     remap = np.full(P, -1)
@@ -277,8 +361,7 @@ def dependence_check(
     p_val = np.clip(p_val, 0.0, 1.0)
     p_holm = holm(p_val)
     flagged = p_holm <= level
-    with np.errstate(invalid="ignore", divide="ignore"):
-        kappa = np.where(shared - E > 1e-12, (O - E) / np.maximum(shared - E, 1e-12), 0.0)
+    kappa = _kappa(O, E, shared.astype(np.float64))
     km = np.full((M, M), np.nan)
     km[pa, pb] = kappa
     km[pb, pa] = kappa
@@ -296,8 +379,8 @@ def dependence_check(
         flagged,
         exact,
         km,
-        level=float(level),
-        min_shared=int(min_shared),
+        level=level,
+        min_shared=min_shared,
     )
     eff = effective_annotators(km, _information(data, pi, gamma)) if pa.size else {}
     object.__setattr__(report, "effective", eff)
@@ -340,8 +423,9 @@ def _information(data: Annotations, pi: np.ndarray, gamma: np.ndarray) -> np.nda
 
 
 def effective_annotators(kappa_matrix: np.ndarray, weights: np.ndarray | None = None) -> dict:
-    """The effective number of independent annotators (see the module docstring): ``eigen`` (Li & Ji 2005 on the
-    residual correlation matrix), ``kish`` and ``weighted`` (when ``weights`` are given), ``n_workers``."""
+    """The effective number of independent annotators (see the module docstring): ``eigen`` (the participation
+    ratio of the residual correlation matrix's eigenvalues, Bretherton et al. 1999), ``kish`` and ``weighted``
+    (when ``weights`` are given), ``n_workers``."""
     M = kappa_matrix.shape[0]
     R = np.nan_to_num(np.clip(kappa_matrix, 0.0, 1.0), nan=0.0)
     np.fill_diagonal(R, 1.0)
@@ -357,34 +441,46 @@ def effective_annotators(kappa_matrix: np.ndarray, weights: np.ndarray | None = 
     return out
 
 
-def pair_tables(data: Annotations, params, q: np.ndarray, a: int, b: int) -> tuple[np.ndarray, np.ndarray]:
-    """(observed, expected) (K, K) joint label tables of workers a and b on their shared items: rows a's label,
-    columns b's; expected under CI with the leave-pair-out truth posterior (see the module docstring)."""
-    gamma = np.asarray(params.gamma, dtype=np.float64)
-    q = np.asarray(getattr(q, "q", q), dtype=np.float64)
+def pair_tables(
+    data: Annotations, params, q: np.ndarray | None, a: int, b: int, *, known: np.ndarray | None = None
+) -> tuple[np.ndarray, np.ndarray]:
+    """(observed, expected) (R, R) joint response tables of workers a and b on their shared items: rows a's
+    response, columns b's (R = K, or K + the responses that are not classes); expected under CI with the
+    leave-pair-out truth posterior from the log joint, as :func:`dependence_check` computes it (``q`` is checked
+    for its shape only; ``known`` as there)."""
+    pi, gamma, known = _checked_params(data, params, q, known)
     item, worker, counts = _cells(data)
-    log_g = np.log(np.maximum(gamma, 1e-300))
-    ca = {int(n): c for n, c in zip(item[worker == a], counts[worker == a])}
-    cb = {int(n): c for n, c in zip(item[worker == b], counts[worker == b])}
-    K = data.n_classes
-    obs, exp = np.zeros((K, K)), np.zeros((K, K))
-    for n in sorted(set(ca) & set(cb)):
-        fa, fb = ca[n] / ca[n].sum(), cb[n] / cb[n].sum()
-        obs += np.outer(fa, fb)
-        lw = np.log(np.maximum(q[n], 1e-300)) - ca[n] @ log_g[a] - cb[n] @ log_g[b]
-        w = np.exp(lw - lw.max())
-        w /= w.sum()
-        exp += np.einsum("k,ik,jk->ij", w, gamma[a], gamma[b])
+    cell_ll, item_ll = _log_joint(data, pi, gamma, item, worker, counts)
+    ia, ib = np.flatnonzero(worker == a), np.flatnonzero(worker == b)
+    shared, pa, pb = np.intersect1d(item[ia], item[ib], assume_unique=True, return_indices=True)
+    ia, ib = ia[pa], ib[pb]
+    w = _leave_pair_out(item_ll[shared] - cell_ll[ia] - cell_ll[ib], None if known is None else known[shared])
+    fa = counts[ia] / counts[ia].sum(axis=1, keepdims=True)
+    fb = counts[ib] / counts[ib].sum(axis=1, keepdims=True)
+    obs = fa.T @ fb
+    exp = np.einsum("nk,ik,jk->ij", w, gamma[a], gamma[b])
     return obs, exp
 
 
+def run_known(run) -> np.ndarray | None:
+    """The classes a run's model takes as known (semi-supervised EM: ``known=``, ``reveal=``), None when none."""
+    model = getattr(run, "model", None)
+    if model is None or not getattr(model, "semi_supervised", False):
+        return None
+    return model.known_classes(run.data)
+
+
 def dependence(run, *, min_shared: int = MIN_SHARED, level: float = LEVEL) -> DependenceReport:
-    """:func:`dependence_check` of a fitted class-model run at its cursor (``crowdlab.dependence(run)``)."""
+    """:func:`dependence_check` of a fitted class-model run at its cursor (``crowdlab.dependence(run)``); the items
+    the run's model takes as known (semi-supervised EM) keep their class."""
     from crowdlab.errors import ModelError
 
+    min_shared, level = _checked_options(min_shared, level)
     if run.data.is_continuous or not hasattr(run.params, "gamma"):
         raise ModelError(
             "The dependence check needs a class model with confusion matrices (e.g. ds, ibcc, ebcc); "
             f"{run.model.info.title} has none."
         )
-    return dependence_check(run.data, run.params, run.posterior, min_shared=min_shared, level=level)
+    return dependence_check(
+        run.data, run.params, run.posterior, min_shared=min_shared, level=level, known=run_known(run)
+    )

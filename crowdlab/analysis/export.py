@@ -158,7 +158,7 @@ def _with_report(run: Run, out: pd.DataFrame) -> pd.DataFrame:
     except ModelError:
         return out
     for col in (*REPORT_COLUMNS, "abstention_rate"):
-        if col in rep:  # the dependence check's columns are not there with "can't tell" responses
+        if col in rep:  # abstention_rate: only with "can't tell" responses
             out[col] = rep[col].to_numpy()
     out.attrs["krippendorff_alpha"] = rep.attrs.get("krippendorff_alpha")
     out.attrs["dependence"] = rep.attrs.get("dependence")

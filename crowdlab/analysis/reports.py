@@ -169,8 +169,7 @@ def worker_report(run, *, level: float = 0.95, intervals: bool = True) -> pd.Dat
     if data.response_names:  # the share of the worker's answers that were "can't tell" (a response, not a class)
         said = np.bincount(data.worker, weights=(data.label >= K).astype(np.float64), minlength=M)
         df.insert(2, "abstention_rate", said / np.maximum(n, 1))
-    else:
-        _with_dependence(df, run)
+    _with_dependence(df, run)  # "can't tell" counts as one more response the pair may agree on
     df.attrs["krippendorff_alpha"] = krippendorff_alpha(data)
     df.attrs["accuracy_formula"] = ACCURACY_ON_LABELS if on_labels is not None else ACCURACY_UNDER_PRIOR
     return df
@@ -182,13 +181,13 @@ def _with_dependence(df: pd.DataFrame, run) -> None:
     none), ``partner_excess`` (that pair's kappa, 0 when none) and ``partner_p`` (Holm-adjusted p-value, 1 when
     none); ``df.attrs["dependence"]`` (the :class:`DependenceReport`, None when it could not be run) and
     ``df.attrs["effective_annotators"]``."""
-    from crowdlab.analysis.dependence import dependence_check
+    from crowdlab.analysis.dependence import dependence_check, run_known
 
     M = run.data.n_workers
     partner = np.full(M, "", dtype=object)
     excess, p_best = np.zeros(M), np.ones(M)
     try:
-        rep = dependence_check(run.data, run.params, run.posterior)
+        rep = dependence_check(run.data, run.params, run.posterior, known=run_known(run))
     except (ModelError, ValueError, MemoryError):
         rep = None
     if rep is not None and rep.n_flagged:

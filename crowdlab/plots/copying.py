@@ -31,18 +31,32 @@ def shown_workers(report, max_workers: int = MAX_WORKERS) -> np.ndarray:
     return np.array(sorted(seen), dtype=int)
 
 
+TOP_QUANTILE = 0.95  # the colour range covers this share of the shown |kappa|; the rest saturate
+MIN_TOP = 0.05  # no narrower range than +-0.05 (a crowd where every pair is as CI predicts stays pale)
+
+
+def colour_top(z: np.ndarray) -> float:
+    """The half-width of the heatmap's colour range: the ``TOP_QUANTILE`` quantile of the finite |kappa| shown,
+    within [``MIN_TOP``, 1] (kappa lies in [-1, 1]; a handful of extreme pairs on few shared items would otherwise
+    stretch the range until every other cell is white)."""
+    v = np.abs(z[np.isfinite(z)])
+    if v.size == 0:
+        return 1.0
+    return float(np.clip(np.quantile(v, TOP_QUANTILE), MIN_TOP, 1.0))
+
+
 def pair_heatmap(report, *, title: str | None = None, max_workers: int = MAX_WORKERS, height: int = 460) -> go.Figure:
     """Heatmap of ``report.kappa_matrix`` over :func:`shown_workers` (rows and columns: workers; untested pairs
-    blank), colour range [-max, max] around 0 (red: agree more than independence predicts); the flagged pairs
-    outlined (one path shape named ``flagged``). Numbers on the cells up to 12 workers."""
+    blank), colour range [-top, top] around 0 (red: agree more than independence predicts; :func:`colour_top`:
+    the values that inform, within [-1, 1], a few extreme pairs saturating); the flagged pairs outlined (one path
+    shape named ``flagged``). Numbers on the cells up to 12 workers."""
     title = title or "Excess agreement of each pair over conditional independence (κ; outlined: flagged)"
     if report.n_tested == 0:
         return _empty(title, f"No pair of workers shares {report.min_shared} items or more.")
     idx = shown_workers(report, max_workers)
     z = report.kappa_matrix[np.ix_(idx, idx)]
     labels = [f"{i + 1}. {wrap_label(report.worker_names[j], 22, 1)}" for i, j in enumerate(idx)]
-    top = float(np.nanmax(np.abs(z))) if np.isfinite(z).any() else 1.0
-    top = max(top, 0.05)
+    top = colour_top(z)
     n = idx.size
     text = np.where(np.isfinite(z), np.char.mod("%.2f", np.nan_to_num(z)), "") if n <= 12 else None
     heat = go.Heatmap(

@@ -466,7 +466,8 @@ def facts(run: Run | None) -> dict:
             out |= {"caught": int((flagged & spammer).sum()), "n_spammers": int(spammer.sum()),
                     "false_flags": int((flagged & ~spammer).sum())}  # fmt: skip
     if data is judges() or cliques(data) is not None:
-        out |= _copy_facts(data, params, snap.q, acc)
+        known = model.known_classes(data) if getattr(model, "semi_supervised", False) else None
+        out |= _copy_facts(data, params, snap.q, acc, known)
     T = getattr(params, "T", None)
     if T is not None:
         out["T_stay"] = float(np.mean(np.diag(T)))
@@ -477,14 +478,14 @@ def facts(run: Run | None) -> dict:
     return out
 
 
-def _copy_facts(data: Annotations, params, q: np.ndarray, acc: np.ndarray) -> dict:
+def _copy_facts(data: Annotations, params, q: np.ndarray, acc: np.ndarray, known: np.ndarray | None = None) -> dict:
     """Lesson 5's facts: the dependence check (``n_pairs``, ``n_flagged_pairs``, ``eff``, ``kish``, ``both``,
     ``top_pair``, ``top_kappa``); on the copiers' crowd ``flag_in`` / ``flag_out`` (flagged pairs inside /
     outside the clique, of ``n_clique_pairs`` / ``n_out_pairs``), ``clique_acc`` / ``honest_acc`` (mean estimated
     accuracy of each group); on the judges ``acc`` (each judge's estimated accuracy, by name)."""
     from crowdlab.analysis.dependence import dependence_check
 
-    rep = dependence_check(data, params, q)
+    rep = dependence_check(data, params, q, known=known)
     e = rep.effective
     out = {"n_pairs": rep.n_tested, "n_flagged_pairs": rep.n_flagged}
     if e:
@@ -582,7 +583,7 @@ def reference(lesson_key: str) -> dict:
         hit = j.label == j.gold[j.item]
         true_acc = np.bincount(j.worker, weights=hit, minlength=j.n_workers) / np.bincount(j.worker)
         q = np.eye(j.n_classes)[j.gold]
-        gold_rep = dependence_check(j, DawidSkene().m_step(j, q), q)
+        gold_rep = dependence_check(j, DawidSkene().m_step(j, q), q, known=np.asarray(j.gold))
         lab = np.full((j.n_items, j.n_workers), -1)
         lab[j.item, j.worker] = j.label
         qwen = [j.worker_names.index(n) for n in ("selfcons3:qwen2.5:14b", "step:qwen2.5:14b")]

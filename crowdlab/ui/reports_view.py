@@ -167,12 +167,13 @@ DEPENDENCE_CAPTION = (
     "Each pair of workers with {min_shared} or more shared items: the number of items on which they agree, against "
     "what the fitted model predicts if they erred independently given the true class (their confusion columns, "
     "with the item's class posterior computed without the pair). p-value: the exact Poisson-binomial tail (normal "
-    "approximation above 500 shared items), one-sided; flagged: Holm-adjusted p ≤ {level:g}. κ: the excess "
-    "agreement as a share of the most it could be. A clique that dominates the crowd can become the model's idea "
-    "of the truth: it then looks accurate, and the excess shows between the workers outside it. Effective "
-    "independent annotators: the participation ratio (Σλ)²/Σλ² of the eigenvalues λ of the residual correlation "
-    "matrix (κ of the tested pairs); Kish's (Σw)²/Σw² with w = each worker's labels × information per label, "
-    "independence assumed; and both together, (Σw)²/(wᵀRw)."
+    "approximation above 500 shared items), one-sided; flagged: Holm-adjusted p ≤ {level:g}. κ (from -1 to 1): "
+    "the excess agreement as a share of the most it could be, a shortfall as a share of the predicted agreement; "
+    "the colours span the values of most pairs, a few extreme ones saturate. A clique that dominates the crowd can "
+    "become the model's idea of the truth: it then looks accurate, and the excess shows between the workers "
+    "outside it. Effective independent annotators: the participation ratio (Σλ)²/Σλ² of the eigenvalues λ of the "
+    "residual correlation matrix (κ of the tested pairs); Kish's (Σw)²/Σw² with w = each worker's labels × "
+    "information per label, independence assumed; and both together, (Σw)²/(wᵀRw)."
 )
 
 

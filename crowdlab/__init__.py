@@ -13,6 +13,7 @@ from crowdlab.io.data import Annotations
 from crowdlab.models import MODELS, applicable_models, make_model
 
 _FRAMES = (
+    "EBCC",
     "GLAD",
     "IBCC",
     "MACE",

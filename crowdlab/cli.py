@@ -1,4 +1,5 @@
-"""Command line for analysts: ``python -m crowdlab fit FILE --method ds [--gold G] --out DIR``.
+"""Command line for analysts: ``python -m crowdlab fit FILE --method ds [--gold G] --out DIR``; ``crowdlab app``
+starts the web app (:func:`cmd_app`).
 
 Writes ``posteriors.csv`` (posterior per class, hard label, confidence; scores model: estimated item means),
 ``labels.csv`` (item, label), ``workers.csv`` and ``params.json`` (worker parameters, class prior),
@@ -172,7 +173,28 @@ def build_parser() -> argparse.ArgumentParser:
     )
     g.add_argument("--npartitions", type=int, help="dask: partitions by item (default: one per file / as read)")
     sub.add_parser("samples", help="list the bundled sample datasets")
+    sub.add_parser(
+        "app",
+        help="start the web app on http://127.0.0.1:8501 (needs crowdlab[app]); Streamlit's options pass through",
+        description=APP_HELP,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     return p
+
+
+APP_HELP = """\
+Start crowdlab's web app: the same pages and settings as `python3 dev.py app` in a checkout, served by
+`streamlit run` from the installed package (needs the app's extra: pip install "crowdlab[app]").
+
+It listens on 127.0.0.1 (this machine only) unless you choose an address. Every other argument goes to Streamlit
+unchanged, and an option you give replaces the app's setting of the same name (.streamlit/config.toml), e.g.
+
+  crowdlab app --server.port 8502
+  crowdlab app --server.address 0.0.0.0      (show it to other machines)
+
+A setting given as an environment variable (STREAMLIT_SERVER_PORT=8502) also wins over the app's. `streamlit run
+--help` lists Streamlit's options. Files the app reads by path are looked for in the folder you start it in.
+"""
 
 
 def _number_checks(args: argparse.Namespace):
@@ -644,6 +666,43 @@ def _print_summary(run, workers, metrics: dict, out: Path, written) -> None:
     print(f"wrote {', '.join(sorted(written))} to {out}")
 
 
+def app_command(rest: list[str]) -> list[str]:
+    """The command ``crowdlab app REST...`` runs: ``python -m streamlit run <installed app.py>`` with the app's
+    settings (:func:`crowdlab.io.app_files.config_options`, ``server.address = 127.0.0.1`` among them) as options,
+    less those the user set on the command line (``--server.port 8502`` or ``--server.port=8502``) or in the
+    environment (``STREAMLIT_SERVER_PORT``), then ``rest`` unchanged (as ``python3 dev.py app`` passes them)."""
+    from crowdlab.io.app_files import APP, app_root, config_options, env_name
+
+    root = app_root()
+    given = {a.split("=", 1)[0][2:] for a in rest if a.startswith("--")}
+    ours = [
+        f"--{name}={value}"
+        for name, value in config_options(root).items()
+        if name not in given and env_name(name) not in os.environ
+    ]
+    return [sys.executable, "-m", "streamlit", "run", str(root / APP), *ours, *rest]
+
+
+def cmd_app(rest: list[str]) -> int:
+    """``crowdlab app [streamlit options]``: replaces this process with Streamlit's server (POSIX), so that Ctrl-C
+    and a service manager's SIGTERM reach the server itself; on Windows it waits for it."""
+    if any(a in ("-h", "--help") for a in rest):
+        print(f"usage: {prog_name()} app [streamlit options ...]\n\n{APP_HELP}", end="")
+        return 0
+    from crowdlab.errors import require_extra
+
+    require_extra("app", f"{prog_name()} app (the web app)")
+    args = app_command(rest)
+    sys.stdout.flush()
+    sys.stderr.flush()
+    if os.name == "nt":  # pragma: no cover - no exec that keeps the console's Ctrl-C on Windows
+        import subprocess
+
+        return subprocess.run(args).returncode
+    os.execv(args[0], args)
+    return 0  # pragma: no cover - execv does not return
+
+
 def cmd_samples() -> int:
     from crowdlab.io.samples import SAMPLES, SEQUENCE_SAMPLES, sample_paths
 
@@ -678,6 +737,9 @@ def main(argv: list[str] | None = None) -> int:
     """The command line; returns the exit status (0; 2 for an error the user can fix). A closed pipe
     (``crowdlab samples | head -1``) ends it quietly with 0: the output files are written before the summary."""
     _lenient_output()
+    argv = sys.argv[1:] if argv is None else list(argv)
+    if argv[:1] == ["app"]:  # Streamlit's options are not ours to parse: everything after "app" goes to it
+        return _dispatch_app(argv[1:])
     try:
         args = build_parser().parse_args(argv)
         refused = setting_problems(defaults=False)
@@ -691,6 +753,17 @@ def main(argv: list[str] | None = None) -> int:
     except BrokenPipeError:
         _quiet_stdout()
         return 0
+
+
+def _dispatch_app(rest: list[str]) -> int:
+    try:
+        return cmd_app(rest)
+    except CrowdlabError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    except FileNotFoundError as exc:
+        print(f"error: {exc.strerror}", file=sys.stderr)
+        return 2
 
 
 def _dispatch(args: argparse.Namespace) -> int:

@@ -3,10 +3,14 @@
 ::
 
     import crowdlab as cl
-    labels = cl.aggregate(df, method="ds", prior=1.0)      # Series: task -> label
+    labels = cl.aggregate(df, method="ds")                  # Series: task -> label
     probs = cl.proba(df, method="ds")                       # DataFrame: task x class
-    ds = cl.DawidSkene(prior=1.0).fit(df)                   # labels_, probas_, errors_, skills_, run_
-    ds.fit_predict(df)
+    ds = cl.DawidSkene().fit(df)                            # labels_, probas_, errors_, skills_, run_, n_iter_
+    ds.fit_predict(df, gold=gold)                           # gold (for the metrics) only by keyword
+
+``gold`` is keyword-only everywhere: crowd-kit's ``fit(df, true_labels)`` means "these tasks' classes are known",
+which crowdlab spells ``DawidSkene(known=true_labels).fit(df)``; a second positional argument is a TypeError that
+says so, never silently read as something else.
 
 ``df`` has the columns crowd-kit uses (``task``, ``worker``, ``label``) or crowdlab's (``item``, ``worker``,
 ``label``; the reader's aliases such as ``annotator`` or ``answer`` work too). Results are indexed by the task
@@ -43,6 +47,7 @@ __all__ = [
     "KOS",
     "MACE",
     "MMSR",
+    "EBCC",
     "DawidSkene",
     "MajorityVote",
     "OneCoin",
@@ -328,7 +333,8 @@ def from_dataframe(df: pd.DataFrame, gold: pd.Series | dict | None = None, absta
 
 class _Aggregator:
     """Base of the estimators: ``fit(df)`` sets ``labels_``, ``probas_`` and ``skills_``; EM ones also ``errors_``
-    (the confusion matrices), ``run_`` and ``stop_reason_``. ``fit_predict`` / ``fit_predict_proba`` return labels /
+    (the confusion matrices), ``run_``, ``stop_reason_`` and ``n_iter_`` (the EM iterations run, crowd-kit's name;
+    the iterative baselines set it too). ``fit_predict`` / ``fit_predict_proba`` return labels /
     probabilities. Options are checked when the estimator is built (an unknown keyword is a TypeError listing the
     valid ones) and again by ``fit``; ``get_params()`` gives every option with its default, ``set_params`` changes
     them (scikit-learn's ``clone`` works). A fitted attribute read before ``fit`` raises
@@ -397,12 +403,20 @@ class _Aggregator:
             del self.__dict__[key]
         self.__dict__.pop("_absent", None)
 
-    def fit(self, df: pd.DataFrame, gold: pd.Series | pd.DataFrame | dict | None = None, abstain=None) -> _Aggregator:
-        """Fit on ``df``; ``gold``: task -> label (a Series, a mapping, or a DataFrame with task and label columns),
-        needed for ``reveal=`` and kept in ``run_.data`` for the metrics. ``abstain``: a label (or labels) meaning
-        "can't tell": a response that is not a class (Dawid-Skene, IBCC, MACE, one-coin, two-coin and majority vote
-        take it, GLAD and the baselines refuse it; ``errors_`` then has a row for it, and ``abstention_rate_`` gives
-        each worker's share)."""
+    def fit(
+        self,
+        df: pd.DataFrame,
+        *positional: Any,
+        gold: pd.Series | pd.DataFrame | dict | None = None,
+        abstain=None,
+    ) -> _Aggregator:
+        """Fit on ``df``; ``gold`` (keyword only): task -> label (a Series, a mapping, or a DataFrame with task and
+        label columns), needed for ``reveal=`` and kept in ``run_.data`` for the metrics; it never changes the fit.
+        A second positional argument is refused (:meth:`_refuse_positional`): crowd-kit reads it as known labels.
+        ``abstain`` (keyword only): a label (or labels) meaning "can't tell": a response that is not a class
+        (Dawid-Skene, IBCC, EBCC, MACE, one-coin, two-coin and majority vote take it, GLAD and the baselines refuse
+        it; ``errors_`` then has a row for it, and ``abstention_rate_`` gives each worker's share)."""
+        self._refuse_positional("fit", positional)
         self._clear()  # a refit, failed or not, leaves nothing of the last one
         params = self.get_params()
         self._check(params)
@@ -436,13 +450,40 @@ class _Aggregator:
         self.probas_ = frame.probas(np.ones((N, 1)))
         self.skills_ = frame.per_worker(np.ones(M), "skill")
         self.stop_reason_ = "converged"
+        self.n_iter_ = 0
         self.labels_ = frame.labels(np.zeros(N, dtype=np.intp))
 
-    def fit_predict(self, df: pd.DataFrame, gold: pd.Series | pd.DataFrame | dict | None = None) -> pd.Series:
-        return self.fit(df, gold).labels_
+    def _refuse_positional(self, call: str, positional: tuple) -> None:
+        """crowd-kit's ``fit(df, true_labels)`` fixes those tasks' classes (semi-supervised); crowdlab's ``gold`` only
+        scores the fit. A positional second argument would be read as one or the other silently: it is a TypeError
+        naming both spellings instead (issue 41)."""
+        if not positional:
+            return
+        name = type(self).__name__
+        semi = (
+            f" To keep some tasks' classes fixed while fitting (what crowd-kit's fit(df, true_labels) does), pass them "
+            f"as known=: {name}(known=true_labels).{call}(df)."
+            if "known" in self._defaults()
+            else f" ({self._title()} has no semi-supervised option: crowd-kit's true_labels has no counterpart here.)"
+        )
+        raise TypeError(
+            f"{name}.{call}() takes the DataFrame as its only positional argument ({len(positional) + 1} given). Gold "
+            f"labels for the metrics go by keyword, {call}(df, gold=labels); they never change the result.{semi}"
+        )
 
-    def fit_predict_proba(self, df: pd.DataFrame, gold: pd.Series | pd.DataFrame | dict | None = None) -> pd.DataFrame:
-        return self.fit(df, gold).probas_
+    def fit_predict(
+        self, df: pd.DataFrame, *positional: Any, gold: pd.Series | pd.DataFrame | dict | None = None, abstain=None
+    ) -> pd.Series:
+        """``fit(df, gold=..., abstain=...).labels_``."""
+        self._refuse_positional("fit_predict", positional)
+        return self.fit(df, gold=gold, abstain=abstain).labels_
+
+    def fit_predict_proba(
+        self, df: pd.DataFrame, *positional: Any, gold: pd.Series | pd.DataFrame | dict | None = None, abstain=None
+    ) -> pd.DataFrame:
+        """``fit(df, gold=..., abstain=...).probas_``."""
+        self._refuse_positional("fit_predict_proba", positional)
+        return self.fit(df, gold=gold, abstain=abstain).probas_
 
 
 def _same(a, b) -> bool:
@@ -565,6 +606,7 @@ class _EM(_Aggregator):
     def _results(self, frame: _Frame, params: dict, run) -> None:
         self.run_ = run
         self.stop_reason_ = run.stop_reason  # "converged", "stalled" or "max_iter" (crowdlab.engines.run.STOP_REASONS)
+        self.n_iter_ = int(run.last.iteration)  # EM iterations run (crowd-kit's name)
         self.probas_ = frame.probas(run.posterior)
         p = run.params
         if hasattr(p, "gamma"):
@@ -673,6 +715,8 @@ class _NotEM(_Aggregator):
 
         result = BASELINES[self.method][1](frame.data, **params)
         self.result_ = result
+        if self.method in ("zbs", "kos", "mmsr"):  # iterative (crowd-kit's n_iter_); Wawa is two votes, not a loop
+            self.n_iter_ = int(result.iterations)
         self.probas_ = frame.probas(result.scores)
         self.skills_ = frame.per_worker(result.skills, "skill")
         self.labels_ = frame.labels(result.labels)
@@ -810,6 +854,27 @@ class IBCC(_EM):
     method = "ibcc"
 
 
+class EBCC(_EM):
+    """EBCC (Li, Rubinstein & Cohn 2019): IBCC with latent subtypes per class shared by the workers, so workers who
+    err together (a shared blind spot) are modelled; variational Bayes, the run's objective is the ELBO. Options:
+    ``subtypes`` (L, default 10), ``subtype_prior``, ``diagonal``; ``seed`` also seeds the split of the start over
+    the subtypes. ``errors_`` are the subtype-averaged confusion matrices. In memory only: the start's split is
+    keyed by each task's name, which the streaming and Dask paths of this API replace by codes, so they would not
+    give engine="memory"'s result (``crowdlab fit FILE --method ebcc --engine stream`` reads the file's own names
+    and does)."""
+
+    method = "ebcc"
+
+    def _check(self, params: dict) -> None:
+        if params["engine"] != "memory":
+            raise ValueError(
+                f"EBCC from a DataFrame runs in memory only (engine={params['engine']!r} would split the start over "
+                "the subtypes by other task names, and give another result); for a file larger than memory use "
+                "`crowdlab fit FILE --method ebcc --engine stream` or crowdlab.engines.stream.fit_file."
+            )
+        super()._check(params)
+
+
 class Wawa(_NotEM):
     """Agreement-with-majority-weighted vote (:func:`crowdlab.models.baselines.wawa`)."""
 
@@ -836,7 +901,21 @@ class MMSR(_NotEM):
 
 ESTIMATORS: dict[str, type[_Aggregator]] = {
     cls.method: cls
-    for cls in (MajorityVote, DawidSkene, OneCoin, TwoCoin, GLAD, MACE, _MaceVB, IBCC, Wawa, ZeroBasedSkill, KOS, MMSR)
+    for cls in (
+        MajorityVote,
+        DawidSkene,
+        OneCoin,
+        TwoCoin,
+        GLAD,
+        MACE,
+        _MaceVB,
+        IBCC,
+        EBCC,
+        Wawa,
+        ZeroBasedSkill,
+        KOS,
+        MMSR,
+    )
 }
 
 NOT_FROM_DATAFRAME = {
@@ -847,6 +926,8 @@ NOT_FROM_DATAFRAME = {
     "online_ds": "online EM has no estimator; use cl.fit(crowdlab.frames.from_dataframe(df), 'online_ds').",
     "online_one_coin": "online EM has no estimator; use cl.fit(crowdlab.frames.from_dataframe(df), 'online_one_coin').",
     "raykar": "it needs item features; use crowdlab.models.raykar.RaykarModel with crowdlab.io.features.",
+    "ordinal": "it models ratings in numeric order, and a DataFrame's labels are read as unordered classes; use "
+    "cl.fit(cl.read_annotations(path, kind='ordinal'), 'ordinal').",
 }
 """Methods of ``cl.fit`` that a task/worker/label DataFrame cannot feed, and why (the unknown-method message)."""
 
@@ -876,7 +957,7 @@ def aggregate(
     """The aggregated label of every task (a Series indexed by task, sorted, in the label column's own values).
     ``options`` are the estimator's (``cl.DawidSkene().get_params()`` lists them); ``gold`` and ``abstain`` as in
     ``fit``."""
-    return _estimator(method, options).fit(df, gold, abstain).labels_
+    return _estimator(method, options).fit(df, gold=gold, abstain=abstain).labels_
 
 
 def proba(
@@ -889,4 +970,4 @@ def proba(
 ) -> pd.DataFrame:
     """The posterior (EM methods) or normalised vote shares (baselines) of every task: rows = tasks (sorted),
     columns = classes (sorted), rows summing to 1."""
-    return _estimator(method, options).fit(df, gold, abstain).probas_
+    return _estimator(method, options).fit(df, gold=gold, abstain=abstain).probas_

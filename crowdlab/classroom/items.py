@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import io
 import math
+import random
 import secrets
 import threading
 import time
@@ -83,16 +84,17 @@ def pseudonym() -> str:
 
 
 # ---------------------------------------------------------------------------- roles
-def deal_role(counts: dict[str, int], shares: dict[str, float]) -> str:
+def deal_role(counts: dict[str, int], shares: dict[str, float], *, rng: random.Random | None = None) -> str:
     """The next student's role: the one furthest below its share of the students so far plus this one (ties at
-    random), so a class of any size holds the shares as closely as whole students can."""
+    random, from ``rng``; the operating system's random source when None), so a class of any size holds the shares
+    as closely as whole students can. :meth:`crowdlab.classroom.store.ClassStore.join` passes the store's ``rng``."""
     total = sum(shares.values())
     if total <= 0:
         return "honest"
     n = sum(counts.get(r, 0) for r in shares) + 1
     deficit = {r: shares[r] / total * n - counts.get(r, 0) for r in shares if r in ROLES}
     best = max(deficit.values())
-    return secrets.choice(sorted(r for r, d in deficit.items() if d >= best - 1e-9))
+    return (rng or secrets.SystemRandom()).choice(sorted(r for r, d in deficit.items() if d >= best - 1e-9))
 
 
 def scripted_answer(role: str, truth: str, choices: Sequence[str], difficulty: float, rng: np.random.Generator) -> str:

@@ -28,9 +28,11 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import hmac
+import inspect
 import json
 import os
 import queue
+import random
 import secrets
 import sqlite3
 import threading
@@ -271,12 +273,34 @@ def cannot_open(url: str, exc: BaseException) -> ClassError:
     )
 
 
+def _deal(deal: Callable, counts: dict[str, int], shares: dict[str, float], rng: random.Random) -> str:
+    """``deal(counts, shares)``, with ``rng=`` when it takes one (:func:`crowdlab.classroom.items.deal_role` does)."""
+    try:
+        takes_rng = "rng" in inspect.signature(deal).parameters
+    except (TypeError, ValueError):  # a callable without a signature (a builtin)
+        takes_rng = False
+    return deal(counts, shares, rng=rng) if takes_rng else deal(counts, shares)
+
+
 class ClassStore:
     """Class sessions in SQLite (a file path) or PostgreSQL (a ``postgresql://`` URL); thread-safe (a small pool
-    of connections, one per concurrent call)."""
+    of connections, one per concurrent call).
 
-    def __init__(self, url: str | None = None, *, limits: Limits | None = None, pool_size: int = 8) -> None:
+    ``rng``: the random source of what is dealt at random to a joining student (the order of their items, and the
+    roles' ties when ``join`` is given ``deal=`` :func:`crowdlab.classroom.items.deal_role`); the operating system's
+    (:class:`secrets.SystemRandom`) by default. Tests pass ``random.Random(seed)`` so a simulated class is the same
+    class every run. Tokens, keys and join codes always come from :mod:`secrets`, whatever ``rng`` is."""
+
+    def __init__(
+        self,
+        url: str | None = None,
+        *,
+        limits: Limits | None = None,
+        pool_size: int = 8,
+        rng: random.Random | None = None,
+    ) -> None:
         self.url = url or default_url()
+        self.rng = rng if rng is not None else secrets.SystemRandom()
         self.limits = limits or Limits()
         self.postgres = self.url.startswith(("postgresql://", "postgres://"))
         self.purged = 0.0
@@ -605,7 +629,8 @@ class ClassStore:
     ) -> tuple[Student, str]:
         """A new student in the session with ``join_code``; returns the student and their token (kept by their
         browser; only its hash is stored). ``deal(counts, shares)`` picks the secret role from the roles dealt so
-        far (honest when not given). Wrong codes count against ``client`` and against everyone together."""
+        far (honest when not given); a ``deal`` that takes an ``rng`` keyword gets the store's random source. Wrong
+        codes count against ``client`` and against everyone together."""
         now = time.time() if now is None else now
         lim = self.limits
         name = check_pseudonym(pseudonym)
@@ -644,14 +669,13 @@ class ClassStore:
             roles = run("SELECT role, COUNT(*) FROM students WHERE session_id = ? GROUP BY role", (sid,)).fetchall()
             counts = {r: 0 for r in shares} | {r: int(n) for r, n in roles}
             seq = sum(counts.values())
-            role = deal(counts, shares) if deal is not None else "honest"
+            role = _deal(deal, counts, shares, self.rng) if deal is not None else "honest"
             if role not in ROLES:
                 raise ValueError(f"unknown role {role!r}")
             # consecutive blocks of the item order: every item is labelled about equally often
             start = (seq * per_student) % len(order)
             mine = [order[(start + j) % len(order)] for j in range(per_student)]
-            rng = secrets.SystemRandom()
-            rng.shuffle(mine)
+            self.rng.shuffle(mine)
             if routing:  # dealt one at a time as the student asks (next_item)
                 mine = []
             run(

@@ -19,6 +19,7 @@ import streamlit as st
 from streamlit.errors import StreamlitPageNotFoundError
 
 from crowdlab.io import limits, safe
+from crowdlab.io.app_files import app_root
 from crowdlab.io.data import Annotations
 from crowdlab.io.samples import SAMPLES, load_sample
 from crowdlab.teaching.simulate import simulate_crowd
@@ -28,7 +29,7 @@ HOME_DATASET = "home.dataset"
 
 # the sidebar navigation (Streamlit's own is off in .streamlit/config.toml, so the home page reads "Home"): the home
 # page, then every file of pages/ in Streamlit's order (its number), labelled as Streamlit labels them
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = app_root()  # the checkout's top level, or the installed package's copy (crowdlab/_app)
 PAGE_ICONS = {
     "app": ":material/home:",
     "0_Lessons": ":material/school:",

@@ -264,10 +264,16 @@ def test_resolve_known_reads_integers_as_codes_only_when_names_are_not_numbers()
 
 
 def test_unknown_method_lists_only_what_works_from_a_dataframe():
-    with pytest.raises(DataError, match="Unknown method 'nope'; choose one of ds, glad") as info:
+    with pytest.raises(DataError, match="Unknown method 'nope'; choose one of ds, ebcc, glad") as info:
         cl.aggregate(TOY, method="nope")
     assert "scores" not in str(info.value) and "hmm" not in str(info.value) and "mrf" not in str(info.value)
-    for method, why in (("hmm", "needs sequences"), ("mrf", "needs a graph"), ("scores", "continuous scores")):
+    needs = (
+        ("hmm", "needs sequences"),
+        ("mrf", "needs a graph"),
+        ("scores", "continuous scores"),
+        ("ordinal", "ratings"),
+    )
+    for method, why in needs:
         with pytest.raises(DataError, match=f"Method '{method}' does not work from a DataFrame: .*{why}"):
             cl.aggregate(TOY, method=method)
 
@@ -289,7 +295,7 @@ def test_more_one_line_errors_instead_of_tracebacks():
 
 def test_one_class_gives_that_class_in_every_method():
     one = TOY.assign(label="yes")
-    for method in ("mv", "ds", "one_coin", "glad", "mace", "mace_vb", "ibcc", "wawa", "zbs", "mmsr"):
+    for method in ("mv", "ds", "one_coin", "glad", "mace", "mace_vb", "ibcc", "ebcc", "wawa", "zbs", "mmsr"):
         labels = cl.aggregate(one, method)
         assert (labels == "yes").all() and len(labels) == 6, method
         np.testing.assert_allclose(cl.proba(one, method).to_numpy(), 1.0)
@@ -360,3 +366,47 @@ def test_results_are_sorted_by_task_and_named_after_the_users_columns():
     assert list(ds.labels_.index) == sorted(TOY.task.unique()) and ds.labels_.index.name == "task"
     assert ds.skills_.index.name == "annotator" and ds.probas_.columns.name == "answer"
     assert ds.errors_.index.names == ["annotator", "answer"]
+
+
+# ------------------------------------------------------------------------ issue 41: a crowd-kit user's habits
+def test_every_model_is_in_every_front_door():
+    """Each model of cl.fit has an estimator (cl.aggregate, cl.<Name>) or a message saying why a DataFrame cannot
+    feed it; EBCC was in the CLI only ('unknown method ebcc')."""
+    from crowdlab.frames import ESTIMATORS, NOT_FROM_DATAFRAME
+    from crowdlab.models import MODELS, ONLINE_MODELS
+
+    assert set(MODELS) | set(ONLINE_MODELS) <= set(ESTIMATORS) | set(NOT_FROM_DATAFRAME)
+    for est in ESTIMATORS.values():
+        if not est.__name__.startswith("_"):  # _MaceVB is MACE(inference="vb")
+            assert getattr(cl, est.__name__) is est and est.__name__ in cl.__all__, est
+    ebcc = cl.EBCC(subtypes=2).fit(TOY)
+    assert (cl.aggregate(TOY, "ebcc", subtypes=2) == ebcc.labels_).all()
+    assert ebcc.run_.model.info.key == "ebcc" and ebcc.stop_reason_ == "converged" and ebcc.errors_.shape == (5 * 2, 2)
+    with pytest.raises(ValueError, match="EBCC from a DataFrame runs in memory only"):
+        cl.EBCC(engine="stream")
+    with pytest.raises(DataError, match="Method 'ordinal' does not work from a DataFrame: .*kind='ordinal'"):
+        cl.aggregate(TOY, "ordinal")
+
+
+def test_gold_is_keyword_only_and_a_positional_second_argument_says_why():
+    """crowd-kit's fit_predict(df, true_labels) fixes those tasks' classes; crowdlab's gold only scores. A
+    positional call must never silently mean the other thing."""
+    gold = pd.Series({"p1": 1, "p2": 1})
+    ds = cl.DawidSkene()
+    for call in (ds.fit, ds.fit_predict, ds.fit_predict_proba):
+        with pytest.raises(TypeError, match=r"only positional argument .* gold=labels.*\(known=true_labels\)"):
+            call(TOY, gold)
+    with pytest.raises(TypeError, match="no semi-supervised option"):
+        cl.MajorityVote().fit_predict(TOY, gold)
+    assert (ds.fit_predict(TOY, gold=gold) == cl.DawidSkene().fit_predict(TOY)).all()
+    assert ds.run_.data.has_gold
+    fixed = cl.DawidSkene(known=gold).fit(TOY)
+    assert ds.labels_["p2"] == 0 and fixed.labels_["p2"] == 1  # known= changes the fit; gold= does not
+
+
+def test_n_iter_beside_stop_reason():
+    ds = cl.DawidSkene().fit(TOY)
+    assert ds.n_iter_ == ds.run_.last.iteration > 0 and ds.stop_reason_ == "converged"
+    assert cl.DawidSkene(max_iter=3).fit(TOY).n_iter_ == 3
+    assert cl.ZeroBasedSkill(n_iter=7).fit(TOY).n_iter_ == 7 and cl.KOS(n_iter=4).fit(TOY).n_iter_ == 4
+    assert cl.OneCoin().fit(TOY.assign(label="yes")).n_iter_ == 0  # one class: no EM run

@@ -3,7 +3,8 @@
 The wheel is built offline (``pip wheel --no-deps --no-build-isolation``) from a clean copy of the package's
 sources, installed with ``--no-deps`` into a new venv that sees the test environment's site-packages (numpy,
 pandas, ...) through a ``.pth`` file placed after its own, and then run from a folder outside the repository: the
-``crowdlab`` command, ``python -m crowdlab`` and ``load_sample`` must all find the bundled data inside the install.
+``crowdlab`` command, ``python -m crowdlab`` and ``load_sample`` must all find the bundled data inside the install,
+and ``crowdlab app`` must serve the installed copy of the app (issue 41).
 """
 
 from __future__ import annotations
@@ -11,10 +12,13 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import socket
 import subprocess
 import sys
 import sysconfig
+import time
 import tomllib
+import urllib.request
 import zipfile
 from pathlib import Path
 
@@ -26,12 +30,15 @@ ROOT = Path(__file__).resolve().parents[2]
 BIN = "Scripts" if os.name == "nt" else "bin"
 EXE = ".exe" if os.name == "nt" else ""
 # A Python whose setuptools can build a wheel without downloading anything (setuptools >= 70.1 has bdist_wheel
-# itself; older ones need the `wheel` package). A wheel of pure Python is the same whoever builds it.
+# itself; 77 reads pyproject's SPDX `license` expression). A wheel of pure Python is the same whoever builds it.
 CAN_BUILD = (
     "import setuptools as s, setuptools.build_meta, importlib.util as u; "
     "v = tuple(int(x) for x in s.__version__.split('.')[:2]); "
-    "assert v >= (61, 0) and u.find_spec('pip') and (u.find_spec('wheel') or v >= (70, 1))"
+    "assert v >= (77, 0) and u.find_spec('pip')"
 )
+# what a build reads besides the package: setup.py copies the app's files into the wheel (crowdlab/_app/)
+BUILD_FILES = ("pyproject.toml", "setup.py", "MANIFEST.in", "LICENSE", "README.md", "app.py")
+BUILD_FOLDERS = ("crowdlab", "sample_data", "pages", ".streamlit")
 
 
 def _builder() -> str | None:
@@ -60,9 +67,10 @@ def wheel(tmp_path_factory) -> Path:
     tmp = tmp_path_factory.mktemp("wheel")
     src = tmp / "src"  # a clean copy: no stale build/ or egg-info of an earlier in-tree build leaks in
     src.mkdir()
-    shutil.copy2(ROOT / "pyproject.toml", src)
+    for name in BUILD_FILES:
+        shutil.copy2(ROOT / name, src)
     ignore = shutil.ignore_patterns("__pycache__", "*.pyc")
-    for folder in ("crowdlab", "sample_data"):
+    for folder in BUILD_FOLDERS:
         shutil.copytree(ROOT / folder, src / folder, ignore=ignore)
     out = tmp / "dist"
     cmd = [builder, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "--no-index", "-q", "-w", str(out)]
@@ -145,8 +153,26 @@ def test_wheel_carries_every_sample_file_inside_the_package(wheel):
         if p.is_file() and "__pycache__" not in p.parts
     }
     assert want <= names, sorted(want - names)
-    assert not any(n.startswith(("sample_data/", "tests/", "pages/", "benchmarks/")) for n in names)
+    assert not any(n.startswith(("sample_data/", "tests/", "pages/", "benchmarks/", "app.py", "dev.py")) for n in names)
     assert {"crowdlab/cli.py", "crowdlab/models/dawid_skene.py", "crowdlab/ui/__init__.py"} <= names
+
+
+@pytest.mark.slow
+def test_wheel_carries_the_app_and_the_licence(wheel):
+    """The app's files as crowdlab/_app/ (what `crowdlab app` serves), the licence, and the metadata `pip show` reads:
+    issue 41 found License, Author and the app missing."""
+    zf = zipfile.ZipFile(wheel)
+    names = set(zf.namelist())
+    app = {"app.py", ".streamlit/config.toml", *(f"pages/{p.name}" for p in (ROOT / "pages").glob("*.py"))}
+    assert {f"crowdlab/_app/{n}" for n in app} <= names
+    for n in app:
+        assert zf.read(f"crowdlab/_app/{n}") == (ROOT / n).read_bytes(), n
+    assert not any(n.startswith("crowdlab/_app/") and n.removeprefix("crowdlab/_app/") not in app for n in names)
+    meta = zf.read(next(n for n in names if n.endswith(".dist-info/METADATA"))).decode()
+    head = dict(line.split(": ", 1) for line in meta.split("\n\n", 1)[0].splitlines() if ": " in line)
+    assert head["License-Expression"] == "BSD-3-Clause" and head["Author"] == "crowdlab developers"
+    licence = next(n for n in names if n.endswith(".dist-info/licenses/LICENSE"))
+    assert zf.read(licence) == (ROOT / "LICENSE").read_bytes()
 
 
 @pytest.mark.slow
@@ -285,5 +311,64 @@ def test_pip_user_path_with_the_core_only(pip_user):
     pipe = subprocess.Popen([str(cmd), "samples"], cwd=pip_user["work"], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     pipe.stdout.close()
     assert pipe.wait(timeout=120) == 0 and pipe.stderr.read() == b""
+    app = _run_any(pip_user, cmd, "app")  # without the app's extra: one line naming it, nothing started
+    assert app.returncode == 2 and app.stderr.count("\n") == 1 and 'pip install "crowdlab[app]"' in app.stderr, app
     version = _run_any(pip_user, cmd, "--version")
     assert version.stdout.startswith("crowdlab ") and version.returncode == 0
+
+
+# --------------------------------------------------------------------------------- crowdlab app, from the install
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _get(url: str) -> tuple[int, bytes]:
+    with urllib.request.urlopen(url, timeout=5) as r:
+        return r.status, r.read()
+
+
+@pytest.mark.slow
+def test_installed_app_command_serves_the_installed_pages(installed):
+    """`crowdlab app --server.headless true --server.port P` from another folder: Streamlit answers its health check
+    on 127.0.0.1 (the app's default address), runs the installed app.py (not the checkout's), and serves the pages;
+    the installed copy's pages run without an exception. Then it is stopped."""
+    port = _free_port()
+    env = {k: v for k, v in _clean_env().items() if not k.startswith("STREAMLIT_")}
+    args = [installed["crowdlab"], "app", "--server.headless", "true", "--server.port", str(port)]
+    proc = subprocess.Popen(
+        [str(a) for a in args], cwd=installed["work"], env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT
+    )
+    try:
+        deadline, health = time.monotonic() + 90, None
+        while time.monotonic() < deadline and proc.poll() is None:
+            try:
+                health = _get(f"http://127.0.0.1:{port}/_stcore/health")
+                break
+            except OSError:
+                time.sleep(0.3)
+        assert health == (200, b"ok"), (proc.poll(), proc.stdout.read() if proc.poll() is not None else "")
+        assert _get(f"http://127.0.0.1:{port}/Step_through_EM")[0] == 200
+        if sys.platform.startswith("linux"):  # the server is this process (exec), running the installed app.py
+            cmd = Path(f"/proc/{proc.pid}/cmdline").read_bytes().split(b"\0")
+            app = Path(next(a.decode() for a in cmd if a.endswith(b"app.py")))
+            assert app.resolve().is_relative_to(installed["env"].resolve()) and app.parent.name == "_app"
+            assert b"--server.address=127.0.0.1" in cmd
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+        proc.stdout.close()
+    code = (
+        "import json; from streamlit.testing.v1 import AppTest; from crowdlab.io.app_files import app_root; "
+        "from crowdlab.ui.frame import NAV; root = app_root(); "
+        "runs = [AppTest.from_file(str(root / p), default_timeout=60).run() for p in ('app.py', 'pages/1_Data.py')]; "
+        "print(json.dumps([str(root), len(NAV), [len(r.exception) for r in runs]]))"
+    )
+    root, n_nav, errors = json.loads(_run(installed, installed["python"], "-c", code).stdout.splitlines()[-1])
+    assert Path(root).resolve().is_relative_to(installed["env"].resolve())
+    assert n_nav == 1 + len(list((ROOT / "pages").glob("*.py"))) and errors == [0, 0]

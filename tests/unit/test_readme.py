@@ -61,6 +61,7 @@ def test_the_readme_python_examples_run_in_order(monkeypatch, capsys):
 NOT_RUN = {  # command prefix -> why it does not run here
     "python3 dev.py": "installs into .venv, starts the app or runs this suite",
     "pip install": "tests/unit/test_install.py installs the real wheel (slow)",
+    "crowdlab app": "starts the server: tests/unit/test_install.py runs it from the installed wheel (slow)",
 }
 
 

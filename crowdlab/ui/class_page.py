@@ -1,15 +1,20 @@
 """The lecturer's Class page: start a live class session, show its code and QR code, watch the votes arrive on the
 projector, step EM through the class's own votes, reveal what EM found out about each role, export and delete.
 
-The session's id and lecturer key live in this browser session (``class.session``, ``class.key``); the key is shown
-once when the session starts, and with it and the join code the lecturer resumes the session from another browser
-or after the app restarts (the database holds everything: :mod:`crowdlab.classroom.store`). The projector view is a
+The session's id and lecturer key live in this browser session (``class.session``, ``class.key``) and in a cookie
+of this browser (:data:`COOKIE`, set by a script in the page), so a reload of the Class page brings the lecturer
+back. The key is never drawn as text (the page is on the projector): it is offered as a download, and with it and
+the join code the lecturer resumes the session from another browser or after the app restarts (the database holds
+everything: :mod:`crowdlab.classroom.store`). The projector view is a
 fragment that reruns itself once a second (:data:`PROJECTOR_EVERY`), never the whole page. Names and prompts are
 the students' and the lecturer's text: escaped (:mod:`crowdlab.io.safe`); the export goes through
 :func:`crowdlab.io.safe.csv_frame`.
 """
 
 from __future__ import annotations
+
+import json
+import re
 
 import pandas as pd
 import streamlit as st
@@ -24,7 +29,10 @@ from crowdlab.ui.student_page import store_opens
 
 SID = "class.session"
 KEY = "class.key"
-KEY_NEW = "class.key_new"  # the key, until the lecturer has seen it once
+KEY_NEW = "class.key_new"  # the key file is offered, until the lecturer has downloaded it or said so
+COOKIE = "crowdlab_class"  # this browser's session id and key: "<session id>.<key>"
+COOKIE_SET = "class.cookie_set"  # None, or what the next run writes into the cookie ("" deletes it)
+COOKIE_TRIED = "class.cookie_tried"  # this browser session has looked at the cookie once (a Leave is not undone)
 ERROR = "class.error"
 EM_NOTE = "class.em_note"
 ITEMS = "class.items"  # (session id, its items, its answers): read once, the projector shows them every second
@@ -79,8 +87,7 @@ def on_start() -> None:
     except DataError as exc:
         _fail(exc)
         return
-    st.session_state[SID] = session.id
-    st.session_state[KEY] = key
+    _enter(session.id, key)
     st.session_state[KEY_NEW] = True
 
 
@@ -92,12 +99,61 @@ def on_resume() -> None:
     except ClassError as exc:
         _fail(exc)
         return
-    st.session_state[SID] = session.id
-    st.session_state[KEY] = st.session_state.get(W + "resume_key", "")
+    _enter(session.id, str(st.session_state.get(W + "resume_key", "")).strip())
+
+
+def _enter(session_id: str, key: str) -> None:
+    """The lecturer is in ``session_id``: kept in this browser session and, from the next run, in a cookie."""
+    st.session_state[SID] = session_id
+    st.session_state[KEY] = key
+    st.session_state[COOKIE_SET] = f"{session_id}.{key}"
 
 
 def on_key_seen() -> None:
     st.session_state[KEY_NEW] = False
+
+
+def _cookie_script(value: str, max_age: int) -> str:
+    """A script that writes this browser's lecturer cookie (``value`` "" with ``max_age`` 0 deletes it)."""
+    safe_value = re.sub(r"[^A-Za-z0-9_.-]", "", value)  # hex id, "." and a url-safe key: nothing else is written
+    return (
+        f"<script>document.cookie = {json.dumps(f'{COOKIE}={safe_value}')} + "
+        f"'; path=/; max-age={int(max_age)}; samesite=strict';</script>"
+    )
+
+
+def _write_cookie() -> None:
+    """Emit the pending cookie write, once (the script runs in the lecturer's browser, never shown as text)."""
+    value = st.session_state.pop(COOKIE_SET, None)
+    if value is None:
+        return
+    st.html(_cookie_script(value, 72 * 3600 if value else 0), unsafe_allow_javascript=True, width="content")
+
+
+def _cookies() -> dict:
+    """This browser's cookies as they were when its page was loaded (Streamlit reads them at connection)."""
+    try:
+        return dict(st.context.cookies)
+    except Exception:  # no browser connection (bare mode)
+        return {}
+
+
+def resume_from_cookie() -> None:
+    """After a reload: the session in this browser's cookie, when its key still opens it (once a browser session,
+    so a Leave is not undone by the cookie the page was loaded with)."""
+    if st.session_state.get(SID) or st.session_state.get(COOKIE_TRIED):
+        return
+    st.session_state[COOKIE_TRIED] = True
+    sid, _, key = str(_cookies().get(COOKIE, "")).partition(".")
+    if not sid or not key:
+        return
+    try:
+        get_store().check_key(sid, key)
+    except ClassError:  # deleted, expired, or another key: forget it
+        st.session_state[COOKIE_SET] = ""
+        return
+    st.session_state[SID] = sid
+    st.session_state[KEY] = key
 
 
 def on_status(status: str) -> None:
@@ -148,6 +204,8 @@ def on_hide_reveal() -> None:
 def on_leave() -> None:
     for k in (SID, KEY, KEY_NEW, EM_NOTE, ITEMS, ROUTING):
         st.session_state.pop(k, None)
+    st.session_state[COOKIE_TRIED] = True
+    st.session_state[COOKIE_SET] = ""  # this browser no longer comes back to it by itself
 
 
 def on_delete() -> None:
@@ -232,13 +290,30 @@ def join_panel(session) -> None:
             st.caption("Install segno for a QR code (pip install segno).")
 
 
-def key_panel() -> None:
+def key_file(session) -> str:
+    """The text of the lecturer-key download (the key is never drawn on the page: it is on the projector)."""
+    return (
+        f"crowdlab class session: {session.title}\njoin code: {session.join_code}\n"
+        f"lecturer key: {st.session_state[KEY]}\n\nWith the join code and this key, Resume a session on the Class page "
+        "resumes it from any browser (keep the key to yourself: it reveals, exports and deletes the session).\n"
+    )
+
+
+def key_panel(session) -> None:
+    """The lecturer key, as a file to download: never as text on the projected page."""
     if not st.session_state.get(KEY_NEW):
         return
     with st.container(border=True):
-        st.markdown("**Lecturer key** (shown once; with the join code it resumes this session anywhere):")
-        st.code(st.session_state[KEY], language=None)
-        st.button("I have noted the key", on_click=on_key_seen, key="class.key_seen")
+        st.markdown(
+            "**Lecturer key**: this browser keeps it (a reload brings you back here). To resume from another "
+            "browser, download it now; it is not shown on this page, which the room can see."
+        )
+        row = st.container(horizontal=True)
+        row.download_button(
+            "Download the lecturer key", key_file(session), file_name=f"class-{session.join_code}-key.txt",
+            mime="text/plain", on_click=on_key_seen, key="class.key_download",
+        )  # fmt: skip
+        row.button("I have the key", on_click=on_key_seen, key="class.key_seen")
 
 
 @st.fragment(run_every=PROJECTOR_EVERY)
@@ -399,6 +474,8 @@ def class_page() -> None:
         st.error(safe.md(error))
     if not store_opens():
         return
+    resume_from_cookie()
+    _write_cookie()
     sid = st.session_state.get(SID)
     if not sid:
         note = st.session_state.pop(EM_NOTE, None)
@@ -414,7 +491,7 @@ def class_page() -> None:
         st.button("Start another session", on_click=on_leave, key="class.gone")
         return
     st.markdown(f"### {safe.md(session.title)}")
-    key_panel()
+    key_panel(session)
     join_panel(session)
     projector()
     reveal_panel(session)

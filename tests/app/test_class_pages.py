@@ -53,12 +53,43 @@ def _errors(at: AppTest) -> list[str]:
     return [e.value for e in at.error]
 
 
+def _page_text(at: AppTest) -> str:
+    """Everything the page draws as text (markdown, code, metrics, captions, alerts, labels, tables)."""
+    parts = [str(e.value) for kind in ("markdown", "code", "caption", "error", "warning", "info", "success")
+             for e in at.get(kind)]  # fmt: skip
+    parts += [str(m.label) + str(m.value) for m in at.metric]
+    parts += [str(w.proto.label) for w in [*at.button, *at.text_input, *at.get("download_button")]]
+    parts += [d.value.to_csv() for d in at.dataframe]
+    return "\n".join(parts)
+
+
+def test_the_lecturer_key_is_a_download_and_a_reload_brings_the_lecturer_back(monkeypatch):
+    lec = _lecturer(n_items=4, per_student=3)
+    sid, key = lec.session_state[cp.SID], lec.session_state[cp.KEY]
+    session = _session(lec)
+    assert key not in _page_text(lec)
+    scripts = [h.proto.body for h in lec.get("html")]
+    assert any("document.cookie" in b and f"{sid}.{key}" in b for b in scripts)  # kept in this browser
+    # a reload: a new browser session whose only memory is the cookie
+    monkeypatch.setattr(cp, "_cookies", lambda: {cp.COOKIE: f"{sid}.{key}"})
+    again = goto(ok(AppTest.from_file(HOME, default_timeout=30).run()), "pages/11_Class.py")
+    assert again.session_state[cp.SID] == sid and "class.start" not in {b.key for b in again.button}
+    assert any(session.join_code in m.value for m in again.markdown) and key not in _page_text(again)
+    click(again, "class.leave")  # Leave is not undone by the cookie the page was loaded with ...
+    assert cp.SID not in again.session_state and "class.start" in {b.key for b in again.button}
+    assert any("max-age=0" in h.proto.body for h in again.get("html"))  # ... and the cookie is deleted
+    monkeypatch.setattr(cp, "_cookies", lambda: {cp.COOKIE: f"{sid}.not-the-key"})
+    forged = goto(ok(AppTest.from_file(HOME, default_timeout=30).run()), "pages/11_Class.py")
+    assert cp.SID not in forged.session_state and "class.start" in {b.key for b in forged.button}
+
+
 def test_a_class_from_start_to_reveal():
     lec = _lecturer(n_items=4, per_student=3, spammer=0, adversary=0, lazy=0)
     key = lec.session_state[cp.KEY]
-    assert any(key == c.value for c in lec.code)  # the key is shown once ...
+    assert key not in _page_text(lec)  # the page is on the projector: the key is a download, never text
+    assert any(b.proto.label == "Download the lecturer key" for b in lec.get("download_button"))
     click(lec, "class.key_seen")
-    assert not any(key == c.value for c in lec.code)  # ... and then no more
+    assert not any(b.proto.label == "Download the lecturer key" for b in lec.get("download_button"))
     session = _session(lec)
     assert any(session.join_code in m.value for m in lec.markdown)
     assert any("data:image/svg+xml" in str(i.proto) for i in lec.get("image"))  # the QR code

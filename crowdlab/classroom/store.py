@@ -12,7 +12,8 @@ The schema is created and migrated by :meth:`ClassStore.migrate` (table ``schema
 :data:`MIGRATIONS` runs once, in order). What keeps a room full of students safe is enforced here, not in a page:
 
 * a join code is :data:`CODE_LENGTH` symbols from :data:`CODE_ALPHABET` (31 symbols, no 0/O/1/I/L), drawn by
-  :mod:`secrets`, and expires; failed joins are rate-limited per client and across all clients;
+  :mod:`secrets`, and expires; wrong codes are rate-limited per network address (the right code is looked up first:
+  other addresses' guesses never keep a student out);
 * the lecturer key and every student token are issued by the server (:func:`secrets.token_urlsafe`) and only their
   SHA-256 is stored (they carry 128+ random bits, so a plain hash cannot be reversed by trying);
 * one vote per (student, item): a UNIQUE constraint and an upsert, so a repeat replaces and never duplicates;
@@ -91,6 +92,11 @@ def _hash(secret: str) -> str:
 def normal_code(code: str) -> str:
     """A typed join code in its stored form: upper case, spaces and dashes dropped."""
     return "".join(str(code).split()).replace("-", "").upper()
+
+
+def well_formed_code(code: str) -> bool:
+    """Whether ``code`` (in :func:`normal_code` form) could be a join code at all."""
+    return len(code) == CODE_LENGTH and all(c in CODE_ALPHABET for c in code)
 
 
 def check_pseudonym(name: str) -> str:
@@ -223,8 +229,9 @@ class Limits:
     session_ttl: float = 24 * 3600  # then the session and everything in it is deleted
     votes_per_window: int = 30  # a student's votes per window (a person taps about once a second at most)
     vote_window: float = 30.0
-    join_failures_per_client: int = 10  # wrong codes one client may try per window
-    join_failures_total: int = 300  # wrong codes all clients together may try per window
+    # wrong codes one network address may try per window; then that address (the guesser) is refused for the rest of
+    # the window. There is no limit across addresses: it would let one visitor lock every student out.
+    join_failures_per_client: int = 20
     join_window: float = 300.0
 
 
@@ -604,32 +611,33 @@ class ClassStore:
         now: float | None = None,
     ) -> tuple[Student, str]:
         """A new student in the session with ``join_code``; returns the student and their token (kept by their
-        browser; only its hash is stored). ``deal(counts, shares)`` picks the secret role from the roles dealt so
-        far (honest when not given). Wrong codes count against ``client`` and against everyone together."""
+                browser; only its hash is stored). ``deal(counts, shares)`` picks the secret role from the roles dealt so
+                far (honest when not given). ``client`` is the network address the attempt comes from: wrong codes count against
+        it alone, and past :attr:`Limits.join_failures_per_client` of them in a window it is refused, right code included
+        (it is the guesser); no other address's guesses ever refuse a right code."""
         now = time.time() if now is None else now
         lim = self.limits
         name = check_pseudonym(pseudonym)
         code = normal_code(join_code)
-        if (
-            self._failures(f"join:{client}", now) >= lim.join_failures_per_client
-            or self._failures("join:*", now) >= lim.join_failures_total
-        ):
+        bucket = "join:" + _hash(str(client))  # the address, hashed: the table holds no addresses
+        if self._failures(bucket, now) >= lim.join_failures_per_client:  # this address's own guesses, nobody else's
             raise ClassError(
-                "Too many wrong codes were tried.", hint="Wait a few minutes, then type the code on the projector."
+                "Too many wrong codes were tried from this network address.",
+                hint="Wait a few minutes, then type the code on the projector.",
             )
         token = secrets.token_urlsafe(24)
-        sid = None
-        with self._tx() as run:
-            row = run(
-                "SELECT id, code_expires, status, per_student, shares, routing FROM sessions WHERE join_code = ?",
-                (code,),
-            ).fetchone()
-            if row is not None and row[1] >= now:
-                sid, _, status, per_student, shares, routing = row
+        sid = row = None
+        if well_formed_code(code):  # anything else cannot be a code (and never reaches the database)
+            with self._tx() as run:
+                row = run(
+                    "SELECT id, code_expires, status, per_student, shares, routing FROM sessions WHERE join_code = ?",
+                    (code,),
+                ).fetchone()
+                if row is not None and row[1] >= now:
+                    sid, _, status, per_student, shares, routing = row
         if sid is None:
             with self._tx() as run:
-                self._hit(run, f"join:{client}", lim.join_failures_per_client, lim.join_window, now)
-                self._hit(run, "join:*", lim.join_failures_total, lim.join_window, now)
+                self._hit(run, bucket, lim.join_failures_per_client, lim.join_window, now)
             if row is not None:
                 raise ClassError("This join code has expired.", hint="Ask the lecturer for a new session.")
             raise ClassError("No class session has this code.", hint="Check the code shown on the projector.")

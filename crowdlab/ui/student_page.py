@@ -37,11 +37,12 @@ div[data-testid="stButton"] button p {font-size: max(16px, 1em);}
 
 
 def _client() -> str:
-    """Who tries a code, for the store's rate limit of wrong codes: the connection's address and browser session."""
-    from streamlit.runtime.scriptrunner import get_script_run_ctx
-
-    ctx = get_script_run_ctx()
-    return f"{st.context.ip_address or 'local'}/{ctx.session_id if ctx else '?'}"
+    """Who tries a code, for the store's limit of wrong codes: the connection's network address (a reload or a new
+    browser session does not get a fresh allowance); "local" where Streamlit does not know it."""
+    try:
+        return str(st.context.ip_address or "local")
+    except Exception:  # no browser connection (bare mode)
+        return "local"
 
 
 def _fail(exc: ClassError) -> None:

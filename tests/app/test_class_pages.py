@@ -269,3 +269,20 @@ def test_an_unusable_class_database_is_a_message_on_both_pages(page, tmp_path, m
     assert any("Set CROWDLAB_CLASS_DB" in e.value.replace("\\", "") for e in at.error), _errors(at)
     keys = {w.key for w in [*at.button, *at.text_input]}
     assert "class.start" not in keys and sp.CODE not in keys  # no form that would fail on the first press
+
+
+def test_a_reload_gets_no_fresh_allowance_of_wrong_codes(monkeypatch):
+    """The Join page keys the wrong-code limit on the network address: new browser sessions (reloads) from one address
+    share it, and past it that address is told so; another address still joins with the right code."""
+    lec = _lecturer()
+    code = _session(lec).join_code
+    monkeypatch.setattr(sp, "_client", lambda: "198.51.100.7")
+    said = []
+    for _ in range(get_store().limits.join_failures_per_client + 2):
+        phone = _student("ZZZZZZ" if code != "ZZZZZZ" else "YYYYYY")  # a fresh browser session each time
+        said += _errors(phone.button(key="student.join").click().run())
+    assert "Too many wrong codes were tried from this network address" in said[-1]
+    assert sum("No class session" in m for m in said) == get_store().limits.join_failures_per_client
+    monkeypatch.setattr(sp, "_client", lambda: "198.51.100.8")
+    click(_student(code), "student.join")
+    assert get_store().counts(_session(lec).id, lec.session_state[cp.KEY])["students"] == 1

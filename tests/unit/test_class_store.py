@@ -109,22 +109,55 @@ def test_wrong_and_expired_code(store):
     assert store.counts(session.id, key)["students"] == 0
 
 
-def test_join_attempts_are_rate_limited(url):
-    store = ClassStore(url, limits=Limits(join_failures_per_client=3, join_failures_total=5))
+def test_join_attempts_are_rate_limited_by_address(url):
+    store = ClassStore(url, limits=Limits(join_failures_per_client=3))
     session, _ = _session(store)
     for _ in range(3):
         with pytest.raises(ClassError, match="No class session"):
-            store.join("AAAAAA", "A", client="phone-1")
-    # the right code is refused too for this client now: guessing cannot go on
+            store.join("AAAAAA", "A", client="10.0.0.1")
+    # the right code is refused too for this address now: its guessing cannot go on
     with pytest.raises(ClassError, match="Too many wrong codes"):
-        store.join(session.join_code, "A", client="phone-1")
-    store.join(session.join_code, "B", client="phone-2")  # another client still joins
-    for _ in range(2):
-        with pytest.raises(ClassError, match="No class session"):
-            store.join("AAAAAA", "C", client="phone-3")
-    with pytest.raises(ClassError, match="Too many wrong codes"):  # all clients together: 5 failures
-        store.join(session.join_code, "D", client="phone-4")
+        store.join(session.join_code, "A", client="10.0.0.1")
+    with pytest.raises(ClassError, match="Too many wrong codes"):
+        store.join("BBBBBB", "A", client="10.0.0.1")
+    store.join(session.join_code, "B", client="10.0.0.2")  # another address still joins
     store.close()
+
+
+def test_sixty_guesses_from_one_address_are_not_all_evaluated(url):
+    """The limit keys on the address (a reload or a new browser session gets no fresh allowance): of 60 guesses from
+    one address, 20 (the default limit) are looked up."""
+    store = ClassStore(url)
+    said = []
+    for k in range(60):
+        with pytest.raises(ClassError) as exc:
+            store.join("AAAAA" + cs.CODE_ALPHABET[k % 31], "A", client="203.0.113.9")
+        said.append(str(exc.value))
+    looked = sum("No class session" in m for m in said)
+    assert looked == store.limits.join_failures_per_client == 20
+    assert all("Too many wrong codes" in m for m in said[20:])
+    store.close()
+
+
+def test_wrong_codes_from_many_addresses_never_block_a_right_code(url):
+    """300 wrong codes (from 300 addresses, or 300 from one) do not lock anyone else out, the right code included."""
+    store = ClassStore(url)
+    session, key = _session(store)
+    for k in range(300):
+        with pytest.raises(ClassError):
+            store.join("AAAAAA", "A", client=f"attacker-{k % 30}")
+    for k in range(5):
+        store.join(session.join_code, f"Student {k}", client=f"192.168.1.{k}")
+    store.join(session.join_code, "Student Local", client="local")
+    assert store.counts(session.id, key)["students"] == 6
+    store.close()
+
+
+def test_a_code_of_other_symbols_is_wrong_without_a_query(store):
+    session, _ = _session(store)
+    for bad in ("AB\x00CDE", "A" * 5000, "ÄÖÜÄÖÜ", session.join_code + "\x00"):
+        with pytest.raises(ClassError, match="No class session"):
+            store.join(bad, "A", client="x")
 
 
 @pytest.mark.parametrize("token", [None, "", "forged-token", "x" * 200])

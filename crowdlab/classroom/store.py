@@ -60,7 +60,13 @@ CODE_LENGTH = 6  # 31**6 = 887 million codes
 ROLES = ("honest", "spammer", "adversary", "lazy")
 MAX_PSEUDONYM = 32
 MAX_TITLE = 80
-SCHEMA_VERSION = 2
+# what one session may hold (a visitor cannot fill the database or the phones: issue 39)
+MAX_ITEMS = 500  # items in a session
+MAX_ITEM_ID = 64  # characters of an item id
+MAX_PROMPT = 500  # characters of a prompt
+MAX_CHOICES = 8  # answers to choose from (the Join page draws a button for each)
+MAX_ANSWER = 40  # characters of an answer
+SCHEMA_VERSION = 3
 PURGE_EVERY = 600.0  # seconds between looks for expired sessions (get_store)
 
 
@@ -116,6 +122,48 @@ def check_pseudonym(name: str) -> str:
             hint="Use letters, digits, spaces and - ' . _ only.",
         )
     return s
+
+
+def _check_set(items: Sequence[Item], choices: Sequence[str]) -> None:
+    """ClassError unless the items and answers fit a session (sizes, lengths, distinct ids, truths among answers)."""
+    if len(items) < 1:
+        raise ClassError("The item set is empty.", hint="Generate items or upload a CSV with at least one row.")
+    if len(items) > MAX_ITEMS:
+        raise ClassError(f"The item set has {len(items):,} items; a class labels at most {MAX_ITEMS}.")
+    if len(choices) < 2 or len(set(choices)) != len(choices):
+        raise ClassError("A session needs at least two distinct answers to choose from.")
+    if len(choices) > MAX_CHOICES:
+        raise ClassError(
+            f"There are {len(choices)} answers to choose from; a phone shows at most {MAX_CHOICES}.",
+            hint="Merge or drop some answers.",
+        )
+    for c in choices:
+        if not c.strip() or len(c) > MAX_ANSWER or any(unicodedata.category(x) == "Cc" for x in c):
+            raise ClassError(
+                f"The answer {_short(c)} is blank, longer than {MAX_ANSWER} characters, or holds control characters.",
+                hint=f"Give each answer 1 to {MAX_ANSWER} printable characters.",
+            )
+    ids = [it.item_id for it in items]
+    for it in items:
+        i = str(it.item_id)
+        if not i or len(i) > MAX_ITEM_ID or any(unicodedata.category(x) == "Cc" for x in i):
+            raise ClassError(
+                f"The item id {_short(i)} is blank, longer than {MAX_ITEM_ID} characters, or holds control characters.",
+                hint=f"Give each item an id of 1 to {MAX_ITEM_ID} printable characters.",
+            )
+        if len(str(it.prompt)) > MAX_PROMPT:
+            raise ClassError(f"The prompt of item {_short(i)} is longer than {MAX_PROMPT} characters.")
+    if len(set(ids)) != len(ids):
+        raise ClassError("Two items share an id.", hint="Give every item its own id.")
+    for it in items:
+        if it.truth is not None and it.truth not in choices:
+            raise ClassError(f"The truth of item {_short(it.item_id)} is not one of the answers.")
+
+
+def _short(text: str, n: int = 40) -> str:
+    """``text`` quoted for a message, cut to ``n`` characters."""
+    text = str(text)
+    return repr(text if len(text) <= n else text[:n] + "...")
 
 
 # ---------------------------------------------------------------------------- schema
@@ -180,6 +228,16 @@ MIGRATIONS: tuple[tuple[int, tuple[str, ...]], ...] = (
     ),
     # next-item routing: a session may hand each student's next item to the least certain one
     (2, ("ALTER TABLE sessions ADD COLUMN routing INTEGER NOT NULL DEFAULT 0",)),
+    # who joined from where: the hashed network address (joins per address) and browser (one browser, one student)
+    (
+        3,
+        (
+            "ALTER TABLE students ADD COLUMN client TEXT",
+            "ALTER TABLE students ADD COLUMN browser TEXT",
+            "CREATE INDEX students_client ON students (session_id, client)",
+            "CREATE INDEX students_browser ON students (session_id, browser)",
+        ),
+    ),
 )
 
 
@@ -233,6 +291,10 @@ class Limits:
     # the window. There is no limit across addresses: it would let one visitor lock every student out.
     join_failures_per_client: int = 20
     join_window: float = 300.0
+    sessions_per_client: int = 10  # sessions one network address may start per session window
+    session_window: float = 3600.0
+    students_per_session: int = 500  # students in one session
+    joins_per_client: int = 60  # students one network address may add to one session
 
 
 # ---------------------------------------------------------------------------- the store
@@ -409,21 +471,15 @@ class ClassStore:
         code_ttl: float | None = None,
         session_ttl: float | None = None,
         routing: bool = False,
+        client: str | None = None,
     ) -> tuple[Session, str]:
         """A new open session; returns it and the lecturer key (shown once: only its hash is stored). With
-        ``routing`` a student's items are not dealt at join but one at a time, by :meth:`next_item`."""
+        ``routing`` a student's items are not dealt at join but one at a time, by :meth:`next_item`. ``client``
+        (the network address of the page that asks; None: trusted code) may start
+        :attr:`Limits.sessions_per_client` sessions per :attr:`Limits.session_window`."""
         items = list(items)
         choices = tuple(str(c) for c in choices)
-        if len(items) < 1:
-            raise ClassError("The item set is empty.", hint="Generate items or upload a CSV with at least one row.")
-        if len(choices) < 2 or len(set(choices)) != len(choices):
-            raise ClassError("A session needs at least two distinct answers to choose from.")
-        ids = [it.item_id for it in items]
-        if len(set(ids)) != len(ids):
-            raise ClassError("Two items share an id.", hint="Give every item its own id.")
-        for it in items:
-            if it.truth is not None and it.truth not in choices:
-                raise ClassError(f"The truth of item {it.item_id!r} is not one of the answers.")
+        _check_set(items, choices)
         per_student = max(1, min(int(per_student), len(items)))
         shares = {r: float(v) for r, v in (shares or {"honest": 1.0}).items() if r in ROLES and float(v) > 0}
         if not shares:
@@ -435,6 +491,16 @@ class ClassStore:
         code_ttl = self.limits.code_ttl if code_ttl is None else code_ttl
         session_ttl = self.limits.session_ttl if session_ttl is None else session_ttl
         self.purge_expired()
+        if client is not None:
+            lim = self.limits
+            with self._tx() as run:
+                fresh = self._hit(run, "create:" + _hash(str(client)), lim.sessions_per_client, lim.session_window, now)
+            if not fresh:
+                raise ClassError(
+                    f"This network address has started {lim.sessions_per_client} class sessions in the last "
+                    f"{lim.session_window / 3600:g} hour(s), the most it may.",
+                    hint="Resume one of them (join code and lecturer key), or wait an hour.",
+                )
         for _ in range(20):  # a collision with a live code is rare (887 million codes); draw again
             code = "".join(secrets.choice(CODE_ALPHABET) for _ in range(CODE_LENGTH))
             try:
@@ -529,7 +595,7 @@ class ClassStore:
         ids = [r[0] for r in self._read("SELECT id FROM sessions WHERE expires < ?", (now,))]
         if ids:
             self._delete(ids)
-        window = max(self.limits.join_window, self.limits.vote_window)
+        window = max(self.limits.join_window, self.limits.vote_window, self.limits.session_window)
         with self._tx() as run:
             run("DELETE FROM rate_limits WHERE window_start < ?", (now - window,))
         return len(ids)
@@ -606,20 +672,27 @@ class ClassStore:
         join_code: str,
         pseudonym: str,
         *,
-        client: str = "anonymous",
+        client: str | None = None,
         deal: Callable[[dict[str, int], dict[str, float]], str] | None = None,
         now: float | None = None,
+        browser: str | None = None,
     ) -> tuple[Student, str]:
         """A new student in the session with ``join_code``; returns the student and their token (kept by their
-                browser; only its hash is stored). ``deal(counts, shares)`` picks the secret role from the roles dealt so
-                far (honest when not given). ``client`` is the network address the attempt comes from: wrong codes count against
-        it alone, and past :attr:`Limits.join_failures_per_client` of them in a window it is refused, right code included
-        (it is the guesser); no other address's guesses ever refuse a right code."""
+        browser; only its hash is stored). ``deal(counts, shares)`` picks the secret role from the roles dealt so
+        far (honest when not given).
+
+        ``client`` is the network address the attempt comes from: wrong codes count against it alone, and past
+        :attr:`Limits.join_failures_per_client` of them in a window it is refused, right code included (it is the
+        guesser); no other address's guesses ever refuse a right code. One address adds at most
+        :attr:`Limits.joins_per_client` students to a session (None: trusted code, no cap), a session holds at most
+        :attr:`Limits.students_per_session`, and a ``browser`` (an id its page keeps) that joins the session again
+        gets its student back (same role, items and votes; a new token, the old one stops working): one browser,
+        one voter."""
         now = time.time() if now is None else now
         lim = self.limits
         name = check_pseudonym(pseudonym)
         code = normal_code(join_code)
-        bucket = "join:" + _hash(str(client))  # the address, hashed: the table holds no addresses
+        bucket = "join:" + _hash(str(client or "anonymous"))  # the address, hashed: the table holds no addresses
         if self._failures(bucket, now) >= lim.join_failures_per_client:  # this address's own guesses, nobody else's
             raise ClassError(
                 "Too many wrong codes were tried from this network address.",
@@ -645,9 +718,34 @@ class ClassStore:
             raise ClassError("This class session is closed: no one can join now.")
         shares = json.loads(shares)
         stid = secrets.token_hex(12)
+        client_hash = None if client is None else _hash(f"{sid}:{client}")
+        browser_hash = None if not browser else _hash(f"{sid}:{browser}")
         with self._tx() as run:
             if self.postgres:  # joins to one session one at a time (SQLite's BEGIN IMMEDIATE already is)
                 run("SELECT id FROM sessions WHERE id = ? FOR UPDATE", (sid,))
+            if browser_hash is not None:
+                again = run(
+                    "SELECT id, pseudonym, role, assigned FROM students WHERE session_id = ? AND browser = ?",
+                    (sid, browser_hash),
+                ).fetchone()
+                if again is not None:  # this browser joined before: the same student, a new token
+                    run("UPDATE students SET token_hash = ? WHERE id = ?", (_hash(token), again[0]))
+                    return Student(again[0], sid, again[1], again[2], tuple(json.loads(again[3]))), token
+            n_students = int(run("SELECT COUNT(*) FROM students WHERE session_id = ?", (sid,)).fetchone()[0])
+            if n_students >= lim.students_per_session:
+                raise ClassError(
+                    f"This class is full: it has {lim.students_per_session} students, the most a session holds."
+                )
+            if client_hash is not None:
+                n_here = run(
+                    "SELECT COUNT(*) FROM students WHERE session_id = ? AND client = ?", (sid, client_hash)
+                ).fetchone()[0]
+                if int(n_here) >= lim.joins_per_client:
+                    raise ClassError(
+                        f"{lim.joins_per_client} students have already joined this class from this network address, "
+                        "the most one address may add.",
+                        hint="Use the student you joined as (reload its page), or ask the lecturer.",
+                    )
             order = [r[0] for r in run("SELECT item_id FROM items WHERE session_id = ? ORDER BY position", (sid,))]
             roles = run("SELECT role, COUNT(*) FROM students WHERE session_id = ? GROUP BY role", (sid,)).fetchall()
             counts = {r: 0 for r in shares} | {r: int(n) for r, n in roles}
@@ -664,8 +762,8 @@ class ClassStore:
                 mine = []
             run(
                 "INSERT INTO students (id, session_id, token_hash, pseudonym, role, seq, assigned, joined, rl_start, "
-                "rl_count) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, 0)",
-                (stid, sid, _hash(token), name, role, seq, json.dumps(mine), now, now),
+                "rl_count, client, browser) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, 0, ?, ?)",
+                (stid, sid, _hash(token), name, role, seq, json.dumps(mine), now, now, client_hash, browser_hash),
             )
         return Student(stid, sid, name, role, tuple(mine)), token
 

@@ -25,7 +25,7 @@ from crowdlab.errors import DataError
 from crowdlab.io import safe
 from crowdlab.plots.classroom import routing_curves
 from crowdlab.ui import state
-from crowdlab.ui.student_page import store_opens
+from crowdlab.ui.student_page import client_address, store_opens
 
 SID = "class.session"
 KEY = "class.key"
@@ -82,7 +82,7 @@ def on_start() -> None:
         session, key = get_store().create_session(
             items, choices, title=str(_w("title")), per_student=int(_w("per_student")),
             shares={"honest": honest, **shares}, code_ttl=hours * 3600, session_ttl=hours * 3600,
-            routing=bool(_w("routing")),
+            routing=bool(_w("routing")), client=client_address(),
         )  # fmt: skip
     except DataError as exc:
         _fail(exc)

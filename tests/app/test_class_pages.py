@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 from streamlit.testing.v1 import AppTest
 
+from crowdlab.classroom import store as cs
 from crowdlab.classroom.store import get_store
 from crowdlab.io import safe
 from crowdlab.ui import class_page as cp
@@ -276,13 +277,39 @@ def test_a_reload_gets_no_fresh_allowance_of_wrong_codes(monkeypatch):
     share it, and past it that address is told so; another address still joins with the right code."""
     lec = _lecturer()
     code = _session(lec).join_code
-    monkeypatch.setattr(sp, "_client", lambda: "198.51.100.7")
+    monkeypatch.setattr(sp, "client_address", lambda: "198.51.100.7")
     said = []
     for _ in range(get_store().limits.join_failures_per_client + 2):
         phone = _student("ZZZZZZ" if code != "ZZZZZZ" else "YYYYYY")  # a fresh browser session each time
         said += _errors(phone.button(key="student.join").click().run())
     assert "Too many wrong codes were tried from this network address" in said[-1]
     assert sum("No class session" in m for m in said) == get_store().limits.join_failures_per_client
-    monkeypatch.setattr(sp, "_client", lambda: "198.51.100.8")
+    monkeypatch.setattr(sp, "client_address", lambda: "198.51.100.8")
     click(_student(code), "student.join")
     assert get_store().counts(_session(lec).id, lec.session_state[cp.KEY])["students"] == 1
+
+
+def test_the_same_browser_joining_twice_is_one_student():
+    lec = _lecturer(n_items=4, per_student=3)
+    phone = _student(_session(lec).join_code, "Quiet Otter")
+    click(phone, "student.join")
+    click(phone, "student.answer.0")
+    first = get_store().student(phone.session_state[sp.TOKEN])
+    phone.session_state[sp.TOKEN] = None  # a second join from this browser (its id stays in its session)
+    phone.query_params.clear()
+    phone.session_state[sp.CODE] = _session(lec).join_code
+    ok(phone.run())
+    click(phone, "student.join")
+    again = get_store().student(phone.session_state[sp.TOKEN])
+    assert again.id == first.id and again.voted == first.voted
+    assert get_store().counts(_session(lec).id, lec.session_state[cp.KEY])["students"] == 1
+
+
+def test_the_cap_on_sessions_per_address_is_a_message_on_the_class_page(monkeypatch):
+    lec = _lecturer(n_items=4, per_student=3)
+    store = get_store()
+    monkeypatch.setattr(store, "limits", cs.Limits(sessions_per_client=1))
+    click(lec, "class.leave")
+    lec.button(key="class.start").click().run()
+    assert "has started 1 class sessions in the last 1 hour" in " ".join(_errors(lec))
+    assert cp.SID not in lec.session_state

@@ -5,6 +5,7 @@ votes, resuming by token, two sessions side by side, expiry, migration, and 200 
 from __future__ import annotations
 
 import os
+import re
 import sqlite3
 import threading
 import time
@@ -413,3 +414,66 @@ def test_get_store_deletes_expired_sessions_while_the_app_runs(tmp_path, monkeyp
     cs.get_store(str(tmp_path / "class.db"))
     with pytest.raises(ClassError, match="no longer exists"):
         store.session(session.id)
+
+
+def test_sessions_per_address_are_capped(url):
+    store = ClassStore(url, limits=Limits(sessions_per_client=3))
+    for _ in range(3):
+        _session(store, client="203.0.113.5")
+    with pytest.raises(ClassError, match="has started 3 class sessions in the last 1 hour"):
+        _session(store, client="203.0.113.5")
+    _session(store, client="203.0.113.6")  # another address
+    _session(store)  # trusted code (no address): not capped
+    assert store._read("SELECT COUNT(*) FROM sessions")[0][0] == 5
+    store.close()
+
+
+def test_students_per_session_and_joins_per_address_are_capped(url):
+    store = ClassStore(url, limits=Limits(students_per_session=5, joins_per_client=3))
+    session, key = _session(store)
+    for k in range(3):
+        store.join(session.join_code, f"Student {k}", client="10.1.1.1")
+    with pytest.raises(ClassError, match="3 students have already joined this class from this network address"):
+        store.join(session.join_code, "Student 3", client="10.1.1.1")
+    store.join(session.join_code, "Student 4", client="10.1.1.2")
+    store.join(session.join_code, "Student 5")
+    with pytest.raises(ClassError, match="This class is full: it has 5 students"):
+        store.join(session.join_code, "Student 6", client="10.1.1.3")
+    assert store.counts(session.id, key)["students"] == 5
+    other, _ = _session(store)  # the cap is per session
+    store.join(other.join_code, "Student 7", client="10.1.1.1")
+    store.close()
+
+
+def test_the_same_browser_joining_twice_is_one_voter(store):
+    session, key = _session(store)
+    first, token1 = store.join(session.join_code, "Quiet Otter", client="local", browser="browser-1")
+    store.vote(token1, first.assigned[0], "yes")
+    again, token2 = store.join(session.join_code, "Loud Heron", client="local", browser="browser-1")
+    assert again.id == first.id and again.assigned == first.assigned and again.pseudonym == "Quiet Otter"
+    assert store.student(token2).voted == {first.assigned[0]: "yes"}
+    with pytest.raises(ClassError, match="not valid"):  # the first tab's token gave way to the new one
+        store.student(token1)
+    other, _ = store.join(session.join_code, "Other Owl", client="local", browser="browser-2")
+    assert other.id != first.id
+    assert store.counts(session.id, key)["students"] == 2
+    again_elsewhere, _ = _session(store)  # the same browser in another session is a new student there
+    assert store.join(again_elsewhere.join_code, "Quiet Otter", browser="browser-1")[0].id != first.id
+
+
+@pytest.mark.parametrize(
+    ("items", "choices", "said"),
+    [
+        ([Item("x" * 200_000, "p")], ("yes", "no"), "The item id 'xxx"),
+        ([Item("a\x00b", "p")], ("yes", "no"), "control characters"),
+        ([Item("a", "p")], ("yes", "n" * 1000), "longer than 40 characters"),
+        ([Item("a", "p")], tuple(f"a{k}" for k in range(5000)), "5000 answers to choose from; a phone shows at most 8"),
+        ([Item("a", "p" * 501)], ("yes", "no"), "longer than 500 characters"),
+        ([Item(f"i{k}", "p") for k in range(501)], ("yes", "no"), "at most 500"),
+        ([Item("a", "p")], ("yes", " "), "blank"),
+    ],
+)
+def test_item_ids_answers_and_prompts_are_bounded(store, items, choices, said):
+    with pytest.raises(ClassError, match=re.escape(said)):
+        store.create_session(items, choices)
+    assert store._read("SELECT COUNT(*) FROM sessions")[0][0] == 0

@@ -27,9 +27,11 @@ Every refusal raises :class:`ClassError` with a message a person can act on; not
 from __future__ import annotations
 
 import contextlib
+import functools
 import hashlib
 import hmac
 import json
+import logging
 import os
 import queue
 import secrets
@@ -43,9 +45,12 @@ from pathlib import Path
 
 from crowdlab.errors import DataError
 
+log = logging.getLogger(__name__)
+
 __all__ = [
     "ClassError",
     "ClassStore",
+    "ClassUnavailable",
     "CODE_ALPHABET",
     "CODE_LENGTH",
     "ROLES",
@@ -70,8 +75,47 @@ SCHEMA_VERSION = 3
 PURGE_EVERY = 600.0  # seconds between looks for expired sessions (get_store)
 
 
+RETRY_WAITS = (0.1, 0.4, 1.0)  # seconds between tries of a call whose PostgreSQL connection was lost
+CONNECT_TIMEOUT = 3  # seconds to open a PostgreSQL connection
+
+
 class ClassError(DataError):
     """A class-session action refused (wrong or expired code, bad token, vote after close, ...)."""
+
+
+class ClassUnavailable(ClassError):
+    """The class database does not answer (PostgreSQL down or restarting): nothing was stored; try again."""
+
+
+class _Lost(Exception):
+    """A PostgreSQL connection broke during a call (the server stopped, restarted or dropped it)."""
+
+
+def _retrying(method):
+    """Run a store method again, on fresh connections, when its PostgreSQL connection was lost: up to
+    ``len(RETRY_WAITS)`` more tries, then :class:`ClassUnavailable`. Each try is a whole call (its transactions are
+    idempotent: a vote is an upsert, a join from one browser returns its student). Calls inside a call are retried
+    by the outermost one only."""
+
+    @functools.wraps(method)
+    def wrapper(self, *args, **kwargs):
+        if getattr(self._local, "depth", 0):
+            return method(self, *args, **kwargs)
+        last: BaseException | None = None
+        for attempt in range(len(RETRY_WAITS) + 1):
+            self._local.depth = 1
+            try:
+                return method(self, *args, **kwargs)
+            except _Lost as exc:
+                last = exc.__cause__ or exc
+                log.warning("class database connection lost in %s (try %d): %s", method.__name__, attempt + 1, last)
+            finally:
+                self._local.depth = 0
+            if attempt < len(RETRY_WAITS):
+                time.sleep(RETRY_WAITS[attempt])
+        raise ClassUnavailable("The class server is not answering.", hint="Try again in a moment.") from last
+
+    return wrapper
 
 
 def data_dir() -> Path:
@@ -158,6 +202,20 @@ def _check_set(items: Sequence[Item], choices: Sequence[str]) -> None:
     for it in items:
         if it.truth is not None and it.truth not in choices:
             raise ClassError(f"The truth of item {_short(it.item_id)} is not one of the answers.")
+
+
+def _storable(params: Sequence) -> Sequence:
+    """``params``, or ClassError when a text holds a NUL character (PostgreSQL cannot store one; SQLite would cut
+    the text there)."""
+    for v in params:
+        if isinstance(v, str) and "\x00" in v:
+            raise ClassError("A text holds a NUL character, which cannot be stored.", hint="Remove it and try again.")
+    return params
+
+
+def _printable(text: str) -> str:
+    """``text`` with control characters (NUL, escapes, line breaks) made spaces and runs of spaces made one."""
+    return " ".join("".join(" " if unicodedata.category(c) == "Cc" else c for c in str(text)).split())
 
 
 def _short(text: str, n: int = 40) -> str:
@@ -353,10 +411,13 @@ class ClassStore:
         self._slots = threading.BoundedSemaphore(pool_size)
         self._all: list = []
         self._lock = threading.Lock()
+        self._local = threading.local()
         try:
             if not self.postgres:
                 Path(self.url).expanduser().parent.mkdir(parents=True, exist_ok=True)
             self.migrate()
+        except ClassUnavailable as exc:  # no server answers at the URL
+            raise cannot_open(self.url, exc.__cause__ or exc) from None
         except _store_errors(self.postgres) as exc:
             raise cannot_open(self.url, exc) from None
         self.purge_expired()
@@ -366,7 +427,7 @@ class ClassStore:
         if self.postgres:
             import psycopg
 
-            return psycopg.connect(self.url, autocommit=True)
+            return psycopg.connect(self.url, autocommit=True, connect_timeout=CONNECT_TIMEOUT)
         conn = sqlite3.connect(
             str(Path(self.url).expanduser()), timeout=30, isolation_level=None, check_same_thread=False
         )
@@ -376,20 +437,53 @@ class ClassStore:
         conn.execute("PRAGMA busy_timeout=30000")
         return conn
 
+    def _lost_errors(self) -> tuple[type[BaseException], ...]:
+        """What a broken PostgreSQL connection raises (nothing counts as lost on SQLite: a file does not go away)."""
+        if not self.postgres:
+            return ()
+        import psycopg
+
+        return (psycopg.OperationalError, psycopg.InterfaceError)
+
+    def _discard(self, conn) -> None:
+        with self._lock:
+            if conn in self._all:
+                self._all.remove(conn)
+        with contextlib.suppress(Exception):
+            conn.close()
+
     @contextlib.contextmanager
     def _conn(self) -> Iterator:
+        """A connection of the pool (a new one when none is free or the free one is closed). A PostgreSQL connection
+        that breaks in use is discarded and the call raises :class:`_Lost` (see :func:`_retrying`)."""
+        lost = self._lost_errors()
         self._slots.acquire()
         try:
-            try:
+            conn = None
+            with contextlib.suppress(queue.Empty):
                 conn = self._pool.get_nowait()
-            except queue.Empty:
-                conn = self._connect()
+                if self.postgres and conn.closed:  # the server went away since it was last used
+                    self._discard(conn)
+                    conn = None
+            if conn is None:
+                try:
+                    conn = self._connect()
+                except lost as exc:
+                    raise _Lost(exc) from exc
                 with self._lock:
                     self._all.append(conn)
             try:
                 yield conn
+            except lost as exc:  # the server went away: every pooled connection to it is dead too
+                self._discard(conn)
+                conn = None
+                with contextlib.suppress(queue.Empty):
+                    while True:
+                        self._discard(self._pool.get_nowait())
+                raise _Lost(exc) from exc
             finally:
-                self._pool.put(conn)
+                if conn is not None:
+                    self._pool.put(conn)
         finally:
             self._slots.release()
 
@@ -402,7 +496,7 @@ class ClassStore:
         with self._conn() as conn:
             conn.execute("BEGIN IMMEDIATE" if not self.postgres else "BEGIN")
             try:
-                yield lambda q, p=(): conn.execute(self._sql(q), p)
+                yield lambda q, p=(): conn.execute(self._sql(q), _storable(p))
             except BaseException:
                 conn.execute("ROLLBACK")
                 raise
@@ -410,7 +504,7 @@ class ClassStore:
 
     def _read(self, q: str, p: Sequence = ()) -> list[tuple]:
         with self._conn() as conn:
-            return list(conn.execute(self._sql(q), p).fetchall())
+            return list(conn.execute(self._sql(q), _storable(p)).fetchall())
 
     def close(self) -> None:
         """Close every pooled connection (the store must not be used afterwards)."""
@@ -421,10 +515,12 @@ class ClassStore:
             self._all.clear()
 
     # ---------------------------------------------------------------- schema
+    @_retrying
     def schema_version(self) -> int:
         rows = self._read("SELECT MAX(version) FROM schema_version")
         return int(rows[0][0] or 0)
 
+    @_retrying
     def migrate(self) -> int:
         """Create the tables, or bring an older schema up to :data:`SCHEMA_VERSION`; returns the version."""
         blob = "BYTEA" if self.postgres else "BLOB"
@@ -460,6 +556,7 @@ class ClassStore:
         return int(rows[0][1])
 
     # ---------------------------------------------------------------- lecturer
+    @_retrying
     def create_session(
         self,
         items: Sequence[Item],
@@ -487,7 +584,7 @@ class ClassStore:
         now = time.time()
         key = secrets.token_urlsafe(24)
         sid = secrets.token_hex(12)
-        title = " ".join(str(title).split())[:MAX_TITLE] or "Class"
+        title = _printable(title)[:MAX_TITLE] or "Class"
         code_ttl = self.limits.code_ttl if code_ttl is None else code_ttl
         session_ttl = self.limits.session_ttl if session_ttl is None else session_ttl
         self.purge_expired()
@@ -515,7 +612,7 @@ class ClassStore:
                         run(
                             "INSERT INTO items (session_id, item_id, position, prompt, truth, difficulty, svg, image) "
                             "VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-                            (sid, it.item_id, pos, it.prompt, it.truth, it.difficulty, it.svg, it.image),
+                            (sid, it.item_id, pos, _printable(it.prompt), it.truth, it.difficulty, it.svg, it.image),
                         )
                 break
             except Exception as exc:  # a unique violation on join_code: draw another
@@ -525,6 +622,7 @@ class ClassStore:
             raise ClassError("Could not draw a free join code; try again.")
         return self.session(sid), key
 
+    @_retrying
     def session(self, session_id: str) -> Session:
         rows = self._read(
             "SELECT id, join_code, title, choices, per_student, shares, status, created, code_expires, expires, "
@@ -539,14 +637,17 @@ class ClassStore:
             float(r[8]), float(r[9]), json.loads(r[10]) if r[10] else None, bool(r[11]),
         )  # fmt: skip
 
+    @_retrying
     def lecturer_session(self, join_code: str, key: str) -> Session:
         """The session with this code whose lecturer key is ``key`` (to resume after a restart)."""
-        rows = self._read("SELECT id FROM sessions WHERE join_code = ?", (normal_code(join_code),))
+        code = normal_code(join_code)
+        rows = self._read("SELECT id FROM sessions WHERE join_code = ?", (code,)) if well_formed_code(code) else []
         if not rows:
             raise ClassError("No class session has this code.", hint="Check the code shown on the projector.")
         self.check_key(rows[0][0], key)
         return self.session(rows[0][0])
 
+    @_retrying
     def check_key(self, session_id: str, key: str | None) -> str:
         """ClassError unless ``key`` is the session's lecturer key; returns the session's status."""
         rows = self._read("SELECT key_hash, expires, status FROM sessions WHERE id = ?", (session_id,))
@@ -558,6 +659,7 @@ class ClassStore:
             )
         return rows[0][2]
 
+    @_retrying
     def set_status(self, session_id: str, key: str, status: str) -> None:
         """Close ("closed") or reopen ("open") voting."""
         if status not in ("open", "closed"):
@@ -566,6 +668,7 @@ class ClassStore:
         with self._tx() as run:
             run("UPDATE sessions SET status = ? WHERE id = ?", (status, session_id))
 
+    @_retrying
     def set_reveal(self, session_id: str, key: str, reveal: dict | None) -> None:
         """Store what EM estimated (per student and per role); students see their part once it is set."""
         self.check_key(session_id, key)
@@ -575,6 +678,7 @@ class ClassStore:
                 (None if reveal is None else json.dumps(reveal), session_id),
             )
 
+    @_retrying
     def delete_session(self, session_id: str, key: str) -> None:
         """Delete the session, its items, students and votes now."""
         self.check_key(session_id, key)
@@ -588,6 +692,7 @@ class ClassStore:
                 run("DELETE FROM items WHERE session_id = ?", (sid,))
                 run("DELETE FROM sessions WHERE id = ?", (sid,))
 
+    @_retrying
     def purge_expired(self, now: float | None = None) -> int:
         """Delete every session past its expiry (and old rate-limit windows); returns how many sessions went."""
         now = time.time() if now is None else now
@@ -600,6 +705,7 @@ class ClassStore:
             run("DELETE FROM rate_limits WHERE window_start < ?", (now - window,))
         return len(ids)
 
+    @_retrying
     def items(self, session_id: str) -> list[Item]:
         rows = self._read(
             "SELECT item_id, prompt, truth, difficulty, svg, image FROM items WHERE session_id = ? ORDER BY position",
@@ -607,6 +713,7 @@ class ClassStore:
         )
         return [Item(r[0], r[1], r[2], r[3], r[4], None if r[5] is None else bytes(r[5])) for r in rows]
 
+    @_retrying
     def item(self, session_id: str, item_id: str) -> Item:
         rows = self._read(
             "SELECT item_id, prompt, truth, difficulty, svg, image FROM items WHERE session_id = ? AND item_id = ?",
@@ -617,6 +724,7 @@ class ClassStore:
         r = rows[0]
         return Item(r[0], r[1], r[2], r[3], r[4], None if r[5] is None else bytes(r[5]))
 
+    @_retrying
     def counts(self, session_id: str, key: str) -> dict:
         """The projector's numbers: the session's status, students joined and done, votes in all, votes per item
         and answer (four queries; five with routing)."""
@@ -646,6 +754,7 @@ class ClassStore:
             "by_item": by_item,
         }
 
+    @_retrying
     def votes(self, session_id: str, key: str) -> list[dict]:
         """Every vote with the student's pseudonym and role, the item's prompt and truth (for export and EM)."""
         self.check_key(session_id, key)
@@ -658,6 +767,7 @@ class ClassStore:
         cols = ("student_id", "pseudonym", "role", "item_id", "prompt", "truth", "label", "voted")
         return [dict(zip(cols, r, strict=True)) for r in rows]
 
+    @_retrying
     def students(self, session_id: str, key: str) -> list[Student]:
         self.check_key(session_id, key)
         rows = self._read(
@@ -667,6 +777,7 @@ class ClassStore:
         return [Student(r[0], r[1], r[2], r[3], tuple(json.loads(r[4]))) for r in rows]
 
     # ---------------------------------------------------------------- students
+    @_retrying
     def join(
         self,
         join_code: str,
@@ -767,6 +878,7 @@ class ClassStore:
             )
         return Student(stid, sid, name, role, tuple(mine)), token
 
+    @_retrying
     def student(self, token: str | None) -> Student:
         """The student whose token this is (a phone that reconnects resumes here), with the votes they gave."""
         if not token:
@@ -785,6 +897,7 @@ class ClassStore:
         voted = dict(self._read("SELECT item_id, label FROM votes WHERE student_id = ?", (r[0],)))
         return Student(r[0], r[1], r[2], r[3], tuple(json.loads(r[4])), voted)
 
+    @_retrying
     def rename(self, token: str, pseudonym: str) -> Student:
         st = self.student(token)
         name = check_pseudonym(pseudonym)
@@ -793,7 +906,18 @@ class ClassStore:
         return self.student(token)
 
     def vote(self, token: str | None, item_id: str, label: str, *, now: float | None = None) -> None:
-        """Record (or replace) this student's answer to ``item_id``; ClassError when refused (nothing stored)."""
+        """Record (or replace) this student's answer to ``item_id``; ClassError when refused (nothing stored). When
+        it returns, the vote is committed; while the database does not answer it raises :class:`ClassUnavailable`
+        saying so (the vote was not counted)."""
+        try:
+            self._vote(token, item_id, label, now=now)
+        except ClassUnavailable:
+            raise ClassUnavailable(
+                "The class server is not answering: your answer was not counted.", hint="Try again in a moment."
+            ) from None
+
+    @_retrying
+    def _vote(self, token: str | None, item_id: str, label: str, *, now: float | None = None) -> None:
         now = time.time() if now is None else now
         st = self.student(token)
         item_id, label = str(item_id), str(label)
@@ -821,6 +945,7 @@ class ClassStore:
                 (st.session_id, st.id, item_id, label, now),
             )
 
+    @_retrying
     def next_item(
         self, token: str | None, choose: Callable[[list[str], list[tuple], dict[str, int]], str]
     ) -> str | None:
@@ -861,6 +986,7 @@ class ClassStore:
             run("UPDATE students SET assigned = ? WHERE id = ?", (json.dumps([*now_assigned, pick]), st.id))
         return pick
 
+    @_retrying
     def reveal_for(self, token: str) -> dict | None:
         """This student's part of the reveal (their estimate, role, the class's accuracies), or None before it."""
         st = self.student(token)

@@ -20,7 +20,7 @@ import pandas as pd
 import streamlit as st
 
 from crowdlab.classroom import items as ci
-from crowdlab.classroom.store import ClassError, get_store
+from crowdlab.classroom.store import ClassError, ClassUnavailable, get_store
 from crowdlab.errors import DataError
 from crowdlab.io import safe
 from crowdlab.plots.classroom import routing_curves
@@ -486,14 +486,21 @@ def class_page() -> None:
     try:
         session = get_store().session(sid)
         get_store().check_key(sid, st.session_state.get(KEY))
+    except ClassUnavailable as exc:  # the database is down or restarting: stay in the session
+        st.error(safe.md(str(exc)))
+        st.button("Try again", key="class.retry")
+        return
     except ClassError as exc:
         st.error(safe.md(str(exc)))
         st.button("Start another session", on_click=on_leave, key="class.gone")
         return
-    st.markdown(f"### {safe.md(session.title)}")
-    key_panel(session)
-    join_panel(session)
-    projector()
-    reveal_panel(session)
-    controls(session)
-    routing_panel(session)
+    try:
+        st.markdown(f"### {safe.md(session.title)}")
+        key_panel(session)
+        join_panel(session)
+        projector()
+        reveal_panel(session)
+        controls(session)
+        routing_panel(session)
+    except ClassUnavailable as exc:
+        st.error(safe.md(str(exc)))

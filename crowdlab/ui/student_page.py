@@ -16,7 +16,7 @@ import secrets
 import streamlit as st
 
 from crowdlab.classroom import items as ci
-from crowdlab.classroom.store import ClassError, get_store
+from crowdlab.classroom.store import ClassError, ClassUnavailable, get_store
 from crowdlab.io import safe
 
 TOKEN = "student.token"
@@ -240,10 +240,21 @@ def student_page() -> None:
         st.title("Join the class", anchor=False)
         join_form()
         return
+    try:
+        _joined(token)
+    except ClassUnavailable as exc:  # the database is down or restarting: the token stays, a press tries again
+        st.error(safe.md(str(exc)))
+        st.button("Try again", type="primary", width="stretch", key="student.retry")
+
+
+def _joined(token: str) -> None:
+    """The page of a student who has joined: name, role card, the next item or the finished view."""
     store = get_store()
     try:
         student = store.student(token)
         session = store.session(student.session_id)
+    except ClassUnavailable:
+        raise
     except ClassError as exc:
         st.error(safe.md(str(exc)))
         st.button("Join again", on_click=on_leave, width="stretch", key="student.leave")

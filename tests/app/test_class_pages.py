@@ -313,3 +313,31 @@ def test_the_cap_on_sessions_per_address_is_a_message_on_the_class_page(monkeypa
     lec.button(key="class.start").click().run()
     assert "has started 1 class sessions in the last 1 hour" in " ".join(_errors(lec))
     assert cp.SID not in lec.session_state
+
+
+def test_a_vote_while_the_database_is_down_says_so_and_keeps_the_student(monkeypatch):
+    """The store's lost-connection path (retries, then ClassUnavailable) on the Join page: the student reads that
+    the answer was not counted, keeps their token, and the next press counts."""
+    lec = _lecturer(n_items=4, per_student=3)
+    phone = _student(_session(lec).join_code, "Quiet Otter")
+    click(phone, "student.join")
+    token = phone.session_state[sp.TOKEN]
+    store = get_store()
+    monkeypatch.setattr(cs, "RETRY_WAITS", (0.0, 0.0))
+    real = store._conn
+
+    def down():
+        raise cs._Lost(OSError("server closed the connection unexpectedly"))
+
+    monkeypatch.setattr(store, "_conn", down)
+    phone.button(key="student.answer.0").click().run()
+    assert not phone.exception
+    assert _errors(phone)[0] == safe.md(
+        "The class server is not answering: your answer was not counted. Try again in a moment."
+    )
+    assert "student.retry" in {b.key for b in phone.button}  # the page itself could not be drawn either
+    assert phone.session_state[sp.TOKEN] == token
+    monkeypatch.setattr(store, "_conn", real)
+    click(phone, "student.retry")
+    click(phone, "student.answer.0")
+    assert len(store.student(token).voted) == 1

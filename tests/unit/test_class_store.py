@@ -477,3 +477,26 @@ def test_item_ids_answers_and_prompts_are_bounded(store, items, choices, said):
     with pytest.raises(ClassError, match=re.escape(said)):
         store.create_session(items, choices)
     assert store._read("SELECT COUNT(*) FROM sessions")[0][0] == 0
+
+
+def test_a_nul_byte_in_a_title_code_prompt_or_name_is_no_database_error(store):
+    """PostgreSQL refuses NUL in text (psycopg.DataError): titles and prompts lose control characters, a code with
+    one is simply wrong, and any other text holding one is a ClassError with a sentence."""
+    session, key = store.create_session([Item("a", "Is\x00 it?"), Item("b", "B")], CHOICES, title="Mon\x00day")
+    assert store.session(session.id).title == "Mon day"
+    assert store.items(session.id)[0].prompt == "Is it?"
+    with pytest.raises(ClassError, match="No class session"):
+        store.join(session.join_code[:3] + "\x00" + session.join_code[3:], "A")
+    with pytest.raises(ClassError, match="No class session"):
+        store.lecturer_session(session.join_code + "\x00", key)
+    with pytest.raises(ClassError, match="NUL"):
+        store.check_key(session.id + "\x00", key)
+    with pytest.raises(ClassError):
+        store.join(session.join_code, "Quiet\x00Otter")
+    st, token = store.join(session.join_code, "Quiet Otter")
+    with pytest.raises(ClassError):
+        store.vote(token, st.assigned[0] + "\x00", "yes")
+    with pytest.raises(ClassError):
+        store.vote(token + "\x00", st.assigned[0], "yes")
+    with pytest.raises(ClassError):
+        store.rename(token, "New\x00Name")

@@ -434,6 +434,7 @@ class ClassStore:
         conn.execute("PRAGMA journal_mode=WAL")
         conn.execute("PRAGMA synchronous=NORMAL")  # durable at each checkpoint; WAL keeps the file consistent
         conn.execute("PRAGMA foreign_keys=ON")
+        conn.execute("PRAGMA secure_delete=ON")  # deleted rows are overwritten with zeros, not left in free pages
         conn.execute("PRAGMA busy_timeout=30000")
         return conn
 
@@ -626,10 +627,10 @@ class ClassStore:
     def session(self, session_id: str) -> Session:
         rows = self._read(
             "SELECT id, join_code, title, choices, per_student, shares, status, created, code_expires, expires, "
-            "reveal, routing FROM sessions WHERE id = ?",
-            (session_id,),
+            "reveal, routing FROM sessions WHERE id = ? AND expires >= ?",
+            (session_id, time.time()),
         )
-        if not rows:
+        if not rows:  # an expired session is gone, whether or not a purge has deleted it yet
             raise ClassError("This class session no longer exists (it was deleted or it expired).")
         r = rows[0]
         return Session(
@@ -691,6 +692,9 @@ class ClassStore:
                 run("DELETE FROM students WHERE session_id = ?", (sid,))
                 run("DELETE FROM items WHERE session_id = ?", (sid,))
                 run("DELETE FROM sessions WHERE id = ?", (sid,))
+        if not self.postgres:  # the WAL still holds the pages as they were: copy them back and empty it
+            with self._conn() as conn:
+                conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchall()
 
     @_retrying
     def purge_expired(self, now: float | None = None) -> int:
@@ -708,18 +712,21 @@ class ClassStore:
     @_retrying
     def items(self, session_id: str) -> list[Item]:
         rows = self._read(
-            "SELECT item_id, prompt, truth, difficulty, svg, image FROM items WHERE session_id = ? ORDER BY position",
-            (session_id,),
+            "SELECT item_id, prompt, truth, difficulty, svg, image FROM items WHERE session_id = ? AND "
+            "EXISTS (SELECT 1 FROM sessions WHERE id = ? AND expires >= ?) ORDER BY position",
+            (session_id, session_id, time.time()),
         )
         return [Item(r[0], r[1], r[2], r[3], r[4], None if r[5] is None else bytes(r[5])) for r in rows]
 
     @_retrying
     def item(self, session_id: str, item_id: str) -> Item:
         rows = self._read(
-            "SELECT item_id, prompt, truth, difficulty, svg, image FROM items WHERE session_id = ? AND item_id = ?",
-            (session_id, item_id),
+            "SELECT item_id, prompt, truth, difficulty, svg, image FROM items WHERE session_id = ? AND item_id = ? AND "
+            "EXISTS (SELECT 1 FROM sessions WHERE id = ? AND expires >= ?)",
+            (session_id, item_id, session_id, time.time()),
         )
         if not rows:
+            self.session(session_id)  # "no longer exists" when the session is gone
             raise ClassError("This item is not part of the session.")
         r = rows[0]
         return Item(r[0], r[1], r[2], r[3], r[4], None if r[5] is None else bytes(r[5]))
@@ -1002,12 +1009,25 @@ _STORES_LOCK = threading.Lock()
 
 def get_store(url: str | None = None) -> ClassStore:
     """The process-wide store for ``url`` (default :func:`default_url`), opened (and migrated) once; expired
-    sessions are deleted at most every :data:`PURGE_EVERY` seconds."""
+    sessions are deleted every :data:`PURGE_EVERY` seconds by a background thread, whether or not anyone uses the
+    app (and no read returns an expired session meanwhile)."""
     url = url or default_url()
     with _STORES_LOCK:
         if url not in _STORES:
             _STORES[url] = ClassStore(url)
+            threading.Thread(target=_purge_loop, args=(_STORES[url],), daemon=True, name="crowdlab-purge").start()
         store = _STORES[url]
     if time.time() - store.purged > PURGE_EVERY:  # expired sessions go while the app runs, not only at its start
         store.purge_expired()
     return store
+
+
+def _purge_loop(store: ClassStore) -> None:
+    """Delete expired sessions every :data:`PURGE_EVERY` seconds while the process lives (a daemon thread)."""
+    while True:
+        time.sleep(PURGE_EVERY)
+        try:
+            if time.time() - store.purged >= PURGE_EVERY:
+                store.purge_expired()
+        except Exception as exc:  # the database is down for a while, or the store was closed: try again later
+            log.warning("purging expired class sessions failed: %s", exc)

@@ -409,11 +409,13 @@ def test_get_store_deletes_expired_sessions_while_the_app_runs(tmp_path, monkeyp
     session, _ = store.create_session(_items(), CHOICES, session_ttl=0.01)
     time.sleep(0.05)
     assert cs.get_store(str(tmp_path / "class.db")) is store
-    store.session(session.id)  # not yet: the last purge was moments ago
-    monkeypatch.setattr(store, "purged", time.time() - cs.PURGE_EVERY - 1)
-    cs.get_store(str(tmp_path / "class.db"))
+    rows = "SELECT COUNT(*) FROM sessions WHERE id = ?"
+    assert store._read(rows, (session.id,))[0][0] == 1  # not yet: the last purge was moments ago (and unreadable)
     with pytest.raises(ClassError, match="no longer exists"):
         store.session(session.id)
+    monkeypatch.setattr(store, "purged", time.time() - cs.PURGE_EVERY - 1)
+    cs.get_store(str(tmp_path / "class.db"))
+    assert store._read(rows, (session.id,))[0][0] == 0
 
 
 def test_sessions_per_address_are_capped(url):
@@ -500,3 +502,64 @@ def test_a_nul_byte_in_a_title_code_prompt_or_name_is_no_database_error(store):
         store.vote(token + "\x00", st.assigned[0], "yes")
     with pytest.raises(ClassError):
         store.rename(token, "New\x00Name")
+
+
+def _on_disk(db) -> bytes:
+    """Every byte of a SQLite database: the file, its write-ahead log and shared memory index."""
+    return b"".join(p.read_bytes() for p in (db, db.with_name(db.name + "-wal"), db.with_name(db.name + "-shm"))
+                    if p.exists())  # fmt: skip
+
+
+def test_a_deleted_session_leaves_nothing_readable_on_disk(tmp_path):
+    """After Delete, names, prompts and titles are not in the SQLite file nor in its WAL (secure_delete zeroes the
+    freed cells; a checkpoint empties the WAL that still held the old pages)."""
+    db = tmp_path / "class.db"
+    store = ClassStore(str(db))
+    keep, _ = store.create_session([Item("k", "Keep this prompt")], CHOICES, title="Kept Class")
+    items = [Item(f"s{k}", f"Zanzibar prompt {k}") for k in range(3)]
+    session, key = store.create_session(items, CHOICES, title="Quetzalcoatl Seminar", per_student=3)
+    st, token = store.join(session.join_code, "Xylophone Walrus")
+    store.vote(token, st.assigned[0], "yes")
+    store.students(session.id, key)  # a second pooled connection or two, as on a live server
+    assert b"Xylophone Walrus" in _on_disk(db) and b"Quetzalcoatl" in _on_disk(db)
+    store.delete_session(session.id, key)
+    disk = _on_disk(db)
+    for secret in (b"Xylophone Walrus", b"Zanzibar prompt", b"Quetzalcoatl Seminar", session.join_code.encode()):
+        assert secret not in disk, secret
+    assert b"Kept Class" in disk and store.session(keep.id).title == "Kept Class"
+    # ... and so does an expired one, once purged
+    old, _ = store.create_session([Item("o", "Obsidian prompt")], CHOICES, title="Obsidian Class", session_ttl=60)
+    store.purge_expired(now=time.time() + 120)
+    assert b"Obsidian" not in _on_disk(db)
+    store.close()
+
+
+def test_an_expired_session_is_not_readable_before_any_purge(store):
+    session, key = _session(store, session_ttl=0.5)
+    st, token = store.join(session.join_code, "Quiet Otter")
+    time.sleep(0.6)
+    reads = (
+        lambda: store.session(session.id),
+        lambda: store.check_key(session.id, key),
+        lambda: store.item(session.id, "i0"),
+        lambda: store.student(token),
+        lambda: store.votes(session.id, key),
+        lambda: store.lecturer_session(session.join_code, key),
+    )
+    for read in reads:
+        with pytest.raises(ClassError, match="no longer exists|not valid"):
+            read()
+    assert store.items(session.id) == []
+    assert store._read("SELECT COUNT(*) FROM sessions")[0][0] == 1  # not purged yet, and still unreadable
+
+
+def test_the_process_store_purges_expired_sessions_by_itself(tmp_path, monkeypatch):
+    monkeypatch.setattr(cs, "PURGE_EVERY", 0.2)
+    monkeypatch.setattr(cs, "_STORES", {})
+    url = str(tmp_path / "class.db")
+    store = cs.get_store(url)
+    store.create_session(_items(), CHOICES, session_ttl=0.3)
+    deadline = time.time() + 10
+    while store._read("SELECT COUNT(*) FROM sessions")[0][0] and time.time() < deadline:
+        time.sleep(0.1)  # nobody uses the app: the background thread deletes it
+    assert store._read("SELECT COUNT(*) FROM sessions")[0][0] == 0

@@ -155,7 +155,10 @@ def _item_view(token: str, student, session) -> None:
     item = store.item(session.id, next_id)
     st.subheader(safe.md(item.prompt), anchor=False)
     if item.svg or item.image:
-        st.image(item.svg or item.image, width=IMAGE_PX)
+        try:
+            st.image(item.svg or item.image, width=IMAGE_PX)
+        except Exception:  # a picture stored before uploads were checked: the item is still answerable
+            st.caption("This item's picture cannot be shown.")
     row = st.container(horizontal=True, gap="small")
     for k, choice in enumerate(session.choices):
         row.button(

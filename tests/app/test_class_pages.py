@@ -341,3 +341,18 @@ def test_a_vote_while_the_database_is_down_says_so_and_keeps_the_student(monkeyp
     click(phone, "student.retry")
     click(phone, "student.answer.0")
     assert len(store.student(token).voted) == 1
+
+
+def test_a_picture_the_phone_cannot_draw_does_not_break_the_join_page():
+    """A picture stored before uploads were checked (an SVG named .png): the item is shown with a sentence instead."""
+    from crowdlab.classroom.store import Item
+
+    items = [Item("a", "What is it?", image=b"<svg xmlns='http://www.w3.org/2000/svg'/>"), Item("b", "B")]
+    session, _ = get_store().create_session(items, ["yes", "no"], per_student=2)
+    phone = _student(session.join_code, "Quiet Otter")
+    click(phone, "student.join")
+    for _ in range(2):
+        if any(s.value == "What is it?" for s in phone.subheader):
+            assert any("picture cannot be shown" in c.value for c in phone.caption)
+        click(phone, "student.answer.0")
+    assert any("All done" in s.value for s in phone.success)

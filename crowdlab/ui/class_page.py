@@ -13,7 +13,9 @@ the students' and the lecturer's text: escaped (:mod:`crowdlab.io.safe`); the ex
 
 from __future__ import annotations
 
+import hmac
 import json
+import os
 import re
 
 import pandas as pd
@@ -39,6 +41,8 @@ ITEMS = "class.items"  # (session id, its items, its answers): read once, the pr
 PROJECTOR_EVERY = 1.0  # seconds: the projector's counts refresh at most once a second
 STUDENT_PAGE = "Join"  # pages/12_Join.py is served at /Join
 
+SECRET_ENV = "CROWDLAB_CLASS_SECRET"  # creating a class on an app that listens beyond this machine needs it
+LOCAL_ADDRESSES = ("127.0.0.1", "localhost", "::1")
 W = "class.w."  # widget keys of the setup form
 KINDS = {"dots": "Dots: which colour has more dots?", "primes": "Numbers: is it prime?", "upload": "Upload items"}
 LEVELS = {"easy": 0.2, "medium": 0.5, "hard": 0.8}
@@ -71,7 +75,28 @@ def _items_and_choices() -> tuple[list, list[str]]:
     return items, answers
 
 
+def listens_beyond_this_machine() -> bool:
+    """Whether the app accepts connections from other machines (``server.address`` unset or not a loopback one)."""
+    return str(st.get_option("server.address") or "").strip().strip("[]") not in LOCAL_ADDRESSES
+
+
+def secret_needed() -> bool:
+    return listens_beyond_this_machine()
+
+
+def _secret_ok() -> bool:
+    """The setup form's class secret is the one set by whoever started the app (always, on this machine only)."""
+    if not secret_needed():
+        return True
+    want = os.environ.get(SECRET_ENV, "")
+    got = str(st.session_state.get(W + "secret") or "")
+    return bool(want) and hmac.compare_digest(want.encode("utf-8"), got.encode("utf-8"))
+
+
 def on_start() -> None:
+    if not _secret_ok():
+        _fail(ClassError("The class secret is wrong.", hint=f"Type the {SECRET_ENV} the app was started with."))
+        return
     try:
         items, choices = _items_and_choices()
         shares = {r: float(_w(r)) for r in ("spammer", "adversary", "lazy")}
@@ -220,7 +245,22 @@ def on_delete() -> None:
 
 
 # ---------------------------------------------------------------------------- views
+def resume_form() -> None:
+    with st.expander("Resume a session (after a restart, or from another browser)"):
+        st.text_input("Join code", key=W + "resume_code", max_chars=12)
+        st.text_input("Lecturer key", key=W + "resume_key", type="password")
+        st.button("Resume", on_click=on_resume, key="class.resume")
+
+
 def setup_form() -> None:
+    if secret_needed() and not os.environ.get(SECRET_ENV):
+        st.warning(
+            "This app listens on the network, so anyone who can reach it could start a class here. Starting one "
+            f"needs a class secret: start the app with the environment variable {SECRET_ENV} set to a secret of "
+            "your choice (students need none). A running session can still be resumed with its key."
+        )
+        resume_form()
+        return
     for name, value in DEFAULTS.items():
         st.session_state.setdefault(W + name, value)
     st.markdown(
@@ -253,11 +293,11 @@ def setup_form() -> None:
         "the one whose label the class's current fit (vote shares, then Dawid-Skene) is least sure of. Off: each "
         "student gets a fixed block of items, so every item is labelled about equally often.",
     )
+    if secret_needed():
+        st.text_input(f"Class secret ({SECRET_ENV}, set by whoever started the app)", key=W + "secret",
+                      type="password")  # fmt: skip
     st.button("Start the class session", type="primary", on_click=on_start, key="class.start")
-    with st.expander("Resume a session (after a restart, or from another browser)"):
-        st.text_input("Join code", key=W + "resume_code", max_chars=12)
-        st.text_input("Lecturer key", key=W + "resume_key", type="password")
-        st.button("Resume", on_click=on_resume, key="class.resume")
+    resume_form()
 
 
 def _student_url(session) -> str:

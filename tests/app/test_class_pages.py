@@ -356,3 +356,33 @@ def test_a_picture_the_phone_cannot_draw_does_not_break_the_join_page():
             assert any("picture cannot be shown" in c.value for c in phone.caption)
         click(phone, "student.answer.0")
     assert any("All done" in s.value for s in phone.success)
+
+
+def test_on_the_network_starting_a_class_needs_the_secret_and_joining_does_not(monkeypatch):
+    monkeypatch.setattr(cp, "listens_beyond_this_machine", lambda: True)
+    monkeypatch.delenv(cp.SECRET_ENV, raising=False)
+    at = goto(ok(AppTest.from_file(HOME, default_timeout=30).run()), "pages/11_Class.py")
+    assert "class.start" not in {b.key for b in at.button} and "class.resume" in {b.key for b in at.button}
+    assert any(cp.SECRET_ENV in w.value for w in at.warning)
+    monkeypatch.setenv(cp.SECRET_ENV, "correct horse")
+    ok(at.run())
+    at.text_input(key=cp.W + "secret").set_value("wrong horse")
+    at.button(key="class.start").click().run()
+    assert "The class secret is wrong" in " ".join(_errors(at)) and cp.SID not in at.session_state
+    assert get_store()._read("SELECT COUNT(*) FROM sessions")[0][0] == 0
+    at.text_input(key=cp.W + "secret").set_value("correct horse")
+    click(at, "class.start")
+    code = _session(at).join_code
+    phone = _student(code, "Quiet Otter")  # students need no secret
+    click(phone, "student.join")
+    assert get_store().counts(at.session_state[cp.SID], at.session_state[cp.KEY])["students"] == 1
+
+
+def test_listening_beyond_this_machine_is_read_from_the_server_address(monkeypatch):
+    from streamlit import config
+
+    for address, beyond in (("127.0.0.1", False), ("localhost", False), ("::1", False), ("0.0.0.0", True),
+                            ("", True), ("192.168.1.20", True)):  # fmt: skip
+        monkeypatch.setattr(config, "get_option", lambda name, a=address: a if name == "server.address" else None)
+        monkeypatch.setattr(cp.st, "get_option", config.get_option)
+        assert cp.listens_beyond_this_machine() is beyond, address

@@ -34,6 +34,7 @@ import json
 import logging
 import os
 import queue
+import re
 import secrets
 import sqlite3
 import threading
@@ -42,6 +43,7 @@ import unicodedata
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from urllib.parse import parse_qs, urlsplit
 
 from crowdlab.errors import DataError
 
@@ -369,33 +371,72 @@ def _store_errors(postgres: bool) -> tuple[type[BaseException], ...]:
     return (OSError, RuntimeError, sqlite3.Error)  # RuntimeError: expanduser of "~user" of no user
 
 
-def _shown_url(url: str) -> str:
-    """The database's URL or path with a password replaced by ***."""
-    head, sep, rest = url.partition("://")
-    if sep and "@" in rest:
-        cred, _, host = rest.rpartition("@")
-        if ":" in cred:
-            cred = cred.split(":", 1)[0] + ":***"
-        return f"{head}://{cred}@{host}"
-    return url
+def _is_postgres(url: str) -> bool:
+    return url.startswith(("postgresql://", "postgres://"))
+
+
+def _where(url: str) -> str:
+    """The class database named for a visitor: a SQLite file's path, or a PostgreSQL database's host and name only
+    (never a user, password or other connection option)."""
+    if not _is_postgres(url):
+        return f"SQLite file {url!r}"
+    try:
+        parts = urlsplit(url)
+        host = parts.hostname
+        query = parse_qs(parts.query)
+        db = parts.path.lstrip("/") or (query.get("dbname") or [""])[0]
+        host = host or (query.get("host") or ["localhost"])[0]
+    except ValueError:
+        return "PostgreSQL database (its postgresql:// URL cannot be read)"
+    return f"PostgreSQL database {db or '(default)'!r} on {host}"
+
+
+def check_url(url: str) -> None:
+    """ClassError unless the store can serve ``url``: a ``postgresql://`` URL, or a SQLite file path (not
+    ``:memory:``, where each pooled connection would be its own empty database, and not another scheme's URL, which
+    would become a folder named after it)."""
+    if _is_postgres(url):
+        return
+    text = url.strip()
+    if not text or text == ":memory:" or text.startswith("file:") or re.match(r"^[A-Za-z][A-Za-z0-9+.-]*://", text):
+        why = (
+            "an in-memory database would be a different empty database for every connection"
+            if ":memory:" in text or "mode=memory" in text
+            else "it is neither a file path nor a postgresql:// URL"
+        )
+        shown = _where(url) if _is_postgres(url) else repr(text.split("@")[-1][:80] if "://" in text else text[:80])
+        raise ClassError(
+            f"The class database {shown} cannot be used: {why}.",
+            hint=f"Set {_setting()}, and start the app again.",
+        )
 
 
 def cannot_open(url: str, exc: BaseException) -> ClassError:
-    """The ClassError of a class database that cannot be opened, naming the setting that chose the place."""
-    said = (str(exc).strip().splitlines() or [type(exc).__name__])[0][:300].rstrip(".")
-    if os.environ.get("CROWDLAB_CLASS_DB"):
-        setting = (
-            "CROWDLAB_CLASS_DB (a SQLite file in a folder this user may write, or a postgresql:// URL of a running "
-            "server)"
-        )
-    elif os.environ.get("CROWDLAB_DATA_DIR"):
-        setting = "CROWDLAB_DATA_DIR (a folder this user may write)"
+    """The ClassError of a class database that cannot be opened, naming the setting that chose the place. A
+    PostgreSQL database is named by host and database only; the full error (which may hold the URL) goes to the
+    log."""
+    log.error("the class database cannot be opened: %s: %s", type(exc).__name__, exc)
+    if _is_postgres(url):
+        said = "no server answers there, or it refused the connection; the app's log has the details"
     else:
-        setting = "CROWDLAB_DATA_DIR to a folder this user may write, or CROWDLAB_CLASS_DB"
+        said = (str(exc).strip().splitlines() or [type(exc).__name__])[0][:300].rstrip(".")
+        said = f"{type(exc).__name__}: {said}"
     return ClassError(
-        f"the class database {_shown_url(url)!r} cannot be opened ({type(exc).__name__}: {said}).",
-        hint=f"Set {setting}, and start the app again.",
+        f"the class database ({_where(url)}) cannot be opened ({said}).",
+        hint=f"Set {_setting()}, and start the app again.",
     )
+
+
+def _setting() -> str:
+    """The setting that chose the class database, and what it must be."""
+    if os.environ.get("CROWDLAB_CLASS_DB"):
+        return (
+            "CROWDLAB_CLASS_DB (a SQLite file in a folder this user may write, e.g. /srv/crowdlab/class.db, or a "
+            "postgresql:// URL of a running server)"
+        )
+    if os.environ.get("CROWDLAB_DATA_DIR"):
+        return "CROWDLAB_DATA_DIR (a folder this user may write)"
+    return "CROWDLAB_DATA_DIR to a folder this user may write, or CROWDLAB_CLASS_DB"
 
 
 class ClassStore:
@@ -404,8 +445,9 @@ class ClassStore:
 
     def __init__(self, url: str | None = None, *, limits: Limits | None = None, pool_size: int = 8) -> None:
         self.url = url or default_url()
+        check_url(self.url)
         self.limits = limits or Limits()
-        self.postgres = self.url.startswith(("postgresql://", "postgres://"))
+        self.postgres = _is_postgres(self.url)
         self.purged = 0.0
         self._pool: queue.LifoQueue = queue.LifoQueue()
         self._slots = threading.BoundedSemaphore(pool_size)

@@ -386,3 +386,27 @@ def test_listening_beyond_this_machine_is_read_from_the_server_address(monkeypat
         monkeypatch.setattr(config, "get_option", lambda name, a=address: a if name == "server.address" else None)
         monkeypatch.setattr(cp.st, "get_option", config.get_option)
         assert cp.listens_beyond_this_machine() is beyond, address
+
+
+@pytest.mark.parametrize("page", ["lecturer", "student"])
+@pytest.mark.parametrize(
+    "url",
+    ["postgresql://127.0.0.1:1/db?password=SECRETPW", "postgresql://u:SECRETPW@[bad/db", "mysql://u:SECRETPW@h/db"],
+)
+def test_a_class_database_url_never_shows_its_password(page, url, monkeypatch):
+    """Issue 42 and 39: the pages name the database by host and name (or refuse a URL the store cannot serve), never
+    with the password, and offer no form."""
+    pytest.importorskip("psycopg")
+    monkeypatch.setattr(cs, "RETRY_WAITS", (0.0,))
+    monkeypatch.setenv("CROWDLAB_CLASS_DB", url)
+    if page == "lecturer":
+        at = AppTest.from_file(HOME, default_timeout=30).run()
+        at.switch_page("pages/11_Class.py").run()
+    else:
+        at = AppTest.from_file(JOIN, default_timeout=30).run()
+    assert not at.exception
+    said = " ".join(_errors(at)).replace("\\", "")  # the message is escaped for Markdown
+    assert "Set CROWDLAB" in said and "SECRETPW" not in said, said
+    if "127.0.0.1" in url:
+        assert "on 127.0.0.1" in said and "db" in said
+    assert "class.start" not in {b.key for b in at.button}

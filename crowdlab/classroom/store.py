@@ -146,6 +146,18 @@ def normal_code(code: str) -> str:
     return "".join(str(code).split()).replace("-", "").upper()
 
 
+def _free_name(name: str, taken: set[str]) -> str:
+    """``name``, or ``name 2``, ``name 3``, ... (cut to fit :data:`MAX_PSEUDONYM`): the first that no one in the
+    session has (``taken``: their names, casefolded). Two students never share a name."""
+    k = 1
+    candidate = name
+    while candidate.casefold() in taken:
+        k += 1
+        suffix = f" {k}"
+        candidate = name[: MAX_PSEUDONYM - len(suffix)].rstrip() + suffix
+    return candidate
+
+
 def well_formed_code(code: str) -> bool:
     """Whether ``code`` (in :func:`normal_code` form) could be a join code at all."""
     return len(code) == CODE_LENGTH and all(c in CODE_ALPHABET for c in code)
@@ -906,6 +918,8 @@ class ClassStore:
                         "the most one address may add.",
                         hint="Use the student you joined as (reload its page), or ask the lecturer.",
                     )
+            taken = {r[0].casefold() for r in run("SELECT pseudonym FROM students WHERE session_id = ?", (sid,))}
+            name = _free_name(name, taken)
             order = [r[0] for r in run("SELECT item_id FROM items WHERE session_id = ? ORDER BY position", (sid,))]
             roles = run("SELECT role, COUNT(*) FROM students WHERE session_id = ? GROUP BY role", (sid,)).fetchall()
             counts = {r: 0 for r in shares} | {r: int(n) for r, n in roles}
@@ -948,9 +962,15 @@ class ClassStore:
 
     @_retrying
     def rename(self, token: str, pseudonym: str) -> Student:
+        """A new name for this student: unique in the session (ignoring case), else ClassError."""
         st = self.student(token)
         name = check_pseudonym(pseudonym)
         with self._tx() as run:
+            if self.postgres:  # names in one session change one at a time (SQLite's BEGIN IMMEDIATE already does)
+                run("SELECT id FROM sessions WHERE id = ? FOR UPDATE", (st.session_id,))
+            others = run("SELECT pseudonym FROM students WHERE session_id = ? AND id <> ?", (st.session_id, st.id))
+            if name.casefold() in {r[0].casefold() for r in others}:
+                raise ClassError(f"Someone in this class is already called {name}.", hint="Choose another name.")
             run("UPDATE students SET pseudonym = ? WHERE id = ?", (name, st.id))
         return self.student(token)
 

@@ -17,6 +17,7 @@ import hmac
 import json
 import os
 import re
+from datetime import UTC, datetime
 
 import pandas as pd
 import streamlit as st
@@ -468,6 +469,17 @@ def routing_panel(session) -> None:
                 )
 
 
+EXPORT_COLUMNS = ["student_id", "pseudonym", "role", "item_id", "prompt", "truth", "label", "voted"]
+
+
+def export_frame(votes: list[dict]) -> pd.DataFrame:
+    """The export: one row a vote, the student's id beside the name (names are unique per session, the id in
+    every case), the time of the vote as ISO 8601 in UTC."""
+    frame = pd.DataFrame(votes, columns=EXPORT_COLUMNS)
+    frame["voted"] = [datetime.fromtimestamp(float(t), tz=UTC).isoformat(timespec="seconds") for t in frame["voted"]]
+    return frame
+
+
 def controls(session) -> None:
     st.subheader("Lecturer controls")
     row = st.container(horizontal=True)
@@ -493,7 +505,7 @@ def controls(session) -> None:
         except ClassError as exc:
             st.error(safe.md(str(exc)))
             return
-        frame = pd.DataFrame(votes, columns=["pseudonym", "role", "item_id", "prompt", "truth", "label", "voted"])
+        frame = export_frame(votes)
         st.download_button(
             "Download the session (CSV: labels with pseudonyms, items, truth, roles)",
             safe.csv_frame(frame).to_csv(index=False).encode("utf-8"),

@@ -3,6 +3,7 @@ votes, and the refusals a room full of students meets (each shown as a message, 
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
@@ -410,3 +411,17 @@ def test_a_class_database_url_never_shows_its_password(page, url, monkeypatch):
     if "127.0.0.1" in url:
         assert "on 127.0.0.1" in said and "db" in said
     assert "class.start" not in {b.key for b in at.button}
+
+
+def test_the_export_has_a_student_id_unique_names_and_iso_times():
+    lec = _lecturer(n_items=2, per_student=2)
+    for _ in range(2):  # two students who keep the same offered name
+        phone = _student(_session(lec).join_code, "Quiet Otter")
+        click(phone, "student.join")
+        click(phone, "student.answer.0")
+    ok(lec.run())
+    assert any(b.proto.label.startswith("Download the session") for b in lec.get("download_button"))
+    frame = cp.export_frame(get_store().votes(lec.session_state[cp.SID], lec.session_state[cp.KEY]))
+    assert list(frame.columns) == cp.EXPORT_COLUMNS and frame["student_id"].nunique() == 2
+    assert sorted(frame["pseudonym"]) == ["Quiet Otter", "Quiet Otter 2"]
+    assert all(re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\+00:00", t) for t in frame["voted"])

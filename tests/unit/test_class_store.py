@@ -563,3 +563,22 @@ def test_the_process_store_purges_expired_sessions_by_itself(tmp_path, monkeypat
     while store._read("SELECT COUNT(*) FROM sessions")[0][0] and time.time() < deadline:
         time.sleep(0.1)  # nobody uses the app: the background thread deletes it
     assert store._read("SELECT COUNT(*) FROM sessions")[0][0] == 0
+
+
+def test_names_are_unique_in_a_session(store):
+    session, key = _session(store)
+    got = [store.join(session.join_code, "Quiet Otter")[0].pseudonym for _ in range(20)]
+    assert got[:3] == ["Quiet Otter", "Quiet Otter 2", "Quiet Otter 3"] and len(set(got)) == 20
+    assert store.join(session.join_code, "quiet otter")[0].pseudonym == "quiet otter 21"  # case does not tell apart
+    long = "A" * cs.MAX_PSEUDONYM
+    assert store.join(session.join_code, long)[0].pseudonym == long
+    assert store.join(session.join_code, long)[0].pseudonym == "A" * (cs.MAX_PSEUDONYM - 2) + " 2"
+    st, token = store.join(session.join_code, "Loud Heron")
+    with pytest.raises(ClassError, match="already called QUIET OTTER"):
+        store.rename(token, "QUIET OTTER")
+    assert store.rename(token, "Loud Heron").pseudonym == "Loud Heron"  # its own name is not taken
+    assert store.rename(token, "Calm Crane").pseudonym == "Calm Crane"
+    other, _ = _session(store)  # another session has its own names
+    assert store.join(other.join_code, "Quiet Otter")[0].pseudonym == "Quiet Otter"
+    names = [s.pseudonym.casefold() for s in store.students(session.id, key)]
+    assert len(names) == len(set(names))

@@ -19,7 +19,14 @@ The schema is created and migrated by :meth:`ClassStore.migrate` (table ``schema
 * one vote per (student, item): a UNIQUE constraint and an upsert, so a repeat replaces and never duplicates;
   votes are refused after close, for an item not dealt to that student, for a label not among the session's
   choices, and above a per-student rate;
-* sessions expire (and are then deleted by :meth:`ClassStore.purge_expired`); the lecturer can delete one at once.
+* what one visitor can add is capped (:class:`Limits` and the ``MAX_*`` constants): sessions per address, students
+  per session and per address, one student per browser, names unique in a session, item ids, prompts and answers;
+* sessions expire (unreadable from then on, deleted by :meth:`ClassStore.purge_expired`, which :func:`get_store`
+  runs in the background); the lecturer can delete one at once, and on SQLite deleted rows are overwritten
+  (``secure_delete``) and the WAL emptied, so nothing of a deleted session stays on disk;
+* a PostgreSQL connection that breaks (the server restarts) is replaced and the call retried
+  (:data:`RETRY_WAITS`); past that, :class:`ClassUnavailable` says the server is not answering and nothing was
+  stored. A call that returned has committed.
 
 Every refusal raises :class:`ClassError` with a message a person can act on; nothing is stored then.
 """
@@ -603,6 +610,19 @@ class ClassStore:
             (bucket, now, now, window, now, window, now),
         ).fetchone()
         return int(row[0]) <= limit
+
+    @_retrying
+    def wrong_tries(self, kind: str, client: str, *, now: float | None = None) -> int:
+        """How many wrong ``kind`` (e.g. "secret") this network address tried in the current join window."""
+        return self._failures(f"{kind}:" + _hash(str(client)), time.time() if now is None else now)
+
+    @_retrying
+    def add_wrong_try(self, kind: str, client: str, *, now: float | None = None) -> None:
+        """Count one wrong ``kind`` from this network address (see :meth:`wrong_tries`)."""
+        now = time.time() if now is None else now
+        with self._tx() as run:
+            self._hit(run, f"{kind}:" + _hash(str(client)), self.limits.join_failures_per_client,
+                      self.limits.join_window, now)  # fmt: skip
 
     def _failures(self, bucket: str, now: float) -> int:
         rows = self._read("SELECT window_start, hits FROM rate_limits WHERE bucket = ?", (bucket,))

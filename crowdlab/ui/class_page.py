@@ -95,8 +95,19 @@ def _secret_ok() -> bool:
 
 
 def on_start() -> None:
-    if not _secret_ok():
-        _fail(ClassError("The class secret is wrong.", hint=f"Type the {SECRET_ENV} the app was started with."))
+    try:
+        if secret_needed():  # wrong secrets are limited per address, as wrong join codes are
+            store, client = get_store(), client_address()
+            if store.wrong_tries("secret", client) >= store.limits.join_failures_per_client:
+                raise ClassError(
+                    "Too many wrong class secrets were tried from this network address.",
+                    hint="Wait a few minutes, then try again.",
+                )
+            if not _secret_ok():
+                store.add_wrong_try("secret", client)
+                raise ClassError("The class secret is wrong.", hint=f"Type the {SECRET_ENV} the app was started with.")
+    except ClassError as exc:
+        _fail(exc)
         return
     try:
         items, choices = _items_and_choices()

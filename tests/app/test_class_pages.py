@@ -374,6 +374,13 @@ def test_on_the_network_starting_a_class_needs_the_secret_and_joining_does_not(m
     at.text_input(key=cp.W + "secret").set_value("correct horse")
     click(at, "class.start")
     code = _session(at).join_code
+    guesser = goto(ok(AppTest.from_file(HOME, default_timeout=30).run()), "pages/11_Class.py")
+    for _ in range(get_store().limits.join_failures_per_client):  # wrong secrets: limited per address
+        guesser.text_input(key=cp.W + "secret").set_value("a guess")
+        guesser.button(key="class.start").click().run()
+    guesser.text_input(key=cp.W + "secret").set_value("correct horse")
+    guesser.button(key="class.start").click().run()
+    assert "Too many wrong class secrets" in " ".join(_errors(guesser)) and cp.SID not in guesser.session_state
     phone = _student(code, "Quiet Otter")  # students need no secret
     click(phone, "student.join")
     assert get_store().counts(at.session_state[cp.SID], at.session_state[cp.KEY])["students"] == 1

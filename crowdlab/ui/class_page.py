@@ -524,6 +524,10 @@ def controls(session) -> None:
             mime="text/csv",
             key="class.export",
         )
+        st.download_button(
+            "Download the lecturer key (to resume from another browser)", key_file(session),
+            file_name=f"class-{session.join_code}-key.txt", mime="text/plain", key="class.key_again",
+        )  # fmt: skip
         st.caption("The session is deleted by itself when it expires; delete it now to remove every name and vote.")
         st.checkbox("Yes, delete this session and all its votes", key=W + "confirm_delete")
         st.button("Delete the session", on_click=on_delete, disabled=not _w("confirm_delete"), key="class.delete")

@@ -92,6 +92,8 @@ def test_a_class_from_start_to_reveal():
     assert any(b.proto.label == "Download the lecturer key" for b in lec.get("download_button"))
     click(lec, "class.key_seen")
     assert not any(b.proto.label == "Download the lecturer key" for b in lec.get("download_button"))
+    assert any(b.proto.label.startswith("Download the lecturer key (") for b in lec.get("download_button"))
+    assert key not in _page_text(lec)
     session = _session(lec)
     assert any(session.join_code in m.value for m in lec.markdown)
     assert any("data:image/svg+xml" in str(i.proto) for i in lec.get("image"))  # the QR code

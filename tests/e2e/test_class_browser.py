@@ -60,7 +60,7 @@ def _start(page, url: str) -> tuple[str, str]:
     page.get_by_text("Join code:").first.wait_for()
     code = re.search(r"Join code: ([A-Z0-9]{6})", page.locator('[data-testid="stMain"]').inner_text()).group(1)
     with page.expect_download() as got:  # the key is a file, never text on the projected page
-        page.get_by_role("button", name="Download the lecturer key").click()
+        page.get_by_role("button", name="Download the lecturer key", exact=True).click()
     key = re.search(r"lecturer key: (\S+)", Path(got.value.path()).read_text()).group(1)
     return code, key
 

@@ -1100,7 +1100,8 @@ def get_store(url: str | None = None) -> ClassStore:
             threading.Thread(target=_purge_loop, args=(_STORES[url],), daemon=True, name="crowdlab-purge").start()
         store = _STORES[url]
     if time.time() - store.purged > PURGE_EVERY:  # expired sessions go while the app runs, not only at its start
-        store.purge_expired()
+        with contextlib.suppress(ClassUnavailable):  # the database is down: the caller's own call will say so
+            store.purge_expired()
     return store
 
 

@@ -23,6 +23,7 @@ import random
 import secrets
 import threading
 import time
+import warnings
 import zipfile
 from collections.abc import Sequence
 
@@ -64,6 +65,8 @@ ROLE_CARDS = {
 ROLE_TITLES = {"honest": "Honest", "spammer": "Spammer", "adversary": "Adversary", "lazy": "Lazy"}
 IMAGE_TYPES = {".png": "image/png", ".jpg": "image/jpeg", ".jpeg": "image/jpeg", ".gif": "image/gif"}
 MAX_IMAGE_MB = 5.0
+MAX_IMAGE_PIXELS = 25_000_000  # an uploaded picture may have this many pixels (5000 x 5000); it is then made small
+IMAGE_SIDE = 480  # the stored picture's longer side at most (the phone shows it 210 px wide, at 2x)
 MAX_ITEMS = 500
 
 _ADJECTIVES = (
@@ -247,6 +250,43 @@ def _images(zip_bytes: bytes | None, file: str) -> dict[str, bytes]:
     return out
 
 
+def small_image(data: bytes, name: str, file: str) -> bytes:
+    """An uploaded picture decoded once, checked (PNG, JPEG or GIF by its content, whatever its name; at most
+    :data:`MAX_IMAGE_PIXELS` pixels; not damaged) and made small (longer side :data:`IMAGE_SIDE`): PNG bytes, or
+    JPEG for a JPEG. What is stored is only this small copy, so no phone ever decodes the upload itself."""
+    from PIL import Image, UnidentifiedImageError
+
+    def refuse(why: str) -> DataError:
+        return DataError(f"the image {name!r} {why}", file=file, hint="Use PNG, JPEG or GIF pictures.")
+
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("error", Image.DecompressionBombWarning)
+            img = Image.open(io.BytesIO(data), formats=["PNG", "JPEG", "GIF"])
+            w, h = img.size
+            if w * h > MAX_IMAGE_PIXELS:
+                raise refuse(f"is {w:,} x {h:,} pixels; a picture may have at most {MAX_IMAGE_PIXELS:,} pixels.")
+            fmt = img.format
+            img.load()
+    except DataError:
+        raise
+    except (Image.DecompressionBombError, Image.DecompressionBombWarning):
+        raise refuse(f"has more pixels than a picture may ({MAX_IMAGE_PIXELS:,} at most).") from None
+    except UnidentifiedImageError:
+        raise refuse("is not a PNG, JPEG or GIF picture (whatever its name says).") from None
+    except (OSError, SyntaxError, ValueError, EOFError) as exc:  # truncated or corrupt
+        raise refuse(f"is damaged and cannot be read ({str(exc)[:80]}).") from None
+    has_alpha = img.mode in ("RGBA", "LA", "PA") or (img.mode == "P" and "transparency" in img.info)
+    img = img.convert("RGBA" if has_alpha else "RGB")
+    img.thumbnail((IMAGE_SIDE, IMAGE_SIDE))
+    out = io.BytesIO()
+    if fmt == "JPEG" and not has_alpha:
+        img.save(out, format="JPEG", quality=85)
+    else:
+        img.save(out, format="PNG", optimize=True)
+    return out.getvalue()
+
+
 def read_item_set(
     csv_source, choices: Sequence[str], images_zip: bytes | None = None, *, zip_name: str = "images.zip"
 ) -> list[Item]:
@@ -272,6 +312,7 @@ def read_item_set(
     files = table.values(j_image) if j_image is not None else None
     choices = [str(c) for c in choices]
     seen: dict[str, int] = {}
+    small: dict[str, bytes] = {}
     items = []
     for k in range(table.n_rows):
         row = int(table.rows[k])
@@ -303,7 +344,9 @@ def read_item_set(
                     column=table.header[j_image],
                     hint="Upload a zip holding every image file the CSV names (PNG, JPEG or GIF).",
                 )
-            image = images[name]
+            if name not in small:  # each picture decoded once, however many items show it
+                small[name] = small_image(images[name], name, zip_name)
+            image = small[name]
         items.append(Item(item_id, prompt[:500], truth=truth, image=image))
     return items
 

@@ -12,13 +12,21 @@ The schema is created and migrated by :meth:`ClassStore.migrate` (table ``schema
 :data:`MIGRATIONS` runs once, in order). What keeps a room full of students safe is enforced here, not in a page:
 
 * a join code is :data:`CODE_LENGTH` symbols from :data:`CODE_ALPHABET` (31 symbols, no 0/O/1/I/L), drawn by
-  :mod:`secrets`, and expires; failed joins are rate-limited per client and across all clients;
+  :mod:`secrets`, and expires; wrong codes are rate-limited per network address (the right code is looked up first:
+  other addresses' guesses never keep a student out);
 * the lecturer key and every student token are issued by the server (:func:`secrets.token_urlsafe`) and only their
   SHA-256 is stored (they carry 128+ random bits, so a plain hash cannot be reversed by trying);
 * one vote per (student, item): a UNIQUE constraint and an upsert, so a repeat replaces and never duplicates;
   votes are refused after close, for an item not dealt to that student, for a label not among the session's
   choices, and above a per-student rate;
-* sessions expire (and are then deleted by :meth:`ClassStore.purge_expired`); the lecturer can delete one at once.
+* what one visitor can add is capped (:class:`Limits` and the ``MAX_*`` constants): sessions per address, students
+  per session and per address, one student per browser, names unique in a session, item ids, prompts and answers;
+* sessions expire (unreadable from then on, deleted by :meth:`ClassStore.purge_expired`, which :func:`get_store`
+  runs in the background); the lecturer can delete one at once, and on SQLite deleted rows are overwritten
+  (``secure_delete``) and the WAL emptied, so nothing of a deleted session stays on disk;
+* a PostgreSQL connection that breaks (the server restarts) is replaced and the call retried
+  (:data:`RETRY_WAITS`); past that, :class:`ClassUnavailable` says the server is not answering and nothing was
+  stored. A call that returned has committed.
 
 Every refusal raises :class:`ClassError` with a message a person can act on; nothing is stored then.
 """
@@ -26,13 +34,16 @@ Every refusal raises :class:`ClassError` with a message a person can act on; not
 from __future__ import annotations
 
 import contextlib
+import functools
 import hashlib
 import hmac
 import inspect
 import json
+import logging
 import os
 import queue
 import random
+import re
 import secrets
 import sqlite3
 import threading
@@ -41,12 +52,16 @@ import unicodedata
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from urllib.parse import parse_qs, urlsplit
 
 from crowdlab.errors import DataError
+
+log = logging.getLogger(__name__)
 
 __all__ = [
     "ClassError",
     "ClassStore",
+    "ClassUnavailable",
     "CODE_ALPHABET",
     "CODE_LENGTH",
     "ROLES",
@@ -61,12 +76,57 @@ CODE_LENGTH = 6  # 31**6 = 887 million codes
 ROLES = ("honest", "spammer", "adversary", "lazy")
 MAX_PSEUDONYM = 32
 MAX_TITLE = 80
-SCHEMA_VERSION = 2
+# what one session may hold (a visitor cannot fill the database or the phones: issue 39)
+MAX_ITEMS = 500  # items in a session
+MAX_ITEM_ID = 64  # characters of an item id
+MAX_PROMPT = 500  # characters of a prompt
+MAX_CHOICES = 8  # answers to choose from (the Join page draws a button for each)
+MAX_ANSWER = 40  # characters of an answer
+SCHEMA_VERSION = 3
 PURGE_EVERY = 600.0  # seconds between looks for expired sessions (get_store)
+
+
+RETRY_WAITS = (0.1, 0.4, 1.0)  # seconds between tries of a call whose PostgreSQL connection was lost
+CONNECT_TIMEOUT = 3  # seconds to open a PostgreSQL connection
 
 
 class ClassError(DataError):
     """A class-session action refused (wrong or expired code, bad token, vote after close, ...)."""
+
+
+class ClassUnavailable(ClassError):
+    """The class database does not answer (PostgreSQL down or restarting): nothing was stored; try again."""
+
+
+class _Lost(Exception):
+    """A PostgreSQL connection broke during a call (the server stopped, restarted or dropped it)."""
+
+
+def _retrying(method):
+    """Run a store method again, on fresh connections, when its PostgreSQL connection was lost: up to
+    ``len(RETRY_WAITS)`` more tries, then :class:`ClassUnavailable`. Each try is a whole call (its transactions are
+    idempotent: a vote is an upsert, a join from one browser returns its student). Calls inside a call are retried
+    by the outermost one only."""
+
+    @functools.wraps(method)
+    def wrapper(self, *args, **kwargs):
+        if getattr(self._local, "depth", 0):
+            return method(self, *args, **kwargs)
+        last: BaseException | None = None
+        for attempt in range(len(RETRY_WAITS) + 1):
+            self._local.depth = 1
+            try:
+                return method(self, *args, **kwargs)
+            except _Lost as exc:
+                last = exc.__cause__ or exc
+                log.warning("class database connection lost in %s (try %d): %s", method.__name__, attempt + 1, last)
+            finally:
+                self._local.depth = 0
+            if attempt < len(RETRY_WAITS):
+                time.sleep(RETRY_WAITS[attempt])
+        raise ClassUnavailable("The class server is not answering.", hint="Try again in a moment.") from last
+
+    return wrapper
 
 
 def data_dir() -> Path:
@@ -95,6 +155,23 @@ def normal_code(code: str) -> str:
     return "".join(str(code).split()).replace("-", "").upper()
 
 
+def _free_name(name: str, taken: set[str]) -> str:
+    """``name``, or ``name 2``, ``name 3``, ... (cut to fit :data:`MAX_PSEUDONYM`): the first that no one in the
+    session has (``taken``: their names, casefolded). Two students never share a name."""
+    k = 1
+    candidate = name
+    while candidate.casefold() in taken:
+        k += 1
+        suffix = f" {k}"
+        candidate = name[: MAX_PSEUDONYM - len(suffix)].rstrip() + suffix
+    return candidate
+
+
+def well_formed_code(code: str) -> bool:
+    """Whether ``code`` (in :func:`normal_code` form) could be a join code at all."""
+    return len(code) == CODE_LENGTH and all(c in CODE_ALPHABET for c in code)
+
+
 def check_pseudonym(name: str) -> str:
     """``name`` trimmed, or ClassError: 1-32 characters of letters, digits, spaces and ``- ' . _`` only (a name is
     shown on the projector: no markup, no control characters, no look-alike tricks)."""
@@ -112,6 +189,62 @@ def check_pseudonym(name: str) -> str:
             hint="Use letters, digits, spaces and - ' . _ only.",
         )
     return s
+
+
+def _check_set(items: Sequence[Item], choices: Sequence[str]) -> None:
+    """ClassError unless the items and answers fit a session (sizes, lengths, distinct ids, truths among answers)."""
+    if len(items) < 1:
+        raise ClassError("The item set is empty.", hint="Generate items or upload a CSV with at least one row.")
+    if len(items) > MAX_ITEMS:
+        raise ClassError(f"The item set has {len(items):,} items; a class labels at most {MAX_ITEMS}.")
+    if len(choices) < 2 or len(set(choices)) != len(choices):
+        raise ClassError("A session needs at least two distinct answers to choose from.")
+    if len(choices) > MAX_CHOICES:
+        raise ClassError(
+            f"There are {len(choices)} answers to choose from; a phone shows at most {MAX_CHOICES}.",
+            hint="Merge or drop some answers.",
+        )
+    for c in choices:
+        if not c.strip() or len(c) > MAX_ANSWER or any(unicodedata.category(x) == "Cc" for x in c):
+            raise ClassError(
+                f"The answer {_short(c)} is blank, longer than {MAX_ANSWER} characters, or holds control characters.",
+                hint=f"Give each answer 1 to {MAX_ANSWER} printable characters.",
+            )
+    ids = [it.item_id for it in items]
+    for it in items:
+        i = str(it.item_id)
+        if not i or len(i) > MAX_ITEM_ID or any(unicodedata.category(x) == "Cc" for x in i):
+            raise ClassError(
+                f"The item id {_short(i)} is blank, longer than {MAX_ITEM_ID} characters, or holds control characters.",
+                hint=f"Give each item an id of 1 to {MAX_ITEM_ID} printable characters.",
+            )
+        if len(str(it.prompt)) > MAX_PROMPT:
+            raise ClassError(f"The prompt of item {_short(i)} is longer than {MAX_PROMPT} characters.")
+    if len(set(ids)) != len(ids):
+        raise ClassError("Two items share an id.", hint="Give every item its own id.")
+    for it in items:
+        if it.truth is not None and it.truth not in choices:
+            raise ClassError(f"The truth of item {_short(it.item_id)} is not one of the answers.")
+
+
+def _storable(params: Sequence) -> Sequence:
+    """``params``, or ClassError when a text holds a NUL character (PostgreSQL cannot store one; SQLite would cut
+    the text there)."""
+    for v in params:
+        if isinstance(v, str) and "\x00" in v:
+            raise ClassError("A text holds a NUL character, which cannot be stored.", hint="Remove it and try again.")
+    return params
+
+
+def _printable(text: str) -> str:
+    """``text`` with control characters (NUL, escapes, line breaks) made spaces and runs of spaces made one."""
+    return " ".join("".join(" " if unicodedata.category(c) == "Cc" else c for c in str(text)).split())
+
+
+def _short(text: str, n: int = 40) -> str:
+    """``text`` quoted for a message, cut to ``n`` characters."""
+    text = str(text)
+    return repr(text if len(text) <= n else text[:n] + "...")
 
 
 # ---------------------------------------------------------------------------- schema
@@ -176,6 +309,16 @@ MIGRATIONS: tuple[tuple[int, tuple[str, ...]], ...] = (
     ),
     # next-item routing: a session may hand each student's next item to the least certain one
     (2, ("ALTER TABLE sessions ADD COLUMN routing INTEGER NOT NULL DEFAULT 0",)),
+    # who joined from where: the hashed network address (joins per address) and browser (one browser, one student)
+    (
+        3,
+        (
+            "ALTER TABLE students ADD COLUMN client TEXT",
+            "ALTER TABLE students ADD COLUMN browser TEXT",
+            "CREATE INDEX students_client ON students (session_id, client)",
+            "CREATE INDEX students_browser ON students (session_id, browser)",
+        ),
+    ),
 )
 
 
@@ -225,9 +368,14 @@ class Limits:
     session_ttl: float = 24 * 3600  # then the session and everything in it is deleted
     votes_per_window: int = 30  # a student's votes per window (a person taps about once a second at most)
     vote_window: float = 30.0
-    join_failures_per_client: int = 10  # wrong codes one client may try per window
-    join_failures_total: int = 300  # wrong codes all clients together may try per window
+    # wrong codes one network address may try per window; then that address (the guesser) is refused for the rest of
+    # the window. There is no limit across addresses: it would let one visitor lock every student out.
+    join_failures_per_client: int = 20
     join_window: float = 300.0
+    sessions_per_client: int = 10  # sessions one network address may start per session window
+    session_window: float = 3600.0
+    students_per_session: int = 500  # students in one session
+    joins_per_client: int = 60  # students one network address may add to one session
 
 
 # ---------------------------------------------------------------------------- the store
@@ -244,32 +392,59 @@ def _store_errors(postgres: bool) -> tuple[type[BaseException], ...]:
     return (OSError, RuntimeError, sqlite3.Error)  # RuntimeError: expanduser of "~user" of no user
 
 
-def _shown_url(url: str) -> str:
-    """The database's URL or path with a password replaced by ***."""
-    head, sep, rest = url.partition("://")
-    if sep and "@" in rest:
-        cred, _, host = rest.rpartition("@")
-        if ":" in cred:
-            cred = cred.split(":", 1)[0] + ":***"
-        return f"{head}://{cred}@{host}"
-    return url
+def _is_postgres(url: str) -> bool:
+    return url.startswith(("postgresql://", "postgres://"))
+
+
+def _where(url: str) -> str:
+    """The class database named for a visitor: a SQLite file's path, or a PostgreSQL database's host and name only
+    (never a user, password or other connection option)."""
+    if not _is_postgres(url):
+        return f"SQLite file {url!r}"
+    try:
+        parts = urlsplit(url)
+        host = parts.hostname
+        query = parse_qs(parts.query)
+        db = parts.path.lstrip("/") or (query.get("dbname") or [""])[0]
+        host = host or (query.get("host") or ["localhost"])[0]
+    except ValueError:
+        return "PostgreSQL database (its postgresql:// URL cannot be read)"
+    return f"PostgreSQL database {db or '(default)'!r} on {host}"
+
+
+def check_url(url: str) -> None:
+    """ClassError unless the store can serve ``url``: a ``postgresql://`` URL, or a SQLite file path (not
+    ``:memory:``, where each pooled connection would be its own empty database, and not another scheme's URL, which
+    would become a folder named after it)."""
+    if _is_postgres(url):
+        return
+    text = url.strip()
+    if not text or text == ":memory:" or text.startswith("file:") or re.match(r"^[A-Za-z][A-Za-z0-9+.-]*://", text):
+        why = (
+            "an in-memory database would be a different empty database for every connection"
+            if ":memory:" in text or "mode=memory" in text
+            else "it is neither a file path nor a postgresql:// URL"
+        )
+        shown = _where(url) if _is_postgres(url) else repr(text.split("@")[-1][:80] if "://" in text else text[:80])
+        raise ClassError(
+            f"The class database {shown} cannot be used: {why}.",
+            hint=f"Set {_setting()}, and start the app again.",
+        )
 
 
 def cannot_open(url: str, exc: BaseException) -> ClassError:
-    """The ClassError of a class database that cannot be opened, naming the setting that chose the place."""
-    said = (str(exc).strip().splitlines() or [type(exc).__name__])[0][:300].rstrip(".")
-    if os.environ.get("CROWDLAB_CLASS_DB"):
-        setting = (
-            "CROWDLAB_CLASS_DB (a SQLite file in a folder this user may write, or a postgresql:// URL of a running "
-            "server)"
-        )
-    elif os.environ.get("CROWDLAB_DATA_DIR"):
-        setting = "CROWDLAB_DATA_DIR (a folder this user may write)"
+    """The ClassError of a class database that cannot be opened, naming the setting that chose the place. A
+    PostgreSQL database is named by host and database only; the full error (which may hold the URL) goes to the
+    log."""
+    log.error("the class database cannot be opened: %s: %s", type(exc).__name__, exc)
+    if _is_postgres(url):
+        said = "no server answers there, or it refused the connection; the app's log has the details"
     else:
-        setting = "CROWDLAB_DATA_DIR to a folder this user may write, or CROWDLAB_CLASS_DB"
+        said = (str(exc).strip().splitlines() or [type(exc).__name__])[0][:300].rstrip(".")
+        said = f"{type(exc).__name__}: {said}"
     return ClassError(
-        f"the class database {_shown_url(url)!r} cannot be opened ({type(exc).__name__}: {said}).",
-        hint=f"Set {setting}, and start the app again.",
+        f"the class database ({_where(url)}) cannot be opened ({said}).",
+        hint=f"Set {_setting()}, and start the app again.",
     )
 
 
@@ -280,6 +455,18 @@ def _deal(deal: Callable, counts: dict[str, int], shares: dict[str, float], rng:
     except (TypeError, ValueError):  # a callable without a signature (a builtin)
         takes_rng = False
     return deal(counts, shares, rng=rng) if takes_rng else deal(counts, shares)
+
+
+def _setting() -> str:
+    """The setting that chose the class database, and what it must be."""
+    if os.environ.get("CROWDLAB_CLASS_DB"):
+        return (
+            "CROWDLAB_CLASS_DB (a SQLite file in a folder this user may write, e.g. /srv/crowdlab/class.db, or a "
+            "postgresql:// URL of a running server)"
+        )
+    if os.environ.get("CROWDLAB_DATA_DIR"):
+        return "CROWDLAB_DATA_DIR (a folder this user may write)"
+    return "CROWDLAB_DATA_DIR to a folder this user may write, or CROWDLAB_CLASS_DB"
 
 
 class ClassStore:
@@ -301,17 +488,21 @@ class ClassStore:
     ) -> None:
         self.url = url or default_url()
         self.rng = rng if rng is not None else secrets.SystemRandom()
+        check_url(self.url)
         self.limits = limits or Limits()
-        self.postgres = self.url.startswith(("postgresql://", "postgres://"))
+        self.postgres = _is_postgres(self.url)
         self.purged = 0.0
         self._pool: queue.LifoQueue = queue.LifoQueue()
         self._slots = threading.BoundedSemaphore(pool_size)
         self._all: list = []
         self._lock = threading.Lock()
+        self._local = threading.local()
         try:
             if not self.postgres:
                 Path(self.url).expanduser().parent.mkdir(parents=True, exist_ok=True)
             self.migrate()
+        except ClassUnavailable as exc:  # no server answers at the URL
+            raise cannot_open(self.url, exc.__cause__ or exc) from None
         except _store_errors(self.postgres) as exc:
             raise cannot_open(self.url, exc) from None
         self.purge_expired()
@@ -321,30 +512,64 @@ class ClassStore:
         if self.postgres:
             import psycopg
 
-            return psycopg.connect(self.url, autocommit=True)
+            return psycopg.connect(self.url, autocommit=True, connect_timeout=CONNECT_TIMEOUT)
         conn = sqlite3.connect(
             str(Path(self.url).expanduser()), timeout=30, isolation_level=None, check_same_thread=False
         )
         conn.execute("PRAGMA journal_mode=WAL")
         conn.execute("PRAGMA synchronous=NORMAL")  # durable at each checkpoint; WAL keeps the file consistent
         conn.execute("PRAGMA foreign_keys=ON")
+        conn.execute("PRAGMA secure_delete=ON")  # deleted rows are overwritten with zeros, not left in free pages
         conn.execute("PRAGMA busy_timeout=30000")
         return conn
 
+    def _lost_errors(self) -> tuple[type[BaseException], ...]:
+        """What a broken PostgreSQL connection raises (nothing counts as lost on SQLite: a file does not go away)."""
+        if not self.postgres:
+            return ()
+        import psycopg
+
+        return (psycopg.OperationalError, psycopg.InterfaceError)
+
+    def _discard(self, conn) -> None:
+        with self._lock:
+            if conn in self._all:
+                self._all.remove(conn)
+        with contextlib.suppress(Exception):
+            conn.close()
+
     @contextlib.contextmanager
     def _conn(self) -> Iterator:
+        """A connection of the pool (a new one when none is free or the free one is closed). A PostgreSQL connection
+        that breaks in use is discarded and the call raises :class:`_Lost` (see :func:`_retrying`)."""
+        lost = self._lost_errors()
         self._slots.acquire()
         try:
-            try:
+            conn = None
+            with contextlib.suppress(queue.Empty):
                 conn = self._pool.get_nowait()
-            except queue.Empty:
-                conn = self._connect()
+                if self.postgres and conn.closed:  # the server went away since it was last used
+                    self._discard(conn)
+                    conn = None
+            if conn is None:
+                try:
+                    conn = self._connect()
+                except lost as exc:
+                    raise _Lost(exc) from exc
                 with self._lock:
                     self._all.append(conn)
             try:
                 yield conn
+            except lost as exc:  # the server went away: every pooled connection to it is dead too
+                self._discard(conn)
+                conn = None
+                with contextlib.suppress(queue.Empty):
+                    while True:
+                        self._discard(self._pool.get_nowait())
+                raise _Lost(exc) from exc
             finally:
-                self._pool.put(conn)
+                if conn is not None:
+                    self._pool.put(conn)
         finally:
             self._slots.release()
 
@@ -357,7 +582,7 @@ class ClassStore:
         with self._conn() as conn:
             conn.execute("BEGIN IMMEDIATE" if not self.postgres else "BEGIN")
             try:
-                yield lambda q, p=(): conn.execute(self._sql(q), p)
+                yield lambda q, p=(): conn.execute(self._sql(q), _storable(p))
             except BaseException:
                 conn.execute("ROLLBACK")
                 raise
@@ -365,7 +590,7 @@ class ClassStore:
 
     def _read(self, q: str, p: Sequence = ()) -> list[tuple]:
         with self._conn() as conn:
-            return list(conn.execute(self._sql(q), p).fetchall())
+            return list(conn.execute(self._sql(q), _storable(p)).fetchall())
 
     def close(self) -> None:
         """Close every pooled connection (the store must not be used afterwards)."""
@@ -376,10 +601,12 @@ class ClassStore:
             self._all.clear()
 
     # ---------------------------------------------------------------- schema
+    @_retrying
     def schema_version(self) -> int:
         rows = self._read("SELECT MAX(version) FROM schema_version")
         return int(rows[0][0] or 0)
 
+    @_retrying
     def migrate(self) -> int:
         """Create the tables, or bring an older schema up to :data:`SCHEMA_VERSION`; returns the version."""
         blob = "BYTEA" if self.postgres else "BLOB"
@@ -408,6 +635,19 @@ class ClassStore:
         ).fetchone()
         return int(row[0]) <= limit
 
+    @_retrying
+    def wrong_tries(self, kind: str, client: str, *, now: float | None = None) -> int:
+        """How many wrong ``kind`` (e.g. "secret") this network address tried in the current join window."""
+        return self._failures(f"{kind}:" + _hash(str(client)), time.time() if now is None else now)
+
+    @_retrying
+    def add_wrong_try(self, kind: str, client: str, *, now: float | None = None) -> None:
+        """Count one wrong ``kind`` from this network address (see :meth:`wrong_tries`)."""
+        now = time.time() if now is None else now
+        with self._tx() as run:
+            self._hit(run, f"{kind}:" + _hash(str(client)), self.limits.join_failures_per_client,
+                      self.limits.join_window, now)  # fmt: skip
+
     def _failures(self, bucket: str, now: float) -> int:
         rows = self._read("SELECT window_start, hits FROM rate_limits WHERE bucket = ?", (bucket,))
         if not rows or now - rows[0][0] > self.limits.join_window:
@@ -415,6 +655,7 @@ class ClassStore:
         return int(rows[0][1])
 
     # ---------------------------------------------------------------- lecturer
+    @_retrying
     def create_session(
         self,
         items: Sequence[Item],
@@ -426,21 +667,15 @@ class ClassStore:
         code_ttl: float | None = None,
         session_ttl: float | None = None,
         routing: bool = False,
+        client: str | None = None,
     ) -> tuple[Session, str]:
         """A new open session; returns it and the lecturer key (shown once: only its hash is stored). With
-        ``routing`` a student's items are not dealt at join but one at a time, by :meth:`next_item`."""
+        ``routing`` a student's items are not dealt at join but one at a time, by :meth:`next_item`. ``client``
+        (the network address of the page that asks; None: trusted code) may start
+        :attr:`Limits.sessions_per_client` sessions per :attr:`Limits.session_window`."""
         items = list(items)
         choices = tuple(str(c) for c in choices)
-        if len(items) < 1:
-            raise ClassError("The item set is empty.", hint="Generate items or upload a CSV with at least one row.")
-        if len(choices) < 2 or len(set(choices)) != len(choices):
-            raise ClassError("A session needs at least two distinct answers to choose from.")
-        ids = [it.item_id for it in items]
-        if len(set(ids)) != len(ids):
-            raise ClassError("Two items share an id.", hint="Give every item its own id.")
-        for it in items:
-            if it.truth is not None and it.truth not in choices:
-                raise ClassError(f"The truth of item {it.item_id!r} is not one of the answers.")
+        _check_set(items, choices)
         per_student = max(1, min(int(per_student), len(items)))
         shares = {r: float(v) for r, v in (shares or {"honest": 1.0}).items() if r in ROLES and float(v) > 0}
         if not shares:
@@ -448,10 +683,20 @@ class ClassStore:
         now = time.time()
         key = secrets.token_urlsafe(24)
         sid = secrets.token_hex(12)
-        title = " ".join(str(title).split())[:MAX_TITLE] or "Class"
+        title = _printable(title)[:MAX_TITLE] or "Class"
         code_ttl = self.limits.code_ttl if code_ttl is None else code_ttl
         session_ttl = self.limits.session_ttl if session_ttl is None else session_ttl
         self.purge_expired()
+        if client is not None:
+            lim = self.limits
+            with self._tx() as run:
+                fresh = self._hit(run, "create:" + _hash(str(client)), lim.sessions_per_client, lim.session_window, now)
+            if not fresh:
+                raise ClassError(
+                    f"This network address has started {lim.sessions_per_client} class sessions in the last "
+                    f"{lim.session_window / 3600:g} hour(s), the most it may.",
+                    hint="Resume one of them (join code and lecturer key), or wait an hour.",
+                )
         for _ in range(20):  # a collision with a live code is rare (887 million codes); draw again
             code = "".join(secrets.choice(CODE_ALPHABET) for _ in range(CODE_LENGTH))
             try:
@@ -466,7 +711,7 @@ class ClassStore:
                         run(
                             "INSERT INTO items (session_id, item_id, position, prompt, truth, difficulty, svg, image) "
                             "VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-                            (sid, it.item_id, pos, it.prompt, it.truth, it.difficulty, it.svg, it.image),
+                            (sid, it.item_id, pos, _printable(it.prompt), it.truth, it.difficulty, it.svg, it.image),
                         )
                 break
             except Exception as exc:  # a unique violation on join_code: draw another
@@ -476,13 +721,14 @@ class ClassStore:
             raise ClassError("Could not draw a free join code; try again.")
         return self.session(sid), key
 
+    @_retrying
     def session(self, session_id: str) -> Session:
         rows = self._read(
             "SELECT id, join_code, title, choices, per_student, shares, status, created, code_expires, expires, "
-            "reveal, routing FROM sessions WHERE id = ?",
-            (session_id,),
+            "reveal, routing FROM sessions WHERE id = ? AND expires >= ?",
+            (session_id, time.time()),
         )
-        if not rows:
+        if not rows:  # an expired session is gone, whether or not a purge has deleted it yet
             raise ClassError("This class session no longer exists (it was deleted or it expired).")
         r = rows[0]
         return Session(
@@ -490,14 +736,17 @@ class ClassStore:
             float(r[8]), float(r[9]), json.loads(r[10]) if r[10] else None, bool(r[11]),
         )  # fmt: skip
 
+    @_retrying
     def lecturer_session(self, join_code: str, key: str) -> Session:
         """The session with this code whose lecturer key is ``key`` (to resume after a restart)."""
-        rows = self._read("SELECT id FROM sessions WHERE join_code = ?", (normal_code(join_code),))
+        code = normal_code(join_code)
+        rows = self._read("SELECT id FROM sessions WHERE join_code = ?", (code,)) if well_formed_code(code) else []
         if not rows:
             raise ClassError("No class session has this code.", hint="Check the code shown on the projector.")
         self.check_key(rows[0][0], key)
         return self.session(rows[0][0])
 
+    @_retrying
     def check_key(self, session_id: str, key: str | None) -> str:
         """ClassError unless ``key`` is the session's lecturer key; returns the session's status."""
         rows = self._read("SELECT key_hash, expires, status FROM sessions WHERE id = ?", (session_id,))
@@ -509,6 +758,7 @@ class ClassStore:
             )
         return rows[0][2]
 
+    @_retrying
     def set_status(self, session_id: str, key: str, status: str) -> None:
         """Close ("closed") or reopen ("open") voting."""
         if status not in ("open", "closed"):
@@ -517,6 +767,7 @@ class ClassStore:
         with self._tx() as run:
             run("UPDATE sessions SET status = ? WHERE id = ?", (status, session_id))
 
+    @_retrying
     def set_reveal(self, session_id: str, key: str, reveal: dict | None) -> None:
         """Store what EM estimated (per student and per role); students see their part once it is set."""
         self.check_key(session_id, key)
@@ -526,6 +777,7 @@ class ClassStore:
                 (None if reveal is None else json.dumps(reveal), session_id),
             )
 
+    @_retrying
     def delete_session(self, session_id: str, key: str) -> None:
         """Delete the session, its items, students and votes now."""
         self.check_key(session_id, key)
@@ -538,7 +790,11 @@ class ClassStore:
                 run("DELETE FROM students WHERE session_id = ?", (sid,))
                 run("DELETE FROM items WHERE session_id = ?", (sid,))
                 run("DELETE FROM sessions WHERE id = ?", (sid,))
+        if not self.postgres:  # the WAL still holds the pages as they were: copy them back and empty it
+            with self._conn() as conn:
+                conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchall()
 
+    @_retrying
     def purge_expired(self, now: float | None = None) -> int:
         """Delete every session past its expiry (and old rate-limit windows); returns how many sessions went."""
         now = time.time() if now is None else now
@@ -546,28 +802,34 @@ class ClassStore:
         ids = [r[0] for r in self._read("SELECT id FROM sessions WHERE expires < ?", (now,))]
         if ids:
             self._delete(ids)
-        window = max(self.limits.join_window, self.limits.vote_window)
+        window = max(self.limits.join_window, self.limits.vote_window, self.limits.session_window)
         with self._tx() as run:
             run("DELETE FROM rate_limits WHERE window_start < ?", (now - window,))
         return len(ids)
 
+    @_retrying
     def items(self, session_id: str) -> list[Item]:
         rows = self._read(
-            "SELECT item_id, prompt, truth, difficulty, svg, image FROM items WHERE session_id = ? ORDER BY position",
-            (session_id,),
+            "SELECT item_id, prompt, truth, difficulty, svg, image FROM items WHERE session_id = ? AND "
+            "EXISTS (SELECT 1 FROM sessions WHERE id = ? AND expires >= ?) ORDER BY position",
+            (session_id, session_id, time.time()),
         )
         return [Item(r[0], r[1], r[2], r[3], r[4], None if r[5] is None else bytes(r[5])) for r in rows]
 
+    @_retrying
     def item(self, session_id: str, item_id: str) -> Item:
         rows = self._read(
-            "SELECT item_id, prompt, truth, difficulty, svg, image FROM items WHERE session_id = ? AND item_id = ?",
-            (session_id, item_id),
+            "SELECT item_id, prompt, truth, difficulty, svg, image FROM items WHERE session_id = ? AND item_id = ? AND "
+            "EXISTS (SELECT 1 FROM sessions WHERE id = ? AND expires >= ?)",
+            (session_id, item_id, session_id, time.time()),
         )
         if not rows:
+            self.session(session_id)  # "no longer exists" when the session is gone
             raise ClassError("This item is not part of the session.")
         r = rows[0]
         return Item(r[0], r[1], r[2], r[3], r[4], None if r[5] is None else bytes(r[5]))
 
+    @_retrying
     def counts(self, session_id: str, key: str) -> dict:
         """The projector's numbers: the session's status, students joined and done, votes in all, votes per item
         and answer (four queries; five with routing)."""
@@ -597,6 +859,7 @@ class ClassStore:
             "by_item": by_item,
         }
 
+    @_retrying
     def votes(self, session_id: str, key: str) -> list[dict]:
         """Every vote with the student's pseudonym and role, the item's prompt and truth (for export and EM)."""
         self.check_key(session_id, key)
@@ -609,6 +872,7 @@ class ClassStore:
         cols = ("student_id", "pseudonym", "role", "item_id", "prompt", "truth", "label", "voted")
         return [dict(zip(cols, r, strict=True)) for r in rows]
 
+    @_retrying
     def students(self, session_id: str, key: str) -> list[Student]:
         self.check_key(session_id, key)
         rows = self._read(
@@ -618,43 +882,53 @@ class ClassStore:
         return [Student(r[0], r[1], r[2], r[3], tuple(json.loads(r[4]))) for r in rows]
 
     # ---------------------------------------------------------------- students
+    @_retrying
     def join(
         self,
         join_code: str,
         pseudonym: str,
         *,
-        client: str = "anonymous",
+        client: str | None = None,
         deal: Callable[[dict[str, int], dict[str, float]], str] | None = None,
         now: float | None = None,
+        browser: str | None = None,
     ) -> tuple[Student, str]:
         """A new student in the session with ``join_code``; returns the student and their token (kept by their
         browser; only its hash is stored). ``deal(counts, shares)`` picks the secret role from the roles dealt so
         far (honest when not given); a ``deal`` that takes an ``rng`` keyword gets the store's random source. Wrong
         codes count against ``client`` and against everyone together."""
+        far (honest when not given).
+
+        ``client`` is the network address the attempt comes from: wrong codes count against it alone, and past
+        :attr:`Limits.join_failures_per_client` of them in a window it is refused, right code included (it is the
+        guesser); no other address's guesses ever refuse a right code. One address adds at most
+        :attr:`Limits.joins_per_client` students to a session (None: trusted code, no cap), a session holds at most
+        :attr:`Limits.students_per_session`, and a ``browser`` (an id its page keeps) that joins the session again
+        gets its student back (same role, items and votes; a new token, the old one stops working): one browser,
+        one voter."""
         now = time.time() if now is None else now
         lim = self.limits
         name = check_pseudonym(pseudonym)
         code = normal_code(join_code)
-        if (
-            self._failures(f"join:{client}", now) >= lim.join_failures_per_client
-            or self._failures("join:*", now) >= lim.join_failures_total
-        ):
+        bucket = "join:" + _hash(str(client or "anonymous"))  # the address, hashed: the table holds no addresses
+        if self._failures(bucket, now) >= lim.join_failures_per_client:  # this address's own guesses, nobody else's
             raise ClassError(
-                "Too many wrong codes were tried.", hint="Wait a few minutes, then type the code on the projector."
+                "Too many wrong codes were tried from this network address.",
+                hint="Wait a few minutes, then type the code on the projector.",
             )
         token = secrets.token_urlsafe(24)
-        sid = None
-        with self._tx() as run:
-            row = run(
-                "SELECT id, code_expires, status, per_student, shares, routing FROM sessions WHERE join_code = ?",
-                (code,),
-            ).fetchone()
-            if row is not None and row[1] >= now:
-                sid, _, status, per_student, shares, routing = row
+        sid = row = None
+        if well_formed_code(code):  # anything else cannot be a code (and never reaches the database)
+            with self._tx() as run:
+                row = run(
+                    "SELECT id, code_expires, status, per_student, shares, routing FROM sessions WHERE join_code = ?",
+                    (code,),
+                ).fetchone()
+                if row is not None and row[1] >= now:
+                    sid, _, status, per_student, shares, routing = row
         if sid is None:
             with self._tx() as run:
-                self._hit(run, f"join:{client}", lim.join_failures_per_client, lim.join_window, now)
-                self._hit(run, "join:*", lim.join_failures_total, lim.join_window, now)
+                self._hit(run, bucket, lim.join_failures_per_client, lim.join_window, now)
             if row is not None:
                 raise ClassError("This join code has expired.", hint="Ask the lecturer for a new session.")
             raise ClassError("No class session has this code.", hint="Check the code shown on the projector.")
@@ -662,9 +936,36 @@ class ClassStore:
             raise ClassError("This class session is closed: no one can join now.")
         shares = json.loads(shares)
         stid = secrets.token_hex(12)
+        client_hash = None if client is None else _hash(f"{sid}:{client}")
+        browser_hash = None if not browser else _hash(f"{sid}:{browser}")
         with self._tx() as run:
             if self.postgres:  # joins to one session one at a time (SQLite's BEGIN IMMEDIATE already is)
                 run("SELECT id FROM sessions WHERE id = ? FOR UPDATE", (sid,))
+            if browser_hash is not None:
+                again = run(
+                    "SELECT id, pseudonym, role, assigned FROM students WHERE session_id = ? AND browser = ?",
+                    (sid, browser_hash),
+                ).fetchone()
+                if again is not None:  # this browser joined before: the same student, a new token
+                    run("UPDATE students SET token_hash = ? WHERE id = ?", (_hash(token), again[0]))
+                    return Student(again[0], sid, again[1], again[2], tuple(json.loads(again[3]))), token
+            n_students = int(run("SELECT COUNT(*) FROM students WHERE session_id = ?", (sid,)).fetchone()[0])
+            if n_students >= lim.students_per_session:
+                raise ClassError(
+                    f"This class is full: it has {lim.students_per_session} students, the most a session holds."
+                )
+            if client_hash is not None:
+                n_here = run(
+                    "SELECT COUNT(*) FROM students WHERE session_id = ? AND client = ?", (sid, client_hash)
+                ).fetchone()[0]
+                if int(n_here) >= lim.joins_per_client:
+                    raise ClassError(
+                        f"{lim.joins_per_client} students have already joined this class from this network address, "
+                        "the most one address may add.",
+                        hint="Use the student you joined as (reload its page), or ask the lecturer.",
+                    )
+            taken = {r[0].casefold() for r in run("SELECT pseudonym FROM students WHERE session_id = ?", (sid,))}
+            name = _free_name(name, taken)
             order = [r[0] for r in run("SELECT item_id FROM items WHERE session_id = ? ORDER BY position", (sid,))]
             roles = run("SELECT role, COUNT(*) FROM students WHERE session_id = ? GROUP BY role", (sid,)).fetchall()
             counts = {r: 0 for r in shares} | {r: int(n) for r, n in roles}
@@ -680,11 +981,12 @@ class ClassStore:
                 mine = []
             run(
                 "INSERT INTO students (id, session_id, token_hash, pseudonym, role, seq, assigned, joined, rl_start, "
-                "rl_count) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, 0)",
-                (stid, sid, _hash(token), name, role, seq, json.dumps(mine), now, now),
+                "rl_count, client, browser) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, 0, ?, ?)",
+                (stid, sid, _hash(token), name, role, seq, json.dumps(mine), now, now, client_hash, browser_hash),
             )
         return Student(stid, sid, name, role, tuple(mine)), token
 
+    @_retrying
     def student(self, token: str | None) -> Student:
         """The student whose token this is (a phone that reconnects resumes here), with the votes they gave."""
         if not token:
@@ -703,15 +1005,33 @@ class ClassStore:
         voted = dict(self._read("SELECT item_id, label FROM votes WHERE student_id = ?", (r[0],)))
         return Student(r[0], r[1], r[2], r[3], tuple(json.loads(r[4])), voted)
 
+    @_retrying
     def rename(self, token: str, pseudonym: str) -> Student:
+        """A new name for this student: unique in the session (ignoring case), else ClassError."""
         st = self.student(token)
         name = check_pseudonym(pseudonym)
         with self._tx() as run:
+            if self.postgres:  # names in one session change one at a time (SQLite's BEGIN IMMEDIATE already does)
+                run("SELECT id FROM sessions WHERE id = ? FOR UPDATE", (st.session_id,))
+            others = run("SELECT pseudonym FROM students WHERE session_id = ? AND id <> ?", (st.session_id, st.id))
+            if name.casefold() in {r[0].casefold() for r in others}:
+                raise ClassError(f"Someone in this class is already called {name}.", hint="Choose another name.")
             run("UPDATE students SET pseudonym = ? WHERE id = ?", (name, st.id))
         return self.student(token)
 
     def vote(self, token: str | None, item_id: str, label: str, *, now: float | None = None) -> None:
-        """Record (or replace) this student's answer to ``item_id``; ClassError when refused (nothing stored)."""
+        """Record (or replace) this student's answer to ``item_id``; ClassError when refused (nothing stored). When
+        it returns, the vote is committed; while the database does not answer it raises :class:`ClassUnavailable`
+        saying so (the vote was not counted)."""
+        try:
+            self._vote(token, item_id, label, now=now)
+        except ClassUnavailable:
+            raise ClassUnavailable(
+                "The class server is not answering: your answer was not counted.", hint="Try again in a moment."
+            ) from None
+
+    @_retrying
+    def _vote(self, token: str | None, item_id: str, label: str, *, now: float | None = None) -> None:
         now = time.time() if now is None else now
         st = self.student(token)
         item_id, label = str(item_id), str(label)
@@ -739,6 +1059,7 @@ class ClassStore:
                 (st.session_id, st.id, item_id, label, now),
             )
 
+    @_retrying
     def next_item(
         self, token: str | None, choose: Callable[[list[str], list[tuple], dict[str, int]], str]
     ) -> str | None:
@@ -779,6 +1100,7 @@ class ClassStore:
             run("UPDATE students SET assigned = ? WHERE id = ?", (json.dumps([*now_assigned, pick]), st.id))
         return pick
 
+    @_retrying
     def reveal_for(self, token: str) -> dict | None:
         """This student's part of the reveal (their estimate, role, the class's accuracies), or None before it."""
         st = self.student(token)
@@ -794,12 +1116,26 @@ _STORES_LOCK = threading.Lock()
 
 def get_store(url: str | None = None) -> ClassStore:
     """The process-wide store for ``url`` (default :func:`default_url`), opened (and migrated) once; expired
-    sessions are deleted at most every :data:`PURGE_EVERY` seconds."""
+    sessions are deleted every :data:`PURGE_EVERY` seconds by a background thread, whether or not anyone uses the
+    app (and no read returns an expired session meanwhile)."""
     url = url or default_url()
     with _STORES_LOCK:
         if url not in _STORES:
             _STORES[url] = ClassStore(url)
+            threading.Thread(target=_purge_loop, args=(_STORES[url],), daemon=True, name="crowdlab-purge").start()
         store = _STORES[url]
     if time.time() - store.purged > PURGE_EVERY:  # expired sessions go while the app runs, not only at its start
-        store.purge_expired()
+        with contextlib.suppress(ClassUnavailable):  # the database is down: the caller's own call will say so
+            store.purge_expired()
     return store
+
+
+def _purge_loop(store: ClassStore) -> None:
+    """Delete expired sessions every :data:`PURGE_EVERY` seconds while the process lives (a daemon thread)."""
+    while True:
+        time.sleep(PURGE_EVERY)
+        try:
+            if time.time() - store.purged >= PURGE_EVERY:
+                store.purge_expired()
+        except Exception as exc:  # the database is down for a while, or the store was closed: try again later
+            log.warning("purging expired class sessions failed: %s", exc)

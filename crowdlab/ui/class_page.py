@@ -1,9 +1,11 @@
 """The lecturer's Class page: start a live class session, show its code and QR code, watch the votes arrive on the
 projector, step EM through the class's own votes, reveal what EM found out about each role, export and delete.
 
-The session's id and lecturer key live in this browser session (``class.session``, ``class.key``); the key is shown
-once when the session starts, and with it and the join code the lecturer resumes the session from another browser
-or after the app restarts (the database holds everything: :mod:`crowdlab.classroom.store`). The projector view is a
+The session's id and lecturer key live in this browser session (``class.session``, ``class.key``) and in a cookie
+of this browser (:data:`COOKIE`, set by a script in the page), so a reload of the Class page brings the lecturer
+back. The key is never drawn as text (the page is on the projector): it is offered as a download, and with it and
+the join code the lecturer resumes the session from another browser or after the app restarts (the database holds
+everything: :mod:`crowdlab.classroom.store`). The projector view is a
 fragment that reruns itself once a second (:data:`PROJECTOR_EVERY`), never the whole page. Names and prompts are
 the students' and the lecturer's text: escaped (:mod:`crowdlab.io.safe`); the export goes through
 :func:`crowdlab.io.safe.csv_frame`.
@@ -11,26 +13,37 @@ the students' and the lecturer's text: escaped (:mod:`crowdlab.io.safe`); the ex
 
 from __future__ import annotations
 
+import hmac
+import json
+import os
+import re
+from datetime import UTC, datetime
+
 import pandas as pd
 import streamlit as st
 
 from crowdlab.classroom import items as ci
-from crowdlab.classroom.store import ClassError, get_store
+from crowdlab.classroom.store import ClassError, ClassUnavailable, get_store
 from crowdlab.errors import DataError
 from crowdlab.io import safe
 from crowdlab.plots.classroom import routing_curves
 from crowdlab.ui import state
-from crowdlab.ui.student_page import store_opens
+from crowdlab.ui.student_page import client_address, store_opens
 
 SID = "class.session"
 KEY = "class.key"
-KEY_NEW = "class.key_new"  # the key, until the lecturer has seen it once
+KEY_NEW = "class.key_new"  # the key file is offered, until the lecturer has downloaded it or said so
+COOKIE = "crowdlab_class"  # this browser's session id and key: "<session id>.<key>"
+COOKIE_SET = "class.cookie_set"  # None, or what the next run writes into the cookie ("" deletes it)
+COOKIE_TRIED = "class.cookie_tried"  # this browser session has looked at the cookie once (a Leave is not undone)
 ERROR = "class.error"
 EM_NOTE = "class.em_note"
 ITEMS = "class.items"  # (session id, its items, its answers): read once, the projector shows them every second
 PROJECTOR_EVERY = 1.0  # seconds: the projector's counts refresh at most once a second
 STUDENT_PAGE = "Join"  # pages/12_Join.py is served at /Join
 
+SECRET_ENV = "CROWDLAB_CLASS_SECRET"  # creating a class on an app that listens beyond this machine needs it
+LOCAL_ADDRESSES = ("127.0.0.1", "localhost", "::1")
 W = "class.w."  # widget keys of the setup form
 KINDS = {"dots": "Dots: which colour has more dots?", "primes": "Numbers: is it prime?", "upload": "Upload items"}
 LEVELS = {"easy": 0.2, "medium": 0.5, "hard": 0.8}
@@ -63,7 +76,39 @@ def _items_and_choices() -> tuple[list, list[str]]:
     return items, answers
 
 
+def listens_beyond_this_machine() -> bool:
+    """Whether the app accepts connections from other machines (``server.address`` unset or not a loopback one)."""
+    return str(st.get_option("server.address") or "").strip().strip("[]") not in LOCAL_ADDRESSES
+
+
+def secret_needed() -> bool:
+    return listens_beyond_this_machine()
+
+
+def _secret_ok() -> bool:
+    """The setup form's class secret is the one set by whoever started the app (always, on this machine only)."""
+    if not secret_needed():
+        return True
+    want = os.environ.get(SECRET_ENV, "")
+    got = str(st.session_state.get(W + "secret") or "")
+    return bool(want) and hmac.compare_digest(want.encode("utf-8"), got.encode("utf-8"))
+
+
 def on_start() -> None:
+    try:
+        if secret_needed():  # wrong secrets are limited per address, as wrong join codes are
+            store, client = get_store(), client_address()
+            if store.wrong_tries("secret", client) >= store.limits.join_failures_per_client:
+                raise ClassError(
+                    "Too many wrong class secrets were tried from this network address.",
+                    hint="Wait a few minutes, then try again.",
+                )
+            if not _secret_ok():
+                store.add_wrong_try("secret", client)
+                raise ClassError("The class secret is wrong.", hint=f"Type the {SECRET_ENV} the app was started with.")
+    except ClassError as exc:
+        _fail(exc)
+        return
     try:
         items, choices = _items_and_choices()
         shares = {r: float(_w(r)) for r in ("spammer", "adversary", "lazy")}
@@ -74,13 +119,12 @@ def on_start() -> None:
         session, key = get_store().create_session(
             items, choices, title=str(_w("title")), per_student=int(_w("per_student")),
             shares={"honest": honest, **shares}, code_ttl=hours * 3600, session_ttl=hours * 3600,
-            routing=bool(_w("routing")),
+            routing=bool(_w("routing")), client=client_address(),
         )  # fmt: skip
     except DataError as exc:
         _fail(exc)
         return
-    st.session_state[SID] = session.id
-    st.session_state[KEY] = key
+    _enter(session.id, key)
     st.session_state[KEY_NEW] = True
 
 
@@ -92,12 +136,61 @@ def on_resume() -> None:
     except ClassError as exc:
         _fail(exc)
         return
-    st.session_state[SID] = session.id
-    st.session_state[KEY] = st.session_state.get(W + "resume_key", "")
+    _enter(session.id, str(st.session_state.get(W + "resume_key", "")).strip())
+
+
+def _enter(session_id: str, key: str) -> None:
+    """The lecturer is in ``session_id``: kept in this browser session and, from the next run, in a cookie."""
+    st.session_state[SID] = session_id
+    st.session_state[KEY] = key
+    st.session_state[COOKIE_SET] = f"{session_id}.{key}"
 
 
 def on_key_seen() -> None:
     st.session_state[KEY_NEW] = False
+
+
+def _cookie_script(value: str, max_age: int) -> str:
+    """A script that writes this browser's lecturer cookie (``value`` "" with ``max_age`` 0 deletes it)."""
+    safe_value = re.sub(r"[^A-Za-z0-9_.-]", "", value)  # hex id, "." and a url-safe key: nothing else is written
+    return (
+        f"<script>document.cookie = {json.dumps(f'{COOKIE}={safe_value}')} + "
+        f"'; path=/; max-age={int(max_age)}; samesite=strict';</script>"
+    )
+
+
+def _write_cookie() -> None:
+    """Emit the pending cookie write, once (the script runs in the lecturer's browser, never shown as text)."""
+    value = st.session_state.pop(COOKIE_SET, None)
+    if value is None:
+        return
+    st.html(_cookie_script(value, 72 * 3600 if value else 0), unsafe_allow_javascript=True, width="content")
+
+
+def _cookies() -> dict:
+    """This browser's cookies as they were when its page was loaded (Streamlit reads them at connection)."""
+    try:
+        return dict(st.context.cookies)
+    except Exception:  # no browser connection (bare mode)
+        return {}
+
+
+def resume_from_cookie() -> None:
+    """After a reload: the session in this browser's cookie, when its key still opens it (once a browser session,
+    so a Leave is not undone by the cookie the page was loaded with)."""
+    if st.session_state.get(SID) or st.session_state.get(COOKIE_TRIED):
+        return
+    st.session_state[COOKIE_TRIED] = True
+    sid, _, key = str(_cookies().get(COOKIE, "")).partition(".")
+    if not sid or not key:
+        return
+    try:
+        get_store().check_key(sid, key)
+    except ClassError:  # deleted, expired, or another key: forget it
+        st.session_state[COOKIE_SET] = ""
+        return
+    st.session_state[SID] = sid
+    st.session_state[KEY] = key
 
 
 def on_status(status: str) -> None:
@@ -148,6 +241,8 @@ def on_hide_reveal() -> None:
 def on_leave() -> None:
     for k in (SID, KEY, KEY_NEW, EM_NOTE, ITEMS, ROUTING):
         st.session_state.pop(k, None)
+    st.session_state[COOKIE_TRIED] = True
+    st.session_state[COOKIE_SET] = ""  # this browser no longer comes back to it by itself
 
 
 def on_delete() -> None:
@@ -162,7 +257,22 @@ def on_delete() -> None:
 
 
 # ---------------------------------------------------------------------------- views
+def resume_form() -> None:
+    with st.expander("Resume a session (after a restart, or from another browser)"):
+        st.text_input("Join code", key=W + "resume_code", max_chars=12)
+        st.text_input("Lecturer key", key=W + "resume_key", type="password")
+        st.button("Resume", on_click=on_resume, key="class.resume")
+
+
 def setup_form() -> None:
+    if secret_needed() and not os.environ.get(SECRET_ENV):
+        st.warning(
+            "This app listens on the network, so anyone who can reach it could start a class here. Starting one "
+            f"needs a class secret: start the app with the environment variable {SECRET_ENV} set to a secret of "
+            "your choice (students need none). A running session can still be resumed with its key."
+        )
+        resume_form()
+        return
     for name, value in DEFAULTS.items():
         st.session_state.setdefault(W + name, value)
     st.markdown(
@@ -195,11 +305,11 @@ def setup_form() -> None:
         "the one whose label the class's current fit (vote shares, then Dawid-Skene) is least sure of. Off: each "
         "student gets a fixed block of items, so every item is labelled about equally often.",
     )
+    if secret_needed():
+        st.text_input(f"Class secret ({SECRET_ENV}, set by whoever started the app)", key=W + "secret",
+                      type="password")  # fmt: skip
     st.button("Start the class session", type="primary", on_click=on_start, key="class.start")
-    with st.expander("Resume a session (after a restart, or from another browser)"):
-        st.text_input("Join code", key=W + "resume_code", max_chars=12)
-        st.text_input("Lecturer key", key=W + "resume_key", type="password")
-        st.button("Resume", on_click=on_resume, key="class.resume")
+    resume_form()
 
 
 def _student_url(session) -> str:
@@ -232,13 +342,30 @@ def join_panel(session) -> None:
             st.caption("Install segno for a QR code (pip install segno).")
 
 
-def key_panel() -> None:
+def key_file(session) -> str:
+    """The text of the lecturer-key download (the key is never drawn on the page: it is on the projector)."""
+    return (
+        f"crowdlab class session: {session.title}\njoin code: {session.join_code}\n"
+        f"lecturer key: {st.session_state[KEY]}\n\nWith the join code and this key, Resume a session on the Class page "
+        "resumes it from any browser (keep the key to yourself: it reveals, exports and deletes the session).\n"
+    )
+
+
+def key_panel(session) -> None:
+    """The lecturer key, as a file to download: never as text on the projected page."""
     if not st.session_state.get(KEY_NEW):
         return
     with st.container(border=True):
-        st.markdown("**Lecturer key** (shown once; with the join code it resumes this session anywhere):")
-        st.code(st.session_state[KEY], language=None)
-        st.button("I have noted the key", on_click=on_key_seen, key="class.key_seen")
+        st.markdown(
+            "**Lecturer key**: this browser keeps it (a reload brings you back here). To resume from another "
+            "browser, download it now; it is not shown on this page, which the room can see."
+        )
+        row = st.container(horizontal=True)
+        row.download_button(
+            "Download the lecturer key", key_file(session), file_name=f"class-{session.join_code}-key.txt",
+            mime="text/plain", on_click=on_key_seen, key="class.key_download",
+        )  # fmt: skip
+        row.button("I have the key", on_click=on_key_seen, key="class.key_seen")
 
 
 @st.fragment(run_every=PROJECTOR_EVERY)
@@ -353,6 +480,17 @@ def routing_panel(session) -> None:
                 )
 
 
+EXPORT_COLUMNS = ["student_id", "pseudonym", "role", "item_id", "prompt", "truth", "label", "voted"]
+
+
+def export_frame(votes: list[dict]) -> pd.DataFrame:
+    """The export: one row a vote, the student's id beside the name (names are unique per session, the id in
+    every case), the time of the vote as ISO 8601 in UTC."""
+    frame = pd.DataFrame(votes, columns=EXPORT_COLUMNS)
+    frame["voted"] = [datetime.fromtimestamp(float(t), tz=UTC).isoformat(timespec="seconds") for t in frame["voted"]]
+    return frame
+
+
 def controls(session) -> None:
     st.subheader("Lecturer controls")
     row = st.container(horizontal=True)
@@ -378,7 +516,7 @@ def controls(session) -> None:
         except ClassError as exc:
             st.error(safe.md(str(exc)))
             return
-        frame = pd.DataFrame(votes, columns=["pseudonym", "role", "item_id", "prompt", "truth", "label", "voted"])
+        frame = export_frame(votes)
         st.download_button(
             "Download the session (CSV: labels with pseudonyms, items, truth, roles)",
             safe.csv_frame(frame).to_csv(index=False).encode("utf-8"),
@@ -386,6 +524,10 @@ def controls(session) -> None:
             mime="text/csv",
             key="class.export",
         )
+        st.download_button(
+            "Download the lecturer key (to resume from another browser)", key_file(session),
+            file_name=f"class-{session.join_code}-key.txt", mime="text/plain", key="class.key_again",
+        )  # fmt: skip
         st.caption("The session is deleted by itself when it expires; delete it now to remove every name and vote.")
         st.checkbox("Yes, delete this session and all its votes", key=W + "confirm_delete")
         st.button("Delete the session", on_click=on_delete, disabled=not _w("confirm_delete"), key="class.delete")
@@ -399,6 +541,8 @@ def class_page() -> None:
         st.error(safe.md(error))
     if not store_opens():
         return
+    resume_from_cookie()
+    _write_cookie()
     sid = st.session_state.get(SID)
     if not sid:
         note = st.session_state.pop(EM_NOTE, None)
@@ -409,14 +553,21 @@ def class_page() -> None:
     try:
         session = get_store().session(sid)
         get_store().check_key(sid, st.session_state.get(KEY))
+    except ClassUnavailable as exc:  # the database is down or restarting: stay in the session
+        st.error(safe.md(str(exc)))
+        st.button("Try again", key="class.retry")
+        return
     except ClassError as exc:
         st.error(safe.md(str(exc)))
         st.button("Start another session", on_click=on_leave, key="class.gone")
         return
-    st.markdown(f"### {safe.md(session.title)}")
-    key_panel()
-    join_panel(session)
-    projector()
-    reveal_panel(session)
-    controls(session)
-    routing_panel(session)
+    try:
+        st.markdown(f"### {safe.md(session.title)}")
+        key_panel(session)
+        join_panel(session)
+        projector()
+        reveal_panel(session)
+        controls(session)
+        routing_panel(session)
+    except ClassUnavailable as exc:
+        st.error(safe.md(str(exc)))

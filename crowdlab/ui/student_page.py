@@ -10,10 +10,13 @@ address (``?t=``), so a phone that drops and reloads resumes where it was. Every
 
 from __future__ import annotations
 
+import re
+import secrets
+
 import streamlit as st
 
 from crowdlab.classroom import items as ci
-from crowdlab.classroom.store import ClassError, get_store
+from crowdlab.classroom.store import ClassError, ClassUnavailable, get_store
 from crowdlab.io import safe
 
 TOKEN = "student.token"
@@ -21,6 +24,8 @@ ERROR = "student.error"
 CODE = "student.code"
 NAME = "student.name"
 RENAME = "student.rename"
+BROWSER = "student.browser"  # this browser's id (also in the cookie BROWSER_COOKIE): one browser, one student
+BROWSER_COOKIE = "crowdlab_browser"
 IMAGE_PX = 210  # the item's picture: small enough that the answers show below it on a 375 x 667 phone
 
 # large tap targets, no sidebar, no toolbar clutter: a 375 x 667 phone shows an item and both answers at once;
@@ -36,12 +41,41 @@ div[data-testid="stButton"] button p {font-size: max(16px, 1em);}
 </style>"""
 
 
-def _client() -> str:
-    """Who tries a code, for the store's rate limit of wrong codes: the connection's address and browser session."""
-    from streamlit.runtime.scriptrunner import get_script_run_ctx
+def client_address() -> str:
+    """Who tries a code, for the store's limit of wrong codes: the connection's network address (a reload or a new
+    browser session does not get a fresh allowance); "local" where Streamlit does not know it."""
+    try:
+        ip = st.context.ip_address  # None on localhost (Streamlit maps 127.0.0.1 and ::1 to None)
+    except Exception:  # no browser connection (bare mode)
+        ip = None
+    return ip if isinstance(ip, str) and ip else "local"
 
-    ctx = get_script_run_ctx()
-    return f"{st.context.ip_address or 'local'}/{ctx.session_id if ctx else '?'}"
+
+def _browser() -> str:
+    """This browser's id: its cookie when the page was loaded with one, else a new one (written to the cookie by
+    :func:`_keep_browser`), kept in this browser session. A browser that joins a session again is the same student."""
+    if BROWSER not in st.session_state:
+        try:
+            have = str(st.context.cookies.get(BROWSER_COOKIE) or "")
+        except Exception:  # no browser connection (bare mode)
+            have = ""
+        st.session_state[BROWSER] = have if re.fullmatch(r"[A-Za-z0-9_-]{16,64}", have) else secrets.token_urlsafe(18)
+    return st.session_state[BROWSER]
+
+
+def _keep_browser() -> None:
+    """Write this browser's id into its cookie (a year; a script in the page, nothing shown)."""
+    value = _browser()
+    try:
+        if st.context.cookies.get(BROWSER_COOKIE) == value:
+            return
+    except Exception:
+        pass
+    st.html(
+        f"<script>document.cookie = '{BROWSER_COOKIE}={value}; path=/; max-age=31536000; samesite=strict';</script>",
+        unsafe_allow_javascript=True,
+        width="content",
+    )
 
 
 def _fail(exc: ClassError) -> None:
@@ -51,8 +85,9 @@ def _fail(exc: ClassError) -> None:
 def on_join() -> None:
     try:
         _, token = get_store().join(
-            st.session_state.get(CODE, ""), st.session_state.get(NAME, ""), client=_client(), deal=ci.deal_role
-        )
+            st.session_state.get(CODE, ""), st.session_state.get(NAME, ""), client=client_address(), deal=ci.deal_role,
+            browser=_browser(),
+        )  # fmt: skip
     except ClassError as exc:
         _fail(exc)
         return
@@ -120,7 +155,10 @@ def _item_view(token: str, student, session) -> None:
     item = store.item(session.id, next_id)
     st.subheader(safe.md(item.prompt), anchor=False)
     if item.svg or item.image:
-        st.image(item.svg or item.image, width=IMAGE_PX)
+        try:
+            st.image(item.svg or item.image, width=IMAGE_PX)
+        except Exception:  # a picture stored before uploads were checked: the item is still answerable
+            st.caption("This item's picture cannot be shown.")
     row = st.container(horizontal=True, gap="small")
     for k, choice in enumerate(session.choices):
         row.button(
@@ -199,15 +237,27 @@ def student_page() -> None:
         st.error(safe.md(error))
     if not store_opens():
         return
+    _keep_browser()
     token = _token()
     if not token:
         st.title("Join the class", anchor=False)
         join_form()
         return
+    try:
+        _joined(token)
+    except ClassUnavailable as exc:  # the database is down or restarting: the token stays, a press tries again
+        st.error(safe.md(str(exc)))
+        st.button("Try again", type="primary", width="stretch", key="student.retry")
+
+
+def _joined(token: str) -> None:
+    """The page of a student who has joined: name, role card, the next item or the finished view."""
     store = get_store()
     try:
         student = store.student(token)
         session = store.session(student.session_id)
+    except ClassUnavailable:
+        raise
     except ClassError as exc:
         st.error(safe.md(str(exc)))
         st.button("Join again", on_click=on_leave, width="stretch", key="student.leave")

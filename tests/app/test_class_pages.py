@@ -3,11 +3,13 @@ votes, and the refusals a room full of students meets (each shown as a message, 
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
 from streamlit.testing.v1 import AppTest
 
+from crowdlab.classroom import store as cs
 from crowdlab.classroom.store import get_store
 from crowdlab.io import safe
 from crowdlab.ui import class_page as cp
@@ -53,12 +55,45 @@ def _errors(at: AppTest) -> list[str]:
     return [e.value for e in at.error]
 
 
+def _page_text(at: AppTest) -> str:
+    """Everything the page draws as text (markdown, code, metrics, captions, alerts, labels, tables)."""
+    parts = [str(e.value) for kind in ("markdown", "code", "caption", "error", "warning", "info", "success")
+             for e in at.get(kind)]  # fmt: skip
+    parts += [str(m.label) + str(m.value) for m in at.metric]
+    parts += [str(w.proto.label) for w in [*at.button, *at.text_input, *at.get("download_button")]]
+    parts += [d.value.to_csv() for d in at.dataframe]
+    return "\n".join(parts)
+
+
+def test_the_lecturer_key_is_a_download_and_a_reload_brings_the_lecturer_back(monkeypatch):
+    lec = _lecturer(n_items=4, per_student=3)
+    sid, key = lec.session_state[cp.SID], lec.session_state[cp.KEY]
+    session = _session(lec)
+    assert key not in _page_text(lec)
+    scripts = [h.proto.body for h in lec.get("html")]
+    assert any("document.cookie" in b and f"{sid}.{key}" in b for b in scripts)  # kept in this browser
+    # a reload: a new browser session whose only memory is the cookie
+    monkeypatch.setattr(cp, "_cookies", lambda: {cp.COOKIE: f"{sid}.{key}"})
+    again = goto(ok(AppTest.from_file(HOME, default_timeout=30).run()), "pages/11_Class.py")
+    assert again.session_state[cp.SID] == sid and "class.start" not in {b.key for b in again.button}
+    assert any(session.join_code in m.value for m in again.markdown) and key not in _page_text(again)
+    click(again, "class.leave")  # Leave is not undone by the cookie the page was loaded with ...
+    assert cp.SID not in again.session_state and "class.start" in {b.key for b in again.button}
+    assert any("max-age=0" in h.proto.body for h in again.get("html"))  # ... and the cookie is deleted
+    monkeypatch.setattr(cp, "_cookies", lambda: {cp.COOKIE: f"{sid}.not-the-key"})
+    forged = goto(ok(AppTest.from_file(HOME, default_timeout=30).run()), "pages/11_Class.py")
+    assert cp.SID not in forged.session_state and "class.start" in {b.key for b in forged.button}
+
+
 def test_a_class_from_start_to_reveal():
     lec = _lecturer(n_items=4, per_student=3, spammer=0, adversary=0, lazy=0)
     key = lec.session_state[cp.KEY]
-    assert any(key == c.value for c in lec.code)  # the key is shown once ...
+    assert key not in _page_text(lec)  # the page is on the projector: the key is a download, never text
+    assert any(b.proto.label == "Download the lecturer key" for b in lec.get("download_button"))
     click(lec, "class.key_seen")
-    assert not any(key == c.value for c in lec.code)  # ... and then no more
+    assert not any(b.proto.label == "Download the lecturer key" for b in lec.get("download_button"))
+    assert any(b.proto.label.startswith("Download the lecturer key (") for b in lec.get("download_button"))
+    assert key not in _page_text(lec)
     session = _session(lec)
     assert any(session.join_code in m.value for m in lec.markdown)
     assert any("data:image/svg+xml" in str(i.proto) for i in lec.get("image"))  # the QR code
@@ -238,3 +273,164 @@ def test_an_unusable_class_database_is_a_message_on_both_pages(page, tmp_path, m
     assert any("Set CROWDLAB_CLASS_DB" in e.value.replace("\\", "") for e in at.error), _errors(at)
     keys = {w.key for w in [*at.button, *at.text_input]}
     assert "class.start" not in keys and sp.CODE not in keys  # no form that would fail on the first press
+
+
+def test_a_reload_gets_no_fresh_allowance_of_wrong_codes(monkeypatch):
+    """The Join page keys the wrong-code limit on the network address: new browser sessions (reloads) from one address
+    share it, and past it that address is told so; another address still joins with the right code."""
+    lec = _lecturer()
+    code = _session(lec).join_code
+    monkeypatch.setattr(sp, "client_address", lambda: "198.51.100.7")
+    said = []
+    for _ in range(get_store().limits.join_failures_per_client + 2):
+        phone = _student("ZZZZZZ" if code != "ZZZZZZ" else "YYYYYY")  # a fresh browser session each time
+        said += _errors(phone.button(key="student.join").click().run())
+    assert "Too many wrong codes were tried from this network address" in said[-1]
+    assert sum("No class session" in m for m in said) == get_store().limits.join_failures_per_client
+    monkeypatch.setattr(sp, "client_address", lambda: "198.51.100.8")
+    click(_student(code), "student.join")
+    assert get_store().counts(_session(lec).id, lec.session_state[cp.KEY])["students"] == 1
+
+
+def test_the_same_browser_joining_twice_is_one_student():
+    lec = _lecturer(n_items=4, per_student=3)
+    phone = _student(_session(lec).join_code, "Quiet Otter")
+    click(phone, "student.join")
+    click(phone, "student.answer.0")
+    first = get_store().student(phone.session_state[sp.TOKEN])
+    phone.session_state[sp.TOKEN] = None  # a second join from this browser (its id stays in its session)
+    phone.query_params.clear()
+    phone.session_state[sp.CODE] = _session(lec).join_code
+    ok(phone.run())
+    click(phone, "student.join")
+    again = get_store().student(phone.session_state[sp.TOKEN])
+    assert again.id == first.id and again.voted == first.voted
+    assert get_store().counts(_session(lec).id, lec.session_state[cp.KEY])["students"] == 1
+
+
+def test_the_cap_on_sessions_per_address_is_a_message_on_the_class_page(monkeypatch):
+    lec = _lecturer(n_items=4, per_student=3)
+    store = get_store()
+    monkeypatch.setattr(store, "limits", cs.Limits(sessions_per_client=1))
+    click(lec, "class.leave")
+    lec.button(key="class.start").click().run()
+    assert "has started 1 class sessions in the last 1 hour" in " ".join(_errors(lec))
+    assert cp.SID not in lec.session_state
+
+
+def test_a_vote_while_the_database_is_down_says_so_and_keeps_the_student(monkeypatch):
+    """The store's lost-connection path (retries, then ClassUnavailable) on the Join page: the student reads that
+    the answer was not counted, keeps their token, and the next press counts."""
+    lec = _lecturer(n_items=4, per_student=3)
+    phone = _student(_session(lec).join_code, "Quiet Otter")
+    click(phone, "student.join")
+    token = phone.session_state[sp.TOKEN]
+    store = get_store()
+    monkeypatch.setattr(cs, "RETRY_WAITS", (0.0, 0.0))
+    real = store._conn
+
+    def down():
+        raise cs._Lost(OSError("server closed the connection unexpectedly"))
+
+    monkeypatch.setattr(store, "_conn", down)
+    phone.button(key="student.answer.0").click().run()
+    assert not phone.exception
+    assert _errors(phone)[0] == safe.md(
+        "The class server is not answering: your answer was not counted. Try again in a moment."
+    )
+    assert "student.retry" in {b.key for b in phone.button}  # the page itself could not be drawn either
+    assert phone.session_state[sp.TOKEN] == token
+    monkeypatch.setattr(store, "_conn", real)
+    click(phone, "student.retry")
+    click(phone, "student.answer.0")
+    assert len(store.student(token).voted) == 1
+
+
+def test_a_picture_the_phone_cannot_draw_does_not_break_the_join_page():
+    """A picture stored before uploads were checked (an SVG named .png): the item is shown with a sentence instead."""
+    from crowdlab.classroom.store import Item
+
+    items = [Item("a", "What is it?", image=b"<svg xmlns='http://www.w3.org/2000/svg'/>"), Item("b", "B")]
+    session, _ = get_store().create_session(items, ["yes", "no"], per_student=2)
+    phone = _student(session.join_code, "Quiet Otter")
+    click(phone, "student.join")
+    for _ in range(2):
+        if any(s.value == "What is it?" for s in phone.subheader):
+            assert any("picture cannot be shown" in c.value for c in phone.caption)
+        click(phone, "student.answer.0")
+    assert any("All done" in s.value for s in phone.success)
+
+
+def test_on_the_network_starting_a_class_needs_the_secret_and_joining_does_not(monkeypatch):
+    monkeypatch.setattr(cp, "listens_beyond_this_machine", lambda: True)
+    monkeypatch.delenv(cp.SECRET_ENV, raising=False)
+    at = goto(ok(AppTest.from_file(HOME, default_timeout=30).run()), "pages/11_Class.py")
+    assert "class.start" not in {b.key for b in at.button} and "class.resume" in {b.key for b in at.button}
+    assert any(cp.SECRET_ENV in w.value for w in at.warning)
+    monkeypatch.setenv(cp.SECRET_ENV, "correct horse")
+    ok(at.run())
+    at.text_input(key=cp.W + "secret").set_value("wrong horse")
+    at.button(key="class.start").click().run()
+    assert "The class secret is wrong" in " ".join(_errors(at)) and cp.SID not in at.session_state
+    assert get_store()._read("SELECT COUNT(*) FROM sessions")[0][0] == 0
+    at.text_input(key=cp.W + "secret").set_value("correct horse")
+    click(at, "class.start")
+    code = _session(at).join_code
+    guesser = goto(ok(AppTest.from_file(HOME, default_timeout=30).run()), "pages/11_Class.py")
+    for _ in range(get_store().limits.join_failures_per_client):  # wrong secrets: limited per address
+        guesser.text_input(key=cp.W + "secret").set_value("a guess")
+        guesser.button(key="class.start").click().run()
+    guesser.text_input(key=cp.W + "secret").set_value("correct horse")
+    guesser.button(key="class.start").click().run()
+    assert "Too many wrong class secrets" in " ".join(_errors(guesser)) and cp.SID not in guesser.session_state
+    phone = _student(code, "Quiet Otter")  # students need no secret
+    click(phone, "student.join")
+    assert get_store().counts(at.session_state[cp.SID], at.session_state[cp.KEY])["students"] == 1
+
+
+def test_listening_beyond_this_machine_is_read_from_the_server_address(monkeypatch):
+    from streamlit import config
+
+    for address, beyond in (("127.0.0.1", False), ("localhost", False), ("::1", False), ("0.0.0.0", True),
+                            ("", True), ("192.168.1.20", True)):  # fmt: skip
+        monkeypatch.setattr(config, "get_option", lambda name, a=address: a if name == "server.address" else None)
+        monkeypatch.setattr(cp.st, "get_option", config.get_option)
+        assert cp.listens_beyond_this_machine() is beyond, address
+
+
+@pytest.mark.parametrize("page", ["lecturer", "student"])
+@pytest.mark.parametrize(
+    "url",
+    ["postgresql://127.0.0.1:1/db?password=SECRETPW", "postgresql://u:SECRETPW@[bad/db", "mysql://u:SECRETPW@h/db"],
+)
+def test_a_class_database_url_never_shows_its_password(page, url, monkeypatch):
+    """Issue 42 and 39: the pages name the database by host and name (or refuse a URL the store cannot serve), never
+    with the password, and offer no form."""
+    pytest.importorskip("psycopg")
+    monkeypatch.setattr(cs, "RETRY_WAITS", (0.0,))
+    monkeypatch.setenv("CROWDLAB_CLASS_DB", url)
+    if page == "lecturer":
+        at = AppTest.from_file(HOME, default_timeout=30).run()
+        at.switch_page("pages/11_Class.py").run()
+    else:
+        at = AppTest.from_file(JOIN, default_timeout=30).run()
+    assert not at.exception
+    said = " ".join(_errors(at)).replace("\\", "")  # the message is escaped for Markdown
+    assert "Set CROWDLAB" in said and "SECRETPW" not in said, said
+    if "127.0.0.1" in url:
+        assert "on 127.0.0.1" in said and "db" in said
+    assert "class.start" not in {b.key for b in at.button}
+
+
+def test_the_export_has_a_student_id_unique_names_and_iso_times():
+    lec = _lecturer(n_items=2, per_student=2)
+    for _ in range(2):  # two students who keep the same offered name
+        phone = _student(_session(lec).join_code, "Quiet Otter")
+        click(phone, "student.join")
+        click(phone, "student.answer.0")
+    ok(lec.run())
+    assert any(b.proto.label.startswith("Download the session") for b in lec.get("download_button"))
+    frame = cp.export_frame(get_store().votes(lec.session_state[cp.SID], lec.session_state[cp.KEY]))
+    assert list(frame.columns) == cp.EXPORT_COLUMNS and frame["student_id"].nunique() == 2
+    assert sorted(frame["pseudonym"]) == ["Quiet Otter", "Quiet Otter 2"]
+    assert all(re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\+00:00", t) for t in frame["voted"])

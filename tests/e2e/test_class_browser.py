@@ -8,6 +8,7 @@ The app runs with its own data folder (a temporary one), so the test reads the s
 from __future__ import annotations
 
 import re
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -58,8 +59,18 @@ def _start(page, url: str) -> tuple[str, str]:
     page.get_by_role("button", name="Start the class session").click()
     page.get_by_text("Join code:").first.wait_for()
     code = re.search(r"Join code: ([A-Z0-9]{6})", page.locator('[data-testid="stMain"]').inner_text()).group(1)
-    key = page.locator('[data-testid="stCode"] code').first.inner_text().strip()
+    with page.expect_download() as got:  # the key is a file, never text on the projected page
+        page.get_by_role("button", name="Download the lecturer key", exact=True).click()
+    key = re.search(r"lecturer key: (\S+)", Path(got.value.path()).read_text()).group(1)
     return code, key
+
+
+def _projected_text(page) -> str:
+    """Everything the page shows as text, what a projector shows (its text, and what its fields hold)."""
+    return page.evaluate(
+        """() => document.body.innerText + '\\n' +
+            Array.from(document.querySelectorAll('input, textarea')).map(e => e.value).join('\\n')"""
+    )
 
 
 def _layout_fits_a_phone(page, answers=()) -> None:
@@ -106,6 +117,23 @@ def test_a_phone_joins_labels_every_item_and_sees_the_reveal(class_server, page,
     assert "Your secret role was" in text and "95% interval" in text and "Class: Majority vote" in text, text
     _layout_fits_a_phone(phone)
     assert_no_exception(phone)
+    assert_no_exception(page)
+
+
+def test_the_lecturer_key_is_never_projected_and_a_reload_keeps_the_lecturer(class_server, page):
+    url, _ = class_server
+    code, key = _start(page, url)
+    _wait_metric(page, "Votes counted", "0")
+    wait_idle(page)
+    shown = _projected_text(page)
+    assert code in shown and key not in shown
+    page.reload()  # the Class page comes back to the session, not to the setup form, without the key typed
+    page.get_by_text("Join code:").first.wait_for()
+    _wait_metric(page, "Votes counted", "0")
+    wait_idle(page)
+    assert f"Join code: {code}" in page.locator('[data-testid="stMain"]').inner_text()
+    assert key not in _projected_text(page)
+    assert page.get_by_role("button", name="Start the class session").count() == 0
     assert_no_exception(page)
 
 

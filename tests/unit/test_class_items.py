@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import base64
 import io
 import random
 import re
@@ -15,7 +16,9 @@ from crowdlab.classroom import items as ci
 from crowdlab.classroom.store import ClassStore, Limits
 from crowdlab.errors import DataError
 
-PNG = b"\x89PNG\r\n\x1a\n" + b"\0" * 40
+PNG = base64.b64decode(  # a real 8 x 8 PNG: uploads are decoded and checked (tests/unit/test_class_images.py)
+    "iVBORw0KGgoAAAANSUhEUgAAAAgAAAAICAIAAABLbSncAAAAFUlEQVR4nGPcv38/AzbAhFV00EoAAMJFAk3KJSh2AAAAAElFTkSuQmCC"
+)
 
 
 def _count(svg: str, colour: str) -> int:
@@ -85,7 +88,8 @@ def test_read_item_set_with_images():
     csv = b"item_id,prompt,truth,image\na,<b>Is this a cat?</b> $x$,yes,pics/a.png\nb,**Dog?**,no,\nc,Bird?,,\n"
     items = ci.read_item_set(csv, ["yes", "no"], _zip({"pics/a.png": PNG}))
     assert [(i.item_id, i.truth) for i in items] == [("a", "yes"), ("b", "no"), ("c", None)]
-    assert items[0].prompt == "<b>Is this a cat?</b> $x$" and items[0].image == PNG and items[1].image is None
+    assert items[0].prompt == "<b>Is this a cat?</b> $x$" and items[1].image is None
+    assert items[0].image.startswith(b"\x89PNG") and ci.small_image(items[0].image, "a.png", "z") == items[0].image
 
 
 @pytest.mark.parametrize(

@@ -5,6 +5,7 @@ votes, resuming by token, two sessions side by side, expiry, migration, and 200 
 from __future__ import annotations
 
 import os
+import re
 import sqlite3
 import threading
 import time
@@ -109,22 +110,55 @@ def test_wrong_and_expired_code(store):
     assert store.counts(session.id, key)["students"] == 0
 
 
-def test_join_attempts_are_rate_limited(url):
-    store = ClassStore(url, limits=Limits(join_failures_per_client=3, join_failures_total=5))
+def test_join_attempts_are_rate_limited_by_address(url):
+    store = ClassStore(url, limits=Limits(join_failures_per_client=3))
     session, _ = _session(store)
     for _ in range(3):
         with pytest.raises(ClassError, match="No class session"):
-            store.join("AAAAAA", "A", client="phone-1")
-    # the right code is refused too for this client now: guessing cannot go on
+            store.join("AAAAAA", "A", client="10.0.0.1")
+    # the right code is refused too for this address now: its guessing cannot go on
     with pytest.raises(ClassError, match="Too many wrong codes"):
-        store.join(session.join_code, "A", client="phone-1")
-    store.join(session.join_code, "B", client="phone-2")  # another client still joins
-    for _ in range(2):
-        with pytest.raises(ClassError, match="No class session"):
-            store.join("AAAAAA", "C", client="phone-3")
-    with pytest.raises(ClassError, match="Too many wrong codes"):  # all clients together: 5 failures
-        store.join(session.join_code, "D", client="phone-4")
+        store.join(session.join_code, "A", client="10.0.0.1")
+    with pytest.raises(ClassError, match="Too many wrong codes"):
+        store.join("BBBBBB", "A", client="10.0.0.1")
+    store.join(session.join_code, "B", client="10.0.0.2")  # another address still joins
     store.close()
+
+
+def test_sixty_guesses_from_one_address_are_not_all_evaluated(url):
+    """The limit keys on the address (a reload or a new browser session gets no fresh allowance): of 60 guesses from
+    one address, 20 (the default limit) are looked up."""
+    store = ClassStore(url)
+    said = []
+    for k in range(60):
+        with pytest.raises(ClassError) as exc:
+            store.join("AAAAA" + cs.CODE_ALPHABET[k % 31], "A", client="203.0.113.9")
+        said.append(str(exc.value))
+    looked = sum("No class session" in m for m in said)
+    assert looked == store.limits.join_failures_per_client == 20
+    assert all("Too many wrong codes" in m for m in said[20:])
+    store.close()
+
+
+def test_wrong_codes_from_many_addresses_never_block_a_right_code(url):
+    """300 wrong codes (from 300 addresses, or 300 from one) do not lock anyone else out, the right code included."""
+    store = ClassStore(url)
+    session, key = _session(store)
+    for k in range(300):
+        with pytest.raises(ClassError):
+            store.join("AAAAAA", "A", client=f"attacker-{k % 30}")
+    for k in range(5):
+        store.join(session.join_code, f"Student {k}", client=f"192.168.1.{k}")
+    store.join(session.join_code, "Student Local", client="local")
+    assert store.counts(session.id, key)["students"] == 6
+    store.close()
+
+
+def test_a_code_of_other_symbols_is_wrong_without_a_query(store):
+    session, _ = _session(store)
+    for bad in ("AB\x00CDE", "A" * 5000, "ÄÖÜÄÖÜ", session.join_code + "\x00"):
+        with pytest.raises(ClassError, match="No class session"):
+            store.join(bad, "A", client="x")
 
 
 @pytest.mark.parametrize("token", [None, "", "forged-token", "x" * 200])
@@ -375,8 +409,176 @@ def test_get_store_deletes_expired_sessions_while_the_app_runs(tmp_path, monkeyp
     session, _ = store.create_session(_items(), CHOICES, session_ttl=0.01)
     time.sleep(0.05)
     assert cs.get_store(str(tmp_path / "class.db")) is store
-    store.session(session.id)  # not yet: the last purge was moments ago
-    monkeypatch.setattr(store, "purged", time.time() - cs.PURGE_EVERY - 1)
-    cs.get_store(str(tmp_path / "class.db"))
+    rows = "SELECT COUNT(*) FROM sessions WHERE id = ?"
+    assert store._read(rows, (session.id,))[0][0] == 1  # not yet: the last purge was moments ago (and unreadable)
     with pytest.raises(ClassError, match="no longer exists"):
         store.session(session.id)
+    monkeypatch.setattr(store, "purged", time.time() - cs.PURGE_EVERY - 1)
+    cs.get_store(str(tmp_path / "class.db"))
+    assert store._read(rows, (session.id,))[0][0] == 0
+
+
+def test_sessions_per_address_are_capped(url):
+    store = ClassStore(url, limits=Limits(sessions_per_client=3))
+    for _ in range(3):
+        _session(store, client="203.0.113.5")
+    with pytest.raises(ClassError, match="has started 3 class sessions in the last 1 hour"):
+        _session(store, client="203.0.113.5")
+    _session(store, client="203.0.113.6")  # another address
+    _session(store)  # trusted code (no address): not capped
+    assert store._read("SELECT COUNT(*) FROM sessions")[0][0] == 5
+    store.close()
+
+
+def test_students_per_session_and_joins_per_address_are_capped(url):
+    store = ClassStore(url, limits=Limits(students_per_session=5, joins_per_client=3))
+    session, key = _session(store)
+    for k in range(3):
+        store.join(session.join_code, f"Student {k}", client="10.1.1.1")
+    with pytest.raises(ClassError, match="3 students have already joined this class from this network address"):
+        store.join(session.join_code, "Student 3", client="10.1.1.1")
+    store.join(session.join_code, "Student 4", client="10.1.1.2")
+    store.join(session.join_code, "Student 5")
+    with pytest.raises(ClassError, match="This class is full: it has 5 students"):
+        store.join(session.join_code, "Student 6", client="10.1.1.3")
+    assert store.counts(session.id, key)["students"] == 5
+    other, _ = _session(store)  # the cap is per session
+    store.join(other.join_code, "Student 7", client="10.1.1.1")
+    store.close()
+
+
+def test_the_same_browser_joining_twice_is_one_voter(store):
+    session, key = _session(store)
+    first, token1 = store.join(session.join_code, "Quiet Otter", client="local", browser="browser-1")
+    store.vote(token1, first.assigned[0], "yes")
+    again, token2 = store.join(session.join_code, "Loud Heron", client="local", browser="browser-1")
+    assert again.id == first.id and again.assigned == first.assigned and again.pseudonym == "Quiet Otter"
+    assert store.student(token2).voted == {first.assigned[0]: "yes"}
+    with pytest.raises(ClassError, match="not valid"):  # the first tab's token gave way to the new one
+        store.student(token1)
+    other, _ = store.join(session.join_code, "Other Owl", client="local", browser="browser-2")
+    assert other.id != first.id
+    assert store.counts(session.id, key)["students"] == 2
+    again_elsewhere, _ = _session(store)  # the same browser in another session is a new student there
+    assert store.join(again_elsewhere.join_code, "Quiet Otter", browser="browser-1")[0].id != first.id
+
+
+@pytest.mark.parametrize(
+    ("items", "choices", "said"),
+    [
+        ([Item("x" * 200_000, "p")], ("yes", "no"), "The item id 'xxx"),
+        ([Item("a\x00b", "p")], ("yes", "no"), "control characters"),
+        ([Item("a", "p")], ("yes", "n" * 1000), "longer than 40 characters"),
+        ([Item("a", "p")], tuple(f"a{k}" for k in range(5000)), "5000 answers to choose from; a phone shows at most 8"),
+        ([Item("a", "p" * 501)], ("yes", "no"), "longer than 500 characters"),
+        ([Item(f"i{k}", "p") for k in range(501)], ("yes", "no"), "at most 500"),
+        ([Item("a", "p")], ("yes", " "), "blank"),
+    ],
+)
+def test_item_ids_answers_and_prompts_are_bounded(store, items, choices, said):
+    with pytest.raises(ClassError, match=re.escape(said)):
+        store.create_session(items, choices)
+    assert store._read("SELECT COUNT(*) FROM sessions")[0][0] == 0
+
+
+def test_a_nul_byte_in_a_title_code_prompt_or_name_is_no_database_error(store):
+    """PostgreSQL refuses NUL in text (psycopg.DataError): titles and prompts lose control characters, a code with
+    one is simply wrong, and any other text holding one is a ClassError with a sentence."""
+    session, key = store.create_session([Item("a", "Is\x00 it?"), Item("b", "B")], CHOICES, title="Mon\x00day")
+    assert store.session(session.id).title == "Mon day"
+    assert store.items(session.id)[0].prompt == "Is it?"
+    with pytest.raises(ClassError, match="No class session"):
+        store.join(session.join_code[:3] + "\x00" + session.join_code[3:], "A")
+    with pytest.raises(ClassError, match="No class session"):
+        store.lecturer_session(session.join_code + "\x00", key)
+    with pytest.raises(ClassError, match="NUL"):
+        store.check_key(session.id + "\x00", key)
+    with pytest.raises(ClassError):
+        store.join(session.join_code, "Quiet\x00Otter")
+    st, token = store.join(session.join_code, "Quiet Otter")
+    with pytest.raises(ClassError):
+        store.vote(token, st.assigned[0] + "\x00", "yes")
+    with pytest.raises(ClassError):
+        store.vote(token + "\x00", st.assigned[0], "yes")
+    with pytest.raises(ClassError):
+        store.rename(token, "New\x00Name")
+
+
+def _on_disk(db) -> bytes:
+    """Every byte of a SQLite database: the file, its write-ahead log and shared memory index."""
+    return b"".join(p.read_bytes() for p in (db, db.with_name(db.name + "-wal"), db.with_name(db.name + "-shm"))
+                    if p.exists())  # fmt: skip
+
+
+def test_a_deleted_session_leaves_nothing_readable_on_disk(tmp_path):
+    """After Delete, names, prompts and titles are not in the SQLite file nor in its WAL (secure_delete zeroes the
+    freed cells; a checkpoint empties the WAL that still held the old pages)."""
+    db = tmp_path / "class.db"
+    store = ClassStore(str(db))
+    keep, _ = store.create_session([Item("k", "Keep this prompt")], CHOICES, title="Kept Class")
+    items = [Item(f"s{k}", f"Zanzibar prompt {k}") for k in range(3)]
+    session, key = store.create_session(items, CHOICES, title="Quetzalcoatl Seminar", per_student=3)
+    st, token = store.join(session.join_code, "Xylophone Walrus")
+    store.vote(token, st.assigned[0], "yes")
+    store.students(session.id, key)  # a second pooled connection or two, as on a live server
+    assert b"Xylophone Walrus" in _on_disk(db) and b"Quetzalcoatl" in _on_disk(db)
+    store.delete_session(session.id, key)
+    disk = _on_disk(db)
+    for secret in (b"Xylophone Walrus", b"Zanzibar prompt", b"Quetzalcoatl Seminar", session.join_code.encode()):
+        assert secret not in disk, secret
+    assert b"Kept Class" in disk and store.session(keep.id).title == "Kept Class"
+    # ... and so does an expired one, once purged
+    old, _ = store.create_session([Item("o", "Obsidian prompt")], CHOICES, title="Obsidian Class", session_ttl=60)
+    store.purge_expired(now=time.time() + 120)
+    assert b"Obsidian" not in _on_disk(db)
+    store.close()
+
+
+def test_an_expired_session_is_not_readable_before_any_purge(store):
+    session, key = _session(store, session_ttl=0.5)
+    st, token = store.join(session.join_code, "Quiet Otter")
+    time.sleep(0.6)
+    reads = (
+        lambda: store.session(session.id),
+        lambda: store.check_key(session.id, key),
+        lambda: store.item(session.id, "i0"),
+        lambda: store.student(token),
+        lambda: store.votes(session.id, key),
+        lambda: store.lecturer_session(session.join_code, key),
+    )
+    for read in reads:
+        with pytest.raises(ClassError, match="no longer exists|not valid"):
+            read()
+    assert store.items(session.id) == []
+    assert store._read("SELECT COUNT(*) FROM sessions")[0][0] == 1  # not purged yet, and still unreadable
+
+
+def test_the_process_store_purges_expired_sessions_by_itself(tmp_path, monkeypatch):
+    monkeypatch.setattr(cs, "PURGE_EVERY", 0.2)
+    monkeypatch.setattr(cs, "_STORES", {})
+    url = str(tmp_path / "class.db")
+    store = cs.get_store(url)
+    store.create_session(_items(), CHOICES, session_ttl=0.3)
+    deadline = time.time() + 10
+    while store._read("SELECT COUNT(*) FROM sessions")[0][0] and time.time() < deadline:
+        time.sleep(0.1)  # nobody uses the app: the background thread deletes it
+    assert store._read("SELECT COUNT(*) FROM sessions")[0][0] == 0
+
+
+def test_names_are_unique_in_a_session(store):
+    session, key = _session(store)
+    got = [store.join(session.join_code, "Quiet Otter")[0].pseudonym for _ in range(20)]
+    assert got[:3] == ["Quiet Otter", "Quiet Otter 2", "Quiet Otter 3"] and len(set(got)) == 20
+    assert store.join(session.join_code, "quiet otter")[0].pseudonym == "quiet otter 21"  # case does not tell apart
+    long = "A" * cs.MAX_PSEUDONYM
+    assert store.join(session.join_code, long)[0].pseudonym == long
+    assert store.join(session.join_code, long)[0].pseudonym == "A" * (cs.MAX_PSEUDONYM - 2) + " 2"
+    st, token = store.join(session.join_code, "Loud Heron")
+    with pytest.raises(ClassError, match="already called QUIET OTTER"):
+        store.rename(token, "QUIET OTTER")
+    assert store.rename(token, "Loud Heron").pseudonym == "Loud Heron"  # its own name is not taken
+    assert store.rename(token, "Calm Crane").pseudonym == "Calm Crane"
+    other, _ = _session(store)  # another session has its own names
+    assert store.join(other.join_code, "Quiet Otter")[0].pseudonym == "Quiet Otter"
+    names = [s.pseudonym.casefold() for s in store.students(session.id, key)]
+    assert len(names) == len(set(names))

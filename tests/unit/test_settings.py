@@ -191,6 +191,7 @@ SETTINGS_TESTED_HERE = {env(n) for n in NAMES} | {
     "CROWDLAB_CLASS_DB",
     "CROWDLAB_FILES_DIR",
     "CROWDLAB_MOTION_MS",
+    "CROWDLAB_CLASS_SECRET",  # tests/app/test_class_pages.py: starting a class on the network needs it
 }
 
 
@@ -258,6 +259,51 @@ def test_a_class_database_that_cannot_be_opened_names_its_setting(variable, valu
     with pytest.raises(DataError, match="cannot be opened") as exc:
         ClassStore()
     assert says in str(exc.value) and "secret" not in str(exc.value)
+
+
+@pytest.mark.parametrize(
+    ("value", "says"),
+    [
+        (":memory:", "an in-memory database would be a different empty database for every connection"),
+        ("file:class?mode=memory&cache=shared", "in-memory"),
+        ("sqlite:///x.db", "neither a file path nor a postgresql:// URL"),
+        ("mysql://root:SECRETPW@db.example.org/class", "neither a file path nor a postgresql:// URL"),
+    ],
+)
+def test_a_class_database_the_store_cannot_serve_is_refused(value, says, tmp_path, monkeypatch):
+    """:memory: (each pooled connection its own empty database) and other schemes' URLs (they became folders named
+    "sqlite:" or "mysql:") are refused with a sentence naming the setting; nothing is created."""
+    from crowdlab.classroom.store import ClassStore
+
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("CROWDLAB_CLASS_DB", value)
+    with pytest.raises(DataError, match="cannot be used") as exc:
+        ClassStore()
+    assert says in str(exc.value) and "Set CROWDLAB_CLASS_DB" in str(exc.value)
+    assert "SECRETPW" not in str(exc.value) and list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.parametrize(
+    ("value", "shown"),
+    [
+        ("postgresql://127.0.0.1:1/db?password=SECRETPW", "PostgreSQL database 'db' on 127.0.0.1"),
+        ("postgresql://u:SECRETPW@[bad/db", "its postgresql:// URL cannot be read"),
+        ("postgresql://someone:SECRETPW@127.0.0.1:1/classes", "PostgreSQL database 'classes' on 127.0.0.1"),
+    ],
+)
+def test_a_class_database_url_with_a_password_shows_host_and_name_only(value, shown, monkeypatch, caplog):
+    """Issue 42: the message every visitor reads names the host and the database, never the password; the full error
+    goes to the log."""
+    pytest.importorskip("psycopg")
+    from crowdlab.classroom import store as cs
+
+    monkeypatch.setattr(cs, "RETRY_WAITS", (0.0,))
+    monkeypatch.setenv("CROWDLAB_CLASS_DB", value)
+    with pytest.raises(DataError, match="cannot be opened") as exc:
+        cs.ClassStore()
+    said = str(exc.value)
+    assert shown in said and "SECRETPW" not in said and "someone" not in said and "Set CROWDLAB_CLASS_DB" in said
+    assert any("cannot be opened" in r.getMessage() for r in caplog.records)
 
 
 @settings(max_examples=60, deadline=2000, derandomize=True)

@@ -895,9 +895,7 @@ class ClassStore:
     ) -> tuple[Student, str]:
         """A new student in the session with ``join_code``; returns the student and their token (kept by their
         browser; only its hash is stored). ``deal(counts, shares)`` picks the secret role from the roles dealt so
-        far (honest when not given); a ``deal`` that takes an ``rng`` keyword gets the store's random source. Wrong
-        codes count against ``client`` and against everyone together."""
-        far (honest when not given).
+        far (honest when not given); a ``deal`` that takes an ``rng`` keyword gets the store's random source.
 
         ``client`` is the network address the attempt comes from: wrong codes count against it alone, and past
         :attr:`Limits.join_failures_per_client` of them in a window it is refused, right code included (it is the

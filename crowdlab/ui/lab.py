@@ -530,6 +530,19 @@ COMPACT_BUTTONS_CSS = (
     "{ padding-left: 0.4rem; padding-right: 0.4rem; }"
     '[data-testid="stMainBlockContainer"] { padding-top: 3rem; }</style>'
 )
+# Normal mode's Step page puts the curves beside the panels when its main column is wide (1280 px with the sidebar
+# open: the curve and the main picture on the first screen); where the column is narrower than BESIDE_MIN_PX (1024 px
+# with the sidebar open) the two stack again, as before, so that no tab, formula or matrix is cut. A container query:
+# the server cannot know the column's width, the browser does.
+BESIDE_KEY = "stepper_beside"
+BESIDE_MIN_PX = 760
+BESIDE_CSS = (
+    '<style>[data-testid="stMainBlockContainer"] { container-type: inline-size; }'
+    f"@container (max-width: {BESIDE_MIN_PX}px) {{"
+    f" .st-key-{BESIDE_KEY} > div > [data-testid='stHorizontalBlock'] {{ flex-direction: column; }}"
+    f" .st-key-{BESIDE_KEY} > div > [data-testid='stHorizontalBlock'] > [data-testid='stColumn']"
+    " { width: 100% !important; flex: 1 1 auto !important; } }</style>"
+)
 POSITION_KEY = "pos_block"  # the position's block (its CSS class ends in "pos_block")
 
 
@@ -859,7 +872,9 @@ def _body_drawn(slot: RunSlot, curves: Panel | None, panels: Panel | None) -> No
         violations(run)
         draw_curves = curves or (lambda r: default_curves(slot, r))
         if beside() and panels is not None:
-            left, right = st.columns([1, 2])
+            if not presenter.is_on():  # normal mode: side by side where the main column is wide enough
+                st.html(BESIDE_CSS)
+            left, right = st.container(key=BESIDE_KEY).columns([1, 2])
             with left:
                 draw_curves(run)
             with right:

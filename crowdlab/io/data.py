@@ -876,7 +876,7 @@ def _checked_scores(table: _Table, j: int, col: Column | None = None, *, what: s
             big_u[col.codes],
             j,
             f"{what} larger in size than {lim:g} (max_abs_value)",
-            "Rescale the scores (e.g. to 0..100), or raise the limit: " + limits_how("max_abs_value", table.where),
+            "Rescale the scores (e.g. to 0..100). " + limits_how("max_abs_value", table.where),
             show_values=True,
         )
     return nums_u[col.codes]

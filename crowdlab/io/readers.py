@@ -351,7 +351,7 @@ def _size_error(size: int, file: str) -> DataError:
     return DataError(
         f"the file is {size / 1e6:,.1f} MB, more than the {lim:g} MB crowdlab reads (max_file_mb).",
         file=file,
-        hint="Split it, or " + how_to_raise("max_file_mb").lower(),
+        hint="Split it. " + how_to_raise("max_file_mb"),
     )
 
 

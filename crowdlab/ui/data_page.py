@@ -411,7 +411,7 @@ def _on_tab() -> None:
     st.session_state[TAB_VALUE] = st.session_state.get(TAB)
 
 
-def data_page(data: Annotations) -> None:
+def data_page(data: Annotations | None) -> None:
     """Tabs to change the dataset, then a preview and pictures of the working dataset."""
     upload, crowd, scores, bundled = st.tabs(
         TABS, key=TAB, default=st.session_state.get(TAB_VALUE) or TABS[0], on_change=_on_tab
@@ -425,6 +425,8 @@ def data_page(data: Annotations) -> None:
     with bundled:
         sample_picker()
     data = state.get_data()
+    if data is None:  # the bundled sample is over a limit the app was started with (the frame said which)
+        return
     st.divider()
     dataset_summary(data)
     preview(data)
@@ -479,7 +481,9 @@ def upload_tab() -> None:
     if error:
         st.error(safe.md(error), icon=":material/error:")
         column_picker()
-        st.caption(f"The working dataset is unchanged: {safe.md(state.get_data().name or state.get_data_id())}.")
+        current = state.get_data()
+        if current is not None:
+            st.caption(f"The working dataset is unchanged: {safe.md(current.name or state.get_data_id())}.")
     elif st.session_state.get(UPLOAD_OK):
         st.success(safe.md(st.session_state[UPLOAD_OK]))
     # past a limit (or the upload box's size) the streaming engine fits the file from disk instead

@@ -25,6 +25,11 @@ spreadsheet. Each function below escapes for one target; every page, figure buil
                    ``=``, ``+``, ``-``, ``@``, tab or CR) gets the usual leading apostrophe; numbers, and strings
                    that are plain numbers such as ``-3.5``, stay as they are (OWASP's CSV-injection advice).
 ``csv_frame(df)``  :func:`csv_cell` over every text cell, column name and index label of a DataFrame (a copy).
+``withhold(s)``    a reader's message about a file *on the server* with the file's content taken out: every span
+                   the readers quote (``'...'`` or ``"..."``, as ``repr`` writes one; a column name, a cell, the
+                   first row) and Arrow's own words become ``'…'``, the file's name and crowdlab's own quoted
+                   words stay. What is wrong, the row and the column's place remain (issue 42: a path refusal
+                   quoted ``password=hunter2`` from a notes file).
 =================  =============================================================================================
 
 :func:`shorten` cuts a long name for a narrow place (a tick label, a formula) with an ellipsis; escape after
@@ -38,7 +43,18 @@ import re
 from collections.abc import Iterable
 from typing import Any
 
-__all__ = ["md", "tex", "html", "html_all", "plain", "csv_cell", "csv_frame", "shorten", "FORMULA_START"]
+__all__ = [
+    "md",
+    "tex",
+    "html",
+    "html_all",
+    "plain",
+    "csv_cell",
+    "csv_frame",
+    "withhold",
+    "shorten",
+    "FORMULA_START",
+]
 
 _MD_SPECIAL = re.compile(r"([\\`*_{}\[\]()<>#+\-.!|~$:=&\"'^%@;/,?])")
 _CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f\u200b-\u200f\u2028-\u202e\u2060-\u2064\ufeff]")
@@ -131,3 +147,24 @@ def csv_frame(df):
     if out.index.dtype == object or str(out.index.dtype) in ("string", "str"):
         out.index = [csv_cell(i) for i in out.index]
     return out
+
+
+# a span a message quotes as repr writes it ('...' or "...", escapes inside), not an apostrophe inside a word
+_QUOTED = re.compile(r"""(?<![\w'"])('(?:[^'\\]|\\.)*'|"(?:[^"\\]|\\.)*")(?![\w'"])""")
+# Arrow's own words in brackets (crowdlab.io.parquet), one level of brackets inside
+_ARROW = re.compile(r"\(Arrow: [^()]*(?:\([^()]*\)[^()]*)*\)")
+WITHHELD = "'…'"
+# crowdlab's own quoted words in the readers' hints (not the file's): they stay
+OWN_WORDS = frozenset({"CSV UTF-8", "Unicode (UTF-8)", "Format", "labels.csv", "wide", "long", ""})
+
+
+def withhold(message: Any, keep: Iterable[str] = ()) -> str:
+    """``message`` without the content of the file it is about (see the module docstring): every quoted span but
+    those in ``keep`` (the file's name, its path) and crowdlab's own words becomes ``'…'``, Arrow's words too."""
+    kept = set(keep) | OWN_WORDS
+
+    def sub(m: re.Match) -> str:
+        inner = m.group(0)[1:-1]
+        return m.group(0) if inner in kept else WITHHELD
+
+    return _QUOTED.sub(sub, _ARROW.sub("(Arrow: …)", str(message)))

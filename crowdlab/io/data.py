@@ -1663,7 +1663,7 @@ def _ordinal(ann: Annotations) -> Annotations:
             hint="Give the ratings as numbers (e.g. 1-5 stars), or read the labels with kind='classes'.",
         )
     levels = [float(c) for c in ann.class_names]
-    if np.any(np.diff(levels) <= 0):
+    if any(b <= a for a, b in zip(levels, levels[1:])):  # compared, not subtracted: 1e308 - -1e308 overflows
         raise DataError("the ratings' levels are not in numeric order.")  # pragma: no cover - _encode sorts them
     note = (
         f"Read the labels as ordinal ratings: {len(levels)} levels from {ann.class_names[0]} to "

@@ -373,9 +373,10 @@ def _parquet_tables(path: Path, chunk_rows: int, file: str, where: str) -> Itera
     import pyarrow as pa
     import pyarrow.compute as pc
 
-    from crowdlab.io.parquet import as_text, iter_batches, open_parquet
+    from crowdlab.io.parquet import as_text, check_schema, iter_batches, open_parquet
 
     pf = open_parquet(path, file)  # an empty, truncated or corrupt file, a nested column: a DataError
+    check_schema(pf.schema_arrow, file)  # a column name twice: said as the in-memory reader and Dask say it
     header = tuple(str(n) for n in pf.schema_arrow.names)
     start = 0
     for batch in iter_batches(pf, chunk_rows, file):

@@ -212,6 +212,7 @@ def load_upload(
 
 
 _BOXES = {"file": UPLOAD_FILE, "gold": UPLOAD_GOLD}
+LABEL_TYPES = ["csv", "tsv", "txt", "parquet", "pq"]  # a label or gold file: CSV, or Parquet (read as the engines do)
 
 
 def kept_files() -> dict:
@@ -438,6 +439,7 @@ def upload_tab() -> None:
     st.markdown(
         "A **long** CSV has one label per row (`item,worker,label`; `task`, `annotator`, `answer` ... work too); "
         "a **wide** CSV has one row per item and one column per worker (blank = not labelled). "
+        "A Parquet file with the same columns works too. "
         "Gold is optional: a CSV `item,label`, or a `gold` column in the label file."
     )
     st.caption(
@@ -446,9 +448,7 @@ def upload_tab() -> None:
     )
     left, right = st.columns(2)
     for col, which, label in ((left, "file", "Label file"), (right, "gold", "Gold file (optional)")):
-        col.file_uploader(
-            label, type=["csv", "tsv", "txt"], key=_BOXES[which], on_change=_on_file_change, args=(which,)
-        )
+        col.file_uploader(label, type=LABEL_TYPES, key=_BOXES[which], on_change=_on_file_change, args=(which,))
     kept_notice()
     c1, c2, c4, c3 = st.columns([2, 2, 2, 1], vertical_alignment="bottom")
     c1.selectbox(

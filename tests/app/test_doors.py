@@ -173,3 +173,35 @@ def test_a_system_folder_beside_a_good_one_is_left_out_with_its_reason(tmp_path,
     monkeypatch.setenv(large_file.FILES_ENV, os.pathsep.join(["/", str(tmp_path)]))
     roots, why = large_file.roots()
     assert roots == [tmp_path.resolve()] and "left out: / is the root of the file system" in why
+
+
+# ---------------------------------------------------------------------------- §4: a Parquet upload
+def _upload_wrapper(folder: Path) -> Path:
+    wrapper = folder / "wrap.py"
+    wrapper.write_text(
+        "import runpy\nimport streamlit as st\nfrom crowdlab.ui import data_page\n"
+        "request = st.session_state.pop('test.upload', None)\n"
+        "if request is not None:\n"
+        "    data_page.load_upload(**request)\n"
+        f"runpy.run_path({DATA_PAGE!r}, run_name='__main__')\n"
+    )
+    return wrapper
+
+
+def test_a_parquet_upload_is_read_in_memory(tmp_path):
+    """Issue 42 §4: the app's upload refused a Parquet file that the streaming engine reads."""
+    import io
+
+    import pandas as pd
+
+    from crowdlab.io.samples import sample_paths
+    from crowdlab.ui import state
+
+    buf = io.BytesIO()
+    pd.read_csv(sample_paths("bluebirds")[0]).to_parquet(buf)
+    at = AppTest.from_file(str(_upload_wrapper(tmp_path)), default_timeout=60)
+    at.session_state["test.upload"] = dict(content=buf.getvalue(), name="birds.parquet")
+    at = at.run()
+    assert not at.exception and not at.error, [e.value for e in [*at.exception, *at.error]]
+    assert at.session_state[state.DATA].n_obs == 4212
+    assert at.session_state[state.DATA_ID].startswith("upload:")

@@ -130,3 +130,68 @@ def test_the_cli_output_files_quote_a_carriage_return(tmp_path):
         rows = _cr_reader_rows(text)
         assert all(not c.startswith("=") for r in rows for c in r), (name, rows[:3])
         assert any("w1\r=1+1" in c or "wk\r=2+2" in c for r in rows for c in r), (name, rows[:3])
+
+
+# ---------------------------------------------------------------------------- §4: Parquet in memory
+def _parquet_cases(folder):
+    import pandas as pd
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from crowdlab.io.samples import sample_paths
+
+    good = folder / "birds.parquet"
+    pd.read_csv(sample_paths("bluebirds")[0]).to_parquet(good)
+    raw = good.read_bytes()
+    (folder / "cut.parquet").write_bytes(raw[: len(raw) // 2])
+    pq.write_table(
+        pa.table({"item": ["1", "2"], "worker": [["a"], ["b"]], "label": ["x", "y"]}), folder / "nest.parquet"
+    )
+    dup = pa.table([pa.array(["1", "2"]), pa.array(["a", "b"]), pa.array(["x", "y"])], names=["item", "item", "label"])
+    pq.write_table(dup, folder / "dup.parquet")
+    latin = pa.table({"item": ["1", "2"], "worker": ["a", "b"], "label": pa.array([b"x", b"\xffy"], pa.binary())})
+    pq.write_table(latin, folder / "latin.parquet")
+    return good
+
+
+def test_read_annotations_reads_parquet_as_the_csv(tmp_path):
+    """Issue 42 §4: the in-memory reader (read_annotations, crowdlab fit FILE, the upload) reads Parquet too."""
+    import crowdlab as cl
+    from crowdlab.io.samples import sample_paths
+
+    good = _parquet_cases(tmp_path)
+    csv, pq = cl.read_annotations(sample_paths("bluebirds")[0]), cl.read_annotations(good)
+    assert (pq.n_items, pq.n_workers, pq.n_obs) == (csv.n_items, csv.n_workers, csv.n_obs) == (108, 39, 4212)
+    np.testing.assert_allclose(cl.fit(pq, "ds").posterior, cl.fit(csv, "ds").posterior, rtol=0, atol=1e-12)
+    upload = cl.read_annotations(good.read_bytes())  # an upload's bytes
+    assert upload.n_obs == 4212
+
+
+@pytest.mark.parametrize(
+    "name, words",
+    [
+        ("cut.parquet", "truncated or corrupt"),
+        ("nest.parquet", "nested values"),
+        ("dup.parquet", "more than one column is named 'item'"),
+        ("latin.parquet", "not UTF-8"),
+    ],
+)
+def test_a_bad_parquet_file_is_refused_in_memory_as_the_stream_refuses_it(tmp_path, name, words):
+    import crowdlab as cl
+    from crowdlab.engines.stream import fit_file
+    from crowdlab.errors import DataError
+
+    _parquet_cases(tmp_path)
+    with pytest.raises(DataError) as mem:
+        cl.read_annotations(tmp_path / name)
+    with pytest.raises(DataError) as streamed:
+        fit_file(tmp_path / name, "ds")
+    assert words in str(mem.value) and str(mem.value) == str(streamed.value)
+
+
+def test_crowdlab_fit_reads_parquet_without_stream(tmp_path):
+    from crowdlab.cli import main
+
+    good = _parquet_cases(tmp_path)
+    assert main(["fit", str(good), "--method", "ds", "--out", str(tmp_path / "out")]) == 0
+    assert (tmp_path / "out" / "labels.csv").read_text().count("\n") == 109

@@ -53,6 +53,12 @@ UPLOAD_ERROR = "data.upload.error"  # the reader's message for the last bad file
 UPLOAD_OK = "data.upload.ok"  # "Loaded 'x.csv': ..." after a good load (plain key)
 UPLOAD_KEPT = "data.upload.kept"  # {"file": (name, bytes) | None, "gold": (name, bytes) | None} (plain key)
 UPLOAD_ASK = "data.upload.ask"  # the file's column names when the reader asked which is which (plain key)
+# Load pressed with no file in the box: under load the press reaches the server before the chosen file does (3 of 10
+# sessions in a busy room), and the file loads by itself when it arrives (_on_file_change): say so (issue 42)
+NO_FILE_YET = (
+    "No label file has arrived yet. If you have just chosen one, it is still arriving and loads by itself as soon "
+    "as it is here (no need to press Load again); otherwise choose a label file (long or wide CSV, or Parquet) above."
+)
 PICK = {role: f"data.upload.pick.{role}" for role in ("item", "worker", "label")}  # the column picker's widgets
 PREVIEW = "data.preview"  # {"id": data id, "csv": bytes, "gold": bytes | None} (plain key)
 
@@ -231,7 +237,7 @@ def _chosen(which: str) -> tuple[str, bytes] | None:
 def _on_load() -> None:
     upload, gold = _chosen("file"), _chosen("gold")
     if upload is None:
-        st.session_state[UPLOAD_ERROR] = "Choose a label file first (long or wide CSV)."
+        st.session_state[UPLOAD_ERROR] = NO_FILE_YET
         st.session_state[UPLOAD_OK] = None
         return
     load_upload(

@@ -195,3 +195,65 @@ def test_crowdlab_fit_reads_parquet_without_stream(tmp_path):
     good = _parquet_cases(tmp_path)
     assert main(["fit", str(good), "--method", "ds", "--out", str(tmp_path / "out")]) == 0
     assert (tmp_path / "out" / "labels.csv").read_text().count("\n") == 109
+
+
+# ---------------------------------------------------------------------------- §7: small doors
+@pytest.mark.parametrize("spelled", ["inf", "-inf", "Infinity", "+INF"])
+def test_an_infinite_label_among_numbers_is_refused_in_memory_and_by_the_stream(tmp_path, spelled):
+    """Issue 42 §7: a label `inf` was read as one more class."""
+    import crowdlab as cl
+    from crowdlab.engines.stream import fit_file
+    from crowdlab.errors import DataError
+
+    f = tmp_path / "inf.csv"
+    f.write_text(f"item,worker,label\n1,a,0\n1,b,{spelled}\n2,a,1\n2,b,1\n3,a,0\n3,b,0\n")
+    with pytest.raises(DataError, match=r"row 3, column 'label': 1 row has an infinite number as a label"):
+        cl.read_annotations(f)
+    with pytest.raises(DataError, match="infinite number"):
+        fit_file(f, "ds")
+    words = tmp_path / "words.csv"  # among words, inf is a word
+    words.write_text("item,worker,label\n1,a,cat\n1,b,inf\n2,a,dog\n2,b,cat\n")
+    assert list(cl.read_annotations(words).class_names) == ["cat", "dog", "inf"]
+
+
+@pytest.fixture
+def birds(tmp_path):
+    import shutil
+
+    from crowdlab.io.samples import sample_paths
+
+    path = tmp_path / "birds.csv"
+    shutil.copy(sample_paths("bluebirds")[0], path)
+    return path
+
+
+@pytest.mark.parametrize("stream", [False, True])
+@pytest.mark.parametrize(
+    "text, words",
+    [
+        ("item,label\n", "gives no item a class"),
+        ("item,label\n11573,\n", "gives no item a class"),
+        ("item\n1\n", "a known-labels file needs item and label columns"),
+        ("item,worker,label\n11573,3,1\n", "not a known-labels file"),
+    ],
+)
+def test_known_files_are_refused_in_their_own_words(birds, tmp_path, capsys, stream, text, words):
+    """Issue 42 §7: --known errors said 'gold file'; a header-only --known file was accepted silently."""
+    from crowdlab.cli import main
+
+    known = tmp_path / "known.csv"
+    known.write_text(text)
+    args = ["fit", str(birds), "--method", "ds", "--known", str(known), "--out", str(tmp_path / "out")]
+    assert main(args + (["--stream"] if stream else [])) != 0
+    err = capsys.readouterr().err
+    assert words in err and "gold" not in err.lower(), err
+
+
+def test_a_known_item_without_labels_is_said_of_the_known_labels_file(birds, tmp_path, capsys):
+    from crowdlab.cli import main
+
+    known = tmp_path / "known.csv"
+    known.write_text("item,label\nnosuch,1\n")
+    assert main(["fit", str(birds), "--known", str(known), "--out", str(tmp_path / "out")]) != 0
+    err = capsys.readouterr().err
+    assert "in the known-labels file has no labels" in err and "gold" not in err.lower(), err

@@ -19,6 +19,17 @@ PAGES = ["app.py"] + sorted(
 )
 
 
+@pytest.fixture
+def no_cache():
+    """Empty Streamlit's data caches (shared by every AppTest of this process): a sample loaded by an earlier test
+    under the default limits would otherwise come from the cache, past the limit a test sets."""
+    import streamlit as st
+
+    st.cache_data.clear()
+    yield
+    st.cache_data.clear()
+
+
 def _text(at: AppTest) -> list[str]:
     """Every message a visitor reads on the page, markdown escapes removed."""
     kinds = ("error", "warning", "info", "success", "caption", "markdown", "exception", "toast", "text")
@@ -30,10 +41,15 @@ def _text(at: AppTest) -> list[str]:
 
 
 @pytest.mark.parametrize(
-    "setting, env", [({"max_workers": 1}, "CROWDLAB_MAX_WORKERS"), ({"max_file_mb": 1e-300}, "CROWDLAB_MAX_FILE_MB")]
+    "setting, env",
+    [
+        ({"max_workers": 1}, "CROWDLAB_MAX_WORKERS"),
+        ({"max_items": 1}, "CROWDLAB_MAX_ITEMS"),
+        ({"max_file_mb": 1e-300}, "CROWDLAB_MAX_FILE_MB"),
+    ],
 )
 @pytest.mark.parametrize("page", PAGES)
-def test_a_setting_that_refuses_the_sample_leaves_every_page_standing(page, setting, env):
+def test_a_setting_that_refuses_the_sample_leaves_every_page_standing(no_cache, page, setting, env):
     with limits.override(**setting):
         at = AppTest.from_file(str(ROOT / page), default_timeout=30).run()
     assert not at.exception, [e.value for e in at.exception]
@@ -42,7 +58,7 @@ def test_a_setting_that_refuses_the_sample_leaves_every_page_standing(page, sett
     assert any("bundled sample" in w and env in w and "Upload your own labels" in w for w in warned), warned
 
 
-def test_with_the_sample_refused_the_data_page_offers_the_upload():
+def test_with_the_sample_refused_the_data_page_offers_the_upload(no_cache):
     with limits.override(max_items=1):
         at = AppTest.from_file(str(ROOT / "pages" / "1_Data.py"), default_timeout=30).run()
         assert not at.exception, [e.value for e in at.exception]

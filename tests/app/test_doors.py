@@ -221,3 +221,22 @@ def test_a_parquet_upload_is_read_in_memory(tmp_path):
     assert not at.exception and not at.error, [e.value for e in [*at.exception, *at.error]]
     assert at.session_state[state.DATA].n_obs == 4212
     assert at.session_state[state.DATA_ID].startswith("upload:")
+
+
+def test_with_the_sample_refused_an_upload_becomes_the_dataset_and_the_step_page_works(no_cache, tmp_path):
+    """Issue 42 §2: the app starts without the sample and offers the upload; what is uploaded then drives the
+    pages that need a dataset."""
+    from crowdlab.ui import state
+
+    small = (ROOT / "tests" / "data" / "small_long.csv").read_bytes()
+    with limits.override(max_items=50):
+        at = AppTest.from_file(str(_upload_wrapper(tmp_path)), default_timeout=60).run()
+        assert not at.exception, [e.value for e in at.exception]
+        assert state.DATA not in at.session_state or at.session_state[state.DATA] is None  # no dataset yet
+        at.session_state["test.upload"] = dict(content=small, name="small.csv")
+        at.run()
+        assert not at.exception and not at.error, [e.value for e in [*at.exception, *at.error]]
+        assert at.session_state[state.DATA_ID].startswith("upload:")
+        at.switch_page(str(ROOT / "pages" / "2_Step_through_EM.py")).run()
+        assert not at.exception and not at.error, [e.value for e in [*at.exception, *at.error]]
+        assert not any("bundled sample" in w.value for w in at.warning)

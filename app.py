@@ -4,7 +4,7 @@ import streamlit as st
 
 from crowdlab.ui import dataset_summary, page_frame, sample_picker
 
-data = page_frame("crowdlab", icon=":material/science:")
+data = page_frame("crowdlab", icon=":material/science:", needs_data=False)
 
 st.markdown(
     "crowdlab is a laboratory for the **EM algorithm on crowd labels**: many people label the same items, "
@@ -15,7 +15,8 @@ st.markdown(
 )
 
 sample_picker()  # the full width: the longest dataset name is whole at 1024 px
-dataset_summary(data)
+if data is not None:  # None: the bundled sample is over a limit the app was started with (the frame says which)
+    dataset_summary(data)
 
 st.subheader("Where to go next")
 st.page_link("pages/0_Lessons.py", label="Lessons", icon=":material/school:")

@@ -33,7 +33,7 @@ from crowdlab.analysis.export import (
     write_csv,
 )
 from crowdlab.engines.init import INITS
-from crowdlab.errors import CrowdlabError
+from crowdlab.errors import CrowdlabError, ModelError
 from crowdlab.io import safe
 from crowdlab.io.limits import setting_problems
 from crowdlab.io.safe import plural
@@ -310,7 +310,8 @@ def _model_options(args: argparse.Namespace) -> dict:
 
 def check_model(args: argparse.Namespace, options: dict) -> None:
     """Build the model as :func:`crowdlab.fit` will, so that an option its constructor refuses (``--hard`` for a
-    variational method) is a usage error before any file is read; only the constructor's ValueError is caught."""
+    variational method) is a usage error before any file is read; only the constructor's ModelError (or another
+    ValueError) is caught."""
     from crowdlab.models import make_model
 
     if args.method in ONLINE_MODELS:
@@ -319,9 +320,9 @@ def check_model(args: argparse.Namespace, options: dict) -> None:
         extra = {"prior": 0.0 if args.prior is None else args.prior, "hard": args.hard}
     try:
         make_model(args.method, **options, **extra)
-    except CrowdlabError:
-        raise
-    except ValueError as exc:
+    except ValueError as exc:  # the constructor's ModelError (an option out of its range), or a plain ValueError
+        if isinstance(exc, CrowdlabError) and not isinstance(exc, ModelError):
+            raise
         if args.hard:
             try:
                 make_model(args.method, **options, **{**extra, "hard": False})
@@ -503,15 +504,11 @@ def _say_removed(removed: list[str], out: Path) -> None:
 
 
 def _known_codes(path: str, data):
-    """(n_items,) class codes of the items in the known-labels file (-1 elsewhere), read like a gold file."""
-    from crowdlab.errors import DataError
-    from crowdlab.io.data import read_gold
+    """(n_items,) class codes of the items in the known-labels file (-1 elsewhere), read like a gold file and
+    refused in its own words (`crowdlab.io.data.read_known`)."""
+    from crowdlab.io.data import read_known
 
-    with_known = read_gold(path, data)
-    if tuple(with_known.class_names) != tuple(data.class_names):
-        extra = sorted(set(with_known.class_names) - set(data.class_names))
-        raise DataError(f"{path}: known labels name classes no worker used ({', '.join(map(str, extra))}).")
-    return with_known.gold
+    return read_known(path, data, where="cli")
 
 
 def cmd_fit_engine(args: argparse.Namespace, engine: str) -> int:

@@ -55,7 +55,10 @@ class DataError(CrowdlabError, ValueError):
 
 
 class ModelError(CrowdlabError, ValueError):
-    """A model was asked to do something it cannot do (e.g. two-coin on three classes)."""
+    """A model was asked to do something it cannot do (e.g. two-coin on three classes), or given an option outside
+    its range (a negative prior, Zero-Based Skill's ``lr`` past 2, online EM's ``rho`` outside [0, 1]): every model
+    and baseline refuses with this one class (a ``ValueError`` too, so ``except ValueError`` catches it); a value of
+    the wrong type (text for a number) is a ``TypeError``."""
 
 
 class NotFittedError(CrowdlabError, ValueError, AttributeError):

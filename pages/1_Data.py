@@ -3,5 +3,5 @@
 from crowdlab.ui import page_frame
 from crowdlab.ui.data_page import data_page
 
-data = page_frame("Data", icon=":material/table_chart:")
+data = page_frame("Data", icon=":material/table_chart:", needs_data=False)
 data_page(data)

@@ -41,7 +41,7 @@ pd = lazy("pandas")
 def csv_bytes(frame: pd.DataFrame, *, index: bool = False, header: bool = True) -> bytes:
     """``frame`` as UTF-8 CSV bytes, safe to open in a spreadsheet (:func:`crowdlab.io.safe.csv_frame`);
     ``header=False`` for the second and later slices of a table written in slices (the streaming engines)."""
-    return safe.csv_frame(frame).to_csv(index=index, header=header).encode()
+    return safe.csv_bytes(frame, index=index, header=header)  # every cell with CR or LF quoted (issue 42)
 
 
 def write_csv(frame: pd.DataFrame, path: str | Path) -> None:

@@ -636,7 +636,7 @@ def read_known(known, where: str = "python") -> KnownLabels | None:
         items = np.asarray([str(k) for k in known], dtype=object)
         return KnownLabels(items, np.asarray([str(v) for v in known.values()], dtype=object))
     if isinstance(known, str | os.PathLike):
-        from crowdlab.io.data import _gold_columns, _read_table, _required_ids
+        from crowdlab.io.data import _gold_columns, _read_table, _required_ids, known_error, no_known_error
         from crowdlab.io.readers import check_where
 
         table = _read_table(
@@ -645,11 +645,16 @@ def read_known(known, where: str = "python") -> KnownLabels | None:
             allow_no_rows=True,
             where=check_where(where),
         )
-        item_j, gold_j = _gold_columns(table)
-        if not len(table.rows):
-            return KnownLabels(np.zeros(0, object), np.zeros(0, object), table.file)
+        try:
+            item_j, gold_j = _gold_columns(table)
+        except DataError as exc:  # said of a known-labels file, not of a gold file (issue 42)
+            raise known_error(exc) from None
+        if not len(table.rows):  # a header alone fixes nothing: refused, as in memory (it was accepted silently)
+            raise no_known_error(table.file)
         items = _required_ids(table, item_j, "item id")
         given = ~table.missing(gold_j)
+        if not given.any():
+            raise no_known_error(table.file)
         return KnownLabels(items[given], table.values(gold_j)[given], table.file)
     raise TypeError(
         f"known= takes a mapping item -> class or the path of a CSV file (item, label), not {type(known).__name__}."

@@ -72,6 +72,7 @@ from crowdlab.engines.blocks import (
 )
 from crowdlab.errors import CrowdlabError, DataError, ModelError, require_extra
 from crowdlab.io.data import (
+    INFINITE_HINT,
     ITEM_ALIASES,
     LABEL_ALIASES,
     WORKER_ALIASES,
@@ -82,6 +83,7 @@ from crowdlab.io.data import (
     _merge_note,
     _norm,
     _required_col,
+    infinite_labels,
     soft_vote_column,
     soft_votes_elsewhere,
 )
@@ -765,6 +767,12 @@ def fit(
         label_rows = np.bincount(l_codes, weights=np.concatenate([s["label_rows"] for s in sums]), minlength=uniq.size)
         lcol = Column(np.arange(uniq.size, dtype=np.int32), np.asarray(uniq, dtype=object))
         class_names, label_codes = _encode_col(lcol, merge_numbers=True)
+        infinite = infinite_labels(np.asarray(class_names, dtype=object))
+        if infinite.any():  # as the in-memory reader and the stream refuse it (issue 42: read as a class)
+            spelled = ", ".join(repr(str(v)) for v in np.asarray(class_names, dtype=object)[infinite])
+            raise DataError(
+                f"the labels hold an infinite number ({spelled}) among numeric labels.", file=file, hint=INFINITE_HINT
+            )
         if len(class_names) < 2:
             raise DataError(
                 f"all {int(n_obs):,} labels are the same class ({class_names[0]!r}); EM needs at least two classes.",

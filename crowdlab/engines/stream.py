@@ -76,6 +76,7 @@ from crowdlab.engines.blocks import (
 )
 from crowdlab.errors import DataError
 from crowdlab.io.data import (
+    INFINITE_HINT,
     LABEL_ALIASES,
     SCORE_ALIASES,
     _as_numbers,
@@ -89,6 +90,7 @@ from crowdlab.io.data import (
     _norm,
     _required_col,
     _resolve_kind,
+    infinite_labels,
     soft_vote_column,
     soft_votes_elsewhere,
 )
@@ -373,9 +375,10 @@ def _parquet_tables(path: Path, chunk_rows: int, file: str, where: str) -> Itera
     import pyarrow as pa
     import pyarrow.compute as pc
 
-    from crowdlab.io.parquet import as_text, iter_batches, open_parquet
+    from crowdlab.io.parquet import as_text, check_schema, iter_batches, open_parquet
 
     pf = open_parquet(path, file)  # an empty, truncated or corrupt file, a nested column: a DataError
+    check_schema(pf.schema_arrow, file)  # a column name twice: said as the in-memory reader and Dask say it
     header = tuple(str(n) for n in pf.schema_arrow.names)
     start = 0
     for batch in iter_batches(pf, chunk_rows, file):
@@ -488,6 +491,15 @@ class StreamedData:
                 "the streaming engines do not fit.",
                 file=file,
                 hint="Fit scores in memory (crowdlab fit --method scores), or map them to a few classes.",
+            )
+        infinite = infinite_labels(np.asarray(class_names, dtype=object))
+        if infinite.any():
+            spelled = ", ".join(repr(str(v)) for v in np.asarray(class_names, dtype=object)[infinite])
+            raise DataError(
+                f"the labels hold an infinite number ({spelled}) among numeric labels.",
+                file=file,
+                column=p0.header[_find_label(p0.header)],
+                hint=INFINITE_HINT,
             )
         if len(class_names) < 2:
             raise DataError(

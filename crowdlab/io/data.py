@@ -876,7 +876,7 @@ def _checked_scores(table: _Table, j: int, col: Column | None = None, *, what: s
             big_u[col.codes],
             j,
             f"{what} larger in size than {lim:g} (max_abs_value)",
-            "Rescale the scores (e.g. to 0..100), or raise the limit: " + limits_how("max_abs_value", table.where),
+            "Rescale the scores (e.g. to 0..100). " + limits_how("max_abs_value", table.where),
             show_values=True,
         )
     return nums_u[col.codes]
@@ -1321,6 +1321,31 @@ def _check_labels_present(table: _Table, j: int) -> None:
         )
 
 
+def infinite_labels(names: np.ndarray) -> np.ndarray:
+    """(n,) mask of the class names that are infinite numbers (``inf``, ``-Infinity``) when every other name is a
+    number or a missing value; all False among words (``cat``, ``dog``, ``inf``: there it is a word)."""
+    names = np.asarray(names, dtype=object)
+    nums = pd.to_numeric(pd.Series(names, dtype=object), errors="coerce").to_numpy(dtype=np.float64)
+    infinite = np.isinf(nums)
+    if not infinite.any() or not np.isfinite(nums[~infinite & ~missing_values(names)]).all():
+        return np.zeros(names.shape, dtype=bool)
+    return infinite
+
+
+INFINITE_HINT = "A class label is a finite number (or a word): fix those labels, or delete the rows."
+
+
+def _check_labels_finite(table: _Table, j: int) -> None:
+    """Raise listing the rows whose class label is an infinite number among numeric labels (issue 42: ``inf`` was
+    read as one more class)."""
+    c = table.col(j)
+    infinite = infinite_labels(c.uniq)
+    if infinite.any():
+        spelled = ", ".join(repr(v) for v in c.uniq[infinite][:_SHOW])
+        what = f"an infinite number as a label ({spelled}), among numeric labels"
+        raise _rows_error(table, infinite[c.codes], j, what, INFINITE_HINT)
+
+
 def _long_from_table(
     table: _Table,
     *,
@@ -1356,6 +1381,8 @@ def _long_read(
     _check_labels_present(table, label_j)
     labels = table.col(label_j)
     kind, kind_notes = _resolve_kind(kind, table.header[label_j], score_column, labels, table.where)
+    if kind != "continuous":
+        _check_labels_finite(table, label_j)
     used = [item_j, worker_j, label_j] + ([gold_j] if gold_j is not None else [])
     notes = table.notes + layout_notes + _ignored_note(table, used) + kind_notes
     column = table.column_name(label_j)
@@ -1663,7 +1690,7 @@ def _ordinal(ann: Annotations) -> Annotations:
             hint="Give the ratings as numbers (e.g. 1-5 stars), or read the labels with kind='classes'.",
         )
     levels = [float(c) for c in ann.class_names]
-    if np.any(np.diff(levels) <= 0):
+    if any(b <= a for a, b in zip(levels, levels[1:])):  # compared, not subtracted: 1e308 - -1e308 overflows
         raise DataError("the ratings' levels are not in numeric order.")  # pragma: no cover - _encode sorts them
     note = (
         f"Read the labels as ordinal ratings: {len(levels)} levels from {ann.class_names[0]} to "
@@ -1782,6 +1809,63 @@ def read_gold(source: Source, annotations: Annotations, *, where: str = "python"
         table.column_name(gold_j),
         table.where,
     )
+
+
+# a gold file's words as a known-labels file says them (read_known)
+_KNOWN_WORDS = (
+    ("a gold file needs", "a known-labels file needs"),
+    ("not a gold file", "not a known-labels file"),
+    ("A gold file has", "A known-labels file has"),
+    ("the gold file", "the known-labels file"),
+    ("gold classes", "known classes"),
+    ("gold label", "known label"),
+    ("gold row", "known row"),
+)
+
+
+def _known_words(text: str | None) -> str | None:
+    for gold, known in _KNOWN_WORDS:
+        text = text.replace(gold, known) if text else text
+    return text
+
+
+def known_error(exc: DataError) -> DataError:
+    """A gold-file refusal (`read_gold`, `_gold_columns`) said of a known-labels file."""
+    return DataError(
+        _known_words(exc.problem), file=exc.file, row=exc.row, column=exc.column, hint=_known_words(exc.hint)
+    )
+
+
+def no_known_error(file: str | None) -> DataError:
+    """A known-labels file that fixes no item's class (a header alone, or only blank labels): refused, for the
+    in-memory fit and the engines alike."""
+    return DataError(
+        "the known-labels file gives no item a class (it has a header but no rows, or only blank labels).",
+        file=file,
+        hint="List the items whose class is known, one row each (item,label), or leave out --known.",
+    )
+
+
+def read_known(source: Source, annotations: Annotations, *, where: str = "python") -> np.ndarray:
+    """(n_items,) class codes of a known-labels file (semi-supervised EM's ``--known FILE``: item,label of the items
+    whose class is known; -1 elsewhere), read as a gold file is read, its refusals in its own words (they said
+    "gold file"; issue 42). A file with no rows, or whose every label is blank, is refused: it fixes nothing,
+    which a person who gave it did not mean. A class no worker used is refused too."""
+    try:
+        with_known = read_gold(source, annotations, where=where)
+    except DataError as exc:
+        raise known_error(exc) from None
+    file = Path(source).name if isinstance(source, str | os.PathLike) else getattr(source, "name", None)
+    if with_known.gold is None or not (np.asarray(with_known.gold) >= 0).any():
+        raise no_known_error(file)
+    if tuple(with_known.class_names) != tuple(annotations.class_names):
+        extra = sorted(set(with_known.class_names) - set(annotations.class_names))
+        raise DataError(
+            f"known labels name classes no worker used ({', '.join(map(repr, extra[:_SHOW]))}).",
+            file=file,
+            hint=f"The classes are {_listing([repr(c) for c in annotations.class_names], annotations.n_classes)}.",
+        )
+    return np.asarray(with_known.gold)
 
 
 def to_long_dataframe(annotations: Annotations) -> pd.DataFrame:

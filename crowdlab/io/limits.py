@@ -146,6 +146,14 @@ def check(field: str, value) -> float | int:
 KERNELS_CHOICES = ("", "auto", "numba", "numpy")  # CROWDLAB_KERNELS (read by crowdlab.kernels; checked here)
 
 
+def kernels_choice(environ=None) -> str:
+    """``CROWDLAB_KERNELS`` as the kernels read it: trimmed and in lower case (``' numpy '`` and ``'numpy\\n'`` are
+    ``numpy``), and ``auto`` for an empty or refused value (the refusal's message is among the setting problems)."""
+    raw = (os.environ if environ is None else environ).get("CROWDLAB_KERNELS", "")
+    choice = raw.strip().lower()
+    return choice if choice in KERNELS_CHOICES[2:] else "auto"
+
+
 def _from_env(environ=None) -> tuple[Limits, tuple[tuple[str, str], ...]]:
     """The limits set by ``CROWDLAB_*`` environment variables, each checked (:func:`check`); a bad one keeps
     its default and adds (its message, the default) to the problems returned (never raised: the app must start,

@@ -1,8 +1,9 @@
-"""Parquet label files as the engines read them (``--stream``, ``--engine dask``): the checks the CSV path does,
-said in its words, before and while Arrow reads.
+"""Parquet label files as every reader reads them (in memory, ``--stream``, ``--engine dask``): the checks the CSV
+path does, said in its words, before and while Arrow reads.
 
-The in-memory reader refuses a Parquet file ("this looks like a Parquet file: write it as CSV"); the streaming and
-Dask engines read it. What Arrow would end in a traceback ends here in a `DataError` naming the file and the
+The in-memory reader (`crowdlab.io.readers.read_table`: ``cl.read_annotations``, ``crowdlab fit FILE``, the app's
+upload) reads a whole file through the same checks as the streaming engine (issue 42: it refused a file the engines
+read). What Arrow would end in a traceback ends here in a `DataError` naming the file and the
 column: an empty (0-byte), truncated or corrupt file (its footer, or a data page read later), a nested column
 (list, struct, map: a cell must hold one id or label), duplicate column names, and files of one dataset whose
 columns differ.
@@ -46,17 +47,20 @@ def _passes(exc: BaseException) -> bool:
 
 
 def open_parquet(path, file: str | None = None, *, check: bool = True):
-    """A ``pyarrow.parquet.ParquetFile`` of ``path``, no nested column in it (``check``); an empty, truncated or
-    corrupt file is a DataError naming ``file`` (default: the path's name)."""
+    """A ``pyarrow.parquet.ParquetFile`` of ``path`` (or of a file's bytes: the in-memory reader's upload), no
+    nested column in it (``check``); an empty, truncated or corrupt file is a DataError naming ``file`` (default:
+    the path's name)."""
+    import pyarrow as pa
     import pyarrow.parquet as pq
 
-    file = Path(path).name if file is None else file
-    if os.path.getsize(path) == 0:
+    in_memory = isinstance(path, bytes | bytearray | memoryview)
+    file = ("uploaded file" if in_memory else Path(path).name) if file is None else file
+    if (len(path) if in_memory else os.path.getsize(path)) == 0:
         raise DataError(
             "the file is empty (0 bytes).", file=file, hint="Choose a file with a header row and one row per label."
         )
     try:
-        pf = pq.ParquetFile(path)
+        pf = pq.ParquetFile(pa.BufferReader(path) if in_memory else path)
         schema = pf.schema_arrow
     except _arrow_errors() as exc:
         if _passes(exc):

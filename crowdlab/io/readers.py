@@ -351,7 +351,7 @@ def _size_error(size: int, file: str) -> DataError:
     return DataError(
         f"the file is {size / 1e6:,.1f} MB, more than the {lim:g} MB crowdlab reads (max_file_mb).",
         file=file,
-        hint="Split it, or " + how_to_raise("max_file_mb").lower(),
+        hint="Split it. " + how_to_raise("max_file_mb"),
     )
 
 
@@ -693,6 +693,8 @@ def read_table(
     """
     lim = get_limits()
     data, file, path = load_source(source)
+    if data.startswith(b"PAR1"):  # a Parquet file: read as the engines read it (crowdlab.io.parquet)
+        return _parquet_table(data, file, path, allow_no_rows=allow_no_rows, where=where)
     data = to_utf8(data, file)
     first = re.search(rb"[^\s]", data)
     if first is None:
@@ -797,6 +799,38 @@ def read_table(
             hint="Add the labels below the header, one row per label.",
         )
     return Table(file, path, names, frame, rows, delim, notes, where, {0: first})
+
+
+def _parquet_table(data: bytes, file: str, path: Path | None, *, allow_no_rows: bool, where: str) -> Table:
+    """A Parquet file's bytes as a `Table` of stripped text cells (nulls and NaN as blanks), through the checks the
+    streaming and Dask engines make (`crowdlab.io.parquet`), in their words: an empty, truncated or corrupt file
+    (its footer, or a data page found only while reading), duplicate column names, a nested column, bytes that are
+    not UTF-8; then the row and column limits."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    from crowdlab.io.parquet import as_text, check_schema, iter_batches, open_parquet
+
+    lim = get_limits()
+    pf = open_parquet(data, file)
+    check_schema(pf.schema_arrow, file)
+    header = tuple(str(n) for n in pf.schema_arrow.names)
+    if len(header) > lim.max_columns:
+        raise limit_error(f"the file has {len(header):,} columns, which", "max_columns", where, file=file, row=1)
+    n_rows = int(pf.metadata.num_rows)
+    if n_rows > lim.max_rows:
+        raise limit_error(f"the file has {n_rows:,} rows, which", "max_rows", where, file=file)
+    if not n_rows and not allow_no_rows:
+        raise DataError("the Parquet file has no rows.", file=file, hint="Add the labels, one row per label.")
+    whole = pa.Table.from_batches(list(iter_batches(pf, 1 << 20, file)), schema=pf.schema_arrow)
+    cells = {}
+    for j, name in enumerate(header):
+        col = as_text(whole.column(j), name, file, 2)
+        col = pc.utf8_trim(pc.fill_null(col, ""), INVISIBLE)
+        cells[j] = pd.Series(pd.arrays.ArrowStringArray(pa.chunked_array([col])), copy=False)
+    frame = pd.DataFrame(cells, copy=False) if cells else pd.DataFrame()
+    rows = np.arange(2, 2 + n_rows, dtype=np.int32 if n_rows < 2**30 else np.int64)
+    return Table(file, path, header, frame, rows, ",", (), where)
 
 
 def _factorize(series: pd.Series) -> Column:

@@ -25,6 +25,17 @@ spreadsheet. Each function below escapes for one target; every page, figure buil
                    ``=``, ``+``, ``-``, ``@``, tab or CR) gets the usual leading apostrophe; numbers, and strings
                    that are plain numbers such as ``-3.5``, stay as they are (OWASP's CSV-injection advice).
 ``csv_frame(df)``  :func:`csv_cell` over every text cell, column name and index label of a DataFrame (a copy).
+``csv_text(df)``   the CSV text of :func:`csv_frame` (``csv_bytes``: UTF-8), the one way crowdlab writes a CSV
+                   (downloads, the CLI's files, the class export): every cell holding CR or LF is quoted. pandas
+                   (Python's csv writer) quotes only the characters of its line terminator, so a bare CR
+                   (``"w1\\r=1+1"``) went out unquoted and a reader that ends a line at CR (Python's csv module
+                   does) began a new row with ``=1+1``; a table holding a CR is written with CRLF line ends,
+                   which makes the writer quote CR too (issue 42).
+``withhold(s)``    a reader's message about a file *on the server* with the file's content taken out: every span
+                   the readers quote (``'...'`` or ``"..."``, as ``repr`` writes one; a column name, a cell, the
+                   first row) and Arrow's own words become ``'…'``, the file's name and crowdlab's own quoted
+                   words stay. What is wrong, the row and the column's place remain (issue 42: a path refusal
+                   quoted ``password=hunter2`` from a notes file).
 =================  =============================================================================================
 
 :func:`shorten` cuts a long name for a narrow place (a tick label, a formula) with an ellipsis; escape after
@@ -38,7 +49,20 @@ import re
 from collections.abc import Iterable
 from typing import Any
 
-__all__ = ["md", "tex", "html", "html_all", "plain", "csv_cell", "csv_frame", "shorten", "FORMULA_START"]
+__all__ = [
+    "md",
+    "tex",
+    "html",
+    "html_all",
+    "plain",
+    "csv_cell",
+    "csv_frame",
+    "csv_text",
+    "csv_bytes",
+    "withhold",
+    "shorten",
+    "FORMULA_START",
+]
 
 _MD_SPECIAL = re.compile(r"([\\`*_{}\[\]()<>#+\-.!|~$:=&\"'^%@;/,?])")
 _CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f\u200b-\u200f\u2028-\u202e\u2060-\u2064\ufeff]")
@@ -131,3 +155,53 @@ def csv_frame(df):
     if out.index.dtype == object or str(out.index.dtype) in ("string", "str"):
         out.index = [csv_cell(i) for i in out.index]
     return out
+
+
+def _holds_cr(df) -> bool:
+    """Whether a text cell, a column name or a text index label of ``df`` holds a carriage return."""
+
+    def texts(values) -> bool:
+        if not (values.dtype == object or str(values.dtype) in ("string", "str")):
+            return False  # numbers, dates, booleans: no CR
+        try:
+            return bool(values.str.contains("\r", regex=False, na=False).any())
+        except AttributeError:  # an object column without a single string
+            return False
+
+    if any(isinstance(c, str) and "\r" in c for c in df.columns) or texts(df.index.to_series()):
+        return True
+    return any(texts(df.iloc[:, j]) for j in range(df.shape[1]))
+
+
+def csv_text(df, *, index: bool = False, header: bool = True) -> str:
+    """``df`` as CSV text, safe to open in a spreadsheet (:func:`csv_frame`) and with every cell that holds CR or
+    LF quoted (see the module docstring): LF line ends, CRLF for a table that holds a CR."""
+    out = csv_frame(df)
+    return out.to_csv(index=index, header=header, lineterminator="\r\n" if _holds_cr(out) else "\n")
+
+
+def csv_bytes(df, *, index: bool = False, header: bool = True) -> bytes:
+    """:func:`csv_text` as UTF-8 bytes (a download, a file); ``header=False`` for the second and later slices of a
+    table written in slices."""
+    return csv_text(df, index=index, header=header).encode("utf-8")
+
+
+# a span a message quotes as repr writes it ('...' or "...", escapes inside), not an apostrophe inside a word
+_QUOTED = re.compile(r"""(?<![\w'"])('(?:[^'\\]|\\.)*'|"(?:[^"\\]|\\.)*")(?![\w'"])""")
+# Arrow's own words in brackets (crowdlab.io.parquet), one level of brackets inside
+_ARROW = re.compile(r"\(Arrow: [^()]*(?:\([^()]*\)[^()]*)*\)")
+WITHHELD = "'…'"
+# crowdlab's own quoted words in the readers' hints (not the file's): they stay
+OWN_WORDS = frozenset({"CSV UTF-8", "Unicode (UTF-8)", "Format", "labels.csv", "wide", "long", ""})
+
+
+def withhold(message: Any, keep: Iterable[str] = ()) -> str:
+    """``message`` without the content of the file it is about (see the module docstring): every quoted span but
+    those in ``keep`` (the file's name, its path) and crowdlab's own words becomes ``'…'``, Arrow's words too."""
+    kept = set(keep) | OWN_WORDS
+
+    def sub(m: re.Match) -> str:
+        inner = m.group(0)[1:-1]
+        return m.group(0) if inner in kept else WITHHELD
+
+    return _QUOTED.sub(sub, _ARROW.sub("(Arrow: …)", str(message)))

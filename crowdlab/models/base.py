@@ -31,6 +31,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from crowdlab.errors import ModelError
 from crowdlab.io.data import Annotations
 from crowdlab.models.kernels import add_row_offset, row_max, row_sums, softmax_lse, softmax_rows_full
 
@@ -287,7 +288,7 @@ class LatentModel:
         with gold whose gold class is revealed (drawn with ``seed``); both may be given (the union is known).
         """
         if reveal is not None and not 0.0 <= float(reveal) <= 1.0:
-            raise ValueError("reveal must be a fraction between 0 and 1.")
+            raise ModelError("reveal must be a fraction between 0 and 1.")
         self.known = known
         self.reveal = None if reveal is None else float(reveal)
         self.reveal_seed = int(seed)

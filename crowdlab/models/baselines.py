@@ -55,23 +55,23 @@ class Baseline:
 
 
 def option_int(name: str, value, low: int) -> int:
-    """``value`` as an int >= ``low``, or a one-line TypeError / ValueError naming the option ``name``."""
+    """``value`` as an int >= ``low``, or a one-line TypeError / ModelError naming the option ``name``."""
     if isinstance(value, bool | np.bool_) or not isinstance(value, numbers.Integral):
         raise TypeError(f"{name} must be a whole number, not {value!r}.")
     if value < low:
-        raise ValueError(f"{name} must be at least {low}, not {value!r}.")
+        raise ModelError(f"{name} must be at least {low}, not {value!r}.")
     return int(value)
 
 
 def option_real(name: str, value, low: float, *, strict: bool = False, high: float | None = None) -> float:
     """``value`` as a finite float >= ``low`` (> ``low`` when ``strict``; <= ``high`` when given), or a one-line
-    TypeError / ValueError naming the option ``name``."""
+    TypeError / ModelError naming the option ``name``."""
     if isinstance(value, bool | np.bool_) or not isinstance(value, numbers.Real):
         raise TypeError(f"{name} must be a number, not {value!r}.")
     v = float(value)
     if not np.isfinite(v) or v < low or (strict and v == low) or (high is not None and v > high):
         bound = f"{'above' if strict else 'at least'} {low:g}" + (f" and at most {high:g}" if high is not None else "")
-        raise ValueError(f"{name} must be a finite number {bound}, not {value!r}.")
+        raise ModelError(f"{name} must be a finite number {bound}, not {value!r}.")
     return v
 
 
@@ -82,7 +82,7 @@ def option_seed(name: str, value) -> int | None:
     if isinstance(value, bool | np.bool_) or not isinstance(value, numbers.Integral):
         raise TypeError(f"{name} must be a whole number >= 0 or None, not {value!r}.")
     if value < 0:
-        raise ValueError(f"{name} must be a whole number >= 0 or None, not {value!r}.")
+        raise ModelError(f"{name} must be a whole number >= 0 or None, not {value!r}.")
     return int(value)
 
 
@@ -94,13 +94,13 @@ def _converging(name: str, value, high: float) -> float:
     the skills converge."""
     v = option_real(name, value, 0.0, strict=True)
     if v > high and name == "lr":
-        raise ValueError(
+        raise ModelError(
             f"lr must be above 0 and at most 2, not {value!r}: each round moves a skill lr times its distance to "
             "the worker's agreement with the vote, so a step past 2 overshoots further every round and the skills "
             "diverge."
         )
     if v > high:
-        raise ValueError(
+        raise ModelError(
             f"lr_factor must be above 0 and at most 1, not {value!r}: the step lr is multiplied by lr_factor every "
             "lr_steps rounds, so a factor above 1 grows it past 2, where the skills diverge."
         )
@@ -125,7 +125,7 @@ def baseline_options(key: str) -> dict:
 
 def check_options(key: str, options: dict) -> None:
     """Refuse an option baseline ``key`` does not have (TypeError listing those it has) or a value out of range
-    (TypeError / ValueError), in one line each."""
+    (TypeError / ModelError), in one line each."""
     known = baseline_options(key)
     for name, value in options.items():
         if name not in known:

@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from crowdlab.errors import ModelError
 from crowdlab.io.data import Annotations
 from crowdlab.models.base import LatentModel, ModelInfo, log_dirichlet, normalise_columns, safe_log
 from crowdlab.models.kernels import add_row_offset
@@ -115,7 +116,7 @@ class DawidSkene(ConfusionLogJoint, LatentModel):
 
     def __init__(self, prior: float = 0.0, hard: bool = False) -> None:
         if prior < 0:
-            raise ValueError("prior strength must be >= 0 (pseudo-counts added to every cell).")
+            raise ModelError("prior strength must be >= 0 (pseudo-counts added to every cell).")
         self.prior = float(prior)
         self.hard = bool(hard)
 

@@ -220,16 +220,16 @@ class EBCC(VariationalObjective, LatentModel):
         seed: int = 0,
     ) -> None:
         if prior < 0 or diagonal < 0:
-            raise ValueError("prior strength and diagonal bonus must be >= 0.")
+            raise ModelError("prior strength and diagonal bonus must be >= 0.")
         if hard:
-            raise ValueError(
+            raise ModelError(
                 "EBCC is variational Bayes: it keeps a full posterior q(y, g); there is no hard version (untick "
                 "Hard EM)."
             )
         if int(subtypes) != subtypes or not 1 <= int(subtypes) <= 50:
-            raise ValueError(f"subtypes must be a whole number from 1 to 50 (got {subtypes!r}).")
+            raise ModelError(f"subtypes must be a whole number from 1 to 50 (got {subtypes!r}).")
         if not subtype_prior > 0 or not np.isfinite(subtype_prior):
-            raise ValueError("subtype_prior (the total Dirichlet mass over the subtypes) must be > 0.")
+            raise ModelError("subtype_prior (the total Dirichlet mass over the subtypes) must be > 0.")
         self.prior = float(prior)
         self.diagonal = float(diagonal)
         self.subtypes = int(subtypes)

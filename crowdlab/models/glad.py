@@ -39,6 +39,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from crowdlab.errors import ModelError
 from crowdlab.io.data import Annotations
 from crowdlab.models.base import LatentModel, ModelInfo, WarmPosterior, log_dirichlet
 from crowdlab.models.one_coin import one_coin_gamma
@@ -152,11 +153,11 @@ class GLAD(LatentModel):
         ``beta_prior``: (mean, variance) of the Gaussian priors on alpha_j and on log beta_i (variance > 0).
         ``m_rounds``: ability/difficulty ascent rounds per M-step (more at the start, which has no warm start)."""
         if prior < 0:
-            raise ValueError("prior strength must be >= 0.")
+            raise ModelError("prior strength must be >= 0.")
         if class_prior not in CLASS_PRIORS:
-            raise ValueError(f"class_prior must be one of {CLASS_PRIORS}.")
+            raise ModelError(f"class_prior must be one of {CLASS_PRIORS}.")
         if alpha_prior[1] <= 0 or beta_prior[1] <= 0:
-            raise ValueError("the Gaussian priors of GLAD need a positive variance.")
+            raise ModelError("the Gaussian priors of GLAD need a positive variance.")
         self.prior = float(prior)
         self.hard = bool(hard)
         self.class_prior = class_prior

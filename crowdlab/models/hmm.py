@@ -419,7 +419,7 @@ class HMMCrowd(LatentModel):
 
     def __init__(self, prior: float = 0.0, hard: bool = False) -> None:
         if prior < 0:
-            raise ValueError("prior strength must be >= 0.")
+            raise ModelError("prior strength must be >= 0.")
         self.prior = float(prior)
         self.hard = bool(hard)
         self._memo: list[tuple[object, object, _Pass]] = []  # (data, params, forward-backward), newest last

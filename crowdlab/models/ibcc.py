@@ -47,6 +47,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from crowdlab.errors import ModelError
 from crowdlab.io.data import Annotations
 from crowdlab.models.base import (
     LatentModel,
@@ -127,9 +128,9 @@ class IBCC(VariationalObjective, LatentModel):
 
     def __init__(self, prior: float = 0.0, hard: bool = False, diagonal: float = 1.0) -> None:
         if prior < 0 or diagonal < 0:
-            raise ValueError("prior strength and diagonal bonus must be >= 0.")
+            raise ModelError("prior strength and diagonal bonus must be >= 0.")
         if hard:
-            raise ValueError(
+            raise ModelError(
                 "IBCC is variational Bayes: it keeps a full posterior q(y);"
                 " there is no hard version: leave hard=False (the default)."
             )

@@ -17,9 +17,9 @@ user cache when that is not writable); ``import crowdlab`` never imports numba.
 
 from __future__ import annotations
 
-import os
-
 import numpy as np
+
+from crowdlab.io.limits import kernels_choice
 
 MIN_CELLS = 1 << 15  # N x K below this: numpy (on small data both take microseconds)
 # The first use of the compiled kernels in a process costs numba's import and the load of its cache (about 0.5-1 s;
@@ -81,12 +81,12 @@ def _compile() -> dict | None:
     if _TRIED:
         return _KERNELS
     _TRIED = True
-    if os.environ.get("CROWDLAB_KERNELS", "").lower() == "numpy":
+    if kernels_choice() == "numpy":
         return None
     try:
         import numba
     except ImportError:
-        if os.environ.get("CROWDLAB_KERNELS", "").lower() == "numba":
+        if kernels_choice() == "numba":
             from crowdlab.errors import require_extra
 
             require_extra("fast", "CROWDLAB_KERNELS=numba (compiled kernels)")
@@ -175,7 +175,7 @@ def _kernels_for(a: np.ndarray, dtype=np.float64) -> dict | None:
     ``CROWDLAB_KERNELS=numba`` loads them from MIN_CELLS on)."""
     if a.ndim != 2 or a.size < MIN_CELLS or a.dtype != dtype or not a.flags.c_contiguous:
         return None
-    if not _TRIED and a.size < FIRST_USE_CELLS and os.environ.get("CROWDLAB_KERNELS", "").lower() != "numba":
+    if not _TRIED and a.size < FIRST_USE_CELLS and kernels_choice() != "numba":
         return None
     return _compile()
 
@@ -236,7 +236,7 @@ def load_for(cells: int) -> bool:
     loaded."""
     if _TRIED:
         return _KERNELS is not None
-    if cells < FIRST_USE_CELLS and os.environ.get("CROWDLAB_KERNELS", "").lower() != "numba":
+    if cells < FIRST_USE_CELLS and kernels_choice() != "numba":
         return False
     return _compile() is not None
 

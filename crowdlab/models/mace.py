@@ -38,6 +38,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from crowdlab.errors import ModelError
 from crowdlab.io.data import Annotations
 from crowdlab.models.base import (
     LatentModel,
@@ -136,9 +137,9 @@ class MACE(ConfusionLogJoint, LatentModel):
         MAP. The defaults were chosen on the 16 real sets of benchmarks/bench_peers.py. ``prior`` adds that many
         pseudo-counts to all of them and to an estimated class prior."""
         if prior < 0:
-            raise ValueError("prior strength must be >= 0.")
+            raise ModelError("prior strength must be >= 0.")
         if class_prior not in CLASS_PRIORS:
-            raise ValueError(f"class_prior must be one of {CLASS_PRIORS}.")
+            raise ModelError(f"class_prior must be one of {CLASS_PRIORS}.")
         s = float(prior)
         self.prior = s
         self.hard = bool(hard)
@@ -150,7 +151,7 @@ class MACE(ConfusionLogJoint, LatentModel):
 
     def _check_priors(self) -> None:
         if min(self.theta_prior) < 1.0 or self.strategy_prior < 1.0:
-            raise ValueError("MACE's Beta and Dirichlet prior parameters must be >= 1 for a closed-form MAP M-step.")
+            raise ModelError("MACE's Beta and Dirichlet prior parameters must be >= 1 for a closed-form MAP M-step.")
 
     @property
     def has_prior(self) -> bool:
@@ -338,7 +339,7 @@ class MaceVB(VariationalObjective, MACE):
         """``theta_prior``: Beta(a, b) on each theta_j; ``strategy_prior``: symmetric Dirichlet(c) on each xi_j; any
         positive values (no closed-form MAP needed). ``prior`` adds that many pseudo-counts to all of them."""
         if hard:
-            raise ValueError(
+            raise ModelError(
                 "MACE (variational Bayes) keeps a full posterior q(T);"
                 " there is no hard version: leave hard=False (the default)."
             )
@@ -346,7 +347,7 @@ class MaceVB(VariationalObjective, MACE):
 
     def _check_priors(self) -> None:
         if min(self.theta_prior) <= 0 or self.strategy_prior <= 0:
-            raise ValueError("MACE's Beta and Dirichlet prior parameters must be > 0.")
+            raise ModelError("MACE's Beta and Dirichlet prior parameters must be > 0.")
 
     @property
     def objective_name(self) -> str:

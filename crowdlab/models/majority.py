@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from crowdlab.errors import ModelError
 from crowdlab.io.data import Annotations
 from crowdlab.models.base import ModelInfo, needs_classes
 from crowdlab.models.kernels import ranked_argmax
@@ -94,7 +95,7 @@ def majority_labels(data: Annotations, tie_break: str = "frequent", seed: int | 
         cls = data.label < v.shape[1]  # responses that are not classes name no class
         np.minimum.at(first, (data.item[cls], data.label[cls]), np.arange(data.n_obs, dtype=np.int64)[cls])
         return np.argmin(np.where(top, first, np.iinfo(np.int64).max), axis=1).astype(np.int32)
-    raise ValueError(f"Unknown tie rule {tie_break!r}; choose one of {', '.join(TIE_RULES)}.")
+    raise ModelError(f"Unknown tie rule {tie_break!r}; choose one of {', '.join(TIE_RULES)}.")
 
 
 class MajorityVote:

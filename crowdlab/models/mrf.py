@@ -97,11 +97,11 @@ class NetworkCrowd(LatentModel):
         seed: int = 0,
     ) -> None:
         if e_step not in ("icm", "mean_field"):
-            raise ValueError("e_step must be 'icm' or 'mean_field'.")
+            raise ModelError("e_step must be 'icm' or 'mean_field'.")
         if delta is not None and delta != "labels" and float(delta) < 0:
-            raise ValueError("delta must be >= 0 (or 'labels' for delta_nn' = (M_n + M_n') / 4).")
+            raise ModelError("delta must be >= 0 (or 'labels' for delta_nn' = (M_n + M_n') / 4).")
         if prior < 0:
-            raise ValueError("prior strength must be >= 0.")
+            raise ModelError("prior strength must be >= 0.")
         self.delta = delta
         self.method = e_step
         self.prior = float(prior)

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from crowdlab.errors import ModelError
 from crowdlab.io.data import Annotations
 from crowdlab.models.base import LatentModel, ModelInfo, log_beta_pdf, log_dirichlet
 from crowdlab.models.dawid_skene import ConfusionLogJoint, expected_counts, with_response_rows
@@ -69,7 +70,7 @@ class OneCoin(ConfusionLogJoint, LatentModel):
 
     def __init__(self, prior: float = 0.0, hard: bool = False, class_prior=None) -> None:
         if prior < 0:
-            raise ValueError("prior strength must be >= 0.")
+            raise ModelError("prior strength must be >= 0.")
         self.prior = float(prior)
         self.hard = bool(hard)
         # Donmez et al. hold the marginal p(y) fixed and known; None estimates it like Dawid-Skene

@@ -52,6 +52,7 @@ from functools import cached_property
 
 import numpy as np
 
+from crowdlab.errors import ModelError
 from crowdlab.io.data import Annotations
 from crowdlab.models.base import (
     ModelInfo,
@@ -83,7 +84,7 @@ def stable_bucket(name: str, buckets: int, seed: int = 0) -> int:
     """The bucket of worker ``name`` among ``buckets``: BLAKE2b (8-byte digest) of the id's UTF-8 bytes, salted
     with ``seed``, modulo ``buckets``. The same in every process and on every machine (unlike Python's ``hash``)."""
     if buckets < 1:
-        raise ValueError("the number of hash buckets must be at least 1.")
+        raise ModelError("the number of hash buckets must be at least 1.")
     salt = int(seed).to_bytes(8, "little", signed=True)
     digest = hashlib.blake2b(str(name).encode("utf-8"), digest_size=8, salt=salt + bytes(8)).digest()
     return int.from_bytes(digest, "little") % int(buckets)
@@ -197,29 +198,29 @@ class OnlineDawidSkene:
     ) -> None:
         finite = all(np.isfinite(float(x)) for x in (eta0, tau0, rho, prior, init_accuracy))
         if not finite:
-            raise ValueError("eta0, tau0, rho, prior and init_accuracy must be finite numbers.")
+            raise ModelError("eta0, tau0, rho, prior and init_accuracy must be finite numbers.")
         if not 0.0 <= rho <= 1.0:
-            raise ValueError(
+            raise ModelError(
                 f"rho = {rho:g} is outside [0, 1]: with rho > 1 the steps eta0 (tau0 + t)^(-rho) add up to a finite "
                 "distance, so the statistics cannot leave the start (Robbins-Monro convergence needs rho in (0.5, 1])."
             )
         if tau0 < 0:
-            raise ValueError(f"tau0 = {tau0:g} must be >= 0.")
+            raise ModelError(f"tau0 = {tau0:g} must be >= 0.")
         top = (1.0 + float(tau0)) ** float(rho)
         if not 0.0 < eta0 <= top * (1.0 + 1e-12):
-            raise ValueError(
+            raise ModelError(
                 f"eta0 = {eta0:g} is outside (0, (1 + tau0)^rho] = (0, {top:.4g}] for tau0 = {tau0:g}, rho = {rho:g}: "
                 "each step eta0 (tau0 + t)^(-rho) must be at most 1 (a larger one is a step of 1 that forgets "
                 "everything before its block)."
             )
         if buckets is not None and int(buckets) < 1:
-            raise ValueError("buckets must be a positive number of hash buckets (or None: one per worker).")
+            raise ModelError("buckets must be a positive number of hash buckets (or None: one per worker).")
         if int(passes) < 1 or int(batch_size) < 1:
-            raise ValueError("passes and batch_size must be at least 1.")
+            raise ModelError("passes and batch_size must be at least 1.")
         if prior < 0:
-            raise ValueError("prior strength must be >= 0 (pseudo-counts added to every cell).")
+            raise ModelError("prior strength must be >= 0 (pseudo-counts added to every cell).")
         if not 0.0 < init_accuracy < 1.0:
-            raise ValueError("init_accuracy must lie strictly between 0 and 1 (and above chance, 1/K).")
+            raise ModelError("init_accuracy must lie strictly between 0 and 1 (and above chance, 1/K).")
         self.eta0 = float(eta0)
         self.tau0 = float(tau0)
         self.rho = float(rho)

@@ -28,18 +28,26 @@ from __future__ import annotations
 
 import numpy as np
 
+from crowdlab.errors import ModelError
 from crowdlab.io.data import Annotations
 from crowdlab.models.base import LatentModel, ModelInfo, WarmPosterior, log_dirichlet, safe_log
 from crowdlab.models.dawid_skene import ConfusionLogJoint, expected_counts
 from crowdlab.models.params import ClassParams
 
 MIN_SPREAD = 0.05  # in levels: below it a worker would be certain to the 1e-23 and one slip a -inf
+MAX_SPREAD = 1e6  # in levels: past it every rating is as likely as any other to 1e-4 (on 100 levels); the cap
+# keeps exp(log s) finite when a Newton step runs far out (issue 42: "overflow encountered in exp")
+MAX_BIAS = 1e6  # in levels, likewise: past it a worker gives the outermost rating whatever the truth
 
 
 def ordinal_gamma(bias: np.ndarray, spread: np.ndarray, K: int) -> np.ndarray:
-    """(M, K, K) Gamma_m(l | k) of the discretised Gaussian annotator (columns = true level, each sums to one)."""
+    """(M, K, K) Gamma_m(l | k) of the discretised Gaussian annotator (columns = true level, each sums to one).
+    A spread below MIN_SPREAD (0 included) counts as MIN_SPREAD and one past MAX_SPREAD as MAX_SPREAD, a bias past
+    +-MAX_BIAS as +-MAX_BIAS: the matrix stays finite, without a warning, whatever the parameters."""
     from scipy.special import ndtr  # on first use: ``import crowdlab`` stays light (issue 30)
 
+    bias = np.clip(bias, -MAX_BIAS, MAX_BIAS)
+    spread = np.clip(spread, MIN_SPREAD, MAX_SPREAD)
     levels = np.arange(K, dtype=np.float64)
     edges = np.r_[-np.inf, levels[:-1] + 0.5, np.inf]  # bin l is (edges[l], edges[l + 1])
     z = (edges[None, :, None] - levels[None, None, :] - bias[:, None, None]) / spread[:, None, None]
@@ -67,9 +75,9 @@ class OrdinalDS(ConfusionLogJoint, LatentModel):
 
     def __init__(self, prior: float = 0.0, hard: bool = False, newton_rounds: int = 3) -> None:
         if prior < 0:
-            raise ValueError("prior strength must be >= 0.")
+            raise ModelError("prior strength must be >= 0.")
         if hard:
-            raise ValueError("the ordinal model has no hard version (its M-step climbs by Newton steps on q).")
+            raise ModelError("the ordinal model has no hard version (its M-step climbs by Newton steps on q).")
         self.prior = float(prior)
         self.hard = False
         self.newton_rounds = int(newton_rounds)
@@ -115,10 +123,10 @@ class OrdinalDS(ConfusionLogJoint, LatentModel):
     def _newton(self, C, bias, log_sp):
         """One Newton step per worker on (b, log s) with central-difference derivatives, halved until the worker's
         term does not fall (the step falls back to a gradient step where the Hessian is not negative definite)."""
-        lo = np.log(MIN_SPREAD)
+        lo, hi = np.log(MIN_SPREAD), np.log(MAX_SPREAD)
 
         def f(b, ls):
-            return _worker_terms(C, b, np.exp(np.maximum(ls, lo)))
+            return _worker_terms(C, b, np.exp(np.clip(ls, lo, hi)))
 
         h = 1e-4
         f0 = f(bias, log_sp)
@@ -143,7 +151,7 @@ class OrdinalDS(ConfusionLogJoint, LatentModel):
         todo = np.ones(bias.shape, bool)
         slack = 16 * np.finfo(float).eps * np.maximum(1.0, np.abs(f0))
         for _ in range(30):
-            cb, cs = bias + t * step_b, np.maximum(log_sp + t * step_s, lo)
+            cb, cs = np.clip(bias + t * step_b, -MAX_BIAS, MAX_BIAS), np.clip(log_sp + t * step_s, lo, hi)
             fc = f(cb, cs)
             ok = todo & np.isfinite(fc) & (fc >= f0 - slack)
             out_b[ok], out_s[ok] = cb[ok], cs[ok]
@@ -158,9 +166,13 @@ class OrdinalDS(ConfusionLogJoint, LatentModel):
 
 
 def posterior_mean_rating(q: np.ndarray, class_names) -> np.ndarray:
-    """(N,) E[rating] = sum_k q_ik r_k with r_k the class names read as numbers."""
+    """(N,) E[rating] = sum_k q_ik r_k with r_k the class names read as numbers; finite for any finite ratings
+    (ratings of +-1e308 are summed at the scale of the largest, so the sum cannot overflow)."""
     r = np.array([float(c) for c in class_names])
-    return q @ r
+    scale = float(np.max(np.abs(r))) if r.size else 0.0
+    if not np.isfinite(scale) or scale == 0.0:
+        return q @ r
+    return np.clip(q @ (r / scale), r.min() / scale, r.max() / scale) * scale
 
 
 __all__ = ["OrdinalDS", "ordinal_gamma", "posterior_mean_rating", "safe_log"]

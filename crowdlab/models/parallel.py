@@ -35,6 +35,7 @@ from contextlib import contextmanager
 import numpy as np
 
 import crowdlab.models.kernels as _kernels_module
+from crowdlab.errors import ModelError
 
 BLOCK_ROWS = 1 << 15  # rows per block of the row kernels (fixed, so the sums' order does not depend on n_jobs)
 MIN_CELLS = 1 << 18  # N x K below this: one thread (a thread hand-off costs more than the work)
@@ -46,12 +47,12 @@ _POOLS: dict[int, ThreadPoolExecutor] = {}
 
 
 def check_n_jobs(n_jobs: int) -> int:
-    """``n_jobs`` as an int >= 1 (ValueError otherwise); -1 means every core (``os.cpu_count()``)."""
+    """``n_jobs`` as an int >= 1 (ModelError otherwise); -1 means every core (``os.cpu_count()``)."""
     n = int(n_jobs)
     if n == -1:
         return os.cpu_count() or 1
     if n < 1:
-        raise ValueError(f"n_jobs must be >= 1 (or -1 for every core); got {n_jobs}.")
+        raise ModelError(f"n_jobs must be >= 1 (or -1 for every core); got {n_jobs}.")
     return n
 
 

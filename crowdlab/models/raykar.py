@@ -74,7 +74,7 @@ def _penalty_mask(d: int, penalised: np.ndarray | None) -> np.ndarray:
         return np.ones(d)
     mask = np.asarray(penalised, dtype=np.float64)
     if mask.shape != (d,):
-        raise ValueError(f"penalised needs one entry per column ({d}), got shape {mask.shape}.")
+        raise ModelError(f"penalised needs one entry per column ({d}), got shape {mask.shape}.")
     return mask
 
 
@@ -279,11 +279,11 @@ class RaykarModel(LatentModel):
         if not isinstance(features, ItemFeatures):
             raise TypeError("features must be an ItemFeatures (see crowdlab.io.features.read_features).")
         if not np.isfinite(l2) or l2 < 0:
-            raise ValueError("l2 (the precision of the Gaussian prior on w) must be >= 0.")
+            raise ModelError("l2 (the precision of the Gaussian prior on w) must be >= 0.")
         if prior < 0:
-            raise ValueError("prior strength must be >= 0.")
+            raise ModelError("prior strength must be >= 0.")
         if newton_steps < 1:
-            raise ValueError("newton_steps must be at least 1.")
+            raise ModelError("newton_steps must be at least 1.")
         self.features = features
         self.l2 = float(l2)
         self.prior = float(prior)
@@ -292,7 +292,7 @@ class RaykarModel(LatentModel):
         self.alpha_prior = tuple(float(v) for v in alpha_prior) if alpha_prior else (s, s)
         self.beta_prior = tuple(float(v) for v in beta_prior) if beta_prior else (s, s)
         if min(self.alpha_prior + self.beta_prior) < 1.0:
-            raise ValueError("Beta prior parameters must be >= 1 for a closed-form MAP M-step.")
+            raise ModelError("Beta prior parameters must be >= 1 for a closed-form MAP M-step.")
         self.newton_steps = int(newton_steps)
         self.newton_tol = float(newton_tol)
         self.penalised = features.penalised.astype(np.float64)

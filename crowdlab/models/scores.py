@@ -49,6 +49,7 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
+from crowdlab.errors import ModelError
 from crowdlab.io.data import Annotations
 from crowdlab.models.base import LatentModel, ModelInfo, log_beta_pdf, safe_log
 
@@ -158,7 +159,7 @@ class GoodBadScores(LatentModel):
         sigma_min: float | None = None,
     ) -> None:
         if prior < 0:
-            raise ValueError("prior strength must be >= 0.")
+            raise ModelError("prior strength must be >= 0.")
         self.prior = float(prior)
         self.hard = bool(hard)
         self.score_range = score_range
@@ -172,11 +173,11 @@ class GoodBadScores(LatentModel):
         if self.score_range is not None:
             lo, hi = map(float, self.score_range)
             if not hi > lo:
-                raise ValueError("score range needs high > low.")
+                raise ModelError("score range needs high > low.")
             if not (np.isfinite(lo) and np.isfinite(hi)):
-                raise ValueError("score range needs finite bounds.")
+                raise ModelError("score range needs finite bounds.")
             if data.value.min() < lo or data.value.max() > hi:
-                raise ValueError(f"scores fall outside the range [{lo}, {hi}].")
+                raise ModelError(f"scores fall outside the range [{lo}, {hi}].")
             return lo, hi
         lo, hi = float(data.value.min()), float(data.value.max())
         if LECTURE_RANGE[0] <= lo and hi <= LECTURE_RANGE[1]:

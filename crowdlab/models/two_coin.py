@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from crowdlab.errors import ModelError
 from crowdlab.io.data import Annotations
 from crowdlab.models.base import LatentModel, ModelInfo, log_beta_pdf
 from crowdlab.models.dawid_skene import ConfusionLogJoint, expected_counts, with_response_rows
@@ -73,14 +74,14 @@ class TwoCoin(ConfusionLogJoint, LatentModel):
         beta_prior: tuple[float, float] | None = None,
     ) -> None:
         if prior < 0:
-            raise ValueError("prior strength must be >= 0.")
+            raise ModelError("prior strength must be >= 0.")
         self.prior = float(prior)
         self.hard = bool(hard)
         s = 1.0 + self.prior
         self.alpha_prior = tuple(alpha_prior) if alpha_prior else (s, s)
         self.beta_prior = tuple(beta_prior) if beta_prior else (s, s)
         if min(self.alpha_prior + self.beta_prior) < 1.0:
-            raise ValueError("Beta prior parameters must be >= 1 for a closed-form MAP M-step.")
+            raise ModelError("Beta prior parameters must be >= 1 for a closed-form MAP M-step.")
 
     @property
     def has_prior(self) -> bool:

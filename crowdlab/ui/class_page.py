@@ -519,7 +519,7 @@ def controls(session) -> None:
         frame = export_frame(votes)
         st.download_button(
             "Download the session (CSV: labels with pseudonyms, items, truth, roles)",
-            safe.csv_frame(frame).to_csv(index=False).encode("utf-8"),
+            safe.csv_bytes(frame),  # the one CSV writer: formulas escaped, CR and LF quoted (issue 42 §6)
             file_name=f"class-{session.join_code}.csv",
             mime="text/csv",
             key="class.export",

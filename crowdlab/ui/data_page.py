@@ -53,6 +53,12 @@ UPLOAD_ERROR = "data.upload.error"  # the reader's message for the last bad file
 UPLOAD_OK = "data.upload.ok"  # "Loaded 'x.csv': ..." after a good load (plain key)
 UPLOAD_KEPT = "data.upload.kept"  # {"file": (name, bytes) | None, "gold": (name, bytes) | None} (plain key)
 UPLOAD_ASK = "data.upload.ask"  # the file's column names when the reader asked which is which (plain key)
+# Load pressed with no file in the box: under load the press reaches the server before the chosen file does (3 of 10
+# sessions in a busy room), and the file loads by itself when it arrives (_on_file_change): say so (issue 42)
+NO_FILE_YET = (
+    "No label file has arrived yet. If you have just chosen one, it is still arriving and loads by itself as soon "
+    "as it is here (no need to press Load again); otherwise choose a label file (long or wide CSV, or Parquet) above."
+)
 PICK = {role: f"data.upload.pick.{role}" for role in ("item", "worker", "label")}  # the column picker's widgets
 PREVIEW = "data.preview"  # {"id": data id, "csv": bytes, "gold": bytes | None} (plain key)
 
@@ -212,6 +218,7 @@ def load_upload(
 
 
 _BOXES = {"file": UPLOAD_FILE, "gold": UPLOAD_GOLD}
+LABEL_TYPES = ["csv", "tsv", "txt", "parquet", "pq"]  # a label or gold file: CSV, or Parquet (read as the engines do)
 
 
 def kept_files() -> dict:
@@ -230,7 +237,7 @@ def _chosen(which: str) -> tuple[str, bytes] | None:
 def _on_load() -> None:
     upload, gold = _chosen("file"), _chosen("gold")
     if upload is None:
-        st.session_state[UPLOAD_ERROR] = "Choose a label file first (long or wide CSV)."
+        st.session_state[UPLOAD_ERROR] = NO_FILE_YET
         st.session_state[UPLOAD_OK] = None
         return
     load_upload(
@@ -411,7 +418,7 @@ def _on_tab() -> None:
     st.session_state[TAB_VALUE] = st.session_state.get(TAB)
 
 
-def data_page(data: Annotations) -> None:
+def data_page(data: Annotations | None) -> None:
     """Tabs to change the dataset, then a preview and pictures of the working dataset."""
     upload, crowd, scores, bundled = st.tabs(
         TABS, key=TAB, default=st.session_state.get(TAB_VALUE) or TABS[0], on_change=_on_tab
@@ -425,6 +432,8 @@ def data_page(data: Annotations) -> None:
     with bundled:
         sample_picker()
     data = state.get_data()
+    if data is None:  # the bundled sample is over a limit the app was started with (the frame said which)
+        return
     st.divider()
     dataset_summary(data)
     preview(data)
@@ -436,6 +445,7 @@ def upload_tab() -> None:
     st.markdown(
         "A **long** CSV has one label per row (`item,worker,label`; `task`, `annotator`, `answer` ... work too); "
         "a **wide** CSV has one row per item and one column per worker (blank = not labelled). "
+        "A Parquet file with the same columns works too. "
         "Gold is optional: a CSV `item,label`, or a `gold` column in the label file."
     )
     st.caption(
@@ -444,9 +454,7 @@ def upload_tab() -> None:
     )
     left, right = st.columns(2)
     for col, which, label in ((left, "file", "Label file"), (right, "gold", "Gold file (optional)")):
-        col.file_uploader(
-            label, type=["csv", "tsv", "txt"], key=_BOXES[which], on_change=_on_file_change, args=(which,)
-        )
+        col.file_uploader(label, type=LABEL_TYPES, key=_BOXES[which], on_change=_on_file_change, args=(which,))
     kept_notice()
     c1, c2, c4, c3 = st.columns([2, 2, 2, 1], vertical_alignment="bottom")
     c1.selectbox(
@@ -479,7 +487,9 @@ def upload_tab() -> None:
     if error:
         st.error(safe.md(error), icon=":material/error:")
         column_picker()
-        st.caption(f"The working dataset is unchanged: {safe.md(state.get_data().name or state.get_data_id())}.")
+        current = state.get_data()
+        if current is not None:
+            st.caption(f"The working dataset is unchanged: {safe.md(current.name or state.get_data_id())}.")
     elif st.session_state.get(UPLOAD_OK):
         st.success(safe.md(st.session_state[UPLOAD_OK]))
     # past a limit (or the upload box's size) the streaming engine fits the file from disk instead

@@ -18,6 +18,7 @@ from pathlib import Path
 import streamlit as st
 from streamlit.errors import StreamlitPageNotFoundError
 
+from crowdlab.errors import DataError
 from crowdlab.io import limits, safe
 from crowdlab.io.app_files import app_root
 from crowdlab.io.data import Annotations
@@ -122,6 +123,32 @@ def _default_dataset() -> tuple[str, Annotations, str]:
     return sample_id(key), load_sample_cached(key), f'load_sample("{key}")'
 
 
+def refused_sample(exc: DataError, what: str | None = None) -> str:
+    """Why a bundled dataset cannot be loaded under the limits this app was started with (issue 42: with
+    ``CROWDLAB_MAX_WORKERS=1`` every page crashed on the default sample): the limit, its variable, and what to do."""
+    what = what or f"The bundled sample ({SAMPLES[state.DEFAULT_SAMPLE].title})"
+    field = re.search(r"\((max_[a-z_]+)\)", exc.problem)
+    if field is None:
+        return f"{what} cannot be loaded: {exc} Upload your own labels on the Data page."
+    env = limits.Limits().env_name(field.group(1))
+    return (
+        f"{what} is refused by the setting {env} this app was started with: {exc.problem} Upload your own labels "
+        f"on the Data page, or restart the app with {env} raised (or unset)."
+    )
+
+
+def _no_dataset(why: str, needs_data: bool) -> None:
+    """The page without a working dataset: the sentence saying why, a link to the upload, and (on a page that
+    needs one) nothing more."""
+    st.warning(safe.md(why), icon=":material/warning:")
+    if needs_data:
+        try:
+            st.page_link("pages/1_Data.py", label="Upload a label file on the Data page", icon=":material/upload:")
+        except StreamlitPageNotFoundError:  # started from a page file (tests): no multipage app to link into
+            pass
+        st.stop()
+
+
 # ---------------------------------------------------------------------------- frame
 def navigation() -> None:
     """Links to the home page and every page, in order (nothing where the app was started from a page file,
@@ -157,7 +184,8 @@ def page_frame(
     *,
     dataset: Callable[[], Annotations] | None = None,
     notice: bool = True,
-) -> Annotations:
+    needs_data: bool = True,
+) -> Annotations | None:
     """Set up a page: wide layout, presenter mode (:func:`crowdlab.ui.presenter.presenter`: the URL's
     ``?present=1`` or the sidebar toggle), restored state (default dataset on a cold start), sidebar navigation and
     dataset summary, title. Shows the working dataset's one-time notice (e.g. "Dataset changed: the run was
@@ -178,9 +206,27 @@ def page_frame(
         layout="wide",
         initial_sidebar_state="collapsed" if on else "auto",
     )
-    state.ensure_dataset(_default_dataset)
+    why = None
+    try:
+        state.ensure_dataset(_default_dataset)
+    except DataError as exc:
+        why = refused_sample(exc)
     data = state.get_data()
-    own = dataset() if dataset is not None else None
+    own = None
+    if data is not None and dataset is not None:
+        try:
+            own = dataset()
+        except DataError as exc:
+            why = refused_sample(exc, "This page's dataset")
+    if why is not None:
+        with st.sidebar:
+            navigation()
+            presenter.presenter()
+        st.title(f"{icon} {title}" if icon else title)
+        for text in limits.setting_problems():
+            st.warning(safe.md(text), icon=":material/warning:")
+        _no_dataset(why, needs_data or data is not None)
+        return None
     with st.sidebar:
         navigation()
         presenter.presenter()
@@ -253,10 +299,17 @@ def dataset_summary(data: Annotations, *, compact: bool = False) -> None:
 
 
 # ---------------------------------------------------------------------------- dataset picker
+REFUSED = "home.refused"  # why the picked sample could not be loaded (plain key)
+
+
 def _on_pick_sample() -> None:
     key = st.session_state.get(HOME_DATASET)
+    st.session_state[REFUSED] = None
     if key:
-        use_sample(key)
+        try:
+            use_sample(key)
+        except DataError as exc:  # over a limit the app was started with
+            st.session_state[REFUSED] = refused_sample(exc, f"The bundled dataset {SAMPLES[key].title}")
 
 
 def sample_picker() -> None:
@@ -271,6 +324,9 @@ def sample_picker() -> None:
         on_change=_on_pick_sample,
         placeholder="(your own dataset)",
     )
+    refused = st.session_state.get(REFUSED)
+    if refused:
+        st.warning(safe.md(refused), icon=":material/warning:")
     key = st.session_state.get(HOME_DATASET)
     if key:
         st.caption(SAMPLES[key].description)

@@ -8,7 +8,13 @@ refuses it past ``server.maxUploadSize``). So this section reads a path on the m
 only safe when that machine is the user's own: it is on when the app listens on this machine only (its
 ``server.address`` is 127.0.0.1, as ``.streamlit/config.toml`` sets it; the files under the home folder and the
 folder the app was started in), or in the folders named by ``CROWDLAB_FILES_DIR`` (separated by ``os.pathsep``),
-and off otherwise (a class's app shown to other machines reads no path).
+and off otherwise (a class's app shown to other machines reads no path). The root of the file system and the
+system folders (/etc, /usr, /proc, ...) are never allowed roots, whatever ``CROWDLAB_FILES_DIR`` says: with
+``CROWDLAB_FILES_DIR=/`` every file of the machine was readable by the room (issue 42).
+
+A refusal of a file here names the file and what is wrong, never the file's content (:func:`crowdlab.io.safe.withhold`:
+a notes file's ``password=...`` came back quoted in the message); an upload's own content may still be quoted back
+to the person who uploaded it (the Data page's upload tab).
 """
 
 from __future__ import annotations
@@ -40,6 +46,26 @@ RESULTS_PREFIX = "crowdlab-fit-"  # the results' folders, in the system's tempor
 RESULTS_KEEP_S = 24 * 3600  # a results folder older than this is removed by the next fit (a closed tab's, say)
 WORKER_ROWS = 1000  # rows of the workers table shown (all of them are in workers.csv)
 
+# folders whose files belong to the system, never allowed roots (nor any folder inside them); the root of the file
+# system (``/``, a Windows drive's root) neither
+SYSTEM_FOLDERS = (
+    "/bin",
+    "/boot",
+    "/dev",
+    "/etc",
+    "/lib",
+    "/lib32",
+    "/lib64",
+    "/libx32",
+    "/proc",
+    "/root",
+    "/run",
+    "/sbin",
+    "/sys",
+    "/usr",
+    "/var",
+)
+
 PATH = "data.large.path"
 METHOD = "data.large.method"
 PRIOR = "data.large.prior"
@@ -49,18 +75,47 @@ ERROR = "data.large.error"  # the last refusal's message (plain key)
 PENDING = "data.large.pending"  # a fit was asked for (plain key)
 
 
+def system_folder(p: Path) -> str | None:
+    """Why folder ``p`` (resolved) may not be an allowed root, or None: the root of the file system, or a system
+    folder or a folder inside one (their files are the machine's, its passwords and keys among them)."""
+    if p.parent == p:
+        return f"{p} is the root of the file system (every file on this machine)"
+    for name in SYSTEM_FOLDERS:
+        system = Path(name)
+        if p == system or p.is_relative_to(system):
+            return f"{p} is {'a system folder' if p == system else f'inside the system folder {system}'}"
+    return None
+
+
+def _resolved(text: str) -> Path | None:
+    """``text`` as an absolute folder path, or None when it cannot be resolved (a symlink loop, an unknown user)."""
+    try:
+        return Path(text).expanduser().resolve()
+    except (RuntimeError, OSError):
+        return None
+
+
 def roots() -> tuple[list[Path], str]:
     """The folders whose files may be fitted, and a sentence saying why (or why none)."""
     env = os.environ.get(FILES_ENV, "").strip()
     if env:
-        named = [Path(p.strip()).expanduser().resolve() for p in env.split(os.pathsep) if p.strip()]
-        found = [p for p in named if p.is_dir()]
-        missing = ", ".join(str(p) for p in named if not p.is_dir())
+        texts = [p.strip() for p in env.split(os.pathsep) if p.strip()]
+        named = [(t, _resolved(t)) for t in texts]
+        refused = [why for _, p in named if p is not None and p.is_dir() and (why := system_folder(p))]
+        found = [p for _, p in named if p is not None and p.is_dir() and not system_folder(p)]
+        missing = ", ".join(str(p or t) for t, p in named if p is None or not p.is_dir())
+        never = (
+            f"; never a system folder or the root of the file system, so left out: {'; '.join(refused)}"
+            if refused
+            else ""
+        )
         if not found:
-            return [], f"Off: {FILES_ENV} names no folder that exists on this machine ({missing or 'empty'})."
+            if refused and not missing:
+                return [], f"Off: {FILES_ENV} names no folder this app may read{never}. Name a folder of label files."
+            return [], f"Off: {FILES_ENV} names no folder that exists on this machine ({missing or 'empty'}){never}."
         return found, f"the folders {FILES_ENV} names" + (
             f"; not folders here, so left out: {missing}" if missing else ""
-        )
+        ) + never
     try:
         address = str(st.get_option("server.address") or "")
     except Exception:  # noqa: BLE001 - no Streamlit config: treat as shown to other machines
@@ -69,6 +124,8 @@ def roots() -> tuple[list[Path], str]:
         found = []
         for p in (Path.home(), Path.cwd()):
             p = p.resolve()
+            if p.parent == p:  # started in / : the whole file system is no default
+                continue
             if p.is_dir() and not any(p == q or p.is_relative_to(q) for q in found):
                 found.append(p)
         return found, "your home folder and the app's folder (the app listens on this machine only)"
@@ -83,10 +140,23 @@ def check_path(text: str, allowed: list[Path]) -> Path:
     text = (text or "").strip().strip('"').strip("'")
     if not text:
         raise DataError("Type the path of a label file on this machine (a long CSV or a Parquet file).")
-    path = Path(text).expanduser()
+    try:
+        path = Path(text).expanduser()
+    except RuntimeError:  # ~nosuchuser/x.csv
+        user = text[1:].split("/", 1)[0].split(os.sep, 1)[0]
+        raise DataError(
+            f"'{text}' starts with the home folder of user '{user}', whom this machine does not know. Give the "
+            "file's full path (or ~/ for your own home folder)."
+        ) from None
     if not path.is_absolute():
         path = Path.cwd() / path
-    path = path.resolve()
+    try:
+        path = path.resolve()
+    except (RuntimeError, OSError):  # a symbolic link that leads back to itself (a -> a, a -> b -> a)
+        raise DataError(
+            f"'{text}' is a symbolic link that leads back to itself (a loop of links), not a file. Give the path "
+            "of the label file itself."
+        ) from None
     if not any(path == r or path.is_relative_to(r) for r in allowed):
         where = ", ".join(str(r) for r in allowed) or "none"
         raise DataError(
@@ -153,7 +223,7 @@ def _fit(allowed: list[Path]) -> None:
     """Fit the chosen file under a progress bar; its results replace the last fit's (whose folder is removed)."""
     from crowdlab.engines.stream import fit_file
 
-    folder = None
+    folder = path = None
     try:
         path = check_path(st.session_state.get(PATH, ""), allowed)
         method = st.session_state.get(METHOD) or "ds"
@@ -173,8 +243,10 @@ def _fit(allowed: list[Path]) -> None:
         if isinstance(exc, OSError):
             where = f" ({exc.filename})" if exc.filename else ""
             st.session_state[ERROR] = f"Could not read or write a file: {exc.strerror or exc}{where}."
-        else:
+        elif path is None:  # the path itself refused: the message is about the path typed, not about a file
             st.session_state[ERROR] = str(exc)
+        else:  # the file's own words never come back (a notes file's password, say): its name and what is wrong
+            st.session_state[ERROR] = safe.withhold(exc, keep=(path.name, str(path)))
         return
     old = st.session_state.get(RESULT)
     if old:

@@ -187,4 +187,4 @@ def test_the_upload_survives_a_page_switch(wrapper):
     assert not any("Kept from your last upload" in t for t in _texts(at))
     assert at.session_state[state.DATA_ID] == data_id
     at.button(key="data.upload.load").click().run()
-    assert [e.value for e in at.error] == [safe.md("Choose a label file first (long or wide CSV).")]
+    assert [e.value for e in at.error] == [safe.md(data_page.NO_FILE_YET)]

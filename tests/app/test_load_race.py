@@ -68,8 +68,11 @@ def _loaded(at: AppTest, name: str) -> bool:
 
 def test_load_pressed_before_the_file_arrives_loads_it_when_it_arrives(tmp_path):
     # before: "Choose a label file first", then the file's arrival cleared the message and loaded nothing
+    # issue 42: the press said "Choose a label file first" while the chosen file was on its way; it says that a file
+    # chosen just now is still arriving and loads by itself
     at = _run(_app(tmp_path), ("load",))
-    assert at.session_state[data_page.UPLOAD_ERROR].startswith("Choose a label file first")
+    assert at.session_state[data_page.UPLOAD_ERROR] == data_page.NO_FILE_YET
+    assert "still arriving and loads by itself" in data_page.NO_FILE_YET
     at = _run(at, ("file", _file("small_long.csv")))
     assert _loaded(at, "small_long.csv") and at.session_state[data_page.UPLOAD_ERROR] is None
 

@@ -191,7 +191,7 @@ def test_a_bad_upload_after_a_good_one_keeps_the_good_one(wrapper):
 def test_load_without_a_file_says_so_and_keeps_the_dataset():
     at = goto(_home(), DATA_PAGE)
     at.button(key="data.upload.load").click().run()
-    assert [e.value for e in at.error] == [safe.md("Choose a label file first (long or wide CSV).")]
+    assert [e.value for e in at.error] == [safe.md(data_page.NO_FILE_YET)]
     assert at.session_state[state.DATA_ID] == "sample:bluebirds"
 
 

@@ -301,3 +301,11 @@ def test_a_nanny_worker_raises_the_malloc_thresholds_a_plain_process_keeps_them(
         [sys.executable, "-c", code], capture_output=True, text=True, env={**env, "MALLOC_TRIM_THRESHOLD_": "65536"}
     )
     assert nanny.stdout.split() == ["True", "False"]  # once per process
+
+
+def test_an_infinite_label_among_numbers_is_refused_as_in_memory(client, tmp_path):
+    """Issue 42 §7: a label `inf` was read as a class; Dask refuses it as the in-memory reader and the stream do."""
+    f = tmp_path / "inf.csv"
+    f.write_text("item,worker,label\n1,a,0\n1,b,inf\n2,a,1\n2,b,1\n3,a,0\n3,b,0\n")
+    with pytest.raises(DataError, match=r"infinite number \('inf'\) among numeric labels"):
+        _fit(str(f), "ds", client)

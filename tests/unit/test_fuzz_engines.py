@@ -17,6 +17,9 @@ from crowdlab.io.data import read_annotations, to_long_dataframe
 from tests.unit.fuzz_problems import class_problem
 from tests.unit.test_stream import assert_same_fit
 
+# issue 42: every warning is an error in the fuzz of the models (none may leak from a model)
+pytestmark = pytest.mark.filterwarnings("error")
+
 N_FAST = 6
 N_SLOW = 60
 

@@ -20,6 +20,9 @@ from crowdlab.io.data import Annotations
 from crowdlab.models.online import MAX_LABEL_VISITS, OnlineDawidSkene, OnlineOneCoin
 from tests.unit.fuzz_problems import class_problem
 
+# issue 42: every warning is an error in the fuzz of the models (none may leak from a model)
+pytestmark = pytest.mark.filterwarnings("error")
+
 
 def _names(prefix: str, n: int) -> list[str]:
     return [f"{prefix}{i}" for i in range(n)]

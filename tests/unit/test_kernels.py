@@ -224,3 +224,20 @@ def test_first_use_gate_keeps_numba_unloaded_below_the_crossing_point(monkeypatc
     monkeypatch.setattr(kernels, "_TRIED", True)
     monkeypatch.setattr(kernels, "_KERNELS", {"loaded": True})
     assert kernels._kernels_for(between) == {"loaded": True}  # loaded already: used
+
+
+@pytest.mark.parametrize("raw", [" numpy ", "numpy\n", "\tNumPy"])
+def test_the_environment_switch_is_read_trimmed(monkeypatch, raw):
+    """Issue 42: ' numpy ' and 'numpy\\n' were accepted by the settings check and then ignored (numba ran)."""
+    monkeypatch.setattr(kernels, "_TRIED", False)
+    monkeypatch.setattr(kernels, "_KERNELS", None)
+    monkeypatch.setenv("CROWDLAB_KERNELS", raw)
+    assert kernels._compile() is None
+    assert kernels.load_for(1 << 40) is False
+
+
+def test_a_refused_kernels_value_is_auto():
+    from crowdlab.io.limits import kernels_choice
+
+    assert kernels_choice({"CROWDLAB_KERNELS": " numba\n"}) == "numba"
+    assert kernels_choice({"CROWDLAB_KERNELS": "gpu"}) == kernels_choice({}) == "auto"

@@ -11,6 +11,9 @@ from crowdlab.engines.run import Run
 from crowdlab.models import GLAD, IBCC, MACE, DawidSkene, MaceVB, MaceVBParams, OneCoin, TwoCoin
 from tests.unit.test_em_monotone import N_PROBLEMS, _check_run, _problem
 
+# issue 42: every warning is an error in the fuzz of the models (none may leak from a model)
+pytestmark = pytest.mark.filterwarnings("error")
+
 
 def _check_elbo_run(run: Run) -> None:
     """IBCC, MACE (VB): the ELBO after every half-step (objective and bound are the same number) never decreases."""

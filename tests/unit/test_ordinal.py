@@ -108,3 +108,30 @@ def test_cli_kind_ordinal(tmp_path, capsys):
     ))  # fmt: skip
     assert main(["fit", str(f), "--kind", "ordinal", "--method", "ordinal", "--out", str(tmp_path / "o")]) == 0
     assert "ordinal ratings" in capsys.readouterr().out
+
+
+@pytest.mark.filterwarnings("error")
+def test_extreme_ratings_fit_without_a_warning_and_stay_finite():
+    """Issue 42 §5: ratings of +-1e308 warned (overflow in subtract, in the reader's order check) and their mean
+    overflowed; the fit and the mean rating stay finite, without a warning."""
+    levels = ("-1e308", "1e308", "1.7e308")
+    rows = "".join(f"i{n},w{m},{levels[(n + (m == 2)) % 3]}\n" for n in range(12) for m in range(3))
+    d = read_annotations(("item,worker,label\n" + rows).encode(), kind="ordinal")
+    assert [float(c) for c in d.class_names] == [-1e308, 1e308, 1.7e308]
+    run = Run(d, OrdinalDS(), "majority", max_iter=50)
+    run.run()
+    check_run(run)
+    mean = posterior_mean_rating(run.posterior, d.class_names)
+    assert np.all(np.isfinite(mean)) and np.all((mean >= -1e308) & (mean <= 1.7e308))
+    np.testing.assert_allclose(posterior_mean_rating(np.array([[0.0, 0.5, 0.5]]), d.class_names), [1.35e308])
+
+
+@pytest.mark.filterwarnings("error")
+def test_gamma_stays_finite_for_a_spread_of_zero_or_past_the_cap():
+    from crowdlab.models.ordinal import MAX_SPREAD, MIN_SPREAD
+
+    bias = np.array([0.0, 0.0, 1e300, -np.inf])
+    g = ordinal_gamma(bias, np.array([0.0, np.inf, 1.0, 1.0]), 4)
+    assert np.all(np.isfinite(g)) and np.allclose(g.sum(axis=1), 1.0)
+    np.testing.assert_array_equal(g[0], ordinal_gamma(np.zeros(1), np.array([MIN_SPREAD]), 4)[0])
+    np.testing.assert_array_equal(g[1], ordinal_gamma(np.zeros(1), np.array([MAX_SPREAD]), 4)[0])

@@ -175,3 +175,35 @@ def test_the_dask_engines_parquet_checks_pass_or_raise_data_error(made, cuts, tm
         pass
     found = find_unreadable([str(other), str(path)])
     assert found is None or isinstance(found, DataError)
+
+
+PARQUET_WORDS = ("Parquet", "nested values", "not UTF-8", "distinct names", "the file is empty")
+
+
+@EXAMPLES
+@given(made=parquet_files(), cuts=st.data())
+def test_the_in_memory_reader_reads_what_the_stream_reads_with_the_same_messages(made, cuts, tmp_path):
+    """Issue 42 §4: ``read_annotations`` refused every Parquet file that ``--stream`` and ``--engine dask`` read. A
+    whole or damaged file now loads in memory to the stream's rows, or both refuse it; where the refusal is about
+    the Parquet file itself (damaged, nested, duplicate names, bytes that are not UTF-8) the two say the same."""
+    from crowdlab.io.data import read_annotations
+
+    data, n_rows, _ = made
+    whole = cuts.draw(st.booleans())
+    path = tmp_path / "labels.parquet"
+    path.write_bytes(data if whole else cuts.draw(damaged(data)))
+    try:
+        streamed, said = fit_file(path, "mv", chunk_rows=1000), None
+    except (DataError, ModelError) as exc:
+        streamed, said = None, str(exc)
+    try:
+        ann, told = read_annotations(path, kind="classes"), None
+    except (DataError, ModelError) as exc:
+        ann, told = None, str(exc)
+    if said is not None and any(w in said for w in PARQUET_WORDS):
+        assert told == said
+    if told is not None and any(w in told for w in PARQUET_WORDS):
+        assert said == told
+    if streamed is not None and ann is not None:
+        assert ann.n_obs == streamed.data.n_obs
+        assert sorted(map(str, ann.class_names)) == sorted(map(str, streamed.data.class_names))

@@ -17,7 +17,8 @@ PROJECTOR = {"width": 1024, "height": 768}
 VISIBLE = 0.9
 # the share of the lesson's chart (its first plotly chart) inside the window, and where it stands
 SHARE = """
-() => { const p = Array.from(document.querySelectorAll('[data-testid="stMain"] [data-testid="stPlotlyChart"]'))
+() => { const p = Array.from(document.querySelectorAll(
+    '[data-testid="stMain"] :is([data-testid="stPlotlyChart"], .cl-live-chart)'))
     .find(e => e.offsetParent !== null);
   if (!p) return null;
   const r = p.getBoundingClientRect();

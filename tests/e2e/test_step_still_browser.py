@@ -11,11 +11,12 @@ from tests.e2e.helpers import assert_no_exception, wait_idle, wait_page
 pytestmark = pytest.mark.e2e
 
 CHART_TOPS = """
-() => Array.from(document.querySelectorAll('[data-testid="stMain"] [data-testid="stPlotlyChart"]'))
+() => Array.from(document.querySelectorAll('[data-testid="stMain"] :is([data-testid="stPlotlyChart"], .cl-live-chart)'))
   .filter(c => c.offsetParent).map(c => Math.round(c.getBoundingClientRect().top * 10) / 10)
 """
 CHARTS_DRAWN = """
-() => { const c = Array.from(document.querySelectorAll('[data-testid="stMain"] [data-testid="stPlotlyChart"]'));
+() => { const c = Array.from(document.querySelectorAll(
+    '[data-testid="stMain"] :is([data-testid="stPlotlyChart"], .cl-live-chart)'));
   return c.length > 0 && c.every(x => x.querySelector('.main-svg')); }
 """
 

@@ -33,7 +33,7 @@ PAGES = [
 ]
 
 CHARTS_DRAWN = """
-() => Array.from(document.querySelectorAll('[data-testid="stMain"] [data-testid="stPlotlyChart"]'))
+() => Array.from(document.querySelectorAll('[data-testid="stMain"] :is([data-testid="stPlotlyChart"], .cl-live-chart)'))
   .every(c => c.querySelector('.main-svg'))
 """
 # every visible text node (a box on the page, not hidden, not off to the side like the folded sidebar) whose

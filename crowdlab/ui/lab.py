@@ -528,7 +528,10 @@ def buttons(slot: RunSlot, run: Run) -> None:
 COMPACT_BUTTONS_CSS = (
     '<style>[data-testid="stMain"] [data-testid="stButton"] button '
     "{ padding-left: 0.4rem; padding-right: 0.4rem; }"
-    '[data-testid="stMainBlockContainer"] { padding-top: 3rem; }</style>'
+    '[data-testid="stMainBlockContainer"] { padding-top: 3rem; }'
+    # the position's caption keeps two lines (as presenter mode's CSS does): a shorter one after the first Step
+    # does not move the charts up
+    '[class*="pos_block"] [data-testid="stCaptionContainer"] p { min-height: 2lh; }</style>'
 )
 # Normal mode's Step page puts the curves beside the panels when its main column is wide (1280 px with the sidebar
 # open: the curve and the main picture on the first screen); where the column is narrower than BESIDE_MIN_PX (1024 px

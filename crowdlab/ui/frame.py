@@ -229,7 +229,8 @@ def page_frame(
         return None
     with st.sidebar:
         navigation()
-        presenter.presenter()
+        if not presenter.presenter():  # normal mode: a stepper's curves beside its panels where the column is wide
+            st.html(lab.BESIDE_CSS)
         live_chart.motion_control()
         dataset_summary(own if own is not None else data, compact=True)
         if own is not None:

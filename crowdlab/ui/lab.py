@@ -540,7 +540,7 @@ COMPACT_BUTTONS_CSS = (
 BESIDE_KEY = "stepper_beside"
 BESIDE_MIN_PX = 760
 BESIDE_CSS = (
-    '<style>[data-testid="stMainBlockContainer"] { container-type: inline-size; }'
+    f"<style>.st-key-{BESIDE_KEY} {{ container-type: inline-size !important; }}"
     f"@container (max-width: {BESIDE_MIN_PX}px) {{"
     f" .st-key-{BESIDE_KEY} > div > [data-testid='stHorizontalBlock'] {{ flex-direction: column; }}"
     f" .st-key-{BESIDE_KEY} > div > [data-testid='stHorizontalBlock'] > [data-testid='stColumn']"
@@ -875,8 +875,7 @@ def _body_drawn(slot: RunSlot, curves: Panel | None, panels: Panel | None) -> No
         violations(run)
         draw_curves = curves or (lambda r: default_curves(slot, r))
         if beside() and panels is not None:
-            if not presenter.is_on():  # normal mode: side by side where the main column is wide enough
-                st.html(BESIDE_CSS)
+            # normal mode: side by side where the main column is wide enough (BESIDE_CSS, drawn with the buttons)
             left, right = st.container(key=BESIDE_KEY).columns([1, 2])
             with left:
                 draw_curves(run)

@@ -59,21 +59,24 @@ def pair_heatmap(report, *, title: str | None = None, max_workers: int = MAX_WOR
     top = colour_top(z)
     n = idx.size
     text = np.where(np.isfinite(z), np.char.mod("%.2f", np.nan_to_num(z)), "") if n <= 12 else None
-    heat = go.Heatmap(
+    # a plain dict (as every builder's): :func:`figure` raises its fonts in presenter mode (a go.Heatmap it passed
+    # through, and plotly fitted the cell numbers to 11-14 px)
+    heat = dict(
+        type="heatmap",
         z=z,
         x=list(range(1, n + 1)),
         y=labels,
         zmin=-top,
         zmax=top,
         colorscale="RdBu_r",
-        colorbar=dict(title="κ", thickness=12),
-        text=text,
-        texttemplate="%{text}" if text is not None else None,
+        colorbar=dict(title=dict(text="κ"), thickness=12),
         hovertemplate="%{y} with worker %{x}: κ = %{z:.3f}<extra></extra>",
         xgap=1,
         ygap=1,
         name="kappa",
     )
+    if text is not None:
+        heat |= dict(text=text, texttemplate="%{text}", textfont=dict(size=12))
     pos = {int(w): i for i, w in enumerate(idx)}
     cells = []
     for a, b in zip(report.a[report.flagged], report.b[report.flagged]):

@@ -165,17 +165,18 @@ def with_markers(n: int) -> bool:
 def iteration_ticks(x: Sequence[float]) -> dict:
     """Tick settings of an iteration axis over the half-step positions ``x``: on a short run (up to 40 iterations) a
     fixed spacing from :data:`HALF_STEP_TICKS`, the finest that gives at most :data:`MAX_TICKS` ticks, so no tick
-    falls between half-steps ("iteration 0.3"); plotly's own ticks on longer runs (whole iterations there). A run
-    still at its start (x all 0) shows the first iteration's room, 0 to 1."""
+    falls between half-steps ("iteration 0.3"), and the range that goes with them, from 0 to the last position (to 1
+    for a run still at its start); plotly's own ticks and range on longer runs (whole iterations there)."""
     x = np.asarray(x, dtype=np.float64)
     top = float(np.nanmax(x)) if x.size and np.isfinite(x).any() else 0.0
     if top > MAX_TICKS * HALF_STEP_TICKS[-1]:
         return {}
     step = next(d for d in HALF_STEP_TICKS if top / d <= MAX_TICKS)
-    out = dict(tickmode="linear", tick0=0, dtick=step)
-    if top < 1:
-        out["range"] = [-0.05, 1.05]
-    return out
+    end = max(top, 1.0)
+    pad = 0.04 * end
+    # the range too (the ticks are fixed for it): a chart updated in place kept a longer run's range, 0-125, with
+    # a tick every 5 across it
+    return dict(tickmode="linear", tick0=0, dtick=step, range=[-pad, end + pad])
 
 
 def _atoms(text: str, width: int) -> list[str]:

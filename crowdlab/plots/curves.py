@@ -125,6 +125,7 @@ def objective_curve(
 
 
 GAP_FLOOR = 1e-3  # nats: the gap to the best objective is drawn down to here on its log axis
+GAP_DECADE_HEIGHT = 440  # px: a figure this high or higher ticks the gap at every decade, a lower one at every other
 
 
 def objective_with_gap(
@@ -165,8 +166,8 @@ def objective_with_gap(
             domain=[0.0, 0.4],
             type="log",
             title=dict(text="gap (nats)", font=dict(size=min_font())),
-            dtick=1,
-            exponentformat="power",
+            dtick=1 if height >= GAP_DECADE_HEIGHT else 2,  # a decade a tick only where they do not touch
+            exponentformat="none",  # 0.001 ... 100: a power's superscript is drawn at 70 %, under 16 px
             tickfont=dict(size=min_font()),
         ),
         xaxis=dict(anchor="y2"),

@@ -42,7 +42,11 @@ def test_short_runs_tick_only_at_half_steps(n):
 
 def test_a_run_at_its_start_shows_room_for_the_first_iteration():
     fig = curves.objective_curve(_history(0), 0)
-    assert list(fig.layout.xaxis.range) == pytest.approx([-0.05, 1.05])
+    assert list(fig.layout.xaxis.range) == pytest.approx([-0.04, 1.04])
+    h = _history(25)
+    top = common.half_step_positions(h["kind"], h["iteration"]).max()
+    lo, hi = curves.objective_curve(h, 0).layout.xaxis.range  # fits the run (an updated chart kept a longer one)
+    assert -0.05 * top < lo < 0 and top < hi < 1.05 * top
 
 
 def test_convergence_chart_ticks_at_whole_iterations_on_a_short_run():
@@ -101,3 +105,27 @@ def test_copying_heatmap_numbers_are_16_px_in_presenter_mode(presenter):
     heat = fig.data[0]
     assert heat.texttemplate and heat.textfont.size >= presenter
     assert heat.colorbar.tickfont.size >= presenter
+
+
+def test_a_short_gap_chart_ticks_every_other_decade():
+    """Lesson 1 step 9's gap chart, under 100 px high on the projector: six decade labels ran into each other."""
+    assert curves.objective_with_gap(_history(5), 3, height=390).layout.yaxis2.dtick == 2
+    assert curves.objective_with_gap(_history(5), 3, height=460).layout.yaxis2.dtick == 1
+
+
+def test_the_gap_axis_writes_plain_numbers():
+    """A power's superscript (10⁻³) is drawn at 70 % of the tick size: 14 px on the projector."""
+    assert curves.objective_with_gap(_history(5), 3).layout.yaxis2.exponentformat == "none"
+
+
+def test_likelihood_with_ems_path_keeps_room_for_its_legend():
+    """Lesson 3 step 2 draws EM's θ path on the likelihood: five legend entries, three rows in the lesson's column;
+    the bottom margin was kept for one, and the x axis title rode onto the tick labels."""
+    from crowdlab.plots import risk
+
+    th = np.linspace(0, 1, 51)
+    curve = -50 * (th - 0.8) ** 2
+    plain = risk.loglik_curves(th, {"n = 500": curve}, theta_true=0.8)
+    fig = risk.loglik_curves(th, {"n = 500": curve}, theta_true=0.8, em_path=[0.6, 0.7, 0.78, 0.8])
+    assert fig.layout.margin.b >= common.legend_margin(rows=3)["b"] > plain.layout.margin.b
+    assert fig.layout.xaxis.title.standoff >= common.X_TITLE_STANDOFF

@@ -58,7 +58,9 @@ def pair_heatmap(report, *, title: str | None = None, max_workers: int = MAX_WOR
     labels = [f"{i + 1}. {wrap_label(report.worker_names[j], 22, 1)}" for i, j in enumerate(idx)]
     top = colour_top(z)
     n = idx.size
-    text = np.where(np.isfinite(z), np.char.mod("%.2f", np.nan_to_num(z)), "") if n <= 12 else None
+    # rounded first, then + 0.0: a κ of -0.001 reads 0.00, not "-0.00"
+    shown = np.round(np.nan_to_num(z), 2) + 0.0
+    text = np.where(np.isfinite(z), np.char.mod("%.2f", shown), "") if n <= 12 else None
     # a plain dict (as every builder's): :func:`figure` raises its fonts in presenter mode (a go.Heatmap it passed
     # through, and plotly fitted the cell numbers to 11-14 px)
     heat = dict(

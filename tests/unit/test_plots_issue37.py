@@ -129,3 +129,16 @@ def test_likelihood_with_ems_path_keeps_room_for_its_legend():
     fig = risk.loglik_curves(th, {"n = 500": curve}, theta_true=0.8, em_path=[0.6, 0.7, 0.78, 0.8])
     assert fig.layout.margin.b >= common.legend_margin(rows=3)["b"] > plain.layout.margin.b
     assert fig.layout.xaxis.title.standoff >= common.X_TITLE_STANDOFF
+
+
+def test_copying_heatmap_writes_no_negative_zero():
+    from types import SimpleNamespace
+
+    kappa = np.array([[np.nan, -0.001, 0.2], [-0.001, np.nan, -0.3], [0.2, -0.3, np.nan]])
+    report = SimpleNamespace(
+        n_tested=3, worker_names=["a", "b", "c"], kappa_matrix=kappa, a=np.array([0, 0, 1]), b=np.array([1, 2, 2]),
+        kappa=np.array([-0.001, 0.2, -0.3]), p_value=np.array([0.5, 0.01, 0.9]), flagged=np.array([0, 1, 0], bool),
+        min_shared=10,
+    )  # fmt: skip
+    text = np.asarray(copying.pair_heatmap(report).data[0].text)
+    assert "-0.00" not in text and "0.00" in text and "-0.30" in text

@@ -2,6 +2,7 @@
 
 import streamlit as st
 
+from crowdlab.teaching.lessons import LESSONS, short_title
 from crowdlab.ui import dataset_summary, page_frame, sample_picker
 
 data = page_frame("crowdlab", icon=":material/science:", needs_data=False)
@@ -20,7 +21,7 @@ if data is not None:  # None: the bundled sample is over a limit the app was sta
 
 st.subheader("Where to go next")
 st.page_link("pages/0_Lessons.py", label="Lessons", icon=":material/school:")
-st.caption("Guided lessons on live runs: the EM lecture from start to end, dependent data, error rates without labels.")
+st.caption("Guided lessons on live runs: " + " · ".join(short_title(lesson) for lesson in LESSONS.values()) + ".")
 st.page_link("pages/1_Data.py", label="Data", icon=":material/table_chart:")
 st.caption("Upload your own labels (long or wide CSV, optional gold) or simulate a crowd; see who labelled what.")
 st.page_link("pages/2_Step_through_EM.py", label="Step through EM", icon=":material/stairs:")

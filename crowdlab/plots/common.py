@@ -86,7 +86,7 @@ def _sized(d: dict | None, key: str, px: int) -> dict:
 def readable(data: list, layout: dict, px: int) -> tuple[list, dict]:
     """The traces and layout of a figure with no text under ``px``: every explicit size raised, and an explicit size
     on the text plotly or Streamlit's theme sizes by itself (the legend, hover labels, every axis's ticks and title,
-    colour bars, annotations), which would be 12-13 px."""
+    colour bars, annotations, the numbers on heatmap cells), which would be 11-13 px."""
     data = [_floor_fonts(t, px) if isinstance(t, dict) else t for t in data]
     layout = _floor_fonts(layout, px)
     layout = _sized(layout, "font", px)
@@ -98,6 +98,8 @@ def readable(data: list, layout: dict, px: int) -> tuple[list, dict]:
             for ref, name in ((t.get("xaxis"), "xaxis"), (t.get("yaxis"), "yaxis")):
                 if isinstance(ref, str) and ref[1:].isdigit():
                     axes.add(name + ref[1:])
+            if t.get("texttemplate") or t.get("text") is not None and t.get("type") == "heatmap":
+                t["textfont"] = _sized(t, "textfont", px)["textfont"]  # plotly sizes cell numbers to fit: 11 px
             scaled = t.get("type") in ("heatmap", "contour", "histogram2d") and not t.get("coloraxis")
             if isinstance(t.get("colorbar"), dict) or t.get("showscale", scaled):
                 bar = _sized(t.get("colorbar"), "tickfont", px)
@@ -147,6 +149,34 @@ def half_step_positions(kind: Sequence[str], iteration: Sequence[int]) -> np.nda
     kind = np.asarray(kind)
     it = np.asarray(iteration, dtype=np.float64)
     return np.where(kind == "E", it + 0.5, it)
+
+
+MARKERS_MAX = 41  # snapshots (20 iterations): a curve with more is drawn without markers (they merge into a band)
+HALF_STEP_TICKS = (0.5, 1.0, 2.0, 5.0)  # tick spacings for short runs: never finer than a half-step
+MAX_TICKS = 8
+
+
+def with_markers(n: int) -> bool:
+    """Whether a curve over ``n`` snapshots carries a marker per snapshot: only on short runs (:data:`MARKERS_MAX`;
+    a marker per half-step of a 1,000-iteration run drew a hatched band)."""
+    return n <= MARKERS_MAX
+
+
+def iteration_ticks(x: Sequence[float]) -> dict:
+    """Tick settings of an iteration axis over the half-step positions ``x``: on a short run (up to 40 iterations) a
+    fixed spacing from :data:`HALF_STEP_TICKS`, the finest that gives at most :data:`MAX_TICKS` ticks, so no tick
+    falls between half-steps ("iteration 0.3"), and the range that goes with them, from 0 to the last position (to 1
+    for a run still at its start); plotly's own ticks and range on longer runs (whole iterations there)."""
+    x = np.asarray(x, dtype=np.float64)
+    top = float(np.nanmax(x)) if x.size and np.isfinite(x).any() else 0.0
+    if top > MAX_TICKS * HALF_STEP_TICKS[-1]:
+        return {}
+    step = next(d for d in HALF_STEP_TICKS if top / d <= MAX_TICKS)
+    end = max(top, 1.0)
+    pad = 0.04 * end
+    # the range too (the ticks are fixed for it): a chart updated in place kept a longer run's range, 0-125, with
+    # a tick every 5 across it
+    return dict(tickmode="linear", tick0=0, dtick=step, range=[-pad, end + pad])
 
 
 def _atoms(text: str, width: int) -> list[str]:

@@ -58,22 +58,27 @@ def pair_heatmap(report, *, title: str | None = None, max_workers: int = MAX_WOR
     labels = [f"{i + 1}. {wrap_label(report.worker_names[j], 22, 1)}" for i, j in enumerate(idx)]
     top = colour_top(z)
     n = idx.size
-    text = np.where(np.isfinite(z), np.char.mod("%.2f", np.nan_to_num(z)), "") if n <= 12 else None
-    heat = go.Heatmap(
+    # rounded first, then + 0.0: a κ of -0.001 reads 0.00, not "-0.00"
+    shown = np.round(np.nan_to_num(z), 2) + 0.0
+    text = np.where(np.isfinite(z), np.char.mod("%.2f", shown), "") if n <= 12 else None
+    # a plain dict (as every builder's): :func:`figure` raises its fonts in presenter mode (a go.Heatmap it passed
+    # through, and plotly fitted the cell numbers to 11-14 px)
+    heat = dict(
+        type="heatmap",
         z=z,
         x=list(range(1, n + 1)),
         y=labels,
         zmin=-top,
         zmax=top,
         colorscale="RdBu_r",
-        colorbar=dict(title="κ", thickness=12),
-        text=text,
-        texttemplate="%{text}" if text is not None else None,
+        colorbar=dict(title=dict(text="κ"), thickness=12),
         hovertemplate="%{y} with worker %{x}: κ = %{z:.3f}<extra></extra>",
         xgap=1,
         ygap=1,
         name="kappa",
     )
+    if text is not None:
+        heat |= dict(text=text, texttemplate="%{text}", textfont=dict(size=12))
     pos = {int(w): i for i, w in enumerate(idx)}
     cells = []
     for a, b in zip(report.a[report.flagged], report.b[report.flagged]):

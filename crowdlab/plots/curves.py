@@ -22,8 +22,10 @@ from crowdlab.plots.common import (
     _layout,
     figure,
     half_step_positions,
+    iteration_ticks,
     legend_margin,
     min_font,
+    with_markers,
 )
 
 
@@ -55,13 +57,14 @@ def objective_curve(
     objective_name, bound_name = safe.html(objective_name), safe.html(bound_name)
     step_name = np.array([{"init": "init", "E": "after E-step", "M": "after M-step"}.get(k, k) for k in kind])
     e = kind == "E"
+    marked = with_markers(obj.size)  # a marker per half-step only on a short run
     # scalar marker symbols only: a per-point symbol array is validated point by point (~25 ms at 1,000 points)
     traces = [
         dict(
             type="scatter",
             x=x,
             y=obj,
-            mode="lines+markers",
+            mode="lines+markers" if marked else "lines",
             name=objective_name,
             meta="objective",
             line=dict(color=OBJECTIVE_COLOR, width=2),
@@ -71,7 +74,7 @@ def objective_curve(
             "<extra>objective</extra>",
         )
     ]
-    if e.any():
+    if e.any() and marked:
         traces.append(
             dict(
                 type="scatter",
@@ -115,13 +118,14 @@ def objective_curve(
         height,
         legend=LEGEND_BELOW,
         margin=legend_margin(),
-        xaxis=_axis(title=dict(text=X_TITLE, standoff=6), rangemode="tozero", zeroline=False),
+        xaxis=_axis(title=dict(text=X_TITLE, standoff=6), rangemode="tozero", zeroline=False, **iteration_ticks(x)),
         yaxis=_axis(tickformat=".6~g", range=flat_range(obj, bound if show_bound else None)),
     )
     return figure(traces, layout)
 
 
 GAP_FLOOR = 1e-3  # nats: the gap to the best objective is drawn down to here on its log axis
+GAP_DECADE_HEIGHT = 440  # px: a figure this high or higher ticks the gap at every decade, a lower one at every other
 
 
 def objective_with_gap(
@@ -162,8 +166,8 @@ def objective_with_gap(
             domain=[0.0, 0.4],
             type="log",
             title=dict(text="gap (nats)", font=dict(size=min_font())),
-            dtick=1,
-            exponentformat="power",
+            dtick=1 if height >= GAP_DECADE_HEIGHT else 2,  # a decade a tick only where they do not touch
+            exponentformat="none",  # 0.001 ... 100: a power's superscript is drawn at 70 %, under 16 px
             tickfont=dict(size=min_font()),
         ),
         xaxis=dict(anchor="y2"),
@@ -235,7 +239,7 @@ def convergence_chart(
             type="scatter",
             x=it,
             y=_log10_floor(gain),
-            mode="lines+markers" if it.size <= 200 else "lines",
+            mode="lines+markers" if with_markers(it.size) else "lines",
             name="objective gain (log10 nats)",
             meta="gain",
             line=dict(color=GAIN_COLOR, width=2),
@@ -250,7 +254,7 @@ def convergence_chart(
                 type="scatter",
                 x=it,
                 y=_log10_floor(change),
-                mode="lines+markers" if it.size <= 200 else "lines",
+                mode="lines+markers" if with_markers(it.size) else "lines",
                 name="largest parameter change (log10)",
                 meta="param_change",
                 line=dict(color=CHANGE_COLOR, width=2),
@@ -284,7 +288,11 @@ def convergence_chart(
         legend=LEGEND_BELOW,
         margin=legend_margin(),
         shapes=shapes,
-        xaxis=_axis(title=dict(text="iteration", standoff=6), range=[0, max(float(it.max()), 1.0) + 0.5]),
+        xaxis=_axis(
+            title=dict(text="iteration", standoff=6),
+            range=[0, max(float(it.max()), 1.0) + 0.5],
+            **{k: v for k, v in iteration_ticks(it).items() if k != "range"},
+        ),
         yaxis=_axis(title=dict(text="log10", standoff=4), range=convergence_range(trace), dtick=2),
     )
     return figure(traces, layout)
@@ -322,7 +330,7 @@ def metric_curve(
                 type="scatter",
                 x=x,
                 y=y,
-                mode="lines+markers",
+                mode="lines+markers" if with_markers(x.size) else "lines",
                 name=name,
                 line=dict(color=color, width=2),
                 marker=dict(size=5, color=color),
@@ -361,7 +369,7 @@ def metric_curve(
         shapes=[vline],
         legend=LEGEND_BELOW,
         margin=legend_margin(),
-        xaxis=_axis(title=dict(text=X_TITLE, standoff=6), rangemode="tozero"),
+        xaxis=_axis(title=dict(text=X_TITLE, standoff=6), rangemode="tozero", **iteration_ticks(x)),
         yaxis=_axis(range=list(y_range) if y_range is not None else None),
     )
     return figure(traces, layout)

@@ -449,15 +449,33 @@ def score_correlation_heatmap(data: Annotations, limit: int = 30) -> go.Figure:
     )
 
 
+RANGE_STEP = 0.05  # a colour range on the data starts at a multiple of this
+
+
+def agreement_range(matrix: np.ndarray, step: float = RANGE_STEP) -> tuple[float, float]:
+    """A colour range on the data for agreements in [0, 1]: from the smallest agreement off the diagonal, rounded
+    down to a multiple of ``step``, to 1 (methods that all agree on 80-100 % of the items were one dark blue on a
+    fixed [0, 1] scale). (0, 1) when there is no pair to compare."""
+    z = np.asarray(matrix, dtype=np.float64)
+    off = z[~np.eye(z.shape[0], dtype=bool)] if z.ndim == 2 and z.shape[0] == z.shape[1] else z.ravel()
+    off = off[np.isfinite(off)]
+    if off.size == 0:
+        return (0.0, 1.0)
+    lo = np.floor(float(np.clip(off.min(), 0.0, 1.0)) / step + 1e-9) * step
+    return (float(min(lo, 1.0 - step)), 1.0)
+
+
 def method_agreement_heatmap(agreement: pd.DataFrame, *, title: str = "Agreement between methods") -> go.Figure:
     """Share of items on which two methods give the same hard label
-    (:attr:`crowdlab.analysis.compare.Comparison.agreement`)."""
+    (:attr:`crowdlab.analysis.compare.Comparison.agreement`), coloured over :func:`agreement_range`."""
     names = [str(n) for n in agreement.index]
     W = len(names)
     many = W > 6
+    z = agreement.to_numpy(dtype=np.float64)
     fig = agreement_heatmap(
-        agreement.to_numpy(dtype=np.float64),
+        z,
         names,
+        zrange=agreement_range(z),
         wrap_names=True,
         title=title,
         text_max=20,

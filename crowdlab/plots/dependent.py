@@ -228,7 +228,10 @@ def sequence_strip(
             showgrid=False,
             zeroline=False,
             range=[lo - 0.5, hi + 0.5],
-            dtick=1 if P <= 40 else 5,
+            # a label at every 5th position (0-29 at every one were rotated onto each other in a narrow column)
+            dtick=1 if P <= STRIP_EVERY_TICK else 5,
+            tick0=0 if positions is None else None,
+            tickangle=0,
         ),
         yaxis=dict(
             tickvals=rows_y.tolist(),
@@ -244,6 +247,9 @@ def sequence_strip(
     lift = STRIP_LEGEND_ROW * legend_rows + STRIP_TITLE_LINE * (n_title - 1) + 6
     layout["title"].update(yref="paper", y=1.0, yanchor="bottom", pad=dict(b=lift))
     return figure(traces, layout)
+
+
+STRIP_EVERY_TICK = 10  # positions: a strip this short labels every one, a longer one every 5th
 
 
 def _legend_rows(entries: Sequence[str], width: int) -> int:

@@ -17,7 +17,17 @@ import numpy as np
 import plotly.graph_objects as go
 
 from crowdlab.io import safe
-from crowdlab.plots.common import CURRENT_COLOR, LEGEND_BELOW, OBJECTIVE_COLOR, _axis, _empty, _layout, figure
+from crowdlab.plots.common import (
+    CURRENT_COLOR,
+    LEGEND_BELOW,
+    OBJECTIVE_COLOR,
+    _axis,
+    _empty,
+    _layout,
+    figure,
+    legend_margin,
+    x_title_clear,
+)
 from crowdlab.plots.dependent import PALETTE
 
 __all__ = [
@@ -172,11 +182,15 @@ def loglik_curves(
                 line=dict(color=TRUTH_COLOR, dash="dot", width=2),
             )
         )  # fmt: skip
+    # EM's path adds two legend entries: in a narrow column (two entries a row) the legend takes up to three rows,
+    # and a bottom margin kept for one let the x axis title ride up onto the tick labels
+    entries = sum(1 for t in traces if t.get("showlegend", True) is not False)
     layout = _layout(
         title,
         height,
         legend=_LEGEND_BELOW,
-        xaxis=_axis(title=dict(text="θ (accuracy of the classifier)", standoff=6), range=_UNIT),
+        margin=legend_margin(rows=max(1, -(-entries // 2)) if entries > 3 else 1),
+        xaxis=x_title_clear(_axis(title=dict(text="θ (accuracy of the classifier)", standoff=6), range=_UNIT)),
         yaxis=_axis(title=dict(text="ℓ(θ) − max ℓ"), range=[-floor, floor / 20]),
     )
     return figure(traces, layout)

@@ -64,6 +64,7 @@ __all__ = [
     "majority_start",
     "prepare",
     "reference",
+    "short_title",
     "copy_crowd",
     "judges",
     "spam_crowd",
@@ -398,8 +399,8 @@ def facts(run: Run | None) -> dict:
 
     Always: ``objective``, ``objective0`` (at the start), ``index``, ``kind``, ``iteration``, ``start``,
     ``hard``, ``loglik`` (log p(x | theta) at the current parameters, also for hard EM; NaN for the MRF).
-    With class gold: ``accuracy``, ``wrong``, ``n_items``. Class models:
-    ``acc_min`` / ``acc_max`` (worker accuracies), ``n_extreme`` (workers with a confusion entry at 0 or 1, to
+    With class gold: ``accuracy``, ``wrong``, ``n_items``. Class models: ``acc_min`` / ``acc_max`` (worker
+    accuracies), ``err_mean`` (1 - their mean), ``n_extreme`` (workers with a confusion entry at 0 or 1, to
     1e-6). Semi-supervised: ``n_known`` (items whose class is given), ``n_unknown``, ``accuracy_unknown`` (on the
     other items). MACE: ``n_flagged`` (workers with P(spamming) = 1 - theta_j > 1/2); with the true worker types
     (:func:`worker_types`) also ``caught`` (true spammers flagged), ``n_spammers``, ``false_flags`` (other workers
@@ -449,7 +450,8 @@ def facts(run: Run | None) -> dict:
     acc = params.worker_accuracy()
     g = params.gamma
     extreme = ((g < 1e-6) | (g > 1.0 - 1e-6)).any(axis=(1, 2))
-    out |= {"acc_min": float(acc.min()), "acc_max": float(acc.max()), "n_extreme": int(extreme.sum())}
+    out |= {"acc_min": float(acc.min()), "acc_max": float(acc.max()), "err_mean": float(1.0 - acc.mean()),
+            "n_extreme": int(extreme.sum())}  # fmt: skip
     if getattr(model, "semi_supervised", False) and data.has_gold:
         unknown = model.known_classes(data) < 0
         acc_unknown = accuracy(labels[unknown], data.gold[unknown])
@@ -533,8 +535,12 @@ def reference(lesson_key: str) -> dict:
         }
     if lesson_key == "dependent":
         seq, net = sentences(), network()
+        ds = build("sentences")  # what the lesson's first two steps do: i.i.d. Dawid-Skene to convergence
+        ds.run()
+        actions = [s.action for s in DEPENDENT_LESSON.steps]
         return {"T_true": float(np.mean(np.diag(seq.T))), "n_seq": seq.annotations.n_sequences,
-                "n_nodes": net.annotations.n_items, "n_edges": int(net.adjacency.nnz // 2)}  # fmt: skip
+                "n_nodes": net.annotations.n_items, "n_edges": int(net.adjacency.nnz // 2), "ds": facts(ds),
+                "ds_step": 1 + actions.index("run", actions.index("start:sentences"))}  # fmt: skip
     if lesson_key == "risk":
         from crowdlab.analysis.fisher import fisher_symmetric
         from crowdlab.analysis.risk import symmetric_closed_form
@@ -651,7 +657,8 @@ class Step:
     """One lesson step: ``narration`` (Markdown, 2-5 sentences) and ``formula`` (LaTeX) say what is about to
     happen; ``button`` names the ``action`` (see :func:`apply`); ``chart`` names the figure that shows its effect;
     ``outcome`` (Markdown) is shown after the action, with the run's numbers filled in (:func:`fill`). A ``\\\\`` in
-    ``formula`` breaks the line (the page sets it in a ``gathered`` environment)."""
+    ``formula`` breaks the line (the page sets it in a ``gathered`` environment). ``details`` (optional, filled the
+    same way) is what a short outcome leaves out: the page puts it behind a fold under the outcome."""
 
     title: str
     narration: str
@@ -660,6 +667,7 @@ class Step:
     button: str
     chart: str
     outcome: str
+    details: str = ""
 
 
 @dataclass(frozen=True)
@@ -742,9 +750,9 @@ EM_LESSON = Lesson(
         ),
         Step(
             "Repeat until nothing moves",
-            "EM alternates the two half-steps. Each one can only raise the log-likelihood of the scores (the "
-            "E-step makes the lower bound touch it, the M-step pushes the bound up), so the curve climbs and "
-            "flattens.",
+            "EM alternates the two half-steps. Neither ever lowers the log-likelihood of the scores: the E-step "
+            "leaves it as it is (the lower bound now touches it), the M-step pushes the bound up and the "
+            "log-likelihood with it. The curve climbs and flattens.",
             _LL_SCORES,
             "run",
             "Run to convergence",
@@ -802,25 +810,24 @@ EM_LESSON = Lesson(
         ),
         Step(
             "Why EM can go wrong (1): a pause that looks like the end",
-            "Start the same model from 'everyone is good' (every worker right 80% of the time) instead of the "
-            "majority vote and let it run. Watch the curve: it climbs by {r[plateau][climb1]:.1f} in "
-            "{r[stall][iteration]} iterations, then lies almost flat until about iteration "
-            "{r[plateau][flat_to]}, when it rises once more by only {r[plateau][climb2]:.1f} "
-            "({r[plateau][share]:.0%} of the whole rise: a small step near the top of the upper chart, easy to "
-            "miss; the lower chart, the gap to the best log-likelihood on a log scale, shows it plainly). "
-            "Near such a plateau (a saddle of the likelihood) each step gains next to nothing, so a rule that only "
-            "asks whether the objective stopped changing would stop there.",
+            "Start the same model from 'everyone is good' (every worker right 80% of the time) and let it run. "
+            "The curve climbs by {r[plateau][climb1]:.1f} in {r[stall][iteration]} iterations, lies almost flat "
+            "until about iteration {r[plateau][flat_to]}, then rises by only {r[plateau][climb2]:.1f} "
+            "({r[plateau][share]:.0%} of the whole rise): easy to miss above, plain in the gap to the best "
+            "log-likelihood below. A rule that only asks whether the objective stopped changing would stop on "
+            "the plateau.",
             _DS_LL,
             "restart_from:all_good",
             "Restart from 'everyone is good'",
             "objective_gap",
-            "Had it stopped when the log-likelihood changed by less than 1e-8 (relative), this run would have "
-            "ended at iteration {r[stall][iteration]}, log-likelihood {r[stall][objective]:.2f} and accuracy "
+            "EM went on to **{a[objective]:.2f}** at iteration **{a[iteration]}**, accuracy "
+            "**{a[accuracy]:.3f}**; the objective alone would have stopped it at iteration {r[stall][iteration]}. "
+            "A pause is not an optimum (a worse one: step {r[trap_step]}, on the scorers).",
+            details="Had it stopped when the log-likelihood changed by less than 1e-8 (relative), this run would "
+            "have ended at iteration {r[stall][iteration]}, log-likelihood {r[stall][objective]:.2f} and accuracy "
             "{r[stall][accuracy]:.3f}: apparently converged, yet the parameters were still drifting. crowdlab also "
-            "asks that the parameters settle, so EM went on and reached **{a[objective]:.2f}** after "
-            "**{a[iteration]}** iterations, accuracy **{a[accuracy]:.3f}**: the majority start's answer "
-            "({b[objective]:.2f}). A pause is not an optimum; a truly worse optimum comes at step "
-            "{r[trap_step]}, back on the lecture's scorers.",
+            "asks that the parameters settle, so EM went on to the majority start's answer ({b[objective]:.2f}). "
+            "Near a plateau (a saddle of the likelihood) each step gains next to nothing.",
         ),
         Step(
             "Why EM can go wrong (2): the mirror image",
@@ -833,8 +840,9 @@ EM_LESSON = Lesson(
             f"Restart from a random start (seed {MIRROR_SEED})",
             "accuracy",
             "Log-likelihood **{a[objective]:.4f}**, the same as the best run's {r[soft][objective]:.4f}, yet "
-            "accuracy **{a[accuracy]:.3f}**: the classes came out swapped, so the workers look like experts who "
-            "always answer the other species. The likelihood alone cannot tell this mirror from the real answer.",
+            "accuracy **{a[accuracy]:.3f}** ({a[wrong]} of {a[n_items]} photos wrong): the classes came out swapped, "
+            "so the fitted workers name the other species {a[err_mean]:.0%} of the time on average. The likelihood "
+            "alone cannot tell this mirror from the real answer.",
         ),
         Step(
             "Why EM can go wrong (3): hard EM",
@@ -950,7 +958,8 @@ DEPENDENT_LESSON = Lesson(
             "run",
             "Run to convergence",
             "strip",
-            "HMM-crowd: accuracy **{a[accuracy]:.3f}** (Dawid-Skene alone reached less, see the previous step); "
+            "HMM-crowd: accuracy **{a[accuracy]:.3f}** (Dawid-Skene alone: {r[ds][accuracy]:.3f}, step "
+            "{r[ds_step]}); "
             "the learnt chance of staying is **{a[T_stay]:.2f}** (truth: {r[T_true]:.2f}).",
         ),
         Step(
@@ -1032,7 +1041,7 @@ RISK_LESSON = Lesson(
             _EQ9,
             "run",
             "Run EM to convergence",
-            "objective",
+            "loglik",
             "EM's estimate $\\hat\\theta$ = **{a[theta]:.4f}** after {a[iteration]} iterations, the closed form gives "
             "{r[skewed][eq9]:.4f}; the truth is {r[theta]} (off by {a[error]:.3f}). Estimated error rate without "
             "a single label: **{a[error_rate]:.3f}**.",
@@ -1264,10 +1273,11 @@ COPY_LESSON = Lesson(
             "Run to convergence and check every pair",
             "dependence",
             "Dawid-Skene: accuracy **{a[accuracy]:.3f}**, below the majority vote's {b[accuracy]:.3f}. It rates the "
-            "copiers **{a[clique_acc]:.2f}** accurate on average and the honest workers **{a[honest_acc]:.2f}**: "
-            "the clique became its truth. So the check flags **{a[flag_out]}** pairs outside the clique and "
-            "{a[flag_in]} inside it: measured against the clique, the honest workers agree with each other more "
-            "than their low fitted accuracy allows. A check is only as good as the model it leans on.",
+            "copiers **{a[clique_acc]:.2f}** accurate and the honest workers **{a[honest_acc]:.2f}**: the clique "
+            "became its truth, and the check flags **{a[flag_out]}** pairs outside it, {a[flag_in]} inside.",
+            details="Measured against the clique, the honest workers agree with each other more than their low "
+            "fitted accuracy allows, so the check flags their pairs and not the copiers'. A check is only as good "
+            "as the model it leans on.",
         ),
         Step(
             "EBCC: a shared subtype explains the agreement",
@@ -1333,15 +1343,16 @@ COPY_LESSON = Lesson(
             "run",
             "Run to convergence and check every pair",
             "dependence",
-            "Dawid-Skene: accuracy **{a[accuracy]:.3f}**. The two qwen2.5 step and self-consistency judges agree "
-            "on {r[qwen_agree]:.1%} of the trajectories, so Dawid-Skene makes them its truth and rates them "
-            "**{a[acc][selfcons3:qwen2.5:14b]:.3f}** and **{a[acc][step:qwen2.5:14b]:.3f}** accurate; against the "
-            "gold they are {r[true_acc][selfcons3:qwen2.5:14b]:.3f} and {r[true_acc][step:qwen2.5:14b]:.3f}. "
-            "Against this fitted truth the check flags {a[n_flagged_pairs]} of {a[n_pairs]} pairs (most of all "
-            "{a[top_pair]}); measured against the gold it flags {r[gold_flagged]}, the qwen2.5 pair with κ = "
-            "{r[qwen_kappa_gold]:.2f}. Effective independent judges: **{a[eff]:.1f}** of 5 from the residual "
-            "correlations here ({r[gold_eff]:.1f} against the gold); Kish's count of unequal informativeness says "
-            "{a[kish]:.1f}, both together **{a[both]:.1f}**.",
+            "Dawid-Skene: accuracy **{a[accuracy]:.3f}**. The two qwen2.5 judges give the same answer "
+            "{r[qwen_agree]:.0%} of the time, so Dawid-Skene thinks they are nearly always right "
+            "(**{a[acc][selfcons3:qwen2.5:14b]:.2f}**, **{a[acc][step:qwen2.5:14b]:.2f}**); really they are "
+            "{r[true_acc][selfcons3:qwen2.5:14b]:.2f} and {r[true_acc][step:qwen2.5:14b]:.2f}. Five judges, "
+            "worth about **{a[both]:.1f}** independent ones.",
+            details="The check of every pair against Dawid-Skene's fitted truth flags {a[n_flagged_pairs]} of "
+            "{a[n_pairs]} pairs (most of all {a[top_pair]}); against the gold it flags {r[gold_flagged]}, the "
+            "qwen2.5 pair with κ = {r[qwen_kappa_gold]:.2f}. Effective independent judges from the residual "
+            "correlations: {a[eff]:.1f} of {r[n_judges]} ({r[gold_eff]:.1f} against the gold). Kish's count, "
+            "for judges that are not equally informative: {a[kish]:.1f}. Both together: {a[both]:.1f}.",
         ),
     ),
 )
@@ -1349,3 +1360,8 @@ COPY_LESSON = Lesson(
 LESSONS: dict[str, Lesson] = {
     lesson.key: lesson for lesson in (EM_LESSON, DEPENDENT_LESSON, RISK_LESSON, TRUST_LESSON, COPY_LESSON)
 }
+
+
+def short_title(lesson: Lesson) -> str:
+    """A lesson's title up to its colon or parenthesis ("Whom to trust"): the picker's and the home page's name."""
+    return lesson.title.split(":")[0].split(" (")[0]

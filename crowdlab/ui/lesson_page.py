@@ -8,7 +8,8 @@ the lesson are the one stepper component (:func:`lab.stepper`), without its keyb
 the lesson), in an expander that stays open once opened.
 
 Plain keys (state survives a page switch): ``lesson.key``, ``lesson.step``, ``lesson.done`` (the outcome text once
-the step's action ran), ``lesson.mark`` (where the run stood after the lesson last moved it), ``lesson.free_open``
+the step's action ran), ``lesson.details`` (its details, shown behind a fold while ``lesson.done`` is set),
+``lesson.mark`` (where the run stood after the lesson last moved it), ``lesson.free_open``
 (whether the free controls are open), ``lesson.shown`` (the last step drawn in full, chart included, and when it
 first was), and the slot's ``lesson.run.obj`` / ``.id`` / ``.metrics`` / ``.pending``. Widget keys:
 ``lesson.pick``, ``lesson.action``, ``lesson.prev``, ``lesson.next``, ``lesson.replay``, ``lesson.free``,
@@ -35,6 +36,7 @@ from crowdlab.ui import lab, presenter
 from crowdlab.ui.live_chart import REVISION, live_chart
 
 KEY, STEP, DONE, MARK = "lesson.key", "lesson.step", "lesson.done", "lesson.mark"
+DETAILS = "lesson.details"  # the step's details (behind a fold under its outcome), filled when its action ran
 SHOWN, FREE_OPEN = "lesson.shown", "lesson.free_open"
 RUN, RUN_ID, METRICS, PENDING = "lesson.run.obj", "lesson.run.id", "lesson.run.metrics", "lesson.run.pending"
 W_PICK, W_ACTION, W_PREV, W_NEXT, W_REPLAY, W_FREE = (
@@ -49,10 +51,11 @@ W_PICK, W_ACTION, W_PREV, W_NEXT, W_REPLAY, W_FREE = (
 # controls below the lesson take no keys at all (SLOT has shortcuts=False), so a key never moves a hidden run
 PREV_KEY, NEXT_KEY = lab.SHORTCUTS["back"], lab.SHORTCUTS["next"]
 DEFAULT = "em"
-CHART_HEIGHT = 340
+CHART_HEIGHT = 320  # with its outcome under it, whole on the first screen at 1024 x 768 (340 left some 2 px under)
 # the picture column's width at the narrowest (1024 px with the sidebar open): its titles wrap by it (in the
 # stepper's narrow curve column, 31 characters, they had left half of this column blank)
 CHART_PX = 330
+OUTCOME_KEY = "lesson_outcome"  # the container of the step's outcome (CSS class st-key-lesson_outcome)
 TEXT_KEY = "lesson_text"  # the container of the step's words (its CSS class: st-key-lesson_text)
 # a display formula in the text column (under half the page) is set a little smaller, so that the widest (the Potts
 # E-step) is whole at 1024 px; KaTeX never wraps a display formula, and its box cut it
@@ -143,7 +146,9 @@ def on_action(key: str, i: int) -> None:
     before = lessons.facts(run)
     new = lessons.apply(run, step.action)
     _set_run(new)
-    st.session_state[DONE] = lessons.fill(step.outcome, before, lessons.facts(new), lessons.reference(lesson.key))
+    after, ref = lessons.facts(new), lessons.reference(lesson.key)
+    st.session_state[DONE] = lessons.fill(step.outcome, before, after, ref)
+    st.session_state[DETAILS] = lessons.fill(step.details, before, after, ref) if step.details else None
 
 
 def _shown(key: str, i: int) -> bool:
@@ -186,12 +191,14 @@ def on_free() -> None:
 def lesson_page() -> None:
     """Lesson picker, the step (narration, formula, action, outcome, chart), Previous / Next, free controls."""
     lab.do_pending(SLOT)  # a move asked for by the free controls first, so the text above them follows the run
+    if not presenter.is_on():  # the projector needs the room: the lecturer knows this
+        st.caption("One button per step does what the text describes, on a live run (the lesson keeps its own data).")
     lesson, i = current()
     st.session_state[W_PICK] = lesson.key
     st.segmented_control(
         "Lesson",
         list(lessons.LESSONS),
-        format_func=lambda k: lessons.LESSONS[k].title.split(":")[0].split(" (")[0],
+        format_func=lambda k: lessons.short_title(lessons.LESSONS[k]),
         key=W_PICK,
         on_change=on_pick,
         required=True,
@@ -273,21 +280,21 @@ def _text(lesson: lessons.Lesson, i: int, run: Run | None, ref) -> None:
         width="stretch",
     )
     c2, c3 = st.columns(2, vertical_alignment="center")
-    # no arrow icons: the buttons show their keys, ← and →
+    # no arrow icons: the buttons show their keys, ← and →; no tooltips: one over Previous / Next opens over the
+    # step's button just above them and takes its click (the caption below names the next lesson)
     c2.button(
         "Previous", key=W_PREV, on_click=on_prev, args=here, disabled=i == 0, width="stretch", shortcut=PREV_KEY,
-        help="The previous step (←)",
     )  # fmt: skip
     following = next_lesson(lesson.key) if i + 1 >= n else None
     if following is None:
         c3.button(
             "Next", key=W_NEXT, on_click=on_next, args=here, disabled=i + 1 >= n, width="stretch",
-            shortcut=NEXT_KEY, help="The next step (→)",
+            shortcut=NEXT_KEY,
         )  # fmt: skip
     else:  # the last step offers the next lesson
         c3.button(
             "Next lesson", key=W_NEXT, on_click=on_next_lesson, args=here, width="stretch", shortcut=NEXT_KEY,
-            help=f"{lessons.LESSONS[following].title} (→)", type="primary" if done is not None else "secondary",
+            type="primary" if done is not None else "secondary",
         )  # fmt: skip
     if moved():
         st.warning("The run was moved with the controls below since this step began.", icon=":material/info:")
@@ -299,10 +306,15 @@ def _text(lesson: lessons.Lesson, i: int, run: Run | None, ref) -> None:
 def _outcome(step: lessons.Step, run: Run | None) -> None:
     """What the step's action did, with the run's numbers (under the chart, so both are on the first screen)."""
     done = st.session_state.get(DONE)
-    if done is not None:
-        st.success(done)
-    elif not lessons.applicable(run, step.action) and not moved():
-        st.info("Nothing to do at this point of the run: press Next.")
+    with st.container(key=OUTCOME_KEY):
+        if done is not None:
+            st.success(done)
+            details = st.session_state.get(DETAILS)
+            if details:  # what a short outcome leaves out, behind a fold
+                with st.expander("The numbers behind it"):
+                    st.markdown(details)
+        elif not lessons.applicable(run, step.action) and not moved():
+            st.info("Nothing to do at this point of the run: press Next.")
 
 
 def _drawn(here: tuple[str, int]) -> None:
@@ -338,7 +350,7 @@ def _chart(step: lessons.Step, run: Run) -> None:
     elif name == "objective_gap":  # a late, small rise shown on a log axis of the gap under the curve
         fig = plots.objective_with_gap(
             run.history(), run.index, f"Objective: {run.model.objective_name}", objective_name="objective",
-            height=CHART_HEIGHT + 120,
+            height=CHART_HEIGHT + 70,
         )  # fmt: skip
         live_chart(lab.curve_title(fig, CHART_PX), "lesson.chart.objective_gap")
     else:
@@ -455,8 +467,8 @@ def _dependence(run: Run):
     from crowdlab.plots.copying import pair_heatmap
 
     return pair_heatmap(
-        dependence(run), height=420,
-        title=f"{run.model.info.title}, {lab.where(run)}: each pair's excess agreement κ (outlined: flagged)",
+        dependence(run), height=CHART_HEIGHT + 40,
+        title=f"{run.model.info.title}, {lab.where(run)}: each pair's κ (outlined: flagged)",
     )  # fmt: skip
 
 

@@ -46,6 +46,11 @@ def test_home_loads_with_default_dataset_and_links():
     assert at.selectbox(key="home.dataset").value == "bluebirds"
     assert any("Bluebirds" in s.value for s in at.subheader)
     assert any("items: **108**" in m.value for m in at.sidebar.markdown)
+    # every lesson named under the Lessons link (it listed 3 of the 5)
+    from crowdlab.teaching.lessons import LESSONS, short_title
+
+    lessons_caption = next(c.value for c in at.caption if c.value.startswith("Guided lessons"))
+    assert all(short_title(lesson) in lessons_caption for lesson in LESSONS.values())
 
 
 def test_step_page_cold_start_defaults_to_dawid_skene_on_bluebirds():

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import numpy as np
 import pytest
 from streamlit.testing.v1 import AppTest
 
@@ -303,3 +304,51 @@ def test_risk_lesson_charts_draw_em_start_path_and_estimate_and_no_maximum_on_a_
     run = at.session_state[lp.RUN]
     spec = chart(at, "lesson.chart.fisher", unique=True)
     assert arr(trace(spec, "estimate")["x"], float) == pytest.approx([L.facts(run)["theta"]])
+
+
+def _to_step(at: AppTest, key: str, i: int) -> AppTest:
+    """Lesson ``key`` at step ``i`` with every earlier action done, this step's action not yet."""
+    if key != "em":
+        _ok(at.segmented_control(key=lp.W_PICK).set_value(key).run())
+    for _ in range(i):
+        if not at.button(key=lp.W_ACTION).disabled:
+            _ok(at.button(key=lp.W_ACTION).click().run())
+        _ok(at.button(key=lp.W_NEXT).click().run())
+    assert at.session_state[lp.STEP] == i
+    return at
+
+
+def test_no_tooltip_on_previous_or_next_it_would_cover_the_steps_button():
+    """Issue 37: on a lesson's last step the 'Next lesson' tooltip opened over the step's button and took its
+    click; Previous / Next sit just under that button, so none of them has a tooltip."""
+    at = _to_step(AppTest.from_file(PAGE, default_timeout=TIMEOUT).run(), "em", len(L.EM_LESSON.steps) - 1)
+    assert at.button(key=lp.W_NEXT).label == "Next lesson"
+    for key in (lp.W_PREV, lp.W_NEXT):
+        assert not at.button(key=key).proto.help, key
+
+
+def test_copy_lesson_last_step_folds_its_details_under_a_short_outcome():
+    at = AppTest.from_file(PAGE, default_timeout=TIMEOUT).run()
+    last = len(L.COPY_LESSON.steps) - 1
+    at = _to_step(at, "copy", last)
+    assert not any(e.label == "The numbers behind it" for e in at.expander)
+    _ok(at.button(key=lp.W_ACTION).click().run())
+    fold = [e for e in at.expander if e.label == "The numbers behind it"]
+    assert len(fold) == 1 and "Kish" in fold[0].markdown[0].value and "κ" in fold[0].markdown[0].value
+    assert "Kish" not in at.success[0].value and len(at.success[0].value.split()) <= 60
+    _ok(at.button(key=lp.W_PREV).click().run())  # another step: no fold left behind
+    assert not any(e.label == "The numbers behind it" for e in at.expander)
+
+
+def test_risk_lesson_em_step_draws_theta_climbing_the_likelihood_to_the_closed_form():
+    """Issue 37: 'EM climbs to the closed form' drew the objective against the iteration; it draws EM's θ path on
+    the log-likelihood curve, from its start to the estimate at eq. (9)'s value, climbing."""
+    at = _to_step(AppTest.from_file(PAGE, default_timeout=TIMEOUT).run(), "risk", 1)
+    _ok(at.button(key=lp.W_ACTION).click().run())
+    spec = chart(at, "lesson.chart.loglik", unique=True)
+    pts = [trace(spec, m) for m in ("em:start", "em:path", "em:estimate")]
+    x = np.concatenate([arr(t["x"], float) for t in pts])
+    y = np.concatenate([arr(t["y"], float) for t in pts])
+    assert x[0] == pytest.approx(L.RISK_START) and x.size > 3
+    assert np.all(np.diff(y) >= -1e-9) and y[-1] > y[0]  # up the curve
+    assert x[-1] == pytest.approx(L.reference("risk")["skewed"]["eq9"], abs=1e-3)

@@ -460,3 +460,81 @@ def test_copy_lesson_ebcc_seed_ends_at_the_highest_elbo_of_20_starts():
     assert elbo[L.COPY_EBCC_SEED] == pytest.approx(max(elbo), abs=1e-6)
     assert max(elbo) - min(elbo) > 5  # local optima: the start matters
     assert "of 20 splits, the one with the highest ELBO" in " ".join(s.narration for s in L.COPY_LESSON.steps)
+
+
+# ---------------------------------------------------------------------------- issue 37: what the texts claim
+def _step(key: str, action: str, nth: int = 0) -> tuple[int, L.Step]:
+    hits = [(i, s) for i, s in enumerate(L.LESSONS[key].steps) if s.action == action]
+    return hits[nth]
+
+
+def _filled(walks, key: str, i: int, text: str) -> str:
+    b, a, _ = walks[key][i]
+    return L.fill(text, b, a, L.reference(key))
+
+
+def test_lesson_1_step_4_says_never_lowers_and_the_e_steps_leave_the_curve_flat(walks):
+    i, step = _step("em", "run")
+    assert "Neither ever lowers" in step.narration and "only raise" not in step.narration
+    h = walks["em"][i][2].history()
+    obj, kind = h["objective"], h["kind"]
+    e = np.flatnonzero(kind == "E")
+    assert np.allclose(obj[e], obj[e - 1], rtol=0, atol=1e-9 * np.abs(obj).max())  # flat over each E-step
+    assert np.all(np.diff(obj) >= -1e-9 * np.abs(obj[:-1])) and obj[-1] > obj[0]
+
+
+def test_lesson_1_mirror_step_quotes_how_often_the_fitted_workers_name_the_other_species(walks):
+    i, step = _step("em", f"restart_from:random:{L.MIRROR_SEED}")
+    _, a, run = walks["em"][i]
+    text = _filled(walks, "em", i, step.outcome)
+    assert "always" not in text
+    assert a["err_mean"] == pytest.approx(1 - np.mean(run.params.worker_accuracy()))
+    assert 0.5 < a["err_mean"] < 1 and f"{a['err_mean']:.0%}" in text
+    assert f"{a['wrong']} of {a['n_items']}" in text and a["wrong"] > 0.8 * a["n_items"]
+
+
+def test_lesson_2_hmm_step_quotes_dawid_skenes_accuracy_and_its_step(walks):
+    i, step = _step("dependent", "run", 1)  # HMM-crowd to convergence
+    ref = L.reference("dependent")
+    ds_i = ref["ds_step"] - 1
+    assert L.DEPENDENT_LESSON.steps[ds_i].action == "run" and ds_i < i - 1  # not the previous step
+    _, ds, _ = walks["dependent"][ds_i]
+    assert ref["ds"]["accuracy"] == pytest.approx(ds["accuracy"])
+    text = _filled(walks, "dependent", i, step.outcome)
+    assert "previous step" not in text
+    assert f"{ds['accuracy']:.3f}" in text and f"step {ref['ds_step']}" in text
+    assert walks["dependent"][i][1]["accuracy"] > ds["accuracy"]  # HMM-crowd really reached more
+
+
+def test_lesson_3_em_step_draws_theta_on_the_likelihood_as_step_1_does():
+    steps = L.RISK_LESSON.steps
+    assert steps[0].chart == steps[1].chart == "loglik" and steps[1].action == "run"
+
+
+def test_lesson_5_last_step_says_it_in_few_words_and_folds_the_details(walks):
+    i = len(L.COPY_LESSON.steps) - 1
+    step = L.COPY_LESSON.steps[i]
+    _, a, _ = walks["copy"][i]
+    text = _filled(walks, "copy", i, step.outcome)
+    assert len(text.split()) <= 60, len(text.split())
+    assert not any(w in text for w in ("κ", "Kish", "residual", "effective"))
+    assert f"{a['both']:.1f}" in text and f"{a['accuracy']:.3f}" in text
+    details = _filled(walks, "copy", i, step.details)
+    for word in ("κ", "Kish", "residual"):
+        assert word in details
+    for name in ("eff", "kish", "both"):
+        assert f"{a[name]:.1f}" in details
+
+
+def test_details_fill_with_the_runs_numbers(walks):
+    """Every step's details (behind the fold) fill from the run's facts and the lesson's reference: no field left."""
+    steps = [(key, i) for key, i in STEPS if L.LESSONS[key].steps[i].details]
+    assert len(steps) >= 3
+    for key, i in steps:
+        text = _filled(walks, key, i, L.LESSONS[key].steps[i].details)
+        assert "{" not in text and "nan" not in text, (key, i, text)
+
+
+def test_short_titles_name_every_lesson():
+    short = [L.short_title(lesson) for lesson in L.LESSONS.values()]
+    assert len(set(short)) == len(L.LESSONS) == 5 and all(s and ":" not in s for s in short)

@@ -206,7 +206,8 @@ def test_method_agreement_heatmap_from_a_comparison():
     z = np.array(heat.z, dtype=float)
     np.testing.assert_allclose(np.diag(z), 1.0)
     np.testing.assert_allclose(z, z.T)
-    assert (heat.zmin, heat.zmax) == (0.0, 1.0)
+    lo = np.nanmin(np.where(np.eye(len(z), dtype=bool), np.nan, z))
+    assert heat.zmax == 1.0 and lo - 0.05 < heat.zmin <= lo  # a range on the data (issue 37)
     assert heat.text is not None  # few methods: numbers on the cells
 
 

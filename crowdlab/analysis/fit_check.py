@@ -403,7 +403,13 @@ class FitCheck:
 
 
 def _records(df: pd.DataFrame) -> list[dict]:
-    return [{k: (v.item() if hasattr(v, "item") else v) for k, v in r.items()} for r in df.to_dict("records")]
+    """JSON-ready rows: numpy scalars as Python numbers, NaN (a number that does not apply) as None."""
+
+    def plain(v):
+        v = v.item() if hasattr(v, "item") else v
+        return None if isinstance(v, float) and not np.isfinite(v) else v
+
+    return [{k: plain(v) for k, v in r.items()} for r in df.to_dict("records")]
 
 
 def check_methods(data: Annotations, methods: list[str] | None = None) -> list[str]:

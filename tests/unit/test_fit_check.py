@@ -162,3 +162,50 @@ def test_options_checked(crowd):
 def test_lazy_export():
     assert cl.fit_check is fit_check
     assert "fit_check" in dir(cl) and "fit_check" in cl.__all__
+
+
+BLUEBIRDS = "sample_data/welinder2010_bluebirds"
+
+
+def test_cli_compare(tmp_path, capsys):
+    from crowdlab.cli import main
+
+    out = tmp_path / "out"
+    code = main(
+        [
+            "compare",
+            f"{BLUEBIRDS}/labels.csv",
+            "--gold",
+            f"{BLUEBIRDS}/gold.csv",
+            "--methods",
+            "ds,one_coin",
+            "--replicates",
+            "20",
+            "--out",
+            str(out),
+        ]
+    )
+    text = capsys.readouterr().out
+    assert code == 0
+    assert "Dawid-Skene predicts held-out labels best" in text and "gold accuracy" in text
+    assert {p.name for p in out.iterdir()} == {"fit_check.csv", "checks.csv", "fit_check.json"}
+    import json
+
+    d = json.loads((out / "fit_check.json").read_text())
+    assert d["recommended"] == "ds" and d["folds"] == 5 and d["checks"]
+
+
+@pytest.mark.parametrize(
+    "extra, message",
+    [
+        (["--folds", "1"], "--folds must be at least 2"),
+        (["--epsilon", "1"], "--epsilon must lie in [0, 1)"),
+        (["--replicates", "-1"], "--replicates must be 0 or more"),
+        (["--methods", "mv"], "cannot compare 'mv'"),
+    ],
+)
+def test_cli_compare_refuses(capsys, extra, message):
+    from crowdlab.cli import main
+
+    assert main(["compare", f"{BLUEBIRDS}/labels.csv", *extra]) == 2
+    assert message in capsys.readouterr().err

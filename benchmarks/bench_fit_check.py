@@ -7,7 +7,9 @@ an error the workers share on one class (crowdlab.teaching.simulate.simulate_sha
 10 labels an item, 22 % class 1, 40 % of the class-0 items hard, where every worker says 1 with probability 0.45),
 :func:`crowdlab.analysis.fit_check.fit_check` runs with its defaults (5 folds over the labels stratified by worker,
 eps = 0.01, warm starts from the full fit) and ``--replicates`` predictive replicates. Printed per set: every
-model's held-out mean log score, the recommended model, and the gold accuracy of the recommended model beside
+model's held-out mean log score, the recommended model (rec: the best held-out score, or of the models tied with it
+the one whose labels agree most with theirs) and the model with the best held-out score alone (top), and the gold
+accuracy of the recommended model beside
 always-Dawid-Skene, always-majority-vote (crowdlab's tie rule) and the best model in hindsight (the best gold accuracy
 among the models the check compared); then the means. The recommendation under eps = 0.001 and 0.1 (the same
 held-out probabilities, smoothed otherwise) shows whether the ranking hinges on the smoothing.
@@ -78,16 +80,18 @@ def one(name: str, data, replicates: int, rows: list) -> None:
     acc = {k: accuracy(run.labels(), data.gold) for k, run in res.runs.items()}
     mv = accuracy(cl.fit(data, "mv").labels(), data.gold)
     rec = res.recommended
+    top = res.table["key"].iloc[0]
     hind = max(acc, key=acc.get)
     alt = {e: pick(res, data, e) for e in (0.001, 0.1)}
     scores = "  ".join(f"{SHORT[r['key']]} {r['held-out']:.3f}" for _, r in res.table.iterrows())
     print(
-        f"{name:34s} {data.n_obs:7d}  rec {SHORT[rec]:6s} {acc[rec]:.3f}  DS {acc.get('ds', float('nan')):.3f}  "
+        f"{name:34s} {data.n_obs:7d}  rec {SHORT[rec]:6s} {acc[rec]:.3f}  top {SHORT[top]:6s} {acc[top]:.3f}  "
+        f"DS {acc.get('ds', float('nan')):.3f}  "
         f"MV {mv:.3f}  best {SHORT[hind]:6s} {acc[hind]:.3f}  eps.001/.1: {SHORT[alt[0.001]]}/{SHORT[alt[0.1]]}  "
         f"{secs:5.0f} s\n    held-out (nats/label): {scores}",
         flush=True,
     )
-    rows.append((name, acc[rec], acc.get("ds", np.nan), mv, acc[hind]))
+    rows.append((name, acc[rec], acc.get("ds", np.nan), mv, acc[hind], acc[top]))
 
 
 def summary(title: str, rows: list) -> None:
@@ -97,7 +101,8 @@ def summary(title: str, rows: list) -> None:
     m = np.nanmean(a, axis=0)
     print(
         f"{title}: mean gold accuracy over {len(rows)} sets: recommended {m[0]:.4f}, always-DS {m[1]:.4f}, "
-        f"always-MV {m[2]:.4f}, best in hindsight {m[3]:.4f}; recommended = best on "
+        f"always-MV {m[2]:.4f}, best in hindsight {m[3]:.4f}, best held-out score alone {m[4]:.4f}; "
+        "recommended = best on "
         f"{int((np.abs(a[:, 0] - a[:, 3]) < 1e-12).sum())} of {len(rows)}",
         flush=True,
     )

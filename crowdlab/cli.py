@@ -183,7 +183,7 @@ def build_parser() -> argparse.ArgumentParser:
     return p
 
 
-COMPARE_OUTPUTS = ("fit_check.csv", "checks.csv", "fit_check.json")
+COMPARE_OUTPUTS = ("fit_check.csv", "checks.csv", "fit_check_workers.csv", "fit_check.json")
 COMPARE_HELP = """\
 Which model fits this crowd? No gold needed (crowdlab.analysis.fit_check):
 
@@ -197,7 +197,8 @@ Which model fits this crowd? No gold needed (crowdlab.analysis.fit_check):
 - a recommendation in plain words, with its numbers.
 
 With --gold the table adds each model's accuracy (never used by the check). --out DIR writes fit_check.csv (the
-table), checks.csv (every check) and fit_check.json.
+table), checks.csv (every check), fit_check_workers.csv (each worker's held-out score under each model, the
+worst-predicted under the recommended model first) and fit_check.json.
 """
 
 
@@ -224,7 +225,9 @@ def _compare_parser(sub) -> None:
     )
     c.add_argument("--seed", type=int, default=0, help="folds, replicates and the models' seeded starts")
     c.add_argument("--gold", help="gold CSV (item,label): each model's accuracy beside the check (not used by it)")
-    c.add_argument("--out", help="also write fit_check.csv, checks.csv and fit_check.json into this folder")
+    c.add_argument(
+        "--out", help="also write fit_check.csv, checks.csv, fit_check_workers.csv and fit_check.json into this folder"
+    )
     c.add_argument("--max-iter", dest="max_iter", type=int, default=10000, help="iteration limit of every fit")
     c.add_argument("--format", dest="fmt", default="auto", choices=["auto", "long", "wide"])
     c.add_argument("--columns", metavar="ITEM,WORKER,LABEL", help="a long file's columns by name")
@@ -288,10 +291,11 @@ def cmd_compare(args: argparse.Namespace) -> int:
             out.mkdir(parents=True, exist_ok=True)
             write_csv(res.table, out / "fit_check.csv")
             write_csv(res.checks, out / "checks.csv")
+            write_csv(res.worker_frame(data), out / "fit_check_workers.csv")
             (out / "fit_check.json").write_text(text)
         except OSError as exc:
             raise _cannot_write(exc) from None
-        print(f"Wrote fit_check.csv, checks.csv and fit_check.json to {safe.plain(out)}.")
+        print(f"Wrote {', '.join(COMPARE_OUTPUTS)} to {safe.plain(out)}.")
     return 0
 
 

@@ -151,6 +151,22 @@ def show_fit_check(data: Annotations, result: FitCheck) -> None:
                 },
                 key="compare.fit.checks",
             )
+    with st.expander("Per worker: how well each model predicts the worker's held-out labels"):
+        workers = result.worker_frame(data)
+        st.caption(
+            "Mean log score of each worker's held-out labels (nats) under each model, the workers the recommended "
+            "model predicts worst first. A worker one model predicts far better than another is where they part."
+        )
+        st.dataframe(workers.head(50), hide_index=True, key="compare.fit.workers")
+        if len(workers) > 50:
+            st.caption(f"The first 50 of {len(workers):,} workers; the download has them all.")
+        sessions.download_button(
+            "Download the per-worker scores (CSV)",
+            csv_bytes(workers),
+            file_name="fit_check_workers.csv",
+            mime="text/csv",
+            key="compare.fit.download_workers",
+        )
     sessions.download_button(
         "Download the fit check (CSV)",
         csv_bytes(result.table),

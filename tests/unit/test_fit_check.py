@@ -25,6 +25,8 @@ from crowdlab.analysis.fit_check import (
 from crowdlab.errors import ModelError
 from crowdlab.teaching.simulate import simulate_crowd, simulate_shared_error
 
+BLUEBIRDS = "sample_data/welinder2010_bluebirds"
+
 
 @pytest.fixture(scope="module")
 def crowd():
@@ -141,6 +143,23 @@ def test_shared_error_prefers_a_model_that_fits_over_ds(shared):
     assert d["recommended"] == "ebcc" and len(d["table"]) == 3
 
 
+def test_ties_go_to_the_consensus():
+    """On bluebirds EBCC predicts held-out labels best by less than two standard errors and disagrees with the
+    models it ties with on about 13 % of the items: the recommendation is the tied model whose labels agree most
+    with the others', and says so with the numbers."""
+    data = cl.read_annotations(f"{BLUEBIRDS}/labels.csv", gold=f"{BLUEBIRDS}/gold.csv")
+    res = fit_check(data, ["ds", "ibcc", "ebcc"], replicates=0)
+    t = res.table.set_index("key")
+    assert res.table["key"].iloc[0] == "ebcc" and t["tied"].all()
+    assert res.recommended == t["agreement"].idxmax() != "ebcc"
+    assert t.loc[res.recommended, "gold accuracy"] > t.loc["ebcc", "gold accuracy"] + 0.05
+    assert f"Recommended: {cl.MODELS[res.recommended].info.title}, whose labels agree most" in res.recommendation
+    workers = res.worker_frame(data)
+    assert len(workers) == data.n_workers and workers["held-out labels"].sum() == res.n_scored
+    col = cl.MODELS[res.recommended].info.title
+    assert workers[col].is_monotonic_increasing
+
+
 def test_options_checked(crowd):
     with pytest.raises(ModelError, match="folds"):
         fit_check(crowd, ["ds"], folds=1)
@@ -164,9 +183,6 @@ def test_lazy_export():
     assert "fit_check" in dir(cl) and "fit_check" in cl.__all__
 
 
-BLUEBIRDS = "sample_data/welinder2010_bluebirds"
-
-
 def test_cli_compare(tmp_path, capsys):
     from crowdlab.cli import main
 
@@ -188,7 +204,7 @@ def test_cli_compare(tmp_path, capsys):
     text = capsys.readouterr().out
     assert code == 0
     assert "Dawid-Skene predicts held-out labels best" in text and "gold accuracy" in text
-    assert {p.name for p in out.iterdir()} == {"fit_check.csv", "checks.csv", "fit_check.json"}
+    assert {p.name for p in out.iterdir()} == {"fit_check.csv", "checks.csv", "fit_check_workers.csv", "fit_check.json"}
     import json
 
     d = json.loads((out / "fit_check.json").read_text())

@@ -63,6 +63,39 @@ def test_predictive_sums_to_one(crowd, key):
     assert np.allclose(w.sum(axis=1), 1.0) and (w >= 0).all()
 
 
+@pytest.mark.parametrize("key", ["ds", "one_coin", "mace", "ibcc", "ebcc"])
+def test_predictive_sums_to_one_with_cant_tell(crowd, key):
+    """With a "can't tell" response (R = K + 1) the predictive runs over every response and still sums to one."""
+    from dataclasses import replace
+
+    lab = crowd.label.copy()
+    lab[np.random.default_rng(0).random(lab.size) < 0.1] = crowd.n_classes
+    data = replace(crowd, label=lab, response_names=("unsure",))
+    train = _subset(data, label_folds(data, 5) != 1)
+    run = cl.fit(train, key, max_iter=200)
+    view, w = _view(run), _softmax(_state_log_joint(run.model, train, run.params))
+    item = np.repeat(np.arange(data.n_items), data.n_workers)
+    worker = np.tile(np.arange(data.n_workers), data.n_items)
+    total = sum(view.label_probs(item, worker, np.full(item.size, k), w) for k in range(data.n_responses))
+    np.testing.assert_allclose(total, 1.0, atol=1e-10)
+    sample = view.sample(np.random.default_rng(1), data.item, data.worker, data.n_items)
+    assert sample.min() >= 0 and sample.max() < data.n_responses
+
+
+def test_shared_error_simulator():
+    """simulate_shared_error: the class-1 share near pi1; on the hard class-0 items about 0.45 of the labels are 1,
+    on the other class-0 items about 1 - accuracy (0.05-0.2)."""
+    from crowdlab.teaching.simulate import simulate_shared_error as sim
+
+    s = sim(n_items=3000, seed=2)
+    d = s.annotations
+    assert abs(s.truth.mean() - 0.22) < 0.03 and d.n_obs == 3000 * 10
+    ones = np.bincount(d.item, weights=d.label == 1, minlength=d.n_items) / 10
+    zero = ones[s.truth == 0]
+    assert zero.mean() == pytest.approx(0.4 * 0.45 + 0.6 * 0.125, abs=0.02)
+    np.testing.assert_allclose(s.gamma.sum(axis=1), 1.0)
+
+
 def test_ds_predictive_against_a_loop(crowd):
     """Dawid-Skene's held-out probability is sum_k q_ik Gamma_j(l, k), q from the item's training labels alone."""
     folds = label_folds(crowd, 3, seed=0)

@@ -194,7 +194,8 @@ Which model fits this crowd? No gold needed (crowdlab.analysis.fit_check):
 - posterior predictive checks: --replicates label sets drawn from each full fit with the observed design, and
   where the observed unanimous share, item agreement, spread of worker-pair agreement and majority-vote class
   shares fall among them (p < 0.01 counts as a failed check);
-- a recommendation in plain words, with its numbers.
+- a recommendation in plain words, with its numbers: the model with the best held-out score or, where others
+  are within two standard errors of it, the one of them whose labels agree most with theirs.
 
 With --gold the table adds each model's accuracy (never used by the check). --out DIR writes fit_check.csv (the
 table), checks.csv (every check), fit_check_workers.csv (each worker's held-out score under each model, the

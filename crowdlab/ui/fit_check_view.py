@@ -49,6 +49,12 @@ def get_fit_check() -> FitCheck | None:
     return (st.session_state.get(RESULTS) or {}).get(result_key())
 
 
+def latest_for(data_id: str | None) -> FitCheck | None:
+    """The most recent fit check of dataset ``data_id`` (any number of folds), or None."""
+    found = [v for (d, _), v in (st.session_state.get(RESULTS) or {}).items() if d == data_id]
+    return found[-1] if found and data_id is not None else None
+
+
 def run_pending(data: Annotations) -> None:
     """Run the check now (under a progress bar) when "Check which model fits" was pressed."""
     if not st.session_state.pop(PENDING, False):

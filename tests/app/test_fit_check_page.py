@@ -31,3 +31,15 @@ def test_which_model_fits_on_the_compare_page():
     goto(at, "pages/1_Data.py")
     goto(at, "pages/3_Compare_methods.py")  # the result survives a page switch
     assert any("predicts held\\-out labels best" in m.value for m in at.markdown)
+
+
+def test_the_data_page_worker_report_points_to_and_then_shows_the_fit_check():
+    at = ok(AppTest.from_file(str(ROOT / "app.py"), default_timeout=120).run())
+    goto(at, "pages/1_Data.py")
+    assert any("Which model fits?" in c.value for c in at.caption)
+    goto(at, "pages/3_Compare_methods.py")
+    click(at, "compare.fit.run")
+    goto(at, "pages/1_Data.py")
+    assert any("Which model fits?" in m.value and "held\\-out" in m.value for m in at.markdown)
+    shown = [d.value for d in at.dataframe if "held-out labels" in d.value.columns]
+    assert len(shown) == 1 and "Dawid-Skene" in shown[0].columns

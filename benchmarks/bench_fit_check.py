@@ -12,7 +12,9 @@ the one whose labels agree most with theirs) and the model with the best held-ou
 accuracy of the recommended model beside
 always-Dawid-Skene, always-majority-vote (crowdlab's tie rule) and the best model in hindsight (the best gold accuracy
 among the models the check compared); then the means. The recommendation under eps = 0.001 and 0.1 (the same
-held-out probabilities, smoothed otherwise) shows whether the ranking hinges on the smoothing.
+held-out probabilities, smoothed otherwise) shows whether the ranking hinges on the smoothing; Spearman's rank
+correlation between the models' held-out scores and their gold accuracies, whether the ranking tracks the truth;
+"DS unsmoothed" is Dawid-Skene's raw mean log score (log p floored at 1e-300), the trap of a maximum-likelihood fit.
 
 Run from the repository root::
 
@@ -63,6 +65,16 @@ def datasets(only, everything: bool):
             yield d
 
 
+def spearman(a: np.ndarray, b: np.ndarray) -> float:
+    """Spearman's rank correlation (average ranks for ties)."""
+    from scipy.stats import rankdata
+
+    ra, rb = rankdata(a), rankdata(b)
+    if ra.std() == 0 or rb.std() == 0:
+        return float("nan")
+    return float(np.corrcoef(ra, rb)[0, 1])
+
+
 def pick(result, data, eps: float) -> str:
     scored = np.isfinite(next(iter(result.probabilities.values())))
     R = data.n_responses
@@ -83,15 +95,19 @@ def one(name: str, data, replicates: int, rows: list) -> None:
     top = res.table["key"].iloc[0]
     hind = max(acc, key=acc.get)
     alt = {e: pick(res, data, e) for e in (0.001, 0.1)}
+    keys = list(res.table["key"])
+    rho = spearman(res.table["held-out"].to_numpy(), np.array([acc[k] for k in keys]))
+    raw_ds = float(res.table.set_index("key").loc["ds", "raw"]) if "ds" in keys else float("nan")
     scores = "  ".join(f"{SHORT[r['key']]} {r['held-out']:.3f}" for _, r in res.table.iterrows())
     print(
         f"{name:34s} {data.n_obs:7d}  rec {SHORT[rec]:6s} {acc[rec]:.3f}  top {SHORT[top]:6s} {acc[top]:.3f}  "
         f"DS {acc.get('ds', float('nan')):.3f}  "
         f"MV {mv:.3f}  best {SHORT[hind]:6s} {acc[hind]:.3f}  eps.001/.1: {SHORT[alt[0.001]]}/{SHORT[alt[0.1]]}  "
-        f"{secs:5.0f} s\n    held-out (nats/label): {scores}",
+        f"{secs:5.0f} s\n    held-out (nats/label): {scores}\n    Spearman(held-out, gold accuracy) over the "
+        f"models {rho:+.2f}; DS unsmoothed {raw_ds:.2f}",
         flush=True,
     )
-    rows.append((name, acc[rec], acc.get("ds", np.nan), mv, acc[hind], acc[top]))
+    rows.append((name, acc[rec], acc.get("ds", np.nan), mv, acc[hind], acc[top], rho))
 
 
 def summary(title: str, rows: list) -> None:
@@ -102,7 +118,7 @@ def summary(title: str, rows: list) -> None:
     print(
         f"{title}: mean gold accuracy over {len(rows)} sets: recommended {m[0]:.4f}, always-DS {m[1]:.4f}, "
         f"always-MV {m[2]:.4f}, best in hindsight {m[3]:.4f}, best held-out score alone {m[4]:.4f}; "
-        "recommended = best on "
+        f"mean Spearman(held-out, accuracy) {m[5]:+.2f}; recommended = best on "
         f"{int((np.abs(a[:, 0] - a[:, 3]) < 1e-12).sum())} of {len(rows)}",
         flush=True,
     )

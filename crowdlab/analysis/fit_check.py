@@ -57,7 +57,9 @@ The statistics, each on the observed labels and on every replicate:
   class, shown beside the model's own class prior pi_k.
 
 Each with where the observed value falls among the replicates: the replicates' mean and central 95 % range, and the
-two-sided posterior predictive p-value 2 min(P(T_rep >= T_obs), P(T_rep <= T_obs)) (capped at 1).
+two-sided posterior predictive p-value 2 min(P(T_rep >= T_obs), P(T_rep <= T_obs)) (capped at 1). The statistics count
+observations as labels: with soft votes (one observation per class a judge gave weight to) they describe the
+observations, not the judges' answers, and are best not read.
 
 **The recommendation** (:func:`fit_check`): the model with the best held-out score, unless other models tie with
 it (their paired gap to the best is within two standard errors: the held-out labels cannot tell them apart); then,

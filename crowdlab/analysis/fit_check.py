@@ -68,7 +68,7 @@ observations, not the judges' answers, and are best not read.
 it (their paired gap to the best is within two standard errors: the held-out labels cannot tell them apart); then,
 of the tied models, the one whose fitted hard labels agree most, on average, with the other tied models' labels
 (a gold-free consensus: where the labels cannot separate the models, take the answer they share rather than the
-odd one out; on bluebirds EBCC scores best by 0.012 +- 0.008 nats and is 12 points less accurate than the four
+odd one out; on bluebirds EBCC scores best, by 0.005-0.012 nats, and is 11-12 points less accurate than the four
 models it ties with). Said in plain words with its numbers: the best score and its interval, the gap of every other
 model with its SE, the tied models' agreement, Dawid-Skene's class prior against the majority's shares where they
 part by more than 5 points (and whether Dawid-Skene's own replicates reproduce the majority's share), and every

@@ -45,6 +45,10 @@ def __getattr__(name):
         from crowdlab.analysis import dependence
 
         return getattr(dependence, name)
+    if name in ("fit_check", "FitCheck"):
+        from crowdlab.analysis import fit_check
+
+        return getattr(fit_check, name)
     if name in ("load_sample", "SAMPLES"):
         from crowdlab.io import samples
 
@@ -56,7 +60,7 @@ def __dir__():
     return sorted(
         set(globals())
         | set(_FRAMES)
-        | {"read_annotations", "read_gold", "to_long_dataframe", "load_sample", "SAMPLES", "dependence"}
+        | {"read_annotations", "read_gold", "to_long_dataframe", "load_sample", "SAMPLES", "dependence", "fit_check"}
     )
 
 
@@ -74,6 +78,7 @@ __all__ = [
     "applicable_models",
     "dependence",
     "fit",
+    "fit_check",
     "make_model",
 ]
 __version__ = "0.1.0"

@@ -172,6 +172,7 @@ def build_parser() -> argparse.ArgumentParser:
         "--scheduler", help="dask: address of a running scheduler (tcp://host:8786); default: a local cluster"
     )
     g.add_argument("--npartitions", type=int, help="dask: partitions by item (default: one per file / as read)")
+    _compare_parser(sub)
     sub.add_parser("samples", help="list the bundled sample datasets")
     sub.add_parser(
         "app",
@@ -180,6 +181,123 @@ def build_parser() -> argparse.ArgumentParser:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     return p
+
+
+COMPARE_OUTPUTS = ("fit_check.csv", "checks.csv", "fit_check_workers.csv", "fit_check.json")
+COMPARE_HELP = """\
+Which model fits this crowd? No gold needed (crowdlab.analysis.fit_check):
+
+- held-out labels: the labels are split into --folds folds (stratified by worker); each model is refitted
+  without a fold and scores each held-out label by its predictive probability, smoothed alike for every model
+  ((1 - eps) p + eps / R, --epsilon); the mean log score per held-out label (nats, higher is better) with a 95 %
+  interval, and each model's gap to the best (paired, with its standard error);
+- posterior predictive checks: --replicates label sets drawn from each full fit with the observed design, and
+  where the observed unanimous share, item agreement, spread of worker-pair agreement and majority-vote class
+  shares fall among them (p < 0.01 counts as a failed check);
+- a recommendation in plain words, with its numbers: the model with the best held-out score or, where others
+  are within two standard errors of it, the one of them whose labels agree most with theirs.
+
+With --gold the table adds each model's accuracy (never used by the check). --out DIR writes fit_check.csv (the
+table), checks.csv (every check), fit_check_workers.csv (each worker's held-out score under each model, the
+worst-predicted under the recommended model first) and fit_check.json.
+"""
+
+
+def _compare_parser(sub) -> None:
+    from crowdlab.analysis.fit_check import CHECK_MODELS, EPSILON, FOLDS, REPLICATES
+
+    c = sub.add_parser(
+        "compare",
+        help="which model fits this crowd: held-out labels and posterior predictive checks (no gold needed)",
+        description=COMPARE_HELP,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    c.add_argument("file", help="long CSV (item,worker,label) or wide CSV (rows = items, columns = workers)")
+    c.add_argument(
+        "--methods",
+        help=f"comma-separated models to compare (default: every one that applies of {', '.join(CHECK_MODELS)})",
+    )
+    c.add_argument("--folds", type=int, default=FOLDS, help=f"folds over the labels (default {FOLDS})")
+    c.add_argument(
+        "--epsilon", type=float, default=EPSILON, help=f"the common smoothing of the predictive (default {EPSILON})"
+    )
+    c.add_argument(
+        "--replicates", type=int, default=REPLICATES, help=f"predictive replicates, 0: none (default {REPLICATES})"
+    )
+    c.add_argument("--seed", type=int, default=0, help="folds, replicates and the models' seeded starts")
+    c.add_argument("--gold", help="gold CSV (item,label): each model's accuracy beside the check (not used by it)")
+    c.add_argument(
+        "--out", help="also write fit_check.csv, checks.csv, fit_check_workers.csv and fit_check.json into this folder"
+    )
+    c.add_argument("--max-iter", dest="max_iter", type=int, default=10000, help="iteration limit of every fit")
+    c.add_argument("--format", dest="fmt", default="auto", choices=["auto", "long", "wide"])
+    c.add_argument("--columns", metavar="ITEM,WORKER,LABEL", help="a long file's columns by name")
+    c.add_argument("--abstain", action="append", metavar="TOKEN", help='a label meaning "can\'t tell"')
+    c.add_argument("--kind", default="auto", choices=["auto", "classes", "ordinal"])
+    c.set_defaults(known=None, edges=None)
+
+
+def cmd_compare(args: argparse.Namespace) -> int:
+    from crowdlab.analysis.fit_check import fit_check
+    from crowdlab.io.data import read_annotations
+
+    check_input(args.file)
+    if args.folds < 2:
+        raise OptionError(f"--folds must be at least 2, not {args.folds}.")
+    if not (0.0 <= args.epsilon < 1.0):
+        raise OptionError(f"--epsilon must lie in [0, 1), not {args.epsilon:g}.")
+    if args.replicates < 0:
+        raise OptionError(f"--replicates must be 0 or more, not {args.replicates}.")
+    if args.max_iter < 1:
+        raise OptionError(f"--max-iter must be at least 1, not {args.max_iter}.")
+    out = check_out(args, COMPARE_OUTPUTS) if args.out else None
+    data = read_annotations(
+        args.file, gold=args.gold, fmt=args.fmt, kind=args.kind, columns=args.columns, where="cli", abstain=args.abstain
+    )
+    methods = [m.strip() for m in args.methods.split(",") if m.strip()] if args.methods else None
+    if methods is not None:
+        from crowdlab.models import ALIASES
+
+        methods = [ALIASES.get(m, m) for m in methods]
+
+    def progress(i: int, n: int, title: str) -> None:
+        if i < n:
+            print(f"[{i + 1}/{n}] {title}: {args.folds} folds + the full fit", file=sys.stderr, flush=True)
+
+    res = fit_check(
+        data,
+        methods,
+        folds=args.folds,
+        epsilon=args.epsilon,
+        replicates=args.replicates,
+        seed=args.seed,
+        progress=progress,
+        max_iter=args.max_iter,
+    )
+    print(f"Which model fits {safe.plain(Path(args.file).name)}? (held-out labels, higher is better)")
+    cols = ["method", "held-out", "lo", "hi", "gap", "gap se", "impossible"]
+    cols += [c for c in ("checks failed", "gold accuracy", "time (s)") if c in res.table]
+    print(res.table[cols].to_string(index=False, float_format=lambda x: f"{x:.3f}"))
+    print()
+    print(safe.plain(res.recommendation))
+    if res.n_skipped:
+        print(
+            f"({plural(res.n_skipped, 'held-out label')} of workers with no other label were not scored.)",
+        )
+    if out is not None:
+        from crowdlab.analysis.export import to_json
+
+        text = to_json(res.to_dict())  # first: a refusal leaves no partial output
+        try:
+            out.mkdir(parents=True, exist_ok=True)
+            write_csv(res.table, out / "fit_check.csv")
+            write_csv(res.checks, out / "checks.csv")
+            write_csv(res.worker_frame(data), out / "fit_check_workers.csv")
+            (out / "fit_check.json").write_text(text)
+        except OSError as exc:
+            raise _cannot_write(exc) from None
+        print(f"Wrote {', '.join(COMPARE_OUTPUTS)} to {safe.plain(out)}.")
+    return 0
 
 
 APP_HELP = """\
@@ -767,6 +885,8 @@ def _dispatch(args: argparse.Namespace) -> int:
     try:
         if args.command == "fit":
             return cmd_fit(args)
+        if args.command == "compare":
+            return cmd_compare(args)
         return cmd_samples()
     except CrowdlabError as exc:
         print(f"error: {exc}", file=sys.stderr)

@@ -16,14 +16,15 @@ Actions (:func:`apply`):
 ``reset``                    back to the run's initialisation (every step forgotten)
 ``restart_from:<init>[:s]``  a new run on the same data and model from another start (seed ``s``), to convergence
 ``switch_model:<name>[:i]``  a new run on the same data with another model (``hard``, ``soft``, ``hmm``, ``mrf``,
-                             ``ds``, ``mace``, ``ibcc``, ``ebcc``, or ``ds_gold``: Dawid-Skene with
+                             ``ds``, ``one_coin``, ``mace``, ``ibcc``, ``ebcc``, or ``ds_gold``: Dawid-Skene with
                              :data:`GOLD_REVEAL` of the gold classes revealed and held fixed in every E-step), from
                              start ``i`` (default: the run's own start), at snapshot 0
 
-Five lessons (:data:`LESSONS`), narration written for crowdlab from the EM lecture on bad annotators, Traganitis &
+Six lessons (:data:`LESSONS`), narration written for crowdlab from the EM lecture on bad annotators, Traganitis &
 Giannakis (Dawid-Skene eqs. (9)-(11), sequences, networks), Donmez, Lebanon & Balasubramanian (2010), and on
-spammers Hovy et al. (2013, MACE) and Kim & Ghahramani (2012, IBCC), and on copying Li, Rubinstein & Cohn (2019,
-EBCC). Every
+spammers Hovy et al. (2013, MACE) and Kim & Ghahramani (2012, IBCC), on copying Li, Rubinstein & Cohn (2019,
+EBCC), and on whether the model is right held-out labels and posterior predictive checks (Gelman, Meng & Stern
+1996; :mod:`crowdlab.analysis.fit_check`). Every
 claim a narration makes about a run is checked by ``tests/unit/test_lessons.py`` on the very runs built here.
 Outcome templates read ``{b[...]}`` (facts before the action), ``{a[...]}`` (after), ``{d[...]}`` (how a fact
 moved from before to after, :func:`changes`) and ``{r[...]}`` (reference facts of the lesson, :func:`reference`);
@@ -87,6 +88,13 @@ COPY_SEED, COPY_RHO = 0, 0.7  # lesson 5's crowd: 4 honest workers and a clique 
 # (accuracy 0.54-0.92 over seeds 0-19); seed 1 ends at the highest ELBO of those 20 starts (tested)
 COPY_EBCC_SEED = 1
 JUDGES_FOLDER = "mohammadi2026_trajectory_judges"  # lesson 5's real panel of LLM judges (sample_data/)
+SHARED_SEED = 0  # lesson 6's crowd: a shared error on 40 % of the class-0 items (simulate_shared_error)
+FIT_METHODS = ("ds", "one_coin", "ebcc")  # the models lesson 6's fit check compares
+CHECK_WORDS = {
+    "unanimous": "share of items whose labels all agree",
+    "item agreement": "agreement within items",
+    "pair agreement spread": "spread of the worker pairs' agreement",
+}
 
 
 @lru_cache(maxsize=4)
@@ -174,6 +182,15 @@ def copy_one_vote() -> Annotations:
         d.item[keep], d.worker[keep], d.label[keep], d.item_names, d.worker_names, d.class_names, gold=d.gold,
         name="the copiers' crowd, the clique as one vote",
     )  # fmt: skip
+
+
+@lru_cache(maxsize=1)
+def shared_crowd():
+    """Lesson 6's crowd (:func:`crowdlab.teaching.simulate.simulate_shared_error`): 600 items, 20 workers, 10 labels
+    an item, 22 % class 1; on 40 % of the class-0 items every worker says 1 with probability 0.45."""
+    from crowdlab.teaching.simulate import simulate_shared_error
+
+    return simulate_shared_error(seed=SHARED_SEED)
 
 
 @lru_cache(maxsize=1)
@@ -271,6 +288,7 @@ SETUPS: dict[str, Setup] = {
     "copiers": Setup("Copiers outvote an honest minority, Dawid-Skene", lambda: copy_crowd().annotations, DawidSkene),
     "copiers_one_vote": Setup("The clique as one vote, Dawid-Skene", copy_one_vote, DawidSkene),
     "judges": Setup("Five LLM judges, Dawid-Skene", judges, DawidSkene),
+    "shared": Setup("A crowd with a shared error, Dawid-Skene", lambda: shared_crowd().annotations, DawidSkene),
     "risk_skewed": Setup(
         "One classifier, p(y = 1) = 0.75",
         lambda: classifier_outputs(0.75),
@@ -319,6 +337,8 @@ def _variant(model, name: str):
         return MACE()  # Beta(2, 2) on each competence, Dirichlet(2) on each spam strategy (MAP)
     if name == "ibcc":
         return IBCC()  # Dirichlet(1, ..., 1) + 1 on the diagonal for every confusion column (variational Bayes)
+    if name == "one_coin":
+        return OneCoin()  # one accuracy per worker, errors spread evenly over the other classes
     if name == "ds_gold":
         return DawidSkene().with_known(None, GOLD_REVEAL, GOLD_SEED)
     if name == "ebcc":
@@ -448,6 +468,7 @@ def facts(run: Run | None) -> dict:
             "n_items": data.n_items,
         }
     acc = params.worker_accuracy()
+    out["pi"] = [float(x) for x in params.pi]  # the class prior (posterior mean for variational Bayes)
     g = params.gamma
     extreme = ((g < 1e-6) | (g > 1.0 - 1e-6)).any(axis=(1, 2))
     out |= {"acc_min": float(acc.min()), "acc_max": float(acc.max()), "err_mean": float(1.0 - acc.mean()),
@@ -609,6 +630,37 @@ def reference(lesson_key: str) -> dict:
             "gold_flagged": gold_rep.n_flagged,
             "gold_eff": gold_rep.effective["eigen"],
             "gold_both": gold_rep.effective["weighted"],
+        }
+    if lesson_key == "fit":
+        from crowdlab.analysis.fit_check import fit_check
+
+        crowd = shared_crowd()
+        d = crowd.annotations
+        res = fit_check(d, list(FIT_METHODS), replicates=50, seed=0)
+        t = res.table.set_index("key")
+        ds_checks = res.checks[res.checks["method"] == DawidSkene.info.title].reset_index(drop=True)
+        worst = ds_checks.iloc[int(ds_checks["p"].to_numpy().argmin())]
+        return {
+            "n_items": d.n_items,
+            "n_workers": d.n_workers,
+            "per_item": int(round(d.n_obs / d.n_items)),
+            "truth_share": float(crowd.truth.mean()),
+            "ds_accuracy": float(t.loc["ds", "gold accuracy"]),
+            "mv_share": float(res.majority_share["1"]),
+            "mv_accuracy": accuracy(majority_start(d), crowd.truth),
+            "table": res.table,
+            "folds": res.folds,
+            "n_scored": res.n_scored,
+            "score": {k: float(t.loc[k, "held-out"]) for k in FIT_METHODS},
+            "gap": {k: float(t.loc[k, "gap"]) for k in FIT_METHODS},
+            "gap_se": {k: float(t.loc[k, "gap se"]) for k in FIT_METHODS},
+            "best": str(res.table["method"].iloc[0]),
+            "recommended": res.recommended,
+            "ds_check": CHECK_WORDS.get(str(worst["statistic"]), str(worst["statistic"])),
+            "ds_obs": float(worst["observed"]),
+            "ds_lo": float(worst["lo"]),
+            "ds_hi": float(worst["hi"]),
+            "ds_p": "< 0.01" if float(worst["p"]) < 0.01 else f"= {float(worst['p']):.2f}",
         }
     return {}
 
@@ -1357,8 +1409,102 @@ COPY_LESSON = Lesson(
     ),
 )
 
+# -- lesson 6: is the model right? ---------------------------------------------------------------------------
+_HELD = (
+    r"\log p(x_{ijl} \mid x_{-f}) = \log \sum_k q^{(-f)}_{ik}\, \Gamma_j(l, k), \\ q^{(-f)}_{ik} \propto \pi_k"
+    r" \prod_{(i, j', l') \notin f} \Gamma_{j'}(l', k)"
+)
+_ONE_COIN = r"\Gamma_j(k', k) = \theta_j \text{ if } k' = k, \quad \frac{1 - \theta_j}{K - 1} \text{ otherwise}"
+_PPC = (
+    r"y^{\mathrm{rep}}_i \sim \pi, \quad x^{\mathrm{rep}}_{ij} \sim \Gamma_j(\cdot, y^{\mathrm{rep}}_i), \\ p = 2"
+    r" \min\big(P(T(x^{\mathrm{rep}}) \ge T(x)),\ P(T(x^{\mathrm{rep}}) \le T(x))\big)"
+)
+
+FIT_LESSON = Lesson(
+    "fit",
+    "Is the model right? Held-out labels and replicated crowds",
+    "A crowd whose workers share an error on one class: Dawid-Skene fits the labels it was fitted on and fails on "
+    "labels it did not see and on crowds replicated from it; one-coin and EBCC do not.",
+    (
+        Step(
+            "A crowd that errs together",
+            "{r[n_items]} items, {r[n_workers]} workers, {r[per_item]} labels an item; {r[truth_share]:.0%} of the "
+            "items are class 1. On two in five class-0 items every worker says 1 with probability 0.45: an error "
+            "the workers share, item by item. We start Dawid-Skene from the majority vote.",
+            _DS,
+            "start:shared",
+            "Start Dawid-Skene (majority start)",
+            "accuracy",
+            "The majority vote gets **{a[accuracy]:.3f}** of the items right: on a hard item 0.45 is still less "
+            "than half.",
+        ),
+        Step(
+            "Dawid-Skene fits the labels it was fitted on",
+            "Run Dawid-Skene to convergence. Its objective is the likelihood of these very labels, and it never "
+            "goes down. Watch the class prior.",
+            _DS_LL,
+            "run",
+            "Run to convergence",
+            "objective",
+            "Dawid-Skene: accuracy **{a[accuracy]:.3f}**, against the majority vote's {b[accuracy]:.3f}. It puts "
+            "**{a[pi][1]:.0%}** of the items in class 1; the truth is {r[truth_share]:.0%}. Its log-likelihood rose "
+            "to {a[objective]:,.1f}, and nothing in it says that anything is wrong.",
+        ),
+        Step(
+            "Ask it about labels it did not see",
+            "Hide a fifth of the labels, refit on the rest, and score each hidden label by the probability the "
+            "fit gives it, from the item's other labels; five times, so every label is hidden once. Every model is "
+            "scored on the same hidden labels, so no gold is needed. The chart compares Dawid-Skene, one-coin and "
+            "EBCC; then we try one-coin, a simpler model.",
+            _HELD,
+            "switch_model:one_coin",
+            "Check, then switch to one-coin",
+            "fit_check",
+            "Held out, Dawid-Skene scores **{r[score][ds]:.3f}** nats per label, one-coin {r[score][one_coin]:.3f} "
+            "and EBCC **{r[score][ebcc]:.3f}**: Dawid-Skene is worse than the best by {r[gap][ds]:.3f} ± "
+            "{r[gap_se][ds]:.3f}, on {r[n_scored]:,} hidden labels. One-coin now stands at its majority start.",
+        ),
+        Step(
+            "One-coin to convergence",
+            "One-coin gives each worker one accuracy and spreads the errors evenly. It has fewer parameters than "
+            "Dawid-Skene, so less room to fit what is not there.",
+            _ONE_COIN,
+            "run",
+            "Run to convergence",
+            "accuracy",
+            "One-coin: accuracy **{a[accuracy]:.3f}** (Dawid-Skene: {r[ds_accuracy]:.3f}), "
+            "class 1 at **{a[pi][1]:.0%}**. One accuracy per worker does not explain the hard items either: their "
+            "error belongs to the item, not to a worker.",
+        ),
+        Step(
+            "Replicate the crowd from the fitted model",
+            "Draw new crowds from Dawid-Skene's fit, with the same items, workers and number of labels, and set "
+            "the real labels beside them. A model that is right makes crowds like the real one. Then we switch to "
+            "EBCC, whose items carry a subtype within their class.",
+            _PPC,
+            "switch_model:ebcc",
+            "Check the replicates, then switch to EBCC",
+            "objective",
+            "Beside the crowds replicated from Dawid-Skene, the real labels' {r[ds_check]}, **{r[ds_obs]:.3f}**, "
+            "falls outside the replicates' 95 % range {r[ds_lo]:.3f} to {r[ds_hi]:.3f} (p {r[ds_p]}). EBCC "
+            "stands at its majority start: ELBO {a[objective]:,.1f}.",
+        ),
+        Step(
+            "EBCC: a subtype for the hard items",
+            "Run variational Bayes to convergence. The hard class-0 items can share a subtype of class 0 whose "
+            "workers often say 1, so the shared error needs no change to the class prior.",
+            _EBCC,
+            "run",
+            "Run to convergence",
+            "accuracy",
+            "EBCC: accuracy **{a[accuracy]:.3f}**, class 1 at **{a[pi][1]:.0%}** (the truth {r[truth_share]:.0%}). "
+            "The held-out labels recommended **{r[best]}** without a single gold label.",
+        ),
+    ),
+)
+
 LESSONS: dict[str, Lesson] = {
-    lesson.key: lesson for lesson in (EM_LESSON, DEPENDENT_LESSON, RISK_LESSON, TRUST_LESSON, COPY_LESSON)
+    lesson.key: lesson for lesson in (EM_LESSON, DEPENDENT_LESSON, RISK_LESSON, TRUST_LESSON, COPY_LESSON, FIT_LESSON)
 }
 
 

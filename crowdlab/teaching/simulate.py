@@ -899,3 +899,57 @@ def simulate_correlated(
         ),
     )
     return SimulatedCorrelated(ann, truth, clique, gamma, pi, shared, float(rho))
+
+
+# ------------------------------------------------------------ simulate_shared_error
+def simulate_shared_error(
+    n_items: int = 600,
+    n_workers: int = 20,
+    labels_per_item: int = 10,
+    *,
+    pi1: float = 0.22,
+    accuracy: tuple[float, float] = (0.8, 0.95),
+    hard_share: float = 0.4,
+    hard_error: float = 0.45,
+    seed: int = 0,
+) -> SimulatedCrowd:
+    """A binary crowd with an error the workers share on one class (issue 38, section 2): a share ``hard_share``
+    of the class-0 items are "hard", and on a hard item every worker says class 1 with probability ``hard_error``
+    whatever its own accuracy; elsewhere worker m is right with its accuracy (uniform in ``accuracy``). The true
+    share of class 1 is ``pi1``. Conditional independence given the class fails (the hard items' labels are
+    correlated through the item), and a Dawid-Skene fit can absorb the shared error into asymmetric confusion
+    matrices and a class prior far above ``pi1``. ``gamma`` holds each worker's marginal confusion matrix (the
+    hard items mixed in); ``worker_types`` is "shared error" for every worker."""
+    N = _check_int("n_items", n_items, 2)
+    M = _check_int("n_workers", n_workers, 2)
+    L = min(_check_int("labels_per_item", labels_per_item, 1), M)
+    rng = np.random.default_rng(seed)
+    truth = (rng.random(N) < float(pi1)).astype(np.int64)
+    hard = (truth == 0) & (rng.random(N) < float(hard_share))
+    acc = rng.uniform(*accuracy, size=M)
+    item, worker = _fixed_design(rng, N, M, L)
+    right = rng.random(item.size) < acc[worker]
+    label = np.where(right, truth[item], 1 - truth[item])
+    on_hard = hard[item]
+    label[on_hard] = (rng.random(int(on_hard.sum())) < float(hard_error)).astype(np.int64)
+    gamma = np.empty((M, 2, 2))
+    p1_given_0 = float(hard_share) * float(hard_error) + (1.0 - float(hard_share)) * (1.0 - acc)
+    gamma[:, 1, 0] = p1_given_0
+    gamma[:, 0, 0] = 1.0 - p1_given_0
+    gamma[:, 1, 1] = acc
+    gamma[:, 0, 1] = 1.0 - acc
+    ann = Annotations(
+        item=item.astype(np.int32),
+        worker=worker.astype(np.int32),
+        label=label.astype(np.int32),
+        item_names=_names("i", N),
+        worker_names=_names("w", M),
+        class_names=("0", "1"),
+        gold=truth.astype(np.int32),
+        name="simulated crowd with a shared error",
+        notes=(
+            f"simulate_shared_error: N={N}, M={M}, {L} labels an item, pi1={pi1:g}, hard_share={hard_share:g}, "
+            f"hard_error={hard_error:g}, seed={seed}",
+        ),
+    )
+    return SimulatedCrowd(ann, truth, gamma, np.array([1.0 - pi1, pi1]), ("shared error",) * M)

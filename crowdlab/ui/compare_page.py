@@ -1,4 +1,5 @@
-"""The Compare methods page: every applicable method on the working dataset, side by side.
+"""The Compare methods page: every applicable method on the working dataset, side by side, and below it "Which
+model fits?" (:mod:`crowdlab.ui.fit_check_view`: held-out labels and predictive checks, no gold needed).
 
 "Run all methods" sets a pending flag (``on_click``); the page then runs
 :func:`crowdlab.analysis.compare.compare_methods`
@@ -17,6 +18,7 @@ from crowdlab.io.data import Annotations
 from crowdlab.models.baselines import BASELINES
 from crowdlab.plots import data as figs
 from crowdlab.ui import method_options, sessions, state
+from crowdlab.ui.fit_check_view import fit_check_section
 from crowdlab.ui.progress import MethodsPace
 
 PRIOR = "compare.prior"  # widget
@@ -86,7 +88,12 @@ def compare_page(data: Annotations) -> None:
     comparison = get_comparison()
     if comparison is None:
         st.info("Press **Run all methods** to fit every method to the current dataset.")
-        return
+    else:
+        show_comparison(data, comparison)
+    fit_check_section(data)
+
+
+def show_comparison(data: Annotations, comparison: Comparison) -> None:
     show_table(data, comparison)
     if data.is_continuous:
         return

@@ -472,7 +472,16 @@ def _dependence(run: Run):
     )  # fmt: skip
 
 
+def _fit_check(run: Run):
+    """Lesson 6's held-out scores (the lesson's reference fit check: :func:`crowdlab.teaching.lessons.reference`)."""
+    from crowdlab.plots.fit_check import held_out_figure
+
+    table = lessons.reference("fit")["table"]
+    return held_out_figure(table, title="Held-out labels (5 folds): mean log score per label, no gold used")
+
+
 FIGURES = {
+    "fit_check": _fit_check,
     "dependence": _dependence,
     "item_means": _item_means,
     "annotators": _annotators,

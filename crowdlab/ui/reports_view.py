@@ -280,3 +280,32 @@ def data_report_section(data: Annotations) -> None:
         "data.report",
         consensus=f"Dawid-Skene fitted from majority vote ({plural(df.attrs.get('iterations', 0), 'iteration')})",
     )
+    fit_check_note(data)
+
+
+def fit_check_note(data: Annotations) -> None:
+    """Under the Data page's report: whether Dawid-Skene is the right model for this crowd, from the Compare page's
+    fit check when it has been run on this dataset (the recommendation and each worker's held-out score under
+    Dawid-Skene and the recommended model), else where to run it."""
+    from crowdlab.io import safe
+    from crowdlab.models import MODELS
+    from crowdlab.ui import fit_check_view
+
+    found = fit_check_view.latest_for(state.get_data_id())
+    if found is None:
+        st.caption(
+            "Is Dawid-Skene the right model for this crowd? **Which model fits?** on the Compare methods page checks "
+            "it without gold: held-out labels and replicated crowds."
+        )
+        return
+    st.markdown(f"**Which model fits?** {safe.md(found.recommendation)}")
+    workers = found.worker_frame(data)
+    cols = ["worker", "held-out labels"]
+    for key in dict.fromkeys(["ds", found.recommended]):
+        if key in found.probabilities:
+            cols.append(MODELS[key].info.title)
+    st.dataframe(workers[cols].head(20), hide_index=True, key="data.report.fit_check")
+    st.caption(
+        "Each worker's mean log score per held-out label (nats) under Dawid-Skene and the recommended model, the "
+        "workers the recommended model predicts worst first (from the Compare page's fit check)."
+    )

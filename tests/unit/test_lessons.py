@@ -38,8 +38,8 @@ def after(walks, key: str, action: str, nth: int = 0) -> tuple[dict, dict, objec
 
 
 # ---------------------------------------------------------------------------- every step
-def test_five_lessons_with_every_field_filled():
-    assert list(L.LESSONS) == ["em", "dependent", "risk", "trust", "copy"]
+def test_six_lessons_with_every_field_filled():
+    assert list(L.LESSONS) == ["em", "dependent", "risk", "trust", "copy", "fit"]
     for lesson in L.LESSONS.values():
         assert lesson.title and lesson.summary and len(lesson.steps) >= 6
         for step in lesson.steps:
@@ -49,7 +49,7 @@ def test_five_lessons_with_every_field_filled():
             assert step.action.split(":")[0] in L.ACTIONS
             assert step.chart in {"item_means", "annotators", "objective", "objective_gap", "accuracy", "confusion",
                                   "strip", "transitions", "network", "loglik", "fisher", "spam",
-                                  "dependence"}  # fmt: skip
+                                  "dependence", "fit_check"}  # fmt: skip
 
 
 @pytest.mark.parametrize(("key", "i"), STEPS)
@@ -537,4 +537,26 @@ def test_details_fill_with_the_runs_numbers(walks):
 
 def test_short_titles_name_every_lesson():
     short = [L.short_title(lesson) for lesson in L.LESSONS.values()]
-    assert len(set(short)) == len(L.LESSONS) == 5 and all(s and ":" not in s for s in short)
+    assert len(set(short)) == len(L.LESSONS) == 6 and all(s and ":" not in s for s in short)
+
+
+# ---------------------------------------------------------------------------- lesson 6: is the model right?
+def test_fit_lesson_ds_fits_its_labels_and_fails_held_out_and_replicates(walks):
+    """Lesson 6 on its own runs: Dawid-Skene's class prior is off the truth by more than 8 points and it labels
+    fewer items right than the majority vote; held out, it scores worse than EBCC by more than two standard errors;
+    its replicates miss a statistic of the real labels (p < 0.01); one-coin does not fix the class prior; EBCC
+    does, and is the most accurate; the recommendation is EBCC."""
+    ref = L.reference("fit")
+    _, ds, _ = after(walks, "fit", "run", 0)
+    start, _, _ = after(walks, "fit", "start:shared")
+    mv = after(walks, "fit", "start:shared")[1]
+    assert ds["pi"][1] > ref["truth_share"] + 0.08 and ds["accuracy"] < mv["accuracy"]
+    assert ref["score"]["ebcc"] > ref["score"]["ds"] and ref["gap"]["ds"] > 2 * ref["gap_se"]["ds"]
+    assert ref["ds_p"] == "< 0.01" and not ref["ds_lo"] <= ref["ds_obs"] <= ref["ds_hi"]
+    _, one_coin, _ = after(walks, "fit", "run", 1)
+    assert one_coin["pi"][1] > ref["truth_share"] + 0.08
+    _, ebcc, _ = after(walks, "fit", "run", 2)
+    assert abs(ebcc["pi"][1] - ref["truth_share"]) < 0.04
+    assert ebcc["accuracy"] > max(ds["accuracy"], one_coin["accuracy"], mv["accuracy"]) + 0.02
+    assert ref["recommended"] == "ebcc" and ref["best"] == cl.MODELS["ebcc"].info.title
+    assert ref["ds_accuracy"] == pytest.approx(ds["accuracy"], abs=0.01)

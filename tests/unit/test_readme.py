@@ -100,7 +100,7 @@ def test_the_readme_commands_are_all_known():
     for cmd in _commands():
         if not any(cmd.startswith(p) for p in NOT_RUN):
             assert cmd.startswith("python -m crowdlab "), cmd
-            assert shlex.split(cmd)[3] in ("fit", "samples"), cmd
+            assert shlex.split(cmd)[3] in ("fit", "samples", "compare"), cmd
 
 
 def test_the_readme_tells_the_truth_it_promised():

@@ -62,6 +62,7 @@ NOT_RUN = {  # command prefix -> why it does not run here
     "python3 dev.py": "installs into .venv, starts the app or runs this suite",
     "pip install": "tests/unit/test_install.py installs the real wheel (slow)",
     "crowdlab app": "starts the server: tests/unit/test_install.py runs it from the installed wheel (slow)",
+    "CROWDLAB_CLASS_SECRET=": "starts the app for a class on the network (tests/app/test_class_pages.py: the secret)",
 }
 
 

@@ -76,4 +76,4 @@ __all__ = [
     "fit",
     "make_model",
 ]
-__version__ = "0.1.0"
+__version__ = "0.9.0"

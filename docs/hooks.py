@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import re
 import sys
 from pathlib import Path
 
@@ -88,3 +89,12 @@ def on_page_markdown(markdown: str, page, config, files) -> str:  # noqa: ARG001
     if MARKER in markdown:
         return markdown.replace(MARKER, cli_markdown())
     return markdown
+
+
+# Docstrings cite other objects with Sphinx roles (:func:`fit`); Markdown renders those as ":func:" before the code.
+ROLE = re.compile(r":(?:func|meth|class|data|mod|attr|exc|obj):<code>~?")
+
+
+def on_page_content(html: str, page, config, files) -> str:  # noqa: ARG001 - MkDocs' hook signature
+    """Pages without the roles' prefixes: ``:func:`fit``` shows as ``fit`` in code (and ``~x.y`` as ``x.y``)."""
+    return ROLE.sub("<code>", html)

@@ -5,7 +5,7 @@ third of them spammers) to a CSV file chunk by chunk, then fits it with the stre
 (``crowdlab.engines.stream.fit_file``, the same as ``crowdlab fit FILE --stream``) and scores the result against
 the simulated truth. Memory stays at about ``--chunk-rows`` x 100 bytes plus the N x K posteriors.
 
-    python examples/stream_big_file.py                     # 10^7 labels (a 150 MB CSV; about a minute on 2 cores)
+    python examples/stream_big_file.py                     # 10^7 labels (a ~130 MB CSV; about a minute, from 10^6 x 10)
     python examples/stream_big_file.py --labels 100000     # what CI runs (tests/unit/test_docs.py): 10^5 labels
 
 The CSV goes to a temporary folder (``--workdir`` to choose one) and is deleted at the end.

@@ -8,6 +8,8 @@ file changes, then starts the app, runs the test suite, or lints. Needs only Pyt
                                                 --server.address 0.0.0.0 shows it to other machines
     python3 dev.py test   [pytest args...]      run the tests (unit, app; --all: browser and slow too, as CI does)
     python3 dev.py lint                         ruff check + format check + the import layers (lint-imports)
+    python3 dev.py docs   [--build]             build the documentation site (warnings are errors) and serve it on
+                                                http://127.0.0.1:8000; --build only builds it into site/
     python3 dev.py fit    FILE --method ds ...  the command line (python -m crowdlab fit ...); FILE and --out
                                                 are relative to the folder you are in
 """
@@ -29,6 +31,7 @@ BIN = VENV / ("Scripts" if os.name == "nt" else "bin")
 PY = BIN / ("python.exe" if os.name == "nt" else "python")
 REQ = ROOT / "requirements.txt"
 STAMP = VENV / ".requirements-sha256"
+DOCS_ADDRESS = "127.0.0.1:8000"  # the documentation site, served to this machine only
 LOCAL_ADDRESS = "127.0.0.1"  # the app is private to this machine unless the user asks for more
 FORWARDED = tuple(getattr(signal, n) for n in ("SIGINT", "SIGTERM", "SIGHUP") if hasattr(signal, n))
 GRACE_S = 5.0  # after forwarding a signal, how long the child may take before it is killed
@@ -143,8 +146,23 @@ def run_child(args: list[str], cwd: Path, env: dict[str, str] | None = None, *, 
     return code if code >= 0 else 128 - code
 
 
+def docs(rest: list[str]) -> int:
+    """Build the site with ``mkdocs build --strict`` (as CI does, tests/unit/test_docs.py) into ``site/``, which
+    opens from the disk (``site/index.html``); then, without ``--build``, serve it on 127.0.0.1:8000 until Ctrl-C."""
+    env = {**os.environ, "NO_MKDOCS_2_WARNING": "1"}  # Material's notice about MkDocs 2.0 is not about this site
+    build_only = "--build" in rest
+    rest = [a for a in rest if a != "--build"]
+    code = run_child([str(PY), "-m", "mkdocs", "build", "--strict", *rest], cwd=ROOT, env=env)
+    if code or build_only:
+        if not code:
+            print(f"Built the site into {ROOT / 'site'}; open site/index.html in a browser.")
+        return code
+    serve = [str(PY), "-m", "mkdocs", "serve", "--strict", "--dev-addr", DOCS_ADDRESS, *rest]
+    return run_child(serve, cwd=ROOT, env=env, server=True)
+
+
 def main(argv: list[str]) -> int:
-    if not argv or argv[0] not in {"app", "test", "lint", "fit"}:
+    if not argv or argv[0] not in {"app", "test", "lint", "fit", "docs"}:
         print(__doc__)
         return 2
     cmd, rest = argv[0], argv[1:]
@@ -153,6 +171,8 @@ def main(argv: list[str]) -> int:
         return run_child([str(PY), "-m", "streamlit", "run", "app.py", *app_args(rest)], cwd=ROOT, server=True)
     if cmd == "test":
         return run_child([str(PY), "-m", "pytest", *rest], cwd=ROOT)
+    if cmd == "docs":
+        return docs(rest)
     if cmd == "fit":  # paths are the user's: run where they typed the command
         env = with_package_on_path(os.environ)
         return run_child([str(PY), "-m", "crowdlab", "fit", *rest], cwd=Path.cwd(), env=env)

@@ -81,4 +81,4 @@ __all__ = [
     "fit_check",
     "make_model",
 ]
-__version__ = "0.1.0"
+__version__ = "0.9.0"

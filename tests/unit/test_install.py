@@ -176,6 +176,18 @@ def test_wheel_carries_the_app_and_the_licence(wheel):
 
 
 @pytest.mark.slow
+def test_wheel_is_typed_and_carries_the_version(wheel):
+    """PEP 561: the wheel carries crowdlab/py.typed, so type checkers read the hints; the wheel's version is
+    crowdlab.__version__ (one number, tagged v<version>)."""
+    import crowdlab
+
+    names = set(zipfile.ZipFile(wheel).namelist())
+    assert "crowdlab/py.typed" in names
+    assert wheel.name.startswith(f"crowdlab-{crowdlab.__version__}-")
+    assert tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["version"] == crowdlab.__version__
+
+
+@pytest.mark.slow
 def test_installed_samples_command_lists_data_inside_the_install(installed):
     out = _run(installed, installed["crowdlab"], "samples").stdout
     env = installed["env"].resolve()

@@ -1,6 +1,9 @@
-"""Every Python block and every shell command of the README runs as written, where it can run here.
+"""Every Python block and every shell command of the README and of the documentation's guides runs as written,
+where it can run here.
 
-Python blocks run in order in one namespace (the distributed one needs a cluster: tests/unit cover its API). Shell
+The README's first screen is its own test; the guides' Python blocks (docs/getting-started/analyst.md, then
+docs/engines.md: the reference material that moved there from the README) run in order in one namespace (the
+distributed one needs a cluster: tests/unit cover its API). Shell
 commands: every ``python -m crowdlab ...`` line runs (big files stand in as the bundled bluebirds, in a scratch
 folder); ``python3 dev.py ...`` (it installs into .venv, starts the app, or runs this suite) and ``pip install``
 (``tests/unit/test_install.py`` installs the real wheel into a fresh venv) are the known exceptions, listed below so
@@ -22,24 +25,53 @@ import pytest
 ROOT = Path(__file__).resolve().parents[2]
 BLUEBIRDS = "sample_data/welinder2010_bluebirds/labels.csv"
 README = (ROOT / "README.md").read_text(encoding="utf-8")
+GUIDES = ("docs/getting-started/analyst.md", "docs/engines.md")  # their Python blocks run in this order
+DOCS = sorted(p.relative_to(ROOT).as_posix() for p in (ROOT / "docs").rglob("*.md"))
+GUIDE_TEXT = "\n".join((ROOT / g).read_text(encoding="utf-8") for g in GUIDES)
+ALL_TEXT = "\n".join([README, *((ROOT / d).read_text(encoding="utf-8") for d in DOCS)])
+ENV_ASSIGNMENT = re.compile(r"^[A-Z_][A-Z0-9_]*=\S*\s+")  # CROWDLAB_CLASS_SECRET='...' python3 dev.py app
 
 
-def _blocks() -> list[str]:
-    return re.findall(r"```python\n(.*?)```", README, re.S)
+def _blocks(text: str = GUIDE_TEXT) -> list[str]:
+    return re.findall(r"```python\n(.*?)```", text, re.S)
 
 
 def _commands() -> list[str]:
-    """Every command of the README's bash blocks: continuation lines joined, comments dropped."""
+    """Every command of the bash blocks of the README and docs/: continuation lines joined, comments dropped, and
+    leading environment assignments dropped (the command is what follows them)."""
     out = []
-    for block in re.findall(r"```bash\n(.*?)```", README, re.S):
+    for block in re.findall(r"```bash\n(.*?)```", ALL_TEXT, re.S):
         for line in block.replace("\\\n", " ").splitlines():
             line = line.split("  #")[0].strip()
+            while ENV_ASSIGNMENT.match(line):
+                line = ENV_ASSIGNMENT.sub("", line, count=1)
             if line:
                 out.append(line)
     return out
 
 
-def test_the_readme_python_examples_run_in_order(monkeypatch, capsys):
+def test_the_readme_first_screen(monkeypatch, capsys):
+    """Issue 41: the first screen (its first 45 lines) says what crowdlab is for each of its three users, keeps
+    the Quickstart commands (CI runs the test one), and gives the lines a data scientist needs: install,
+    aggregate, probabilities, skills, compare; they run as written."""
+    first = "\n".join(README.splitlines()[:45])
+    for who in ("**A lecturer**", "**An analyst**", "**A class**"):
+        assert who in first
+    for cmd in ("python3 dev.py app", "python3 dev.py test", "python3 dev.py docs", "pip install ."):
+        assert cmd in first
+    (block,) = _blocks(first)
+    for call in ("cl.aggregate(", "cl.proba(", ".skills_", ".eq(gold)"):
+        assert call in block
+    assert "pure numpy/scipy" not in README  # the core is numpy, scipy, pandas and pyarrow: README says why
+    monkeypatch.chdir(ROOT)
+    ns: dict = {}
+    exec(block, ns)
+    assert ns["probas"].shape == (108, 2) and len(ns["skills"]) == 39 and len(ns["labels"]) == 108
+    printed = capsys.readouterr().out
+    assert printed.startswith("{'mv': 0.759") and "'ds': 0.898" in printed
+
+
+def test_the_guides_python_examples_run_in_order(monkeypatch, capsys):
     blocks = _blocks()
     assert len(blocks) == 6 and "Client(" in blocks[5]
     monkeypatch.chdir(ROOT)
@@ -98,6 +130,7 @@ def test_every_readme_shell_command_runs(tmp_path):
 
 def test_the_readme_commands_are_all_known():
     """Each command is either run above or a listed exception (a typo'd command would fail here, quickly)."""
+    assert any(c.startswith("python3 dev.py app --server.address 0.0.0.0") for c in _commands())
     for cmd in _commands():
         if not any(cmd.startswith(p) for p in NOT_RUN):
             assert cmd.startswith("python -m crowdlab "), cmd

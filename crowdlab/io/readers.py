@@ -122,6 +122,7 @@ _MAGIC: tuple[tuple[bytes, str, str], ...] = (
 # ---------------------------------------------------------------------- where the user is
 _SPELLINGS = {
     "kind": {"python": 'kind="{v}"', "cli": "--kind {v}", "app": "'Kind of labels' = {v}"},
+    "method": {"python": 'method="{v}"', "cli": "--method {v}", "app": "the method '{v}'"},
     "fmt": {"python": 'fmt="{v}"', "cli": "--format {v}", "app": "'Format' = {v}"},
     "columns": {
         "python": "columns={v!r}",

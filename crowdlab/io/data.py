@@ -52,6 +52,7 @@ from crowdlab.io.readers import (
     no_worker_columns_error,
     read_table,
     spell,
+    to_floats,
 )
 from crowdlab.io.readers import Table as _Table
 from crowdlab.io.readers import count as _count
@@ -796,7 +797,7 @@ def _as_numbers(strings: np.ndarray) -> np.ndarray | None:
         float(strings[0])
     except (TypeError, ValueError):
         return None
-    nums = pd.to_numeric(pd.Series(strings, dtype=object), errors="coerce").to_numpy(dtype=np.float64)
+    nums = to_floats(strings)
     return nums if np.isfinite(nums).all() else None
 
 
@@ -868,7 +869,7 @@ def _to_float(values: np.ndarray | Column, decimal_comma: bool) -> np.ndarray:
     series = pd.Series(values, dtype=object)
     if decimal_comma:
         series = series.str.replace(",", ".", regex=False)
-    nums = pd.to_numeric(series, errors="coerce").to_numpy(dtype=np.float64, copy=True)
+    nums = to_floats(series.to_numpy(dtype=object))
     nums[~np.isfinite(nums)] = np.nan
     return nums
 
@@ -1351,7 +1352,7 @@ def infinite_labels(names: np.ndarray) -> np.ndarray:
     """(n,) mask of the class names that are infinite numbers (``inf``, ``-Infinity``) when every other name is a
     number or a missing value; all False among words (``cat``, ``dog``, ``inf``: there it is a word)."""
     names = np.asarray(names, dtype=object)
-    nums = pd.to_numeric(pd.Series(names, dtype=object), errors="coerce").to_numpy(dtype=np.float64)
+    nums = to_floats(names)
     infinite = np.isinf(nums)
     if not infinite.any() or not np.isfinite(nums[~infinite & ~missing_values(names)]).all():
         return np.zeros(names.shape, dtype=bool)

@@ -59,16 +59,21 @@ __all__ = [
     "proba",
 ]
 
-TASK_ALIASES = ("task", "item", "question", "item_id", "task_id")
+TASK_ALIASES = ("task", "item", "question", "item_id", "task_id", "hit_id")  # hit_id: MTurk's HITId
 WORKER_ALIASES = ("worker", "annotator", "labeler", "labeller", "rater", "worker_id", "performer")
 LABEL_ALIASES = ("label", "answer", "response", "class", "output")
 
 
 def _column(df: pd.DataFrame, aliases: tuple[str, ...], role: str, what: str = "The DataFrame") -> str:
-    """The one column of ``df`` whose name (stripped, any case) is one of ``aliases``; two or more (``worker`` and
-    ``annotator``, ``worker`` and ``Worker``, or two called ``label``) are refused, as the reader refuses them."""
-    names = [str(c).strip().lower() for c in df.columns]
+    """The one column of ``df`` whose name (stripped, any case, CamelCase as words: ``WorkerId``) is one of
+    ``aliases``; two or more (``worker`` and ``annotator``, ``worker`` and ``Worker``, or two called ``label``) are
+    refused, as the reader refuses them. The label of an MTurk batch file is its one ``Answer.*`` column."""
+    from crowdlab.io.data import ANSWER_PREFIX, _norm
+
+    names = [_norm(str(c)) for c in df.columns]
     found = [c for a in aliases for c, n in zip(df.columns, names, strict=True) if n == a]
+    if not found and aliases is LABEL_ALIASES:
+        found = [c for c, n in zip(df.columns, names, strict=True) if n.startswith(ANSWER_PREFIX)]
     if len(found) > 1:  # as the reader: two candidates are a question, not a choice to make silently
         raise DataError(
             f"{what} has {len(found)} {role} columns ({', '.join(map(repr, found))}): drop or rename all but one."

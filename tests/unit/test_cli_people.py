@@ -251,3 +251,13 @@ def test_floats_are_read_correctly_rounded_whatever_the_pandas():
     odd = ["1", "+3", ".5", "5.", "1E-5", "-Infinity", "NaN", " 2 ", "1_000", "0x10", "abc", "", "١", "1,5", None]
     want = [1, 3, 0.5, 5, 1e-5, -np.inf, np.nan, 2, np.nan, np.nan, np.nan, np.nan, np.nan, np.nan, np.nan]
     np.testing.assert_array_equal(to_floats(np.array(odd, dtype=object)), want)
+
+
+def test_an_mturk_dataframe_goes_into_the_estimators(tmp_path):
+    f = tmp_path / "batch.csv"
+    f.write_text(MTURK.format(more="", x=""))
+    labels = cl.aggregate(pd.read_csv(f), "mv")
+    assert labels.index.name == "HITId" and list(labels.index) == ["H1", "H2"]
+    f.write_text(MTURK.format(more=",Answer.comment", x=",fine"))
+    with pytest.raises(DataError, match="2 label columns"):
+        cl.aggregate(pd.read_csv(f), "mv")

@@ -1,3 +1,4 @@
+# PYTHON_ARGCOMPLETE_OK  (argcomplete's marker: `crowdlab completion bash`, or its global completion, finds it)
 """Command line for analysts: ``python -m crowdlab fit FILE --method ds [--gold G] --out DIR``; ``crowdlab app``
 starts the web app (:func:`cmd_app`).
 
@@ -63,12 +64,26 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--version", action="version", version=f"crowdlab {__version__}")
     sub = p.add_subparsers(dest="command", required=True)
     f = sub.add_parser("fit", help="aggregate a label file and write posteriors and worker parameters")
-    f.add_argument("file", help="long CSV (item,worker,label) or wide CSV (rows = items, columns = workers)")
+    f.add_argument(
+        "file",
+        help="long CSV (item,worker,label) or wide CSV (rows = items, columns = workers), or a bundled sample's name "
+        "(bluebirds; `samples` lists them)",
+    ).completer = _complete_file
     f.add_argument(
         "--method", default="ds", choices=sorted([*MODELS, *ONLINE_MODELS]), help="aggregation method (default: ds)"
     )
     f.add_argument("--gold", help="gold CSV (item,label) to report accuracy against")
-    f.add_argument("--out", required=True, help="output directory (created if missing)")
+    f.add_argument(
+        "--out",
+        help="output directory (created if missing); without it, the summary and the first labels go to stdout and "
+        "no file is written",
+    )
+    f.add_argument(
+        "-q",
+        "--quiet",
+        action="store_true",
+        help="no progress bar (it is drawn on stderr only when that is a terminal, never into a pipe or a file)",
+    )
     f.add_argument("--init", default="majority", choices=[k for k in INITS if k not in ("params", "posterior")])
     f.add_argument(
         "--prior", type=float, default=None, help="prior strength s >= 0 (pseudo-counts); default 0 = ML (online: 1)"
@@ -174,6 +189,13 @@ def build_parser() -> argparse.ArgumentParser:
     g.add_argument("--npartitions", type=int, help="dask: partitions by item (default: one per file / as read)")
     _compare_parser(sub)
     sub.add_parser("samples", help="list the bundled sample datasets")
+    c = sub.add_parser(
+        "completion",
+        help="print the shell code that completes crowdlab's commands and options (needs argcomplete)",
+        description=COMPLETION_HELP,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    c.add_argument("shell", nargs="?", default="bash", choices=COMPLETION_SHELLS)
     sub.add_parser(
         "app",
         help="start the web app on http://127.0.0.1:8501 (needs crowdlab[app]); Streamlit's options pass through",
@@ -298,6 +320,52 @@ def cmd_compare(args: argparse.Namespace) -> int:
             raise _cannot_write(exc) from None
         print(f"Wrote {', '.join(COMPARE_OUTPUTS)} to {safe.plain(out)}.")
     return 0
+
+
+COMPLETION_SHELLS = ("bash", "zsh", "fish", "tcsh", "powershell")
+COMPLETION_HELP = """\
+Print the code that makes your shell complete crowdlab's subcommands, options, methods and file names (and the
+bundled samples' names after `fit`). It needs argcomplete (pip install argcomplete). Enable it for this shell:
+
+  eval "$(crowdlab completion bash)"            (bash; zsh: crowdlab completion zsh)
+
+or for every new shell, add that line to ~/.bashrc (~/.zshrc). argcomplete's global completion
+(activate-global-python-argcomplete) works too: crowdlab carries its PYTHON_ARGCOMPLETE_OK marker.
+"""
+
+
+def _complete_file(prefix: str, **_) -> list[str]:
+    """argcomplete's completer of fit's FILE: the bundled samples' names, then file names."""
+    from argcomplete.completers import FilesCompleter
+
+    from crowdlab.io.samples import SAMPLES, SEQUENCE_SAMPLES
+
+    names = [k for k in (*SAMPLES, *SEQUENCE_SAMPLES) if k.startswith(prefix)]
+    return names + list(FilesCompleter()(prefix))
+
+
+def cmd_completion(shell: str) -> int:
+    """``crowdlab completion [bash|zsh|fish|tcsh|powershell]``: argcomplete's shell code for this command."""
+    try:
+        import argcomplete
+    except ImportError:
+        raise OptionError(
+            "shell completion needs argcomplete: pip install argcomplete (or pip install 'crowdlab[completion]')."
+        ) from None
+    print(argcomplete.shellcode(["crowdlab"], shell=shell), end="")
+    return 0
+
+
+def _autocomplete(parser: argparse.ArgumentParser) -> None:
+    """Answer the shell's completion request and exit, when there is one (argcomplete sets _ARGCOMPLETE); otherwise
+    nothing is imported and nothing happens."""
+    if "_ARGCOMPLETE" not in os.environ:
+        return
+    try:
+        import argcomplete
+    except ImportError:
+        return
+    argcomplete.autocomplete(parser)
 
 
 APP_HELP = """\
@@ -521,14 +589,63 @@ def check_input(path: str) -> None:
         )
 
 
+def sample_file(args: argparse.Namespace) -> None:
+    """FILE that is not a file but a bundled sample's name (``bluebirds``, or its folder's name): read that sample's
+    labels, and its gold unless --gold is given, saying so (issue 41: the command knew which sample was meant)."""
+    name = args.file.strip().lower()
+    if Path(args.file).exists() or not name or any(c in name for c in "/\\*?["):
+        return
+    from crowdlab.io.samples import SAMPLES, SEQUENCE_SAMPLES, sample_paths
+
+    for key, sample in {**SAMPLES, **SEQUENCE_SAMPLES}.items():
+        if name in (key, sample.folder.lower()):
+            labels, gold = sample_paths(key)
+            args.file = str(labels)
+            said = f"note: '{key}' is a bundled sample ({sample.title}): reading {labels}"
+            engines = args.stream or args.engine != "memory"  # they take no --gold
+            if args.gold is None and gold is not None and Path(gold).exists() and not engines:
+                args.gold = str(gold)
+                said += f", with its gold {gold}"
+            print(said)
+            return
+
+
+def _progress(args: argparse.Namespace, desc: str = "EM", unit: str = "iteration"):
+    """A progress bar on stderr while EM runs, when stderr is a terminal and --quiet is not given; else nothing
+    (a ``with`` block either way). The engines call it once per iteration (`crowdlab.engines.progress`)."""
+    from contextlib import nullcontext
+
+    from crowdlab.engines.progress import ProgressBar, on_terminal
+
+    if getattr(args, "quiet", False) or not on_terminal(sys.stderr):
+        return nullcontext(None)
+    return ProgressBar(desc, unit, file=sys.stderr)
+
+
+HEAD_ROWS = 10  # labels printed when fit has no --out
+
+
+def _print_head(post) -> None:
+    """Without --out: the first labels (item, label, confidence; scores: item, estimate) after the summary."""
+    cols = [c for c in ("item", "label", "confidence", "estimate") if c in post]
+    head = post[cols].head(HEAD_ROWS).copy()
+    for c in ("item", "label"):
+        if c in head:
+            head[c] = [safe.plain(str(v)) for v in head[c]]
+    shown = "all" if len(post) <= HEAD_ROWS else f"the first {HEAD_ROWS} of {len(post):,}"
+    print(f"\nlabels ({shown}; --out DIR writes them all, with the posteriors and the workers):")
+    print(head.to_string(index=False, float_format=lambda x: f"{x:.4f}"))
+
+
 def cmd_fit(args: argparse.Namespace) -> int:
     check_options(args)
+    sample_file(args)
     check_input(args.file)
     if args.stream or args.engine != "memory":
         return cmd_fit_engine(args, "stream" if args.stream else args.engine)
     options = _model_options(args)
     check_model(args, options)
-    out = check_out(args)
+    out = check_out(args) if args.out is not None else None
     from crowdlab.engines.fit import fit
     from crowdlab.io.data import read_annotations, read_sequences
 
@@ -544,21 +661,23 @@ def cmd_fit(args: argparse.Namespace) -> int:
 
         data = read_edges(args.edges, data, where="cli")
     known = _known_codes(args.known, data) if args.known else None
-    run = fit(
-        data,
-        args.method,
-        init=args.init,
-        prior=args.prior,
-        hard=args.hard,
-        seed=args.seed,
-        tol=args.tol,
-        max_iter=args.max_iter,
-        model_options=options,
-        known=known,
-        reveal=args.reveal,
-        reveal_seed=args.reveal_seed,
-        n_jobs=_n_jobs(args.n_jobs),
-    )
+    with _progress(args, unit="update" if args.method in ONLINE_MODELS else "iteration") as bar:
+        run = fit(
+            data,
+            args.method,
+            init=args.init,
+            prior=args.prior,
+            hard=args.hard,
+            seed=args.seed,
+            tol=args.tol,
+            max_iter=args.max_iter,
+            model_options=options,
+            known=known,
+            reveal=args.reveal,
+            reveal_seed=args.reveal_seed,
+            n_jobs=_n_jobs(args.n_jobs),
+            progress=bar,
+        )
     post = posterior_frame(run)
     if args.method == "hmm":
         names = list(data.class_names)
@@ -569,6 +688,10 @@ def cmd_fit(args: argparse.Namespace) -> int:
     texts = {"params.json": to_json(params_dict(run)), "history.json": to_json(history_dict(run))}
     if metrics:
         texts["metrics.json"] = to_json(metrics)
+    if out is None:
+        _print_summary(run, workers, metrics, None, ())
+        _print_head(post)
+        return 0
     written = []
     try:
         out.mkdir(parents=True, exist_ok=True)
@@ -664,38 +787,45 @@ def cmd_fit_engine(args: argparse.Namespace, engine: str) -> int:
 
     options = {k: v for k, v in _model_options(args).items() if k == "class_prior"}
     engine_model(args.method, 0.0, options)  # a method the engine does not run: refused before reading
+    if args.out is None:
+        raise OptionError(f"--engine {engine} writes its results to files: give --out DIR.")
     out = check_out(args, ENGINE_OUTPUTS)
     if engine == "stream":
         from crowdlab.engines.stream import fit_file
 
-        run = fit_file(
-            args.file,
-            args.method,
-            chunk_rows=args.chunk_rows,
-            prior=0.0 if args.prior is None else args.prior,
-            tol=args.tol,
-            max_iter=args.max_iter,
-            where="cli",
-            known=args.known,
-            model_options=options,
-            known_column=args.known_column,
-        )
+        with _progress(args, "reading", "row") as reading, _progress(args) as bar:
+            run = fit_file(
+                args.file,
+                args.method,
+                chunk_rows=args.chunk_rows,
+                prior=0.0 if args.prior is None else args.prior,
+                tol=args.tol,
+                max_iter=args.max_iter,
+                where="cli",
+                known=args.known,
+                model_options=options,
+                known_column=args.known_column,
+                progress=bar,
+                read_progress=reading,
+            )
         frames = None
     else:
         from crowdlab.engines.distributed import fit as dask_fit
 
-        run = dask_fit(
-            args.file,
-            args.method,
-            scheduler=args.scheduler,
-            npartitions=args.npartitions,
-            prior=0.0 if args.prior is None else args.prior,
-            tol=args.tol,
-            max_iter=args.max_iter,
-            where="cli",
-            known=args.known,
-            model_options=options,
-        )
+        with _progress(args) as bar:
+            run = dask_fit(
+                args.file,
+                args.method,
+                scheduler=args.scheduler,
+                npartitions=args.npartitions,
+                prior=0.0 if args.prior is None else args.prior,
+                tol=args.tol,
+                max_iter=args.max_iter,
+                where="cli",
+                known=args.known,
+                model_options=options,
+                progress=bar,
+            )
         frames = [run.posterior_frame()]
     try:
         workers = write_engine_outputs(run, out, frames)
@@ -721,7 +851,7 @@ def _limit_hint(run) -> str:
     return hint
 
 
-def _print_summary(run, workers, metrics: dict, out: Path, written) -> None:
+def _print_summary(run, workers, metrics: dict, out: Path | None, written) -> None:
     d = run.data
     kind = "continuous scores" if d.is_continuous else f"{d.n_classes} classes"
     counts = f"{plural(d.n_items, 'item')}, {plural(d.n_workers, 'worker')}, {plural(d.n_obs, 'label')}"
@@ -778,7 +908,8 @@ def _print_summary(run, workers, metrics: dict, out: Path, written) -> None:
             )
     for k, v in metrics.items():
         print(f"{k}: {v:.4f}" if isinstance(v, float) else f"{k}: {v}")
-    print(f"wrote {', '.join(sorted(written))} to {out}")
+    if out is not None:
+        print(f"wrote {', '.join(sorted(written))} to {out}")
 
 
 def app_command(rest: list[str]) -> list[str]:
@@ -856,7 +987,9 @@ def main(argv: list[str] | None = None) -> int:
     if argv[:1] == ["app"]:  # Streamlit's options are not ours to parse: everything after "app" goes to it
         return _dispatch_app(argv[1:])
     try:
-        args = build_parser().parse_args(argv)
+        parser = build_parser()
+        _autocomplete(parser)
+        args = parser.parse_args(argv)
         refused = setting_problems(defaults=False)
         if refused:  # a CROWDLAB_* variable outside its range: stop before anything runs with a setting not asked for
             for text in refused:
@@ -887,6 +1020,8 @@ def _dispatch(args: argparse.Namespace) -> int:
             return cmd_fit(args)
         if args.command == "compare":
             return cmd_compare(args)
+        if args.command == "completion":
+            return cmd_completion(args.shell)
         return cmd_samples()
     except CrowdlabError as exc:
         print(f"error: {exc}", file=sys.stderr)

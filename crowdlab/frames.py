@@ -59,16 +59,21 @@ __all__ = [
     "proba",
 ]
 
-TASK_ALIASES = ("task", "item", "question", "item_id", "task_id")
+TASK_ALIASES = ("task", "item", "question", "item_id", "task_id", "hit_id")  # hit_id: MTurk's HITId
 WORKER_ALIASES = ("worker", "annotator", "labeler", "labeller", "rater", "worker_id", "performer")
 LABEL_ALIASES = ("label", "answer", "response", "class", "output")
 
 
 def _column(df: pd.DataFrame, aliases: tuple[str, ...], role: str, what: str = "The DataFrame") -> str:
-    """The one column of ``df`` whose name (stripped, any case) is one of ``aliases``; two or more (``worker`` and
-    ``annotator``, ``worker`` and ``Worker``, or two called ``label``) are refused, as the reader refuses them."""
-    names = [str(c).strip().lower() for c in df.columns]
+    """The one column of ``df`` whose name (stripped, any case, CamelCase as words: ``WorkerId``) is one of
+    ``aliases``; two or more (``worker`` and ``annotator``, ``worker`` and ``Worker``, or two called ``label``) are
+    refused, as the reader refuses them. The label of an MTurk batch file is its one ``Answer.*`` column."""
+    from crowdlab.io.data import ANSWER_PREFIX, _norm
+
+    names = [_norm(str(c)) for c in df.columns]
     found = [c for a in aliases for c, n in zip(df.columns, names, strict=True) if n == a]
+    if not found and aliases is LABEL_ALIASES:
+        found = [c for c, n in zip(df.columns, names, strict=True) if n.startswith(ANSWER_PREFIX)]
     if len(found) > 1:  # as the reader: two candidates are a question, not a choice to make silently
         raise DataError(
             f"{what} has {len(found)} {role} columns ({', '.join(map(repr, found))}): drop or rename all but one."
@@ -520,10 +525,12 @@ class _EM(_Aggregator):
     FIT_DEFAULTS = {"prior": 0.0, "hard": False, "init": "majority", "max_iter": 10000, "tol": 1e-8, "seed": 0}
     SEMI_DEFAULTS = {"known": None, "reveal": None, "reveal_seed": 0}
     INIT_DEFAULTS = {"q0": None, "params": None, "good_accuracy": 0.8}  # for init="posterior" / "params" / "all_good"
-    ENGINE_DEFAULTS = {"engine": "memory", "chunk_rows": 1_000_000, "client": None}
+    ENGINE_DEFAULTS = {"engine": "memory", "chunk_rows": 1_000_000, "client": None, "progress": False}
     """``engine``: "memory" (`crowdlab.fit`), "stream" (`crowdlab.engines.stream.fit_file` over a temporary Parquet
     copy, ``chunk_rows`` rows per chunk) or "dask" (`crowdlab.engines.distributed.fit`; ``client``: a
-    ``distributed.Client``, else a local cluster for the call)."""
+    ``distributed.Client``, else a local cluster for the call). ``progress``: True draws a progress bar while EM runs
+    (tqdm: the widget in a notebook, text elsewhere; `crowdlab.engines.progress`), or a function f(done, total) called
+    after every iteration; False (the default) costs nothing."""
 
     @classmethod
     def _model_keys(cls) -> tuple[str, ...]:
@@ -571,19 +578,32 @@ class _EM(_Aggregator):
         if isinstance(params["known"], str | bytes | int | float):
             raise TypeError(f"known must map tasks to labels (a dict or a Series), not {params['known']!r}.")
         _check_engine(params, self._model_key(params), self._model_kw(params))
+        if not (isinstance(params["progress"], bool | np.bool_) or callable(params["progress"])):
+            raise TypeError(f"progress must be True, False or a function f(done, total), not {params['progress']!r}.")
         # the model's own options, checked by building it (cheap; no data involved)
         make_model(
             self._model_key(params), prior=params["prior"] or 0.0, hard=bool(params["hard"]), **self._model_kw(params)
         )
 
     def _fit(self, frame: _Frame, params: dict) -> None:
+        from crowdlab.engines.progress import as_callback
+
+        p = params["progress"]
+        progress, bar = as_callback(p if callable(p) else bool(p))
+        try:
+            self._fit_em(frame, params, progress)
+        finally:
+            if bar is not None:
+                bar.close()
+
+    def _fit_em(self, frame: _Frame, params: dict, progress) -> None:
         from crowdlab.engines.fit import fit
 
         known = params["known"]
         if isinstance(known, Mapping | pd.Series):
             known = frame.known_codes(known)
         if params["engine"] != "memory":
-            run = _engine_fit(frame, self._model_key(params), params, self._model_kw(params), known)
+            run = _engine_fit(frame, self._model_key(params), params, self._model_kw(params), known, progress)
             return self._results(frame, params, run)
         init_kw = {k: params[k] for k in self.INIT_DEFAULTS}
         if isinstance(init_kw["q0"], pd.DataFrame):  # e.g. another estimator's probas_
@@ -599,6 +619,7 @@ class _EM(_Aggregator):
             known=known,
             reveal=params["reveal"],
             reveal_seed=params["reveal_seed"],
+            progress=progress,
             **init_kw,
         )
         self._results(frame, params, run)
@@ -664,7 +685,7 @@ def _codes_text(codes: np.ndarray, n: int) -> np.ndarray:
     return np.char.zfill(codes.astype(np.int64).astype(str), width).astype(object)
 
 
-def _engine_fit(frame: _Frame, key: str, params: dict, model_kw: dict, known):
+def _engine_fit(frame: _Frame, key: str, params: dict, model_kw: dict, known, progress=None):
     """Fit through the streaming or Dask engine on the DataFrame's codes (written as padded digits)."""
     d = frame.data
     cols = {
@@ -680,7 +701,7 @@ def _engine_fit(frame: _Frame, key: str, params: dict, model_kw: dict, known):
         classes = _codes_text(known[idx], d.n_classes)
         kn = dict(zip(items.tolist(), classes.tolist()))
     kw = {"prior": params["prior"] or 0.0, "tol": params["tol"], "max_iter": params["max_iter"]}
-    kw.update(known=kn, model_options=model_kw or None)
+    kw.update(known=kn, model_options=model_kw or None, progress=progress)
     if params["engine"] == "dask":
         from crowdlab.engines.distributed import fit
 

@@ -77,7 +77,6 @@ from crowdlab.engines.blocks import (
 from crowdlab.errors import DataError
 from crowdlab.io.data import (
     INFINITE_HINT,
-    LABEL_ALIASES,
     SCORE_ALIASES,
     _as_numbers,
     _check_labels_present,
@@ -234,6 +233,7 @@ class _Pass0:
         self.workers: list[np.ndarray] = []
         self.labels: list[np.ndarray] = []
         self.offsets = [0, 0, 0]
+        self.label_j = 0  # the label column, once row 1 is read
         self.n_rows = 0
         self.notes: list[str] = []
         self.skipped: list[int] = []
@@ -251,6 +251,7 @@ class _Pass0:
             for table, first_line, body in self._tables():
                 if cols is None:
                     cols = self._columns(table)
+                    self.label_j = cols[2]  # as found by name (MTurk's Answer.*), not only an alias
                 if body is not None:
                     self._notes(table, first_line, body)
                 if not table.n_rows:
@@ -484,7 +485,7 @@ class StreamedData:
         labels = _global(p0.labels, merge_numbers=True)
         class_names, label_rank, label_col = labels
         file = path.name
-        kind, _ = _resolve_kind("auto", p0.header[_find_label(p0.header)], None, label_col, where)
+        kind, _ = _resolve_kind("auto", p0.header[p0.label_j], None, label_col, where)
         if kind == "continuous":
             raise DataError(
                 f"the labels are {label_col.uniq.size:,} distinct numbers: they look like continuous scores, which "
@@ -498,7 +499,7 @@ class StreamedData:
             raise DataError(
                 f"the labels hold an infinite number ({spelled}) among numeric labels.",
                 file=file,
-                column=p0.header[_find_label(p0.header)],
+                column=p0.header[p0.label_j],
                 hint=INFINITE_HINT,
             )
         if len(class_names) < 2:
@@ -650,10 +651,6 @@ def known_from_column(path, column: str, chunk_rows: int = DEFAULT_CHUNK_ROWS, w
             hint="Give each item one known class (or leave its cells blank).",
         )
     return KnownLabels(frame["item"].to_numpy(dtype=object), frame["label"].to_numpy(dtype=object), p0.file)
-
-
-def _find_label(header: tuple[str, ...]) -> int:
-    return [j for j, h in enumerate(header) if _norm(h) in LABEL_ALIASES + SCORE_ALIASES][0]
 
 
 # ---------------------------------------------------------------------- fitting

@@ -23,6 +23,7 @@ and what to do; nothing is dropped without a sentence in `Annotations.notes`.
 from __future__ import annotations
 
 import io
+import math
 import os
 import re
 from collections.abc import Sequence
@@ -51,6 +52,7 @@ from crowdlab.io.readers import (
     no_worker_columns_error,
     read_table,
     spell,
+    to_floats,
 )
 from crowdlab.io.readers import Table as _Table
 from crowdlab.io.readers import count as _count
@@ -415,7 +417,7 @@ def _fmt_number(x) -> str:
 # every row skipped and every value reinterpreted gets a sentence in ``Annotations.notes``. Rows are numbered as
 # a spreadsheet shows them (header = row 1). ``where`` ("python", "cli", "app") chooses how hints spell options.
 
-ITEM_ALIASES = ("item", "task", "question", "item_id", "task_id", "question_id")
+ITEM_ALIASES = ("item", "task", "question", "item_id", "task_id", "question_id", "hit_id")  # hit_id: MTurk's HITId
 WORKER_ALIASES = ("worker", "annotator", "labeler", "labeller", "rater", "worker_id", "annotator_id")
 LABEL_ALIASES = ("label", "answer", "response", "class", "annotation")
 SCORE_ALIASES = ("value", "score", "rating")
@@ -427,8 +429,31 @@ _read_table = read_table
 
 # ---------------------------------------------------------------------- columns
 def _norm(name: str) -> str:
-    """Header cell -> alias key: lower case, spaces and hyphens as underscores."""
-    return re.sub(r"[\s\-]+", "_", name.strip().lower())
+    """Header cell -> alias key: CamelCase split into words (MTurk's ``WorkerId``, ``HITId``: worker_id, hit_id),
+    lower case, spaces and hyphens as underscores."""
+    name = re.sub(r"([a-z0-9])([A-Z])", r"\1_\2", re.sub(r"([A-Z]+)([A-Z][a-z])", r"\1_\2", name.strip()))
+    return re.sub(r"[\s\-]+", "_", name.lower())
+
+
+ANSWER_PREFIX = "answer."  # MTurk batch results: one Answer.<field> column per question of the HIT
+
+
+def _answer_column(table: _Table, item: int | None, worker: int | None) -> int | None:
+    """MTurk's label column: the one ``Answer.*`` column (``Answer.entails``); several (a HIT that asks two
+    questions) raise `ColumnsUnclear`, which asks which one (``columns=``, ``--columns``, the Data page's picker)."""
+    hits = [j for j, h in enumerate(table.header) if h.strip().lower().startswith(ANSWER_PREFIX)]
+    if len(hits) > 1:
+        names = column_listing([table.header[j] for j in hits])
+        roles = [table.header[j] if j is not None else role for j, role in ((item, "ITEM"), (worker, "WORKER"))]
+        example = table.spell("columns", ",".join([*roles, table.header[hits[0]]]))
+        raise ColumnsUnclear(
+            f"the file has {len(hits)} answer columns ({names}): which one holds the labels?",
+            header=table.header,
+            file=table.file,
+            row=1,
+            hint=f"Name it with the item and worker columns: {example}.",
+        )
+    return hits[0] if hits else None
 
 
 def _find(table: _Table, aliases: Sequence[str], role: str, *, skip: Sequence[int] = ()) -> int | None:
@@ -490,6 +515,8 @@ def _long_columns(
         label = _score_column(table, score_column)
     else:
         label = _find(table, LABEL_ALIASES + SCORE_ALIASES, "label")
+        if label is None:
+            label = _answer_column(table, item, worker)
     found = {"item": item, "worker": worker, "label": label}
     gold = _find(table, GOLD_ALIASES, "gold", skip=tuple(j for j in found.values() if j is not None))
     taken = {j for j in (*found.values(), gold) if j is not None}
@@ -770,7 +797,7 @@ def _as_numbers(strings: np.ndarray) -> np.ndarray | None:
         float(strings[0])
     except (TypeError, ValueError):
         return None
-    nums = pd.to_numeric(pd.Series(strings, dtype=object), errors="coerce").to_numpy(dtype=np.float64)
+    nums = to_floats(strings)
     return nums if np.isfinite(nums).all() else None
 
 
@@ -842,7 +869,7 @@ def _to_float(values: np.ndarray | Column, decimal_comma: bool) -> np.ndarray:
     series = pd.Series(values, dtype=object)
     if decimal_comma:
         series = series.str.replace(",", ".", regex=False)
-    nums = pd.to_numeric(series, errors="coerce").to_numpy(dtype=np.float64, copy=True)
+    nums = to_floats(series.to_numpy(dtype=object))
     nums[~np.isfinite(nums)] = np.nan
     return nums
 
@@ -1325,7 +1352,7 @@ def infinite_labels(names: np.ndarray) -> np.ndarray:
     """(n,) mask of the class names that are infinite numbers (``inf``, ``-Infinity``) when every other name is a
     number or a missing value; all False among words (``cat``, ``dog``, ``inf``: there it is a word)."""
     names = np.asarray(names, dtype=object)
-    nums = pd.to_numeric(pd.Series(names, dtype=object), errors="coerce").to_numpy(dtype=np.float64)
+    nums = to_floats(names)
     infinite = np.isinf(nums)
     if not infinite.any() or not np.isfinite(nums[~infinite & ~missing_values(names)]).all():
         return np.zeros(names.shape, dtype=bool)
@@ -1384,6 +1411,7 @@ def _long_read(
     if kind != "continuous":
         _check_labels_finite(table, label_j)
     used = [item_j, worker_j, label_j] + ([gold_j] if gold_j is not None else [])
+    kind_notes += _header_as_data_note(table, items, labels, (item_j, worker_j, label_j), kind)
     notes = table.notes + layout_notes + _ignored_note(table, used) + kind_notes
     column = table.column_name(label_j)
     if kind == "continuous":
@@ -1408,6 +1436,34 @@ def _long_read(
     gold_values = table.values(gold_j)[known]
     return _attach_gold(
         ann, ann.item[known], gold_values, table.rows[known], table.file, table.header[gold_j], table.where
+    )
+
+
+_ROLE_NAMES = set(ITEM_ALIASES + WORKER_ALIASES + LABEL_ALIASES + SCORE_ALIASES)
+
+
+def _header_as_data_note(table: _Table, items: Column, labels: Column, cols, kind: str) -> tuple[str, ...]:
+    """A note when row 1 looks like a data row (a file without a header row loses its first label to the column
+    names, issue 41): its item cell is an item id of the file and its label cell one of the labels (continuous: a
+    number), and neither is an accepted column name."""
+    item_j, worker_j, label_j = cols
+    head_item, head_label = table.header[item_j].strip(), table.header[label_j].strip()
+    if not head_item or not head_label or {_norm(head_item), _norm(head_label)} & _ROLE_NAMES:
+        return ()
+    if kind == "continuous":
+        try:
+            label_like = math.isfinite(float(head_label))
+        except ValueError:
+            label_like = False
+    else:
+        label_like = bool((labels.uniq == head_label).any())
+    if not (label_like and (items.uniq == head_item).any()):
+        return ()
+    row = ",".join(table.header)
+    return (
+        f"Row 1 ({row!r}) looks like a label, not column names: {head_item!r} is an item of the file and "
+        f"{head_label!r} one of its labels. If the file has no header row, its first label was read as the column "
+        f"names: add a first line naming the columns (e.g. item,worker,label).",
     )
 
 

@@ -15,7 +15,7 @@ from crowdlab.io._lazy import lazy
 from crowdlab.io.data import Annotations, Source
 from crowdlab.io.limits import get_limits
 from crowdlab.io.limits import how_to_raise as limits_how
-from crowdlab.io.readers import check_where, read_table, rows_error
+from crowdlab.io.readers import check_where, read_table, rows_error, to_floats
 
 pd = lazy("pandas")
 sp = lazy("scipy.sparse")  # imported on first use: ``import crowdlab`` stays light
@@ -99,7 +99,7 @@ def read_edges(source: Source, annotations: Annotations, *, where: str = "python
     weight = np.ones(u.size)
     if w is not None:
         col = table.col(w)
-        wu = pd.to_numeric(pd.Series(col.uniq, dtype=object), errors="coerce").to_numpy(dtype=np.float64)
+        wu = to_floats(col.uniq)
         lim = get_limits().max_weight
         badw_u = ~np.isfinite(wu) | (wu <= 0) | (wu > lim)
         if badw_u.any():

@@ -33,6 +33,7 @@ import numpy as np
 
 from crowdlab.errors import ModelError
 from crowdlab.io.data import Annotations
+from crowdlab.io.readers import spell
 from crowdlab.models.kernels import add_row_offset, row_max, row_sums, softmax_lse, softmax_rows_full
 
 TINY = 1e-300  # floor inside logs: log(0) becomes about -690, never -inf
@@ -134,7 +135,10 @@ def needs_classes(title: str, data: Annotations) -> str:
     """The message for a class model given continuous scores, with the reader's note on why it read scores (a
     gold file of numbers not among the labels, or many distinct numbers) and how to read classes instead."""
     why = [n for n in getattr(data, "notes", ()) if n.startswith("Read the labels as continuous scores")]
-    return f"{title} needs class labels; this dataset has continuous scores." + (f" {why[0]}" if why else "")
+    # the reader's note spells its option where the user is (``--kind classes`` on the command line): so does this
+    where = next((w for w in ("cli", "app") if why and spell("kind", "classes", w) in why[0]), "python")
+    fits = f" The good/bad annotators model fits them: {spell('method', 'scores', where)}."
+    return f"{title} needs class labels; this dataset has continuous scores.{fits}" + (f" {why[0]}" if why else "")
 
 
 @dataclass(frozen=True, eq=False)

@@ -80,7 +80,10 @@ def test_gold_of_other_numbers_reads_scores_and_the_error_says_how_to_read_class
     gold.write_text("item,label\n" + "".join(f"i{i},{1.5 + i / 10}\n" for i in range(8)))
     assert main(["fit", str(labels), "--gold", str(gold), "--out", str(tmp_path / "o")]) == 2
     err = capsys.readouterr().err.strip()
-    assert err.startswith("error: Dawid-Skene needs class labels; this dataset has continuous scores. Read the labels")
+    assert err.startswith(
+        "error: Dawid-Skene needs class labels; this dataset has continuous scores. The good/bad annotators model "
+        "fits them: --method scores. Read the labels"
+    )
     assert "not among them (e.g. '1.5')" in err and err.endswith("use --kind classes.") and "\n" not in err
     assert main(["fit", str(labels), "--kind", "classes", "--out", str(tmp_path / "o")]) == 0
 

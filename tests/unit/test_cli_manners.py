@@ -44,7 +44,8 @@ def test_version(capsys):
     assert info.value.code == 0 and capsys.readouterr().out.strip() == f"crowdlab {cl.__version__}"
 
 
-@pytest.mark.parametrize("given", ["bluebirds", "sample_data/welinder2010_bluebirds/labels.csv", "sample_data/x.csv"])
+# a bare sample name ("bluebirds") is read as that sample (issue 41; tests/unit/test_cli_people.py)
+@pytest.mark.parametrize("given", ["sample_data/welinder2010_bluebirds/labels.csv", "sample_data/x.csv"])
 def test_a_missing_file_naming_a_sample_points_at_the_samples(given, tmp_path, monkeypatch, capsys):
     monkeypatch.chdir(tmp_path)  # outside the checkout, where sample_data/... does not exist
     assert main(["fit", given, "--out", "o"]) == 2

@@ -32,7 +32,7 @@ def test_the_extras_in_pyproject_are_the_ones_the_messages_name():
         names = {r.split("[")[0].split(">")[0].split("=")[0].strip() for r in extras[extra]}
         assert set(modules) <= names, extra
     core = {r.split(">")[0] for r in meta["dependencies"]}
-    assert core == {"numpy", "scipy", "pandas", "pyarrow"}  # no plotly, streamlit, dask or numba in the core
+    assert core == {"numpy", "scipy", "pandas", "pyarrow", "tqdm"}  # no plotly, streamlit, dask or numba in the core
 
 
 def test_cli_engine_dask_without_the_extra_is_one_line(monkeypatch, tmp_path, capsys):

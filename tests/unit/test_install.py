@@ -235,7 +235,7 @@ def test_usage_line_names_the_command_the_user_typed(installed):
 
 
 # ------------------------------------------------------------------ the pip user's path: the core only, then the CLI
-CORE = ("numpy", "scipy", "pandas", "pyarrow")
+CORE = ("numpy", "scipy", "pandas", "pyarrow", "tqdm")
 
 
 def _closure(names) -> list:

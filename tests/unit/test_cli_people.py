@@ -210,7 +210,8 @@ def test_completion_of_options_methods_and_samples():
     assert _complete("crowdlab fit --meth") == ["--method"]
     assert "online_ds" in _complete("crowdlab fit x --method o")
     assert _complete("crowdlab fit blue") == ["bluebirds"]
-    assert _complete("crowdlab comp") == ["completion"]
+    assert _complete("crowdlab comp") == ["compare", "completion"]
+    assert _complete("crowdlab compl") == ["completion"]
 
 
 def test_completion_prints_the_shell_code(capsys):

@@ -75,13 +75,13 @@ class Acceleration:
         """One line for a report."""
         chk = self.check
         out = (
-            f"accelerated EM (SQUAREM): {self.evaluations:,} EM-map evaluations in {self.cycles:,} cycles, "
-            f"{self.fallbacks:,} fallback steps; estimated remaining gain {self.gap:.3g} nats"
+            f"accelerated EM (SQUAREM): EM-map evaluations {self.evaluations:,} (cycles {self.cycles:,}, fallback "
+            f"steps {self.fallbacks:,}); estimated remaining gain {self.gap:.3g} nats"
         )
         if chk:
             out += (
                 f"; maximum check {'passed' if chk.get('passed') else 'not passed'} (perturbed by "
-                f"{chk.get('scale', CHECK_SCALE):g}, {chk.get('evaluations', 0)} evaluations, best gain "
+                f"{chk.get('scale', CHECK_SCALE):g}, evaluations {chk.get('evaluations', 0)}, best gain "
                 f"{chk.get('gain', float('nan')):.3g} nats)"
             )
         if self.saddles:

@@ -733,6 +733,11 @@ class Run:
             if self.last.iteration >= self.max_iter:
                 self.stop_reason = "max_iter"
                 break
+            if self.max_iter - self.last.iteration < 3:  # no room for a cycle: plain steps up to the limit
+                self._half_("E")
+                self._half_("M")
+                acc.evaluations += 1
+                continue
             e = self._half_("E")
             l_p = e.objective
             tol_nats = self.tol * min(max(1.0, abs(l_p)), GAP_SCALE)

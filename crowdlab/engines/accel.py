@@ -27,8 +27,9 @@ maximum: the run goes on from the higher point (counted in ``saddles``); else th
 A flat objective: when the labels carry no signal (each worker's answers independent of the item), every parameter
 set whose confusion columns all equal the worker's own answer shares (log-likelihood ``null_objective``) is a
 fixed point, and EM crawls over a nearly flat surface for thousands of iterations. After ``FLAT_AFTER``
-evaluations a run whose objective is within ``FLAT_NATS`` nats per label of that null objective and still gaining
-less than the tolerance per evaluation stops with ``stop_reason = "no_signal"``.
+evaluations a run whose objective is within ``FLAT_NATS`` nats per label of that null objective and whose last
+cycle gained less than a hundredth of that stops with ``stop_reason = "no_signal"`` (on 2 x 10^5 random labels
+the fit sits 6e-4 nats per label above the null objective; the real sets with gold, 0.05 or more).
 """
 
 from __future__ import annotations
@@ -47,7 +48,7 @@ WATCH = 1e3  # the objective at theta_2 is evaluated (for the gap estimate) once
 CHECK_SCALE = 1e-2  # the maximum check's perturbation: mixing weight of a random interior point
 CHECK_CYCLES = 6  # accelerated cycles run from the perturbed point
 FLAT_AFTER = 60  # EM-map evaluations before a flat objective may end a run
-FLAT_NATS = 1e-3  # nats per label above the no-signal objective below which the objective counts as flat
+FLAT_NATS = 5e-3  # nats per label above the no-signal objective below which the objective counts as flat
 
 
 @dataclass

@@ -777,7 +777,7 @@ class Run:
                 null is not None
                 and self.last.iteration >= FLAT_AFTER
                 and obj - null <= FLAT_NATS * self.data.n_obs
-                and last_gain <= tol_nats * max(1, sq.evaluations - before)
+                and last_gain <= FLAT_NATS * 1e-2 * self.data.n_obs
             ):
                 acc.no_signal = True
                 self.stop_reason = "no_signal"

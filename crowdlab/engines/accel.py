@@ -17,19 +17,22 @@ not). A fixed point of the accelerated scheme is a fixed point of F: the run end
 Stopping rule. Each cycle's two plain EM steps give the gains g_1 = l(theta_1) - l(theta_0) and
 g_2 = l(theta_2) - l(theta_1); while EM converges linearly they shrink by a factor R = g_2 / g_1 < 1 per step, so
 the objective's limit is l(theta_2) + g_2 R / (1 - R) (Aitken's extrapolation of the objective; McLachlan &
-Krishnan 2008, Sec. 4.9). The run counts as converged when that remaining gain is at most ``tol`` max(1, |l|) (with
-the default tol = 1e-8, 3.6e-4 nats on AdultContent). A small gain can also mean a saddle (EM slows down near one
-before sliding away) or a stop estimated too early, so before declaring convergence the stop is checked: the
-parameters are moved a little into the interior (seeded; `perturb`) and ``CHECK_CYCLES``
-accelerated cycles are run from there. If they climb above the stop by more than the tolerance, the stop was no
-maximum: the run goes on from the higher point (counted in ``saddles``); else the stop is reported as checked.
+Krishnan 2008, Sec. 4.9). A candidate stop is one where that remaining gain and the last two cycles' gains are at
+most ``tol`` min(max(1, |l|), ``GAP_SCALE``) nats (with the default tol = 1e-8: 1e-4 nats on any set of more than
+10^4 nats). It is confirmed by ``TAIL_STEPS`` plain EM steps from it and the same estimate on their last gains (an
+extrapolation excites fast modes whose quick decay can hide a slow tail). A small gain can also mean a saddle (EM
+slows down near one before sliding away), so before declaring convergence the stop is checked: the parameters are
+moved a little into the interior (seeded; `perturb`) and ``CHECK_CYCLES`` accelerated cycles are run from there.
+If they climb above the stop by more than the tolerance, the stop was no maximum: the run goes on from the higher
+point (counted in ``saddles``); else the stop is reported as checked.
 
 A flat objective: when the labels carry no signal (each worker's answers independent of the item), every parameter
 set whose confusion columns all equal the worker's own answer shares (log-likelihood ``null_objective``) is a
 fixed point, and EM crawls over a nearly flat surface for thousands of iterations. After ``FLAT_AFTER``
-evaluations a run whose objective is within ``FLAT_NATS`` nats per label of that null objective and whose last
-cycle gained less than a hundredth of that stops with ``stop_reason = "no_signal"`` (on 2 x 10^5 random labels
-the fit sits 6e-4 nats per label above the null objective; the real sets with gold, 0.05 or more).
+evaluations, a run on ``FLAT_MIN_LABELS`` labels or more whose objective is within ``FLAT_NATS`` nats per label
+of that null objective, and whose last cycle gained less than a hundredth of that, stops with
+``stop_reason = "no_signal"`` (on 2 x 10^5 random labels the fit sits 6e-4 nats per label above the null
+objective; the real sets with gold, 0.04 or more).
 """
 
 from __future__ import annotations
@@ -45,9 +48,12 @@ from crowdlab.models.base import from_free, to_free
 STEP_MIN0, STEP_MAX0, MSTEP = 1.0, 1.0, 4.0  # the SQUAREM package's defaults (squarem1: step.min0, step.max0, mstep)
 GAP_SCALE = 1e4  # the remaining gain allowed at the stop: tol min(max(1, |objective|), GAP_SCALE) nats
 WATCH = 1e3  # the objective at theta_2 is evaluated (for the gap estimate) once a cycle gains below WATCH x tol
+TAIL_STEPS = 8  # plain EM steps taken from a candidate stop to re-estimate the gap once the fast modes have died
 CHECK_SCALE = 1e-2  # the maximum check's perturbation: mixing weight of a random interior point
 CHECK_CYCLES = 6  # accelerated cycles run from the perturbed point
 FLAT_AFTER = 60  # EM-map evaluations before a flat objective may end a run
+FLAT_MIN_LABELS = 10_000  # ... on at least this many labels (a small set converges soon anyway, and its noise fit
+# sits far above the null objective per label)
 FLAT_NATS = 5e-3  # nats per label above the no-signal objective below which the objective counts as flat
 
 
@@ -204,6 +210,20 @@ def gap_estimate(l0: float, l1: float, l2: float) -> tuple[float, float]:
     return float("inf"), float("nan")
 
 
+def plain_tail(model, data, params, full, objective: float, steps: int = TAIL_STEPS):
+    """``steps`` plain EM steps from ``params`` (posterior ``full``, objective ``objective``): a long extrapolation
+    leaves fast modes behind, so the two steps inside a cycle can show gains shrinking fast while a slow direction
+    still has much to give; after a few plain steps the last gains shrink at the slow rate. Returns (params,
+    posterior, objective, gap, limit) at the last step (:func:`gap_estimate` on its last three objectives)."""
+    objs = [objective]
+    for _ in range(steps):
+        params = model.m_step(data, full)
+        full = model.e_step(data, params)
+        objs.append(float(model.log_likelihood(data, params)))
+    gap, limit = gap_estimate(*objs[-3:])
+    return params, full, objs[-1], gap, limit
+
+
 def perturb(parts, eps: float, rng: np.random.Generator) -> list[np.ndarray]:
     """The arrays of ``parts`` moved a little into the interior: probability vectors and rates mixed with weight
     ``eps`` with a random point of their simplex (so an entry at 0, which EM's map would keep at 0, can come
@@ -233,7 +253,8 @@ def maximum_check(model, data, params, objective: float, tol_nats: float, seed: 
     sq = Squarem(model, data)
     p = model.from_free_parts(params, perturb(model.free_parts(params), CHECK_SCALE, rng))
     full, obj = sq.evaluate(p)
-    best = (p, full, obj)
+    best = (None, None, -np.inf)  # the perturbed point itself is no candidate: it may break a constraint the
+    # model's M-step keeps (a fixed uniform class prior), and only what the EM map returns counts
     for _ in range(CHECK_CYCLES):
         p, full, obj, _l2 = sq.cycle(p, full, obj, with_l2=False)
         if obj > best[2]:

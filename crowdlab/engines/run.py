@@ -30,8 +30,10 @@ import numpy as np
 
 from crowdlab.engines.accel import (
     FLAT_AFTER,
+    FLAT_MIN_LABELS,
     FLAT_NATS,
     GAP_SCALE,
+    TAIL_STEPS,
     WATCH,
     Acceleration,
     Squarem,
@@ -39,6 +41,7 @@ from crowdlab.engines.accel import (
     gap_estimate,
     maximum_check,
     null_objective,
+    plain_tail,
 )
 from crowdlab.engines.init import Start, initialise
 from crowdlab.errors import ModelError
@@ -758,6 +761,14 @@ class Run:
                     acc.gap, acc.limit = gap, max(limit, obj)
             gains = [*gains[-1:], last_gain]
             if gap <= tol_nats and max(gains) <= tol_nats:
+                p, full, obj, gap, limit = plain_tail(self.model, self.data, p, full, obj)
+                acc.evaluations += TAIL_STEPS
+                self._half_("E")
+                self._accelerated_m(p, full, obj, TAIL_STEPS)
+                acc.gap, acc.limit = gap, max(limit, obj) if math.isfinite(gap) else float("nan")
+                if not gap <= tol_nats:  # a slow tail the cycle's two steps hid: go on
+                    gains = []
+                    continue
                 report, best = maximum_check(self.model, self.data, p, obj, tol_nats, self.seed)
                 acc.evaluations += report["evaluations"]
                 acc.check = report
@@ -776,6 +787,7 @@ class Run:
             if (
                 null is not None
                 and self.last.iteration >= FLAT_AFTER
+                and self.data.n_obs >= FLAT_MIN_LABELS
                 and obj - null <= FLAT_NATS * self.data.n_obs
                 and last_gain <= FLAT_NATS * 1e-2 * self.data.n_obs
             ):

@@ -729,7 +729,17 @@ class Run:
         if self.next_kind == "M":
             self._half_("M")
             acc.evaluations += 1
+            if progress is not None:
+                progress(self.last.iteration, self.max_iter)
         sq = Squarem(self.model, self.data)
+
+        def record(params, full, obj, evaluations, after_e=False):
+            if after_e:
+                self._half_("E")
+            self._accelerated_m(params, full, obj, evaluations)
+            if progress is not None:
+                progress(self.last.iteration, self.max_iter)
+
         last_gain = None
         gains: list[float] = []  # the last accelerated cycles' gains
         while True:
@@ -740,6 +750,8 @@ class Run:
                 self._half_("E")
                 self._half_("M")
                 acc.evaluations += 1
+                if progress is not None:
+                    progress(self.last.iteration, self.max_iter)
                 continue
             e = self._half_("E")
             l_p = e.objective
@@ -750,21 +762,19 @@ class Run:
             acc.evaluations += sq.evaluations - before
             acc.cycles, acc.fallbacks = acc.cycles + 1, acc.fallbacks + (sq.fallbacks - acc.fallbacks_seen)
             acc.fallbacks_seen = sq.fallbacks
-            self._accelerated_m(p, full, obj, sq.evaluations - before)
+            record(p, full, obj, sq.evaluations - before)
             last_gain = obj - l_p
-            if progress is not None:
-                progress(self.last.iteration, self.max_iter)
             gap = float("inf")
             if l2 is not None:
                 gap, limit = gap_estimate(l_p, sq.l1, l2)  # what plain EM has left after its two steps
                 if math.isfinite(gap):
                     acc.gap, acc.limit = gap, max(limit, obj)
             gains = [*gains[-1:], last_gain]
-            if gap <= tol_nats and max(gains) <= tol_nats:
+            room = self.max_iter - self.last.iteration >= TAIL_STEPS  # the confirmation fits under max_iter
+            if room and gap <= tol_nats and max(gains) <= tol_nats:
                 p, full, obj, gap, limit = plain_tail(self.model, self.data, p, full, obj)
                 acc.evaluations += TAIL_STEPS
-                self._half_("E")
-                self._accelerated_m(p, full, obj, TAIL_STEPS)
+                record(p, full, obj, TAIL_STEPS, after_e=True)
                 acc.gap, acc.limit = gap, max(limit, obj) if math.isfinite(gap) else float("nan")
                 if not gap <= tol_nats:  # a slow tail the cycle's two steps hid: go on
                     gains = []
@@ -777,8 +787,7 @@ class Run:
                     break
                 acc.saddles += 1  # not a maximum (or not yet converged): go on from the higher point
                 acc.saddle_gain += best[2] - obj
-                self._half_("E")
-                self._accelerated_m(best[0], best[1], best[2], report["evaluations"])
+                record(*best, report["evaluations"], after_e=True)
                 sq = Squarem(self.model, self.data)
                 acc.fallbacks_seen = 0
                 last_gain, gains = None, []

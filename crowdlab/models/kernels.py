@@ -68,7 +68,6 @@ def softmax_lse(log_w: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     m = row_max(log_w)
     with np.errstate(invalid="ignore"):
         e = log_w - m[:, None]
-    np.maximum(e, UNDERFLOW, out=e)  # exp's subnormal slow path (as the compiled kernels; q < 1e-303 either way)
     np.exp(e, out=e)
     s = row_sums(e)
     with np.errstate(invalid="ignore", divide="ignore"):

@@ -199,6 +199,31 @@ def params_dict(run: Run) -> dict:
     return base
 
 
+def acceleration_dict(acc) -> dict | None:
+    """What an accelerated run did (`crowdlab.engines.accel.Acceleration`), JSON-ready (a gap not estimated is
+    null); None for plain EM."""
+    if acc is None:
+        return None
+
+    def finite(x):
+        return float(x) if x is not None and math.isfinite(float(x)) else None
+
+    return {
+        "method": "SQUAREM (Varadhan & Roland 2008)",
+        "evaluations": int(acc.evaluations),
+        "cycles": int(acc.cycles),
+        "fallback_steps": int(acc.fallbacks),
+        "gap_estimate": finite(acc.gap),
+        "objective_limit": finite(acc.limit),
+        "maximum_check": {k: (finite(v) if isinstance(v, float) else v) for k, v in acc.check.items()},
+        "saddles_left": int(acc.saddles),
+        "saddle_gain": finite(acc.saddle_gain),
+        "no_signal": bool(acc.no_signal),
+        "null_objective": finite(acc.null_objective),
+        "summary": acc.summary(),
+    }
+
+
 def history_dict(run: Run) -> dict:
     """The objective after each half-step, plus what the run was."""
     return {
@@ -212,6 +237,7 @@ def history_dict(run: Run) -> dict:
         "iterations": int(run.last.iteration),
         "converged": bool(run.converged),
         "stop_reason": run.stop_reason,
+        "acceleration": acceleration_dict(getattr(run, "acceleration", None)),
         "tol": run.tol,
         "param_tol": getattr(run, "param_tol", None),
         "snapshots": [

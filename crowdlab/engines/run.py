@@ -726,7 +726,7 @@ class Run:
         acc = self.acceleration
         if acc is None:
             acc = self.acceleration = Acceleration(null_objective=null_objective(self.data))
-        if self.next_kind == "M":
+        if self.next_kind == "M" and self.last.iteration < self.max_iter:
             self._half_("M")
             acc.evaluations += 1
             if progress is not None:

@@ -176,7 +176,7 @@ def from_free(vec: np.ndarray, parts) -> list[np.ndarray]:
         y = np.asarray(vec[at : at + n], dtype=np.float64).reshape(shape)
         at += n
         if kind in ("simplex", "rates"):
-            e = np.exp(y - y.max(axis=axis, keepdims=True))
+            e = np.exp(np.maximum(y - y.max(axis=axis, keepdims=True), -700.0))  # no subnormals (exp's slow path)
             p = e / e.sum(axis=axis, keepdims=True)
             out.append(np.delete(p, -1, axis=axis) if kind == "rates" else p)
         elif kind == "log":

@@ -89,6 +89,12 @@ def build_parser() -> argparse.ArgumentParser:
         "--prior", type=float, default=None, help="prior strength s >= 0 (pseudo-counts); default 0 = ML (online: 1)"
     )
     f.add_argument("--hard", action="store_true", help="hard EM (arg-max instead of posteriors)")
+    f.add_argument(
+        "--plain",
+        action="store_true",
+        help="plain EM, one EM step at a time (default: accelerated EM, SQUAREM, for the models that have it; "
+        "the streaming and Dask engines run plain EM)",
+    )
     f.add_argument("--seed", type=int, default=0)
     f.add_argument("--tol", type=float, default=1e-8, help="relative change of the objective to stop at")
     f.add_argument(
@@ -677,6 +683,7 @@ def cmd_fit(args: argparse.Namespace) -> int:
             reveal_seed=args.reveal_seed,
             n_jobs=_n_jobs(args.n_jobs),
             progress=bar,
+            accelerate=not getattr(args, "plain", False),
         )
     post = posterior_frame(run)
     if args.method == "hmm":
@@ -879,6 +886,8 @@ def _print_summary(run, workers, metrics: dict, out: Path | None, written) -> No
         state = STOP_REASONS.get(run.stop_reason or "", "converged" if run.converged else "not converged")
         print(f"EM: {plural(run.last.iteration, 'iteration')}; {run.model.objective_name} = {run.last.objective:.6f}")
         print(f"stopped: {state}")
+        if getattr(run, "acceleration", None) is not None:
+            print(run.acceleration.summary())
         if run.stop_reason == "max_iter":
             print(_limit_hint(run))
     if run.violations:

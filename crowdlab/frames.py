@@ -521,8 +521,16 @@ class _EM(_Aggregator):
     """An EM model run to convergence through :func:`crowdlab.fit` (options: prior, init, hard, seed, tol,
     max_iter, the model's own, and semi-supervised EM's known / reveal / reveal_seed)."""
 
-    FIT_KEYS = ("prior", "hard", "init", "max_iter", "tol", "seed")
-    FIT_DEFAULTS = {"prior": 0.0, "hard": False, "init": "majority", "max_iter": 10000, "tol": 1e-8, "seed": 0}
+    FIT_KEYS = ("prior", "hard", "init", "max_iter", "tol", "seed", "accelerate")
+    FIT_DEFAULTS = {
+        "prior": 0.0,
+        "hard": False,
+        "init": "majority",
+        "max_iter": 10000,
+        "tol": 1e-8,
+        "seed": 0,
+        "accelerate": True,  # SQUAREM in memory (`crowdlab.engines.accel`); the engines run plain EM
+    }
     SEMI_DEFAULTS = {"known": None, "reveal": None, "reveal_seed": 0}
     INIT_DEFAULTS = {"q0": None, "params": None, "good_accuracy": 0.8}  # for init="posterior" / "params" / "all_good"
     ENGINE_DEFAULTS = {"engine": "memory", "chunk_rows": 1_000_000, "client": None, "progress": False}

@@ -199,9 +199,35 @@ def params_dict(run: Run) -> dict:
     return base
 
 
+def acceleration_dict(acc) -> dict | None:
+    """What an accelerated run did (`crowdlab.engines.accel.Acceleration`), JSON-ready (what was not estimated,
+    a gap or a null objective, is left out); None for plain EM."""
+    if acc is None:
+        return None
+
+    def finite(x):
+        return float(x) if x is not None and math.isfinite(float(x)) else None
+
+    out = {
+        "method": "SQUAREM (Varadhan & Roland 2008)",
+        "evaluations": int(acc.evaluations),
+        "cycles": int(acc.cycles),
+        "fallback_steps": int(acc.fallbacks),
+        "gap_estimate": finite(acc.gap),
+        "objective_limit": finite(acc.limit),
+        "maximum_check": {k: (finite(v) if isinstance(v, float) else v) for k, v in acc.check.items()} or None,
+        "saddles_left": int(acc.saddles),
+        "saddle_gain": finite(acc.saddle_gain),
+        "no_signal": bool(acc.no_signal),
+        "null_objective": finite(acc.null_objective),
+        "summary": acc.summary(),
+    }
+    return {k: v for k, v in out.items() if v is not None}  # what was not estimated is left out (no nulls)
+
+
 def history_dict(run: Run) -> dict:
     """The objective after each half-step, plus what the run was."""
-    return {
+    out = {
         "method": run.model.info.key,
         "objective_name": getattr(run.model, "objective_name", None),
         "init": run.init,
@@ -226,6 +252,10 @@ def history_dict(run: Run) -> dict:
         ],
         "violations": list(run.violations),
     }
+    acc = acceleration_dict(getattr(run, "acceleration", None))
+    if acc is not None:  # accelerated EM only (a plain run's history has no such key)
+        out["acceleration"] = acc
+    return out
 
 
 def metrics_dict(run: Run) -> dict:

@@ -22,11 +22,27 @@ Typical use::
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from dataclasses import dataclass, fields, is_dataclass, replace
 
 import numpy as np
 
+from crowdlab.engines.accel import (
+    FLAT_AFTER,
+    FLAT_MIN_LABELS,
+    FLAT_NATS,
+    GAP_SCALE,
+    TAIL_STEPS,
+    WATCH,
+    Acceleration,
+    Squarem,
+    accelerable,
+    gap_estimate,
+    maximum_check,
+    null_objective,
+    plain_tail,
+)
 from crowdlab.engines.init import Start, initialise
 from crowdlab.errors import ModelError
 from crowdlab.io.data import Annotations
@@ -49,6 +65,8 @@ STOP_REASONS = {
     "max_iter": "stopped at the iteration limit before converging",
     "stopped": "stopped by the user",
     "passes": "online EM: every pass over the data done (it has no convergence test)",
+    "no_signal": "stopped early: the objective is flat at the fit where every worker answers at random, so the "
+    "labels carry no signal about the items' classes",
 }
 
 
@@ -230,6 +248,7 @@ class Snapshot:
     violation: str | None = None
     posterior: object = None  # the model's full posterior when it holds more than q (HMM: pairwise xi)
     param_change: float = float("nan")  # after an M-step: max |theta_t - theta_(t-1)| over every parameter
+    accelerated: int = 0  # an accelerated M-step (`crowdlab.engines.accel`): the EM-map evaluations it stands for
 
     @property
     def post(self):
@@ -286,6 +305,7 @@ class Run:
         self.snapshots: list[Snapshot] = []
         self.index = 0
         self.violations: list[str] = []
+        self.acceleration = None  # an accelerated run's account (`crowdlab.engines.accel.Acceleration`)
         self._start()
 
     # ------------------------------------------------------------------ state
@@ -374,6 +394,8 @@ class Run:
         """
         if not self.iterative:
             return True
+        if self.last.accelerated:  # the accelerated run's own rule (gap estimate and maximum check)
+            return self.stop_reason == "converged"
         return settled_at(self.snapshots, self.tol, self.param_tol)
 
     def _stalled(self) -> bool:
@@ -648,6 +670,7 @@ class Run:
         """Forget every step and start again from the initialisation."""
         self.violations = []
         self.stop_reason = None
+        self.acceleration = None
         self._start()
         self.index = 0
         return self.current
@@ -658,9 +681,18 @@ class Run:
         max_iter: int | None = None,
         progress: Callable[[int, int], None] | None = None,
         should_stop: Callable[[], bool] | None = None,
+        accelerate: bool = False,
     ) -> Snapshot:
         """Iterate until :attr:`converged`, ``max_iter`` iterations, a stall or ``should_stop()``; why it stopped
-        is in :attr:`stop_reason` ("converged", "max_iter", "stalled", "stopped"; ``STOP_REASONS`` says it in words)."""
+        is in :attr:`stop_reason` ("converged", "max_iter", "stalled", "stopped"; ``STOP_REASONS`` says it in words).
+
+        ``accelerate``: SQUAREM around the EM map (`crowdlab.engines.accel`) for the models that declare
+        unconstrained coordinates (Dawid-Skene, one-coin, two-coin, MACE by EM and by VB, IBCC, EBCC, GLAD; soft EM
+        only; the others run plain EM). Each accepted point is stored as an "M" snapshot marked ``accelerated`` (the
+        EM-map evaluations it stands for; its ``iteration`` counts evaluations, so ``max_iter`` bounds them), after
+        a plain "E" snapshot; the intermediate evaluations are not stored. It stops on the estimated remaining gain
+        after a check that the stop is a maximum (or on a flat objective: "no_signal"); :attr:`acceleration`
+        holds the evaluations, fallback steps, the gap estimate and the check."""
         if tol is not None:
             self.tol = float(tol)
         if max_iter is not None:
@@ -668,6 +700,13 @@ class Run:
         if not self.iterative:
             return self.current
         self.index = len(self.snapshots) - 1
+        if accelerate and accelerable(self.model, self.last.params):
+            if self.last.accelerated and self.stop_reason == "converged":
+                return self.current
+            self.stop_reason = None
+            with self._jobs():
+                self._run_accelerated(progress, should_stop)
+            return self.current
         self.stop_reason = None
         while True:
             reason = self.stop_check()
@@ -681,6 +720,131 @@ class Run:
                 self.stop_reason = "converged" if self.converged else "stopped"
                 break
         return self.current
+
+    def _run_accelerated(self, progress, should_stop) -> None:
+        """The loop of :meth:`run` with ``accelerate`` (see there and `crowdlab.engines.accel`)."""
+        acc = self.acceleration
+        if acc is None:
+            acc = self.acceleration = Acceleration(null_objective=null_objective(self.data))
+        if self.next_kind == "M" and self.last.iteration < self.max_iter:
+            self._half_("M")
+            acc.evaluations += 1
+            if progress is not None:
+                progress(self.last.iteration, self.max_iter)
+        sq = Squarem(self.model, self.data)
+
+        def record(params, full, obj, evaluations, after_e=False):
+            if after_e:
+                self._half_("E")
+            self._accelerated_m(params, full, obj, evaluations)
+            if progress is not None:
+                progress(self.last.iteration, self.max_iter)
+
+        last_gain = None
+        gains: list[float] = []  # the last accelerated cycles' gains
+        while True:
+            if self.last.iteration >= self.max_iter:
+                self.stop_reason = "max_iter"
+                break
+            if self.max_iter - self.last.iteration < 3:  # no room for a cycle: plain steps up to the limit
+                self._half_("E")
+                self._half_("M")
+                acc.evaluations += 1
+                if progress is not None:
+                    progress(self.last.iteration, self.max_iter)
+                continue
+            e = self._half_("E")
+            l_p = e.objective
+            tol_nats = self.tol * min(max(1.0, abs(l_p)), GAP_SCALE)
+            with_l2 = last_gain is not None and last_gain <= WATCH * tol_nats
+            before = sq.evaluations
+            p, full, obj, l2 = sq.cycle(e.params, e.post, l_p, with_l2)
+            acc.evaluations += sq.evaluations - before
+            acc.cycles, acc.fallbacks = acc.cycles + 1, acc.fallbacks + (sq.fallbacks - acc.fallbacks_seen)
+            acc.fallbacks_seen = sq.fallbacks
+            record(p, full, obj, sq.evaluations - before)
+            last_gain = obj - l_p
+            gap = float("inf")
+            if l2 is not None:
+                gap, limit = gap_estimate(l_p, sq.l1, l2)  # what plain EM has left after its two steps
+                if math.isfinite(gap):
+                    acc.gap, acc.limit = gap, max(limit, obj)
+            gains = [*gains[-1:], last_gain]
+            room = self.max_iter - self.last.iteration >= TAIL_STEPS  # the confirmation fits under max_iter
+            if room and gap <= tol_nats and max(gains) <= tol_nats:
+                p, full, obj, gap, limit = plain_tail(self.model, self.data, p, full, obj)
+                acc.evaluations += TAIL_STEPS
+                record(p, full, obj, TAIL_STEPS, after_e=True)
+                acc.gap, acc.limit = gap, max(limit, obj) if math.isfinite(gap) else float("nan")
+                if not gap <= tol_nats:  # a slow tail the cycle's two steps hid: go on
+                    gains = []
+                    continue
+                report, best = maximum_check(self.model, self.data, p, obj, tol_nats, self.seed)
+                acc.evaluations += report["evaluations"]
+                acc.check = report
+                if report["passed"]:
+                    self.stop_reason = "converged"
+                    break
+                acc.saddles += 1  # not a maximum (or not yet converged): go on from the higher point
+                acc.saddle_gain += best[2] - obj
+                record(*best, report["evaluations"], after_e=True)
+                sq = Squarem(self.model, self.data)
+                acc.fallbacks_seen = 0
+                last_gain, gains = None, []
+                continue
+            null = acc.null_objective
+            if (
+                null is not None
+                and self.last.iteration >= FLAT_AFTER
+                and self.data.n_obs >= FLAT_MIN_LABELS
+                and obj - null <= FLAT_NATS * self.data.n_obs
+                and last_gain <= FLAT_NATS * 1e-2 * self.data.n_obs
+            ):
+                acc.no_signal = True
+                self.stop_reason = "no_signal"
+                break
+            if should_stop is not None and should_stop():
+                self.stop_reason = "stopped"
+                break
+
+    def _accelerated_m(self, params, full, obj: float, evaluations: int) -> Snapshot:
+        """Append the point an accelerated cycle accepted as an "M" snapshot: its parameters, its own posterior
+        (the E-step at those parameters gave the objective), objective = bound = log p(x | theta) (+ log prior; the
+        ELBO at its own q for VB). ``iteration`` advances by the ``evaluations`` of the EM map it took."""
+        prev = self.last
+        q, post = _split(full)
+        vec = self._param_vector(params)
+        check_params = not (vec is not None and bool(np.isfinite(vec).all()))
+        where = f"accelerated M-step {len(self.snapshots)} (iteration {prev.iteration + evaluations})"
+        self._check_finite(where, params if check_params else None, None if self._vouched(q, obj) else q, obj, obj)
+        changed = np.flatnonzero(self._argmax(prev.q) != self._argmax(q)) if q is not prev.q else np.zeros(0, np.int64)
+        violation = self._check(prev, obj, obj, "M")
+        old_vec = self._param_vector(prev.params)
+        if vec is None or old_vec is None or vec.shape != old_vec.shape:
+            dparam = param_change(prev.params, params)
+        else:
+            dparam = float(np.max(np.abs(vec - old_vec))) if vec.size else 0.0
+        snap = Snapshot(
+            len(self.snapshots),
+            "M",
+            prev.iteration + evaluations,
+            params,
+            q,
+            obj,
+            obj,
+            changed,
+            violation,
+            post,
+            dparam,
+            max(int(evaluations), 1),
+        )
+        self.snapshots.append(snap)
+        self.index = snap.index
+        self._prune()
+        if self.params_budget is not None:
+            self._param_bytes += _nbytes(vec if vec is not None else param_vector(params))
+            self._release_params()
+        return snap
 
     # ------------------------------------------------------------------ results at the cursor
     @property

@@ -141,6 +141,58 @@ def needs_classes(title: str, data: Annotations) -> str:
     return f"{title} needs class labels; this dataset has continuous scores.{fits}" + (f" {why[0]}" if why else "")
 
 
+FREE_KINDS = ("simplex", "rates", "log", "logit", "real")
+
+
+def to_free(parts) -> np.ndarray:
+    """One unconstrained vector from ``parts``, a list of (array, kind, axis): "simplex" (probability vectors along
+    ``axis``): their logs; "rates" (entries along ``axis`` summing to at most one): the logs of the entries and of
+    what is left, 1 - their sum; "log" (positive): logs; "logit" (in [0, 1]): logits; "real": as they are. Zeros
+    map to log(1e-300), so nothing is infinite. What accelerated EM extrapolates in (Varadhan & Roland 2008 work
+    in any parametrisation; the logs keep every extrapolated point a valid parameter set)."""
+    out = []
+    for x, kind, axis in parts:
+        x = np.asarray(x, dtype=np.float64)
+        if kind == "simplex" or kind == "log":
+            y = safe_log(x)
+        elif kind == "rates":
+            rest = np.clip(1.0 - x.sum(axis=axis, keepdims=True), 0.0, 1.0)
+            y = safe_log(np.concatenate([x, rest], axis=axis))
+        elif kind == "logit":
+            y = safe_log(x) - safe_log(1.0 - x)
+        elif kind == "real":
+            y = x
+        else:  # pragma: no cover - a model's own declaration
+            raise ValueError(f"unknown kind of free coordinates {kind!r} (one of {FREE_KINDS})")
+        out.append(y.ravel())
+    return np.concatenate(out) if out else np.zeros(0)
+
+
+def from_free(vec: np.ndarray, parts) -> list[np.ndarray]:
+    """The arrays of ``parts`` (shapes and kinds as given to :func:`to_free`) back from an unconstrained vector:
+    probability vectors renormalised (max-shifted softmax along their axis), rates likewise with the remainder
+    dropped, exp of logs (capped at exp(700)), the logistic of logits, reals as they are."""
+    out, at = [], 0
+    for x, kind, axis in parts:
+        shape = list(np.shape(x))
+        if kind == "rates":
+            shape[axis] += 1
+        n = int(np.prod(shape))
+        y = np.asarray(vec[at : at + n], dtype=np.float64).reshape(shape)
+        at += n
+        if kind in ("simplex", "rates"):
+            e = np.exp(np.maximum(y - y.max(axis=axis, keepdims=True), -700.0))  # no subnormals (exp's slow path)
+            p = e / e.sum(axis=axis, keepdims=True)
+            out.append(np.delete(p, -1, axis=axis) if kind == "rates" else p)
+        elif kind == "log":
+            out.append(np.exp(np.minimum(y, 700.0)))
+        elif kind == "logit":
+            out.append(0.5 * (1.0 + np.tanh(0.5 * y)))  # 1 / (1 + exp(-y)), without overflow
+        else:
+            out.append(y)
+    return out
+
+
 @dataclass(frozen=True, eq=False)
 class WarmPosterior:
     """A posterior q (n, K) together with the parameters of the E-step that produced it (None at the start).
@@ -282,6 +334,15 @@ class LatentModel:
 
     def log_prior(self, params) -> float:
         return 0.0
+
+    def free_parts(self, params) -> list | None:
+        """The parameters that accelerated EM extrapolates (`crowdlab.engines.accel`), as (array, kind, axis) for
+        :func:`to_free`; None (the default): this model's EM is not accelerated."""
+        return None
+
+    def from_free_parts(self, params, arrays: list[np.ndarray]):
+        """A parameter set like ``params`` from new values of the arrays of :meth:`free_parts`."""
+        raise NotImplementedError  # pragma: no cover - only with free_parts
 
     # -- semi-supervised EM --------------------------------------------------------------
     def with_known(self, known=None, reveal: float | None = None, seed: int = 0):

@@ -147,6 +147,13 @@ class DawidSkene(ConfusionLogJoint, LatentModel):
         a = 1.0 + self.prior
         return log_dirichlet(np.swapaxes(params.gamma, 1, 2), a) + log_dirichlet(params.pi, a)
 
+    def free_parts(self, params: ClassParams) -> list:
+        """Accelerated EM extrapolates log pi and log Gamma (each column renormalised at the map)."""
+        return [(params.pi, "simplex", 0), (params.gamma, "simplex", 1)]
+
+    def from_free_parts(self, params: ClassParams, arrays: list[np.ndarray]) -> ClassParams:
+        return ClassParams(pi=arrays[0], gamma=arrays[1])
+
     def params_from(self, pi: np.ndarray, gamma: np.ndarray) -> ClassParams:
         """User-given parameters (validated: simplex columns)."""
         return ClassParams(pi=np.asarray(pi, float), gamma=np.asarray(gamma, float))

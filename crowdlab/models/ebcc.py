@@ -385,6 +385,18 @@ class EBCC(VariationalObjective, LatentModel):
                 f"({self.subtypes * data.n_classes} states); use fewer subtypes (at most 2,000 states)."
             )
 
+    def free_parts(self, params: EbccParams) -> list:
+        """Accelerated VB extrapolates the logs of the Dirichlet parameters nu, eta and A (and of the abstention
+        rates)."""
+        parts = [(params.nu, "log", 0), (params.eta, "log", 0), (params.A, "log", 0)]
+        if params.abstain is not None:
+            parts.append((params.abstain, "rates", 1))
+        return parts
+
+    def from_free_parts(self, params: EbccParams, arrays: list[np.ndarray]) -> EbccParams:
+        abstain = arrays[3] if len(arrays) > 3 else None
+        return ebcc_params(arrays[0], arrays[1], arrays[2], params.A0, params.eta0, abstain)
+
     def params_from(self, nu, eta, A) -> EbccParams:
         K = np.asarray(nu).shape[0]
         A0 = np.full((K, K), 1.0 + self.prior) + self.diagonal * np.eye(K)

@@ -262,6 +262,13 @@ class GLAD(LatentModel):
         core = "log p(F, ŷ | θ)" if self.hard else "log-likelihood log p(F | θ)"
         return core + " + log Gaussian priors on α, log β"
 
+    def free_parts(self, params: GladParams) -> list:
+        """Accelerated EM extrapolates log pi, the abilities alpha and b = log beta (the paper's own coordinates)."""
+        return [(params.pi, "simplex", 0), (params.alpha, "real", 0), (params.beta, "log", 0)]
+
+    def from_free_parts(self, params: GladParams, arrays: list[np.ndarray]) -> GladParams:
+        return glad_params(*arrays)
+
     def params_from(self, pi: np.ndarray, alpha: np.ndarray, beta: np.ndarray) -> GladParams:
         return glad_params(pi, alpha, beta)
 

@@ -207,6 +207,16 @@ class IBCC(VariationalObjective, LatentModel):
         self.__dict__["_elbo_memo"] = (data, q, params, value)
         return value
 
+    def free_parts(self, params: IbccParams) -> list:
+        """Accelerated VB extrapolates the logs of the Dirichlet parameters nu and A (and of the abstention rates)."""
+        parts = [(params.nu, "log", 0), (params.A, "log", 0)]
+        if params.abstain is not None:
+            parts.append((params.abstain, "rates", 1))
+        return parts
+
+    def from_free_parts(self, params: IbccParams, arrays: list[np.ndarray]) -> IbccParams:
+        return ibcc_params(arrays[0], arrays[1], arrays[2] if len(arrays) > 2 else None)
+
     def params_from(self, nu: np.ndarray, A: np.ndarray) -> IbccParams:
         return ibcc_params(nu, A)
 

@@ -221,6 +221,13 @@ class MACE(ConfusionLogJoint, LatentModel):
             out += log_dirichlet(params.pi, 1.0 + self.prior)
         return float(out)
 
+    def free_parts(self, params: MaceParams) -> list:
+        """Accelerated EM extrapolates log pi, logit theta and log xi (each strategy renormalised at the map)."""
+        return [(params.pi, "simplex", 0), (params.theta, "logit", 0), (params.xi, "simplex", 1)]
+
+    def from_free_parts(self, params: MaceParams, arrays: list[np.ndarray]) -> MaceParams:
+        return mace_params(*arrays)
+
     def params_from(self, pi: np.ndarray, theta: np.ndarray, xi: np.ndarray) -> MaceParams:
         return mace_params(pi, theta, xi)
 
@@ -416,6 +423,13 @@ class MaceVB(VariationalObjective, MACE):
         q = q.q if isinstance(q, WarmPosterior) else q
         lj = self._lj(data, params)
         return _inner(q, lj) + self.entropy(q) - self.kl(params) + self.log_prior(params)
+
+    def free_parts(self, params: MaceVBParams) -> list:
+        """Accelerated VB extrapolates log pi and the logs of the Beta and Dirichlet posteriors' parameters."""
+        return [(params.pi, "simplex", 0), (params.ab, "log", 0), (params.c, "log", 0)]
+
+    def from_free_parts(self, params: MaceVBParams, arrays: list[np.ndarray]) -> MaceVBParams:
+        return mace_vb_params(*arrays, params.prior)
 
     def params_from(self, pi: np.ndarray, theta: np.ndarray, xi: np.ndarray, strength: float = 10.0) -> MaceVBParams:
         """Posteriors with means theta (M,) and xi (M, K), each worth ``strength`` pseudo-labels."""

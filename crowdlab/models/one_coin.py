@@ -108,6 +108,16 @@ class OneCoin(ConfusionLogJoint, LatentModel):
         gamma = with_response_rows(gamma, np.asarray(abstain, dtype=np.float64)[:, :, None])
         return ClassParams(pi=pi, gamma=gamma, extra={"theta": np.asarray(theta), "abstain": np.asarray(abstain)})
 
+    def free_parts(self, params: ClassParams) -> list:
+        """Accelerated EM extrapolates log pi, logit theta and the logs of the abstention rates and what is left."""
+        parts = [(params.pi, "simplex", 0), (params.extra["theta"], "logit", 0)]
+        if "abstain" in params.extra:
+            parts.append((params.extra["abstain"], "rates", 1))
+        return parts
+
+    def from_free_parts(self, params: ClassParams, arrays: list[np.ndarray]) -> ClassParams:
+        return self.params_from(arrays[0], arrays[1], arrays[2] if len(arrays) > 2 else None)
+
     def log_prior(self, params: ClassParams) -> float:
         if not self.has_prior:
             return 0.0

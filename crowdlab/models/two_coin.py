@@ -112,6 +112,16 @@ class TwoCoin(ConfusionLogJoint, LatentModel):
             extra["abstain"] = np.asarray(abstain, float)
         return ClassParams(pi=pi, gamma=gamma, extra=extra)
 
+    def free_parts(self, params: ClassParams) -> list:
+        """Accelerated EM extrapolates log pi, logit alpha, logit beta and the logs of the abstention rates."""
+        parts = [(params.pi, "simplex", 0), (params.extra["alpha"], "logit", 0), (params.extra["beta"], "logit", 0)]
+        if "abstain" in params.extra:
+            parts.append((params.extra["abstain"], "rates", 1))
+        return parts
+
+    def from_free_parts(self, params: ClassParams, arrays: list[np.ndarray]) -> ClassParams:
+        return self.params_from(arrays[0][1], arrays[1], arrays[2], arrays[3] if len(arrays) > 3 else None)
+
     def log_prior(self, params: ClassParams) -> float:
         if not self.has_prior:
             return 0.0

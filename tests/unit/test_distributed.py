@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -14,6 +16,9 @@ from crowdlab.io.data import read_annotations, to_long_dataframe
 from crowdlab.io.samples import sample_paths
 from crowdlab.teaching.simulate import simulate_crowd
 from tests.unit.test_stream import assert_formula_cells_escaped, assert_same_files, assert_same_fit, write_formula_file
+
+# the streaming and Dask engines run plain EM: compare them with the in-memory fit's plain EM
+plain_fit = functools.partial(cl.fit, accelerate=False)
 
 dd = pytest.importorskip("dask.dataframe")
 distributed = pytest.importorskip("distributed")
@@ -52,7 +57,7 @@ def test_dask_equals_in_memory_on_bundled_data(key, method, client):
     # the simulated crowd's slow tail (a spammer's confusion entries creeping to 0) runs 5,000 iterations to the
     # stopping rule; both engines stop at the same iteration limit instead (one Dask round costs ~40 ms)
     limit = 300 if key == "simulated" else 10000
-    mem = cl.fit(read_annotations(labels), method, max_iter=limit)
+    mem = plain_fit(read_annotations(labels), method, max_iter=limit)
     run = _fit(str(labels), method, client, npartitions=3, max_iter=limit)
     assert_same_fit(mem, run)
     assert run.violations == [] and run.engine == "dask"
@@ -67,7 +72,7 @@ def test_dask_equals_in_memory_on_simulated_crowd_from_a_dask_frame(client, tmp_
     frame = to_long_dataframe(sim.annotations)[["item", "worker", "label"]].astype(str)
     path = tmp_path / "sim.csv"
     frame.to_csv(path, index=False)
-    mem = cl.fit(read_annotations(path), "ds", prior=0.5)
+    mem = plain_fit(read_annotations(path), "ds", prior=0.5)
     run = _fit(dd.from_pandas(frame.sample(frac=1.0, random_state=1), npartitions=5), "ds", client, prior=0.5)
     assert_same_fit(mem, run)
     hist = run.objective_history()
@@ -90,7 +95,7 @@ def test_large_parameters_are_broadcast_once_and_the_fit_is_the_same(client, mon
     # the same numbers up to the order in which the workers' sums are added (the shuffle places the partitions)
     np.testing.assert_allclose(broadcast.objective_history(), sent.objective_history(), rtol=1e-12)
     np.testing.assert_allclose(broadcast.posterior, sent.posterior, rtol=0, atol=1e-10)
-    assert_same_fit(cl.fit(read_annotations(labels), "ds"), broadcast)
+    assert_same_fit(plain_fit(read_annotations(labels), "ds"), broadcast)
 
 
 def test_partitions_by_item_one_item_empty_and_a_worker_in_one_partition(client, tmp_path):
@@ -108,13 +113,13 @@ def test_partitions_by_item_one_item_empty_and_a_worker_in_one_partition(client,
     assert "lonely" in data.worker_names
     for method in ("ds", "mv"):  # 12 iterations: this small crowd converges slowly
         run = _fit(ddf, method, client, by_item=True, max_iter=12)
-        assert_same_fit(cl.fit(data, method, max_iter=12), run)
+        assert_same_fit(plain_fit(data, method, max_iter=12), run)
     # the same rows in partitions that split items: refused with by_item=True, shuffled without it
     split = dd.from_map(lambda i: [whole.iloc[:50], whole.iloc[50:]][i], range(2), meta=big.iloc[:0])
     with pytest.raises(DataError, match="more than one partition"):
         _fit(split, "ds", client, by_item=True)
     assert_same_fit(
-        cl.fit(data, "ds", max_iter=5), _fit(split, "ds", client, npartitions=7, max_iter=5)
+        plain_fit(data, "ds", max_iter=5), _fit(split, "ds", client, npartitions=7, max_iter=5)
     )  # more partitions than needed
 
 
@@ -128,7 +133,7 @@ def test_cli_engine_dask_on_parquet_and_csv_globs_writes_the_same_files(client, 
         piece.to_parquet(folder / f"part{i}.parquet", index=False)
         piece.to_csv(folder / f"part{i}.csv", index=False)
     mem, pq, csv = tmp_path / "mem", tmp_path / "pq", tmp_path / "csv"
-    assert main(["fit", str(labels), "--method", "ds", "--out", str(mem)]) == 0
+    assert main(["fit", str(labels), "--method", "ds", "--plain", "--out", str(mem)]) == 0
     address = client.scheduler.address
     assert main(["fit", str(folder / "*.parquet"), "--engine", "dask", "--scheduler", address, "--out", str(pq)]) == 0
     assert "engine: dask; converged" in capsys.readouterr().out
@@ -195,7 +200,7 @@ def test_frames_with_missing_cells_are_refused_and_classes_named_as_in_memory(cl
     assert data.class_names == ("1.0", "2") == fit_file(path, "mv").data.class_names
     run = _fit(str(path), "mv", client)
     assert run.data.class_names == data.class_names
-    assert_same_fit(cl.fit(data, "mv"), run)
+    assert_same_fit(plain_fit(data, "mv"), run)
 
 
 @pytest.mark.slow
@@ -204,7 +209,7 @@ def test_default_local_cluster_is_started_and_closed():
 
     labels, _ = sample_paths("patients")
     run = fit(str(labels), "ds")
-    assert_same_fit(cl.fit(read_annotations(labels), "ds"), run)
+    assert_same_fit(plain_fit(read_annotations(labels), "ds"), run)
     assert len(run.posteriors.compute()) == 45  # computable after the cluster closed
 
 
@@ -254,7 +259,7 @@ def test_parquet_files_by_item_are_read_by_pyarrow_per_file(client, tmp_path, mo
     assert len(rounds) == run.timings["rounds"] and min(rounds) > 0
     assert sum(rounds) <= run.timings["em_s"]  # from the first round's start to the end of EM
     assert run.timings["steady_s"] == pytest.approx(np.mean(rounds[2:]))
-    assert_same_fit(cl.fit(data, "ds", max_iter=30), run)
+    assert_same_fit(plain_fit(data, "ds", max_iter=30), run)
     frame.iloc[:400].to_parquet(folder / "p0.parquet", index=False)  # item, worker: not the other files' names
     with pytest.raises(DataError, match="column"):
         _fit(str(folder / "*.parquet"), "ds", client, by_item=True)
@@ -282,7 +287,7 @@ def test_one_worker_cluster_fits_parquet_files_by_item(tmp_path):
     cluster = distributed.LocalCluster(n_workers=1, threads_per_worker=1, processes=False, **NO_DASHBOARD)
     with distributed.Client(cluster) as c:
         run = _fit(str(tmp_path / "*.parquet"), "ds", c, by_item=True, max_iter=20)
-        assert_same_fit(cl.fit(data, "ds", max_iter=20), run)
+        assert_same_fit(plain_fit(data, "ds", max_iter=20), run)
     cluster.close()
 
 

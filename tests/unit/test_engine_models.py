@@ -5,6 +5,8 @@ draws); what needs the whole data set in memory is refused with a message that s
 
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -18,6 +20,9 @@ from crowdlab.io.data import read_annotations, to_long_dataframe
 from crowdlab.io.samples import sample_paths
 from crowdlab.teaching.simulate import simulate_crowd
 from tests.unit.test_stream import assert_same_fit
+
+# the streaming and Dask engines run plain EM: compare them with the in-memory fit's plain EM
+plain_fit = functools.partial(cl.fit, accelerate=False)
 
 NEW = ["glad", "mace", "mace_vb", "ibcc", "ebcc"]
 FAST = ["bluebirds", "patients"]
@@ -37,7 +42,7 @@ def assert_same_params(mem, eng, tol=1e-8):
 def _check_stream(key, method, tmp_path, **kw):
     labels, _ = sample_paths(key)
     limit = 300 if key == "simulated" else 10000
-    mem = cl.fit(read_annotations(labels), method, max_iter=limit, **kw)
+    mem = plain_fit(read_annotations(labels), method, max_iter=limit, **kw)
     eng = fit_file(
         labels, method, chunk_rows=37 if method not in ("ebcc", "glad") else 400, workdir=tmp_path, max_iter=limit, **kw
     )
@@ -63,7 +68,7 @@ def test_stream_new_models_equal_in_memory_larger_sets(key, method, tmp_path):
 def test_stream_model_options_and_prior(tmp_path):
     """MACE with an estimated class prior and a prior strength: the options reach the engine's model."""
     labels, _ = sample_paths("bluebirds")
-    mem = cl.fit(read_annotations(labels), "mace", prior=0.5, model_options={"class_prior": "estimate"})
+    mem = plain_fit(read_annotations(labels), "mace", prior=0.5, model_options={"class_prior": "estimate"})
     eng = fit_file(labels, "mace", chunk_rows=100, prior=0.5, model_options={"class_prior": "estimate"})
     assert_same_fit(mem, eng)
     assert_same_params(mem, eng)
@@ -87,7 +92,7 @@ def test_stream_known_labels_equal_in_memory(method, tmp_path):
     data = read_annotations(labels)
     from crowdlab.cli import _known_codes
 
-    mem = cl.fit(data, method, known=_known_codes(str(known), data))
+    mem = plain_fit(data, method, known=_known_codes(str(known), data))
     work = tmp_path / "work"
     work.mkdir()
     eng = fit_file(labels, method, chunk_rows=300, known=known, workdir=work)
@@ -118,7 +123,7 @@ def test_known_labels_refused_with_reasons(tmp_path):
 def test_glad_on_stream_keeps_every_difficulty(tmp_path):
     """GLAD's per-item difficulties on the streaming engine: beta for every item, in the in-memory order."""
     labels, _ = sample_paths("patients")
-    mem = cl.fit(read_annotations(labels), "glad")
+    mem = plain_fit(read_annotations(labels), "glad")
     eng = fit_file(labels, "glad", chunk_rows=20)
     assert eng.params.beta.shape == (45,)
     np.testing.assert_allclose(eng.params.beta, mem.params.beta, rtol=0, atol=1e-8)
@@ -134,7 +139,8 @@ def test_cli_stream_accepts_the_new_methods_and_known(tmp_path, capsys):
         said = capsys.readouterr().out
         assert "semi-supervised: 22 items keep their known class" in said and "engine: stream" in said
         mem_out = tmp_path / f"mem-{method}"
-        assert main(["fit", str(labels), "--method", method, "--known", str(known), "--out", str(mem_out)]) == 0
+        plain = ["--plain", "--known", str(known)]  # the streaming engine runs plain EM
+        assert main(["fit", str(labels), "--method", method, *plain, "--out", str(mem_out)]) == 0
         a = pd.read_csv(out / "posteriors.csv")
         b = pd.read_csv(mem_out / "posteriors.csv")
         cols = [c for c in a.columns if c.startswith("p_")]
@@ -162,7 +168,7 @@ def _check_dask(key, method, client, **kw):
 
     labels, _ = sample_paths(key)
     limit = 300 if key == "simulated" else 10000
-    mem = cl.fit(read_annotations(labels), method, max_iter=limit)
+    mem = plain_fit(read_annotations(labels), method, max_iter=limit)
     run = fit(str(labels), method, client=client, npartitions=3, max_iter=limit, **kw)
     assert_same_fit(mem, run)
     assert_same_params(mem, run)
@@ -193,7 +199,7 @@ def test_dask_known_labels_equal_in_memory(method, client, tmp_path):
 
     labels, known = _known_file(tmp_path, "bluebirds", every=4)
     data = read_annotations(labels)
-    mem = cl.fit(data, method, known=_known_codes(str(known), data))
+    mem = plain_fit(data, method, known=_known_codes(str(known), data))
     run = fit(str(labels), method, client=client, npartitions=4, known=known)
     assert_same_fit(mem, run)
     # GLAD: as in test_stream_known_labels_equal_in_memory (stall rule; one item's difficulty 3.9e-8 apart on AMD)
@@ -244,7 +250,7 @@ def test_million_labels_both_engines(method, client, tmp_path):
     # rounding level, differently for results that differ in the last bit (with the compiled kernels loaded, as
     # the full suite has them, 15 iterations left one of 104,003 parameters 2.4e-8 apart; 60 agree to 1e-8)
     limit = 60
-    mem = cl.fit(data, method, max_iter=limit)
+    mem = plain_fit(data, method, max_iter=limit)
     work = tmp_path / "work"
     work.mkdir()
     eng = fit_file(path, method, chunk_rows=200_000, max_iter=limit, workdir=work)
@@ -257,7 +263,7 @@ def test_million_labels_both_engines(method, client, tmp_path):
 
 # ---------------------------------------------------------------------- the DataFrame API's engine= option
 def _frame_pair(est_cls, df, **kw):
-    mem = est_cls(**kw).fit(df)
+    mem = est_cls(accelerate=False, **kw).fit(df)  # the streaming engine runs plain EM
     eng = est_cls(engine="stream", chunk_rows=500, **kw).fit(df)
     pd.testing.assert_index_equal(mem.probas_.index, eng.probas_.index)
     np.testing.assert_allclose(eng.probas_.to_numpy(), mem.probas_.to_numpy(), rtol=0, atol=1e-8)
@@ -278,7 +284,7 @@ def test_estimators_engine_stream_equal_memory():
     mem, eng = _frame_pair(cl.GLAD, df, known={task: 1})
     assert eng.labels_[task] == 1
     np.testing.assert_allclose(eng.difficulties_.to_numpy(), mem.difficulties_.to_numpy(), atol=1e-8)
-    assert cl.aggregate(df, "ibcc", engine="stream").equals(cl.aggregate(df, "ibcc"))
+    assert cl.aggregate(df, "ibcc", engine="stream").equals(cl.aggregate(df, "ibcc", accelerate=False))
 
 
 def test_estimators_engine_refusals():
@@ -295,7 +301,7 @@ def test_estimators_engine_refusals():
 def test_estimators_engine_dask_equal_memory(client):
     labels, _ = sample_paths("patients")
     df = pd.read_csv(labels)
-    mem = cl.IBCC().fit(df)
+    mem = cl.IBCC(accelerate=False).fit(df)
     eng = cl.IBCC(engine="dask", client=client).fit(df)
     np.testing.assert_allclose(eng.probas_.to_numpy(), mem.probas_.to_numpy(), rtol=0, atol=1e-8)
     assert eng.labels_.equals(mem.labels_)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import json
 
 import numpy as np
@@ -15,6 +16,9 @@ from crowdlab.engines.stream import fit_file
 from crowdlab.errors import DataError, ModelError
 from crowdlab.io.data import read_annotations
 from crowdlab.io.samples import sample_paths
+
+# the streaming and Dask engines run plain EM: compare them with the in-memory fit's plain EM
+plain_fit = functools.partial(cl.fit, accelerate=False)
 
 CLASS_SAMPLES = ["bluebirds", "rte", "dogs", "patients", "simulated"]
 METHODS = ["mv", "ds", "one_coin", "two_coin"]
@@ -50,7 +54,7 @@ def test_stream_equals_in_memory_on_bundled_data(key, method, tmp_path):
             fit_file(labels, method, chunk_rows=50, workdir=tmp_path)
         return
     limit = 300 if key == "simulated" else 10000  # its slow tail runs 5,000 iterations: both stop at 300
-    mem = cl.fit(data, method, max_iter=limit)
+    mem = plain_fit(data, method, max_iter=limit)
     # 37 rows per chunk: chunk boundaries fall inside items' runs of rows (items have 5-39 labels here)
     eng = fit_file(labels, method, chunk_rows=37, workdir=tmp_path, max_iter=limit)
     assert_same_fit(mem, eng)
@@ -65,11 +69,11 @@ def test_rows_in_any_order_and_uneven_chunks(tmp_path):
     frame = pd.read_csv(labels, dtype=str).sample(frac=1.0, random_state=3)
     path = tmp_path / "shuffled.csv"
     frame.to_csv(path, index=False)
-    mem = cl.fit(read_annotations(path), "ds")
+    mem = plain_fit(read_annotations(path), "ds")
     for rows in (333, 10**7):
         assert_same_fit(mem, fit_file(path, "ds", chunk_rows=rows))
     patients, _ = sample_paths("patients")  # one row per chunk
-    assert_same_fit(cl.fit(read_annotations(patients), "ds"), fit_file(patients, "ds", chunk_rows=1))
+    assert_same_fit(plain_fit(read_annotations(patients), "ds"), fit_file(patients, "ds", chunk_rows=1))
 
 
 def test_messy_file_reads_like_the_in_memory_reader(tmp_path):
@@ -88,7 +92,7 @@ def test_messy_file_reads_like_the_in_memory_reader(tmp_path):
     path.write_text("\n".join(rows) + "\n", encoding="utf-8")
     data = read_annotations(path)
     eng = fit_file(path, "ds", chunk_rows=9)
-    assert_same_fit(cl.fit(data, "ds"), eng)
+    assert_same_fit(plain_fit(data, "ds"), eng)
     assert "item 7\nline, two" in eng.data.item_names
     assert isinstance(eng.data.item_names, ArrowNames)  # text ids stay in Arrow (no Python string per item)
     assert any("Skipped 2" in n for n in eng.data.notes)
@@ -126,7 +130,7 @@ def test_refuses_what_it_cannot_stream(tmp_path):
 def test_cli_stream_writes_the_same_files(tmp_path, capsys):
     labels, _ = sample_paths("rte")
     a, b = tmp_path / "mem", tmp_path / "stream"
-    assert main(["fit", str(labels), "--method", "ds", "--out", str(a)]) == 0
+    assert main(["fit", str(labels), "--method", "ds", "--plain", "--out", str(a)]) == 0
     assert main(["fit", str(labels), "--method", "ds", "--stream", "--chunk-rows", "500", "--out", str(b)]) == 0
     assert "engine: stream; converged" in capsys.readouterr().out
     assert_same_files(a, b)
@@ -239,7 +243,7 @@ def test_parquet_file_streams_in_row_batches(tmp_path):
     frame = pd.read_csv(labels)  # integer item and label columns: read as text, as from the CSV
     path = tmp_path / "rte.parquet"
     frame.rename(columns={"item": "task", "label": "answer"}).to_parquet(path, index=False, row_group_size=1000)
-    assert_same_fit(cl.fit(read_annotations(labels), "one_coin"), fit_file(path, "one_coin", chunk_rows=333))
+    assert_same_fit(plain_fit(read_annotations(labels), "one_coin"), fit_file(path, "one_coin", chunk_rows=333))
     frame.loc[4500, "label"] = None
     frame.to_parquet(path, index=False)
     with pytest.raises(DataError) as exc:
@@ -272,7 +276,7 @@ def test_text_ids_sorted_not_hashed_give_the_in_memory_codes(tmp_path):
     for rows in (1, 7, 10**6):  # every item cut over many chunks, and one chunk
         eng = fit_file(path, "ds", chunk_rows=rows)
         assert isinstance(eng.data.item_names, ArrowNames)
-        assert_same_fit(cl.fit(data, "ds"), eng)
+        assert_same_fit(plain_fit(data, "ds"), eng)
 
 
 def test_sorted_distinct_codes_every_name():
@@ -293,7 +297,7 @@ def test_posteriors_from_disk_are_the_last_e_step(max_iter, tmp_path):
     """Each round's posteriors go to a file in the work folder, not memory; the one read back is the last E-step's
     (what cl.fit reports), an ordinary array that outlives the removed folder."""
     labels, _ = sample_paths("bluebirds")
-    mem = cl.fit(read_annotations(labels), "ds", max_iter=max_iter)
+    mem = plain_fit(read_annotations(labels), "ds", max_iter=max_iter)
     eng = fit_file(labels, "ds", chunk_rows=100, max_iter=max_iter, workdir=tmp_path)
     assert type(eng.posterior) is np.ndarray and eng.posterior.dtype == np.float64
     assert list(tmp_path.iterdir()) == []

@@ -57,7 +57,8 @@ def test_estimators_take_progress(capsys):
     df = pd.read_csv(sample_paths("bluebirds")[0])
     seen = []
     ds = cl.DawidSkene(progress=lambda done, total: seen.append((done, total))).fit(df)
-    assert seen == [(t, 10000) for t in range(1, ds.n_iter_ + 1)]
+    done = [d for d, _ in seen]  # accelerated EM reports its EM-map evaluations, a few at a time
+    assert done == sorted(set(done)) and done[-1] == ds.n_iter_ and {t for _, t in seen} == {10000}
     capsys.readouterr()
     cl.DawidSkene(progress=True, max_iter=7).fit(df)
     assert "7/7" in capsys.readouterr().err

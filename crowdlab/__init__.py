@@ -45,6 +45,10 @@ def __getattr__(name):
         from crowdlab.analysis import dependence
 
         return getattr(dependence, name)
+    if name in ("gold_intervals", "ppi_mean"):
+        from crowdlab.analysis import ppi
+
+        return getattr(ppi, name)
     if name in ("load_sample", "SAMPLES"):
         from crowdlab.io import samples
 
@@ -57,6 +61,7 @@ def __dir__():
         set(globals())
         | set(_FRAMES)
         | {"read_annotations", "read_gold", "to_long_dataframe", "load_sample", "SAMPLES", "dependence"}
+        | {"gold_intervals", "ppi_mean"}
     )
 
 
@@ -74,6 +79,8 @@ __all__ = [
     "applicable_models",
     "dependence",
     "fit",
+    "gold_intervals",
     "make_model",
+    "ppi_mean",
 ]
 __version__ = "0.1.0"

@@ -46,7 +46,15 @@ class OptionError(CrowdlabError, ValueError):
 
 
 # what ``fit`` may write into --out (metrics.json only with gold); the engines write all but metrics.json
-OUTPUTS = ("posteriors.csv", "labels.csv", "workers.csv", "params.json", "history.json", "metrics.json")
+OUTPUTS = (
+    "posteriors.csv",
+    "labels.csv",
+    "workers.csv",
+    "params.json",
+    "history.json",
+    "metrics.json",
+    "intervals.csv",
+)
 ENGINE_OUTPUTS = ("posteriors.csv", "labels.csv", "workers.csv", "params.json", "history.json")
 
 
@@ -144,6 +152,13 @@ def build_parser() -> argparse.ArgumentParser:
     )
     f.add_argument("--reveal", type=float, help="semi-supervised EM: fix the classes of this fraction of --gold")
     f.add_argument("--reveal-seed", dest="reveal_seed", type=int, default=0, help="which gold items --reveal picks")
+    f.add_argument(
+        "--intervals",
+        action="store_true",
+        help="with --gold on some items: 95%% intervals for the labels' accuracy and each class's share over all "
+        "items, prediction-powered (the posterior on every item, the gold on the few) beside gold-only ones; "
+        "printed and written to intervals.csv (crowdlab.analysis.ppi)",
+    )
     o = f.add_argument_group("online EM (--method online_ds / online_one_coin; the nominalonlineextract blog post)")
     o.add_argument("--eta0", type=float, default=1.0, help="step size eta_t = eta0 (tau0 + t)^-rho (default 1)")
     o.add_argument("--tau0", type=float, default=10.0, help="delay tau0 >= 0 (default 10)")
@@ -272,6 +287,8 @@ def check_options(args: argparse.Namespace) -> None:
             raise OptionError(f"{option} must be {want}, not {shown}.")
     if args.known and args.known_column:
         raise OptionError("--known and --known-column both name known classes: give one.")
+    if getattr(args, "intervals", False):
+        _check_intervals(args)
     if args.class_prior is not None and args.method not in CLASS_PRIOR_MODELS:
         raise OptionError(
             f"--class-prior applies to --method {', '.join(CLASS_PRIOR_MODELS)} only; the other methods estimate "
@@ -291,6 +308,22 @@ def check_options(args: argparse.Namespace) -> None:
                 "convergence; running anyway.",
                 file=sys.stderr,
             )
+
+
+def _check_intervals(args: argparse.Namespace) -> None:
+    """--intervals needs gold, a batch fit in memory that has not seen the gold, and class labels."""
+    if not args.gold:
+        raise OptionError("--intervals needs --gold (a gold file for some of the items).")
+    if args.reveal is not None or args.known or args.known_column:
+        raise OptionError(
+            "--intervals needs a fit that has not seen the gold: leave out --reveal / --known (the posterior on "
+            "those items would be the gold itself)."
+        )
+    if args.stream or args.engine != "memory" or args.method in ONLINE_MODELS or args.method in ("scores", "hmm"):
+        raise OptionError(
+            "--intervals works with a batch class model in memory (ds, glad, mace, ibcc, ebcc, mv, ...), not with "
+            "--stream / --engine dask, online EM, scores or hmm."
+        )
 
 
 def _model_options(args: argparse.Namespace) -> dict:
@@ -450,6 +483,7 @@ def cmd_fit(args: argparse.Namespace) -> int:
     texts = {"params.json": to_json(params_dict(run)), "history.json": to_json(history_dict(run))}
     if metrics:
         texts["metrics.json"] = to_json(metrics)
+    intervals = _gold_intervals(run) if args.intervals else None
     written = []
     try:
         out.mkdir(parents=True, exist_ok=True)
@@ -460,6 +494,9 @@ def cmd_fit(args: argparse.Namespace) -> int:
             written.append("labels.csv")
         write_csv(workers, out / "workers.csv")
         written.append("workers.csv")
+        if intervals is not None:
+            write_csv(intervals.table, out / "intervals.csv")
+            written.append("intervals.csv")
         for name, text in texts.items():
             (out / name).write_text(text)
             written.append(name)
@@ -467,8 +504,20 @@ def cmd_fit(args: argparse.Namespace) -> int:
     except OSError as exc:
         raise _cannot_write(exc) from None
     _print_summary(run, workers, metrics, out, written)
+    if intervals is not None:
+        print(intervals.text())
     _say_removed(removed, out)
     return 0
+
+
+def _gold_intervals(run):
+    """crowdlab.analysis.ppi.gold_intervals of ``run``, its refusal (no gold in the file's items, ...) as an error."""
+    from crowdlab.analysis.ppi import gold_intervals
+
+    try:
+        return gold_intervals(run)
+    except ValueError as exc:
+        raise OptionError(f"--intervals: {exc}") from None
 
 
 def _n_jobs(n: int) -> int:

@@ -175,7 +175,7 @@ class GoldIntervals:
     def text(self) -> str:
         """The table as plain text, for the command line."""
         t = self.table
-        head = f"{'':<28}{'gold only':>24}{'model':>8}{'PPI':>24}{'width':>7}"
+        head = f"{'':<28}{'gold only':>9}{'':14}{'model':>8}{'PPI':>8}{'':15}{'ratio':>7}"
         lines = [
             f"With gold on {self.n_gold:,} of {self.n_items:,} items: {self.level:.0%} intervals "
             f"(PPI target: {'these items' if self.target == 'items' else 'the population'})",
@@ -188,6 +188,10 @@ class GoldIntervals:
                 f"{r['model alone']:>8.3f}{r['PPI']:>8.3f} [{r['PPI low']:.3f}, {r['PPI high']:.3f}]"
                 f"{r['width ratio']:>7.2f}"
             )
+        lines.append(
+            "model: the posterior's own estimate, mean of f over the items (no interval: it trusts the model); "
+            "ratio: PPI width / gold-only width"
+        )
         return "\n".join(lines + [f"note: {n}" for n in self.notes])
 
 

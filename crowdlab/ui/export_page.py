@@ -34,6 +34,7 @@ from crowdlab.io import safe
 from crowdlab.io.safe import plural
 from crowdlab.models import estimates_class_prior
 from crowdlab.ui import compare_page, lab, sessions, state
+from crowdlab.ui.gold_intervals_view import gold_intervals_section
 
 EXPORT_RUN = "export.run"  # {"key": (data id, MethodConfig), "run": Run}
 EXPORT_ERROR = "export.error"
@@ -334,5 +335,6 @@ def downloads(run: Run) -> None:
         metrics = metrics_dict(run)
         if metrics:
             st.json(metrics)
+            gold_intervals_section(run)
         else:
             st.caption("No gold labels: no metrics.")

@@ -186,3 +186,28 @@ def test_coverage_of_the_population_target_with_a_new_crowd_each_time():
     for f, y, theta in ((f_acc, (label == truth).astype(float), acc), (share1, truth.astype(float), pi1)):
         pp = ppi_mean(f, gold, y, target="population")
         assert np.mean((pp.low <= theta) & (theta <= pp.high)) >= 0.94
+
+
+# ---------------------------------------------------------------------------- the command line
+def test_cli_intervals_prints_the_table_and_writes_intervals_csv(tmp_path, capsys):
+    import pandas as pd
+
+    from crowdlab.cli import main
+    from crowdlab.io.samples import sample_paths
+
+    labels, gold = sample_paths("bluebirds")
+    half = tmp_path / "half.csv"
+    g = pd.read_csv(gold)
+    g.iloc[::2].to_csv(half, index=False)
+    out = tmp_path / "out"
+    assert main(["fit", str(labels), "--gold", str(half), "--out", str(out), "--intervals"]) == 0
+    text = capsys.readouterr().out
+    assert "With gold on 54 of 108 items: 95% intervals" in text and "share of 0" in text
+    table = pd.read_csv(out / "intervals.csv")
+    assert list(table.columns) == list(COLUMNS) and len(table) == 3
+    assert main(["fit", str(labels), "--gold", str(half), "--out", str(out)]) == 0  # no --intervals: no stale file
+    assert not (out / "intervals.csv").exists()
+    assert main(["fit", str(labels), "--out", str(out), "--intervals"]) == 2
+    assert "--intervals needs --gold" in capsys.readouterr().err
+    assert main(["fit", str(labels), "--gold", str(half), "--out", str(out), "--intervals", "--reveal", "0.5"]) == 2
+    assert "not seen the gold" in capsys.readouterr().err

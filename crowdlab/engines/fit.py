@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from crowdlab.engines.limits import MAX_ITER
+from crowdlab.engines.restarts import with_restarts
 from crowdlab.engines.run import Run
 from crowdlab.io.data import Annotations
 from crowdlab.models import ONLINE_MODELS, make_model
@@ -19,13 +21,14 @@ def fit(
     hard: bool = False,
     seed: int | None = 0,
     tol: float = 1e-8,
-    max_iter: int = 10000,
+    max_iter: int = MAX_ITER,
     model_options: dict | None = None,
     known=None,
     reveal: float | None = None,
     reveal_seed: int = 0,
     n_jobs: int = 1,
     progress=None,
+    restarts: int | None = None,
     **init_kwargs,
 ) -> Run:
     """Fit ``method`` ("mv", "ds", "one_coin", "two_coin", "glad", "mace", "mace_vb", "ibcc", "scores", "hmm",
@@ -54,6 +57,10 @@ def fit(
     ``run.stop_reason`` says which. ``model_options`` go to the model's constructor (e.g.
     ``{"delta": 5.0, "e_step": "mean_field"}`` for "mrf"). ``progress(iteration, max_iter)`` is called after every
     iteration (:meth:`crowdlab.engines.run.Run.run`; online EM: after every pass or update, as its run reports).
+    ``restarts``: fits from that many seeds of the model's own random start (its ``seed`` option, from
+    ``model_options["seed"]`` or 0 upwards) keeping the best final objective (:mod:`crowdlab.engines.restarts`);
+    None: the method's default, 8 for "ebcc" (its subtype split decides its answer), 1 for the others.
+    ``max_iter``: :data:`crowdlab.engines.limits.MAX_ITER` (10,000), the one limit of every page.
     """
     if method in ONLINE_MODELS:
         from crowdlab.engines.online import OnlineRun
@@ -68,6 +75,11 @@ def fit(
         run = OnlineRun(data, model, track_every=None, keep_blocks=False)
         run.run(progress=progress)
         return run
+    again = dict(init=init, prior=prior, hard=hard, seed=seed, tol=tol, max_iter=max_iter, known=known, reveal=reveal)
+    again |= dict(reveal_seed=reveal_seed, n_jobs=n_jobs, progress=progress, **init_kwargs)
+    best = with_restarts(lambda **kw: fit(data, **kw), method, restarts, model_options, again)  # EBCC: 8 seeds
+    if best is not None:
+        return best
     prior = 0.0 if prior is None else prior
     semi = {"known": known, "reveal": reveal, "reveal_seed": reveal_seed} if known is not None or reveal else {}
     model = make_model(method, prior=prior, hard=hard, **(model_options or {}), **semi)

@@ -33,6 +33,7 @@ from crowdlab.analysis.export import (
     write_csv,
 )
 from crowdlab.engines.init import INITS
+from crowdlab.engines.limits import MAX_ITER
 from crowdlab.errors import CrowdlabError
 from crowdlab.io import safe
 from crowdlab.io.limits import setting_problems
@@ -87,7 +88,7 @@ def build_parser() -> argparse.ArgumentParser:
     f.add_argument(
         "--max-iter",
         type=int,
-        default=10000,
+        default=MAX_ITER,
         help="iteration limit (default 10,000; EM usually stops long before: see the stop reason)",
     )
     f.add_argument(

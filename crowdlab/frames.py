@@ -36,6 +36,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from crowdlab.engines.limits import MAX_ITER
 from crowdlab.errors import DataError, NotFittedError
 from crowdlab.io.data import Annotations
 from crowdlab.io.data import _check_sizes as check_sizes
@@ -517,7 +518,7 @@ class _EM(_Aggregator):
     max_iter, the model's own, and semi-supervised EM's known / reveal / reveal_seed)."""
 
     FIT_KEYS = ("prior", "hard", "init", "max_iter", "tol", "seed")
-    FIT_DEFAULTS = {"prior": 0.0, "hard": False, "init": "majority", "max_iter": 10000, "tol": 1e-8, "seed": 0}
+    FIT_DEFAULTS = {"prior": 0.0, "hard": False, "init": "majority", "max_iter": MAX_ITER, "tol": 1e-8, "seed": 0}
     SEMI_DEFAULTS = {"known": None, "reveal": None, "reveal_seed": 0}
     INIT_DEFAULTS = {"q0": None, "params": None, "good_accuracy": 0.8}  # for init="posterior" / "params" / "all_good"
     ENGINE_DEFAULTS = {"engine": "memory", "chunk_rows": 1_000_000, "client": None}

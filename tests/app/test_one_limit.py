@@ -55,3 +55,23 @@ def test_export_says_a_fitted_run_stopped_at_the_limit():
     click(at, "export.fit")
     said = [i.value for i in at.info if "Exporting a run fitted" in i.value]
     assert said and "fitted to convergence" in said[0] and "converged." in said[0] and "not converged" not in said[0]
+
+
+def test_compare_page_runs_the_chosen_methods():
+    """Issue 38 section 4: Compare ran all twelve methods (321 s on TREC); the analyst chooses which."""
+    from crowdlab.ui import compare_page, method_chooser
+
+    at = _open("bluebirds")
+    at = ok(at.switch_page("pages/3_Compare_methods.py").run())
+    assert at.button(key="compare.run").label == "Run all methods"
+    ok(at.multiselect(key=method_chooser.METHODS).set_value(["ds", "glad"]).run())
+    ok(at.checkbox(key=method_chooser.BASELINES).uncheck().run())
+    assert at.button(key="compare.run").label.startswith("Run 2 of ")
+    click(at, "compare.run")
+    comparison = at.session_state[compare_page.RESULTS][(at.session_state[state.DATA_ID], 0.0)]
+    assert list(comparison.runs) == ["ds", "glad"] and not comparison.baselines
+    at = ok(at.switch_page("pages/2_Step_through_EM.py").run())  # the choice survives a page switch
+    at = ok(at.switch_page("pages/3_Compare_methods.py").run())
+    assert at.multiselect(key=method_chooser.METHODS).value == ["ds", "glad"]
+    ok(at.multiselect(key=method_chooser.METHODS).set_value([]).run())
+    assert at.button(key="compare.run").disabled

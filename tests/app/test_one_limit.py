@@ -75,3 +75,10 @@ def test_compare_page_runs_the_chosen_methods():
     assert at.multiselect(key=method_chooser.METHODS).value == ["ds", "glad"]
     ok(at.multiselect(key=method_chooser.METHODS).set_value([]).run())
     assert at.button(key="compare.run").disabled
+
+
+def test_the_step_page_says_which_ebcc_split_it_steps():
+    from crowdlab.ui import method_options
+
+    at = _method(_open("bluebirds"), "ebcc")
+    assert any(c.value == method_options.EBCC_STEP_NOTE for c in at.caption)

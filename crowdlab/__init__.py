@@ -49,6 +49,10 @@ def __getattr__(name):
         from crowdlab.analysis import fit_check
 
         return getattr(fit_check, name)
+    if name in ("gold_intervals", "ppi_mean"):
+        from crowdlab.analysis import ppi
+
+        return getattr(ppi, name)
     if name in ("load_sample", "SAMPLES"):
         from crowdlab.io import samples
 
@@ -61,6 +65,7 @@ def __dir__():
         set(globals())
         | set(_FRAMES)
         | {"read_annotations", "read_gold", "to_long_dataframe", "load_sample", "SAMPLES", "dependence", "fit_check"}
+        | {"gold_intervals", "ppi_mean"}
     )
 
 
@@ -79,6 +84,8 @@ __all__ = [
     "dependence",
     "fit",
     "fit_check",
+    "gold_intervals",
     "make_model",
+    "ppi_mean",
 ]
 __version__ = "0.9.0"

@@ -34,6 +34,7 @@ from crowdlab.analysis.export import (
     write_csv,
 )
 from crowdlab.engines.init import INITS
+from crowdlab.engines.limits import MAX_ITER
 from crowdlab.errors import CrowdlabError, ModelError
 from crowdlab.io import safe
 from crowdlab.io.limits import setting_problems
@@ -47,7 +48,15 @@ class OptionError(CrowdlabError, ValueError):
 
 
 # what ``fit`` may write into --out (metrics.json only with gold); the engines write all but metrics.json
-OUTPUTS = ("posteriors.csv", "labels.csv", "workers.csv", "params.json", "history.json", "metrics.json")
+OUTPUTS = (
+    "posteriors.csv",
+    "labels.csv",
+    "workers.csv",
+    "params.json",
+    "history.json",
+    "metrics.json",
+    "intervals.csv",
+)
 ENGINE_OUTPUTS = ("posteriors.csv", "labels.csv", "workers.csv", "params.json", "history.json")
 
 
@@ -100,7 +109,7 @@ def build_parser() -> argparse.ArgumentParser:
     f.add_argument(
         "--max-iter",
         type=int,
-        default=10000,
+        default=MAX_ITER,
         help="iteration limit (default 10,000; EM usually stops long before: see the stop reason)",
     )
     f.add_argument(
@@ -165,6 +174,20 @@ def build_parser() -> argparse.ArgumentParser:
     )
     f.add_argument("--reveal", type=float, help="semi-supervised EM: fix the classes of this fraction of --gold")
     f.add_argument("--reveal-seed", dest="reveal_seed", type=int, default=0, help="which gold items --reveal picks")
+    f.add_argument(
+        "--restarts",
+        type=int,
+        default=None,
+        help="fit from this many seeds of the method's random start and keep the best objective (default: 8 for "
+        "ebcc, whose split over its subtypes decides its answer; 1 for the others)",
+    )
+    f.add_argument(
+        "--intervals",
+        action="store_true",
+        help="with --gold on some items: 95%% intervals for the labels' accuracy and each class's share over all "
+        "items, prediction-powered (the posterior on every item, the gold on the few) beside gold-only ones; "
+        "printed and written to intervals.csv (crowdlab.analysis.ppi)",
+    )
     o = f.add_argument_group("online EM (--method online_ds / online_one_coin; the nominalonlineextract blog post)")
     o.add_argument("--eta0", type=float, default=1.0, help="step size eta_t = eta0 (tau0 + t)^-rho (default 1)")
     o.add_argument("--tau0", type=float, default=10.0, help="delay tau0 >= 0 (default 10)")
@@ -401,6 +424,7 @@ def _number_checks(args: argparse.Namespace):
         ("--seed", args.seed, args.seed >= 0, f"{whole} >= 0"),
         ("--tie-seed", args.tie_seed, args.tie_seed >= 0, f"{whole} >= 0"),
         ("--reveal-seed", args.reveal_seed, args.reveal_seed >= 0, f"{whole} >= 0"),
+        ("--restarts", args.restarts, args.restarts is None or args.restarts >= 1, f"{whole} >= 1"),
         ("--reveal", args.reveal, args.reveal is None or 0 <= args.reveal <= 1, "a fraction between 0 and 1"),
         ("--delta", args.delta, args.delta is None or (finite(args.delta) and args.delta >= 0), "a finite number >= 0"),
         ("--eta0", args.eta0, finite(args.eta0) and args.eta0 > 0, "a finite number > 0"),
@@ -464,6 +488,8 @@ def check_options(args: argparse.Namespace) -> None:
             raise OptionError(f"{option} must be {want}, not {shown}.")
     if args.known and args.known_column:
         raise OptionError("--known and --known-column both name known classes: give one.")
+    if getattr(args, "intervals", False):
+        _check_intervals(args)
     if args.class_prior is not None and args.method not in CLASS_PRIOR_MODELS:
         raise OptionError(
             f"--class-prior applies to --method {', '.join(CLASS_PRIOR_MODELS)} only; the other methods estimate "
@@ -483,6 +509,22 @@ def check_options(args: argparse.Namespace) -> None:
                 "convergence; running anyway.",
                 file=sys.stderr,
             )
+
+
+def _check_intervals(args: argparse.Namespace) -> None:
+    """--intervals needs gold, a batch fit in memory that has not seen the gold, and class labels."""
+    if not args.gold:
+        raise OptionError("--intervals needs --gold (a gold file for some of the items).")
+    if args.reveal is not None or args.known or args.known_column:
+        raise OptionError(
+            "--intervals needs a fit that has not seen the gold: leave out --reveal / --known (the posterior on "
+            "those items would be the gold itself)."
+        )
+    if args.stream or args.engine != "memory" or args.method in ONLINE_MODELS or args.method in ("scores", "hmm"):
+        raise OptionError(
+            "--intervals works with a batch class model in memory (ds, glad, mace, ibcc, ebcc, mv, ...), not with "
+            "--stream / --engine dask, online EM, scores or hmm."
+        )
 
 
 def _model_options(args: argparse.Namespace) -> dict:
@@ -684,6 +726,7 @@ def cmd_fit(args: argparse.Namespace) -> int:
             n_jobs=_n_jobs(args.n_jobs),
             progress=bar,
             accelerate=not getattr(args, "plain", False),
+            restarts=args.restarts,
         )
     post = posterior_frame(run)
     if args.method == "hmm":
@@ -695,9 +738,12 @@ def cmd_fit(args: argparse.Namespace) -> int:
     texts = {"params.json": to_json(params_dict(run)), "history.json": to_json(history_dict(run))}
     if metrics:
         texts["metrics.json"] = to_json(metrics)
+    intervals = _gold_intervals(run) if args.intervals else None
     if out is None:
         _print_summary(run, workers, metrics, None, ())
         _print_head(post)
+        if intervals is not None:
+            print(intervals.text())
         return 0
     written = []
     try:
@@ -709,6 +755,9 @@ def cmd_fit(args: argparse.Namespace) -> int:
             written.append("labels.csv")
         write_csv(workers, out / "workers.csv")
         written.append("workers.csv")
+        if intervals is not None:
+            write_csv(intervals.table, out / "intervals.csv")
+            written.append("intervals.csv")
         for name, text in texts.items():
             (out / name).write_text(text)
             written.append(name)
@@ -716,8 +765,20 @@ def cmd_fit(args: argparse.Namespace) -> int:
     except OSError as exc:
         raise _cannot_write(exc) from None
     _print_summary(run, workers, metrics, out, written)
+    if intervals is not None:
+        print(intervals.text())
     _say_removed(removed, out)
     return 0
+
+
+def _gold_intervals(run):
+    """crowdlab.analysis.ppi.gold_intervals of ``run``, its refusal (no gold in the file's items, ...) as an error."""
+    from crowdlab.analysis.ppi import gold_intervals
+
+    try:
+        return gold_intervals(run)
+    except ValueError as exc:
+        raise OptionError(f"--intervals: {exc}") from None
 
 
 def _n_jobs(n: int) -> int:
@@ -814,6 +875,7 @@ def cmd_fit_engine(args: argparse.Namespace, engine: str) -> int:
                 known_column=args.known_column,
                 progress=bar,
                 read_progress=reading,
+                restarts=args.restarts,
             )
         frames = None
     else:
@@ -832,6 +894,7 @@ def cmd_fit_engine(args: argparse.Namespace, engine: str) -> int:
                 known=args.known,
                 model_options=options,
                 progress=bar,
+                restarts=args.restarts,
             )
         frames = [run.posterior_frame()]
     try:
@@ -869,6 +932,12 @@ def _print_summary(run, workers, metrics: dict, out: Path | None, written) -> No
     for note in d.notes:
         print(f"note: {safe.plain(note)}")
     print(f"method: {run.model.info.title}; start: {run.start_description}")
+    if getattr(run, "restarts", None):
+        seeds = [s for s, _ in run.restarts]
+        print(
+            f"restarts: {len(seeds)} seeds of the random start ({seeds[0]}-{seeds[-1]}); kept seed {run.model.seed}, "
+            f"the best {run.model.objective_name} ({max(v for _, v in run.restarts):.4f})"
+        )
     if getattr(run.model, "semi_supervised", False):
         n_known = int((run.model.known_classes(d) >= 0).sum())
         keep = "item keeps its known class (it counts" if n_known == 1 else "items keep their known class (they count"

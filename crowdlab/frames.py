@@ -36,6 +36,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from crowdlab.engines.limits import MAX_ITER
 from crowdlab.errors import DataError, NotFittedError
 from crowdlab.io.data import Annotations
 from crowdlab.io.data import _check_sizes as check_sizes
@@ -526,7 +527,7 @@ class _EM(_Aggregator):
         "prior": 0.0,
         "hard": False,
         "init": "majority",
-        "max_iter": 10000,
+        "max_iter": MAX_ITER,
         "tol": 1e-8,
         "seed": 0,
         "accelerate": True,  # SQUAREM in memory (`crowdlab.engines.accel`); the engines run plain EM

@@ -69,11 +69,14 @@ def compare_methods(
     join the agreement matrix and the disputed items. One that does not apply (KOS on more than two classes)
     is left out with its reason in ``Comparison.skipped``.
 
+    ``methods``: the method keys to fit, in the order given (the Compare page's chooser; default None: every one
+    that applies, :func:`crowdlab.models.applicable_models`); one that is unknown or does not apply is refused.
+
     ``progress(i, n, title)`` is called before each of the n methods (and ``(n, n, "done")`` at the end);
     ``iteration_progress(iteration, max_iter)`` after every iteration inside an iterative method's fit, so a long
     fit shows how far it is.
     """
-    methods = methods or applicable_models(data)
+    methods = chosen_methods(data, methods)
     extra = list(BASELINES) if baselines and not data.is_continuous else []
     total = len(methods) + len(extra)
     runs: dict[str, Run] = {}
@@ -114,6 +117,21 @@ def compare_methods(
     labels = {MODELS[k].info.title: run.labels() for k, run in runs.items()}
     labels |= {BASELINES[k][0]: b.labels for k, b in done.items()}
     return Comparison(runs, table, _agreement(labels), _disagreements(data, labels), done, skipped, labels)
+
+
+def chosen_methods(data: Annotations, methods: list[str] | None) -> list[str]:
+    """``methods`` checked against those that apply to ``data`` (None: all of them); ValueError naming any other."""
+    options = applicable_models(data)
+    if methods is None:
+        return options
+    methods = list(dict.fromkeys(methods))
+    bad = [m for m in methods if m not in options]
+    if bad:
+        raise ValueError(
+            f"{', '.join(map(repr, bad))} {'is' if len(bad) == 1 else 'are'} not among the methods that apply to these "
+            f"data: {', '.join(options)}."
+        )
+    return methods
 
 
 def _baseline_row(data: Annotations, key: str, result: Baseline) -> dict:

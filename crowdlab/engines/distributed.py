@@ -70,6 +70,8 @@ from crowdlab.engines.blocks import (
     refuse_unmatched,
     round_times,
 )
+from crowdlab.engines.limits import MAX_ITER
+from crowdlab.engines.restarts import with_restarts
 from crowdlab.errors import CrowdlabError, DataError, ModelError, require_extra
 from crowdlab.io.data import (
     INFINITE_HINT,
@@ -685,11 +687,12 @@ def fit(
     by_item: bool = False,
     prior: float = 0.0,
     tol: float = 1e-8,
-    max_iter: int = 10000,
+    max_iter: int = MAX_ITER,
     where: str = "python",
     progress: Callable[[int, int], None] | None = None,
     known=None,
     model_options: dict | None = None,
+    restarts: int | None = None,
 ) -> DaskRun:
     """Fit ``method`` ("mv", "ds", "one_coin", "two_coin", "mace", "mace_vb", "ibcc") by batch EM (or variational
     Bayes) on a Dask cluster (module docstring).
@@ -699,6 +702,11 @@ def fit(
     item -> class or the path of a CSV file with item and label columns (sent to every partition, which keeps the
     classes of its own items). ``model_options``: the model's constructor options (e.g. ``class_prior``).
     """
+    again = dict(client=client, scheduler=scheduler, npartitions=npartitions, by_item=by_item, prior=prior, tol=tol)
+    again |= dict(max_iter=max_iter, where=where, progress=progress, known=known)
+    best = with_restarts(lambda **kw: fit(source, **kw), method, restarts, model_options, again)  # EBCC: 8 seeds
+    if best is not None:
+        return best
     require_extra("dask", "crowdlab.engines.distributed.fit (batch EM on a Dask cluster)")
     from dask import delayed
     from distributed import wait

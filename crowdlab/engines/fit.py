@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from crowdlab.engines.limits import MAX_ITER
+from crowdlab.engines.restarts import with_restarts
 from crowdlab.engines.run import Run
 from crowdlab.io.data import Annotations
 from crowdlab.models import ONLINE_MODELS, make_model
@@ -19,7 +21,7 @@ def fit(
     hard: bool = False,
     seed: int | None = 0,
     tol: float = 1e-8,
-    max_iter: int = 10000,
+    max_iter: int = MAX_ITER,
     model_options: dict | None = None,
     known=None,
     reveal: float | None = None,
@@ -27,6 +29,7 @@ def fit(
     n_jobs: int = 1,
     progress=None,
     accelerate: bool = True,
+    restarts: int | None = None,
     **init_kwargs,
 ) -> Run:
     """Fit ``method`` ("mv", "ds", "one_coin", "two_coin", "glad", "mace", "mace_vb", "ibcc", "scores", "hmm",
@@ -62,6 +65,10 @@ def fit(
     is a maximum, not a saddle; ``run.acceleration`` reports the evaluations, fallback steps, the gap estimate
     and the check, and ``max_iter`` bounds the evaluations. Hard EM and the other models run plain EM, as does
     ``accelerate=False`` (what the Step page and the lessons step).
+    ``restarts``: fits from that many seeds of the model's own random start (its ``seed`` option, from
+    ``model_options["seed"]`` or 0 upwards) keeping the best final objective (:mod:`crowdlab.engines.restarts`);
+    None: the method's default, 8 for "ebcc" (its subtype split decides its answer), 1 for the others.
+    ``max_iter``: :data:`crowdlab.engines.limits.MAX_ITER` (10,000), the one limit of every page.
     """
     if method in ONLINE_MODELS:
         from crowdlab.engines.online import OnlineRun
@@ -76,6 +83,11 @@ def fit(
         run = OnlineRun(data, model, track_every=None, keep_blocks=False)
         run.run(progress=progress)
         return run
+    again = dict(init=init, prior=prior, hard=hard, seed=seed, tol=tol, max_iter=max_iter, known=known, reveal=reveal)
+    again |= dict(reveal_seed=reveal_seed, n_jobs=n_jobs, progress=progress, accelerate=accelerate, **init_kwargs)
+    best = with_restarts(lambda **kw: fit(data, **kw), method, restarts, model_options, again)  # EBCC: 8 seeds
+    if best is not None:
+        return best
     prior = 0.0 if prior is None else prior
     semi = {"known": known, "reveal": reveal, "reveal_seed": reveal_seed} if known is not None or reveal else {}
     model = make_model(method, prior=prior, hard=hard, **(model_options or {}), **semi)

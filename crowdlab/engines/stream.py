@@ -74,6 +74,8 @@ from crowdlab.engines.blocks import (
     refuse_unmatched,
     round_times,
 )
+from crowdlab.engines.limits import MAX_ITER
+from crowdlab.engines.restarts import with_restarts
 from crowdlab.errors import DataError
 from crowdlab.io.data import (
     INFINITE_HINT,
@@ -683,7 +685,7 @@ def fit_file(
     chunk_rows: int = DEFAULT_CHUNK_ROWS,
     prior: float = 0.0,
     tol: float = 1e-8,
-    max_iter: int = 10000,
+    max_iter: int = MAX_ITER,
     workdir=None,
     where: str = "python",
     progress: Callable[[int, int], None] | None = None,
@@ -691,6 +693,7 @@ def fit_file(
     model_options: dict | None = None,
     known_column: str | None = None,
     read_progress: Callable[[int, None], None] | None = None,
+    restarts: int | None = None,
 ) -> EngineRun:
     """Fit ``method`` ("mv", "ds", "one_coin", "two_coin", "mace", "mace_vb", "ibcc", "ebcc") to a long CSV or
     Parquet file without holding it in memory.
@@ -705,8 +708,14 @@ def fit_file(
     (names and counts). ``progress(iteration, max_iter)``: after each EM pass; ``read_progress(rows, None)``: after
     each chunk of the first pass, which reads the file. ``chunk_rows``: rows per chunk read and per bucket (memory
     ~ chunk_rows x 100 bytes). ``workdir``: where the temporary files go (12 bytes per label, and two N x K float64
-    posterior files; removed at the end).
+    posterior files; removed at the end). ``restarts``: as :func:`crowdlab.engines.fit.fit`'s (EBCC: the best
+    ELBO of 8 subtype seeds by default).
     """
+    again = dict(chunk_rows=chunk_rows, prior=prior, tol=tol, max_iter=max_iter, workdir=workdir, where=where)
+    again |= dict(progress=progress, known=known, known_column=known_column, read_progress=read_progress)
+    best = with_restarts(lambda **kw: fit_file(path, **kw), method, restarts, model_options, again)  # EBCC: 8 seeds
+    if best is not None:
+        return best
     check_where(where)
     chunk_rows = check_chunk_rows(chunk_rows, where)
     model = engine_model(method, prior, model_options)

@@ -1082,10 +1082,17 @@ def with_abstentions(ann: Annotations, tokens: Sequence[str]) -> Annotations:
     for code, c in enumerate(order):
         new[names.index(c)] = code
     gold = ann.gold
+    dropped: tuple[str, ...] = ()
     if gold is not None:
         bad = np.isin(gold, [names.index(t) for t in found])
-        if bad.any():
-            raise DataError(f"{int(bad.sum())} gold labels are a response that is not a class ({found[0]!r}).")
+        if bad.any():  # "can't tell" is no true class: those items have no gold (a note says so)
+            n_bad = int(bad.sum())
+            gold = np.where(bad, -1, gold)
+            dropped = (
+                f"{_count(n_bad, 'gold label')} {'is' if n_bad == 1 else 'are'} "
+                f'{_listing([repr(t) for t in found], len(found))}, a "can\'t tell" response and not a class: '
+                f"{'that item has' if n_bad == 1 else 'those items have'} no gold (left out of every metric).",
+            )
         gold = np.where(gold >= 0, new[np.maximum(gold, 0)], -1)
     n_abs = int(np.isin(ann.label, [names.index(t) for t in found]).sum())
     note = (
@@ -1094,7 +1101,7 @@ def with_abstentions(ann: Annotations, tokens: Sequence[str]) -> Annotations:
     )
     return replace(
         ann, label=new[ann.label], class_names=tuple(classes), response_names=tuple(found), gold=gold,
-        notes=ann.notes + (note,),
+        notes=ann.notes + (note,) + dropped,
     )  # fmt: skip
 
 

@@ -125,6 +125,18 @@ def ebcc_params(nu, eta, A, A0, eta0: float, abstain: np.ndarray | None = None) 
     )
 
 
+CLASS_PRIORS = ("uniform", "empirical")
+
+
+def empirical_class_prior(data: Annotations) -> np.ndarray:
+    """(K,) the sum over items of each item's share of class votes (an item with no class vote counts 1/K each):
+    the paper code's ``alpha = sum_i z_ik`` from the soft majority vote (Li, Rubinstein & Cohn 2019)."""
+    votes = np.asarray(data.vote_counts, dtype=np.float64)[:, : data.n_classes]
+    total = votes.sum(axis=1, keepdims=True)
+    shares = np.where(total > 0, votes / np.where(total > 0, total, 1.0), 1.0 / data.n_classes)
+    return shares.sum(axis=0)
+
+
 @dataclass(frozen=True)
 class _Classes:
     """What `EBCC.prior_params` reads of a data set: its number of classes."""
@@ -218,7 +230,10 @@ class EBCC(VariationalObjective, LatentModel):
         subtypes: int = 10,
         subtype_prior: float = 0.1,
         seed: int = 0,
+        class_prior: str = "uniform",
     ) -> None:
+        if class_prior not in CLASS_PRIORS:
+            raise ValueError(f"class_prior must be one of {', '.join(CLASS_PRIORS)} (got {class_prior!r}).")
         if prior < 0 or diagonal < 0:
             raise ModelError("prior strength and diagonal bonus must be >= 0.")
         if hard:
@@ -235,6 +250,7 @@ class EBCC(VariationalObjective, LatentModel):
         self.subtypes = int(subtypes)
         self.subtype_prior = float(subtype_prior)
         self.seed = int(seed)
+        self.class_prior = class_prior
         self.hard = False
 
     @property
@@ -243,10 +259,27 @@ class EBCC(VariationalObjective, LatentModel):
 
     # ------------------------------------------------------------------ prior
     def prior_params(self, data: Annotations) -> tuple[np.ndarray, float, np.ndarray]:
-        """(nu0 (K,), eta0 (a number: every subtype of every class), A0 (K, K): every worker's every subtype)."""
+        """(nu0 (K,), eta0 (a number: every subtype of every class), A0 (K, K): every worker's every subtype).
+
+        ``class_prior="empirical"`` (the authors' ``empirical_prior=True``): nu0_k = sum_n of item n's share of
+        votes for class k (the soft majority vote the paper's code starts from), plus ``prior``; it needs the
+        labels, so the streaming and Dask engines refuse it."""
         K = data.n_classes
         a = 1.0 + self.prior
-        return np.full(K, a), self.subtype_prior / self.subtypes, np.full((K, K), a) + self.diagonal * np.eye(K)
+        if self.class_prior == "empirical":
+            if not isinstance(data, Annotations):
+                raise ModelError(
+                    "EBCC's empirical class prior reads every item's votes: fit it in memory (not --stream or "
+                    "--engine dask)."
+                )
+            memo = self.__dict__.get("_nu0_memo")
+            if memo is None or memo[0] is not data:
+                memo = (data, empirical_class_prior(data) + self.prior)
+                self.__dict__["_nu0_memo"] = memo
+            nu0 = memo[1]
+        else:
+            nu0 = np.full(K, a)
+        return nu0, self.subtype_prior / self.subtypes, np.full((K, K), a) + self.diagonal * np.eye(K)
 
     # ------------------------------------------------------------------ the E-step
     def _terms(self, data: Annotations, params: EbccParams):

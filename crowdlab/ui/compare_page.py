@@ -17,7 +17,7 @@ from crowdlab.analysis.export import csv_bytes
 from crowdlab.io.data import Annotations
 from crowdlab.models.baselines import BASELINES
 from crowdlab.plots import data as figs
-from crowdlab.ui import method_options, sessions, state
+from crowdlab.ui import method_chooser, method_options, sessions, state
 from crowdlab.ui.fit_check_view import fit_check_section
 from crowdlab.ui.progress import MethodsPace
 
@@ -59,8 +59,14 @@ def run_pending(data: Annotations) -> None:
     bar = st.progress(0.0, text="Running every method...")
     # which method, its iteration and measured pace, the time so far (a 50,000-row file sat at "GLAD (4 of 11)")
     paced = MethodsPace(lambda f, text: bar.progress(f, text=text))
+    methods = method_chooser.chosen(data)  # the method chooser (issue 38 section 4)
     comparison = compare_methods(
-        data, prior=_prior(), progress=paced.method, iteration_progress=paced.iteration, baselines=True
+        data,
+        methods,
+        prior=_prior(),
+        progress=paced.method,
+        iteration_progress=paced.iteration,
+        baselines=method_chooser.with_baselines(),
     )
     bar.empty()
     results = dict(st.session_state.get(RESULTS) or {})
@@ -83,7 +89,14 @@ def compare_page(data: Annotations) -> None:
         on_change=_on_prior,
         help="Pseudo-counts added to every confusion-matrix cell (MAP EM); 0 = maximum likelihood.",
     )
-    c2.button("Run all methods", key="compare.run", type="primary", on_click=_on_run)
+    method_chooser.method_chooser(data)
+    c2.button(
+        method_chooser.run_label(data),
+        key="compare.run",
+        type="primary",
+        on_click=_on_run,
+        disabled=not method_chooser.chosen(data),
+    )
     run_pending(data)
     comparison = get_comparison()
     if comparison is None:

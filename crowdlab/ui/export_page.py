@@ -28,12 +28,13 @@ from crowdlab.analysis.export import (
 )
 from crowdlab.engines.fit import fit
 from crowdlab.engines.init import INITS
-from crowdlab.engines.run import Run
+from crowdlab.engines.run import STOP_REASONS, Run
 from crowdlab.errors import CrowdlabError
 from crowdlab.io import safe
 from crowdlab.io.safe import plural
 from crowdlab.models import estimates_class_prior
 from crowdlab.ui import compare_page, lab, sessions, state
+from crowdlab.ui.gold_intervals_view import gold_intervals_section
 
 EXPORT_RUN = "export.run"  # {"key": (data id, MethodConfig), "run": Run}
 EXPORT_ERROR = "export.error"
@@ -259,13 +260,26 @@ def export_page() -> None:
             no_run()
             compare_section(state.get_data())
             return
-        st.info(
-            f"Exporting a run fitted to convergence here with the Step page's settings — {_settings(run)}: "
-            f"{plural(run.last.iteration, 'iteration')}{', converged' if run.converged else ''}.",
-            icon=":material/check_circle:",
-        )
+        st.info(fitted_text(run), icon=":material/check_circle:" if run.converged else ":material/warning:")
     downloads(run)
     compare_section(run.data)
+
+
+def fitted_text(run: Run) -> str:
+    """What the Export page says of the run it fitted: to convergence, or where it stopped and why (it said
+    'fitted to convergence' for a run whose history.json said converged false)."""
+    head = f"Exporting a run fitted here with the Step page's settings — {_settings(run)}: "
+    n = plural(run.last.iteration, "iteration") if run.iterative else "no iterations"
+    if not run.iterative:
+        return head + "nothing to iterate."
+    if run.converged:
+        return head.replace("fitted here", "fitted to convergence here") + f"{n}, converged."
+    if run.stop_reason == "max_iter":
+        return head + (
+            f"**not converged**: EM stopped at the iteration limit ({run.max_iter:,} iterations), and the files hold "
+            "the estimates there. To go on, raise Max iterations on the Step page and fit again."
+        )
+    return head + f"{n}, **not converged** ({STOP_REASONS.get(run.stop_reason or '', 'stopped')})."
 
 
 def no_run() -> None:
@@ -334,5 +348,6 @@ def downloads(run: Run) -> None:
         metrics = metrics_dict(run)
         if metrics:
             st.json(metrics)
+            gold_intervals_section(run)
         else:
             st.caption("No gold labels: no metrics.")

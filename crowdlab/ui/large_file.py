@@ -31,6 +31,7 @@ import streamlit as st
 
 from crowdlab.analysis.export import engine_worker_frame, write_engine_outputs
 from crowdlab.engines.blocks import ENGINE_METHODS
+from crowdlab.engines.limits import MAX_ITER as LIMIT
 from crowdlab.errors import CrowdlabError, DataError
 from crowdlab.io import safe
 from crowdlab.ui import sessions, state
@@ -202,7 +203,7 @@ def section(expanded: bool = False) -> None:
         c2.number_input(
             "Prior", min_value=0.0, max_value=1e6, value=0.0, step=0.5, key=PRIOR, help="Pseudo-counts (0: none)"
         )
-        c3.number_input("Most iterations", min_value=1, max_value=100_000, value=500, step=100, key=MAX_ITER)
+        c3.number_input("Most iterations", min_value=1, max_value=100_000, value=LIMIT, step=100, key=MAX_ITER)
         st.button("Fit by streaming", key="data.large.fit", type="primary", on_click=_on_fit)
         if st.session_state.get(PENDING):
             st.session_state[PENDING] = False
@@ -228,7 +229,7 @@ def _fit(allowed: list[Path]) -> None:
         path = check_path(st.session_state.get(PATH, ""), allowed)
         method = st.session_state.get(METHOD) or "ds"
         prior = float(st.session_state.get(PRIOR) or 0.0)
-        max_iter = int(st.session_state.get(MAX_ITER) or 500)
+        max_iter = int(st.session_state.get(MAX_ITER) or LIMIT)
         t0 = time.perf_counter()
         run = _fit_with_bar(fit_file, path, method, prior, max_iter)
         _remove_old_results()

@@ -38,7 +38,8 @@ import numpy as np
 import streamlit as st
 
 from crowdlab.engines.init import INITS
-from crowdlab.engines.run import Run, posterior_window
+from crowdlab.engines.limits import MAX_ITER
+from crowdlab.engines.run import POSTERIOR_WINDOW, Run, posterior_window
 from crowdlab.io import safe
 from crowdlab.io.data import Annotations
 from crowdlab.models import CLASS_PRIOR_MODELS, MODELS, applicable_models, make_model
@@ -126,7 +127,7 @@ class MethodConfig:
     hard: bool = False
     seed: int = 0
     tol: float = 1e-8
-    max_iter: int = 500
+    max_iter: int = MAX_ITER  # the one limit of cl.fit, Compare, Export and the CLI (crowdlab.engines.limits)
     # method options of :mod:`crowdlab.ui.method_options` (each used only where it applies)
     tie_break: str = "frequent"  # majority vote: who gets a tie (crowdlab.models.majority.TIE_RULES; seed: ``seed``)
     sigma_min: float = 0.0  # scores model: floor on sigma in score units; 0 = the model's default (1e-3 of the range)
@@ -338,7 +339,7 @@ def _new_run() -> None:
             seed=cfg.seed,
             tol=cfg.tol,
             max_iter=cfg.max_iter,
-            keep_posteriors=posterior_window(data),
+            keep_posteriors=step_posteriors(data, cfg.max_iter),
             **init_kwargs,
         )
         if init == "posterior":  # the scores model from one good annotator (start_options)
@@ -349,6 +350,19 @@ def _new_run() -> None:
         return
     st.session_state[RUN] = run
     st.session_state[RUN_ERROR] = None
+
+
+POSTERIOR_BYTES = 512 * 2**20  # the Step page keeps every posterior while a run to its limit stays under this
+
+
+def step_posteriors(data: Annotations, max_iter: int) -> int | None:
+    """``keep_posteriors`` of the Step page's run: :func:`crowdlab.engines.run.posterior_window`, and the window
+    too when one posterior per half-step up to ``max_iter`` would pass :data:`POSTERIOR_BYTES` (TREC, 20,232 items
+    x 4 classes, to the 10,000-iteration limit: 13 GB; scrubbing back that far recomputes a posterior instead)."""
+    keep = posterior_window(data)
+    if keep is None and (2 * max_iter + 1) * data.n_items * max(data.n_classes, 1) * 8 > POSTERIOR_BYTES:
+        return POSTERIOR_WINDOW
+    return keep
 
 
 def reveal_applies(method: str, data: Annotations) -> bool:

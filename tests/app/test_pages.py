@@ -376,7 +376,7 @@ def test_export_takes_the_step_pages_cursor_and_the_snippet_stops_there():
     click(at, "stepper.run")
     goto(at, EXPORT_PAGE)
     code = at.code[0].value
-    assert "tol=1e-08, max_iter=500" in code
+    assert "tol=1e-08, max_iter=10000" in code
     np.testing.assert_allclose(_exec_snippet(code)["posterior"], run.current.q, rtol=1e-12)
     # majority vote has nothing to step: exported at once, no metrics download without gold
     goto(at, STEP_PAGE)

@@ -263,3 +263,18 @@ def test_credible_intervals_hold_the_accuracy_with_abstentions(key):
     assert rep["interval"].str.startswith("credible").all()
     assert np.all((rep["lower"] <= rep["accuracy"] + 1e-3) & (rep["accuracy"] <= rep["upper"] + 1e-3))
     assert rep["accuracy"].max() < 0.95  # about 1/4 of the answers are "can't tell"
+
+
+def test_gold_that_is_the_abstain_code_is_dropped_with_a_note(tmp_path):
+    """Issue 38 section 4: read_annotations(..., gold=..., abstain='4') raised when some gold labels were '4'."""
+    labels, gold = tmp_path / "l.csv", tmp_path / "g.csv"
+    labels.write_text("item,worker,label\n1,a,1\n1,b,4\n2,a,2\n2,b,2\n3,a,1\n3,b,1\n4,a,4\n4,b,3\n")
+    gold.write_text("item,label\n1,1\n2,4\n3,1\n4,3\n")
+    data = read_annotations(labels, gold=gold, abstain="4")
+    assert data.class_names == ("1", "2", "3") and data.response_names == ("4",)
+    assert data.gold.tolist() == [0, -1, 0, 2]
+    assert any("1 gold label is '4'" in n and "no gold" in n for n in data.notes)
+    only = tmp_path / "g2.csv"  # a "can't tell" in the gold that no worker gave: dropped too
+    only.write_text("item,label\n1,1\n2,unsure\n3,1\n")
+    data = read_annotations(labels, gold=only, abstain=["4", "unsure"])
+    assert data.gold.tolist() == [0, -1, 0, -1] and "unsure" not in data.class_names

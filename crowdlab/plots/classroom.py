@@ -64,6 +64,7 @@ def vote_bars(item_ids, choices, by_item: dict, height: int | None = None) -> go
         xs = [int(by_item.get(i, {}).get(c, 0)) for i in ids]
         traces.append(dict(type="bar", orientation="h", name=safe.html(c), y=labels, x=xs, marker=dict(color=colors[c]),
                            text=[str(x) if x else "" for x in xs], textposition="inside", insidetextanchor="middle",
+                           textangle=0,
                            hovertemplate="%{y}: %{x} " + safe.html(c) + "<extra></extra>"))  # fmt: skip
     h = height or max(260, 90 + 30 * len(ids))
     most = max([sum(int(v) for v in by_item.get(i, {}).values()) for i in ids] or [0])
@@ -71,9 +72,11 @@ def vote_bars(item_ids, choices, by_item: dict, height: int | None = None) -> go
         "The class's answers per item",
         h,
         barmode="stack",
-        xaxis=_axis(title=dict(text="answers"), range=[0, max(3, most) * 1.05], dtick=None),
+        xaxis=_axis(
+            title=dict(text="answers"), range=[0, max(3, most) * 1.05], tickformat="d", dtick=1 if most <= 10 else None
+        ),  # fmt: skip
         yaxis=_axis(autorange="reversed", type="category"),
-        legend=dict(orientation="h", yanchor="bottom", y=1.0, xanchor="right", x=1.0),
+        legend=dict(orientation="h", yanchor="bottom", y=1.0, xanchor="right", x=1.0, traceorder="normal"),
         font=dict(size=16),
         uniformtext=dict(minsize=14, mode="hide"),
     )
@@ -116,7 +119,7 @@ def reveal_dots(reveal: dict, names: dict[str, str] | None = None) -> go.Figure:
     traces.append(dict(type="scatter", mode="lines", x=[0.5, 0.5], y=[0, 1], showlegend=False, hoverinfo="skip",
                        line=dict(color="#bbbbbb", width=1, dash="dash"), xaxis="x", yaxis="y"))  # fmt: skip
     cls = reveal.get("class", {})
-    methods = [("majority vote", cls.get("mv_accuracy")), ("Dawid-Skene", cls.get("ds_accuracy")),
+    methods = [("majority<br>vote", cls.get("mv_accuracy")), ("Dawid-<br>Skene", cls.get("ds_accuracy")),
                ("MACE", cls.get("mace_accuracy"))]  # fmt: skip
     methods = [(m, v) for m, v in methods if v is not None]
     traces.append(dict(type="bar", x=[m for m, _ in methods], y=[v for _, v in methods], showlegend=False,
@@ -126,16 +129,17 @@ def reveal_dots(reveal: dict, names: dict[str, str] | None = None) -> go.Figure:
     pct = dict(range=[-0.03, 1.03], tickformat=".0%")
     layout = _layout(
         "Did EM find the careless students? Every student is a dot",
-        460,
+        500,
         title_width=80,
         font=dict(size=15),
-        xaxis=_axis(domain=[0, 0.38], title=dict(text="right (the truth)"), **pct),
+        margin=dict(l=10, r=10, t=90, b=10),
+        xaxis=_axis(domain=[0, 0.33], title=dict(text="right (the truth)"), **pct),
         yaxis=_axis(title=dict(text="Dawid-Skene's estimate"), **pct),
-        xaxis2=_axis(domain=[0.46, 0.76], title=dict(text="MACE: P(answered at random)"), **pct),
+        xaxis2=_axis(domain=[0.45, 0.72], title=dict(text="MACE: P(at random)"), **pct),
         yaxis2=_axis(anchor="x2", title=dict(text="right (the truth)"), **pct),
-        xaxis3=_axis(domain=[0.84, 1.0], tickangle=-30),
+        xaxis3=_axis(domain=[0.8, 1.0], tickangle=0, type="category"),
         yaxis3=_axis(anchor="x3", range=[0, 1.15], tickformat=".0%", title=dict(text="items right")),
-        legend=LEGEND_BELOW,
+        legend=dict(orientation="h", yanchor="bottom", y=1.02, xanchor="left", x=0.0),
     )
     return figure(traces, layout)
 

@@ -64,9 +64,9 @@ def vote_bars(item_ids, choices, by_item: dict, height: int | None = None) -> go
         xs = [int(by_item.get(i, {}).get(c, 0)) for i in ids]
         traces.append(dict(type="bar", orientation="h", name=safe.html(c), y=labels, x=xs, marker=dict(color=colors[c]),
                            text=[str(x) if x else "" for x in xs], textposition="inside", insidetextanchor="middle",
-                           textangle=0,
+                           textangle=0, textfont=dict(size=14),
                            hovertemplate="%{y}: %{x} " + safe.html(c) + "<extra></extra>"))  # fmt: skip
-    h = height or max(260, 90 + 30 * len(ids))
+    h = height or max(260, 100 + 34 * len(ids))  # rows tall enough for the counts inside the bars
     most = max([sum(int(v) for v in by_item.get(i, {}).values()) for i in ids] or [0])
     layout = _layout(
         "The class's answers per item",
@@ -78,7 +78,6 @@ def vote_bars(item_ids, choices, by_item: dict, height: int | None = None) -> go
         yaxis=_axis(autorange="reversed", type="category"),
         legend=dict(orientation="h", yanchor="bottom", y=1.0, xanchor="right", x=1.0, traceorder="normal"),
         font=dict(size=16),
-        uniformtext=dict(minsize=14, mode="hide"),
     )
     return figure(traces, layout)
 
@@ -119,14 +118,13 @@ def reveal_dots(reveal: dict, names: dict[str, str] | None = None) -> go.Figure:
     traces.append(dict(type="scatter", mode="lines", x=[0.5, 0.5], y=[0, 1], showlegend=False, hoverinfo="skip",
                        line=dict(color="#bbbbbb", width=1, dash="dash"), xaxis="x", yaxis="y"))  # fmt: skip
     cls = reveal.get("class", {})
-    methods = [("majority<br>vote", cls.get("mv_accuracy")), ("Dawid-<br>Skene", cls.get("ds_accuracy")),
-               ("MACE", cls.get("mace_accuracy"))]  # fmt: skip
+    methods = [("MV", cls.get("mv_accuracy")), ("DS", cls.get("ds_accuracy")), ("MACE", cls.get("mace_accuracy"))]
     methods = [(m, v) for m, v in methods if v is not None]
     traces.append(dict(type="bar", x=[m for m, _ in methods], y=[v for _, v in methods], showlegend=False,
                        marker=dict(color=["#7f7f7f", "#1f77b4", "#9467bd"][: len(methods)]),
                        text=[f"{v:.0%}" for _, v in methods], textposition="outside", xaxis="x3", yaxis="y3",
                        hovertemplate="%{x}: %{y:.0%}<extra></extra>"))  # fmt: skip
-    pct = dict(range=[-0.03, 1.03], tickformat=".0%")
+    pct = dict(range=[-0.07, 1.07], tickformat=".0%")
     layout = _layout(
         "Did EM find the careless students? Every student is a dot",
         500,
@@ -138,7 +136,12 @@ def reveal_dots(reveal: dict, names: dict[str, str] | None = None) -> go.Figure:
         xaxis2=_axis(domain=[0.45, 0.72], title=dict(text="MACE: P(at random)"), **pct),
         yaxis2=_axis(anchor="x2", title=dict(text="right (the truth)"), **pct),
         xaxis3=_axis(domain=[0.8, 1.0], tickangle=0, type="category"),
-        yaxis3=_axis(anchor="x3", range=[0, 1.15], tickformat=".0%", title=dict(text="items right")),
+        yaxis3=_axis(
+            anchor="x3",
+            range=[0, 1.15],
+            tickformat=".0%",
+            title=dict(text="items right: majority vote, Dawid-Skene, MACE", font=dict(size=13)),
+        ),
         legend=dict(orientation="h", yanchor="bottom", y=1.02, xanchor="left", x=0.0),
     )
     return figure(traces, layout)

@@ -11,6 +11,11 @@ What it measures:
   delays exactly its own figure); p50, p95, max. The projector refreshes once a second by itself (a fragment), so
   about 0.5 s of each figure is that timer.
 * **lost / duplicated**: votes in the database against the taps that the student pages accepted.
+* **a predict-then-reveal round** (``predict_round``): once every student is done, the lecturer runs EM on the
+  class's votes on the projector and asks who EM will trust most after the next M-step; each phone presses *Look for
+  the lecturer's question* 2-10 s later and predicts; tap-to-counted is measured on the projector's "N of M students
+  have predicted", lost and duplicated against the predictions table, stalled = phones that did not show the
+  question, their prediction, or (after the step runs) the right answer within PAGE_WAIT_S.
 * **server memory per student session**: the Streamlit server's RSS with the projector alone open, then with every
   student on their first item, divided by the number of students (Python's allocator keeps freed memory, so this
   is an upper bound on what one session costs).
@@ -30,6 +35,7 @@ import concurrent.futures
 import json
 import os
 import random
+import re
 import sys
 import tempfile
 import time
@@ -52,6 +58,7 @@ THINK = (4.0, 16.0)
 # how long a student's page may take to show its next state before it counts as stalled (the stalled pages of the
 # README never recovered within 300 s: waiting longer only lengthens the run; a healthy page takes under 5 s)
 PAGE_WAIT_S = 90
+PREDICT_THINK = (2.0, 10.0)  # seconds before a phone looks for the question and predicts (uniform)
 CATCH_UP_S = 15  # seconds the projector may still take to count the last votes once every page is done
 COUNT_JS = """() => { const m = Array.from(document.querySelectorAll('[data-testid="stMetric"]'))
     .find(m => m.innerText.includes('Votes counted'));
@@ -118,10 +125,98 @@ async def _student(browser, url, code, n_votes, joined, go, taps, errors, rng, d
         except Exception:  # noqa: BLE001 - the page may be gone
             pass
         errors.append(f"{repr(exc)[:200]} | page shows: {shown}")
-    return context
+    return context, page
 
 
-async def _run(url: str, db: Path, n_students: int, n_votes: int, think: tuple[float, float]) -> dict:
+PREDICTED_JS = """() => { const m = document.body.innerText.match(/(\\d+) of (\\d+) students have predicted/);
+  return m ? parseInt(m[1], 10) : -1; }"""
+
+
+async def _predictor(page, rng, taps, errors, think):
+    """One phone in a predict-then-reveal round: look for the question, predict, then see the right answer."""
+    try:
+        await asyncio.sleep(rng.uniform(*think))
+        await page.get_by_role("button", name="Look for the lecturer's question").click()
+        await page.get_by_text("Predict:").wait_for()
+        options = page.locator('[class*="st-key-student-predict-"] button')
+        await options.first.wait_for()
+        n = await options.count()
+        button = options.nth(rng.randrange(n))
+        taps.append(time.time())
+        await button.click()
+        await page.get_by_text("Your prediction:").wait_for()
+    except Exception as exc:  # noqa: BLE001 - reported in the summary
+        errors.append(f"predict: {repr(exc)[:200]}")
+
+
+async def _answer_seen(page, errors):
+    try:
+        await page.get_by_role("button", name="Look for the lecturer's question").click()
+        await page.get_by_text(re.compile("right!|the answer was")).wait_for()
+    except Exception as exc:  # noqa: BLE001 - reported in the summary
+        errors.append(f"answer: {repr(exc)[:200]}")
+
+
+async def _predict_round(projector, pages, store, session, key, think) -> dict:
+    """The lecturer runs EM on the class's votes, steps to after the first E-step and asks who EM will trust most
+    after the next M-step; every phone predicts (after a pause in ``think``); the projector counts the predictions;
+    the step runs and every phone shows the right answer."""
+    await projector.get_by_role("button", name="Run EM on our votes").click()
+    await projector.get_by_role("button", name="Next half-step").click()
+    await asyncio.sleep(1.5)
+    await projector.get_by_role("button", name="Who will EM trust most?").click()
+    await projector.get_by_text("students have predicted").wait_for()
+    taps: list[float] = []
+    errors: list[str] = []
+    seen: list[tuple[float, int]] = []
+    load = []
+    t0 = time.time()
+    tasks = [asyncio.create_task(_predictor(pg, random.Random(100 + k), taps, errors, think))
+             for k, pg in enumerate(pages)]  # fmt: skip
+    done = asyncio.gather(*tasks)
+    last, finished = -1, None
+    while True:
+        count = await projector.evaluate(PREDICTED_JS)
+        if count != last:
+            seen.append((time.time(), count))
+            last = count
+        if done.done() and finished is None:
+            finished = time.time()
+            load.append(os.getloadavg()[0])
+        if finished is not None and (count >= len(taps) or time.time() - finished > CATCH_UP_S):
+            break
+        await asyncio.sleep(0.1)
+    await done
+    predicting_s = time.time() - t0
+    cur = store.question(session.id, key)
+    rows = store._read("SELECT student_id FROM predictions WHERE question_id = ?", (cur["id"],))
+    taps.sort()
+    lat = [next((ts for ts, c in seen if c >= k), np.nan) - t for k, t in enumerate(taps, start=1)]
+    lat_a = np.array(lat or [np.nan])
+    await projector.get_by_role("button", name="Run the step and show the answers").click()
+    await projector.get_by_text("Most trusted").wait_for()
+    t1 = time.time()
+    answer_errors: list[str] = []
+    await asyncio.gather(*[_answer_seen(pg, answer_errors) for pg in pages])
+    return {
+        "phones": len(pages),
+        "predicted_taps": len(taps),
+        "predictions_stored": len(rows),
+        "lost": len(taps) - len(rows),
+        "duplicated": len(rows) - len({r[0] for r in rows}),
+        "stalled": len(errors) + len(answer_errors),
+        "errors": (errors + answer_errors)[:5],
+        "tap_to_counted_p50_s": round(float(np.nanpercentile(lat_a, 50)), 3),
+        "tap_to_counted_p95_s": round(float(np.nanpercentile(lat_a, 95)), 3),
+        "load_average_at_end": round(load[0], 1) if load else None,
+        "predicting_s": round(predicting_s, 1),
+        "answer_on_every_phone_s": round(time.time() - t1, 1),
+    }
+
+
+async def _run(
+    url: str, db: Path, n_students: int, n_votes: int, think: tuple[float, float], predict: bool = True
+) -> dict:
     from playwright.async_api import async_playwright
 
     store = ClassStore(str(db))
@@ -183,12 +278,16 @@ async def _run(url: str, db: Path, n_students: int, n_votes: int, think: tuple[f
                 break
             await asyncio.sleep(0.1)
         contexts = await done
+        out["load_average_tapping"] = round(os.getloadavg()[0], 1)
         span = time.time() - cpu0[2]
         out["tapping_s"] = round(span, 1)
         out["server_cpu_share"] = round((_cpu_s([server_pid]) - cpu0[0]) / span, 2)  # cores the server kept busy
         out["chromium_cpu_share"] = round((_cpu_s(_chromium_pids()) - cpu0[1]) / span, 2)
         out["rss_end_mb"] = _rss(server_pid)
-        for c in contexts:
+        if predict:
+            pages = [pg for _, pg in contexts]
+            out["predict_round"] = await _predict_round(projector, pages, store, session, key, PREDICT_THINK)
+        for c, _ in contexts:
             await c.close()
         await browser.close()
     votes = store.votes(session.id, key)
@@ -212,6 +311,7 @@ async def _run(url: str, db: Path, n_students: int, n_votes: int, think: tuple[f
         "duplicated": len(votes) - len(pairs),
         "errors": errors[:5],
         "n_errors": len(errors),
+        "stalled": len(errors),  # pages that did not reach their last answer within PAGE_WAIT_S
         "tap_to_counted_p50_s": round(float(np.percentile(lat_a, 50)), 3),
         "tap_to_counted_p95_s": round(float(np.percentile(lat_a, 95)), 3),
         "tap_to_counted_max_s": round(float(lat_a.max()), 3),
@@ -224,13 +324,13 @@ async def _run(url: str, db: Path, n_students: int, n_votes: int, think: tuple[f
     return out
 
 
-def run_load(n_students: int = 40, n_votes: int = 10, think: tuple[float, float] = THINK) -> dict:
+def run_load(n_students: int = 40, n_votes: int = 10, think: tuple[float, float] = THINK, predict: bool = True) -> dict:
     """Start a server with a temporary data folder, run the load, return the figures (see the module docstring)."""
     with tempfile.TemporaryDirectory() as tmp:
         with streamlit_server({"CROWDLAB_DATA_DIR": tmp}, log_name="streamlit_load.log") as url:
             # a thread of its own: under pytest, playwright's sync API may already run an event loop in this one
             with concurrent.futures.ThreadPoolExecutor(max_workers=1) as pool:
-                job = pool.submit(asyncio.run, _run(url, Path(tmp) / "class.db", n_students, n_votes, think))
+                job = pool.submit(asyncio.run, _run(url, Path(tmp) / "class.db", n_students, n_votes, think, predict))
                 return job.result()
 
 
@@ -242,9 +342,10 @@ def main() -> None:
                     help="seconds a student thinks before each tap, uniform (default %(default)s: a dozen items in "
                     "two minutes; 0.4 1.2 is a stress test)")  # fmt: skip
     ap.add_argument("--json", type=str, default=None)
+    ap.add_argument("--no-predict", action="store_true", help="leave out the predict-then-reveal round")
     args = ap.parse_args()
     load0 = round(os.getloadavg()[0], 1)
-    out = run_load(args.students, args.votes, tuple(args.think))
+    out = run_load(args.students, args.votes, tuple(args.think), predict=not args.no_predict)
     out["machine"] = f"{os.cpu_count()} cores, load average {os.getloadavg()[0]:.1f} at the end"
     out["load_average_start"] = load0
     print(json.dumps(out, indent=2))

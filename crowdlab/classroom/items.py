@@ -56,6 +56,18 @@ __all__ = [
 DOT_CHOICES = ("orange", "blue")  # told apart by most colour-blind viewers too
 PRIME_CHOICES = ("prime", "not prime")
 DOT_COLOURS = {"orange": "#e69f00", "blue": "#0072b2"}  # Okabe & Ito's palette
+ANSWER_PALETTE = ("#0072b2", "#d55e00", "#009e73", "#cc79a7", "#56b4e9", "#e69f00", "#f0e442", "#000000")
+DARK_INK = ("#e69f00", "#f0e442", "#56b4e9")  # light colours: black text on them, white on the others
+
+
+def choice_colors(choices: Sequence[str]) -> dict[str, str]:
+    """Each answer's colour, the same on the phone's buttons and the projector's bars: a dot item's answer is its
+    own colour ("orange" orange, "blue" blue); other answers take Okabe & Ito's palette in order."""
+    taken = {DOT_COLOURS[c] for c in choices if c in DOT_COLOURS}
+    free = iter([c for c in ANSWER_PALETTE if c not in taken])
+    return {c: DOT_COLOURS[c] if c in DOT_COLOURS else next(free, "#7f7f7f") for c in choices}
+
+
 ROLE_CARDS = {
     "honest": "Answer every item as well as you can.",
     "spammer": "Secret role: spammer. Don't look at the items: tap answers at random.",

@@ -82,7 +82,9 @@ MAX_ITEM_ID = 64  # characters of an item id
 MAX_PROMPT = 500  # characters of a prompt
 MAX_CHOICES = 8  # answers to choose from (the Join page draws a button for each)
 MAX_ANSWER = 40  # characters of an answer
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
+MAX_QUESTIONS = 200  # predict-then-reveal questions one session may hold
+PACE_WINDOW = 60.0  # seconds: the projector's pace is the votes counted in the last minute
 PURGE_EVERY = 600.0  # seconds between looks for expired sessions (get_store)
 
 
@@ -317,6 +319,34 @@ MIGRATIONS: tuple[tuple[int, tuple[str, ...]], ...] = (
             "ALTER TABLE students ADD COLUMN browser TEXT",
             "CREATE INDEX students_client ON students (session_id, client)",
             "CREATE INDEX students_browser ON students (session_id, browser)",
+        ),
+    ),
+    # predict, then reveal: the lecturer's questions about the next half-step, and each student's prediction
+    # (idempotent per (student, question), like votes); the right answer is computed from the run when asked
+    (
+        4,
+        (
+            """CREATE TABLE questions (
+                id TEXT PRIMARY KEY,
+                session_id TEXT NOT NULL REFERENCES sessions(id) ON DELETE CASCADE,
+                seq INTEGER NOT NULL,
+                kind TEXT NOT NULL,
+                prompt TEXT NOT NULL,
+                options TEXT NOT NULL,
+                answer TEXT NOT NULL,
+                status TEXT NOT NULL,
+                asked DOUBLE PRECISION NOT NULL
+            )""",
+            "CREATE INDEX questions_session ON questions (session_id, seq)",
+            """CREATE TABLE predictions (
+                session_id TEXT NOT NULL REFERENCES sessions(id) ON DELETE CASCADE,
+                question_id TEXT NOT NULL REFERENCES questions(id) ON DELETE CASCADE,
+                student_id TEXT NOT NULL REFERENCES students(id) ON DELETE CASCADE,
+                choice TEXT NOT NULL,
+                predicted DOUBLE PRECISION NOT NULL,
+                UNIQUE (student_id, question_id)
+            )""",
+            "CREATE INDEX predictions_question ON predictions (question_id)",
         ),
     ),
 )
@@ -786,6 +816,8 @@ class ClassStore:
     def _delete(self, ids: Sequence[str]) -> None:
         with self._tx() as run:
             for sid in ids:  # children first: PostgreSQL and SQLite both cascade, this keeps it explicit
+                run("DELETE FROM predictions WHERE session_id = ?", (sid,))
+                run("DELETE FROM questions WHERE session_id = ?", (sid,))
                 run("DELETE FROM votes WHERE session_id = ?", (sid,))
                 run("DELETE FROM students WHERE session_id = ?", (sid,))
                 run("DELETE FROM items WHERE session_id = ?", (sid,))
@@ -832,7 +864,8 @@ class ClassStore:
     @_retrying
     def counts(self, session_id: str, key: str) -> dict:
         """The projector's numbers: the session's status, students joined and done, votes in all, votes per item
-        and answer (four queries; five with routing)."""
+        and answer, how many are still answering and the pace (votes in the last minute; five queries, six with
+        routing)."""
         status = self.check_key(session_id, key)
         session = self.session(session_id)
         per = self._read(
@@ -842,6 +875,9 @@ class ClassStore:
             "SELECT s.id, s.assigned, COUNT(v.item_id) FROM students s LEFT JOIN votes v ON v.student_id = s.id "
             "WHERE s.session_id = ? GROUP BY s.id, s.assigned",
             (session_id,),
+        )
+        recent = self._read(
+            "SELECT COUNT(*) FROM votes WHERE session_id = ? AND voted >= ?", (session_id, time.time() - PACE_WINDOW)
         )
         by_item: dict[str, dict[str, int]] = {}
         for item_id, label, n in per:
@@ -857,6 +893,8 @@ class ClassStore:
             "done": done,
             "votes": sum(int(r[2]) for r in per),
             "by_item": by_item,
+            "answering": len(students) - done,  # joined and not done yet
+            "per_minute": int(recent[0][0]) * 60.0 / PACE_WINDOW,  # votes counted in the last minute
         }
 
     @_retrying
@@ -1102,10 +1140,168 @@ class ClassStore:
     def reveal_for(self, token: str) -> dict | None:
         """This student's part of the reveal (their estimate, role, the class's accuracies), or None before it."""
         st = self.student(token)
-        rev = self.session(st.session_id).reveal
+        session = self.session(st.session_id)
+        rev = session.reveal
         if not rev:
             return None
-        return {"role": st.role, "me": rev.get("students", {}).get(st.id), "class": rev.get("class", {})}
+        return {"role": st.role, "me": rev.get("students", {}).get(st.id), "class": rev.get("class", {}),
+                "choices": list(session.choices)}  # fmt: skip
+
+    # ---------------------------------------------------------------- the lecturer removes a student
+    @_retrying
+    def remove_student(self, session_id: str, key: str, student_id: str) -> None:
+        """Delete one student of the session, with their votes and predictions (their page then asks them to join
+        again; their browser may, as a new student). ClassError when the session has no such student."""
+        self.check_key(session_id, key)
+        with self._tx() as run:
+            row = run("SELECT id FROM students WHERE id = ? AND session_id = ?", (str(student_id), session_id))
+            if row.fetchone() is None:
+                raise ClassError("This student is not in the session (already removed?).")
+            run("DELETE FROM predictions WHERE student_id = ?", (str(student_id),))
+            run("DELETE FROM votes WHERE student_id = ?", (str(student_id),))
+            run("DELETE FROM students WHERE id = ?", (str(student_id),))
+
+    # ---------------------------------------------------------------- predict, then reveal
+    @_retrying
+    def ask(
+        self,
+        session_id: str,
+        key: str,
+        kind: str,
+        prompt: str,
+        options: Sequence[str],
+        answer: str,
+        *,
+        now: float | None = None,
+    ) -> str:
+        """Push a question to every phone (the one open question: an earlier open one is closed); returns its id.
+        ``answer`` (one of ``options``, computed from the run) is kept from the students until :meth:`reveal_question`.
+        The same checks as a session's items: a prompt of at most MAX_PROMPT characters, 2 to MAX_CHOICES options of
+        at most MAX_ANSWER characters, no NUL; at most MAX_QUESTIONS a session."""
+        now = time.time() if now is None else now
+        self.check_key(session_id, key)
+        _storable([prompt, kind, answer, *options])  # a NUL is refused, as in votes (not quietly made a space)
+        prompt, kind = _printable(prompt), _printable(kind)[:40]
+        options = [_printable(o) for o in options]
+        if not prompt or len(prompt) > MAX_PROMPT:
+            raise ClassError(f"A question needs a prompt of 1 to {MAX_PROMPT} characters.")
+        if not 2 <= len(options) <= MAX_CHOICES or len(set(options)) != len(options):
+            raise ClassError(f"A question needs 2 to {MAX_CHOICES} different answers.")
+        if any(not o or len(o) > MAX_ANSWER for o in options):
+            raise ClassError(f"Each answer to a question has 1 to {MAX_ANSWER} characters.")
+        answer = _printable(answer)
+        if answer not in options:
+            raise ClassError("The question's right answer is not one of its answers.")
+        qid = secrets.token_hex(8)
+        with self._tx() as run:
+            if self.postgres:
+                run("SELECT id FROM sessions WHERE id = ? FOR UPDATE", (session_id,))
+            n = int(run("SELECT COUNT(*) FROM questions WHERE session_id = ?", (session_id,)).fetchone()[0])
+            if n >= MAX_QUESTIONS:
+                raise ClassError(f"This session has asked {MAX_QUESTIONS} questions, the most one holds.")
+            run("UPDATE questions SET status = 'closed' WHERE session_id = ? AND status = 'open'", (session_id,))
+            run(
+                "INSERT INTO questions (id, session_id, seq, kind, prompt, options, answer, status, asked) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?, 'open', ?)",
+                (qid, session_id, n, kind, prompt, json.dumps(options), answer, now),
+            )
+        return qid
+
+    @_retrying
+    def reveal_question(self, session_id: str, key: str, question_id: str) -> None:
+        """Close the question to predictions and show its right answer (the step has run)."""
+        self.check_key(session_id, key)
+        with self._tx() as run:
+            run(
+                "UPDATE questions SET status = 'revealed' WHERE id = ? AND session_id = ?",
+                (str(question_id), session_id),
+            )
+
+    @_retrying
+    def withdraw_question(self, session_id: str, key: str) -> None:
+        """No question on the phones any more (the lecturer moved on): every question of the session is closed."""
+        self.check_key(session_id, key)
+        with self._tx() as run:
+            run("UPDATE questions SET status = 'closed' WHERE session_id = ? AND status <> 'closed'", (session_id,))
+
+    def _question_row(self, session_id: str) -> tuple | None:
+        rows = self._read(
+            "SELECT id, kind, prompt, options, answer, status FROM questions WHERE session_id = ? AND "
+            "status <> 'closed' ORDER BY seq DESC LIMIT 1",
+            (session_id,),
+        )
+        return rows[0] if rows else None
+
+    @_retrying
+    def question_for(self, token: str | None) -> dict | None:
+        """The question this student's phone shows: the open one (answer hidden) or the last revealed one, with the
+        student's own prediction; None when the lecturer has asked none (or withdrawn it)."""
+        st = self.student(token)
+        row = self._question_row(st.session_id)
+        if row is None:
+            return None
+        mine = self._read("SELECT choice FROM predictions WHERE question_id = ? AND student_id = ?", (row[0], st.id))
+        out = {"id": row[0], "kind": row[1], "prompt": row[2], "options": json.loads(row[3]), "status": row[5],
+               "mine": mine[0][0] if mine else None}  # fmt: skip
+        if row[5] == "revealed":
+            out["answer"] = row[4]
+        return out
+
+    @_retrying
+    def question(self, session_id: str, key: str) -> dict | None:
+        """The lecturer's view of the current question: prompt, answers, right answer, status, the class's
+        predictions per answer and how many students have predicted (None when none is asked)."""
+        self.check_key(session_id, key)
+        row = self._question_row(session_id)
+        if row is None:
+            return None
+        per = dict(self._read("SELECT choice, COUNT(*) FROM predictions WHERE question_id = ? GROUP BY choice",
+                              (row[0],)))  # fmt: skip
+        options = json.loads(row[3])
+        n = int(self._read("SELECT COUNT(*) FROM students WHERE session_id = ?", (session_id,))[0][0])
+        return {"id": row[0], "kind": row[1], "prompt": row[2], "options": options, "answer": row[4],
+                "status": row[5], "counts": {o: int(per.get(o, 0)) for o in options},
+                "predicted": sum(int(v) for v in per.values()), "students": n}  # fmt: skip
+
+    def predict(self, token: str | None, question_id: str, choice: str, *, now: float | None = None) -> None:
+        """Record (or replace) this student's prediction for the open question; ClassError when refused (the
+        question is no longer open, the answer is not one of its answers, too many taps too fast)."""
+        try:
+            self._predict(token, question_id, choice, now=now)
+        except ClassUnavailable:
+            raise ClassUnavailable(
+                "The class server is not answering: your prediction was not counted.", hint="Try again in a moment."
+            ) from None
+
+    @_retrying
+    def _predict(self, token: str | None, question_id: str, choice: str, *, now: float | None = None) -> None:
+        now = time.time() if now is None else now
+        st = self.student(token)
+        question_id, choice = str(question_id), str(choice)
+        lim = self.limits
+        with self._tx() as run:
+            row = run(
+                "SELECT status, options FROM questions WHERE id = ? AND session_id = ?", (question_id, st.session_id)
+            ).fetchone()
+            if row is None:
+                raise ClassError("This question is not part of your class session.")
+            if row[0] != "open":
+                raise ClassError("This question is closed: the step has run. Look at the projector.")
+            if choice not in json.loads(row[1]):
+                raise ClassError("This answer is not one of the question's answers.")
+            hits = run(
+                "UPDATE students SET rl_count = CASE WHEN ? - rl_start > ? THEN 1 ELSE rl_count + 1 END, "
+                "rl_start = CASE WHEN ? - rl_start > ? THEN ? ELSE rl_start END WHERE id = ? RETURNING rl_count",
+                (now, lim.vote_window, now, lim.vote_window, now, st.id),
+            ).fetchone()[0]
+            if int(hits) > lim.votes_per_window:
+                raise ClassError("Too many answers too fast.", hint="Wait a few seconds, then answer again.")
+            run(
+                "INSERT INTO predictions (session_id, question_id, student_id, choice, predicted) "
+                "VALUES (?, ?, ?, ?, ?) ON CONFLICT (student_id, question_id) DO UPDATE SET "
+                "choice = excluded.choice, predicted = excluded.predicted",
+                (st.session_id, question_id, st.id, choice, now),
+            )
 
 
 _STORES: dict[str, ClassStore] = {}

@@ -23,11 +23,20 @@ import pandas as pd
 import streamlit as st
 
 from crowdlab.classroom import items as ci
+from crowdlab.classroom import predict as cpredict
 from crowdlab.classroom.store import ClassError, ClassUnavailable, get_store
 from crowdlab.errors import DataError
 from crowdlab.io import safe
-from crowdlab.plots.classroom import routing_curves
+from crowdlab.plots.classroom import (
+    choice_colors,
+    prediction_bars,
+    reveal_dots,
+    routing_curves,
+    step_picture,
+    vote_bars,
+)
 from crowdlab.ui import state
+from crowdlab.ui.live_chart import live_chart
 from crowdlab.ui.student_page import client_address, store_opens
 
 SID = "class.session"
@@ -239,7 +248,7 @@ def on_hide_reveal() -> None:
 
 
 def on_leave() -> None:
-    for k in (SID, KEY, KEY_NEW, EM_NOTE, ITEMS, ROUTING):
+    for k in (SID, KEY, KEY_NEW, EM_NOTE, ITEMS, ROUTING, RUN, AT, ASKED):
         st.session_state.pop(k, None)
     st.session_state[COOKIE_TRIED] = True
     st.session_state[COOKIE_SET] = ""  # this browser no longer comes back to it by itself
@@ -368,9 +377,46 @@ def key_panel(session) -> None:
         row.button("I have the key", on_click=on_key_seen, key="class.key_seen")
 
 
+PICTURES_PER_ROW = 6
+PICTURE_PX = 140
+
+
+def _picture(where, item) -> None:
+    """One item as the phones see it: its dots, its picture, or (a number, an uploaded prompt) its text, large."""
+    with where:
+        shown = False
+        if item.svg or item.image:
+            try:
+                st.image(item.svg or item.image, width=PICTURE_PX)
+                shown = True
+            except Exception:  # a picture stored before uploads were checked: its text instead
+                pass
+        if not shown:
+            number = re.search(r"\b(\d+)\b", item.prompt) if item.item_id.startswith("number-") else None
+            st.markdown(f"## {number.group(1)}" if number else f"**{safe.md(item.prompt)}**")
+        st.caption(safe.md(item.item_id))
+
+
+def pictures(session) -> None:
+    """The items as pictures (drawn once a page run, not every second: they never change), the prompt once."""
+    try:
+        items = get_store().items(session.id)
+    except ClassError as exc:
+        st.error(safe.md(str(exc)))
+        return
+    prompts = {it.prompt for it in items}
+    if len(prompts) == 1:
+        st.markdown(f"#### {safe.md(items[0].prompt)}")
+    for start in range(0, len(items), PICTURES_PER_ROW):
+        cols = st.columns(PICTURES_PER_ROW)
+        for col, item in zip(cols, items[start : start + PICTURES_PER_ROW], strict=False):
+            _picture(col, item)
+
+
 @st.fragment(run_every=PROJECTOR_EVERY)
 def projector() -> None:
-    """Votes arriving live: students joined and done, votes counted, and the votes per item (no truth shown)."""
+    """Votes arriving live: students joined, still answering and done, votes counted and the pace, and the class's
+    answers per item as stacked bars in the answers' colours (a live chart: each second's counts glide in)."""
     store = get_store()
     sid, key = st.session_state.get(SID), st.session_state.get(KEY)
     if not sid:
@@ -386,19 +432,12 @@ def projector() -> None:
         return
     row = st.container(horizontal=True)
     row.metric("Students joined", f"{counts['students']:,}", width="content")
+    row.metric("Still answering", f"{counts.get('answering', 0):,}", width="content")
     row.metric("Students done", f"{counts['done']:,}", width="content")
     row.metric("Votes counted", f"{counts['votes']:,}", width="content")
+    row.metric("Pace (votes a minute)", f"{counts.get('per_minute', 0):.0f}", width="content")
     row.metric("Voting", "open" if counts["status"] == "open" else "closed", width="content")
-    table = pd.DataFrame(
-        [
-            {"item": it.item_id, "prompt": it.prompt}
-            | {c: counts["by_item"].get(it.item_id, {}).get(c, 0) for c in choices}
-            for it in items
-        ]
-    )
-    config = {c: st.column_config.NumberColumn(c, width="small") for c in choices}
-    height = min(420, 36 + 35 * len(items))
-    st.dataframe(table, hide_index=True, column_config=config, key="class.counts", height=height)
+    live_chart(vote_bars([it.item_id for it in items], choices, counts["by_item"]), key="class.bars")
 
 
 def _pct(x) -> str:
@@ -418,26 +457,198 @@ def reveal_panel(session) -> None:
     for k in ("ds_error", "mace_error"):
         if cls.get(k):
             st.warning(safe.md(cls[k]))
-    roles = pd.DataFrame(
-        [
-            {
-                "role": ci.ROLE_TITLES.get(r, r),
-                "students": v["students"],
-                "right (truth)": v.get("true_accuracy"),
-                "Dawid-Skene: accuracy": v.get("accuracy"),
-                "MACE: accuracy": v.get("mace_accuracy"),
-                "MACE: P(spamming)": v.get("mace_spamming"),
-            }
-            for r, v in rev.get("roles", {}).items()
-        ]
-    )
-    pct = {c: st.column_config.NumberColumn(c, format="percent") for c in roles.columns[2:]}
-    st.dataframe(roles, hide_index=True, column_config=pct, key="class.roles")
+    try:
+        names = {s.id: s.pseudonym for s in get_store().students(session.id, st.session_state[KEY])}
+    except ClassError:
+        names = {}
+    live_chart(reveal_dots(rev, names), key="class.reveal_chart")
     st.caption(
-        "Each row: the mean over that role's students. Spammers answer at random, so MACE should give them a high "
-        "probability of spamming; adversaries answer the opposite, so Dawid-Skene should rate them below chance "
-        "(and still use their answers, flipped)."
+        "Each dot is a student, coloured by the secret role. Left: on the diagonal, EM estimated their accuracy "
+        "right; the dashed line is a coin flip (50%). Spammers answer at random, so MACE should give them a high "
+        "probability of answering at random (middle); adversaries answer the opposite, so Dawid-Skene rates them "
+        "below chance (and still uses their answers, flipped). Right: majority vote's accuracy against EM's."
     )
+    with st.expander("The numbers, per role"):
+        roles = pd.DataFrame(
+            [
+                {
+                    "role": ci.ROLE_TITLES.get(r, r),
+                    "students": v["students"],
+                    "right (truth)": v.get("true_accuracy"),
+                    "Dawid-Skene: accuracy": v.get("accuracy"),
+                    "MACE: accuracy": v.get("mace_accuracy"),
+                    "MACE: P(spamming)": v.get("mace_spamming"),
+                }
+                for r, v in rev.get("roles", {}).items()
+            ]
+        )
+        pct = {c: st.column_config.NumberColumn(c, format="percent") for c in roles.columns[2:]}
+        st.dataframe(roles, hide_index=True, column_config=pct, key="class.roles")
+
+
+# ---------------------------------------------------------------------------- step through EM here, predict first
+RUN = "class.run"  # (session id, method, votes used, the Run, its Annotations)
+AT = "class.at"  # the snapshot the projector shows
+ASKED = "class.asked"  # the question on the phones: (question id, its Question) or None
+KIND_LABELS = {"trust": "Who will EM trust most?", "flip": "Will an item change its label?",
+               "objective": "Objective: up, stay or down?"}  # fmt: skip
+
+
+def on_class_run(session_id: str) -> None:
+    """EM (the chosen method) on the class's votes so far, run to convergence; the projector starts at its start."""
+    try:
+        session, votes, items = _class_data()
+        method = str(_w("step_method") or "ds")
+        run, data = cpredict.class_run(votes, items, session.choices, method)
+    except (ClassError, DataError) as exc:
+        _fail(exc)
+        return
+    except Exception as exc:  # a class too small or too odd to fit: a sentence, not a traceback
+        _fail(DataError(f"EM could not run on these votes: {exc}"))
+        return
+    st.session_state[RUN] = (session_id, method, len(votes), run, data)
+    st.session_state[AT] = 0
+    on_withdraw()
+
+
+def on_move(delta: int) -> None:
+    got = st.session_state.get(RUN)
+    if got:
+        st.session_state[AT] = max(0, min(len(got[3].snapshots) - 1, int(st.session_state.get(AT, 0)) + delta))
+
+
+def on_ask(kind: str) -> None:
+    """Push the ``kind`` question about what follows the shown snapshot to every phone (its answer computed from
+    the run)."""
+    got = st.session_state.get(RUN)
+    if not got:
+        return
+    q = cpredict.question(got[3], got[4], int(st.session_state.get(AT, 0)), kind)
+    if q is None:
+        _fail(ClassError("The run ends before that step: there is nothing left to predict."))
+        return
+    try:
+        qid = get_store().ask(st.session_state[SID], st.session_state[KEY], q.kind, q.prompt, q.options, q.answer)
+    except ClassError as exc:
+        _fail(exc)
+        return
+    st.session_state[ASKED] = (qid, q)
+
+
+def on_run_step() -> None:
+    """Run the step the question is about (the projector animates it) and show the right answer on every phone."""
+    asked = st.session_state.get(ASKED)
+    if not asked:
+        return
+    try:
+        get_store().reveal_question(st.session_state[SID], st.session_state[KEY], asked[0])
+    except ClassError as exc:
+        _fail(exc)
+        return
+    st.session_state[AT] = asked[1].target
+
+
+def on_withdraw() -> None:
+    if st.session_state.get(ASKED) is not None:
+        try:
+            get_store().withdraw_question(st.session_state[SID], st.session_state[KEY])
+        except ClassError as exc:
+            _fail(exc)
+    st.session_state[ASKED] = None
+
+
+def _step_figure(run, data, at: int, choices) -> object:
+    snap = run.snapshots[at]
+    q = run.snapshot(at).q
+    kind = {"init": "the start", "E": "after an E-step", "M": "after an M-step"}.get(snap.kind, snap.kind)
+    obj = "" if snap.objective is None else f", objective {snap.objective:.3f}"
+    title = f"{cpredict.model_name(run)} on our votes: half-step {at} of {len(run.snapshots) - 1} ({kind}{obj})"
+    return step_picture(
+        [str(n) for n in data.worker_names], cpredict.trust(run, at), [str(i) for i in data.item_names],
+        [float(p) for p in q[:, 0]], str(data.class_names[0]), title, colors=choice_colors(choices),
+    )  # fmt: skip
+
+
+def _outcome(q) -> str:
+    """What happened, in words, beside the class's predictions."""
+    d = q.detail
+    if q.kind == "objective":
+        return f"The objective went from {d['before']:.4f} to {d['after']:.4f}: **{q.answer}** ({d['step']}-step)."
+    if q.kind == "flip":
+        return (
+            f"Item {safe.md(d['item'])} was {safe.md(d['before'])!r} ({d['p_before']:.0%} sure) and is now "
+            f"{safe.md(d['after'])!r} ({d['p_after']:.0%} sure): **{safe.md(q.answer)}**."
+        )
+    best = ", ".join(f"{safe.md(n)} {v:.0%}" for n, v in sorted(d["after"].items(), key=lambda x: -x[1]))
+    return f"After the M-step: {best}. Most trusted: **{safe.md(q.answer)}**."
+
+
+@st.fragment(run_every=PROJECTOR_EVERY)
+def predictions_live() -> None:
+    """The class's predictions for the question on the phones, counted live; after the step, the right answer."""
+    asked = st.session_state.get(ASKED)
+    sid, key = st.session_state.get(SID), st.session_state.get(KEY)
+    if not asked or not sid:
+        return
+    try:
+        cur = get_store().question(sid, key)
+    except ClassError as exc:
+        st.error(safe.md(str(exc)))
+        return
+    if cur is None or cur["id"] != asked[0]:
+        return
+    shown = cur["status"] == "revealed"
+    st.markdown(f"**On the phones:** {safe.md(cur['prompt'])}")
+    st.caption(f"{cur['predicted']} of {cur['students']} students have predicted.")
+    live_chart(prediction_bars(cur, shown), key="class.predictions")
+    if shown:
+        right = cur["counts"].get(cur["answer"], 0)
+        st.success(f"{_outcome(asked[1])} {right} of {cur['predicted']} predicted it.")
+
+
+@st.fragment
+def step_here(session) -> None:
+    """Step through EM on the class's votes on this page (the projector), and before a step ask the phones what
+    it will do: predict, then reveal."""
+    error = st.session_state.pop(ERROR, None)  # a refusal from this panel's own buttons (a fragment rerun)
+    if error:
+        st.error(safe.md(error))
+    st.session_state.setdefault(W + "step_method", "ds")
+    with st.container(border=True):
+        st.markdown("**Step through EM here, and let the class predict each step first**")
+        row = st.container(horizontal=True, vertical_alignment="bottom")
+        row.segmented_control("Model", list(cpredict.METHODS), format_func=cpredict.METHODS.get,
+                              key=W + "step_method", width="content")  # fmt: skip
+        row.button("Run EM on our votes", on_click=on_class_run, args=(session.id,), key="class.step_go")
+        got = st.session_state.get(RUN)
+        if not got or got[0] != session.id:
+            st.caption("EM runs on the votes counted so far; step it half a step at a time, or ask the phones first.")
+            return
+        _, method, n_votes, run, data = got
+        at = int(st.session_state.get(AT, 0))
+        asked = st.session_state.get(ASKED)
+        nav = st.container(horizontal=True)
+        nav.button("Back", on_click=on_move, args=(-1,), key="class.step_back", disabled=at == 0 or bool(asked))
+        nav.button("Next half-step", on_click=on_move, args=(1,), key="class.step_next",
+                   disabled=at >= len(run.snapshots) - 1 or bool(asked))  # fmt: skip
+        live_chart(_step_figure(run, data, at, session.choices), key="class.step_chart")
+        st.caption(f"{cpredict.METHODS[method]} on {n_votes:,} votes; the roles stay secret.")
+        if asked is None:
+            kinds = [k for k in cpredict.KINDS if cpredict.question(run, data, at, k) is not None]
+            if not kinds:
+                st.caption("EM has converged: nothing left to predict.")
+                return
+            ask = st.container(horizontal=True)
+            ask.markdown("**Ask the phones first:**")
+            for k in kinds:
+                ask.button(KIND_LABELS[k], on_click=on_ask, args=(k,), key=f"class.ask.{k}")
+        else:
+            q = asked[1]
+            ctl = st.container(horizontal=True)
+            if at != q.target:
+                ctl.button("Run the step and show the answers", type="primary", on_click=on_run_step,
+                           key="class.step_run")  # fmt: skip
+            ctl.button("Done with this question", on_click=on_withdraw, key="class.step_done")
 
 
 ROUTING = "class.routing"  # (session id, votes counted, the comparison, the live curve)
@@ -491,6 +702,34 @@ def export_frame(votes: list[dict]) -> pd.DataFrame:
     return frame
 
 
+def on_remove() -> None:
+    try:
+        get_store().remove_student(st.session_state[SID], st.session_state[KEY], str(_w("remove") or ""))
+    except ClassError as exc:
+        _fail(exc)
+        return
+    st.session_state.pop(W + "remove", None)
+
+
+def remove_panel(session) -> None:
+    """Remove a student (a joke name, someone who left): their votes and predictions go with them."""
+    with st.expander("Remove a student"):
+        try:
+            students = {s.id: s.pseudonym for s in get_store().students(session.id, st.session_state[KEY])}
+        except ClassError as exc:
+            st.error(safe.md(str(exc)))
+            return
+        if not students:
+            st.caption("Nobody has joined yet.")
+            return
+        if st.session_state.get(W + "remove") not in (None, *students):
+            st.session_state.pop(W + "remove", None)
+        st.selectbox("Student", list(students), format_func=lambda i: students.get(i, i), key=W + "remove",
+                     index=None, placeholder="Choose a name")  # fmt: skip
+        st.button("Remove this student and their votes", on_click=on_remove, disabled=not _w("remove"),
+                  key="class.remove")  # fmt: skip
+
+
 def controls(session) -> None:
     st.subheader("Lecturer controls")
     row = st.container(horizontal=True)
@@ -510,6 +749,7 @@ def controls(session) -> None:
             st.page_link("pages/2_Step_through_EM.py", label="Step through EM", icon=":material/stairs:")
         except Exception:  # started from the page file alone (tests): no multipage app to link into
             pass
+    remove_panel(session)
     with st.expander("Export or delete"):
         try:
             votes = get_store().votes(session.id, st.session_state[KEY])
@@ -565,7 +805,10 @@ def class_page() -> None:
         st.markdown(f"### {safe.md(session.title)}")
         key_panel(session)
         join_panel(session)
+        pictures(session)
         projector()
+        step_here(session)
+        predictions_live()
         reveal_panel(session)
         controls(session)
         routing_panel(session)

@@ -38,7 +38,21 @@ div[data-testid="stButton"] button {min-height: 3.4rem; font-size: 1.25rem;}
 div[data-testid="stImage"] img {max-width: 100%; height: auto;}
 [data-testid="stWidgetLabel"] p, [data-testid="stCaptionContainer"], [data-testid="stCaptionContainer"] p,
 div[data-testid="stButton"] button p {font-size: max(16px, 1em);}
+[data-testid="stMain"] :is(p, li, label, summary, input, span, div, small) {font-size: max(16px, 1em);}
 </style>"""
+
+
+def answer_style(choices) -> str:
+    """Each answer button in its own colour, the projector's colour for it (``ci.choice_colors``): the "orange"
+    button is orange, the "blue" one blue; black text on light colours, white on dark ones."""
+    rules = []
+    for j, color in enumerate(ci.choice_colors(list(choices)).values()):
+        ink = "#000000" if color in ci.DARK_INK else "#ffffff"
+        rules.append(
+            f".st-key-student-answer-{j} button {{background-color: {color}; border-color: {color}; color: {ink};}}"
+            f".st-key-student-answer-{j} button p {{color: {ink}; font-weight: 600;}}"
+        )
+    return "<style>" + "".join(rules) + "</style>"
 
 
 def client_address() -> str:
@@ -159,6 +173,7 @@ def _item_view(token: str, student, session) -> None:
             st.image(item.svg or item.image, width=IMAGE_PX)
         except Exception:  # a picture stored before uploads were checked: the item is still answerable
             st.caption("This item's picture cannot be shown.")
+    st.html(answer_style(session.choices))
     row = st.container(horizontal=True, gap="small")
     for k, choice in enumerate(session.choices):
         row.button(
@@ -169,6 +184,38 @@ def _item_view(token: str, student, session) -> None:
             on_click=on_vote,
             args=(token, item.item_id, choice),
         )
+
+
+def on_predict(token: str, question_id: str, choice: str) -> None:
+    try:
+        get_store().predict(token, question_id, choice)
+    except ClassError as exc:
+        _fail(exc)
+
+
+def question_card(token: str) -> None:
+    """The lecturer's question about EM's next step, when one is on the phones: predict with a tap (a new tap
+    replaces it while the question is open); once the step has run, the right answer beside the prediction."""
+    q = get_store().question_for(token)
+    if q is None:
+        return
+    with st.container(border=True):
+        st.markdown(f"**Predict:** {safe.md(q['prompt'])}")
+        mine = q.get("mine")
+        if q["status"] == "revealed":
+            answer = q.get("answer")
+            if mine is None:
+                st.markdown(f"The answer: **{safe.md(answer)}** (you did not predict).")
+            elif mine == answer:
+                st.success(f"You predicted **{safe.md(mine)}**: right!")
+            else:
+                st.warning(f"You predicted **{safe.md(mine)}**; the answer was **{safe.md(answer)}**.")
+            return
+        if mine is not None:
+            st.markdown(f"Your prediction: **{safe.md(mine)}**. Watch the projector (tap another to change it).")
+        for k, option in enumerate(q["options"]):
+            st.button(safe.md(option), key=f"student.predict.{k}", width="stretch", on_click=on_predict,
+                      args=(token, q["id"], option), type="primary" if option == mine else "secondary")  # fmt: skip
 
 
 def _progress(done: int, n: int) -> None:
@@ -194,28 +241,54 @@ def _finished(token: str, done: int, n: int, closed: bool = False) -> None:
         return
     if closed:
         st.warning("Voting is closed.")
-    st.success("All done. When the lecturer has revealed the roles, see what EM found out about you.")
+    st.success(
+        "All done. When the lecturer asks the class a question, or has revealed the roles, press a button below."
+    )
+    st.button("Look for the lecturer's question", key="student.look", width="stretch")
     st.button("See what EM found out", key="student.check", type="primary", width="stretch")
 
 
 def _revealed(rev: dict) -> None:
-    """This student's part of the reveal: role, Dawid-Skene's estimate of their accuracy with its interval, MACE's
-    probability that they answered at random, their true accuracy, and the class's accuracies."""
+    """This student's part of the reveal, in plain words: role, Dawid-Skene's estimate of their accuracy (and how
+    sure it is) beside their true accuracy, what 50% means, MACE's probability that they answered at random (and why
+    an honest student gets one too), and the class's accuracies."""
     st.subheader("What EM found out about you")
-    st.markdown(f"Your secret role was **{ci.ROLE_TITLES.get(rev['role'], safe.md(rev['role']))}**.")
+    role = rev["role"]
+    st.markdown(f"Your secret role was **{ci.ROLE_TITLES.get(role, safe.md(role))}**.")
     me = rev.get("me") or {}
-    if me.get("accuracy") is not None:
-        st.metric("Your accuracy, as Dawid-Skene estimates it", f"{me['accuracy']:.0%}")
-        st.markdown(f"95% interval: **{me['lower']:.0%} to {me['upper']:.0%}** (from {safe.plural(me['n'], 'answer')})")
-    if me.get("mace_spamming") is not None:
-        st.markdown(f"MACE's probability that you answered at random: **{me['mace_spamming']:.0%}**")
-    if me.get("true_accuracy") is not None:
-        st.markdown(f"Your answers were right **{me['true_accuracy']:.0%}** of the time.")
+    acc, true = me.get("accuracy"), me.get("true_accuracy")
+    if acc is not None:
+        right = f"; you were right **{true:.0%}**" if true is not None else ""
+        st.markdown(f"EM (Dawid-Skene) thinks you were right **{acc:.0%}** of the time{right}.")
+        st.markdown(
+            f"It is 95% sure the truth is between **{me['lower']:.0%} and {me['upper']:.0%}**: it saw only "
+            f"{safe.plural(me['n'], 'answer')} of yours."
+        )
+        st.markdown(
+            f"**50% means a coin flip**: with {len(rev.get('choices') or ()) or 2} answers to choose from, tapping "
+            "at random is right about half the time. Below 50% you were worse than a coin: EM then reads your "
+            "answers the other way round."
+            if len(rev.get("choices") or ()) in (0, 2)
+            else "**Chance** is one answer in "
+            f"{len(rev['choices'])}: tapping at random is right about {1 / len(rev['choices']):.0%} of the time."
+        )
+    elif true is not None:
+        st.markdown(f"You were right **{true:.0%}** of the time.")
+    spam = me.get("mace_spamming")
+    if spam is not None:
+        st.markdown(f"MACE gives you a **{spam:.0%}** chance of having answered at random.")
+        if role == "honest":
+            st.markdown(
+                "Why not 0%, if you were honest? MACE cannot see how you answered, only how often you agreed with "
+                "what it believes the truth is. A few answers of yours that differ from the class (hard items "
+                "fool everyone now and then) look like random taps, and a handful of answers is too few to rule "
+                "random tapping out."
+            )
     cls = rev.get("class") or {}
-    row = st.container(horizontal=True)
-    for key, label in (("mv_accuracy", "Majority vote"), ("ds_accuracy", "Dawid-Skene"), ("mace_accuracy", "MACE")):
-        if cls.get(key) is not None:
-            row.metric(f"Class: {label}", f"{cls[key]:.0%}", width="content")
+    parts = [f"{label} **{cls[k]:.0%}**" for k, label in (("mv_accuracy", "majority vote"),
+             ("ds_accuracy", "Dawid-Skene"), ("mace_accuracy", "MACE")) if cls.get(k) is not None]  # fmt: skip
+    if parts:
+        st.markdown("Items the class got right, by " + ", ".join(parts) + ".")
 
 
 def store_opens() -> bool:
@@ -267,6 +340,7 @@ def _joined(token: str) -> None:
     if not session.reveal:
         icon = ":material/check_circle:" if student.role == "honest" else ":material/lock:"
         st.info(ci.ROLE_CARDS.get(student.role, ""), icon=icon)
+    question_card(token)
     _item_view(token, student, session)
     with st.expander("Change your name"):
         st.text_input("New name", key=RENAME, max_chars=32)

@@ -114,12 +114,16 @@ def test_a_class_from_start_to_reveal():
     ok(lec.run())
     counts = {m.label: m.value for m in lec.metric}
     assert counts["Students joined"] == "1" and counts["Votes counted"] == "3" and counts["Students done"] == "1"
+    assert counts["Still answering"] == "0" and counts["Pace (votes a minute)"] == "3"
+    assert not lec.get("plotly_chart")  # the live bars are the live chart element, never st.plotly_chart
     click(lec, "class.reveal")
     assert lec.dataframe[-1].value["role"].tolist() == ["Honest"]
     click(phone, "student.check")  # the finished view's button looks for the reveal
     said = " ".join(m.value for m in phone.markdown)
-    assert "Honest" in said and "95% interval" in said
-    assert {m.label for m in phone.metric} >= {"Your accuracy, as Dawid-Skene estimates it", "Class: Majority vote"}
+    assert "Honest" in said and "EM (Dawid-Skene) thinks you were right" in said and "you were right" in said
+    assert "50% means a coin flip" in said and "Why not 0%, if you were honest?" in said
+    assert "Items the class got right, by majority vote" in said
+    assert not phone.metric  # every text on the phone is 16 px or more: no metric labels (14 px)
 
 
 def test_a_reconnecting_phone_resumes_by_its_token():
@@ -434,3 +438,83 @@ def test_the_export_has_a_student_id_unique_names_and_iso_times():
     assert list(frame.columns) == cp.EXPORT_COLUMNS and frame["student_id"].nunique() == 2
     assert sorted(frame["pseudonym"]) == ["Quiet Otter", "Quiet Otter 2"]
     assert all(re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\+00:00", t) for t in frame["voted"])
+
+
+def _voters(code: str, n: int, answers=(0, 1)) -> list[str]:
+    """``n`` students who answer every item (alternating answers), through the store; their tokens."""
+    store = get_store()
+    tokens = []
+    for k in range(n):
+        student, token = store.join(code, f"Voter {k}", client=f"10.0.0.{k}", browser=f"browser-{k:02d}-xxxxxxxxxxxx")
+        session = store.session(student.session_id)
+        for j, item in enumerate(student.assigned):
+            store.vote(token, item, session.choices[answers[(j + k) % len(answers)]])
+        tokens.append(token)
+    return tokens
+
+
+def test_the_projector_draws_the_items_and_removes_a_student():
+    lec = _lecturer(n_items=4, per_student=3, spammer=0, adversary=0, lazy=0)
+    click(lec, "class.key_seen")
+    session = _session(lec)
+    tokens = _voters(session.join_code, 2)
+    ok(lec.run())
+    counts = {m.label: m.value for m in lec.metric}
+    assert counts["Students joined"] == "2" and counts["Votes counted"] == "6"
+    svgs = [i for i in lec.get("image") if "svg" in str(i.proto)]
+    assert len(svgs) >= 5  # four items as pictures and the QR code
+    assert sum("Which colour has more dots" in m.value for m in lec.markdown) == 1  # the prompt once, not 4 times
+    first = get_store().student(tokens[0])
+    ok(lec.selectbox(key=cp.W + "remove").set_value(first.id).run())
+    click(lec, "class.remove")
+    counts = {m.label: m.value for m in lec.metric}
+    assert counts["Students joined"] == "1" and counts["Votes counted"] == "3"
+    phone = AppTest.from_file(JOIN, default_timeout=30)
+    phone.query_params["t"] = tokens[0]
+    phone.run()
+    assert not phone.exception and any("not valid" in e for e in _errors(phone))  # the removed student's page says so
+
+
+@pytest.mark.parametrize("method", ["ds", "mace"])
+def test_predict_then_reveal_on_the_class_page(method):
+    lec = _lecturer(n_items=6, per_student=6, spammer=0, adversary=0, lazy=0)
+    click(lec, "class.key_seen")
+    session = _session(lec)
+    tokens = _voters(session.join_code, 4, answers=(0, 0, 1))
+    ok(lec.run())
+    lec.session_state[cp.W + "step_method"] = method
+    click(lec, "class.step_go")
+    assert lec.session_state[cp.AT] == 0 and lec.session_state[cp.RUN][1] == method
+    click(lec, "class.step_next")
+    assert lec.session_state[cp.AT] == 1  # after the first E-step: the next half-step is an M-step
+    click(lec, "class.ask.trust")
+    qid, q = lec.session_state[cp.ASKED]
+    assert q.kind == "trust" and q.answer in q.options and q.target > 1
+
+    phones = []
+    for k, token in enumerate(tokens[:3]):
+        phone = AppTest.from_file(JOIN, default_timeout=30)
+        phone.query_params["t"] = token
+        ok(phone.run())
+        assert any(safe.md(q.prompt) in m.value for m in phone.markdown)
+        click(phone, f"student.predict.{k % len(q.options)}")
+        assert any("Your prediction" in m.value for m in phone.markdown)
+        phones.append(phone)
+    cur = get_store().question(session.id, lec.session_state[cp.KEY])
+    assert cur["predicted"] == 3 and cur["status"] == "open"
+    ok(lec.run())
+    assert any("3 of 4 students have predicted" in c.value for c in lec.caption)
+    click(lec, "class.step_run")
+    assert lec.session_state[cp.AT] == q.target  # the step ran
+    assert get_store().question(session.id, lec.session_state[cp.KEY])["status"] == "revealed"
+    ok(lec.run())
+    assert any("Most trusted" in s.value for s in lec.success)
+    for k, phone in enumerate(phones):
+        ok(phone.run())
+        mine = q.options[k % len(q.options)]
+        shown = [s.value for s in phone.success] + [w.value for w in phone.warning]
+        assert any(("right!" if mine == q.answer else "the answer was") in v for v in shown), shown
+    click(lec, "class.step_done")
+    ok(phones[0].run())
+    assert not any("Predict:" in m.value for m in phones[0].markdown)
+    assert not lec.get("plotly_chart")

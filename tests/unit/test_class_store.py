@@ -40,7 +40,16 @@ def _drop_all(url: str) -> None:
     import psycopg
 
     with psycopg.connect(url, autocommit=True) as conn:
-        for t in ("votes", "students", "items", "sessions", "rate_limits", "schema_version"):
+        for t in (
+            "predictions",
+            "questions",
+            "votes",
+            "students",
+            "items",
+            "sessions",
+            "rate_limits",
+            "schema_version",
+        ):
             conn.execute(f"DROP TABLE IF EXISTS {t} CASCADE")
 
 
@@ -308,7 +317,12 @@ def test_reveal_reaches_only_the_student(store):
     store.set_reveal(
         session.id, key, {"students": {s1.id: {"accuracy": 0.9}, s2.id: {"accuracy": 0.4}}, "class": {"mv": 0.8}}
     )
-    assert store.reveal_for(t1) == {"role": "honest", "me": {"accuracy": 0.9}, "class": {"mv": 0.8}}
+    assert store.reveal_for(t1) == {
+        "role": "honest",
+        "me": {"accuracy": 0.9},
+        "class": {"mv": 0.8},
+        "choices": list(CHOICES),
+    }
     assert store.reveal_for(t2)["me"] == {"accuracy": 0.4}
     assert store.session(session.id).status == "closed"
 
@@ -582,3 +596,142 @@ def test_names_are_unique_in_a_session(store):
     assert store.join(other.join_code, "Quiet Otter")[0].pseudonym == "Quiet Otter"
     names = [s.pseudonym.casefold() for s in store.students(session.id, key)]
     assert len(names) == len(set(names))
+
+
+# ---------------------------------------------------------------------------- issue 39 §2-3
+def test_counts_say_who_is_still_answering_and_the_pace(store):
+    session, key = _session(store)
+    _, t1 = store.join(session.join_code, "Quiet Otter")
+    _, t2 = store.join(session.join_code, "Brave Heron")
+    s1 = store.student(t1)
+    for item in s1.assigned:
+        store.vote(t1, item, CHOICES[0])
+    store.vote(t2, store.student(t2).assigned[0], CHOICES[0], now=time.time() - 3600)  # an hour ago: not in the pace
+    c = store.counts(session.id, key)
+    assert (c["students"], c["done"], c["answering"]) == (2, 1, 1)
+    assert c["per_minute"] == len(s1.assigned)
+
+
+def test_the_lecturer_removes_a_student_with_their_votes_and_predictions(store):
+    session, key = _session(store)
+    st1, t1 = store.join(session.join_code, "Quiet Otter")
+    _, t2 = store.join(session.join_code, "Brave Heron")
+    store.vote(t1, st1.assigned[0], CHOICES[0])
+    qid = store.ask(session.id, key, "objective", "Up or down?", ["up", "stay", "down"], "up")
+    store.predict(t1, qid, "down")
+    with pytest.raises(ClassError, match="lecturer key"):
+        store.remove_student(session.id, "wrong", st1.id)
+    store.remove_student(session.id, key, st1.id)
+    assert store.counts(session.id, key)["students"] == 1 and _n_votes(store, session.id, key) == 0
+    assert store.question(session.id, key)["predicted"] == 0
+    with pytest.raises(ClassError, match="not valid"):
+        store.student(t1)
+    with pytest.raises(ClassError, match="not in the session"):
+        store.remove_student(session.id, key, st1.id)
+    store.student(t2)  # the others stay
+
+
+def test_predictions_are_idempotent_per_student_and_question(store):
+    session, key = _session(store)
+    _, t1 = store.join(session.join_code, "Quiet Otter")
+    _, t2 = store.join(session.join_code, "Brave Heron")
+    assert store.question_for(t1) is None and store.question(session.id, key) is None
+    qid = store.ask(session.id, key, "trust", "Who will EM trust most?", ["Quiet Otter", "Brave Heron"], "Brave Heron")
+    q = store.question_for(t1)
+    assert q["prompt"] == "Who will EM trust most?" and q["status"] == "open" and "answer" not in q  # kept back
+    store.predict(t1, qid, "Quiet Otter")
+    store.predict(t1, qid, "Brave Heron")  # a second tap replaces the first
+    store.predict(t2, qid, "Brave Heron")
+    cur = store.question(session.id, key)
+    assert cur["counts"] == {"Quiet Otter": 0, "Brave Heron": 2} and cur["predicted"] == 2 and cur["students"] == 2
+    assert store.question_for(t1)["mine"] == "Brave Heron"
+    store.reveal_question(session.id, key, qid)
+    assert store.question_for(t2)["answer"] == "Brave Heron"
+    with pytest.raises(ClassError, match="closed"):
+        store.predict(t1, qid, "Quiet Otter")
+    assert store.question(session.id, key)["counts"]["Brave Heron"] == 2  # nothing changed
+    # a new question closes the old one; withdrawing leaves the phones without one
+    q2 = store.ask(session.id, key, "objective", "Up?", ["up", "stay", "down"], "stay")
+    assert store.question_for(t1)["id"] == q2 and store.question_for(t1)["mine"] is None
+    store.withdraw_question(session.id, key)
+    assert store.question_for(t1) is None
+
+
+def test_predictions_are_checked_like_votes(store):
+    session, key = _session(store)
+    other, okey = _session(store)
+    _, t1 = store.join(session.join_code, "Quiet Otter")
+    with pytest.raises(ClassError, match="lecturer key"):
+        store.ask(session.id, "wrong", "objective", "Up?", ["up", "down"], "up")
+    with pytest.raises(ClassError, match="NUL"):
+        store.ask(session.id, key, "objective", "Up?\x00", ["up", "down"], "up")
+    with pytest.raises(ClassError, match="prompt"):
+        store.ask(session.id, key, "objective", "x" * (cs.MAX_PROMPT + 1), ["up", "down"], "up")
+    with pytest.raises(ClassError, match="answers"):
+        store.ask(session.id, key, "objective", "Up?", ["up"], "up")
+    with pytest.raises(ClassError, match="characters"):
+        store.ask(session.id, key, "objective", "Up?", ["up", "d" * (cs.MAX_ANSWER + 1)], "up")
+    with pytest.raises(ClassError, match="right answer"):
+        store.ask(session.id, key, "objective", "Up?", ["up", "down"], "sideways")
+    qid = store.ask(session.id, key, "objective", "Up?", ["up", "down"], "up")
+    with pytest.raises(ClassError, match="not one of the question"):
+        store.predict(t1, qid, "sideways")
+    with pytest.raises(ClassError, match="NUL|not one of"):
+        store.predict(t1, qid, "up\x00")
+    oq = store.ask(other.id, okey, "objective", "Up?", ["up", "down"], "up")
+    with pytest.raises(ClassError, match="not part of your class"):
+        store.predict(t1, oq, "up")  # another session's question
+    with pytest.raises(ClassError, match="not valid"):
+        store.predict("forged", qid, "up")
+    assert store.question(session.id, key)["predicted"] == 0
+
+
+def test_predictions_share_the_students_rate_limit(tmp_path):
+    store = ClassStore(str(tmp_path / "c.db"), limits=Limits(votes_per_window=3))
+    session, key = _session(store)
+    _, t1 = store.join(session.join_code, "Quiet Otter")
+    qid = store.ask(session.id, key, "objective", "Up?", ["up", "down"], "up")
+    now = time.time()
+    for k in range(3):
+        store.predict(t1, qid, ["up", "down"][k % 2], now=now)
+    with pytest.raises(ClassError, match="too fast"):
+        store.predict(t1, qid, "up", now=now)
+    assert store.question_for(t1)["mine"] == "up"
+    store.close()
+
+
+def test_questions_per_session_are_capped(store, monkeypatch):
+    monkeypatch.setattr(cs, "MAX_QUESTIONS", 2)
+    session, key = _session(store)
+    for _ in range(2):
+        store.ask(session.id, key, "objective", "Up?", ["up", "down"], "up")
+    with pytest.raises(ClassError, match="2 questions"):
+        store.ask(session.id, key, "objective", "Up?", ["up", "down"], "up")
+
+
+def test_deleting_a_session_deletes_its_questions_and_predictions(store):
+    session, key = _session(store)
+    _, t1 = store.join(session.join_code, "Quiet Otter")
+    qid = store.ask(session.id, key, "objective", "Up?", ["up", "down"], "up")
+    store.predict(t1, qid, "up")
+    store.delete_session(session.id, key)
+    assert store._read("SELECT COUNT(*) FROM predictions")[0][0] == 0
+    assert store._read("SELECT COUNT(*) FROM questions")[0][0] == 0
+
+
+def test_a_version_3_database_is_migrated_to_predictions(tmp_path):
+    path = tmp_path / "old.db"
+    old = ClassStore(str(path))
+    session, key = _session(old)
+    old.close()
+    with sqlite3.connect(path) as conn:  # back to version 3: no questions, no predictions
+        conn.execute("DROP TABLE predictions")
+        conn.execute("DROP TABLE questions")
+        conn.execute("DELETE FROM schema_version WHERE version = 4")
+    again = ClassStore(str(path))
+    assert again.schema_version() == cs.SCHEMA_VERSION == 4
+    _, t1 = again.join(session.join_code, "Quiet Otter")
+    qid = again.ask(session.id, key, "objective", "Up?", ["up", "down"], "up")
+    again.predict(t1, qid, "up")
+    assert again.question(session.id, key)["predicted"] == 1
+    again.close()

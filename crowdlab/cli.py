@@ -255,7 +255,7 @@ worst-predicted under the recommended model first) and fit_check.json.
 
 
 def _compare_parser(sub) -> None:
-    from crowdlab.analysis.fit_check import CHECK_MODELS, EPSILON, FOLDS, REPLICATES
+    from crowdlab.analysis.fit_check_defaults import CHECK_MODELS, EPSILON, FOLDS, REPLICATES
 
     c = sub.add_parser(
         "compare",

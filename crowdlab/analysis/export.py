@@ -344,6 +344,8 @@ def python_snippet(run: Run, load_code: str) -> str:
         imports = "import numpy as np\n\n" + imports
     if run.iterative:
         args += [f"tol={run.tol!r}", f"max_iter={run.max_iter!r}"]
+        if getattr(run, "acceleration", None) is None:  # stepped (or run) as plain EM: cl.fit accelerates otherwise
+            args.append("accelerate=False")
     head = load_code.split("(")[0]
     if head in ("load_sample",):
         imports += "from crowdlab.io.samples import load_sample\n"

@@ -41,7 +41,7 @@ convergence on the training labels only, so the held-out labels shape the fold's
 point, which picks the optimum EM climbs to); ``warm_start=False`` starts each fold from majority vote on its
 training labels, as ``crowdlab.fit`` does. Fold fits stop at ``tol`` = 1e-6 or ``max_iter`` = 2,000.
 
-**Posterior predictive checks** (Gelman, Meng & Stern 1996; Carpenter et al. 2024 for crowd ratings). From the
+**Posterior predictive checks** (Gelman, Meng & Stern 1996; Han, Adıgüzel & Carpenter 2024 for crowd ratings). From the
 full fit, ``replicates`` label sets are drawn with the observed design (the same items, workers and number of
 labels per (item, worker)): each item's state afresh from the model's prior over states (pi; EBCC: a class, then a
 subtype), each label from P(l | s, j) (GLAD: with the item's own beta_i), the parameters held at their estimates
@@ -84,18 +84,12 @@ from dataclasses import dataclass, field, replace
 import numpy as np
 import pandas as pd
 
+from crowdlab.analysis.fit_check_defaults import CHECK_MODELS, EPSILON, FOLDS, REPLICATES  # noqa: E402
 from crowdlab.engines.fit import fit
 from crowdlab.errors import ModelError
 from crowdlab.io.data import Annotations
 from crowdlab.models import MODELS, applicable_models
 
-CHECK_MODELS = ("ds", "one_coin", "two_coin", "glad", "mace", "mace_vb", "ibcc", "ebcc", "ordinal")
-"""The class models whose held-out labels and replicates :func:`fit_check` can score (an item's class is the latent
-variable and the labels are independent given it); majority vote has no model of the labels, and HMM, MRF and the
-scores model are not item-class models."""
-FOLDS = 5
-EPSILON = 0.01
-REPLICATES = 200
 FOLD_TOL = 1e-6
 FOLD_MAX_ITER = 2000
 IMPOSSIBLE = 1e-6

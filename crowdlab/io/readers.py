@@ -165,7 +165,15 @@ def to_floats(strings) -> np.ndarray:
     import pyarrow as pa
     import pyarrow.compute as pc
 
-    arr = pc.utf8_trim_whitespace(pa.array(np.asarray(strings, dtype=object), pa.string(), from_pandas=True))
+    given = np.asarray(strings)
+    if given.dtype.kind in "iufb":  # numbers already (a DataFrame's int labels): nothing to parse
+        return given.astype(np.float64)
+    values = np.asarray(strings, dtype=object)
+    try:
+        arr = pa.array(values, pa.string(), from_pandas=True)
+    except (pa.ArrowTypeError, pa.ArrowInvalid):  # text mixed with numbers (an object column): as the text they show
+        arr = pa.array([None if v is None else str(v) for v in values], pa.string(), from_pandas=True)
+    arr = pc.utf8_trim_whitespace(arr)
     ok = pc.match_substring_regex(arr, _FLOAT_TEXT, ignore_case=True).fill_null(False)
     out = np.full(len(arr), np.nan)
     idx = np.flatnonzero(ok.to_numpy(zero_copy_only=False))

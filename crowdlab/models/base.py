@@ -163,7 +163,7 @@ def to_free(parts) -> np.ndarray:
         elif kind == "real":
             y = x
         else:  # pragma: no cover - a model's own declaration
-            raise ValueError(f"unknown kind of free coordinates {kind!r} (one of {FREE_KINDS})")
+            raise ModelError(f"unknown kind of free coordinates {kind!r} (one of {FREE_KINDS})")
         out.append(y.ravel())
     return np.concatenate(out) if out else np.zeros(0)
 

@@ -233,7 +233,7 @@ class EBCC(VariationalObjective, LatentModel):
         class_prior: str = "uniform",
     ) -> None:
         if class_prior not in CLASS_PRIORS:
-            raise ValueError(f"class_prior must be one of {', '.join(CLASS_PRIORS)} (got {class_prior!r}).")
+            raise ModelError(f"class_prior must be one of {', '.join(CLASS_PRIORS)} (got {class_prior!r}).")
         if prior < 0 or diagonal < 0:
             raise ModelError("prior strength and diagonal bonus must be >= 0.")
         if hard:

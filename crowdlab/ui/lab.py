@@ -362,7 +362,9 @@ def run_pending(slot: RunSlot, progress: Callable[[int, int], None] | None = Non
     st.session_state[slot.pending] = False
     try:
         if request is True or request == "run":
-            run.run(progress=progress, accelerate=True)  # SQUAREM where the model has it; Step stays plain EM
+            # plain EM, as every half-step the page shows (the accelerated default of cl.fit is not yet wired here:
+            # its snapshots are extrapolations, and the Convergence tab and Export's snippet read half-steps)
+            run.run(progress=progress)
         elif request in ("E", "M") and run.next_kind == request:
             (run.e_step if request == "E" else run.m_step)()
         elif request == "step":

@@ -105,7 +105,7 @@ def test_a_version_1_database_gains_the_routing_column(tmp_path):
     conn.commit()
     conn.close()
     store = ClassStore(str(path))
-    assert store.schema_version() == cs.SCHEMA_VERSION == 3  # 2: routing; 3: hashed address and browser per student
+    assert store.schema_version() == cs.SCHEMA_VERSION == 4  # 2: routing; 3: hashed address and browser; 4: predictions
     assert store.session("s1").routing is False and store.session("s1").title == "Old"
     store.close()
 

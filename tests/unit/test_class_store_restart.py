@@ -53,7 +53,8 @@ def test_a_class_survives_its_postgresql_server_stopping_and_starting():
     import psycopg
 
     with psycopg.connect(URL, autocommit=True) as conn:
-        for t in ("votes", "students", "items", "sessions", "rate_limits", "schema_version"):
+        tables = ("predictions", "questions", "votes", "students", "items", "sessions", "rate_limits", "schema_version")
+        for t in tables:
             conn.execute(f"DROP TABLE IF EXISTS {t} CASCADE")
     store = ClassStore(URL, limits=Limits(votes_per_window=100_000))
     items = [Item(f"i{k}", f"Item {k}", truth="yes") for k in range(8)]

@@ -58,12 +58,13 @@ def options_panel() -> None:
     scores = cfg.method == "scores"
     reveal = state.reveal_applies(cfg.method, data)
     class_prior = cfg.method in CLASS_PRIOR_MODELS
-    if cfg.method == "ebcc":
-        st.caption(EBCC_STEP_NOTE)
-    if cfg.method != "mv" and not scores and not reveal and not class_prior:
+    ebcc = cfg.method == "ebcc"
+    if cfg.method != "mv" and not scores and not reveal and not class_prior and not ebcc:
         return
     # the method picker above has written the config into every widget key (state.sync_config_widgets)
     with presenter.settings("Method options", always=True):
+        if ebcc:  # folded with the options: the curve and the main picture stay on the first screen
+            st.caption(EBCC_STEP_NOTE)
         row = st.container(horizontal=True, vertical_alignment="bottom", gap="medium")
         if cfg.method == "mv":
             _ties(row, data, cfg)

@@ -120,7 +120,10 @@ def test_play_in_a_lesson_moves_the_lessons_chart(server, still):
     assert changes >= 10, f"the lesson's chart changed {changes} times in {len(seen)} samples"
 
 
-SCROLL_TOP = "() => { for (const e of document.querySelectorAll('section, div')) if (e.scrollTop) e.scrollTop = 0; }"
+SCROLL_TOP = (
+    "() => { window.scrollTo(0, 0); for (const e of document.querySelectorAll('*')) if (e.scrollTop) e.scrollTop = 0;"
+    " return document.querySelector('[data-testid=\"stMain\"] h1').getBoundingClientRect().top; }"
+)
 FIRST_SCREEN = """() => Array.from(document.querySelectorAll('.cl-live-chart')).map(g => {
   const r = g.getBoundingClientRect(); return [g.dataset.key, Math.round(r.top), Math.round(r.height)]; })"""
 
@@ -157,6 +160,7 @@ def test_the_curve_and_the_main_picture_are_on_the_first_screen(server, browser,
         page.wait_for_timeout(500)
         page.evaluate(SCROLL_TOP)  # back to the first screen (the app scrolls inside its own section)
         page.wait_for_timeout(300)
+        assert 0 <= page.evaluate(SCROLL_TOP) < 120, "the page is not at its top"  # the title is on the screen
         charts = page.evaluate(FIRST_SCREEN)
         seen[method] = charts
         curve = [c for c in charts if c[0] == "stepper.objective_chart"]

@@ -350,7 +350,7 @@ def _chart(step: lessons.Step, run: Run) -> None:
     elif name == "objective_gap":  # a late, small rise shown on a log axis of the gap under the curve
         fig = plots.objective_with_gap(
             run.history(), run.index, f"Objective: {run.model.objective_name}", objective_name="objective",
-            height=CHART_HEIGHT + 70,
+            height=CHART_HEIGHT + 40,
         )  # fmt: skip
         live_chart(lab.curve_title(fig, CHART_PX), "lesson.chart.objective_gap")
     else:
@@ -467,7 +467,7 @@ def _dependence(run: Run):
     from crowdlab.plots.copying import pair_heatmap
 
     return pair_heatmap(
-        dependence(run), height=CHART_HEIGHT + 40,
+        dependence(run), height=CHART_HEIGHT + 10,
         title=f"{run.model.info.title}, {lab.where(run)}: each pair's κ (outlined: flagged)",
     )  # fmt: skip
 

@@ -38,7 +38,8 @@ html { font-size: 17px; }
    tabs and expanders are 0.875rem (15 px) and code 0.75em in Streamlit; a formula's sub- and superscripts 0.7em */
 .stApp [data-testid="stMarkdownContainer"] :is(p, li, strong, em, a, span:not(.katex *)),
 .stApp :is(code, kbd, label, small), .stApp [data-testid="stFileUploaderDropzoneInstructions"] *,
-.stApp [data-testid^="stSlider"], .stApp [data-testid="stMetricLabel"] *, .stApp [data-testid="stTooltipContent"] *
+.stApp [data-testid^="stSlider"], .stApp [data-testid="stMetricLabel"] *, .stApp [data-testid="stTooltipContent"] *,
+.stApp [data-testid="stMultiSelectTagsContainer"] *
 { font-size: max(16px, 1em) !important; }
 .stApp .katex .mtight:not(.sizing) { font-size: max(16px, 1em); }
 /* the stepper's buttons and its speed in one row at 1024 px with their 16 px labels: narrower side padding */

@@ -653,6 +653,18 @@ class ClassStore:
                 run("INSERT INTO schema_version (version, applied) VALUES (?, ?)", (version, time.time()))
         return self.schema_version()
 
+    def _count_answer(self, run: Callable, student_id: str, now: float) -> None:
+        """One answer (a vote or a prediction) against the student's rate limit, in the caller's transaction;
+        past :attr:`Limits.votes_per_window` in a window it is refused."""
+        lim = self.limits
+        hits = run(
+            "UPDATE students SET rl_count = CASE WHEN ? - rl_start > ? THEN 1 ELSE rl_count + 1 END, "
+            "rl_start = CASE WHEN ? - rl_start > ? THEN ? ELSE rl_start END WHERE id = ? RETURNING rl_count",
+            (now, lim.vote_window, now, lim.vote_window, now, student_id),
+        ).fetchone()[0]
+        if int(hits) > lim.votes_per_window:
+            raise ClassError("Too many answers too fast.", hint="Wait a few seconds, then answer again.")
+
     # ---------------------------------------------------------------- rate limits
     def _hit(self, run: Callable, bucket: str, limit: int, window: float, now: float) -> bool:
         """Count one hit on ``bucket``; False when the window already holds ``limit`` hits."""
@@ -1073,7 +1085,6 @@ class ClassStore:
         item_id, label = str(item_id), str(label)
         if item_id not in st.assigned:
             raise ClassError("This item is not one of yours.", hint="Answer the item shown on your page.")
-        lim = self.limits
         with self._tx() as run:
             row = run("SELECT status, choices, expires FROM sessions WHERE id = ?", (st.session_id,)).fetchone()
             if row is None or row[2] < now:
@@ -1082,13 +1093,7 @@ class ClassStore:
                 raise ClassError("Voting is closed: your answer was not counted.")
             if label not in json.loads(row[1]):
                 raise ClassError("This answer is not one of the session's choices.")
-            hits = run(
-                "UPDATE students SET rl_count = CASE WHEN ? - rl_start > ? THEN 1 ELSE rl_count + 1 END, "
-                "rl_start = CASE WHEN ? - rl_start > ? THEN ? ELSE rl_start END WHERE id = ? RETURNING rl_count",
-                (now, lim.vote_window, now, lim.vote_window, now, st.id),
-            ).fetchone()[0]
-            if int(hits) > lim.votes_per_window:
-                raise ClassError("Too many answers too fast.", hint="Wait a few seconds, then answer again.")
+            self._count_answer(run, st.id, now)
             run(
                 "INSERT INTO votes (session_id, student_id, item_id, label, voted) VALUES (?, ?, ?, ?, ?) "
                 "ON CONFLICT (student_id, item_id) DO UPDATE SET label = excluded.label, voted = excluded.voted",
@@ -1278,7 +1283,6 @@ class ClassStore:
         now = time.time() if now is None else now
         st = self.student(token)
         question_id, choice = str(question_id), str(choice)
-        lim = self.limits
         with self._tx() as run:
             row = run(
                 "SELECT status, options FROM questions WHERE id = ? AND session_id = ?", (question_id, st.session_id)
@@ -1289,13 +1293,7 @@ class ClassStore:
                 raise ClassError("This question is closed: the step has run. Look at the projector.")
             if choice not in json.loads(row[1]):
                 raise ClassError("This answer is not one of the question's answers.")
-            hits = run(
-                "UPDATE students SET rl_count = CASE WHEN ? - rl_start > ? THEN 1 ELSE rl_count + 1 END, "
-                "rl_start = CASE WHEN ? - rl_start > ? THEN ? ELSE rl_start END WHERE id = ? RETURNING rl_count",
-                (now, lim.vote_window, now, lim.vote_window, now, st.id),
-            ).fetchone()[0]
-            if int(hits) > lim.votes_per_window:
-                raise ClassError("Too many answers too fast.", hint="Wait a few seconds, then answer again.")
+            self._count_answer(run, st.id, now)
             run(
                 "INSERT INTO predictions (session_id, question_id, student_id, choice, predicted) "
                 "VALUES (?, ?, ?, ?, ?) ON CONFLICT (student_id, question_id) DO UPDATE SET "

@@ -56,7 +56,8 @@ def fit(
     It stops when EM has converged (:attr:`Run.converged`: the objective has stopped changing *and* the parameters
     are contracting to a fixed point, so a plateau is not mistaken for the end), stalls, or reaches ``max_iter``;
     ``run.stop_reason`` says which. ``model_options`` go to the model's constructor (e.g.
-    ``{"delta": 5.0, "e_step": "mean_field"}`` for "mrf"). ``progress(iteration, max_iter)`` is called after every
+    ``{"delta": 5.0, "e_step": "mean_field"}`` for "mrf"). ``progress``: True draws a progress bar (tqdm: the
+    widget in a notebook, text elsewhere), or a function ``progress(iteration, max_iter)`` is called after every
     iteration (:meth:`crowdlab.engines.run.Run.run`; online EM: after every pass or update, as its run reports).
 
     ``accelerate`` (default True): SQUAREM around the EM (or VB) map of Dawid-Skene, one-coin, two-coin, MACE (EM
@@ -70,6 +71,20 @@ def fit(
     None: the method's default, 8 for "ebcc" (its subtype split decides its answer), 1 for the others.
     ``max_iter``: :data:`crowdlab.engines.limits.MAX_ITER` (10,000), the one limit of every page.
     """
+    if progress is not None and not callable(progress):  # True/False: a tqdm bar (the notebook widget) or none
+        from crowdlab.engines.progress import as_callback
+
+        if not isinstance(progress, bool):
+            raise TypeError(f"progress must be True, False or a function f(done, total), not {progress!r}.")
+        callback, bar = as_callback(progress)
+        kw = dict(init=init, prior=prior, hard=hard, seed=seed, tol=tol, max_iter=max_iter, known=known)
+        kw |= dict(model_options=model_options, reveal=reveal, reveal_seed=reveal_seed, n_jobs=n_jobs)
+        kw |= dict(accelerate=accelerate, restarts=restarts, **init_kwargs)
+        try:
+            return fit(data, method, progress=callback, **kw)
+        finally:
+            if bar is not None:
+                bar.close()
     if method in ONLINE_MODELS:
         from crowdlab.engines.online import OnlineRun
 

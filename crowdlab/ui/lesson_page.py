@@ -67,7 +67,7 @@ def get_run() -> Run | None:
     return st.session_state.get(RUN)
 
 
-SLOT = lab.RunSlot(RUN, RUN_ID, METRICS, PENDING, "lesson.stepper", get_run, shortcuts=False)
+SLOT = lab.RunSlot(RUN, RUN_ID, METRICS, PENDING, "lesson.stepper", get_run, shortcuts=False, accelerate=False)
 
 
 # ---------------------------------------------------------------------------- state

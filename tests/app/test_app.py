@@ -76,6 +76,23 @@ def test_step_page_cold_start_defaults_to_dawid_skene_on_bluebirds():
     assert not at.warning  # no monotonicity violation
 
 
+def test_run_to_convergence_is_accelerated_em_to_cl_fits_fixed_point():
+    """Run to convergence uses cl.fit's default, SQUAREM (issue 40): the same optimum as cl.fit, each accepted
+    point a snapshot the position line calls accelerated."""
+    import crowdlab as cl
+
+    at = _step_page()
+    click(at, "stepper.step")
+    click(at, "stepper.run")
+    run = _run(at)
+    assert run.stop_reason == "converged" and run.acceleration is not None and run.current.accelerated
+    ref = cl.fit(run.data, "ds")
+    assert abs(run.last.objective - ref.last.objective) <= 1e-6 * abs(ref.last.objective)
+    assert any("accelerated EM (SQUAREM)" in c.value for c in at.caption)
+    click(at, "stepper.back")
+    assert not run.current.accelerated and not any("accelerated EM (SQUAREM)" in c.value for c in at.caption)
+
+
 def test_step_e_m_back_scrub_run_reset_move_the_run():
     at = _step_page()
     run = _run(at)

@@ -352,3 +352,13 @@ def test_risk_lesson_em_step_draws_theta_climbing_the_likelihood_to_the_closed_f
     assert x[0] == pytest.approx(L.RISK_START) and x.size > 3
     assert np.all(np.diff(y) >= -1e-9) and y[-1] > y[0]  # up the curve
     assert x[-1] == pytest.approx(L.reference("risk")["skewed"]["eq9"], abs=1e-3)
+
+
+def test_free_controls_run_to_convergence_is_plain_em_as_taught():
+    """The lessons teach plain EM: their Run to convergence does every half-step (the Step page accelerates)."""
+    at = _ok(AppTest.from_file(PAGE, default_timeout=TIMEOUT).run())
+    _ok(at.button(key=lp.W_ACTION).click().run())
+    _ok(at.button(key=lp.SLOT.key("run")).click().run())
+    run = at.session_state[lp.RUN]
+    assert run.at_end and run.acceleration is None
+    assert not any(s.accelerated for s in run.snapshots) and len(run.snapshots) == 2 * run.last.iteration + 1

@@ -67,6 +67,17 @@ def test_estimators_take_progress(capsys):
         cl.DawidSkene(progress="yes")
 
 
+def test_fit_takes_progress_true(capsys):
+    """``cl.fit(data, progress=True)`` draws the bar as the estimators do (one bar, also over EBCC's restarts)."""
+    data = cl.load_sample("bluebirds")
+    run = cl.fit(data, "ds", progress=True, max_iter=7, accelerate=False)
+    assert "7/7" in capsys.readouterr().err and run.last.iteration == 7
+    cl.fit(data, "ds", progress=False, max_iter=3)
+    assert capsys.readouterr().err == ""
+    with pytest.raises(TypeError, match="progress must be"):
+        cl.fit(data, "ds", progress="yes")
+
+
 def test_a_bar_ends_at_what_was_done_and_costs_nothing_off():
     stream = _Terminal()
     with ProgressBar(file=stream, leave=True) as bar:

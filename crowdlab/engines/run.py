@@ -306,6 +306,7 @@ class Run:
         self.index = 0
         self.violations: list[str] = []
         self.acceleration = None  # an accelerated run's account (`crowdlab.engines.accel.Acceleration`)
+        self.accelerated_from: int | None = None  # the snapshot the first accelerated run() started from
         self._start()
 
     # ------------------------------------------------------------------ state
@@ -597,6 +598,8 @@ class Run:
             return hit[1]
         if s.kind == "E":
             full = self.model.e_step(self.data, self.snapshots[i - 1].params)
+        elif s.kind == "M" and s.accelerated:  # an accelerated point holds the E-step at its own parameters
+            full = self.model.e_step(self.data, s.params)
         elif s.kind == "M":
             full = self._materialize(i - 1).post
         else:
@@ -671,6 +674,7 @@ class Run:
         self.violations = []
         self.stop_reason = None
         self.acceleration = None
+        self.accelerated_from = None
         self._start()
         self.index = 0
         return self.current
@@ -703,6 +707,8 @@ class Run:
         if accelerate and accelerable(self.model, self.last.params):
             if self.last.accelerated and self.stop_reason == "converged":
                 return self.current
+            if self.accelerated_from is None:
+                self.accelerated_from = self.index  # the plain steps before it: what a script must replay
             self.stop_reason = None
             with self._jobs():
                 self._run_accelerated(progress, should_stop)

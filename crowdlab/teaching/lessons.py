@@ -1040,8 +1040,8 @@ DEPENDENT_LESSON = Lesson(
             "toward its neighbours' labels. The E-step (ICM) gives each node, in turn, the class that best trades "
             "its workers' evidence against the penalty; δ = M, the number of workers.",
             r"P(y) \propto \exp\Big(-\sum_{(n,n') \in E} \delta\, \mathcal{I}(y_n \neq y_{n'})\Big), \\"
-            r" \hat y_n = \arg\min_k \Big[\delta \sum_{n' \in \mathcal{N}_n} \mathcal{I}(k \neq \hat y_{n'})"
-            r" - \sum_m \log \Gamma_m(f_m(x_n), k)\Big]",
+            r" \hat y_n = \arg\min_k \Big[\delta \sum_{n' \in \mathcal{N}_n} \mathcal{I}(k \neq \hat y_{n'}) \\"
+            r" \qquad - \sum_m \log \Gamma_m(f_m(x_n), k)\Big]",
             "switch_model:mrf",
             "Switch to MRF-crowd (Potts, ICM)",
             "network",

@@ -127,21 +127,39 @@ def snippet_for(run: Run, load_code: str) -> str:
     """:func:`crowdlab.analysis.export.python_snippet`, pinned to the cursor when the run is not at its converged end.
 
     Pinned: ``tol=0.0, max_iter=<iteration at the cursor>`` (EM then stops exactly there), plus ``run.e_step()``
-    when the cursor sits after an E-step.
+    when the cursor sits after an E-step. A run that Run to convergence accelerated (SQUAREM) after some plain
+    steps replays them the same way and then ``run.run(..., accelerate=True)`` from there (the accelerated path
+    depends on where it starts: the same fixed point from anywhere, the same numbers only from the same point);
+    a cursor scrubbed back into the accelerated part is ``run.index``.
     """
     code = python_snippet(run, load_code)
-    if not reproduces_cursor(run):
-        return code
-    snap = run.current
+    start = getattr(run, "accelerated_from", None)
+    if start is None or getattr(run, "acceleration", None) is None:
+        start = None
+    if not reproduces_cursor(run) and not start:
+        return code  # plain to convergence, or accelerated from the start: cl.fit as it is
+    cursor = run.index
+    pin = run.snapshots[start] if start is not None and cursor > start else run.current
     lines = code.split("\n")
     for i, line in enumerate(lines):
-        if line.startswith("run = cl.fit("):
-            line = re.sub(r"tol=[^,)]+", "tol=0.0", line)
-            line = re.sub(r"max_iter=\d+", f"max_iter={snap.iteration}", line)
-            lines[i] = line + f"  # stop at iteration {snap.iteration}, as exported"
-            if snap.kind == "E":
-                lines.insert(i + 1, "run.e_step()  # the exported snapshot is the E-step after it")
-            break
+        if not line.startswith("run = cl.fit("):
+            continue
+        fit_args = re.search(r"tol=[^,)]+, max_iter=\d+", line).group(0)
+        line = re.sub(r"tol=[^,)]+", "tol=0.0", line)
+        line = re.sub(r"max_iter=\d+", f"max_iter={pin.iteration}", line)
+        if "accelerate=False" not in line:
+            line = line[:-1] + ", accelerate=False)"
+        said = ", as exported" if pin is run.current else ""
+        lines[i] = line + f"  # plain EM, stop at iteration {pin.iteration}{said}"
+        extra = ["run.e_step()  # the exported snapshot is the E-step after it"] if pin.kind == "E" else []
+        if pin is not run.current:
+            if pin.kind == "E":
+                extra = ["run.e_step()  # where the Step page's Run to convergence started"]
+            extra.append(f"run.run({fit_args}, accelerate=True)  # Run to convergence: accelerated EM (SQUAREM)")
+            if not run.at_end:
+                extra.append(f"run.goto({cursor})  # the exported snapshot (the Step page's cursor)")
+        lines[i + 1 : i + 1] = extra
+        break
     return "\n".join(lines)
 
 

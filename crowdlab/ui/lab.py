@@ -365,7 +365,8 @@ def run_pending(slot: RunSlot, progress: Callable[[int, int], None] | None = Non
         if request is True or request == "run":
             # accelerated EM (SQUAREM), as cl.fit: the same fixed point in 40-60 % fewer EM maps; its accepted points
             # are "M" snapshots marked accelerated (Step and the lessons stay plain EM: that is what is taught)
-            run.run(progress=progress, accelerate=slot.accelerate)
+            kw = {"accelerate": True} if slot.accelerate and isinstance(run, Run) else {}  # not online EM
+            run.run(progress=progress, **kw)
         elif request in ("E", "M") and run.next_kind == request:
             (run.e_step if request == "E" else run.m_step)()
         elif request == "step":

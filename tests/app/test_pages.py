@@ -371,12 +371,21 @@ def test_export_takes_the_step_pages_cursor_and_the_snippet_stops_there():
     assert "tol=0.0, max_iter=2" in code and "run.e_step()" in code
     ns = _exec_snippet(code)
     np.testing.assert_allclose(ns["posterior"], run.current.q, rtol=1e-12)
-    # run to convergence on the Step page: the snippet is the plain fit again, and still reproduces it
+    # run to convergence on the Step page (accelerated from the cursor's end): the snippet replays the plain steps
+    # and runs accelerated from there, and reproduces it; scrubbed back into the accelerated part, it goes there
     goto(at, STEP_PAGE)
     click(at, "stepper.run")
+    assert run.acceleration is not None and run.accelerated_from == 5
     goto(at, EXPORT_PAGE)
     code = at.code[0].value
-    assert "tol=1e-08, max_iter=10000" in code
+    assert "max_iter=2, accelerate=False" in code and "run.run(tol=1e-08, max_iter=10000, accelerate=True)" in code
+    np.testing.assert_allclose(_exec_snippet(code)["posterior"], run.current.q, rtol=1e-12)
+    goto(at, STEP_PAGE)
+    click(at, "stepper.back")
+    click(at, "stepper.back")
+    goto(at, EXPORT_PAGE)
+    code = at.code[0].value
+    assert f"run.goto({run.index})" in code and run.index > 5
     np.testing.assert_allclose(_exec_snippet(code)["posterior"], run.current.q, rtol=1e-12)
     # majority vote has nothing to step: exported at once, no metrics download without gold
     goto(at, STEP_PAGE)

@@ -121,7 +121,10 @@ def test_convergence_tab_plots_the_trace_on_a_fixed_range_and_says_why_it_stoppe
     convergence = run.convergence_trace()
     spec = _chart(at, "stepper.convergence_chart")
     gain = trace(spec, "gain")
-    assert len(arr(gain["x"])) == len(convergence["gain"]) == run.last.iteration
+    # Run to convergence accelerates (SQUAREM): one point per accepted cycle, at its EM-map evaluation count
+    np.testing.assert_array_equal(arr(gain["x"]), convergence["iteration"])
+    assert len(convergence["gain"]) == len(convergence["iteration"])
+    assert convergence["iteration"][-1] == run.last.iteration
     assert arr(gain["y"])[0] == pytest.approx(np.log10(convergence["gain"][0]))
     assert trace(spec, "param_change") is not None
     fixed = spec["layout"]["yaxis"]["range"]

@@ -164,3 +164,18 @@ def test_adultcontent_fit_ends_within_a_thousandth_of_a_nat_of_its_fixed_point()
         best = max(best, model.log_likelihood(data, params))
         params = model.m_step(data, full)
     assert best - run.last.objective < 1e-3
+
+
+@pytest.mark.parametrize("method", ["ds", "mace", "ibcc"])
+def test_a_released_accelerated_point_recomputes_its_own_posterior(method):
+    """cl.fit keeps two posteriors; an accelerated "M" point's posterior is the E-step at its own parameters, not
+    the E snapshot's before it (which a plain M-step would keep): run.snapshot(i) gives the numbers the run had."""
+    data = load_sample("bluebirds")
+    kept = Run(data, make_model(method), "majority", tol=1e-8)
+    kept.run(accelerate=True)
+    released = cl.fit(data, method, restarts=1)
+    assert len(released.snapshots) == len(kept.snapshots)
+    points = [s.index for s in kept.snapshots if s.accelerated][:-2]
+    assert points and all(released.snapshots[i].q is None for i in points)  # released: recomputed on demand
+    for i in points:
+        np.testing.assert_allclose(released.snapshot(i).q, kept.snapshots[i].q, rtol=1e-12, atol=1e-300)

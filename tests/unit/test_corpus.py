@@ -23,7 +23,7 @@ from crowdlab.io.graph import read_edges
 
 CORPUS = Path(__file__).resolve().parents[1] / "data" / "corpus"
 MANIFEST = json.loads((CORPUS / "manifest.json").read_text())
-SECONDS = 10.0
+SECONDS = 10.0  # CPU seconds of this process (time.process_time): what a file costs, whatever else the machine runs
 
 
 def big_file(name: str) -> bytes:
@@ -102,7 +102,7 @@ def test_the_corpus_is_large_and_covers_every_kind():
 
 @pytest.mark.parametrize("entry", ENTRIES)
 def test_reader(entry):
-    t0 = time.perf_counter()
+    t0 = time.process_time()
     try:
         result = read(entry, CORPUS / entry["file"])
     except DataError as exc:
@@ -111,13 +111,13 @@ def test_reader(entry):
     else:
         assert "loads" in entry["expect"], f"loaded, expected an error mentioning {entry['expect']['error']}"
         check_loaded(result, entry["expect"])
-    assert time.perf_counter() - t0 < SECONDS
+    assert time.process_time() - t0 < SECONDS
 
 
 @pytest.mark.parametrize("name, expect", BIG)
 def test_big_files(name, expect):
     data = big_file(name)
-    t0 = time.perf_counter()
+    t0 = time.process_time()
     try:
         result = read_annotations(data)
     except DataError as exc:
@@ -126,7 +126,7 @@ def test_big_files(name, expect):
     else:
         assert "loads" in expect
         check_loaded(result, expect)
-    assert time.perf_counter() - t0 < SECONDS
+    assert time.process_time() - t0 < SECONDS
 
 
 def cli_args(entry: dict, out: Path) -> list[str] | None:
@@ -158,10 +158,10 @@ def test_cli(entry, tmp_path, capsys):
     args = cli_args(entry, tmp_path)
     if args is None:
         pytest.skip("the CLI reads no features file")
-    t0 = time.perf_counter()
+    t0 = time.process_time()
     code = main(args)  # any exception other than a handled DataError fails the test: a traceback
     out, err = capsys.readouterr()
-    assert time.perf_counter() - t0 < SECONDS
+    assert time.process_time() - t0 < SECONDS
     if "error" in entry["expect"]:
         assert code == 2 and err.startswith("error: ")
         for fragment in entry["expect"]["error"]:

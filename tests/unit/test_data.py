@@ -324,9 +324,9 @@ def test_a_million_rows_read_quickly() -> None:
         }
     )
     data = frame.to_csv(index=False).encode()
-    start = time.perf_counter()
+    start = time.process_time()
     ann = read_annotations(data)
-    elapsed = time.perf_counter() - start
+    elapsed = time.process_time() - start
     assert ann.n_obs == n and ann.n_classes == 4
     np.testing.assert_array_equal(ann.label, frame["label"].to_numpy())
     assert elapsed < 10.0  # about 1.5 s on a laptop; generous for CI

@@ -190,9 +190,9 @@ def step_picture(names, trust, item_names, p_first, first_choice: str, title: st
     return figure(traces, layout)
 
 
-def prediction_bars(question: dict, shown: bool) -> go.Figure:
+def prediction_bars(question: dict, shown: bool, height: int = 320) -> go.Figure:
     """The class's predictions per answer; once the step has run (``shown``), the right answer green, the others
-    grey."""
+    grey. ``height`` in px (a lesson draws it under its own chart, smaller)."""
     from crowdlab.io import safe
 
     options = list(question.get("options", []))
@@ -205,7 +205,7 @@ def prediction_bars(question: dict, shown: bool) -> go.Figure:
     n = question.get("predicted", sum(counts))
     layout = _layout(
         f"The class's predictions ({n} so far)",
-        320,
+        height,
         font=dict(size=16),
         yaxis=_axis(range=[0, max(3, max(counts or [0])) * 1.25], title=dict(text="students")),
         xaxis=_axis(type="category"),

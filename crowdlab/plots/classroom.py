@@ -5,7 +5,7 @@ from __future__ import annotations
 import plotly.graph_objects as go
 
 from crowdlab.classroom.items import choice_colors
-from crowdlab.plots.common import LEGEND_BELOW, _axis, _empty, _layout, figure
+from crowdlab.plots.common import LEGEND_BELOW, _axis, _empty, _layout, figure, wrap_label
 
 # routing: solid lines; a fixed deal: dashed; majority vote and Dawid-Skene keep their colours across both
 _STYLE = {"mv": ("majority vote", "#7f7f7f"), "ds": ("Dawid-Skene (EM)", "#1f77b4")}
@@ -199,7 +199,12 @@ def prediction_bars(question: dict, shown: bool, height: int = 320) -> go.Figure
     counts = [int(question.get("counts", {}).get(o, 0)) for o in options]
     right = question.get("answer")
     colors = [(RIGHT_COLOR if o == right else WRONG_COLOR) if shown else "#1f77b4" for o in options]
-    labels = [safe.html(("✓ " if shown and o == right else "") + o) for o in options]
+    # two short lines at most (escaped): a long answer ("✓ yes, it changes") is not turned on its side in a narrow
+    # column
+    whole = [("✓ " if shown and o == right else "") + o for o in options]
+    labels = [wrap_label(w, 12) for w in whole]
+    if len(set(labels)) < len(labels):  # two long names alike in their shortened form: each bar keeps its own
+        labels = [safe.html(w) for w in whole]
     traces = [dict(type="bar", x=labels, y=counts, marker=dict(color=colors), text=[str(c) for c in counts],
                    textposition="outside", showlegend=False, hovertemplate="%{x}: %{y}<extra></extra>")]  # fmt: skip
     n = question.get("predicted", sum(counts))
@@ -208,6 +213,6 @@ def prediction_bars(question: dict, shown: bool, height: int = 320) -> go.Figure
         height,
         font=dict(size=16),
         yaxis=_axis(range=[0, max(3, max(counts or [0])) * 1.25], title=dict(text="students")),
-        xaxis=_axis(type="category"),
+        xaxis=_axis(type="category", tickangle=0),
     )
     return figure(traces, layout)

@@ -8,7 +8,8 @@ key are in this browser session, or in the cookie that brings the lecturer back 
 the run one half-step further, so the lesson's charts show nothing of the step before it runs) goes to every phone
 through the class's store, on the Join page the students already have. The step's own button runs the step and
 reveals the answer on the phones; under the lesson's chart, the Class page's predictions element
-(:func:`crowdlab.ui.class_page.predictions_live`) shows the class's predictions beside what happened. Leaving the
+(:func:`crowdlab.ui.class_page.predictions_live`) shows the class's predictions beside what happened (the step's
+outcome sentence moves under Previous / Next meanwhile). Leaving the
 step withdraws a question still open (a revealed one stays on the phones until the next question).
 
 Without a class session none of this is drawn; outside presenter mode one caption says how to open one.
@@ -31,11 +32,15 @@ from crowdlab.ui import class_page, presenter
 ASKED = "lesson.asked"  # (question id, its predict.Question, lesson key, step index), or absent
 ERROR = "lesson.class_error"  # a refusal of the store, shown once at the ask buttons
 KINDS = {"e_step": ("flip", "objective"), "m_step": ("trust", "objective")}  # what each half-step can answer
-LABELS = {"trust": "Ask: who is trusted most?", "flip": "Ask: will an item flip?", "objective": "Ask: objective up?"}
+LABELS = {
+    "trust": "Ask: who is trusted most?",
+    "flip": "Ask: will an item flip?",
+    "objective": "Ask: objective up or down?",
+}
 WHO = "worker"  # what a lesson's prompt calls a worker of its crowd (the Class page says "student")
 CHART_KEY = "lesson.predictions"
-BARS_HEIGHT = 190  # the predictions' bars under the lesson's chart (the Class page's are 320 px)
-SHRINK = 60  # the lesson's chart is this much lower while a question of its step is out: both on the first screen
+BARS_HEIGHT = 180  # the predictions' bars under the lesson's chart (the Class page's are 320 px)
+SHRINK = 40  # a lesson's curve is this much lower while a question of its step is out: all on the first screen
 HINT = (
     "Open a live class session on the **Class** page (in this browser) and the class can predict this half-step "
     "on their phones."

@@ -252,17 +252,19 @@ def lesson_page() -> None:
 
 
 def _picture(step: lessons.Step, run: Run | None, here: tuple[str, int]) -> None:
-    """The step's chart and, under it, its outcome (and, when the class was asked about the step, its
-    predictions: the chart a little lower, so that all of it is on the first screen)."""
+    """The step's chart and, under it, its outcome; when the class was asked about the step, the class's
+    predictions instead (the outcome goes under Previous / Next, and a curve is a little lower: all of it on the
+    first screen at 1024 x 768)."""
     asked = lesson_class.asked(here) is not None
     try:
         chart(step, run, shrink=lesson_class.SHRINK if asked else 0)
     except Exception:
         _drawn(here)  # a chart that fails must not hold Previous / Next
         raise
-    _outcome(step, run)
     if asked:
         lesson_class.predictions(here)
+    else:
+        _outcome(step, run)
 
 
 def next_lesson(key: str) -> str | None:
@@ -315,6 +317,8 @@ def _text(lesson: lessons.Lesson, i: int, run: Run | None, ref) -> None:
             "Next lesson", key=W_NEXT, on_click=on_next_lesson, args=here, width="stretch", shortcut=NEXT_KEY,
             type="primary" if done is not None else "secondary",
         )  # fmt: skip
+    if lesson_class.asked(here):  # the class's predictions take the outcome's place under the chart
+        _outcome(step, run)
     if moved():
         st.warning("The run was moved with the controls below since this step began.", icon=":material/info:")
         st.button("Back to this step's start", key=W_REPLAY, on_click=on_replay, args=here)
@@ -349,8 +353,8 @@ def _no_curves(run: Run) -> None:
 
 # ---------------------------------------------------------------------------- charts
 def chart(step: lessons.Step, run: Run | None, shrink: int = 0) -> None:
-    """The figure named by ``step.chart``, drawn from the run at its cursor (a new run: new axes), ``shrink`` px
-    lower than usual."""
+    """The figure named by ``step.chart``, drawn from the run at its cursor (a new run: new axes); a curve
+    ``shrink`` px lower than usual."""
     if run is None:
         st.info(f"Press **{step.button}** to begin.")
         return
@@ -374,10 +378,7 @@ def _chart(step: lessons.Step, run: Run, shrink: int = 0) -> None:
         )  # fmt: skip
         live_chart(lab.curve_title(fig, CHART_PX), "lesson.chart.objective_gap")
     else:
-        fig = FIGURES[name](run)
-        if shrink:
-            fig.update_layout(height=(fig.layout.height or CHART_HEIGHT) - shrink)
-        live_chart(fig, f"lesson.chart.{name}")
+        live_chart(FIGURES[name](run), f"lesson.chart.{name}")
 
 
 def _item_means(run: Run):

@@ -69,9 +69,12 @@ def half_step(action: str, run: Run | None) -> bool:
 
 
 def asked(here: tuple[str, int]) -> tuple | None:
-    """The question asked at lesson step ``here`` (lesson key, step index), or None."""
+    """The question asked at lesson step ``here`` (lesson key, step index), or None (also once the lecturer has
+    left the class session: nothing of it is drawn then)."""
     got = st.session_state.get(ASKED)
-    return got if got and tuple(got[2:4]) == tuple(here) else None
+    if not got or tuple(got[2:4]) != tuple(here) or not st.session_state.get(class_page.SID):
+        return None
+    return got
 
 
 def ask(run: Run, kind: str, here: tuple[str, int]) -> None:

@@ -165,3 +165,30 @@ def test_with_a_class_session_steps_that_are_not_one_half_step_offer_no_question
         assert bool(asks) == half, (i, step.action, asks)  # the scorers' half-steps are not Dawid-Skene's
         click(at, lp.W_ACTION)
         click(at, lp.W_NEXT)
+
+
+def test_with_the_free_controls_open_the_question_and_its_predictions_are_drawn_too():
+    at, tokens = _lecturer_in_lessons(1)
+    _walk_to(at, M_STEP)
+    at.session_state[lp.FREE_OPEN] = True  # the picture is the stepper's body (a fragment) now
+    ok(at.run())
+    click(at, "lesson.ask.objective")
+    qid, q = at.session_state[lc.ASKED][:2]
+    get_store().predict(tokens[0], qid, "up")
+    ok(at.run())
+    assert chart(at, lc.CHART_KEY) is not None
+    assert any("1 of 1 students have predicted" in c.value for c in at.caption)
+    click(at, lp.W_ACTION)
+    assert q.answer == "up" and any("The objective went from" in s.value for s in at.success)
+    assert any("1 of 1 predicted it" in s.value for s in at.success)
+
+
+def test_leaving_the_class_session_hides_the_lessons_question():
+    at, _ = _lecturer_in_lessons(1)
+    _walk_to(at, M_STEP)
+    click(at, "lesson.ask.trust")
+    at.session_state[cp.SID] = None  # the lecturer left the session (the Class page's Leave)
+    ok(at.run())
+    assert chart(at, lc.CHART_KEY) is None and not [b for b in at.button if str(b.key).startswith("lesson.ask.")]
+    click(at, lp.W_ACTION)
+    assert [s.value for s in at.success] == [at.session_state[lp.DONE]]

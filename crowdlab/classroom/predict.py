@@ -4,11 +4,14 @@ The lecturer steps EM (Dawid-Skene or MACE) through the class's own votes on the
 question goes to every phone ("Which student will EM trust most after this M-step?", "Will item 7 change its
 label?", "Will the objective go up, stay, or go down?"); the step runs on the projector beside the class's
 predictions. Every right answer is read off the run's snapshots (the run is computed to convergence first), never
-written by hand. No Streamlit here.
+written by hand. A lesson asks the same questions about its own run, whose future is not computed yet: there the
+answer is read off :func:`ahead`, a copy of the run one half-step further (the run itself does not move, and its
+charts show nothing of the step before it runs). No Streamlit here.
 """
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
@@ -69,12 +72,37 @@ def trust(run: Run, index: int) -> np.ndarray:
     return np.asarray(theta if theta is not None else params.worker_accuracy(), dtype=np.float64)
 
 
+def supports(run: Run | None) -> bool:
+    """Whether questions can be asked about ``run`` (Dawid-Skene or MACE: a trust per worker, class labels)."""
+    return run is not None and model_name(run) != "EM"
+
+
+def ahead(run: Run) -> Run:
+    """A copy of ``run`` whose snapshots end one half-step after its cursor (the next E- or M-step, computed; the
+    cursor stays where it was), so that a question about that half-step has its answer before the lesson runs it;
+    ``run`` itself is not touched. The same numbers the run gets when it takes the step (the half-step is a pure
+    function of the snapshot before it)."""
+    peek = copy.copy(run)
+    peek.snapshots = list(run.snapshots[: run.index + 1])
+    peek.violations = list(run.violations)
+    peek.keep_posteriors = None  # nothing of the shared snapshots is let go by the copy
+    peek.params_budget = None
+    peek.__dict__.pop("_recomputed", None)
+    at = run.index
+    if peek.next_kind == "E":
+        peek.e_step()
+    elif peek.next_kind == "M":
+        peek.m_step()
+    peek.index = at
+    return peek
+
+
 def _next(run: Run, index: int, kind: str) -> int | None:
     """The first snapshot after ``index`` of ``kind`` ("E" or "M"), or None when the run ends first."""
     return next((s.index for s in run.snapshots[index + 1 :] if s.kind == kind), None)
 
 
-def _trust_question(run: Run, data, at: int) -> Question | None:
+def _trust_question(run: Run, data, at: int, who: str) -> Question | None:
     target = _next(run, at, "M")
     if target is None:
         return None
@@ -90,21 +118,24 @@ def _trust_question(run: Run, data, at: int) -> Question | None:
     order = sorted(range(len(names)), key=lambda j: names[j].casefold())
     name = model_name(run)
     return Question(
-        "trust", f"Which student will {name} trust most after the next M-step?",
+        "trust", f"Which {who} will {name} trust most after the next M-step?",
         tuple(names[j] for j in order), names[0], at, target,
         {"before": {names[j]: float(before[offered[j]]) for j in order},
          "after": {names[j]: float(after[offered[j]]) for j in order}},
     )  # fmt: skip
 
 
-def _flip_question(run: Run, data, at: int) -> Question | None:
+def _flip_question(run: Run, data, at: int, who: str) -> Question | None:
     target = _next(run, at, "E")
     if target is None:
         return None
     q = np.asarray(run.snapshot(at).q)
     if q.ndim != 2 or q.shape[0] == 0:
         return None
-    n = int(np.argmin(q.max(axis=1)))  # the item EM is least sure of now
+    sure = q.max(axis=1)
+    untied = sure > 0.5 + 1e-9  # an item split evenly (the majority start's ties) has no label to change
+    # the item EM is least sure of now, among those it leans one way on
+    n = int(np.argmin(np.where(untied, sure, np.inf))) if untied.any() else int(np.argmin(sure))
     now, then = run.labels(run.snapshots[at]), run.labels(run.snapshots[target])
     item = str(data.item_names[n])
     label = str(data.class_names[now[n]])
@@ -117,7 +148,7 @@ def _flip_question(run: Run, data, at: int) -> Question | None:
     )  # fmt: skip
 
 
-def _objective_question(run: Run, data, at: int) -> Question | None:
+def _objective_question(run: Run, data, at: int, who: str) -> Question | None:
     if at + 1 >= len(run.snapshots):
         return None
     a, b = run.snapshots[at].objective, run.snapshots[at + 1].objective
@@ -135,17 +166,18 @@ def _objective_question(run: Run, data, at: int) -> Question | None:
 _MAKERS = {"trust": _trust_question, "flip": _flip_question, "objective": _objective_question}
 
 
-def question(run: Run, data, at: int, kind: str) -> Question | None:
+def question(run: Run, data, at: int, kind: str, who: str = "student") -> Question | None:
     """The ``kind`` question ("trust", "flip", "objective") about what follows snapshot ``at``, with its right
-    answer read off the run; None when the run ends before the step that would answer it."""
+    answer read off the run; None when the run ends before the step that would answer it. ``who``: what the
+    prompt calls a worker (a class's own votes: "student"; a lesson's crowd: "worker")."""
     if kind not in _MAKERS:
         raise ValueError(f"unknown question kind {kind!r}")
     if not 0 <= at < len(run.snapshots):
         raise IndexError(at)
-    return _MAKERS[kind](run, data, at)
+    return _MAKERS[kind](run, data, at, who)
 
 
-def questions(run: Run, data, at: int) -> dict[str, Question]:
+def questions(run: Run, data, at: int, who: str = "student") -> dict[str, Question]:
     """Every question that can be asked at snapshot ``at``, by kind."""
-    out = {k: question(run, data, at, k) for k in _MAKERS}
+    out = {k: question(run, data, at, k, who) for k in _MAKERS}
     return {k: q for k, q in out.items() if q is not None}

@@ -5,7 +5,7 @@ from __future__ import annotations
 import plotly.graph_objects as go
 
 from crowdlab.classroom.items import choice_colors
-from crowdlab.plots.common import LEGEND_BELOW, _axis, _empty, _layout, figure
+from crowdlab.plots.common import LEGEND_BELOW, _axis, _empty, _layout, figure, wrap_label
 
 # routing: solid lines; a fixed deal: dashed; majority vote and Dawid-Skene keep their colours across both
 _STYLE = {"mv": ("majority vote", "#7f7f7f"), "ds": ("Dawid-Skene (EM)", "#1f77b4")}
@@ -190,24 +190,29 @@ def step_picture(names, trust, item_names, p_first, first_choice: str, title: st
     return figure(traces, layout)
 
 
-def prediction_bars(question: dict, shown: bool) -> go.Figure:
+def prediction_bars(question: dict, shown: bool, height: int = 320) -> go.Figure:
     """The class's predictions per answer; once the step has run (``shown``), the right answer green, the others
-    grey."""
+    grey. ``height`` in px (a lesson draws it under its own chart, smaller)."""
     from crowdlab.io import safe
 
     options = list(question.get("options", []))
     counts = [int(question.get("counts", {}).get(o, 0)) for o in options]
     right = question.get("answer")
     colors = [(RIGHT_COLOR if o == right else WRONG_COLOR) if shown else "#1f77b4" for o in options]
-    labels = [safe.html(("✓ " if shown and o == right else "") + o) for o in options]
+    # two short lines at most (escaped): a long answer ("✓ yes, it changes") is not turned on its side in a narrow
+    # column
+    whole = [("✓ " if shown and o == right else "") + o for o in options]
+    labels = [wrap_label(w, 12) for w in whole]
+    if len(set(labels)) < len(labels):  # two long names alike in their shortened form: each bar keeps its own
+        labels = [safe.html(w) for w in whole]
     traces = [dict(type="bar", x=labels, y=counts, marker=dict(color=colors), text=[str(c) for c in counts],
                    textposition="outside", showlegend=False, hovertemplate="%{x}: %{y}<extra></extra>")]  # fmt: skip
     n = question.get("predicted", sum(counts))
     layout = _layout(
         f"The class's predictions ({n} so far)",
-        320,
+        height,
         font=dict(size=16),
         yaxis=_axis(range=[0, max(3, max(counts or [0])) * 1.25], title=dict(text="students")),
-        xaxis=_axis(type="category"),
+        xaxis=_axis(type="category", tickangle=0),
     )
     return figure(traces, layout)

@@ -584,9 +584,15 @@ def _outcome(q) -> str:
 
 
 @st.fragment(run_every=PROJECTOR_EVERY)
-def predictions_live() -> None:
-    """The class's predictions for the question on the phones, counted live; after the step, the right answer."""
-    asked = st.session_state.get(ASKED)
+def predictions_live(
+    asked_key: str = ASKED, chart_key: str = "class.predictions", height: int = 320, side: bool = False
+) -> None:
+    """The class's predictions for the question on the phones, counted live; after the step, the right answer.
+    ``asked_key``: the session key of the question, (question id, its Question, ...): this page's step-through
+    or a lesson's (:mod:`crowdlab.ui.lesson_class`), each with its own chart key and height. ``side``: the words
+    beside the bars, not above and under them (a lesson's narrow picture column, under its own chart); once the step
+    has run, the answer there takes the place of the question."""
+    asked = st.session_state.get(asked_key)
     sid, key = st.session_state.get(SID), st.session_state.get(KEY)
     if not asked or not sid:
         return
@@ -598,12 +604,18 @@ def predictions_live() -> None:
     if cur is None or cur["id"] != asked[0]:
         return
     shown = cur["status"] == "revealed"
-    st.markdown(f"**On the phones:** {safe.md(cur['prompt'])}")
-    st.caption(f"{cur['predicted']} of {cur['students']} students have predicted.")
-    live_chart(prediction_bars(cur, shown), key="class.predictions")
+    if side:
+        bars, words = st.columns([1, 1.1], vertical_alignment="center")
+    else:
+        bars = words = st.container()
+    if not (side and shown):
+        words.markdown(f"**On the phones:** {safe.md(cur['prompt'])}")
+        words.caption(f"{cur['predicted']} of {cur['students']} students have predicted.")
+    with bars:
+        live_chart(prediction_bars(cur, shown, height), key=chart_key)
     if shown:
         right = cur["counts"].get(cur["answer"], 0)
-        st.success(f"{_outcome(asked[1])} {right} of {cur['predicted']} predicted it.")
+        words.success(f"{_outcome(asked[1])} {right} of {cur['predicted']} predicted it.")
 
 
 @st.fragment

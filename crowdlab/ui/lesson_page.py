@@ -17,6 +17,10 @@ first was), and the slot's ``lesson.run.obj`` / ``.id`` / ``.metrics`` / ``.pend
 lesson and step they were drawn for and do nothing at another step; Previous and Next also wait until the step
 they leave was drawn in full and has been on screen :data:`HOLD_S`, so a double click (or a clicker's double
 press) moves one step, not two.
+
+With a live class session open in this browser, a half-step of a Dawid-Skene or MACE run (the first lesson's
+E-step and M-step on the bluebirds) offers "Ask the class" before its button: predict, then reveal, on the lesson's
+own run (:mod:`crowdlab.ui.lesson_class`).
 """
 
 from __future__ import annotations
@@ -32,7 +36,7 @@ from crowdlab.plots import dependent as dplots
 from crowdlab.plots import models as mplots
 from crowdlab.plots import risk as rplots
 from crowdlab.teaching import lessons
-from crowdlab.ui import lab, presenter
+from crowdlab.ui import lab, lesson_class, presenter
 from crowdlab.ui.live_chart import REVISION, live_chart
 
 KEY, STEP, DONE, MARK = "lesson.key", "lesson.step", "lesson.done", "lesson.mark"
@@ -99,6 +103,7 @@ def _set_run(run: Run | None) -> None:
 def _goto(key: str, i: int) -> None:
     """Arrive at step ``i`` of lesson ``key`` with the run every earlier action leads to."""
     lesson = lessons.LESSONS[key]
+    lesson_class.leave()  # a question still open at the step the lesson leaves goes off the phones
     st.session_state[KEY] = key
     st.session_state[STEP] = i
     st.session_state[DONE] = None
@@ -143,9 +148,11 @@ def on_action(key: str, i: int) -> None:
     run = get_run()
     if st.session_state.get(DONE) is not None or not lessons.applicable(run, step.action):
         return
-    before = lessons.facts(run)
+    before, at = lessons.facts(run), None if run is None else run.index
     new = lessons.apply(run, step.action)
     _set_run(new)
+    if at is not None:
+        lesson_class.after_step((key, i), at, new)  # a question about this half-step: its answer on the phones
     after, ref = lessons.facts(new), lessons.reference(lesson.key)
     st.session_state[DONE] = lessons.fill(step.outcome, before, after, ref)
     st.session_state[DETAILS] = lessons.fill(step.details, before, after, ref) if step.details else None
@@ -166,6 +173,7 @@ def on_next(key: str, i: int) -> None:
     if not _shown(key, i) or i + 1 >= len(lessons.LESSONS[key].steps):
         return
     if st.session_state.get(DONE) is not None and not moved():
+        lesson_class.leave()
         st.session_state[STEP] = i + 1
         st.session_state[DONE] = None
         return
@@ -180,6 +188,12 @@ def on_prev(key: str, i: int) -> None:
 def on_replay(key: str, i: int) -> None:
     if _at(key, i):
         _goto(key, i)
+
+
+def on_ask(kind: str, key: str, i: int) -> None:
+    """Ask the class what the step's half-step will do (its answer computed from the run), before it runs."""
+    if _at(key, i) and st.session_state.get(DONE) is None and get_run() is not None:
+        lesson_class.ask(get_run(), kind, (key, i))
 
 
 def on_free() -> None:
@@ -238,13 +252,19 @@ def lesson_page() -> None:
 
 
 def _picture(step: lessons.Step, run: Run | None, here: tuple[str, int]) -> None:
-    """The step's chart and, under it, its outcome."""
+    """The step's chart and, under it, its outcome; when the class was asked about the step, the class's
+    predictions instead (the outcome goes under Previous / Next, and a curve is a little lower: all of it on the
+    first screen at 1024 x 768)."""
+    asked = lesson_class.asked(here) is not None
     try:
-        chart(step, run)
+        chart(step, run, shrink=lesson_class.SHRINK if asked else 0)
     except Exception:
         _drawn(here)  # a chart that fails must not hold Previous / Next
         raise
-    _outcome(step, run)
+    if asked:
+        lesson_class.predictions(here)
+    else:
+        _outcome(step, run)
 
 
 def next_lesson(key: str) -> str | None:
@@ -270,6 +290,7 @@ def _text(lesson: lessons.Lesson, i: int, run: Run | None, ref) -> None:
     st.latex(r"\begin{gathered}" + step.formula + r"\end{gathered}")  # "\\" in a formula breaks the line
     done = st.session_state.get(DONE)
     here = (lesson.key, i)  # every step button acts only on the step it was drawn for
+    lesson_class.controls(here, step.action, run, done is not None, on_ask, step.button)
     st.button(
         step.button + (" ✓" if done is not None else ""),
         key=W_ACTION,
@@ -296,6 +317,8 @@ def _text(lesson: lessons.Lesson, i: int, run: Run | None, ref) -> None:
             "Next lesson", key=W_NEXT, on_click=on_next_lesson, args=here, width="stretch", shortcut=NEXT_KEY,
             type="primary" if done is not None else "secondary",
         )  # fmt: skip
+    if lesson_class.asked(here):  # the class's predictions take the outcome's place under the chart
+        _outcome(step, run)
     if moved():
         st.warning("The run was moved with the controls below since this step began.", icon=":material/info:")
         st.button("Back to this step's start", key=W_REPLAY, on_click=on_replay, args=here)
@@ -329,33 +352,33 @@ def _no_curves(run: Run) -> None:
 
 
 # ---------------------------------------------------------------------------- charts
-def chart(step: lessons.Step, run: Run | None) -> None:
-    """The figure named by ``step.chart``, drawn from the run at its cursor (a new run: new axes)."""
+def chart(step: lessons.Step, run: Run | None, shrink: int = 0) -> None:
+    """The figure named by ``step.chart``, drawn from the run at its cursor (a new run: new axes); a curve
+    ``shrink`` px lower than usual."""
     if run is None:
         st.info(f"Press **{step.button}** to begin.")
         return
     token = REVISION.set(str(st.session_state.get(RUN_ID, "")))
     try:
-        _chart(step, run)
+        _chart(step, run, shrink)
     finally:
         REVISION.reset(token)
 
 
-def _chart(step: lessons.Step, run: Run) -> None:
+def _chart(step: lessons.Step, run: Run, shrink: int = 0) -> None:
     name = step.chart
     if name == "objective":
-        lab.objective_chart(SLOT, run, height=CHART_HEIGHT, width_px=CHART_PX)
+        lab.objective_chart(SLOT, run, height=CHART_HEIGHT - shrink, width_px=CHART_PX)
     elif name == "accuracy":
-        lab.metric_chart(SLOT, run, height=CHART_HEIGHT, width_px=CHART_PX)
+        lab.metric_chart(SLOT, run, height=CHART_HEIGHT - shrink, width_px=CHART_PX)
     elif name == "objective_gap":  # a late, small rise shown on a log axis of the gap under the curve
         fig = plots.objective_with_gap(
             run.history(), run.index, f"Objective: {run.model.objective_name}", objective_name="objective",
-            height=CHART_HEIGHT + 40,
+            height=CHART_HEIGHT + 40 - shrink,
         )  # fmt: skip
         live_chart(lab.curve_title(fig, CHART_PX), "lesson.chart.objective_gap")
     else:
-        fig = FIGURES[name](run)
-        live_chart(fig, f"lesson.chart.{name}")
+        live_chart(FIGURES[name](run), f"lesson.chart.{name}")
 
 
 def _item_means(run: Run):

@@ -465,10 +465,13 @@ def test_the_projector_draws_the_items_and_removes_a_student():
     assert len(svgs) >= 5  # four items as pictures and the QR code
     assert sum("Which colour has more dots" in m.value for m in lec.markdown) == 1  # the prompt once, not 4 times
     first = get_store().student(tokens[0])
+    assert lec.selectbox(key=cp.W + "remove").options == ["Voter 0", "Voter 1"]  # the names the list shows
     ok(lec.selectbox(key=cp.W + "remove").set_value(first.id).run())
     click(lec, "class.remove")
     counts = {m.label: m.value for m in lec.metric}
     assert counts["Students joined"] == "1" and counts["Votes counted"] == "3"
+    box = lec.selectbox(key=cp.W + "remove")  # the list follows at once (issue 39 §2), the choice is cleared
+    assert box.options == ["Voter 1"] and box.value is None
     phone = AppTest.from_file(JOIN, default_timeout=30)
     phone.query_params["t"] = tokens[0]
     phone.run()

@@ -84,3 +84,37 @@ def test_nothing_is_asked_past_the_end_of_the_run(run_data):
     assert cp.questions(run, data, len(run.snapshots) - 1) == {}
     with pytest.raises(ValueError):
         cp.question(run, data, 0, "weather")
+
+
+@pytest.mark.parametrize("method", ["ds", "mace"])
+def test_a_question_asked_ahead_of_a_live_run_has_the_answer_the_run_then_gets(method):
+    """A lesson's run ends at its cursor: :func:`ahead` computes the next half-step on a copy (the run is not
+    touched), and every question about that half-step has the answer the run gets when it takes the step."""
+    from crowdlab.engines.run import Run
+    from crowdlab.models import MACE, DawidSkene
+
+    _, data = cp.class_run(*_votes(), ci.DOT_CHOICES, method)
+    run = Run(data, DawidSkene() if method == "ds" else MACE(), "majority")
+    assert cp.supports(run) and not cp.supports(None)
+    for _ in range(6):
+        at, n, kind = run.index, len(run.snapshots), run.next_kind
+        peek = cp.ahead(run)
+        asked = cp.questions(peek, data, at, who="worker")
+        assert (run.index, len(run.snapshots)) == (at, n)  # the run itself did not move nor grow
+        assert peek.index == at and len(peek.snapshots) == at + 2 and peek.snapshots[at] is run.snapshots[at]
+        assert set(asked) == ({"flip", "objective"} if kind == "E" else {"trust", "objective"})
+        run.e_step() if kind == "E" else run.m_step()
+        for k, q in asked.items():
+            real = cp.question(run, data, at, k, who="worker")
+            assert (q.answer, q.options, q.target, q.prompt) == (real.answer, real.options, real.target, real.prompt)
+        if "trust" in asked:
+            assert asked["trust"].prompt.startswith("Which worker will")
+
+
+def test_the_flip_question_asks_about_an_item_em_leans_one_way_on():
+    """At the majority start some items are split evenly: the question names the least sure item that is not."""
+    run, data = cp.class_run(*_votes(), ci.DOT_CHOICES, "ds")
+    q0 = np.asarray(run.snapshot(0).q).max(axis=1)
+    q = cp.question(run, data, 0, "flip")
+    n = list(map(str, data.item_names)).index(q.detail["item"])
+    assert q0[n] > 0.5 and q0[n] == pytest.approx(q0[q0 > 0.5 + 1e-9].min())

@@ -61,3 +61,12 @@ def test_step_picture_has_the_same_traces_at_every_half_step():
     b = pc.step_picture(["A", HOSTILE], [0.8, 0.5], ["i1", "i2"], [0.1, 0.95], "orange", "t")
     assert [t.type for t in a.data] == [t.type for t in b.data] == ["bar", "bar"]
     assert list(b.data[0].x) == [0.8, 0.5] and HOSTILE not in json.dumps(a.to_plotly_json())
+
+
+def test_prediction_bars_wrap_long_answers_and_keep_alike_names_apart():
+    q = {"options": ["yes, it changes", "no, it stays"], "answer": "yes, it changes", "counts": {}}
+    fig = pc.prediction_bars(q, shown=True, height=180)
+    assert list(fig.data[0].x) == ["✓ yes, it<br>changes", "no, it stays"]
+    assert fig.layout.xaxis.tickangle == 0 and fig.layout.height == 180
+    alike = {"options": ["Quiet Otter of the long name A", "Quiet Otter of the long name B"], "counts": {}}
+    assert len(set(pc.prediction_bars(alike, shown=False).data[0].x)) == 2

@@ -25,9 +25,8 @@ from __future__ import annotations
 import io
 import math
 import os
-import re
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from decimal import Decimal, InvalidOperation
 from pathlib import Path
 
@@ -42,6 +41,36 @@ from crowdlab.io.annotations import (  # noqa: F401 (re-exported: these names li
     _names,
     to_gold_dataframe,
     to_long_dataframe,
+)
+from crowdlab.io.columns import (  # noqa: F401 (re-exported: these names lived here)
+    _ROLE_WORDS,
+    ANSWER_PREFIX,
+    GOLD_ALIASES,
+    ITEM_ALIASES,
+    LABEL_ALIASES,
+    POSITION_ALIASES,
+    SCORE_ALIASES,
+    SEQUENCE_ALIASES,
+    WORKER_ALIASES,
+    ColumnsUnclear,
+    _answer_column,
+    _find,
+    _ignored_note,
+    _long_columns,
+    _missing_columns_error,
+    _named_columns,
+    _norm,
+    _score_column,
+    _similar_columns,
+    _words,
+)
+from crowdlab.io.layout import (  # noqa: F401 (re-exported: these names lived here)
+    _choose_layout,
+    _looks_long,
+    _roles_note,
+    _Shape,
+    _shape,
+    _unclear_why,
 )
 from crowdlab.io.limits import get_limits  # noqa: F401
 from crowdlab.io.limits import how_to_raise as limits_how  # noqa: F401
@@ -88,385 +117,10 @@ __all__ = [
 # numbered as a spreadsheet shows them (header = row 1). ``where`` ("python", "cli", "app") chooses how hints spell
 # options.
 
-ITEM_ALIASES = ("item", "task", "question", "item_id", "task_id", "question_id", "hit_id")  # hit_id: MTurk's HITId
-
-
-WORKER_ALIASES = ("worker", "annotator", "labeler", "labeller", "rater", "worker_id", "annotator_id")
-
-
-LABEL_ALIASES = ("label", "answer", "response", "class", "annotation")
-
-
-SCORE_ALIASES = ("value", "score", "rating")
-
-
-GOLD_ALIASES = ("gold", "truth", "true_label", "gold_label")
-
-
 _GENERIC_STEMS = {"labels", "annotations", "data"}
 
 
 _read_table = read_table
-
-
-def _norm(name: str) -> str:
-    """Header cell -> alias key: CamelCase split into words (MTurk's ``WorkerId``, ``HITId``: worker_id, hit_id),
-    lower case, spaces and hyphens as underscores."""
-    name = re.sub(r"([a-z0-9])([A-Z])", r"\1_\2", re.sub(r"([A-Z]+)([A-Z][a-z])", r"\1_\2", name.strip()))
-    return re.sub(r"[\s\-]+", "_", name.lower())
-
-
-ANSWER_PREFIX = "answer."  # MTurk batch results: one Answer.<field> column per question of the HIT
-
-
-def _answer_column(table: _Table, item: int | None, worker: int | None) -> int | None:
-    """MTurk's label column: the one ``Answer.*`` column (``Answer.entails``); several (a HIT that asks two
-    questions) raise `ColumnsUnclear`, which asks which one (``columns=``, ``--columns``, the Data page's picker)."""
-    hits = [j for j, h in enumerate(table.header) if h.strip().lower().startswith(ANSWER_PREFIX)]
-    if len(hits) > 1:
-        names = column_listing([table.header[j] for j in hits])
-        roles = [table.header[j] if j is not None else role for j, role in ((item, "ITEM"), (worker, "WORKER"))]
-        example = table.spell("columns", ",".join([*roles, table.header[hits[0]]]))
-        raise ColumnsUnclear(
-            f"the file has {len(hits)} answer columns ({names}): which one holds the labels?",
-            header=table.header,
-            file=table.file,
-            row=1,
-            hint=f"Name it with the item and worker columns: {example}.",
-        )
-    return hits[0] if hits else None
-
-
-def _find(table: _Table, aliases: Sequence[str], role: str, *, skip: Sequence[int] = ()) -> int | None:
-    """Index of the one column whose name is an alias of ``role``; None when there is none."""
-    hits = [j for j, h in enumerate(table.header) if _norm(h) in aliases and j not in skip]
-    if len(hits) > 1:
-        names = column_listing([table.header[j] for j in hits])
-        raise DataError(
-            f"more than one column could be the {role} column: {names}.",
-            file=table.file,
-            row=1,
-            hint="Rename or delete all but one of them.",
-        )
-    return hits[0] if hits else None
-
-
-def _missing_columns_error(table: _Table, missing: dict[str, Sequence[str]], hint: str = "") -> DataError:
-    found = column_listing(table.header)
-    accepted = "; ".join(f"{role}: {', '.join(aliases)}" for role, aliases in missing.items())
-    return DataError(
-        f"no {' or '.join(missing)} column found; the columns in row 1 are {found}.",
-        file=table.file,
-        row=1,
-        hint=f"Name the columns in row 1 (case does not matter). Accepted names - {accepted}.{hint}",
-    )
-
-
-def _score_column(table: _Table, score_column: str) -> int:
-    """Index of the column named ``score_column`` (case and spaces ignored)."""
-    key = _norm(score_column)
-    hits = [j for j, h in enumerate(table.header) if _norm(h) == key]
-    if not hits:
-        found = column_listing(table.header)
-        raise DataError(
-            f"there is no column named {score_column!r}; the columns in row 1 are {found}.",
-            file=table.file,
-            row=1,
-            hint="Pass score_column= one of those names, or leave it out to find the label column by name.",
-        )
-    return hits[0]
-
-
-def _long_columns(
-    table: _Table, score_column: str | None, columns: Sequence[int] | None = None, *, by_position: bool = False
-) -> tuple[int, int, int, int | None]:
-    """(item, worker, label, gold-or-None) column indices of a long file.
-
-    Roles are found by the accepted names first, then (`_similar_columns`) by names that hold one of them as a word
-    (``annotator_name``, ``label_value``); a missing item column is the one column left over. ``columns`` (item,
-    worker, label indices, as the user named them) overrides all that; ``by_position`` takes the three columns of a
-    three-column file in the order item, worker, label when their names say nothing."""
-    if columns is not None:
-        item, worker, label = columns
-        gold = _find(table, GOLD_ALIASES, "gold", skip=(item, worker, label))
-        return item, worker, label, gold
-    item = _find(table, ITEM_ALIASES, "item")
-    worker = _find(table, WORKER_ALIASES, "worker")
-    if score_column is not None:
-        label = _score_column(table, score_column)
-    else:
-        label = _find(table, LABEL_ALIASES + SCORE_ALIASES, "label")
-        if label is None:
-            label = _answer_column(table, item, worker)
-    found = {"item": item, "worker": worker, "label": label}
-    gold = _find(table, GOLD_ALIASES, "gold", skip=tuple(j for j in found.values() if j is not None))
-    taken = {j for j in (*found.values(), gold) if j is not None}
-    if None in found.values():
-        for role, j in _similar_columns(table, skip=taken).items():
-            if found[role] is None:
-                found[role] = j
-                taken.add(j)
-    left = [j for j in range(len(table.header)) if j not in taken]
-    missing_roles = [role for role, j in found.items() if j is None]
-    if missing_roles == ["item"] and len(left) == 1:  # the item column is often just "id"; a label never is
-        found["item"] = left[0]
-    elif missing_roles and by_position and len(left) == len(missing_roles):
-        for role, j in zip(missing_roles, left):
-            found[role] = j
-    item, worker, label = found["item"], found["worker"], found["label"]
-    missing = {
-        role: aliases
-        for role, aliases, j in (
-            ("item", ITEM_ALIASES, item),
-            ("worker", WORKER_ALIASES, worker),
-            ("label", LABEL_ALIASES + SCORE_ALIASES, label),
-        )
-        if j is None
-    }
-    if missing:
-        keys = {_norm(h) for h in table.header}
-        if keys & set(SEQUENCE_ALIASES) and keys & set(POSITION_ALIASES):
-            hint = f" This looks like a file of label sequences: read it with {table.spell('sequences', '')}."
-        else:
-            hint = (
-                f" Or name them: {table.spell('columns', 'ITEM,WORKER,LABEL')}. If rows are items and columns are "
-                f"workers, read it as a wide file ({table.spell('fmt', 'wide')})."
-            )
-        raise _missing_columns_error(table, missing, hint)
-    return item, worker, label, gold
-
-
-# words that make a column name one role's (``annotator_name`` is a worker column, ``label_value`` a label column)
-_ROLE_WORDS = {
-    "item": ("item", "task", "question"),
-    "worker": ("worker", "annotator", "labeler", "labeller", "rater"),
-    "label": ("label", "answer", "response", "class", "annotation") + SCORE_ALIASES,
-}
-
-
-def _words(name: str) -> set[str]:
-    return {w for w in re.split(r"[^0-9a-z]+", name.lower()) if w}
-
-
-def _similar_columns(table: _Table, skip: set[int] | Sequence[int] = ()) -> dict[str, int]:
-    """{role: column} for the roles that exactly one column's name holds as a word (and no other role's word)."""
-    words = [_words(h) if j not in skip else set() for j, h in enumerate(table.header)]
-    out = {}
-    for role, mine in _ROLE_WORDS.items():
-        others = set().union(*(w for r, w in _ROLE_WORDS.items() if r != role))
-        hits = [j for j, w in enumerate(words) if w & set(mine) and not w & others]
-        if len(hits) == 1:
-            out[role] = hits[0]
-    return out
-
-
-class ColumnsUnclear(DataError):
-    """The file's shape and names do not say which column holds what: the user names them (``columns=`` in
-    Python, ``--columns`` on the command line, the column picker on the Data page). ``header``: the column names."""
-
-    def __init__(self, message: str, *, header: Sequence[str], **kw) -> None:
-        self.header = tuple(header)
-        super().__init__(message, **kw)
-
-
-def _named_columns(table: _Table, columns) -> tuple[int, int, int]:
-    """The (item, worker, label) column indices named by ``columns`` ("q,w,a" or three names, case and spaces
-    ignored; or three column indices)."""
-    if isinstance(columns, str):
-        columns = [c for c in columns.split(",")]
-    columns = list(columns)
-    if len(columns) != 3:
-        raise DataError(
-            f"{table.spell('columns', ','.join(map(str, columns)))} names {len(columns)} columns; it takes three: the "
-            "item, worker and label columns.",
-            file=table.file,
-            hint=f"For example {table.spell('columns', ','.join(table.header[:3]))}.",
-        )
-    found = []
-    for role, c in zip(("item", "worker", "label"), columns):
-        if isinstance(c, int | np.integer) and not isinstance(c, bool):
-            if not 0 <= c < len(table.header):
-                raise DataError(
-                    f"the {role} column {c} you named is not a column of the file (0..{len(table.header) - 1}).",
-                    file=table.file,
-                )
-            found.append(int(c))
-            continue
-        key = _norm(str(c))
-        hits = [j for j, h in enumerate(table.header) if _norm(h) == key]
-        if not hits:
-            shown = column_listing(table.header)
-            raise DataError(
-                f"there is no column named {str(c).strip()!r} (the {role} column you named); the columns in row 1 are "
-                f"{shown}.",
-                file=table.file,
-                row=1,
-                hint=f"Name three of those: {table.spell('columns', 'ITEM,WORKER,LABEL')}.",
-            )
-        found.append(hits[0])
-    if len(set(found)) < 3:
-        raise DataError(
-            "the item, worker and label columns you named are not three different columns.",
-            file=table.file,
-            row=1,
-            hint=f"Name three different columns: {table.spell('columns', 'ITEM,WORKER,LABEL')}.",
-        )
-    return found[0], found[1], found[2]
-
-
-def _roles_note(table: _Table, cols: Sequence[int], how: str) -> str:
-    item, worker, label = (repr(table.column_name(j)) for j in cols[:3])
-    return f"{item} as the item, {worker} as the worker and {label} as the label ({how})"
-
-
-@dataclass(frozen=True)
-class _Shape:
-    """What a file's shape says about long vs wide: rows, distinct ids in column 0, blank cells in the three
-    columns of a three-column file, and the share of distinct (column 0, column 1) pairs."""
-
-    rows: int
-    ids: int
-    data_cols: tuple[int, ...]
-    blanks: bool
-    pairs: float
-
-    @property
-    def per_id(self) -> float:
-        return self.rows / max(self.ids, 1)
-
-    @property
-    def long_by_position(self) -> bool:
-        """Three columns, ids repeated, no blank cell, and mostly distinct (item, worker) pairs: a long file."""
-        return len(self.data_cols) == 3 and self.ids < self.rows and not self.blanks and self.pairs >= 0.5
-
-    def said(self, table: _Table) -> str:
-        first = repr(table.column_name(0))
-        return f"{self.rows:,} rows hold {self.ids:,} distinct ids in column {first} ({self.per_id:.1f} rows per id)"
-
-
-def _shape(table: _Table, gold_j: int | None) -> _Shape:
-    data_cols = tuple(j for j in range(len(table.header)) if j != gold_j)
-    ids = table.col(0)
-    blanks, pairs = True, 0.0
-    if len(data_cols) == 3 and ids.uniq.size < table.n_rows:
-        blanks = any(table.missing(j).any() for j in data_cols)
-        second = table.col(data_cols[1])
-        key = ids.codes.astype(np.int64) * max(second.uniq.size, 1) + second.codes
-        pairs = np.unique(key).size / max(table.n_rows, 1)
-    return _Shape(table.n_rows, int(ids.uniq.size), data_cols, blanks, float(pairs))
-
-
-def _choose_layout(
-    table: _Table, fmt: str, score_column: str | None, columns
-) -> tuple[str, tuple[int, int, int, int | None] | None, tuple[str, ...]]:
-    """("long" or "wide", the long file's (item, worker, label, gold) columns or None, notes saying which reading
-    was chosen and why). Decided by the names in row 1 and by the shape (repeated ids in the first column, three
-    columns, many rows per id); raises `ColumnsUnclear` when the two leave it open, rather than guess."""
-    fmt_wide = table.spell("fmt", "wide")
-    name_them = table.spell("columns", "ITEM,WORKER,LABEL")
-    if columns is not None:
-        if fmt == "wide":
-            raise DataError(
-                f"{table.spell('columns', 'ITEM,WORKER,LABEL')} names a long file's columns, and "
-                f"{table.spell('fmt', 'wide')} asks for a wide reading.",
-                file=table.file,
-                hint="Drop one of the two.",
-            )
-        cols = _long_columns(table, score_column, _named_columns(table, columns))
-        return (
-            "long",
-            cols,
-            (f"Read as a long table (one label per row): {_roles_note(table, cols, 'as you named them')}.",),
-        )
-    gold_j = _find(table, GOLD_ALIASES, "gold", skip=(0,))
-    if fmt == "long":  # the order item, worker, label only where the shape says long too
-        by_position = not _looks_long(table.header, score_column) and _shape(table, gold_j).long_by_position
-        cols = _long_columns(table, score_column, by_position=by_position)
-        return "long", cols, ()
-    named_long = _looks_long(table.header, score_column)
-    if fmt == "wide":
-        if named_long:
-            return "wide", None, ()
-        shape = _shape(table, gold_j)
-        similar = _similar_columns(table, skip={0} if gold_j is None else {0, gold_j})
-        if shape.ids < shape.rows and ({"worker", "label"} <= similar.keys() or shape.long_by_position):
-            return (
-                "wide",
-                None,
-                (
-                    "Read as a wide table as asked, although the file looks long (one label per row): "
-                    f"{shape.said(table)}. To read it as long, use {table.spell('fmt', 'long')} or {name_them}.",
-                ),
-            )
-        return "wide", None, ()
-    if named_long:
-        return "long", None, ()  # the accepted names say it (the long reader finds the columns and says what's missing)
-    shape = _shape(table, gold_j)
-    if shape.ids == shape.rows:
-        return "wide", None, (" (one row per item: row 1 names no worker or label column, and every id is on one row)",)
-    similar = _similar_columns(table, skip=set() if gold_j is None else {gold_j})
-    if {"worker", "label"} <= similar.keys():
-        cols = _long_columns(table, score_column)
-        why = "from their names"
-        return (
-            "long",
-            cols,
-            (f"Read as a long table (one label per row): {shape.said(table)}; {_roles_note(table, cols, why)}.",),
-        )
-    if shape.long_by_position:
-        cols = _long_columns(table, score_column, by_position=True)
-        return (
-            "long",
-            cols,
-            (
-                f"Read as a long table (one label per row): {shape.said(table)}, three columns and no blank cell; "
-                f"{_roles_note(table, cols, 'in the order item, worker, label')}. If that is not their order, name "
-                f"them: {name_them}.",
-            ),
-        )
-    if len(shape.data_cols) == 3 or shape.per_id >= 2:
-        raise ColumnsUnclear(
-            f"cannot tell how to read this file: row 1 names no worker or label column, and {shape.said(table)}, as "
-            f"in a long file (one label per row), but {_unclear_why(shape)}.",
-            header=table.header,
-            file=table.file,
-            row=1,
-            hint=f"Name the item, worker and label columns ({name_them}), or, if "
-            f"each row is one item and each column after the first one worker, choose {fmt_wide}.",
-        )
-    return (
-        "wide",
-        None,
-        (
-            f" (row 1 names no worker or label column, and the file has {len(table.header)} columns; some ids are on "
-            f"more than one row ({shape.rows:,} rows, {shape.ids:,} ids): their rows add labels to the same item)",
-        ),
-    )
-
-
-def _unclear_why(shape: _Shape) -> str:
-    if len(shape.data_cols) != 3:
-        return f"it has {len(shape.data_cols)} columns, and which of them hold the worker and the label is not named"
-    if shape.blanks:
-        return "some cells are blank (a long file has a label in every row; a wide file has blanks)"
-    return (
-        f"only {shape.pairs:.0%} of the (column 1, column 2) pairs are distinct (a long file's item and worker pairs "
-        "mostly are)"
-    )
-
-
-def _looks_long(header: Sequence[str], score_column: str | None) -> bool:
-    """A header naming a worker or a label column is a long file; anything else is read as wide."""
-    keys = {_norm(h) for h in header}
-    named = set(WORKER_ALIASES + LABEL_ALIASES + SCORE_ALIASES)
-    return bool(keys & named) or score_column is not None
-
-
-def _ignored_note(table: _Table, used: Sequence[int]) -> tuple[str, ...]:
-    ignored = [table.column_name(j) for j in range(len(table.header)) if j not in used]
-    if not ignored:
-        return ()
-    return (f"Ignored {_count(len(ignored), 'column')}: {', '.join(repr(n) for n in ignored)}.",)
 
 
 def _as_numbers(strings: np.ndarray) -> np.ndarray | None:
@@ -1608,12 +1262,6 @@ def read_known(source: Source, annotations: Annotations, *, where: str = "python
             hint=f"The classes are {_listing([repr(c) for c in annotations.class_names], annotations.n_classes)}.",
         )
     return np.asarray(with_known.gold)
-
-
-SEQUENCE_ALIASES = ("sequence", "seq", "sentence", "sequence_id", "sentence_id", "chain")
-
-
-POSITION_ALIASES = ("position", "pos", "index", "token", "t", "step")
 
 
 _SEQ_NEEDS = "a sequence label file needs sequence, position, worker and label columns"

@@ -75,7 +75,7 @@ import scipy.sparse as sp
 from scipy.special import betaincinv, expit, logit, ndtri  # not scipy.stats: 1-2 s to import for two quantiles
 
 from crowdlab.errors import DataError, ModelError
-from crowdlab.io.data import Annotations
+from crowdlab.io.annotations import Annotations
 from crowdlab.models.base import softmax_rows
 from crowdlab.models.dawid_skene import DawidSkene, expected_counts
 from crowdlab.models.mace import mace_gamma

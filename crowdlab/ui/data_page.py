@@ -30,7 +30,9 @@ import streamlit as st
 from crowdlab.analysis.export import csv_bytes
 from crowdlab.errors import DataError
 from crowdlab.io import limits, safe
-from crowdlab.io.data import Annotations, ColumnsUnclear, read_annotations, to_gold_dataframe, to_long_dataframe
+from crowdlab.io.annotations import Annotations, to_gold_dataframe, to_long_dataframe
+from crowdlab.io.columns import ColumnsUnclear
+from crowdlab.io.data import read_annotations
 from crowdlab.io.describe import class_balance, worker_table
 from crowdlab.plots import data as figs
 from crowdlab.teaching.simulate import WORKER_TYPES, mix_from_counts, simulate_crowd, simulate_scores

@@ -22,7 +22,7 @@ from crowdlab.analysis.reports import ACCURACY_UNDER_PRIOR, worker_report
 from crowdlab.engines.fit import fit
 from crowdlab.engines.run import Run
 from crowdlab.errors import ModelError
-from crowdlab.io.data import Annotations
+from crowdlab.io.annotations import Annotations
 from crowdlab.io.safe import plural
 from crowdlab.ui import lab, sessions, state
 

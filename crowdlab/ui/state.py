@@ -6,7 +6,7 @@ page is not showing, so widget keys are only views of the plain keys, written ba
 ==========================  ==========================================================================
 ``data.id``                 where the working dataset came from: ``sample:<key>``, ``upload:<sha1>``,
                             ``sim:<parameters>``
-``data.obj``                the :class:`~crowdlab.io.data.Annotations` themselves
+``data.obj``                the :class:`~crowdlab.io.annotations.Annotations` themselves
 ``data.source``             a Python expression that reloads them (for the Export page's snippet)
 ``method.config``           a :class:`MethodConfig` (method key, init, prior strength, hard EM, seed, tol,
                             max_iter)
@@ -41,7 +41,7 @@ from crowdlab.engines.init import INITS
 from crowdlab.engines.limits import MAX_ITER
 from crowdlab.engines.run import POSTERIOR_WINDOW, Run, posterior_window
 from crowdlab.io import safe
-from crowdlab.io.data import Annotations
+from crowdlab.io.annotations import Annotations
 from crowdlab.models import CLASS_PRIOR_MODELS, MODELS, applicable_models, make_model
 from crowdlab.ui import lab
 

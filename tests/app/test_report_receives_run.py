@@ -7,6 +7,7 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from crowdlab.analysis.reports import worker_report
@@ -43,7 +44,9 @@ def test_the_data_page_passes_the_reference_run_and_it_is_fitted_once(monkeypatc
     at = ok(_open("patients").switch_page(DATA_PAGE).run())
     assert runs, "the Data page did not ask the state for the reference run"
     run = runs[-1]
-    assert isinstance(run.model, DawidSkene) and run.data is at.session_state[state.DATA]
+    data = at.session_state[state.DATA]  # (the run may come from another session on the same dataset id)
+    assert isinstance(run.model, DawidSkene) and run.data.worker_names == data.worker_names
+    assert np.array_equal(run.data.label, data.label) and np.array_equal(run.data.item, data.item)
     got = _report(at).set_index("worker")
     want = worker_report(run).set_index("worker")
     assert got["accuracy"].to_numpy() == pytest.approx(want.loc[got.index, "accuracy"].to_numpy())

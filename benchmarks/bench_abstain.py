@@ -18,7 +18,8 @@ from pathlib import Path
 import numpy as np
 
 from crowdlab.engines.run import Run
-from crowdlab.io.data import read_annotations, with_abstentions
+from crowdlab.io.abstain import with_abstentions
+from crowdlab.io.data import read_annotations
 from crowdlab.models import make_model
 
 DEFAULT = Path(__file__).resolve().parents[1].parent / "shared" / "datasets" / "crowdflower_weather_sentiment"

@@ -104,7 +104,7 @@ def one_memory(folder: Path, args) -> dict:
     import pyarrow.parquet  # noqa: F401
 
     from crowdlab.engines.run import Run
-    from crowdlab.io.data import Annotations
+    from crowdlab.io.annotations import Annotations
     from crowdlab.models import make_model
 
     files = sorted(str(p) for p in folder.glob("part*.parquet"))

@@ -92,7 +92,7 @@ def simulate(n_obs: int, K: int, seed: int = 0) -> dict[str, np.ndarray]:
 
 def to_annotations(sim: dict[str, np.ndarray], K: int):
     """Annotations straight from the simulated arrays (names "0".."N-1", "w0".., "0".."K-1")."""
-    from crowdlab.io.data import Annotations
+    from crowdlab.io.annotations import Annotations
 
     N, M = sim["truth"].size, sim["n_workers"]
     return Annotations(

@@ -296,7 +296,7 @@ def _hmm_data(K: int, path: Path) -> None:
 
 
 def _load_hmm(path: str):
-    from crowdlab.io.data import Annotations
+    from crowdlab.io.annotations import Annotations
     from crowdlab.models.hmm import HMMParams
 
     z = np.load(path)

@@ -9,7 +9,7 @@ run.labels(), run.posterior, run.params
 from crowdlab.engines.fit import fit
 from crowdlab.engines.run import Run, Snapshot
 from crowdlab.errors import DataError, ModelError, NotFittedError
-from crowdlab.io.data import Annotations
+from crowdlab.io.annotations import Annotations
 from crowdlab.models import MODELS, applicable_models, make_model
 
 _FRAMES = (

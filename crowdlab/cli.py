@@ -695,7 +695,8 @@ def cmd_fit(args: argparse.Namespace) -> int:
     check_model(args, options)
     out = check_out(args) if args.out is not None else None
     from crowdlab.engines.fit import fit
-    from crowdlab.io.data import read_annotations, read_sequences
+    from crowdlab.io.data import read_annotations
+    from crowdlab.io.sequences import read_sequences
 
     kind = "continuous" if args.method == "scores" and args.kind == "auto" else args.kind
     if args.fmt == "sequences" or (args.method == "hmm" and args.fmt == "auto"):
@@ -814,8 +815,8 @@ def _say_removed(removed: list[str], out: Path) -> None:
 
 def _known_codes(path: str, data):
     """(n_items,) class codes of the items in the known-labels file (-1 elsewhere), read like a gold file and
-    refused in its own words (`crowdlab.io.data.read_known`)."""
-    from crowdlab.io.data import read_known
+    refused in its own words (`crowdlab.io.gold.read_known`)."""
+    from crowdlab.io.gold import read_known
 
     return read_known(path, data, where="cli")
 

@@ -38,8 +38,8 @@ import pandas as pd
 
 from crowdlab.engines.limits import MAX_ITER
 from crowdlab.errors import DataError, NotFittedError
-from crowdlab.io.data import Annotations
-from crowdlab.io.data import _check_sizes as check_sizes
+from crowdlab.io.annotations import Annotations
+from crowdlab.io.values import _check_sizes as check_sizes
 from crowdlab.models.baselines import option_int, option_real, option_seed
 
 __all__ = [
@@ -69,7 +69,7 @@ def _column(df: pd.DataFrame, aliases: tuple[str, ...], role: str, what: str = "
     """The one column of ``df`` whose name (stripped, any case, CamelCase as words: ``WorkerId``) is one of
     ``aliases``; two or more (``worker`` and ``annotator``, ``worker`` and ``Worker``, or two called ``label``) are
     refused, as the reader refuses them. The label of an MTurk batch file is its one ``Answer.*`` column."""
-    from crowdlab.io.data import ANSWER_PREFIX, _norm
+    from crowdlab.io.columns import ANSWER_PREFIX, _norm
 
     names = [_norm(str(c)) for c in df.columns]
     found = [c for a in aliases for c, n in zip(df.columns, names, strict=True) if n == a]
@@ -228,9 +228,9 @@ class _Frame:
 
     def _read_abstentions(self, abstain) -> None:
         """``abstain``: a label value (or values) meaning "can't tell", read as a response that is not a class, as
-        ``read_annotations(..., abstain=)`` does (:func:`crowdlab.io.data.with_abstentions`); without it, a label
+        ``read_annotations(..., abstain=)`` does (:func:`crowdlab.io.abstain.with_abstentions`); without it, a label
         spelled like one gets the reader's note in ``data.notes``."""
-        from crowdlab.io.data import _responses
+        from crowdlab.io.abstain import _responses
 
         tokens = None
         if abstain is not None:
@@ -331,7 +331,7 @@ def _sample(values, n: int = 3) -> str:
 
 
 def from_dataframe(df: pd.DataFrame, gold: pd.Series | dict | None = None, abstain=None) -> Annotations:
-    """:class:`~crowdlab.io.data.Annotations` from a DataFrame with task/item, worker and label columns; ``gold``
+    """:class:`~crowdlab.io.annotations.Annotations` from a DataFrame with task/item, worker and label columns; ``gold``
     maps task -> label (tasks or labels it does not know are ignored); ``abstain``: a label (or labels) meaning
     "can't tell", read as a response that is not a class (``Annotations.response_names``)."""
     return _Frame(df, gold, abstain).data
@@ -951,7 +951,8 @@ ESTIMATORS: dict[str, type[_Aggregator]] = {
 NOT_FROM_DATAFRAME = {
     "scores": "it models continuous scores, and a DataFrame's labels are read as classes; use "
     "cl.fit(cl.read_annotations(path, kind='continuous'), 'scores').",
-    "hmm": "it needs sequences (each item's sequence and position); use crowdlab.io.data.read_sequences and cl.fit.",
+    "hmm": "it needs sequences (each item's sequence and position); use crowdlab.io.sequences.read_sequences and "
+    "cl.fit.",
     "mrf": "it needs a graph over the items; add one with crowdlab.io.graph.read_edges and use cl.fit.",
     "online_ds": "online EM has no estimator; use cl.fit(crowdlab.frames.from_dataframe(df), 'online_ds').",
     "online_one_coin": "online EM has no estimator; use cl.fit(crowdlab.frames.from_dataframe(df), 'online_one_coin').",

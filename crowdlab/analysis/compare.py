@@ -12,7 +12,7 @@ import pandas as pd
 from crowdlab.engines.fit import fit
 from crowdlab.engines.run import Run
 from crowdlab.errors import ModelError
-from crowdlab.io.data import Annotations
+from crowdlab.io.annotations import Annotations
 from crowdlab.io.metrics import accuracy, log_loss, macro_f, pearson, soft_accuracy
 from crowdlab.models import MODELS, applicable_models
 from crowdlab.models.base import VariationalObjective

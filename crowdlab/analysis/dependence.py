@@ -52,7 +52,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from crowdlab.io.data import Annotations
+from crowdlab.io.annotations import Annotations
 
 MIN_SHARED = 10  # pairs with fewer shared items are not tested
 EXACT_MAX = (

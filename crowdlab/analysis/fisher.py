@@ -75,7 +75,7 @@ import scipy.sparse as sp
 from scipy.special import betaincinv, expit, logit, ndtri  # not scipy.stats: 1-2 s to import for two quantiles
 
 from crowdlab.errors import DataError, ModelError
-from crowdlab.io.data import Annotations
+from crowdlab.io.annotations import Annotations
 from crowdlab.models.base import softmax_rows
 from crowdlab.models.dawid_skene import DawidSkene, expected_counts
 from crowdlab.models.mace import mace_gamma
@@ -538,9 +538,49 @@ def observed_information(model, data: Annotations, params: ClassParams, *, block
     so the per-item scores in phi are the sparse products S_y = X diag(1 / Gamma(., y)) A_y (+ the pi row), and
     Var_q sums to sum_y S_y^T diag(q_y) S_y - G^T G with G = sum_y diag(q_y) S_y (row n: the score of item n).
     ``block``: "full", "worker" (per-worker blocks: conditional information, smaller standard errors) or "auto".
+
+    The steps: `_check_class_fit`, the free parametrisation (`_layout`, `_free_map`), the terms of Louis' identity
+    (`_louis_terms`: the exact posterior, the complete-data curvature, the per-item scores, the prior's curvature),
+    the information of each block (`_information_blocks`), their inverses (`_inverted_blocks`) and the notes
+    (`_observed_notes`).
     """
     if isinstance(model, GoodBadScores):
         return _scores_information(model, data, params, block)
+    _check_class_fit(model, data, params)
+    lay = _layout(model, data, params)
+    free, B, boundary = _free_map(lay)
+    r = free.size
+    A = sp.csr_matrix(lay.C @ B)
+    A.eliminate_zeros()
+    block = _block_kind(block, r)
+    terms = _louis_terms(model, data, params, lay, A, B)
+    worker_phi = lay.worker[free]
+    blocks, block_infos = _information_blocks(terms, worker_phi, r, block)
+    info, cov, singular, lo, hi = _inverted_blocks(blocks, block_infos, r, block)
+    fixed = tuple(lay.names[i] for i in boundary)
+    return ObservedInformation(
+        names=tuple(lay.names[i] for i in free),
+        worker=worker_phi,
+        phi=lay.nu0[free].copy(),
+        information=info,
+        covariance=cov,
+        gradient=terms.gradient,
+        block=block,
+        singular=singular,
+        min_eigenvalue=float(lo),
+        max_eigenvalue=float(hi),
+        fixed=fixed,
+        notes=_observed_notes(r, block, singular, lo, hi, terms.gradient, cov, model.hard, fixed),
+        expected_counts=terms.counts,
+        _layout=lay,
+        _B=B,
+        _A=A,
+    )
+
+
+def _check_class_fit(model, data: Annotations, params: ClassParams) -> None:
+    """Raise unless ``model`` is Dawid-Skene, one-coin or two-coin, fits ``data``, and ``params`` are its
+    ClassParams."""
     if not isinstance(model, DawidSkene | OneCoin | TwoCoin):
         title = getattr(getattr(model, "info", None), "title", type(model).__name__)
         raise ModelError(
@@ -550,34 +590,77 @@ def observed_information(model, data: Annotations, params: ClassParams, *, block
     model.check(data)
     if not isinstance(params, ClassParams):
         raise ModelError("params must be the ClassParams of a fitted class model (run.params).")
-    lay = _layout(model, data, params)
-    free, B, boundary = _free_map(lay)
-    r = free.size
-    M, K = data.n_workers, data.n_classes
-    MKK = M * K * K
-    A = sp.csr_matrix(lay.C @ B)
-    A.eliminate_zeros()
+
+
+def _block_kind(block: str, r: int) -> str:
+    """ "full" or "worker": "auto" is "full" up to FULL_LIMIT free parameters."""
     if block == "auto":
         block = "full" if r <= FULL_LIMIT else "worker"
     if block not in ("full", "worker"):
         raise ValueError(f"block must be 'auto', 'full' or 'worker', got {block!r}.")
+    return block
 
+
+@dataclass(frozen=True, eq=False)
+class _LouisTerms:
+    """The terms of Louis' identity in the free coordinates phi (r of them) of a class model with M workers, K
+    classes and N items; raw coordinates: the M K K Gamma cells, then the K entries of pi.
+
+    ``q`` (N, K): the exact posterior; ``counts`` (M, K, K): the expected counts under it; ``A`` (M K K + K, r):
+    raw = c0 + A phi (CSC); ``d`` (M K K + K,): -E_q[d^2 log p(x, y)], diagonal in the raw coordinates; ``S``: K
+    sparse (N, r) matrices, the per-item complete-data scores S_y; ``G`` (N, r): sum_y diag(q_y) S_y, each item's
+    score; ``P`` (T, r) and ``w_prior`` (T,): the log prior's terms coef_t log(x_t), x = x0 + P phi, and their
+    curvature coef_t / x_t^2 (T = 0 without a prior); ``gradient`` (r,): of the objective, prior included."""
+
+    q: np.ndarray
+    counts: np.ndarray
+    A: sp.csc_matrix
+    d: np.ndarray
+    S: list
+    G: sp.spmatrix
+    P: sp.csc_matrix
+    w_prior: np.ndarray
+    gradient: np.ndarray
+
+
+def _louis_terms(model, data: Annotations, params: ClassParams, lay: _Layout, A: sp.csr_matrix, B) -> _LouisTerms:
+    """Every term the information blocks need, computed once for all of them."""
+    q = softmax_rows(model.log_joint(data, params))  # exact posterior (also for hard-EM fits)
+    counts = expected_counts(data, q)
+    active = np.diff(A.indptr) > 0  # raw coordinates that move with phi
+    d = _complete_curvature(params, q, counts, active)
+    S, G = _item_scores(data, params, q, A, active)
+    gradient = np.asarray(G.sum(axis=0)).ravel()
+    PB, w_pr, g_pr = _prior_curvature(lay, B)
+    if g_pr.size:
+        gradient = gradient + PB.T @ g_pr
+    return _LouisTerms(q, counts, A.tocsc(), d, S, G, PB.tocsc(), w_pr, gradient)
+
+
+def _complete_curvature(params: ClassParams, q: np.ndarray, counts: np.ndarray, active: np.ndarray) -> np.ndarray:
+    """-E_q[d^2 log p(x, y)] in the raw coordinates, where it is diagonal: expected counts / Gamma^2 for the Gamma
+    cells, sum_n q_ny / pi_y^2 for pi (0 where a coordinate does not move with phi)."""
     gam = params.gamma.ravel()
     pi = params.pi
-    active = np.diff(A.indptr) > 0  # raw coordinates that move with phi
-    q = softmax_rows(model.log_joint(data, params))  # exact posterior (also for hard-EM fits)
-    X = data.label_counts
-    N = data.n_items
-    counts = expected_counts(data, q)
-
-    # E_q[d^2 log p(x, y)]: diagonal in raw coordinates
-    d = np.zeros(A.shape[0])
+    MKK = gam.size
+    d = np.zeros(active.size)
     g_act = active[:MKK]
     d[:MKK][g_act] = counts.ravel()[g_act] / gam[g_act] ** 2
     p_act = active[MKK:]
     d[MKK:][p_act] = q.sum(axis=0)[p_act] / pi[p_act] ** 2
+    return d
 
-    # per-item complete-data scores S_y (N, r), y = 0..K-1
+
+def _item_scores(
+    data: Annotations, params: ClassParams, q: np.ndarray, A: sp.csr_matrix, active: np.ndarray
+) -> tuple[list, sp.spmatrix]:
+    """(S, G): the per-item complete-data scores S_y = X diag(1 / Gamma(., y)) A_y (+ the pi row), y = 0 .. K-1,
+    each (N, r) CSC, and G = sum_y diag(q_y) S_y (row n: the score of item n)."""
+    M, K, N = data.n_workers, data.n_classes, data.n_items
+    MKK = M * K * K
+    gam = params.gamma.ravel()
+    pi = params.pi
+    X = data.label_counts
     cell_rows = np.arange(M)[:, None] * K * K + np.arange(K)[None, :] * K
     S = []
     for y in range(K):
@@ -589,10 +672,13 @@ def observed_information(model, data: Annotations, params: ClassParams, *, block
         if active[MKK + y]:
             Sy = Sy + sp.csr_matrix(np.ones((N, 1))) @ (A[MKK + y] / pi[y])
         S.append(sp.csc_matrix(Sy))
-    Gfull = sum(sp.diags(q[:, y]) @ S[y] for y in range(K))
-    gradient = np.asarray(Gfull.sum(axis=0)).ravel()
+    G = sum(sp.diags(q[:, y]) @ S[y] for y in range(K))
+    return S, G
 
-    # prior terms sum_t coef_t log(x_t), x = x0 + P nu
+
+def _prior_curvature(lay: _Layout, B) -> tuple[sp.csr_matrix, np.ndarray, np.ndarray]:
+    """(P, w, g) of the log prior sum_t coef_t log(x_t), x = x0 + P phi: P = lay.P B, the curvature
+    w_t = coef_t / x_t^2 and the gradient's g_t = coef_t / x_t (0 for the terms that do not move with phi)."""
     PB = sp.csr_matrix(lay.P @ B)
     x = lay.x0 + lay.P @ lay.nu0
     moving = np.diff(PB.indptr) > 0
@@ -600,36 +686,46 @@ def observed_information(model, data: Annotations, params: ClassParams, *, block
     w_pr[moving] = lay.coef[moving] / x[moving] ** 2
     g_pr = np.zeros(x.size)
     g_pr[moving] = lay.coef[moving] / x[moving]
-    if x.size:
-        gradient = gradient + PB.T @ g_pr
-    A_csc, PB_csc = A.tocsc(), PB.tocsc()
+    return PB, w_pr, g_pr
 
-    def info_block(cols: np.ndarray) -> np.ndarray:
-        Ssub = [sp.csr_matrix(s[:, cols]) for s in S]
-        # only the items whose scores touch these columns contribute (a worker block: the items it labelled)
-        touched = np.flatnonzero(sum(np.diff(s.indptr) for s in Ssub) > 0)
-        Ssub = [s[touched] for s in Ssub]
-        qt = q[touched]
-        V = sum((s.T @ sp.diags(qt[:, y]) @ s) for y, s in enumerate(Ssub))
-        Gs = sum(sp.diags(qt[:, y]) @ s for y, s in enumerate(Ssub))
-        Ac = A_csc[:, cols]
-        H = (V - Gs.T @ Gs - Ac.T @ sp.diags(d) @ Ac).toarray()
-        if x.size:
-            Pc = PB_csc[:, cols]
-            H -= (Pc.T @ sp.diags(w_pr) @ Pc).toarray()
-        return -H
 
-    worker_phi = lay.worker[free]
+def _block_of(t: _LouisTerms, cols: np.ndarray) -> np.ndarray:
+    """The information of the free coordinates ``cols`` (a dense (c, c) block), from the items whose scores touch
+    them (a worker block: the items the worker labelled)."""
+    Ssub = [sp.csr_matrix(s[:, cols]) for s in t.S]
+    touched = np.flatnonzero(sum(np.diff(s.indptr) for s in Ssub) > 0)
+    Ssub = [s[touched] for s in Ssub]
+    qt = t.q[touched]
+    V = sum((s.T @ sp.diags(qt[:, y]) @ s) for y, s in enumerate(Ssub))
+    Gs = sum(sp.diags(qt[:, y]) @ s for y, s in enumerate(Ssub))
+    Ac = t.A[:, cols]
+    H = (V - Gs.T @ Gs - Ac.T @ sp.diags(t.d) @ Ac).toarray()
+    if t.w_prior.size:
+        Pc = t.P[:, cols]
+        H -= (Pc.T @ sp.diags(t.w_prior) @ Pc).toarray()
+    return -H
+
+
+def _information_blocks(
+    t: _LouisTerms, worker_phi: np.ndarray, r: int, block: str
+) -> tuple[list[np.ndarray], list[np.ndarray]]:
+    """(blocks, their information): one block of every coordinate ("full"), or one per worker and one for the
+    class prior ("worker", all at once by `_block_information`)."""
     if block == "full":
         blocks = [np.arange(r)]
-        block_infos = [info_block(blocks[0])]
-    else:
-        order = np.argsort(worker_phi, kind="stable")
-        cuts = np.flatnonzero(np.diff(worker_phi[order])) + 1
-        blocks = [b for b in np.split(order, cuts) if b.size]
-        grams = [(S[y], q[:, y]) for y in range(K)]
-        neg = [(Gfull, None), (A_csc, d)] + ([(PB_csc, w_pr)] if x.size else [])
-        block_infos = _block_information(blocks, r, grams, neg)
+        return blocks, [_block_of(t, blocks[0])]
+    order = np.argsort(worker_phi, kind="stable")
+    cuts = np.flatnonzero(np.diff(worker_phi[order])) + 1
+    blocks = [b for b in np.split(order, cuts) if b.size]
+    K = len(t.S)
+    grams = [(t.S[y], t.q[:, y]) for y in range(K)]
+    neg = [(t.G, None), (t.A, t.d)] + ([(t.P, t.w_prior)] if t.w_prior.size else [])
+    return blocks, _block_information(blocks, r, grams, neg)
+
+
+def _inverted_blocks(blocks: list[np.ndarray], block_infos: list[np.ndarray], r: int, block: str):
+    """(information, covariance, singular, smallest and largest eigenvalue): each block inverted on its positive
+    eigen-space (`_symmetric_inverse`); "full": the dense (r, r) matrices, "worker": sparse block-diagonal ones."""
     info_rows, info_cols, info_vals, cov_vals = [], [], [], []
     singular, lo, hi = False, np.inf, -np.inf
     infos, covs = [], []
@@ -652,39 +748,26 @@ def observed_information(model, data: Annotations, params: ClassParams, *, block
         cov = sp.csr_matrix((np.concatenate(cov_vals), (rr, cc)), shape=(r, r))
     if r == 0:
         lo = hi = 0.0
+    return info, cov, singular, lo, hi
 
+
+def _observed_notes(r, block, singular, lo, hi, gradient, cov, hard, fixed) -> tuple[str, ...]:
+    """The notes of a class model's observed information: per-worker blocks, `_information_notes`, and the
+    parameters held fixed on the boundary."""
     notes = []
     if block == "worker":
         notes.append(
             "Per-worker blocks of the information (every other parameter held at its estimate): the standard "
             "errors ignore the uncertainty of the other workers and of the class prior, so they are too small."
         )
-    notes += _information_notes(r, block, singular, lo, hi, gradient, cov, model.hard)
-    fixed = tuple(lay.names[i] for i in boundary)
+    notes += _information_notes(r, block, singular, lo, hi, gradient, cov, hard)
     if fixed:
         notes.append(
             f"{len(fixed)} parameter(s) on the boundary of [0, 1] are held fixed (no Wald interval): "
             + ", ".join(fixed[:5])
             + (" ..." if len(fixed) > 5 else "")
         )
-    return ObservedInformation(
-        names=tuple(lay.names[i] for i in free),
-        worker=worker_phi,
-        phi=lay.nu0[free].copy(),
-        information=info,
-        covariance=cov,
-        gradient=gradient,
-        block=block,
-        singular=singular,
-        min_eigenvalue=float(lo),
-        max_eigenvalue=float(hi),
-        fixed=fixed,
-        notes=tuple(notes),
-        expected_counts=counts,
-        _layout=lay,
-        _B=B,
-        _A=A,
-    )
+    return tuple(notes)
 
 
 def _information_notes(r, block, singular, lo, hi, gradient, cov, hard) -> list[str]:

@@ -87,7 +87,7 @@ import pandas as pd
 from crowdlab.analysis.fit_check_defaults import CHECK_MODELS, EPSILON, FOLDS, REPLICATES  # noqa: E402
 from crowdlab.engines.fit import fit
 from crowdlab.errors import ModelError
-from crowdlab.io.data import Annotations
+from crowdlab.io.annotations import Annotations
 from crowdlab.models import MODELS, applicable_models
 
 FOLD_TOL = 1e-6

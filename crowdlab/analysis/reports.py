@@ -38,7 +38,7 @@ import pandas as pd
 
 from crowdlab.analysis.fisher import MACE_INTERVAL, clopper_pearson, mace_worker_intervals, worker_intervals
 from crowdlab.errors import ModelError
-from crowdlab.io.data import Annotations
+from crowdlab.io.annotations import Annotations
 from crowdlab.models.mace import MACE
 
 __all__ = ["krippendorff_alpha", "spammer_score", "worker_report"]

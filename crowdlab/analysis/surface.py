@@ -17,7 +17,7 @@ import numpy as np
 from scipy.special import logsumexp
 
 from crowdlab.engines.run import Run
-from crowdlab.io.data import Annotations
+from crowdlab.io.annotations import Annotations
 from crowdlab.models.base import safe_log
 from crowdlab.models.dawid_skene import class_log_joint
 from crowdlab.models.params import ClassParams

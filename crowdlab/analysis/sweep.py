@@ -16,7 +16,7 @@ import pandas as pd
 
 from crowdlab.engines.fit import fit
 from crowdlab.engines.run import Run
-from crowdlab.io.data import Annotations
+from crowdlab.io.annotations import Annotations
 from crowdlab.io.metrics import accuracy, macro_f, pearson
 
 Progress = Callable[[int, int, str], None]

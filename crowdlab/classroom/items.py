@@ -10,9 +10,9 @@
 * Secret roles by share (:func:`deal_role`): honest, spammer (answers at random), adversary (answers the opposite of
   what they believe), lazy (always the same answer): Raykar & Yu (2012) and Hovy et al. (2013, MACE) call the
   second kind spammers; :func:`scripted_answer` plays each role for simulated students.
-* The class's votes as :class:`~crowdlab.io.data.Annotations` with gold (:func:`class_annotations`), the working dataset
-  of the Step page, and the reveal (:func:`reveal`): Dawid & Skene (1979) and MACE fitted to the votes, each
-  student's estimated accuracy with its 95% interval, and per role what the two estimated.
+* The class's votes as :class:`~crowdlab.io.annotations.Annotations` with gold (:func:`class_annotations`), the
+  working dataset of the Step page, and the reveal (:func:`reveal`): Dawid & Skene (1979) and MACE fitted to the
+  votes, each student's estimated accuracy with its 95% interval, and per role what the two estimated.
 """
 
 from __future__ import annotations
@@ -31,7 +31,7 @@ import numpy as np
 
 from crowdlab.classroom.store import ROLES, Item
 from crowdlab.errors import DataError
-from crowdlab.io.data import Annotations
+from crowdlab.io.annotations import Annotations
 from crowdlab.io.limits import get_limits
 from crowdlab.io.readers import read_table
 

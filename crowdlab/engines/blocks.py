@@ -45,7 +45,7 @@ from crowdlab.engines.run import (
     stalled_at,
 )
 from crowdlab.errors import DataError, ModelError
-from crowdlab.io.data import Annotations
+from crowdlab.io.annotations import Annotations
 from crowdlab.models import make_model
 from crowdlab.models.base import entropy_rows, safe_log
 from crowdlab.models.majority import MajorityVote
@@ -624,7 +624,7 @@ def check_known_model(model, known) -> None:
 
 def read_known(known, where: str = "python") -> KnownLabels | None:
     """The known classes from ``known``: None; a mapping item -> class; or a path to a CSV file with item and
-    label columns, read as `crowdlab.io.data.read_gold` reads a gold file (the CLI's ``--known``; blank labels
+    label columns, read as `crowdlab.io.gold.read_gold` reads a gold file (the CLI's ``--known``; blank labels
     are unknown)."""
     import os
 
@@ -636,8 +636,10 @@ def read_known(known, where: str = "python") -> KnownLabels | None:
         items = np.asarray([str(k) for k in known], dtype=object)
         return KnownLabels(items, np.asarray([str(v) for v in known.values()], dtype=object))
     if isinstance(known, str | os.PathLike):
-        from crowdlab.io.data import _gold_columns, _read_table, _required_ids, known_error, no_known_error
+        from crowdlab.io.gold import _gold_columns, known_error, no_known_error
         from crowdlab.io.readers import check_where
+        from crowdlab.io.readers import read_table as _read_table
+        from crowdlab.io.values import _required_ids
 
         table = _read_table(
             known,

@@ -5,10 +5,11 @@
 [--scheduler tcp://host:8786]``.
 
 - ``source``: a Dask DataFrame, a pandas DataFrame, a path or glob of long CSV files (each read by the one reading
-  path, `crowdlab.io.readers.read_table`, with the long-file checks of `crowdlab.io.data`) or of Parquet files.
-  Columns are found by the same names as in a CSV (item/task/question, worker/annotator/..., label/answer/...).
-  A null or blank id, or a null, blank or NaN-spelled label, is refused as the CSV reader refuses it (a
-  `DataError` naming the column and the index of the first such row), before the shuffle.
+  path, `crowdlab.io.readers.read_table`, with the long-file checks of `crowdlab.io.columns` and
+  `crowdlab.io.values`) or of Parquet files. Columns are found by the same names as in a CSV (item/task/question,
+  worker/annotator/..., label/answer/...). A null or blank id, or a null, blank or NaN-spelled label, is refused as
+  the CSV reader refuses it (a `DataError` naming the column and the index of the first such row), before the
+  shuffle.
 - Parquet files are checked on the client before Dask reads them (`crowdlab.io.parquet`: empty, truncated or
   corrupt files, duplicate column names, nested item/worker/label columns, files of one dataset whose columns
   differ); a data page that fails while a worker reads it is named by reading the files again. A crowdlab error
@@ -73,23 +74,18 @@ from crowdlab.engines.blocks import (
 from crowdlab.engines.limits import MAX_ITER
 from crowdlab.engines.restarts import with_restarts
 from crowdlab.errors import CrowdlabError, DataError, ModelError, require_extra
-from crowdlab.io.data import (
+from crowdlab.io.columns import ITEM_ALIASES, LABEL_ALIASES, WORKER_ALIASES, _long_columns, _norm
+from crowdlab.io.readers import Column, check_where, column_listing, count, missing_values, not_a_file, read_table
+from crowdlab.io.soft import soft_vote_column, soft_votes_elsewhere
+from crowdlab.io.values import (
     INFINITE_HINT,
-    ITEM_ALIASES,
-    LABEL_ALIASES,
-    WORKER_ALIASES,
     _check_labels_present,
     _check_sizes,
     _encode_col,
-    _long_columns,
     _merge_note,
-    _norm,
     _required_col,
     infinite_labels,
-    soft_vote_column,
-    soft_votes_elsewhere,
 )
-from crowdlab.io.readers import Column, check_where, column_listing, count, missing_values, not_a_file, read_table
 
 COLUMNS = ("item", "worker", "label")
 NO_DASHBOARD = {"dashboard_address": None, "scheduler_kwargs": {"dashboard_address": ":0"}}

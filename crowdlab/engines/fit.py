@@ -5,7 +5,7 @@ from __future__ import annotations
 from crowdlab.engines.limits import MAX_ITER
 from crowdlab.engines.restarts import with_restarts
 from crowdlab.engines.run import Run
-from crowdlab.io.data import Annotations
+from crowdlab.io.annotations import Annotations
 from crowdlab.models import ONLINE_MODELS, make_model
 
 PARAMS_BUDGET = 256 * 2**20  # bytes of stored parameter sets a fit keeps before the oldest go (Run.params_budget)

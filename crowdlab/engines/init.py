@@ -33,7 +33,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from crowdlab.errors import ModelError
-from crowdlab.io.data import Annotations
+from crowdlab.io.annotations import Annotations
 from crowdlab.models.base import one_hot_argmax
 from crowdlab.models.majority import vote_fractions
 from crowdlab.models.one_coin import one_coin_gamma

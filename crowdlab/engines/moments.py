@@ -51,7 +51,7 @@ import scipy.sparse as sp
 from scipy.optimize import linear_sum_assignment
 
 from crowdlab.errors import ModelError
-from crowdlab.io.data import Annotations
+from crowdlab.io.annotations import Annotations
 from crowdlab.models.base import normalise_columns
 from crowdlab.models.dawid_skene import expected_counts
 from crowdlab.models.hmm import HMMParams, layout

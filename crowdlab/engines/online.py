@@ -27,7 +27,7 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from crowdlab.engines.run import Snapshot
-from crowdlab.io.data import Annotations
+from crowdlab.io.annotations import Annotations
 from crowdlab.io.metrics import accuracy
 from crowdlab.models.dawid_skene import DawidSkene
 from crowdlab.models.one_coin import OneCoin

@@ -45,7 +45,7 @@ from crowdlab.engines.accel import (
 )
 from crowdlab.engines.init import Start, initialise
 from crowdlab.errors import ModelError
-from crowdlab.io.data import Annotations
+from crowdlab.io.annotations import Annotations
 from crowdlab.models.base import row_argmax
 from crowdlab.models.majority import MajorityVote
 from crowdlab.models.parallel import check_n_jobs, jobs

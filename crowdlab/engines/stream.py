@@ -6,11 +6,11 @@ How it works (what is in memory, what is on disk):
 
 1. **One pass over the CSV**, ``chunk_rows`` rows at a time. Each chunk (the header line + whole lines) goes
    through the one reading path, `crowdlab.io.readers.read_table`, and the long-file column checks of
-   `crowdlab.io.data` (column names and aliases, blank ids, missing labels, delimiter, encoding, NUL bytes, ragged
-   rows, skipped blank and repeated-header rows), with rows numbered as in the whole file (a file whose lines end
-   in lone carriage returns is copied with line feeds first). A Parquet file is read in row batches
-   (``pyarrow.parquet.ParquetFile.iter_batches``), its cells as text, with the same column checks, and those of
-   `crowdlab.io.parquet` (an empty, truncated or corrupt file, a nested column, bytes that are not UTF-8).
+   `crowdlab.io.columns` and `crowdlab.io.values` (column names and aliases, blank ids, missing labels, delimiter,
+   encoding, NUL bytes, ragged rows, skipped blank and repeated-header rows), with rows numbered as in the whole file
+   (a file whose lines end in lone carriage returns is copied with line feeds first). A Parquet file is read in row
+   batches (``pyarrow.parquet.ParquetFile.iter_batches``), its cells as text, with the same column checks, and those
+   of `crowdlab.io.parquet` (an empty, truncated or corrupt file, a nested column, bytes that are not UTF-8).
    The chunk's ids are factorised (Arrow's dictionary encoding) and its integer codes appended to a code file in a
    temporary folder; only the chunk's *distinct* names are kept.
 2. **Dictionaries**: the distinct names of all chunks are factorised once more and ordered exactly as
@@ -77,25 +77,22 @@ from crowdlab.engines.blocks import (
 from crowdlab.engines.limits import MAX_ITER
 from crowdlab.engines.restarts import with_restarts
 from crowdlab.errors import DataError
-from crowdlab.io.data import (
+from crowdlab.io.columns import SCORE_ALIASES, _long_columns, _norm
+from crowdlab.io.layout import _looks_long
+from crowdlab.io.readers import INVISIBLE, Column, Table, check_where, get_limits, not_a_file, read_table
+from crowdlab.io.soft import soft_vote_column, soft_votes_elsewhere
+from crowdlab.io.tables import _default_name
+from crowdlab.io.values import (
     INFINITE_HINT,
-    SCORE_ALIASES,
     _as_numbers,
     _check_labels_present,
     _check_sizes,
-    _default_name,
     _encode_col,
-    _long_columns,
-    _looks_long,
     _merge_note,
-    _norm,
     _required_col,
     _resolve_kind,
     infinite_labels,
-    soft_vote_column,
-    soft_votes_elsewhere,
 )
-from crowdlab.io.readers import INVISIBLE, Column, Table, check_where, get_limits, not_a_file, read_table
 
 DEFAULT_CHUNK_ROWS = 1_000_000
 _MAX_BUCKETS = 256

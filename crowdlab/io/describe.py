@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from crowdlab.io.data import Annotations
+from crowdlab.io.annotations import Annotations
 
 
 def class_balance(data: Annotations) -> pd.DataFrame:

@@ -27,20 +27,15 @@ import numpy as np
 
 from crowdlab.errors import DataError
 from crowdlab.io._lazy import lazy
-from crowdlab.io.data import (
-    ITEM_ALIASES,
-    Annotations,
-    Source,
-    _count,
-    _find,
-    _listing,
-    _read_table,
-    _required_ids,
-    _rows_phrase,
-    _to_float,
-)
+from crowdlab.io.annotations import Annotations
+from crowdlab.io.columns import ITEM_ALIASES, _find
 from crowdlab.io.limits import get_limits
-from crowdlab.io.readers import check_where
+from crowdlab.io.readers import Source, check_where
+from crowdlab.io.readers import count as _count
+from crowdlab.io.readers import listing as _listing
+from crowdlab.io.readers import read_table as _read_table
+from crowdlab.io.readers import rows_phrase as _rows_phrase
+from crowdlab.io.values import _required_ids, _to_float
 
 pd = lazy("pandas")
 

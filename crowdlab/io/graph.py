@@ -12,10 +12,10 @@ import numpy as np
 
 from crowdlab.errors import DataError
 from crowdlab.io._lazy import lazy
-from crowdlab.io.data import Annotations, Source
+from crowdlab.io.annotations import Annotations
 from crowdlab.io.limits import get_limits
 from crowdlab.io.limits import how_to_raise as limits_how
-from crowdlab.io.readers import check_where, read_table, rows_error, to_floats
+from crowdlab.io.readers import Source, check_where, read_table, rows_error, to_floats
 
 pd = lazy("pandas")
 sp = lazy("scipy.sparse")  # imported on first use: ``import crowdlab`` stays light

@@ -132,7 +132,7 @@ _SPELLINGS = {
     "abstain": {"python": "abstain={v!r}", "cli": "--abstain {v!r}", "app": "'Can't tell answer' = {v!r}"},
     "score_column": {"python": 'score_column="{v}"', "cli": "a column named score", "app": "a column named score"},
     "sequences": {
-        "python": "crowdlab.io.data.read_sequences(...)",
+        "python": "crowdlab.io.sequences.read_sequences(...)",
         "cli": "--format sequences",
         "app": "the upload on the Sequences page",
     },

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
-from crowdlab.io.data import Annotations
+from crowdlab.io.annotations import Annotations
 
 __all__ = ["SAMPLES", "SEQUENCE_SAMPLES", "Sample", "load_sample", "sample_paths", "sample_root"]
 
@@ -136,8 +136,9 @@ def sample_paths(key: str) -> tuple[Path, Path | None]:
 
 
 def load_sample(key: str) -> Annotations:
-    """Read a bundled dataset into :class:`~crowdlab.io.data.Annotations` (name = the sample's title)."""
-    from crowdlab.io.data import read_annotations, read_sequences
+    """Read a bundled dataset into :class:`~crowdlab.io.annotations.Annotations` (name = the sample's title)."""
+    from crowdlab.io.data import read_annotations
+    from crowdlab.io.sequences import read_sequences
 
     sample = _get(key)
     labels, gold = sample_paths(key)

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from crowdlab.errors import ModelError
-from crowdlab.io.data import Annotations
+from crowdlab.io.annotations import Annotations
 from crowdlab.models.dawid_skene import DawidSkene
 from crowdlab.models.ebcc import EBCC, EbccParams, EbccPosterior
 from crowdlab.models.glad import GLAD, GladParams

@@ -32,7 +32,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from crowdlab.errors import ModelError
-from crowdlab.io.data import Annotations
+from crowdlab.io.annotations import Annotations
 from crowdlab.io.readers import spell
 from crowdlab.models.kernels import add_row_offset, row_max, row_sums, softmax_lse, softmax_rows_full
 

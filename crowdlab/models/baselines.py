@@ -33,7 +33,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from crowdlab.errors import ModelError
-from crowdlab.io.data import Annotations
+from crowdlab.io.annotations import Annotations
 from crowdlab.models.majority import majority_labels
 
 __all__ = ["BASELINES", "Baseline", "kos", "mmsr", "wawa", "weighted_vote", "zero_based_skill"]

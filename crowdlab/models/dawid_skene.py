@@ -27,7 +27,7 @@ from __future__ import annotations
 import numpy as np
 
 from crowdlab.errors import ModelError
-from crowdlab.io.data import Annotations
+from crowdlab.io.annotations import Annotations
 from crowdlab.models.base import LatentModel, ModelInfo, log_dirichlet, normalise_columns, safe_log
 from crowdlab.models.kernels import add_row_offset
 from crowdlab.models.parallel import counts_dot, sparse_dot

@@ -25,7 +25,7 @@ use mean 1 and variance 1 for both).
   Q. This is therefore generalised EM (Dempster, Laird & Rubin 1977): the E-step is exact and the M-step raises
   (not maximises) Q, which is enough for log p(x | theta) + log prior never to decrease (checked on every step).
   The ascent starts from the parameters of the E-step that produced q (``WarmPosterior``).
-- Soft votes (``data.weight``, :class:`crowdlab.io.data.Annotations`): an observation of weight v counts as v of
+- Soft votes (``data.weight``, :class:`crowdlab.io.annotations.Annotations`): an observation of weight v counts as v of
   a label, in the E-step's sum and in Q (every per-observation term above times v), so EM climbs the weighted
   likelihood sum_i log sum_k pi_k prod_j P(L_ij | Z_i = k)^v_ij + log prior, monotone as before.
 
@@ -40,7 +40,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from crowdlab.errors import ModelError
-from crowdlab.io.data import Annotations
+from crowdlab.io.annotations import Annotations
 from crowdlab.models.base import LatentModel, ModelInfo, WarmPosterior, log_dirichlet
 from crowdlab.models.one_coin import one_coin_gamma
 from crowdlab.models.params import ClassParams

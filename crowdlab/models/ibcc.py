@@ -48,7 +48,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from crowdlab.errors import ModelError
-from crowdlab.io.data import Annotations
+from crowdlab.io.annotations import Annotations
 from crowdlab.models.base import (
     LatentModel,
     ModelInfo,

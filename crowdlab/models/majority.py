@@ -17,7 +17,7 @@ from __future__ import annotations
 import numpy as np
 
 from crowdlab.errors import ModelError
-from crowdlab.io.data import Annotations
+from crowdlab.io.annotations import Annotations
 from crowdlab.models.base import ModelInfo, needs_classes
 from crowdlab.models.kernels import ranked_argmax
 

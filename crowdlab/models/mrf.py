@@ -36,7 +36,7 @@ import numpy as np
 
 from crowdlab.errors import DataError, ModelError
 from crowdlab.io._lazy import lazy
-from crowdlab.io.data import Annotations
+from crowdlab.io.annotations import Annotations
 from crowdlab.io.graph import color_classes
 from crowdlab.models.base import LatentModel, ModelInfo, entropy_rows, log_dirichlet, normalise_columns
 from crowdlab.models.dawid_skene import expected_counts

@@ -25,7 +25,7 @@ from __future__ import annotations
 import numpy as np
 
 from crowdlab.errors import ModelError
-from crowdlab.io.data import Annotations
+from crowdlab.io.annotations import Annotations
 from crowdlab.models.base import LatentModel, ModelInfo, log_beta_pdf, log_dirichlet
 from crowdlab.models.dawid_skene import ConfusionLogJoint, expected_counts, with_response_rows
 from crowdlab.models.params import ClassParams

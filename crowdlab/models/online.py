@@ -53,7 +53,7 @@ from functools import cached_property
 import numpy as np
 
 from crowdlab.errors import ModelError
-from crowdlab.io.data import Annotations
+from crowdlab.io.annotations import Annotations
 from crowdlab.models.base import (
     ModelInfo,
     log_beta_pdf,

@@ -29,7 +29,7 @@ from __future__ import annotations
 import numpy as np
 
 from crowdlab.errors import ModelError
-from crowdlab.io.data import Annotations
+from crowdlab.io.annotations import Annotations
 from crowdlab.models.base import LatentModel, ModelInfo, WarmPosterior, log_dirichlet, safe_log
 from crowdlab.models.dawid_skene import ConfusionLogJoint, expected_counts
 from crowdlab.models.params import ClassParams

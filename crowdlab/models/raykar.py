@@ -33,7 +33,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from crowdlab.errors import ModelError
-from crowdlab.io.data import Annotations
+from crowdlab.io.annotations import Annotations
 from crowdlab.io.features import ItemFeatures
 from crowdlab.models.base import LatentModel, ModelInfo, log_beta_pdf
 from crowdlab.models.dawid_skene import class_log_joint, expected_counts

@@ -50,7 +50,7 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from crowdlab.errors import ModelError
-from crowdlab.io.data import Annotations
+from crowdlab.io.annotations import Annotations
 from crowdlab.models.base import LatentModel, ModelInfo, log_beta_pdf, safe_log
 
 LOG_2PI = float(np.log(2 * np.pi))

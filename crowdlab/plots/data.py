@@ -22,7 +22,7 @@ import pandas as pd
 import plotly.graph_objects as go
 
 from crowdlab.io import safe
-from crowdlab.io.data import Annotations
+from crowdlab.io.annotations import Annotations
 from crowdlab.io.describe import worker_agreement
 from crowdlab.models.scores import score_range
 from crowdlab.plots.common import LEGEND_BELOW, figure, legend_margin, min_font, wrap_title

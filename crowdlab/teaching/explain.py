@@ -21,7 +21,7 @@ import re
 import numpy as np
 
 from crowdlab.io import safe
-from crowdlab.io.data import Annotations
+from crowdlab.io.annotations import Annotations
 from crowdlab.models.base import safe_log, softmax_rows
 from crowdlab.models.dawid_skene import class_log_joint
 from crowdlab.models.params import ClassParams

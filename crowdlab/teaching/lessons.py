@@ -43,7 +43,7 @@ import numpy as np
 from crowdlab.engines.run import Run
 from crowdlab.errors import ModelError
 from crowdlab.io import safe
-from crowdlab.io.data import Annotations
+from crowdlab.io.annotations import Annotations
 from crowdlab.io.metrics import accuracy, pearson
 from crowdlab.models import EBCC, IBCC, MACE, DawidSkene, GoodBadScores, HMMCrowd, NetworkCrowd, OneCoin
 

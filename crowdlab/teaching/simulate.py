@@ -34,7 +34,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from crowdlab.io.data import Annotations
+from crowdlab.io.annotations import Annotations
 
 __all__ = [
     "DEFAULT_MIX",

@@ -14,7 +14,7 @@ import streamlit as st
 
 from crowdlab.analysis.compare import VB_KIND, Comparison, compare_methods
 from crowdlab.analysis.export import csv_bytes
-from crowdlab.io.data import Annotations
+from crowdlab.io.annotations import Annotations
 from crowdlab.models.baselines import BASELINES
 from crowdlab.plots import data as figs
 from crowdlab.ui import method_chooser, method_options, sessions, state

@@ -28,15 +28,18 @@ import pandas as pd
 import streamlit as st
 
 from crowdlab.analysis.export import csv_bytes
+from crowdlab.engines.run import Run
 from crowdlab.errors import DataError
 from crowdlab.io import limits, safe
-from crowdlab.io.data import Annotations, ColumnsUnclear, read_annotations, to_gold_dataframe, to_long_dataframe
+from crowdlab.io.annotations import Annotations, to_gold_dataframe, to_long_dataframe
+from crowdlab.io.columns import ColumnsUnclear
+from crowdlab.io.data import read_annotations
 from crowdlab.io.describe import class_balance, worker_table
 from crowdlab.plots import data as figs
 from crowdlab.teaching.simulate import WORKER_TYPES, mix_from_counts, simulate_crowd, simulate_scores
 from crowdlab.ui import large_file, panels, sessions, state
 from crowdlab.ui.frame import dataset_summary, sample_picker, upload_id
-from crowdlab.ui.reports_view import data_report_section
+from crowdlab.ui.reports_view import REPORT_ERRORS, data_report_section, report_due
 
 PREVIEW_ROWS = 20
 AGREEMENT_WORKERS = 30
@@ -440,7 +443,19 @@ def data_page(data: Annotations | None) -> None:
     dataset_summary(data)
     preview(data)
     pictures(data)
-    data_report_section(data)
+    data_report_section(data, *reference_run(data))
+
+
+def reference_run(data: Annotations) -> tuple[Run | None, str | None]:
+    """(the Dawid-Skene run the worker report reads, why there is none): :func:`crowdlab.ui.state.reference_run`
+    (fitted once per dataset id) when the report is due (:func:`crowdlab.ui.reports_view.report_due`), else
+    (None, None): continuous scores, or a large dataset whose fit waits for its button."""
+    if not report_due(data):
+        return None, None
+    try:
+        return state.reference_run(data), None
+    except REPORT_ERRORS as exc:
+        return None, str(exc)
 
 
 def upload_tab() -> None:

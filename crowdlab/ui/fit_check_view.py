@@ -15,7 +15,7 @@ from crowdlab.analysis.export import csv_bytes
 from crowdlab.analysis.fit_check import FOLDS, PPC_LEVEL, FitCheck, check_methods, fit_check
 from crowdlab.errors import ModelError
 from crowdlab.io import safe
-from crowdlab.io.data import Annotations
+from crowdlab.io.annotations import Annotations
 from crowdlab.plots.fit_check import held_out_figure
 from crowdlab.ui import sessions, state
 

@@ -20,8 +20,8 @@ from streamlit.errors import StreamlitPageNotFoundError
 
 from crowdlab.errors import DataError
 from crowdlab.io import limits, safe
+from crowdlab.io.annotations import Annotations
 from crowdlab.io.app_files import app_root
-from crowdlab.io.data import Annotations
 from crowdlab.io.samples import SAMPLES, load_sample
 from crowdlab.teaching.simulate import simulate_crowd
 from crowdlab.ui import lab, live_chart, presenter, sessions, state

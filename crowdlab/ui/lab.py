@@ -46,7 +46,7 @@ from crowdlab import plots
 from crowdlab.engines.run import Run, Snapshot
 from crowdlab.errors import CrowdlabError
 from crowdlab.io import safe
-from crowdlab.io.data import Annotations
+from crowdlab.io.annotations import Annotations
 from crowdlab.io.metrics import accuracy, macro_f, pearson
 from crowdlab.plots.common import X_TITLE
 from crowdlab.ui import presenter

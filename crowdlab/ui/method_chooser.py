@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import streamlit as st
 
-from crowdlab.io.data import Annotations
+from crowdlab.io.annotations import Annotations
 from crowdlab.models import MODELS, applicable_models
 
 METHODS = "compare.methods"  # widget

@@ -23,7 +23,7 @@ import streamlit as st
 from crowdlab.analysis import sweep
 from crowdlab.engines.run import Run
 from crowdlab.io import safe
-from crowdlab.io.data import Annotations
+from crowdlab.io.annotations import Annotations
 from crowdlab.models import CLASS_PRIOR_MODELS, ScoreParams
 from crowdlab.models.majority import tied_items
 from crowdlab.ui import presenter, state

@@ -28,7 +28,8 @@ import streamlit as st
 from crowdlab.engines.run import Run
 from crowdlab.errors import DataError
 from crowdlab.io import safe
-from crowdlab.io.data import Annotations, read_annotations
+from crowdlab.io.annotations import Annotations
+from crowdlab.io.data import read_annotations
 from crowdlab.io.graph import drawn_nodes, force_positions, grid_graph, read_edges
 from crowdlab.io.metrics import accuracy, confusion_error, macro_f
 from crowdlab.models import NetworkCrowd, make_model

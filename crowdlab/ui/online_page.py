@@ -27,7 +27,7 @@ from crowdlab import plots
 from crowdlab.engines.online import OnlineRun, batch_curves, bucket_sweep
 from crowdlab.errors import DataError
 from crowdlab.io import safe
-from crowdlab.io.data import Annotations
+from crowdlab.io.annotations import Annotations
 from crowdlab.io.metrics import accuracy
 from crowdlab.io.samples import SAMPLES
 from crowdlab.models import make_model

@@ -32,7 +32,7 @@ from crowdlab import plots
 from crowdlab.engines.run import Run
 from crowdlab.errors import DataError
 from crowdlab.io import safe
-from crowdlab.io.data import Annotations
+from crowdlab.io.annotations import Annotations
 from crowdlab.io.features import ItemFeatures, read_features
 from crowdlab.io.metrics import accuracy, auc
 from crowdlab.io.safe import plural

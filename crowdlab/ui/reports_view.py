@@ -4,9 +4,11 @@ Data page's section.
 
 The table has one row per worker: labels, estimated accuracy with its interval, the worst confusion, Raykar & Yu's
 (2012) spammer score and the agreement with the consensus; Krippendorff's alpha of the whole label set sits above
-it as a metric. The Step page reports the current snapshot's parameters (computed once per snapshot and kept in a
-small cache in session state); the Data page fits Dawid-Skene once per dataset id (``st.cache_data``).
-Worker names are shown by ``st.dataframe``, which renders plain text (no Markdown).
+it as a metric. The panels receive the runs they report and fit none: the Step page reports the current snapshot of
+its run (computed once per snapshot and kept in a small cache in session state); the Data page reports the
+Dawid-Skene run it passes, :func:`crowdlab.ui.state.reference_run` (fitted once per dataset id there), and the
+report is kept once per dataset id (``st.cache_data``). Worker names are shown by ``st.dataframe``, which renders
+plain text (no Markdown).
 """
 
 from __future__ import annotations
@@ -19,17 +21,16 @@ import streamlit as st
 
 from crowdlab.analysis.export import csv_bytes
 from crowdlab.analysis.reports import ACCURACY_UNDER_PRIOR, worker_report
-from crowdlab.engines.fit import fit
 from crowdlab.engines.run import Run
 from crowdlab.errors import ModelError
-from crowdlab.io.data import Annotations
+from crowdlab.io.annotations import Annotations
 from crowdlab.io.safe import plural
 from crowdlab.ui import lab, sessions, state
 
 SORTS = ("spammer score (lowest first)", "accuracy (lowest first)", "labels (most first)")
 STEP_CACHE = "stepper.report_cache"  # plain key: [((run id, snapshot index), DataFrame), ...], newest last
 STEP_CACHE_SIZE = 4
-DATA_FIT_MAX_ITER = 500  # the Data page's Dawid-Skene fit: enough for every bundled set, bounded for uploads
+REPORT_ERRORS = (ModelError, ValueError, ArithmeticError)  # a dataset the reference fit or its report cannot handle
 
 ACCURACY_CAPTION = (
     "**accuracy**: estimated P(the worker's label is right) = {formula}, with its 95 % interval (*lower*–*upper*)."
@@ -225,42 +226,46 @@ def _request(data_id: str) -> None:
     st.session_state[REQUESTED] = data_id
 
 
-@st.cache_data(max_entries=8, show_spinner="Fitting Dawid-Skene for the worker report...")
-def data_report(data_id: str, _data: Annotations) -> pd.DataFrame:
-    """Dawid-Skene fitted from majority vote (at most ``DATA_FIT_MAX_ITER`` iterations) and its worker report,
-    cached per dataset id (the Annotations themselves are not hashed)."""
-    run = fit(_data, "ds", max_iter=DATA_FIT_MAX_ITER)
-    df = worker_report(run)
-    df.attrs["iterations"] = int(run.last.iteration)
-    df.attrs["stop_reason"] = run.stop_reason
+@st.cache_data(max_entries=8, show_spinner="Computing the worker report...")
+def data_report(data_id: str, _run: Run) -> pd.DataFrame:
+    """The worker report of ``_run``, the dataset's reference Dawid-Skene run (:func:`crowdlab.ui.state.reference_run`),
+    with its iterations and stop reason, cached per dataset id (the run itself is not hashed)."""
+    df = worker_report(_run)
+    df.attrs["iterations"] = int(_run.last.iteration)
+    df.attrs["stop_reason"] = _run.stop_reason
     return df
 
 
-def _data_key(data: Annotations) -> str:
-    return state.get_data_id() or f"unnamed:{id(data)}"
-
-
 def _waits_for_button(data: Annotations) -> bool:
-    return data.n_obs > AUTO_LABELS and st.session_state.get(REQUESTED) != _data_key(data)
+    return data.n_obs > AUTO_LABELS and st.session_state.get(REQUESTED) != state.data_key(data)
+
+
+def report_due(data: Annotations) -> bool:
+    """Whether the Data page's worker report is made now: class labels, and at most AUTO_LABELS labels or its
+    button pressed (what a caller checks before it asks for the reference run)."""
+    return not data.is_continuous and not _waits_for_button(data)
 
 
 def ds_report_if_ready(data: Annotations) -> pd.DataFrame | None:
-    """The Data page's Dawid-Skene worker report (the same cached fit), or None where that fit waits for its
-    button (more than AUTO_LABELS labels) or fails: what the IBCC details compare their credible intervals with."""
-    if data.is_continuous or _waits_for_button(data):
+    """The Data page's Dawid-Skene worker report (of the same reference run, from :mod:`crowdlab.ui.state`), or None
+    where that fit waits for its button (more than AUTO_LABELS labels) or fails: what the IBCC details compare their
+    credible intervals with."""
+    if not report_due(data):
         return None
     try:
-        return data_report(_data_key(data), data)
-    except (ModelError, ValueError, ArithmeticError):
+        return data_report(state.data_key(data), state.reference_run(data))
+    except REPORT_ERRORS:
         return None
 
 
-def data_report_section(data: Annotations) -> None:
-    """The Data page's worker report (class labels only): Dawid-Skene fitted once per dataset."""
+def data_report_section(data: Annotations, run: Run | None, error: str | None = None) -> None:
+    """The Data page's worker report (class labels only) of ``run``, the dataset's reference Dawid-Skene run, which
+    the page passes (:func:`crowdlab.ui.state.reference_run`): None while the report waits for its button (more than
+    AUTO_LABELS labels; see :func:`report_due`) or where the fit failed (``error`` says why)."""
     if data.is_continuous:
         return
     st.subheader("Worker report")
-    data_id = _data_key(data)
+    data_id = state.data_key(data)
     if _waits_for_button(data):
         st.button(
             f"Fit Dawid-Skene for the worker report ({data.n_obs:,} labels)",
@@ -270,9 +275,12 @@ def data_report_section(data: Annotations) -> None:
         )
         st.caption(f"Above {AUTO_LABELS:,} labels the fit waits for this button (it may take a while).")
         return
+    if run is None:
+        st.info(f"No worker report for this dataset: {error or 'the Dawid-Skene fit did not run.'}")
+        return
     try:
-        df = data_report(data_id, data)
-    except (ModelError, ValueError, ArithmeticError) as exc:
+        df = data_report(data_id, run)
+    except REPORT_ERRORS as exc:
         st.info(f"No worker report for this dataset: {exc}")
         return
     report_table(

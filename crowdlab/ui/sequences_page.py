@@ -26,10 +26,11 @@ import streamlit as st
 from crowdlab.engines.run import STOP_REASONS, Run, Snapshot, posterior_window
 from crowdlab.errors import DataError
 from crowdlab.io import safe
-from crowdlab.io.data import Annotations, read_sequences
+from crowdlab.io.annotations import Annotations
 from crowdlab.io.metrics import accuracy, confusion_error, macro_f
 from crowdlab.io.safe import plural
 from crowdlab.io.samples import SEQUENCE_SAMPLES
+from crowdlab.io.sequences import read_sequences
 from crowdlab.models import HMMCrowd, make_model
 from crowdlab.models.majority import majority_labels
 from crowdlab.plots import confusion_grid
@@ -119,7 +120,7 @@ def simulate_cached(S: int, length: int, K: int, M: int, stay: float, labels: in
 
 @st.cache_data(max_entries=8, show_spinner="Reading the file...")
 def read_upload_cached(content: bytes, gold: bytes | None, name: str, gold_name: str | None) -> Annotations:
-    """:func:`crowdlab.io.data.read_sequences` on uploaded bytes, cached on the bytes."""
+    """:func:`crowdlab.io.sequences.read_sequences` on uploaded bytes, cached on the bytes."""
     g = None if gold is None else _named(gold, gold_name or "gold file")
     return read_sequences(_named(content, name), gold=g, name=Path(name).stem, where="app")
 

@@ -6,7 +6,7 @@ page is not showing, so widget keys are only views of the plain keys, written ba
 ==========================  ==========================================================================
 ``data.id``                 where the working dataset came from: ``sample:<key>``, ``upload:<sha1>``,
                             ``sim:<parameters>``
-``data.obj``                the :class:`~crowdlab.io.data.Annotations` themselves
+``data.obj``                the :class:`~crowdlab.io.annotations.Annotations` themselves
 ``data.source``             a Python expression that reloads them (for the Export page's snippet)
 ``method.config``           a :class:`MethodConfig` (method key, init, prior strength, hard EM, seed, tol,
                             max_iter)
@@ -23,6 +23,10 @@ page is not showing, so widget keys are only views of the plain keys, written ba
                             worker, surface coordinates); forgotten when the dataset changes
 ==========================  ==========================================================================
 
+The working dataset's reference run, Dawid-Skene fitted from majority vote (:func:`reference_run`), is fitted here
+too, once per dataset id (``st.cache_resource``), for the panels that read it: the Data page passes it to the worker
+report, IBCC's details compare with that report.
+
 Every change happens in an ``on_click`` / ``on_change`` callback (never an explicit rerun). Changing the dataset or
 the method config replaces the run and sets a notice. Widget keys are namespaced per page (``stepper.method``).
 The stepping callbacks and widgets are the shared ones of :mod:`crowdlab.ui.lab`, on the slot :data:`MAIN` (these
@@ -37,11 +41,12 @@ from dataclasses import dataclass, replace
 import numpy as np
 import streamlit as st
 
+from crowdlab.engines.fit import fit
 from crowdlab.engines.init import INITS
 from crowdlab.engines.limits import MAX_ITER
 from crowdlab.engines.run import POSTERIOR_WINDOW, Run, posterior_window
 from crowdlab.io import safe
-from crowdlab.io.data import Annotations
+from crowdlab.io.annotations import Annotations
 from crowdlab.models import CLASS_PRIOR_MODELS, MODELS, applicable_models, make_model
 from crowdlab.ui import lab
 
@@ -59,6 +64,7 @@ VIEW_PREFIX = "view."
 
 DEFAULT_SAMPLE = "bluebirds"
 DEFAULT_METHOD = "ds"
+REFERENCE_MAX_ITER = 500  # the reference Dawid-Skene fit (reference_run): enough for every bundled set, bounded
 # initialisations offered in the UI (the others need a user-given parameter set or posterior); moment matching
 # (Traganitis & Giannakis, Alg. 2) for the class models: Dawid-Skene, one-coin and two-coin start from the
 # moment-matched (pi, Gamma), GLAD, MACE and IBCC from Dawid-Skene's posterior there (crowdlab.engines.init)
@@ -167,6 +173,25 @@ def get_run() -> Run | None:
 
 def get_run_error() -> str | None:
     return st.session_state.get(RUN_ERROR)
+
+
+def data_key(data: Annotations) -> str:
+    """The key of what is cached per dataset: the working dataset's id, or one for data without an id."""
+    return get_data_id() or f"unnamed:{id(data)}"
+
+
+@st.cache_resource(max_entries=4, show_spinner="Fitting Dawid-Skene for the worker report...")
+def _reference_fit(data_id: str, _data: Annotations) -> Run:
+    return fit(_data, "ds", max_iter=REFERENCE_MAX_ITER)
+
+
+def reference_run(data: Annotations) -> Run:
+    """Dawid-Skene fitted from majority vote (at most :data:`REFERENCE_MAX_ITER` iterations) on ``data``, the
+    working dataset: what the Data page's worker report reads and IBCC's intervals are compared with. Fitted once per
+    dataset id (:func:`data_key`) and shared by the sessions that show that dataset (``st.cache_resource``: the Run
+    itself, which nothing steps; the Annotations are not hashed). Raises what :func:`crowdlab.engines.fit.fit`
+    raises (a ``ModelError``, ``ValueError`` or ``ArithmeticError`` on data it cannot fit)."""
+    return _reference_fit(data_key(data), data)
 
 
 def pop_notice() -> str | None:

@@ -64,7 +64,9 @@ class Acceleration:
     (the estimated remaining gain at the stop, nats), ``limit`` (the objective's extrapolated limit), ``check``
     (the maximum check at the stop: passed, gain, evaluations, scale, cycles), ``saddles`` (stops the check
     rejected: the run went on from the higher point it found, ``saddle_gain`` nats higher in all, so it may end
-    above where plain EM stops), ``null_objective`` and ``no_signal`` (see the module docstring)."""
+    above where plain EM stops), ``null_objective`` and ``no_signal`` (see the module docstring); ``passes``: on
+    the streaming and Dask engines, the passes over the data the whole fit took (the start's included), None in
+    memory."""
 
     evaluations: int = 0
     cycles: int = 0
@@ -76,6 +78,7 @@ class Acceleration:
     saddle_gain: float = 0.0
     null_objective: float | None = None
     no_signal: bool = False
+    passes: int | None = None
     fallbacks_seen: int = field(default=0, repr=False)  # the current Squarem's fallbacks already counted
 
     def summary(self) -> str:
@@ -85,6 +88,8 @@ class Acceleration:
             f"accelerated EM (SQUAREM): EM-map evaluations {self.evaluations:,} (cycles {self.cycles:,}, fallback "
             f"steps {self.fallbacks:,}); estimated remaining gain {self.gap:.3g} nats"
         )
+        if self.passes is not None:
+            out += f"; passes over the data {self.passes:,}"
         if chk:
             out += (
                 f"; maximum check {'passed' if chk.get('passed') else 'not passed'} (perturbed by "

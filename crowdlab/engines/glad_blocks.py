@@ -112,7 +112,6 @@ class StreamOps:
         self.b = np.full(N, model.beta_prior[0])
         self.report = self.q
         self.passes = 0  # passes over the buckets
-        self.kept: dict[int, np.ndarray] = {}  # accelerated EM: posteriors of recent E passes (`GladMap`)
 
     def start(self) -> float:
         self.passes += 1
@@ -159,21 +158,12 @@ class StreamOps:
     def beta(self) -> np.ndarray:
         return np.exp(self.b)
 
-    # accelerated EM (`GladMap`): difficulties set from extrapolated parameters, posteriors kept by E pass
+    # accelerated EM (`GladMap`): difficulties set from extrapolated parameters; the current posterior reported
     def set_b(self, b: np.ndarray) -> None:
         self.b = np.array(b, dtype=np.float64)
 
-    def keep(self, token: int, drop=()) -> None:
-        self.kept[token] = self.q
-        for t in drop:
-            self.kept.pop(t, None)
-
-    def use(self, token: int) -> None:
-        self.q = self.kept[token]
-
     def report_current(self) -> None:
         self.report = self.q
-        self.kept.clear()
 
 
 def _answers(blk, M: int, K: int) -> np.ndarray:
@@ -324,53 +314,39 @@ class GladMap:
     """GLAD's EM map on blocks, for accelerated EM (`crowdlab.engines.accel`): ``evaluate(params)`` is one E pass
     with ``params`` (their difficulties b = log beta first set in the blocks unless the blocks hold them: an
     extrapolated point's), giving log p(x | params) + log prior; ``m_step(state)`` the ability/difficulty rounds
-    of `glad_em` on that E pass's posterior, warm-started at its parameters. The blocks keep the posteriors of the
-    last `KEEP` E passes (`StreamOps.keep`, `DaskOps.keep`), so an M-step from an earlier point (SQUAREM keeping
-    its two plain steps over its extrapolation) takes its posterior back without a pass; an older one is
-    evaluated again."""
-
-    KEEP = 4
+    of `glad_em` on that E pass's posterior, warm-started at its parameters. The blocks hold the posterior of the
+    last E pass only (beside the one reported), so an M-step from an earlier point evaluates it again: one pass
+    against the 3 ``m_rounds`` - 1 of an M-step, and rare (once a fit on the bundled sets and on the weak crowd of
+    tests/unit/test_engine_accel.py: the posterior reported at the stop, after the maximum check)."""
 
     def __init__(self, model: GLAD, ops, pi_of, m_rounds, e_pass) -> None:
         self.model, self.ops, self.pi_of, self.m_rounds, self.e_pass = model, ops, pi_of, m_rounds, e_pass
-        self.tokens: list[int] = []  # the E passes whose posterior the blocks keep, oldest first
-        self.current: int | None = None  # the E pass whose posterior the blocks use now
+        self.current = 0  # the E pass whose posterior the blocks hold (a count)
         self.b_of = None  # the parameters whose difficulties the blocks hold
-        self.count = 0
 
     def _hold_b(self, params: GladParams) -> None:
         if self.b_of is not params:
             self.ops.set_b(np.log(params.beta))
             self.b_of = params
 
-    def _kept(self) -> int:
-        self.count += 1
-        self.tokens.append(self.count)
-        old, self.tokens = self.tokens[: -self.KEEP], self.tokens[-self.KEEP :]
-        self.ops.keep(self.count, old)
-        self.current = self.count
-        return self.count
-
     def adopt(self, params: GladParams, sums: np.ndarray):
         """The start's E pass (the blocks hold its posterior and ``params``' difficulties) as an evaluation."""
         self.b_of = params
-        return (self._kept(), params, sums)
+        self.current += 1
+        return (self.current, params, sums)
 
     def evaluate(self, params: GladParams):
         self._hold_b(params)
         rows, _inner, _ent, bp, sums = self.e_pass(params.pi, params.alpha)
+        self.current += 1
         obj = float(rows + _log_prior(self.model, params.pi, params.alpha, bp))
-        return (self._kept(), params, sums), obj
+        return (self.current, params, sums), obj
 
     def _restore(self, state) -> np.ndarray:
-        """The blocks back at ``state``'s posterior and difficulties; the E pass's gradient sums."""
+        """The blocks back at ``state``'s posterior and difficulties; its E pass's gradient sums."""
         token, params, sums = state
         if token != self.current:
-            if token in self.tokens:
-                self.ops.use(token)
-                self.current = token
-            else:
-                sums = self.evaluate(params)[0][2]
+            sums = self.evaluate(params)[0][2]
         self._hold_b(params)
         return sums
 
@@ -456,7 +432,7 @@ class DaskOps:
         """Each part's reported posterior (the last E-step's) where the engine's frames read it (``cur``)."""
         self._all(_d_finish)
 
-    # accelerated EM (`GladMap`): as `StreamOps`', each part keeping its own share
+    # accelerated EM (`GladMap`): as `StreamOps`', each part its own share
     def set_b(self, b: np.ndarray) -> None:
         if self.sizes is None:
             self.sizes = [int(n) for n in self._all(_d_size)]
@@ -464,12 +440,6 @@ class DaskOps:
         calls = [a.call(_d_set_b, b[lo:hi]) for a, lo, hi in zip(self.actors, cuts[:-1], cuts[1:])]
         for call in calls:
             call.result()
-
-    def keep(self, token: int, drop=()) -> None:
-        self._all(_d_keep, token, tuple(drop))
-
-    def use(self, token: int) -> None:
-        self._all(_d_use, token)
 
     def report_current(self) -> None:
         self._all(_d_report_current)
@@ -555,23 +525,7 @@ def _d_set_b(parts, b: np.ndarray) -> int:
     return 0
 
 
-def _d_keep(parts, token: int, drop: tuple) -> int:
-    for p in parts:
-        kept = p.glad.setdefault("kept", {})
-        kept[token] = p.glad["q"]
-        for t in drop:
-            kept.pop(t, None)
-    return 0
-
-
-def _d_use(parts, token: int) -> int:
-    for p in parts:
-        p.glad["q"] = p.glad["kept"][token]
-    return 0
-
-
 def _d_report_current(parts) -> int:
     for p in parts:
         p.glad["report"] = p.glad["q"]
-        p.glad.pop("kept", None)
     return 0

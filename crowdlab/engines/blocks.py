@@ -11,9 +11,10 @@ the model's own ``m_step_from_stats`` turns the sums into parameters, so the for
 
 `batch_em` drives an engine with the same half-step schedule, objective, lower bound, convergence rule and
 monotonicity check as the in-memory :class:`crowdlab.engines.run.Run` started by majority vote, so the engines agree
-with
-``cl.fit`` to rounding (1e-8 in the tests). One round over the blocks per EM iteration: the E-step with theta_t
-and the statistics of the new posterior come out of the same pass, and log p(x | theta_t) with them.
+with ``cl.fit`` to rounding (1e-8 in the tests). One round over the blocks per EM iteration: the E-step with theta_t
+and the statistics of the new posterior come out of the same pass, and log p(x | theta_t) with them. With
+``accelerate`` it runs the in-memory accelerated loop (`crowdlab.engines.accel.squarem_loop`) around `RoundMap`,
+the rounds as an EM map (`accelerated_em`).
 
 Supported: "mv", "ds", "one_coin", "two_coin", "mace" (soft EM, optional prior strength), "mace_vb", "ibcc" and
 "ebcc" (variational Bayes: the objective is the ELBO, the statistics the same expected counts), started by majority

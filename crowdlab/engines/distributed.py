@@ -26,7 +26,8 @@
   it holds, keeps each part's new posterior in the part, and returns the sum of its parts' expected counts
   (M x K x K), class totals and objective terms (the objective comes out of the same E-step, no second pass). The
   client adds the workers' sums in a fixed order and runs the model's ``m_step_from_stats``. The posteriors stay
-  on the workers.
+  on the workers. By default the rounds are the evaluations of the EM map inside accelerated EM (SQUAREM,
+  `crowdlab.engines.accel`; ``accelerate=False``: plain EM, one round an iteration).
 
 ``client``: a ``distributed.Client``; or ``scheduler``: the address of a running scheduler (its workers need
 crowdlab installed, the same version); or neither: a LocalCluster on this machine (2 single-threaded workers,

@@ -21,7 +21,9 @@ How it works (what is in memory, what is on disk):
    chunk boundary, is whole in its bucket.
 4. **EM**: one pass over the bucket files per iteration (`crowdlab.engines.blocks.batch_em`): the E-step of each
    bucket's items with the current parameters, then its expected counts; the sums give the M-step
-   (the model's ``m_step_from_stats``). Results equal ``crowdlab.fit`` to rounding.
+   (the model's ``m_step_from_stats``). Results equal ``crowdlab.fit`` to rounding. By default the passes are
+   the evaluations of the EM map inside accelerated EM (SQUAREM, `crowdlab.engines.accel`, the in-memory fit's
+   own loop; ``accelerate=False``: plain EM, one pass an iteration).
 
 Memory (measured at 10^8 labels in ``benchmarks/README.md``): the id dictionaries (text item ids in one Arrow
 array, ~10-20 bytes each, sorted rather than hashed when built; numeric ids as Python strings, ~60-100 bytes

@@ -571,18 +571,15 @@ class RoundMap:
     one round (one pass over the blocks: the E-step with ``params``, the statistics of its posterior and
     log p(x | params) + log prior, or the ELBO at that posterior for variational Bayes), ``m_step((params,
     stats))`` the model's ``m_step_from_stats`` on the summed statistics, warm-started at ``params`` as in
-    `batch_em`. ``passes``: the rounds run; ``at``: the parameters of the last one (whose posterior the engine
-    holds as its current one)."""
+    `batch_em`. ``at``: the parameters of the last round (whose posterior the engine holds as its current one)."""
 
     def __init__(self, model, do_round: Round, dims: _Dims) -> None:
         self.model, self.do_round, self.dims = model, do_round, dims
         self.warm = _warm(model)
-        self.passes = 0
         self.at = None
 
     def evaluate(self, params):
         st = self.do_round(params, "em")
-        self.passes += 1
         self.at = params
         return (params, st), float(st.loglik + objective_terms(self.model, params, self.dims)[2])
 

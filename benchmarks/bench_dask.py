@@ -141,7 +141,15 @@ def one_dask(folder: Path, args) -> dict:
         rt_actor = (time.perf_counter() - t) / 10
         del echoes
         t = time.perf_counter()
-        run = fit(str(folder / "part*.parquet"), "ds", client=client, by_item=True, max_iter=args.iters, tol=0)
+        run = fit(
+            str(folder / "part*.parquet"),
+            "ds",
+            client=client,
+            by_item=True,
+            max_iter=args.iters,
+            tol=0,
+            accelerate=False,
+        )
         total = time.perf_counter() - t
         tm = run.timings
         workers = client.run(peak_rss_mb)
@@ -176,7 +184,7 @@ class _Echo:
 def one_stream(folder: Path, args) -> dict:
     from crowdlab.engines.stream import fit_file
 
-    run = fit_file(str(folder / "all.parquet"), "ds", max_iter=args.iters, tol=0, workdir=str(folder))
+    run = fit_file(str(folder / "all.parquet"), "ds", max_iter=args.iters, tol=0, workdir=str(folder), accelerate=False)
     tm = run.timings
     return {
         "prepare_s": tm["read_s"],

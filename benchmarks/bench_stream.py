@@ -5,6 +5,7 @@
     .venv/bin/python benchmarks/bench_stream.py --labels 1e6 --chunk-rows 200000
     .venv/bin/python benchmarks/bench_stream.py --file /tmp/labels.csv --no-memory --iters 1   # a file made before
     .venv/bin/python benchmarks/bench_stream.py --sizes 1e6,1e7   # every engine (bench_dask.py's table, targets)
+    .venv/bin/python benchmarks/bench_stream.py --accel [--crowds million,weak] [--models ds,mace,ibcc]
 
 The file: ``--labels`` rows (default 10^7) of item,worker,label with string ids ("it0001234", "w0042"), K = 5
 classes ("c0" .. "c4"), 5 labels per item (so N = labels / 5 items: 2 x 10^6 at 10^7, 2 x 10^7 at 10^8), 1,000
@@ -16,7 +17,15 @@ imports, ~120 MB, included; ``ru_maxrss`` would not do: it survives fork + exec,
 parent's peak, the generator's). Streaming: ``read s`` is the first pass (chunks through the reading path, the
 dictionaries, the bucket files), ``s/pass`` the seconds per EM pass over the bucket files (one pass = one EM
 iteration). In memory: ``read s`` is `read_annotations`, ``s/iter`` the seconds per iteration of ``cl.fit``.
-With both, the posteriors are compared (max |difference|; the engines agree to rounding).
+With both, the posteriors are compared (max |difference|; the engines agree to rounding). These runs are plain EM
+at ``--iters`` iterations (``accelerate=False`` on both engines): the seconds per pass.
+
+``--accel`` (issue 40, section 1): the streaming engine's plain EM against its accelerated EM (SQUAREM, the
+default), each run to its own stop in a fresh process, on 10^6-label files of simulated crowds (`CROWDS`:
+"million", the crowd of tests/unit/test_engine_models.py's test_million_labels_both_engines; "weak", as many
+labels from novices of accuracy 0.55-0.7, where plain EM creeps), ``chunk_rows`` 200,000 (5 buckets): passes over
+the bucket files (the majority-vote pass and the reported posterior's included), EM-map evaluations, EM seconds,
+why it stopped, and the accelerated objective against plain EM's (relative).
 """
 
 from __future__ import annotations
@@ -136,13 +145,27 @@ def peak_rss_mb() -> float:
 
 
 def worker(engine: str, path: str, out: str, chunk_rows: int, iters: int) -> None:
-    """Run one engine in this (fresh) process and print its figures as JSON."""
+    """Run one engine in this (fresh) process and print its figures as JSON (``engine`` "accel:METHOD:0|1": the
+    streaming engine, plain (0) or accelerated (1), to its own stop)."""
     sys.path.insert(0, str(ROOT))
     t0 = time.perf_counter()
-    if engine == "stream":
+    if engine.startswith("accel:"):
         from crowdlab.engines.stream import fit_file
 
-        run = fit_file(path, "ds", chunk_rows=chunk_rows, max_iter=iters, workdir=os.path.dirname(out))
+        _, method, fast = engine.split(":")
+        run = fit_file(
+            path, method, chunk_rows=chunk_rows, max_iter=iters, workdir=os.path.dirname(out), accelerate=fast == "1"
+        )
+        acc = run.acceleration
+        fig = {"read_s": run.timings["read_s"], "em_s": run.timings["em_s"], "passes": run.timings["rounds"]}
+        fig.update(stop=run.stop_reason, evaluations=acc.evaluations if acc else int(run.last.iteration))
+        fig.update(check=acc.check.get("evaluations", 0) if acc else 0, fallbacks=acc.fallbacks if acc else 0)
+    elif engine == "stream":
+        from crowdlab.engines.stream import fit_file
+
+        run = fit_file(
+            path, "ds", chunk_rows=chunk_rows, max_iter=iters, workdir=os.path.dirname(out), accelerate=False
+        )
         fig = {"read_s": run.timings["read_s"], "em_s": run.timings["em_s"], "passes": run.timings["rounds"]}
         fig["buckets"] = run.timings["buckets"]
     else:
@@ -153,7 +176,7 @@ def worker(engine: str, path: str, out: str, chunk_rows: int, iters: int) -> Non
         with override(max_file_mb=1e9, max_rows=10**9, max_items=10**9):
             data = read_annotations(path)
         t1 = time.perf_counter()
-        run = cl.fit(data, "ds", max_iter=iters)
+        run = cl.fit(data, "ds", max_iter=iters, accelerate=False)
         fig = {"read_s": t1 - t0, "em_s": time.perf_counter() - t1, "passes": run.last.iteration}
     fig.update(
         total_s=time.perf_counter() - t0,
@@ -177,6 +200,52 @@ def run_engine(engine: str, path: Path, folder: Path, chunk_rows: int, iters: in
     return fig, q
 
 
+CROWDS = {
+    # tests/unit/test_engine_models.py, test_million_labels_both_engines: 10^6 labels, 3 classes, good workers
+    "million": dict(n_items=100_000, n_workers=400, n_classes=3, labels_per_item=10, seed=3),
+    # as many labels from a crowd of novices (accuracy 0.55-0.7), two classes: plain EM creeps
+    "weak": dict(
+        n_items=100_000,
+        n_workers=400,
+        n_classes=2,
+        labels_per_item=10,
+        mix={"novice": 1.0},
+        novice_accuracy=(0.55, 0.7),
+        seed=3,
+    ),
+}
+
+
+def accel_table(crowds: list[str], models: list[str], chunk_rows: int, max_iter: int, folder: Path) -> None:
+    """``--accel``: the streaming engine's plain and accelerated EM on each crowd's file (module docstring)."""
+    sys.path.insert(0, str(ROOT))
+    from crowdlab.io.data import to_long_dataframe
+    from crowdlab.teaching.simulate import simulate_crowd
+
+    print(f"load average at the start: {' '.join(f'{x:.2f}' for x in os.getloadavg())} (2 cores, shared)")
+    print(
+        "| crowd | model | plain: passes, EM s, stop | accelerated: passes (evaluations, check), EM s, stop "
+        "| passes | EM s | objective (acc - plain, rel) |"
+    )
+    print("| --- | --- | --- | --- | --- | --- | --- |")
+    for crowd in crowds:
+        path = folder / f"{crowd}.csv"
+        to_long_dataframe(simulate_crowd(**CROWDS[crowd]).annotations)[["item", "worker", "label"]].to_csv(
+            path, index=False
+        )
+        for method in models:
+            fp, _ = run_engine(f"accel:{method}:0", path, folder, chunk_rows, max_iter)
+            fa, _ = run_engine(f"accel:{method}:1", path, folder, chunk_rows, max_iter)
+            rel = (fa["objective"] - fp["objective"]) / abs(fp["objective"])
+            print(
+                f"| {crowd} | {method} | {fp['passes']:,}, {fp['em_s']:.1f}, {fp['stop']} "
+                f"| {fa['passes']:,} ({fa['evaluations']}, {fa['check']}), {fa['em_s']:.1f}, {fa['stop']} "
+                f"| {fp['passes'] / fa['passes']:.2f}x | {fp['em_s'] / fa['em_s']:.2f}x | {rel:+.1e} |",
+                flush=True,
+            )
+    print(f"load average at the end: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
+
+
 def main() -> None:
     if "--sizes" in sys.argv:  # every engine at these sizes: bench_dask.py's table (its options pass through)
         sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -193,9 +262,18 @@ def main() -> None:
     p.add_argument("--no-memory", action="store_true", help="skip the in-memory fit (e.g. at 10^8)")
     p.add_argument("--dir", default=None, help="where the temporary CSV goes (default: the system's temp folder)")
     p.add_argument("--file", default=None, help="an existing CSV made by an earlier run's generator (not removed)")
+    p.add_argument("--accel", action="store_true", help="plain against accelerated EM, streaming, to their stops")
+    p.add_argument("--crowds", default="million,weak", help="with --accel: simulated crowds (CROWDS)")
+    p.add_argument("--models", default="ds,mace,ibcc", help="with --accel: the methods")
     args = p.parse_args()
     n = int(args.labels)
     folder = Path(tempfile.mkdtemp(prefix="crowdlab-bench-stream-", dir=args.dir))
+    if args.accel:
+        try:
+            rows = 200_000 if args.chunk_rows == 1_000_000 else args.chunk_rows
+            return accel_table(args.crowds.split(","), args.models.split(","), rows, 10_000, folder)
+        finally:
+            shutil.rmtree(folder, ignore_errors=True)
     try:
         if args.file:
             path = Path(args.file)

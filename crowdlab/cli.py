@@ -101,8 +101,8 @@ def build_parser() -> argparse.ArgumentParser:
     f.add_argument(
         "--plain",
         action="store_true",
-        help="plain EM, one EM step at a time (default: accelerated EM, SQUAREM, for the models that have it; "
-        "the streaming and Dask engines run plain EM)",
+        help="plain EM, one EM step at a time (default: accelerated EM, SQUAREM, for the models that have it, on "
+        "every engine)",
     )
     f.add_argument("--seed", type=int, default=0)
     f.add_argument("--tol", type=float, default=1e-8, help="relative change of the objective to stop at")
@@ -877,6 +877,7 @@ def cmd_fit_engine(args: argparse.Namespace, engine: str) -> int:
                 progress=bar,
                 read_progress=reading,
                 restarts=args.restarts,
+                accelerate=not args.plain,
             )
         frames = None
     else:
@@ -896,6 +897,7 @@ def cmd_fit_engine(args: argparse.Namespace, engine: str) -> int:
                 model_options=options,
                 progress=bar,
                 restarts=args.restarts,
+                accelerate=not args.plain,
             )
         frames = [run.posterior_frame()]
     try:

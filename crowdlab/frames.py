@@ -530,7 +530,7 @@ class _EM(_Aggregator):
         "max_iter": MAX_ITER,
         "tol": 1e-8,
         "seed": 0,
-        "accelerate": True,  # SQUAREM in memory (`crowdlab.engines.accel`); the engines run plain EM
+        "accelerate": True,  # SQUAREM (`crowdlab.engines.accel`) on every engine; False: plain EM
     }
     SEMI_DEFAULTS = {"known": None, "reveal": None, "reveal_seed": 0}
     INIT_DEFAULTS = {"q0": None, "params": None, "good_accuracy": 0.8}  # for init="posterior" / "params" / "all_good"
@@ -710,7 +710,7 @@ def _engine_fit(frame: _Frame, key: str, params: dict, model_kw: dict, known, pr
         classes = _codes_text(known[idx], d.n_classes)
         kn = dict(zip(items.tolist(), classes.tolist()))
     kw = {"prior": params["prior"] or 0.0, "tol": params["tol"], "max_iter": params["max_iter"]}
-    kw.update(known=kn, model_options=model_kw or None, progress=progress)
+    kw.update(known=kn, model_options=model_kw or None, progress=progress, accelerate=bool(params["accelerate"]))
     if params["engine"] == "dask":
         from crowdlab.engines.distributed import fit
 

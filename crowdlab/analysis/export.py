@@ -220,6 +220,7 @@ def acceleration_dict(acc) -> dict | None:
         "saddle_gain": finite(acc.saddle_gain),
         "no_signal": bool(acc.no_signal),
         "null_objective": finite(acc.null_objective),
+        "passes": getattr(acc, "passes", None),
         "summary": acc.summary(),
     }
     return {k: v for k, v in out.items() if v is not None}  # what was not estimated is left out (no nulls)

@@ -64,7 +64,9 @@ class Acceleration:
     (the estimated remaining gain at the stop, nats), ``limit`` (the objective's extrapolated limit), ``check``
     (the maximum check at the stop: passed, gain, evaluations, scale, cycles), ``saddles`` (stops the check
     rejected: the run went on from the higher point it found, ``saddle_gain`` nats higher in all, so it may end
-    above where plain EM stops), ``null_objective`` and ``no_signal`` (see the module docstring)."""
+    above where plain EM stops), ``null_objective`` and ``no_signal`` (see the module docstring); ``passes``: on
+    the streaming and Dask engines, the passes over the data the whole fit took (the start's included), None in
+    memory."""
 
     evaluations: int = 0
     cycles: int = 0
@@ -76,6 +78,7 @@ class Acceleration:
     saddle_gain: float = 0.0
     null_objective: float | None = None
     no_signal: bool = False
+    passes: int | None = None
     fallbacks_seen: int = field(default=0, repr=False)  # the current Squarem's fallbacks already counted
 
     def summary(self) -> str:
@@ -85,6 +88,8 @@ class Acceleration:
             f"accelerated EM (SQUAREM): EM-map evaluations {self.evaluations:,} (cycles {self.cycles:,}, fallback "
             f"steps {self.fallbacks:,}); estimated remaining gain {self.gap:.3g} nats"
         )
+        if self.passes is not None:
+            out += f"; passes over the data {self.passes:,}"
         if chk:
             out += (
                 f"; maximum check {'passed' if chk.get('passed') else 'not passed'} (perturbed by "
@@ -116,31 +121,58 @@ def null_objective(data) -> float | None:
         return None
     R = data.n_responses
     counts = np.bincount(data.worker.astype(np.int64) * R + data.label, minlength=data.n_workers * R)
-    counts = counts.reshape(data.n_workers, R).astype(np.float64)
+    return null_from_counts(counts.reshape(data.n_workers, R))
+
+
+def null_from_counts(counts: np.ndarray) -> float:
+    """:func:`null_objective` from the (M, R) counts n_m(l) of each worker's answers (the engines sum them over
+    their blocks: the expected counts of a round summed over the true class)."""
+    counts = np.asarray(counts, dtype=np.float64)
     tot = counts.sum(axis=1, keepdims=True)
     with np.errstate(divide="ignore", invalid="ignore"):
         terms = np.where(counts > 0, counts * np.log(counts / np.maximum(tot, 1.0)), 0.0)
     return float(terms.sum())
 
 
-class Squarem:
-    """SQUAREM cycles around ``model``'s EM map on ``data``, with the package's step control (module docstring)."""
+class MemoryMap:
+    """The EM map F on a data set in memory: ``evaluate(params)`` is the E-step at ``params`` with the objective
+    there, ``m_step(state)`` the M-step from that E-step's posterior, so F(params) = m_step(evaluate(params)[0]).
+
+    Every engine gives its EM map in these two calls (`crowdlab.engines.blocks.RoundMap`: one pass over the
+    blocks of a streamed file or of the Dask partitions, whose summed statistics are the state;
+    `crowdlab.engines.glad_blocks.GladMap`): :class:`Squarem`, :func:`plain_tail`, :func:`maximum_check` and
+    :func:`squarem_loop` see nothing else of where the data are."""
 
     def __init__(self, model, data) -> None:
         self.model, self.data = model, data
-        self.step_min, self.step_max = STEP_MIN0, STEP_MAX0
-        self.evaluations = 0
-        self.fallbacks = 0
-        self.cycles = 0
 
     def evaluate(self, params):
         """(posterior, objective) at ``params``: one E-step, whose pass also gives the objective (memoised)."""
         full = self.model.e_step(self.data, params)
         return full, float(self.model.log_likelihood(self.data, params))
 
+    def m_step(self, full):
+        return self.model.m_step(self.data, full)
+
+
+class Squarem:
+    """SQUAREM cycles around ``model``'s EM map ``em`` (:class:`MemoryMap` or an engine's), with the package's
+    step control (module docstring)."""
+
+    def __init__(self, model, em) -> None:
+        self.model, self.em = model, em
+        self.step_min, self.step_max = STEP_MIN0, STEP_MAX0
+        self.evaluations = 0
+        self.fallbacks = 0
+        self.cycles = 0
+
+    def evaluate(self, params):
+        """(state, objective) at ``params`` (the E-step's posterior in memory; an engine's pass)."""
+        return self.em.evaluate(params)
+
     def _m(self, full):
         self.evaluations += 1
-        return self.model.m_step(self.data, full)
+        return self.em.m_step(full)
 
     def _try(self, params):
         """(posterior, objective) at an extrapolated point, or None when it is not finite there."""
@@ -210,16 +242,16 @@ def gap_estimate(l0: float, l1: float, l2: float) -> tuple[float, float]:
     return float("inf"), float("nan")
 
 
-def plain_tail(model, data, params, full, objective: float, steps: int = TAIL_STEPS):
+def plain_tail(em, params, full, objective: float, steps: int = TAIL_STEPS):
     """``steps`` plain EM steps from ``params`` (posterior ``full``, objective ``objective``): a long extrapolation
     leaves fast modes behind, so the two steps inside a cycle can show gains shrinking fast while a slow direction
     still has much to give; after a few plain steps the last gains shrink at the slow rate. Returns (params,
     posterior, objective, gap, limit) at the last step (:func:`gap_estimate` on its last three objectives)."""
     objs = [objective]
     for _ in range(steps):
-        params = model.m_step(data, full)
-        full = model.e_step(data, params)
-        objs.append(float(model.log_likelihood(data, params)))
+        params = em.m_step(full)
+        full, obj = em.evaluate(params)
+        objs.append(float(obj))
     gap, limit = gap_estimate(*objs[-3:])
     return params, full, objs[-1], gap, limit
 
@@ -245,12 +277,12 @@ def perturb(parts, eps: float, rng: np.random.Generator) -> list[np.ndarray]:
     return out
 
 
-def maximum_check(model, data, params, objective: float, tol_nats: float, seed: int | None) -> tuple[dict, tuple]:
+def maximum_check(model, em, params, objective: float, tol_nats: float, seed: int | None) -> tuple[dict, tuple]:
     """Perturb ``params`` (seeded, :func:`perturb` with ``CHECK_SCALE``) and run ``CHECK_CYCLES``
     accelerated cycles from there. Returns (report, best) where best is (params, posterior, objective) of the
     highest point reached; report["passed"]: it is not above ``objective`` by more than ``tol_nats``."""
     rng = np.random.default_rng([0 if seed is None else int(seed), 4011])
-    sq = Squarem(model, data)
+    sq = Squarem(model, em)
     p = model.from_free_parts(params, perturb(model.free_parts(params), CHECK_SCALE, rng))
     full, obj = sq.evaluate(p)
     best = (None, None, -np.inf)  # the perturbed point itself is no candidate: it may break a constraint the
@@ -268,3 +300,75 @@ def maximum_check(model, data, params, objective: float, tol_nats: float, seed: 
         "cycles": CHECK_CYCLES,
     }
     return report, best
+
+
+def squarem_loop(host, model, em, acc: Acceleration, *, tol: float, max_iter: int, seed, n_obs: int, should_stop=None):
+    """The accelerated run: SQUAREM cycles through ``em`` until the stopping rule of the module docstring holds,
+    ``max_iter`` EM-map evaluations are done or ``should_stop()``; returns why it stopped ("converged",
+    "max_iter", "no_signal", "stopped"), counting in ``acc``.
+
+    ``host`` keeps the run's record, so that the in-memory `crowdlab.engines.run.Run` and the streaming and Dask
+    engines (`crowdlab.engines.blocks.accelerated_em`) run the one loop: ``host.iteration`` (the evaluations
+    recorded so far), ``host.begin()`` -> (params, state, objective) of the current point (recorded as an E
+    half-step), ``host.record(params, state, objective, evaluations, after_e=False)`` (an accepted point that took
+    ``evaluations`` EM-map evaluations, after an E half-step at the current point when ``after_e``) and
+    ``host.plain_step()`` (one plain EM step, where no cycle fits under ``max_iter``)."""
+    sq = Squarem(model, em)
+    last_gain = None
+    gains: list[float] = []  # the last accelerated cycles' gains
+    while True:
+        if host.iteration >= max_iter:
+            return "max_iter"
+        if max_iter - host.iteration < 3:  # no room for a cycle: plain steps up to the limit
+            host.plain_step()
+            acc.evaluations += 1
+            continue
+        params, state, l_p = host.begin()
+        tol_nats = tol * min(max(1.0, abs(l_p)), GAP_SCALE)
+        with_l2 = last_gain is not None and last_gain <= WATCH * tol_nats
+        before = sq.evaluations
+        p, full, obj, l2 = sq.cycle(params, state, l_p, with_l2)
+        acc.evaluations += sq.evaluations - before
+        acc.cycles, acc.fallbacks = acc.cycles + 1, acc.fallbacks + (sq.fallbacks - acc.fallbacks_seen)
+        acc.fallbacks_seen = sq.fallbacks
+        host.record(p, full, obj, sq.evaluations - before)
+        last_gain = obj - l_p
+        gap = float("inf")
+        if l2 is not None:
+            gap, limit = gap_estimate(l_p, sq.l1, l2)  # what plain EM has left after its two steps
+            if math.isfinite(gap):
+                acc.gap, acc.limit = gap, max(limit, obj)
+        gains = [*gains[-1:], last_gain]
+        room = max_iter - host.iteration >= TAIL_STEPS  # the confirmation fits under max_iter
+        if room and gap <= tol_nats and max(gains) <= tol_nats:
+            p, full, obj, gap, limit = plain_tail(em, p, full, obj)
+            acc.evaluations += TAIL_STEPS
+            host.record(p, full, obj, TAIL_STEPS, after_e=True)
+            acc.gap, acc.limit = gap, max(limit, obj) if math.isfinite(gap) else float("nan")
+            if not gap <= tol_nats:  # a slow tail the cycle's two steps hid: go on
+                gains = []
+                continue
+            report, best = maximum_check(model, em, p, obj, tol_nats, seed)
+            acc.evaluations += report["evaluations"]
+            acc.check = report
+            if report["passed"]:
+                return "converged"
+            acc.saddles += 1  # not a maximum (or not yet converged): go on from the higher point
+            acc.saddle_gain += best[2] - obj
+            host.record(*best, report["evaluations"], after_e=True)
+            sq = Squarem(model, em)
+            acc.fallbacks_seen = 0
+            last_gain, gains = None, []
+            continue
+        null = acc.null_objective
+        if (
+            null is not None
+            and host.iteration >= FLAT_AFTER
+            and n_obs >= FLAT_MIN_LABELS
+            and obj - null <= FLAT_NATS * n_obs
+            and last_gain <= FLAT_NATS * 1e-2 * n_obs
+        ):
+            acc.no_signal = True
+            return "no_signal"
+        if should_stop is not None and should_stop():
+            return "stopped"

@@ -11,9 +11,10 @@ the model's own ``m_step_from_stats`` turns the sums into parameters, so the for
 
 `batch_em` drives an engine with the same half-step schedule, objective, lower bound, convergence rule and
 monotonicity check as the in-memory :class:`crowdlab.engines.run.Run` started by majority vote, so the engines agree
-with
-``cl.fit`` to rounding (1e-8 in the tests). One round over the blocks per EM iteration: the E-step with theta_t
-and the statistics of the new posterior come out of the same pass, and log p(x | theta_t) with them.
+with ``cl.fit`` to rounding (1e-8 in the tests). One round over the blocks per EM iteration: the E-step with theta_t
+and the statistics of the new posterior come out of the same pass, and log p(x | theta_t) with them. With
+``accelerate`` it runs the in-memory accelerated loop (`crowdlab.engines.accel.squarem_loop`) around `RoundMap`,
+the rounds as an EM map (`accelerated_em`).
 
 Supported: "mv", "ds", "one_coin", "two_coin", "mace" (soft EM, optional prior strength), "mace_vb", "ibcc" and
 "ebcc" (variational Bayes: the objective is the ELBO, the statistics the same expected counts), started by majority
@@ -34,6 +35,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from crowdlab.engines.accel import Acceleration, accelerable, null_from_counts, squarem_loop
 from crowdlab.engines.init import INITS
 from crowdlab.engines.run import (
     PARAM_TOL,
@@ -405,13 +407,17 @@ class EngineRun:
 
     ``posterior`` (N, K) q in the item order of ``data.item_names`` (the Dask engine: see
     `crowdlab.engines.distributed.DaskRun`), ``labels()``, ``params`` (pi, gamma[m, said, true], the model's own
-    parameters), ``history()`` / ``objective_history()``, ``converged``, ``stop_reason``, ``violations``.
+    parameters), ``history()`` / ``objective_history()``, ``converged``, ``stop_reason``, ``violations``;
+    ``acceleration`` (`crowdlab.engines.accel.Acceleration`, None for plain EM) with ``passes``, the rounds over
+    the data the accelerated run took.
     """
 
     init = "majority"
     seed = 0  # what cl.fit records (the majority-vote start draws nothing)
 
-    def __init__(self, data, model, snapshots, q, hard_labels, tol, max_iter, engine, violations, agree=None):
+    def __init__(
+        self, data, model, snapshots, q, hard_labels, tol, max_iter, engine, violations, agree=None, outcome=None
+    ):
         self.data = data
         self.model = model
         self.snapshots = snapshots
@@ -426,6 +432,8 @@ class EngineRun:
         self.start_description = "Majority vote (ties split evenly)" if not self.iterative else INITS["majority"]
         self.agree = agree
         self.timings: dict[str, float] = {}  # engine figures: seconds to read/prepare, seconds of EM, rounds
+        self.acceleration = None if outcome is None else outcome.acceleration  # accelerated EM's account
+        self._stop = None if outcome is None else outcome.stop_reason  # accelerated EM's own stop
 
     @property
     def last(self) -> EngineSnapshot:
@@ -465,6 +473,8 @@ class EngineRun:
         """The in-memory engine's rule (:func:`crowdlab.engines.run.settled`): objective and parameters settled."""
         if not self.iterative:
             return True
+        if self.acceleration is not None:  # the accelerated run's own rule (gap estimate and maximum check)
+            return self._stop == "converged"
         return settled_at(self.snapshots, self.tol, self.param_tol)
 
     @property
@@ -474,6 +484,8 @@ class EngineRun:
         :data:`crowdlab.engines.run.STOP_REASONS` says it in words."""
         if not self.iterative:
             return None
+        if self.acceleration is not None:
+            return self._stop
         if self.converged:
             return "converged"
         if stalled_at(self.snapshots):
@@ -521,21 +533,150 @@ def _complete_from_counts(st: Stats, params, terms=None) -> float:
     return float(st.q_sum @ a + (st.counts * B).sum())
 
 
+@dataclass
+class Outcome:
+    """What an engine's EM driver (`batch_em`, `crowdlab.engines.glad_blocks.glad_em`) returns: the snapshots,
+    the monotonicity violations, ``extra`` (the engine's *previous* posterior is the one to report: plain EM's
+    last round evaluates the objective of the last M-step, as ``cl.fit`` reports the posterior of the last E-step;
+    False: the current one), and for an accelerated run its ``acceleration`` and ``stop_reason``."""
+
+    snapshots: list
+    violations: list
+    extra: bool = False
+    acceleration: Acceleration | None = None
+    stop_reason: str | None = None
+
+
+def monotone_check(violations: list[str], n: int, prev: EngineSnapshot, o: float, b: float, kind: str) -> str | None:
+    """The in-memory Run's check of a half-step to snapshot ``n`` (objective ``o``, bound ``b``) against ``prev``:
+    a message (also appended to ``violations``) when either is not finite or fell by more than rounding."""
+    if not (np.isfinite(o) and np.isfinite(b)):
+        msg = f"non-finite objective after {kind}-step {n}"
+        violations.append(msg)
+        return msg
+    problems = []
+    if o < prev.objective - REL_TOL_MONOTONE * max(1.0, abs(prev.objective)):
+        problems.append(f"objective fell by {prev.objective - o:.3g}")
+    if b < prev.bound - REL_TOL_MONOTONE * max(1.0, abs(prev.bound)):
+        problems.append(f"bound F(q, theta) fell by {prev.bound - b:.3g}")
+    if not problems:
+        return None
+    msg = f"{kind}-step to snapshot {n}: " + "; ".join(problems)
+    violations.append(msg)
+    return msg
+
+
+class RoundMap:
+    """The EM map of the engines' rounds, for accelerated EM (`crowdlab.engines.accel`): ``evaluate(params)`` is
+    one round (one pass over the blocks: the E-step with ``params``, the statistics of its posterior and
+    log p(x | params) + log prior, or the ELBO at that posterior for variational Bayes), ``m_step((params,
+    stats))`` the model's ``m_step_from_stats`` on the summed statistics, warm-started at ``params`` as in
+    `batch_em`. ``at``: the parameters of the last round (whose posterior the engine holds as its current one)."""
+
+    def __init__(self, model, do_round: Round, dims: _Dims) -> None:
+        self.model, self.do_round, self.dims = model, do_round, dims
+        self.warm = _warm(model)
+        self.at = None
+
+    def evaluate(self, params):
+        st = self.do_round(params, "em")
+        self.at = params
+        return (params, st), float(st.loglik + objective_terms(self.model, params, self.dims)[2])
+
+    def m_step(self, state):
+        params, st = state
+        extra = (params,) if self.warm else ()
+        return self.model.m_step_from_stats(st.counts, st.q_sum, st.n_items, *extra)
+
+    def finish(self, state) -> None:
+        """Leave the posterior at ``state``'s parameters as the engine's current one (one more round unless the
+        last round was at them): what ``cl.fit``'s accelerated run reports, the posterior at its parameters."""
+        if self.at is not state[0]:
+            self.evaluate(state[0])
+
+
+class _EngineHost:
+    """How `crowdlab.engines.accel.squarem_loop` records an engine's accelerated run: an "E" snapshot at the
+    current point, then an "M" snapshot per accepted point whose ``iteration`` advances by the EM-map evaluations
+    it took (as the in-memory Run's accelerated snapshots); objective = bound = the objective at the point.
+    ``slim(params)``: the parameters an older snapshot keeps (GLAD's let the per-item difficulties go)."""
+
+    def __init__(self, em, snaps, violations, point, max_iter: int, progress, slim=None) -> None:
+        self.em, self.snaps, self.violations, self.point = em, snaps, violations, point
+        self.max_iter, self.progress, self.slim = max_iter, progress, slim
+
+    @property
+    def iteration(self) -> int:
+        return self.snaps[-1].iteration
+
+    def _append(self, kind: str, iteration: int, params, obj: float, dparam: float = float("nan")) -> None:
+        n = len(self.snaps)
+        violation = monotone_check(self.violations, n, self.snaps[-1], obj, obj, kind)
+        self.snaps.append(EngineSnapshot(n, kind, iteration, params, obj, obj, violation, dparam))
+        if self.slim is not None:
+            for old in self.snaps[-4:-2]:
+                if old.params is not None and old.params is not params:
+                    old.params = self.slim(old.params)
+
+    def begin(self):
+        params, _, obj = self.point
+        self._append("E", self.iteration, params, obj)
+        return self.point
+
+    def record(self, params, state, obj: float, evaluations: int, after_e: bool = False) -> None:
+        if after_e:
+            self.begin()
+        before = self.snaps[-1].params
+        self._append("M", self.iteration + int(evaluations), params, obj, param_change(before, params))
+        self.point = (params, state, obj)
+        if self.progress is not None:
+            self.progress(self.iteration, self.max_iter)
+
+    def plain_step(self) -> None:
+        self.begin()
+        params = self.em.m_step(self.point[1])
+        state, obj = self.em.evaluate(params)
+        self.record(params, state, obj, 1)
+
+
+def accelerated_em(
+    model, em, snaps: list, violations: list, point, *, tol: float, max_iter: int, progress, n_obs: int, null, slim=None
+) -> Outcome:
+    """Accelerated EM (`crowdlab.engines.accel.squarem_loop`, the in-memory Run's own loop) on an engine's EM map
+    ``em`` (`RoundMap`, `crowdlab.engines.glad_blocks.GladMap`) from ``point`` = (params, state, objective) after
+    the start's snapshots ``snaps``. The stop is checked to be a maximum with the perturbation seeded as
+    ``cl.fit``'s default (seed 0). At the end the engine's current posterior is the one at the last parameters
+    (``em.finish``)."""
+    acc = Acceleration(null_objective=null)
+    host = _EngineHost(em, snaps, violations, point, max_iter, progress, slim)
+    stop = squarem_loop(host, model, em, acc, tol=tol, max_iter=max_iter, seed=EngineRun.seed, n_obs=n_obs)
+    em.finish(host.point[1])
+    return Outcome(snaps, violations, False, acc, stop)
+
+
 def batch_em(
-    model, do_round: Round, *, tol: float, max_iter: int, progress: Callable[[int, int], None] | None = None
-) -> tuple[list[EngineSnapshot], list[str], bool]:
+    model,
+    do_round: Round,
+    *,
+    tol: float,
+    max_iter: int,
+    progress: Callable[[int, int], None] | None = None,
+    accelerate: bool = False,
+    n_obs: int = 0,
+) -> Outcome:
     """Run EM through ``do_round`` with the schedule of `crowdlab.engines.run.Run` (majority-vote start).
 
-    Returns (snapshots, violations, last_round_is_extra): after the loop the engine's *previous* posterior is the
-    one of the last E-step (what ``cl.fit`` reports); the current one is E(theta_T), computed to evaluate the
-    objective of the last M-step.
+    Plain EM: after the loop the engine's *previous* posterior is the one of the last E-step (what ``cl.fit``
+    reports; ``Outcome.extra``); the current one is E(theta_T), computed to evaluate the objective of the last
+    M-step. ``accelerate``: SQUAREM around the rounds (`accelerated_em` over a `RoundMap`) for the models that
+    have it, each EM map one round; ``n_obs`` (the number of labels) decides the flat-objective stop.
     """
     if getattr(model, "hard", False):
         raise ModelError("hard EM is not offered by the streaming and Dask engines; use crowdlab.fit(..., hard=True).")
     violations: list[str] = []
     if isinstance(model, MajorityVote):
         do_round(None, "mv")
-        return [EngineSnapshot(0, "init", 0, None, None, None)], violations, False
+        return Outcome([EngineSnapshot(0, "init", 0, None, None, None)], violations, False)
     from crowdlab.models.base import VariationalObjective
 
     # variational Bayes (IBCC, MACE-VB, EBCC): the objective is the ELBO at the current (q, posteriors), which is
@@ -558,25 +699,29 @@ def batch_em(
 
     params = m_step(s0, None)
     bound0 = complete(s0, params) + lp(params) + s0.entropy
+    if accelerate and accelerable(model, params):
+        em = RoundMap(model, do_round, dims)
+        state, own = em.evaluate(params)  # E-step with theta_0: the objective at its own posterior
+        snaps = [EngineSnapshot(0, "init", 0, params, bound0 if vb else own, bound0)]
+        null = null_from_counts(s0.counts.sum(axis=2))  # each worker's answers n_m(l), from the votes' round
+        return accelerated_em(
+            model,
+            em,
+            snaps,
+            violations,
+            (params, state, own),
+            tol=tol,
+            max_iter=max_iter,
+            progress=progress,
+            n_obs=n_obs,
+            null=null,
+        )
     r = do_round(params, "em")  # E-step with theta_0: log p(x | theta_0) and q_1's statistics
     obj = bound0 if vb else r.loglik + lp(params)
     snaps = [EngineSnapshot(0, "init", 0, params, obj, bound0)]
 
     def check(prev: EngineSnapshot, o: float, b: float, kind: str) -> str | None:
-        if not (np.isfinite(o) and np.isfinite(b)):
-            msg = f"non-finite objective after {kind}-step {len(snaps)}"
-            violations.append(msg)
-            return msg
-        problems = []
-        if o < prev.objective - REL_TOL_MONOTONE * max(1.0, abs(prev.objective)):
-            problems.append(f"objective fell by {prev.objective - o:.3g}")
-        if b < prev.bound - REL_TOL_MONOTONE * max(1.0, abs(prev.bound)):
-            problems.append(f"bound F(q, theta) fell by {prev.bound - b:.3g}")
-        if not problems:
-            return None
-        msg = f"{kind}-step to snapshot {len(snaps)}: " + "; ".join(problems)
-        violations.append(msg)
-        return msg
+        return monotone_check(violations, len(snaps), prev, o, b, kind)
 
     it = 0
     while it < max_iter:
@@ -600,7 +745,7 @@ def batch_em(
         # the in-memory Run's rule, so every engine stops at the same iteration
         if settled_at(snaps, tol, PARAM_TOL) or stalled_at(snaps):
             break
-    return snaps, violations, True
+    return Outcome(snaps, violations, True)
 
 
 # ---------------------------------------------------------------------- semi-supervised: known classes

@@ -27,7 +27,8 @@
   it holds, keeps each part's new posterior in the part, and returns the sum of its parts' expected counts
   (M x K x K), class totals and objective terms (the objective comes out of the same E-step, no second pass). The
   client adds the workers' sums in a fixed order and runs the model's ``m_step_from_stats``. The posteriors stay
-  on the workers.
+  on the workers. By default the rounds are the evaluations of the EM map inside accelerated EM (SQUAREM,
+  `crowdlab.engines.accel`; ``accelerate=False``: plain EM, one round an iteration).
 
 ``client``: a ``distributed.Client``; or ``scheduler``: the address of a running scheduler (its workers need
 crowdlab installed, the same version); or neither: a LocalCluster on this machine (2 single-threaded workers,
@@ -689,6 +690,7 @@ def fit(
     known=None,
     model_options: dict | None = None,
     restarts: int | None = None,
+    accelerate: bool = True,
 ) -> DaskRun:
     """Fit ``method`` ("mv", "ds", "one_coin", "two_coin", "mace", "mace_vb", "ibcc") by batch EM (or variational
     Bayes) on a Dask cluster (module docstring).
@@ -697,9 +699,14 @@ def fit(
     input's partitions already hold whole items (no shuffle; checked). ``known``: semi-supervised EM, a mapping
     item -> class or the path of a CSV file with item and label columns (sent to every partition, which keeps the
     classes of its own items). ``model_options``: the model's constructor options (e.g. ``class_prior``).
+
+    ``accelerate`` (default True, as ``cl.fit``): SQUAREM around the EM map (`crowdlab.engines.accel`; each
+    evaluation of the map is one round of calls to the workers, GLAD's its E pass and M-step passes), as
+    `crowdlab.engines.stream.fit_file` does; ``accelerate=False``: plain EM, equal to ``cl.fit(...,
+    accelerate=False)`` to 1e-8.
     """
     again = dict(client=client, scheduler=scheduler, npartitions=npartitions, by_item=by_item, prior=prior, tol=tol)
-    again |= dict(max_iter=max_iter, where=where, progress=progress, known=known)
+    again |= dict(max_iter=max_iter, where=where, progress=progress, known=known, accelerate=accelerate)
     best = with_restarts(lambda **kw: fit(source, **kw), method, restarts, model_options, again)  # EBCC: 8 seeds
     if best is not None:
         return best
@@ -847,17 +854,17 @@ def fit(
             state["rounds"] += 1
             return total
 
+        em_kw = dict(tol=tol, max_iter=max_iter, progress=progress, accelerate=accelerate, n_obs=n_obs)
         if isinstance(model, GLAD):  # per-item difficulties kept in the parts: its own driver
-            snaps, violations = _fit_glad(c, rounds, parts, model, sums, M, K, tol, max_iter, progress)
-            extra = False
-            state["rounds"] = len(snaps)
+            out, state["rounds"] = _fit_glad(c, rounds, parts, model, sums, M, K, em_kw)
+            out.extra = False  # the parts' reported posterior is in ``cur`` (`DaskOps.finish`)
         else:
-            snaps, violations, extra = batch_em(model, do_round, tol=tol, max_iter=max_iter, progress=progress)
+            out = batch_em(model, do_round, **em_kw)
         t2 = time.perf_counter()
         rounds.clear()  # the actors go with their handles
         if known is not None:  # what the outputs report (set after the rounds: the tasks need not carry it)
             model.with_known({i: class_names[k] for i, k in zip(known.items.tolist(), kcodes.tolist())})
-        which = "prev" if extra else "cur"
+        which = "prev" if out.extra else "cur"
         frames = [c.submit(_part_frame, part, which, class_names, pure=False) for part in parts]
         meta = pd.DataFrame(
             {"item": pd.Series([], dtype=object), **{f"p_{k}": pd.Series([], dtype=float) for k in class_names}}
@@ -877,32 +884,36 @@ def fit(
             frame,
             data=data,
             model=model,
-            snapshots=snaps,
+            snapshots=out.snapshots,
             q=None,
             hard_labels=None,
             tol=tol,
             max_iter=max_iter,
             engine="dask",
-            violations=violations,
+            violations=out.violations,
             agree=state["agree"],
+            outcome=out,
         )
         if owned:
             run._fill()
         run.timings = {"read_s": t1 - t0, "em_s": t2 - t1, "rounds": state["rounds"], "partitions": len(parts)}
+        if run.acceleration is not None:
+            run.acceleration.passes = int(state["rounds"])
         run.timings |= round_times(starts, t2)
         return run
 
 
-def _fit_glad(c, rounds, parts, model, sums, M: int, K: int, tol, max_iter, progress):
+def _fit_glad(c, rounds, parts, model, sums, M: int, K: int, em_kw: dict):
     """GLAD through `crowdlab.engines.glad_blocks.glad_em` with the parts as blocks; the last parameters' beta
-    put in the in-memory item order."""
+    put in the in-memory item order. (its Outcome, the passes over the parts)"""
     from dataclasses import replace
 
     from crowdlab.engines.glad_blocks import DaskOps, glad_em
 
     N = int(sum(s["n_items"] for s in sums))
     ops = DaskOps(rounds, model, N, M, K)
-    snaps, violations = glad_em(model, ops, M, K, tol=tol, max_iter=max_iter, progress=progress)
+    out = glad_em(model, ops, M, K, **em_kw)
+    snaps = out.snapshots
     ops.finish()
     got = c.gather([c.submit(_part_items_beta, p, pure=False) for p in parts])
     items = np.concatenate([np.zeros(0, dtype=object), *(g[0] for g in got)])
@@ -911,7 +922,7 @@ def _fit_glad(c, rounds, parts, model, sums, M: int, K: int, tol, max_iter, prog
     _, rank = _encode_col(Column(codes.astype(np.int32), np.asarray(uniq, dtype=object)))
     last = snaps[-1]
     last.params = replace(last.params, beta=beta[np.argsort(rank, kind="stable")])
-    return snaps, violations
+    return out, ops.passes
 
 
 def _part_items_beta(part) -> tuple[np.ndarray, np.ndarray]:

@@ -28,7 +28,8 @@ from dataclasses import replace
 
 import numpy as np
 
-from crowdlab.engines.blocks import EngineSnapshot, _block_model
+from crowdlab.engines.accel import null_from_counts
+from crowdlab.engines.blocks import EngineSnapshot, Outcome, _block_model, accelerated_em
 from crowdlab.engines.run import PARAM_TOL, REL_TOL_MONOTONE, settled_at, stalled_at
 from crowdlab.models.base import _inner, entropy_rows
 from crowdlab.models.glad import GLAD, GladParams, _obs_terms, glad_params, sigmoid
@@ -110,25 +111,32 @@ class StreamOps:
         self.q = np.empty((N, K))
         self.b = np.full(N, model.beta_prior[0])
         self.report = self.q
+        self.passes = 0  # passes over the buckets
 
     def start(self) -> float:
+        self.passes += 1
+        self.answers = np.zeros((self.M, self.K))  # n_m(l): each worker's answers (the no-signal objective)
         for lo, hi, blk in self.blocks():
             self.q[lo:hi] = _votes(blk, None if self.known is None else self.known[lo:hi], self.K)
+            self.answers += _answers(blk, self.M, self.K)
         return entropy_rows(self.q)
 
     def alpha_sums(self, alpha: np.ndarray) -> np.ndarray:
+        self.passes += 1
         sums = np.zeros((3, self.M))
         for lo, hi, blk in self.blocks():
             sums += _alpha_sums(blk, alpha, self.b[lo:hi], _w(blk, self.q[lo:hi]), self.K)
         return sums
 
     def trial_sums(self, cands: np.ndarray) -> np.ndarray:
+        self.passes += 1
         trials = np.zeros((TRIES, self.M))
         for lo, hi, blk in self.blocks():
             trials += _trial_sums(blk, cands, self.b[lo:hi], _w(blk, self.q[lo:hi]), self.K)
         return trials
 
     def b_step(self, alpha: np.ndarray) -> None:
+        self.passes += 1
         for lo, hi, blk in self.blocks():
             self.b[lo:hi] = self.model._ascend_b(blk, alpha, self.b[lo:hi], _w(blk, self.q[lo:hi]), self.K)
 
@@ -136,6 +144,7 @@ class StreamOps:
         return self.q.sum(axis=0)
 
     def e_pass(self, pi: np.ndarray, alpha: np.ndarray) -> np.ndarray:
+        self.passes += 1
         q_new = np.empty_like(self.q)
         out = np.zeros(4 + 3 * self.M)
         for lo, hi, blk in self.blocks():
@@ -148,6 +157,18 @@ class StreamOps:
 
     def beta(self) -> np.ndarray:
         return np.exp(self.b)
+
+    # accelerated EM (`GladMap`): difficulties set from extrapolated parameters; the current posterior reported
+    def set_b(self, b: np.ndarray) -> None:
+        self.b = np.array(b, dtype=np.float64)
+
+    def report_current(self) -> None:
+        self.report = self.q
+
+
+def _answers(blk, M: int, K: int) -> np.ndarray:
+    """(M, K): how often each worker gave each label in the block."""
+    return np.bincount(blk.worker.astype(np.int64) * K + blk.label, minlength=M * K).reshape(M, K).astype(float)
 
 
 def _votes(blk, known: np.ndarray | None, K: int) -> np.ndarray:
@@ -181,11 +202,15 @@ def glad_em(
     tol: float,
     max_iter: int,
     progress: Callable[[int, int], None] | None = None,
-) -> tuple[list[EngineSnapshot], list[str]]:
-    """GLAD's EM through ``ops`` (`StreamOps`, or the Dask engine's `DaskOps`) from the majority-vote start;
-    (snapshots, violations). ``ops.report`` is then the posterior of the last E-step, what ``cl.fit`` reports;
+    accelerate: bool = False,
+    n_obs: int = 0,
+) -> Outcome:
+    """GLAD's EM through ``ops`` (`StreamOps`, or the Dask engine's `DaskOps`) from the majority-vote start.
+    ``ops.report`` is then the posterior of the last E-step, what ``cl.fit`` reports;
     the last snapshot's parameters hold beta for every item (in ``ops``' item order; older snapshots let their
-    beta go, as a long in-memory fit lets old parameter sets go)."""
+    beta go, as a long in-memory fit lets old parameter sets go). ``accelerate``: SQUAREM around the EM map
+    (`GladMap`; `crowdlab.engines.blocks.accelerated_em`); ``ops.report`` is then the posterior at the last
+    parameters, as ``cl.fit``'s accelerated run reports."""
     H = ops.start()
     alpha = np.full(M, model.alpha_prior[0])
     mu, var = model.alpha_prior
@@ -237,6 +262,23 @@ def glad_em(
     rows, inner_old, ent, bp, sums = e_pass(pi, alpha)
     lp = _log_prior(model, pi, alpha, bp)
     snaps = [EngineSnapshot(0, "init", 0, params, rows + lp, inner_old + lp + H)]
+    if accelerate:
+        em = GladMap(model, ops, pi_of, m_step, e_pass)
+        null = null_from_counts(ops.answers)
+        point = (params, em.adopt(params, sums), rows + lp)
+        return accelerated_em(
+            model,
+            em,
+            snaps,
+            violations,
+            point,
+            tol=tol,
+            max_iter=max_iter,
+            progress=progress,
+            n_obs=n_obs,
+            null=null,
+            slim=lambda p: replace(p, beta=None),
+        )
     it = 0
     while it < max_iter:
         # E-step: the posterior at the same parameters; its bound is the objective (the posterior is exact)
@@ -265,7 +307,62 @@ def glad_em(
             progress(it, max_iter)
         if settled_at(snaps, tol, PARAM_TOL) or stalled_at(snaps):
             break
-    return snaps, violations
+    return Outcome(snaps, violations, True)
+
+
+class GladMap:
+    """GLAD's EM map on blocks, for accelerated EM (`crowdlab.engines.accel`): ``evaluate(params)`` is one E pass
+    with ``params`` (their difficulties b = log beta first set in the blocks unless the blocks hold them: an
+    extrapolated point's), giving log p(x | params) + log prior; ``m_step(state)`` the ability/difficulty rounds
+    of `glad_em` on that E pass's posterior, warm-started at its parameters. The blocks hold the posterior of the
+    last E pass only (beside the one reported), so an M-step from an earlier point evaluates it again: one pass
+    against the 3 ``m_rounds`` - 1 of an M-step, and rare (once a fit on the bundled sets and on the weak crowd of
+    tests/unit/test_engine_accel.py: the posterior reported at the stop, after the maximum check)."""
+
+    def __init__(self, model: GLAD, ops, pi_of, m_rounds, e_pass) -> None:
+        self.model, self.ops, self.pi_of, self.m_rounds, self.e_pass = model, ops, pi_of, m_rounds, e_pass
+        self.current = 0  # the E pass whose posterior the blocks hold (a count)
+        self.b_of = None  # the parameters whose difficulties the blocks hold
+
+    def _hold_b(self, params: GladParams) -> None:
+        if self.b_of is not params:
+            self.ops.set_b(np.log(params.beta))
+            self.b_of = params
+
+    def adopt(self, params: GladParams, sums: np.ndarray):
+        """The start's E pass (the blocks hold its posterior and ``params``' difficulties) as an evaluation."""
+        self.b_of = params
+        self.current += 1
+        return (self.current, params, sums)
+
+    def evaluate(self, params: GladParams):
+        self._hold_b(params)
+        rows, _inner, _ent, bp, sums = self.e_pass(params.pi, params.alpha)
+        self.current += 1
+        obj = float(rows + _log_prior(self.model, params.pi, params.alpha, bp))
+        return (self.current, params, sums), obj
+
+    def _restore(self, state) -> np.ndarray:
+        """The blocks back at ``state``'s posterior and difficulties; its E pass's gradient sums."""
+        token, params, sums = state
+        if token != self.current:
+            sums = self.evaluate(params)[0][2]
+        self._hold_b(params)
+        return sums
+
+    def m_step(self, state) -> GladParams:
+        sums = self._restore(state)
+        params = state[1]
+        pi = self.pi_of()
+        alpha = self.m_rounds(params.alpha, self.model.m_rounds, sums)
+        new = glad_params(pi, alpha, self.ops.beta())
+        self.b_of = new
+        return new
+
+    def finish(self, state) -> None:
+        """The posterior at ``state``'s parameters reported (``ops.report``)."""
+        self._restore(state)
+        self.ops.report_current()
 
 
 def _change(a: GladParams, b: GladParams) -> float:
@@ -290,6 +387,8 @@ class DaskOps:
 
     def __init__(self, actors: list, model: GLAD, N: int, M: int, K: int) -> None:
         self.actors, self.model, self.n_items, self.M, self.K = actors, model, N, M, K
+        self.passes = 0  # passes over the parts
+        self.sizes: list[int] | None = None  # items per worker, in the order of ``beta()`` (for ``set_b``)
 
     def _all(self, fn, *args):
         calls = [a.call(fn, *args) for a in self.actors]
@@ -302,21 +401,28 @@ class DaskOps:
         return total
 
     def start(self) -> float:
-        return float(self._sum(_d_start, self.K, self.model.beta_prior[0]))
+        self.passes += 1
+        out = self._sum(_d_start, self.M, self.K, self.model.beta_prior[0])
+        self.answers = out[1:].reshape(self.M, self.K)  # n_m(l): each worker's answers (the no-signal objective)
+        return float(out[0])
 
     def alpha_sums(self, alpha):
+        self.passes += 1
         return self._sum(_d_alpha, alpha, self.M, self.K)
 
     def trial_sums(self, cands):
+        self.passes += 1
         return self._sum(_d_trials, cands, self.M, self.K)
 
     def b_step(self, alpha) -> None:
+        self.passes += 1
         self._all(_d_bstep, self.model, alpha, self.K)
 
     def class_sums(self):
         return self._sum(_d_class_sums, self.K)
 
     def e_pass(self, pi, alpha):
+        self.passes += 1
         return self._sum(_d_epass, self.model, pi, alpha, self.M, self.K)
 
     def beta(self) -> np.ndarray:
@@ -326,21 +432,35 @@ class DaskOps:
         """Each part's reported posterior (the last E-step's) where the engine's frames read it (``cur``)."""
         self._all(_d_finish)
 
+    # accelerated EM (`GladMap`): as `StreamOps`', each part its own share
+    def set_b(self, b: np.ndarray) -> None:
+        if self.sizes is None:
+            self.sizes = [int(n) for n in self._all(_d_size)]
+        cuts = np.cumsum([0, *self.sizes])
+        calls = [a.call(_d_set_b, b[lo:hi]) for a, lo, hi in zip(self.actors, cuts[:-1], cuts[1:])]
+        for call in calls:
+            call.result()
+
+    def report_current(self) -> None:
+        self._all(_d_report_current)
+
 
 def _live(parts):
     return [p for p in parts if p.block is not None]
 
 
-def _d_start(parts, K: int, mu_b: float) -> float:
-    h = 0.0
+def _d_start(parts, M: int, K: int, mu_b: float) -> np.ndarray:
+    """[H(q), then the answers n_m(l) (M K)] of the start on a worker's parts."""
+    out = np.zeros(1 + M * K)
     for p in parts:
         n = len(p.items)
         p.glad = {"q": np.zeros((n, K)), "b": np.full(n, mu_b)}
         if p.block is not None:
             p.glad["q"] = _votes(p.block, p.known, K)
+            out[1:] += _answers(p.block, M, K).ravel()
         p.glad["report"] = p.glad["q"]
-        h += entropy_rows(p.glad["q"])
-    return h
+        out[0] += entropy_rows(p.glad["q"])
+    return out
 
 
 def _d_alpha(parts, alpha, M: int, K: int) -> np.ndarray:
@@ -389,4 +509,23 @@ def _d_beta(parts) -> np.ndarray:
 def _d_finish(parts) -> int:
     for p in parts:
         p.cur = (p.glad["report"], None)
+    return 0
+
+
+def _d_size(parts) -> int:
+    return sum(len(p.items) for p in parts)
+
+
+def _d_set_b(parts, b: np.ndarray) -> int:
+    at = 0
+    for p in parts:
+        n = len(p.items)
+        p.glad["b"] = np.array(b[at : at + n], dtype=np.float64)
+        at += n
+    return 0
+
+
+def _d_report_current(parts) -> int:
+    for p in parts:
+        p.glad["report"] = p.glad["q"]
     return 0

@@ -22,26 +22,17 @@ Typical use::
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable
 from dataclasses import dataclass, fields, is_dataclass, replace
 
 import numpy as np
 
 from crowdlab.engines.accel import (
-    FLAT_AFTER,
-    FLAT_MIN_LABELS,
-    FLAT_NATS,
-    GAP_SCALE,
-    TAIL_STEPS,
-    WATCH,
     Acceleration,
-    Squarem,
+    MemoryMap,
     accelerable,
-    gap_estimate,
-    maximum_check,
     null_objective,
-    plain_tail,
+    squarem_loop,
 )
 from crowdlab.engines.init import Start, initialise
 from crowdlab.errors import ModelError
@@ -737,81 +728,19 @@ class Run:
             acc.evaluations += 1
             if progress is not None:
                 progress(self.last.iteration, self.max_iter)
-        sq = Squarem(self.model, self.data)
-
-        def record(params, full, obj, evaluations, after_e=False):
-            if after_e:
-                self._half_("E")
-            self._accelerated_m(params, full, obj, evaluations)
-            if progress is not None:
-                progress(self.last.iteration, self.max_iter)
-
-        last_gain = None
-        gains: list[float] = []  # the last accelerated cycles' gains
-        while True:
-            if self.last.iteration >= self.max_iter:
-                self.stop_reason = "max_iter"
-                break
-            if self.max_iter - self.last.iteration < 3:  # no room for a cycle: plain steps up to the limit
-                self._half_("E")
-                self._half_("M")
-                acc.evaluations += 1
-                if progress is not None:
-                    progress(self.last.iteration, self.max_iter)
-                continue
-            e = self._half_("E")
-            l_p = e.objective
-            tol_nats = self.tol * min(max(1.0, abs(l_p)), GAP_SCALE)
-            with_l2 = last_gain is not None and last_gain <= WATCH * tol_nats
-            before = sq.evaluations
-            p, full, obj, l2 = sq.cycle(e.params, e.post, l_p, with_l2)
-            acc.evaluations += sq.evaluations - before
-            acc.cycles, acc.fallbacks = acc.cycles + 1, acc.fallbacks + (sq.fallbacks - acc.fallbacks_seen)
-            acc.fallbacks_seen = sq.fallbacks
-            record(p, full, obj, sq.evaluations - before)
-            last_gain = obj - l_p
-            gap = float("inf")
-            if l2 is not None:
-                gap, limit = gap_estimate(l_p, sq.l1, l2)  # what plain EM has left after its two steps
-                if math.isfinite(gap):
-                    acc.gap, acc.limit = gap, max(limit, obj)
-            gains = [*gains[-1:], last_gain]
-            room = self.max_iter - self.last.iteration >= TAIL_STEPS  # the confirmation fits under max_iter
-            if room and gap <= tol_nats and max(gains) <= tol_nats:
-                p, full, obj, gap, limit = plain_tail(self.model, self.data, p, full, obj)
-                acc.evaluations += TAIL_STEPS
-                record(p, full, obj, TAIL_STEPS, after_e=True)
-                acc.gap, acc.limit = gap, max(limit, obj) if math.isfinite(gap) else float("nan")
-                if not gap <= tol_nats:  # a slow tail the cycle's two steps hid: go on
-                    gains = []
-                    continue
-                report, best = maximum_check(self.model, self.data, p, obj, tol_nats, self.seed)
-                acc.evaluations += report["evaluations"]
-                acc.check = report
-                if report["passed"]:
-                    self.stop_reason = "converged"
-                    break
-                acc.saddles += 1  # not a maximum (or not yet converged): go on from the higher point
-                acc.saddle_gain += best[2] - obj
-                record(*best, report["evaluations"], after_e=True)
-                sq = Squarem(self.model, self.data)
-                acc.fallbacks_seen = 0
-                last_gain, gains = None, []
-                continue
-            null = acc.null_objective
-            if (
-                null is not None
-                and self.last.iteration >= FLAT_AFTER
-                and self.data.n_obs >= FLAT_MIN_LABELS
-                and obj - null <= FLAT_NATS * self.data.n_obs
-                and last_gain <= FLAT_NATS * 1e-2 * self.data.n_obs
-            ):
-                acc.no_signal = True
-                self.stop_reason = "no_signal"
-                break
-            if should_stop is not None and should_stop():
-                self.stop_reason = "stopped"
-                break
+        host = _RunHost(self, progress)
+        em = MemoryMap(self.model, self.data)
+        self.stop_reason = squarem_loop(
+            host,
+            self.model,
+            em,
+            acc,
+            tol=self.tol,
+            max_iter=self.max_iter,
+            seed=self.seed,
+            n_obs=self.data.n_obs,
+            should_stop=should_stop,
+        )
 
     def _accelerated_m(self, params, full, obj: float, evaluations: int) -> Snapshot:
         """Append the point an accelerated cycle accepted as an "M" snapshot: its parameters, its own posterior
@@ -877,3 +806,34 @@ class Run:
     def objective_history(self) -> list[float]:
         """The objective after each complete iteration (init, then every M-step)."""
         return complete_objectives(self.snapshots)
+
+
+class _RunHost:
+    """How `crowdlab.engines.accel.squarem_loop` records an accelerated :class:`Run`: each cycle starts with an
+    "E" snapshot at the current point and its accepted point is an accelerated "M" snapshot (:meth:`Run.run`)."""
+
+    def __init__(self, run: Run, progress: Callable[[int, int], None] | None) -> None:
+        self.run, self.progress = run, progress
+
+    @property
+    def iteration(self) -> int:
+        return self.run.last.iteration
+
+    def _said(self) -> None:
+        if self.progress is not None:
+            self.progress(self.run.last.iteration, self.run.max_iter)
+
+    def begin(self):
+        e = self.run._half_("E")
+        return e.params, e.post, e.objective
+
+    def record(self, params, full, obj: float, evaluations: int, after_e: bool = False) -> None:
+        if after_e:
+            self.run._half_("E")
+        self.run._accelerated_m(params, full, obj, evaluations)
+        self._said()
+
+    def plain_step(self) -> None:
+        self.run._half_("E")
+        self.run._half_("M")
+        self._said()

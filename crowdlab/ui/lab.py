@@ -126,6 +126,7 @@ STOP_WORDS = {
     "max_iter": "stopped at the iteration limit",
     "stopped": "stopped",
     "passes": "every pass done",
+    "no_signal": "stopped: the labels carry no signal (the objective is flat)",
 }
 # seconds per half-step while playing
 SPEEDS = {"slow": 2.0, "normal": 1.0, "fast": 0.5}

@@ -1,7 +1,7 @@
 """A label file too large for the app's memory, fitted from the Data page through the streaming engine
-(:func:`crowdlab.engines.stream.fit_file`): the file stays on disk, EM makes one pass over it per iteration, a bar
-shows each pass, and the results (labels, posteriors, workers, parameters, history: the files ``crowdlab fit
---stream`` writes) are written to a folder and offered for download.
+(:func:`crowdlab.engines.stream.fit_file`, accelerated EM as ``cl.fit``): the file stays on disk, EM makes one pass
+over it per evaluation of its EM map, a bar shows them, and the results (labels, posteriors, workers, parameters,
+history: the files ``crowdlab fit --stream`` writes) are written to a folder and offered for download.
 
 An upload cannot do this: the browser sends the whole file, and Streamlit holds it in the server's memory (and
 refuses it past ``server.maxUploadSize``). So this section reads a path on the machine the app runs on, which is
@@ -264,7 +264,7 @@ def _fit_with_bar(fit_file, path: Path, method: str, prior: float, max_iter: int
 
     def passes(done: int, total: int) -> None:
         if not em:
-            em.append(Pace(show, "EM by streaming, one pass over the file per iteration"))
+            em.append(Pace(show, "Accelerated EM by streaming, one pass over the file per EM step"))
         em[0](done, total)
 
     try:

@@ -17,7 +17,7 @@ from crowdlab.io.samples import sample_paths
 from crowdlab.teaching.simulate import simulate_crowd
 from tests.unit.test_stream import assert_formula_cells_escaped, assert_same_files, assert_same_fit, write_formula_file
 
-# the streaming and Dask engines run plain EM: compare them with the in-memory fit's plain EM
+# the engines' plain EM (accelerate=False) equals the in-memory fit's plain EM, half-step for half-step
 plain_fit = functools.partial(cl.fit, accelerate=False)
 
 dd = pytest.importorskip("dask.dataframe")
@@ -38,6 +38,7 @@ def client():
 def _fit(source, method, client, **kw):
     from crowdlab.engines.distributed import fit
 
+    kw.setdefault("accelerate", False)  # compared with plain_fit
     return fit(source, method, client=client, **kw)
 
 
@@ -135,10 +136,11 @@ def test_cli_engine_dask_on_parquet_and_csv_globs_writes_the_same_files(client, 
     mem, pq, csv = tmp_path / "mem", tmp_path / "pq", tmp_path / "csv"
     assert main(["fit", str(labels), "--method", "ds", "--plain", "--out", str(mem)]) == 0
     address = client.scheduler.address
-    assert main(["fit", str(folder / "*.parquet"), "--engine", "dask", "--scheduler", address, "--out", str(pq)]) == 0
+    dask = ["--engine", "dask", "--scheduler", address, "--plain"]
+    assert main(["fit", str(folder / "*.parquet"), *dask, "--out", str(pq)]) == 0
     assert "engine: dask; converged" in capsys.readouterr().out
     assert_same_files(mem, pq)
-    assert main(["fit", str(folder / "*.csv"), "--engine", "dask", "--scheduler", address, "--out", str(csv)]) == 0
+    assert main(["fit", str(folder / "*.csv"), *dask, "--out", str(csv)]) == 0
     assert_same_files(mem, csv)
 
 
@@ -208,7 +210,7 @@ def test_default_local_cluster_is_started_and_closed():
     from crowdlab.engines.distributed import fit
 
     labels, _ = sample_paths("patients")
-    run = fit(str(labels), "ds")
+    run = fit(str(labels), "ds", accelerate=False)
     assert_same_fit(plain_fit(read_annotations(labels), "ds"), run)
     assert len(run.posteriors.compute()) == 45  # computable after the cluster closed
 

@@ -21,7 +21,8 @@ from crowdlab.io.samples import sample_paths
 from crowdlab.teaching.simulate import simulate_crowd
 from tests.unit.test_stream import assert_same_fit
 
-# the streaming and Dask engines run plain EM: compare them with the in-memory fit's plain EM
+# the engines' plain EM (accelerate=False) equals the in-memory fit's plain EM, half-step for half-step: these
+# tests compare the two (the accelerated engines: tests/unit/test_engine_accel.py)
 plain_fit = functools.partial(cl.fit, accelerate=False)
 
 NEW = ["glad", "mace", "mace_vb", "ibcc", "ebcc"]
@@ -43,9 +44,8 @@ def _check_stream(key, method, tmp_path, **kw):
     labels, _ = sample_paths(key)
     limit = 300 if key == "simulated" else 10000
     mem = plain_fit(read_annotations(labels), method, max_iter=limit, **kw)
-    eng = fit_file(
-        labels, method, chunk_rows=37 if method not in ("ebcc", "glad") else 400, workdir=tmp_path, max_iter=limit, **kw
-    )
+    rows = 37 if method not in ("ebcc", "glad") else 400
+    eng = fit_file(labels, method, chunk_rows=rows, workdir=tmp_path, max_iter=limit, accelerate=False, **kw)
     assert_same_fit(mem, eng)
     assert_same_params(mem, eng)
     assert eng.violations == [] and mem.stop_reason == eng.stop_reason
@@ -69,7 +69,9 @@ def test_stream_model_options_and_prior(tmp_path):
     """MACE with an estimated class prior and a prior strength: the options reach the engine's model."""
     labels, _ = sample_paths("bluebirds")
     mem = plain_fit(read_annotations(labels), "mace", prior=0.5, model_options={"class_prior": "estimate"})
-    eng = fit_file(labels, "mace", chunk_rows=100, prior=0.5, model_options={"class_prior": "estimate"})
+    eng = fit_file(
+        labels, "mace", chunk_rows=100, prior=0.5, model_options={"class_prior": "estimate"}, accelerate=False
+    )
     assert_same_fit(mem, eng)
     assert_same_params(mem, eng)
     assert abs(eng.params.pi[0] - 0.5) > 1e-3  # estimated, not the uniform prior
@@ -95,7 +97,7 @@ def test_stream_known_labels_equal_in_memory(method, tmp_path):
     mem = plain_fit(data, method, known=_known_codes(str(known), data))
     work = tmp_path / "work"
     work.mkdir()
-    eng = fit_file(labels, method, chunk_rows=300, known=known, workdir=work)
+    eng = fit_file(labels, method, chunk_rows=300, known=known, workdir=work, accelerate=False)
     assert_same_fit(mem, eng)
     # GLAD stops here by the stall rule (37 iterations on both engines), not at a stationary point, and its halving
     # line search takes or halves a step whose change is at rounding level by the order of a sum, which the blocks
@@ -106,7 +108,9 @@ def test_stream_known_labels_equal_in_memory(method, tmp_path):
     np.testing.assert_array_equal(eng.labels()[fixed >= 0], fixed[fixed >= 0])  # clamped
     # a mapping item -> class gives the same fit
     g = pd.read_csv(known, dtype=str)
-    again = fit_file(labels, method, chunk_rows=300, known=dict(zip(g["item"], g["label"])), workdir=work)
+    again = fit_file(
+        labels, method, chunk_rows=300, known=dict(zip(g["item"], g["label"])), workdir=work, accelerate=False
+    )
     np.testing.assert_array_equal(again.posterior, eng.posterior)
 
 
@@ -124,7 +128,7 @@ def test_glad_on_stream_keeps_every_difficulty(tmp_path):
     """GLAD's per-item difficulties on the streaming engine: beta for every item, in the in-memory order."""
     labels, _ = sample_paths("patients")
     mem = plain_fit(read_annotations(labels), "glad")
-    eng = fit_file(labels, "glad", chunk_rows=20)
+    eng = fit_file(labels, "glad", chunk_rows=20, accelerate=False)
     assert eng.params.beta.shape == (45,)
     np.testing.assert_allclose(eng.params.beta, mem.params.beta, rtol=0, atol=1e-8)
     np.testing.assert_allclose(eng.params.alpha, mem.params.alpha, rtol=0, atol=1e-8)
@@ -135,11 +139,12 @@ def test_cli_stream_accepts_the_new_methods_and_known(tmp_path, capsys):
     labels, known = _known_file(tmp_path, "bluebirds", every=5)
     for method in ("glad", "mace", "mace_vb", "ibcc", "ebcc"):
         out = tmp_path / f"out-{method}"
-        assert main(["fit", str(labels), "--method", method, "--stream", "--known", str(known), "--out", str(out)]) == 0
+        argv = ["fit", str(labels), "--method", method, "--stream", "--plain", "--known", str(known)]
+        assert main([*argv, "--out", str(out)]) == 0
         said = capsys.readouterr().out
         assert "semi-supervised: 22 items keep their known class" in said and "engine: stream" in said
         mem_out = tmp_path / f"mem-{method}"
-        plain = ["--plain", "--known", str(known)]  # the streaming engine runs plain EM
+        plain = ["--plain", "--known", str(known)]  # both plain EM
         assert main(["fit", str(labels), "--method", method, *plain, "--out", str(mem_out)]) == 0
         a = pd.read_csv(out / "posteriors.csv")
         b = pd.read_csv(mem_out / "posteriors.csv")
@@ -169,7 +174,7 @@ def _check_dask(key, method, client, **kw):
     labels, _ = sample_paths(key)
     limit = 300 if key == "simulated" else 10000
     mem = plain_fit(read_annotations(labels), method, max_iter=limit)
-    run = fit(str(labels), method, client=client, npartitions=3, max_iter=limit, **kw)
+    run = fit(str(labels), method, client=client, npartitions=3, max_iter=limit, accelerate=False, **kw)
     assert_same_fit(mem, run)
     assert_same_params(mem, run)
     assert run.violations == [] and run.stop_reason == mem.stop_reason
@@ -200,7 +205,7 @@ def test_dask_known_labels_equal_in_memory(method, client, tmp_path):
     labels, known = _known_file(tmp_path, "bluebirds", every=4)
     data = read_annotations(labels)
     mem = plain_fit(data, method, known=_known_codes(str(known), data))
-    run = fit(str(labels), method, client=client, npartitions=4, known=known)
+    run = fit(str(labels), method, client=client, npartitions=4, known=known, accelerate=False)
     assert_same_fit(mem, run)
     # GLAD: as in test_stream_known_labels_equal_in_memory (stall rule; one item's difficulty 3.9e-8 apart on AMD)
     assert_same_params(mem, run, tol=1e-7 if method == "glad" else 1e-8)
@@ -253,18 +258,18 @@ def test_million_labels_both_engines(method, client, tmp_path):
     mem = plain_fit(data, method, max_iter=limit)
     work = tmp_path / "work"
     work.mkdir()
-    eng = fit_file(path, method, chunk_rows=200_000, max_iter=limit, workdir=work)
+    eng = fit_file(path, method, chunk_rows=200_000, max_iter=limit, workdir=work, accelerate=False)
     assert_same_fit(mem, eng)
     assert_same_params(mem, eng)
-    run = fit(str(path), method, client=client, npartitions=4, max_iter=limit)
+    run = fit(str(path), method, client=client, npartitions=4, max_iter=limit, accelerate=False)
     assert_same_fit(mem, run)
     assert_same_params(mem, run)
 
 
 # ---------------------------------------------------------------------- the DataFrame API's engine= option
 def _frame_pair(est_cls, df, **kw):
-    mem = est_cls(accelerate=False, **kw).fit(df)  # the streaming engine runs plain EM
-    eng = est_cls(engine="stream", chunk_rows=500, **kw).fit(df)
+    mem = est_cls(accelerate=False, **kw).fit(df)  # plain EM on both engines
+    eng = est_cls(engine="stream", chunk_rows=500, accelerate=False, **kw).fit(df)
     pd.testing.assert_index_equal(mem.probas_.index, eng.probas_.index)
     np.testing.assert_allclose(eng.probas_.to_numpy(), mem.probas_.to_numpy(), rtol=0, atol=1e-8)
     np.testing.assert_allclose(eng.errors_.to_numpy(), mem.errors_.to_numpy(), rtol=0, atol=1e-8)
@@ -284,7 +289,8 @@ def test_estimators_engine_stream_equal_memory():
     mem, eng = _frame_pair(cl.GLAD, df, known={task: 1})
     assert eng.labels_[task] == 1
     np.testing.assert_allclose(eng.difficulties_.to_numpy(), mem.difficulties_.to_numpy(), atol=1e-8)
-    assert cl.aggregate(df, "ibcc", engine="stream").equals(cl.aggregate(df, "ibcc", accelerate=False))
+    plain = cl.aggregate(df, "ibcc", accelerate=False)
+    assert cl.aggregate(df, "ibcc", engine="stream", accelerate=False).equals(plain)
 
 
 def test_estimators_engine_refusals():
@@ -302,7 +308,7 @@ def test_estimators_engine_dask_equal_memory(client):
     labels, _ = sample_paths("patients")
     df = pd.read_csv(labels)
     mem = cl.IBCC(accelerate=False).fit(df)
-    eng = cl.IBCC(engine="dask", client=client).fit(df)
+    eng = cl.IBCC(engine="dask", client=client, accelerate=False).fit(df)
     np.testing.assert_allclose(eng.probas_.to_numpy(), mem.probas_.to_numpy(), rtol=0, atol=1e-8)
     assert eng.labels_.equals(mem.labels_)
 

@@ -11,14 +11,16 @@ import pytest
 
 import crowdlab as cl
 from crowdlab.cli import main
+from crowdlab.engines import stream
 from crowdlab.engines.blocks import ArrowNames
-from crowdlab.engines.stream import fit_file
 from crowdlab.errors import DataError, ModelError
 from crowdlab.io.data import read_annotations
 from crowdlab.io.samples import sample_paths
 
-# the streaming and Dask engines run plain EM: compare them with the in-memory fit's plain EM
+# the engines' plain EM (accelerate=False) equals the in-memory fit's plain EM, half-step for half-step: these
+# tests compare the two (the accelerated engines: tests/unit/test_engine_accel.py)
 plain_fit = functools.partial(cl.fit, accelerate=False)
+fit_file = functools.partial(stream.fit_file, accelerate=False)
 
 CLASS_SAMPLES = ["bluebirds", "rte", "dogs", "patients", "simulated"]
 METHODS = ["mv", "ds", "one_coin", "two_coin"]
@@ -131,7 +133,9 @@ def test_cli_stream_writes_the_same_files(tmp_path, capsys):
     labels, _ = sample_paths("rte")
     a, b = tmp_path / "mem", tmp_path / "stream"
     assert main(["fit", str(labels), "--method", "ds", "--plain", "--out", str(a)]) == 0
-    assert main(["fit", str(labels), "--method", "ds", "--stream", "--chunk-rows", "500", "--out", str(b)]) == 0
+    assert (
+        main(["fit", str(labels), "--method", "ds", "--stream", "--plain", "--chunk-rows", "500", "--out", str(b)]) == 0
+    )
     assert "engine: stream; converged" in capsys.readouterr().out
     assert_same_files(a, b)
     assert main(["fit", str(labels), "--stream", "--gold", str(labels), "--out", str(b)]) == 2

@@ -32,7 +32,8 @@ element, :mod:`crowdlab.ui.live_chart`, counts its ``Plotly.react`` calls) and t
 <= 0.15 s a click, every lesson button <= 400 ms, and with ``--throttle 4`` (a classroom laptop) Step <= 0.8 s.
 The browser asks for reduced motion unless ``--motion``: "settled" is then the new figures drawn, not the end of a
 0.4 s transition (the counts are the same either way, but for the heatmap tween's frames). ``--lessons``: the action
-button of every step of the EM lecture, timed the same way (click to settled, renderer and server CPU).
+button of every step of the EM lecture, timed the same way (click to settled, renderer and server CPU). ``--play S``:
+Play on the Step page at 0.5 s per half-step, watched for S seconds: the half-steps per second it keeps (target 2).
 
 Presenter mode (``?present=1``, the lecturer's projector) is the default; ``--normal`` turns it off.
 """
@@ -239,6 +240,48 @@ def _lesson_times(page, url: str, q: str, meter: Meter) -> list[tuple[str, dict]
     return out
 
 
+POSITION = """() => { const m = document.querySelector('[data-testid="stMain"]');
+  const h = Array.from(m.querySelectorAll('h4')).map(e => e.innerText.trim())
+    .find(t => /^iteration \\d+, (after [EM]-step|initialisation)$/.test(t));
+  if (!h) return null; const k = parseInt(h.match(/\\d+/)[0]);
+  return /initialisation/.test(h) ? 0 : 2 * k - (/after E-step/.test(h) ? 1 : 0); }"""
+
+
+def _play_pace(page, url: str, q: str, seconds: float, speed: str = "0.5 s") -> tuple[float, int, float]:
+    """Play on the Step page (bluebirds, Dawid-Skene from the majority vote: 50 half-steps to its end) at ``speed``
+    per half-step from the start: the position is read every 100 ms for ``seconds`` (at most 20: the run ends at
+    25 s); returns (half-steps per second, half-steps seen, seconds watched)."""
+    page.goto(url + "/Step_through_EM" + q)
+    page.get_by_text("iteration 0, initialisation").first.wait_for()
+    _idle(page)
+    main = page.locator('[data-testid="stMain"]')
+    box = main.locator('input[aria-label="Play speed (seconds per half-step)"]').first
+    box.click()
+    page.get_by_role("option", name=speed, exact=True).click()
+    _idle(page)
+    main.get_by_role("button", name="Play").first.click()
+    first = None
+    seen = []
+    t_end = time.monotonic() + seconds + 30
+    while time.monotonic() < t_end:
+        h = page.evaluate(POSITION)
+        now = time.monotonic()
+        if h is not None and (not seen or h != seen[-1][1]):
+            seen.append((now, h))
+            if first is None and h >= 1:
+                first = now
+        if first is not None and now - first >= seconds:
+            break
+        page.wait_for_timeout(100)
+    main.get_by_role("button", name="Pause").first.click()
+    moved = [(t, h) for t, h in seen if h >= 1]
+    if len(moved) < 2:
+        return float("nan"), len(moved), 0.0
+    span = moved[-1][0] - moved[0][0]
+    steps = moved[-1][1] - moved[0][1]
+    return steps / span, steps, span
+
+
 def _engine(data, clicks: int) -> float:
     run = Run(data, make_model("ds"))
     run.step()
@@ -264,6 +307,9 @@ def main() -> None:
     ap.add_argument("--normal", action="store_true", help="normal mode (default: presenter mode, ?present=1)")
     ap.add_argument("--lessons", action="store_true", help="also every action button of the EM lecture")
     ap.add_argument("--throttle", type=float, default=1.0, help="slow Chromium's CPU this many times (4: a laptop)")
+    ap.add_argument(
+        "--play", type=float, default=0.0, help="also watch Play at 0.5 s per half-step this many seconds (bluebirds)"
+    )
     ap.add_argument(
         "--motion",
         action="store_true",
@@ -314,6 +360,14 @@ def main() -> None:
                     f"{'<=' + str(TARGET_STEP.get(name, '')):>8}{med['renderer']:>7.2f} s (<={TARGET_RENDERER})"
                     f"{med['server']:>9.2f} s{med['bytes'] / 1000:>9.0f}"
                     f"{charts:>8}{med['mounts']:>7.0f}{med['draws']:>7.0f}{med['nodes']:>7.0f}{engine:>13.1f}"
+                )
+                page.close()
+            if args.play:
+                page = _page(browser, args)
+                rate, steps, span = _play_pace(page, url, q, args.play)
+                print(
+                    f"\nPlay at 0.5 s per half-step (target 2.0 half-steps/s): {rate:.2f} half-steps/s "
+                    f"({steps} half-steps in {span:.1f} s)"
                 )
                 page.close()
             if args.lessons:

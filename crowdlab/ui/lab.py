@@ -336,11 +336,14 @@ def tick(slot: RunSlot) -> bool:
     run = slot.get()
     if not can_advance(run):
         _stop_at_end(slot, run)
-    now = time.monotonic()
-    last = float(st.session_state.get(slot.key("play_last"), 0.0))
-    if now - last < 0.8 * speed(slot):
+    now, period = time.monotonic(), speed(slot)
+    due = float(st.session_state.get(slot.key("play_last"), 0.0)) + period
+    if now < due - 0.5 * period:  # a rerun for another reason, well before the half-step is due
         return False
-    st.session_state[slot.key("play_last")] = now
+    # the cadence is kept: the next half-step is due one period after this one was due, so a tick that came late
+    # (the last draw took a while) does not push every later one back (it did: 1.5 half-steps a second at 0.5 s);
+    # never more than a period behind, so a stall is not followed by a burst
+    st.session_state[slot.key("play_last")] = due if now - due < period else now
     _move(slot, "next")
     return True
 

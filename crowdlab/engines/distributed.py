@@ -852,7 +852,7 @@ def fit(
             return total
 
         if isinstance(model, GLAD):  # per-item difficulties kept in the parts: its own driver
-            snaps, violations = _fit_glad(c, rounds, parts, model, sums, M, K, tol, max_iter, progress)
+            snaps, violations = _fit_glad(c, rounds, parts, model, sums, M, K, tol, max_iter, progress, int(n_obs))
             extra = False
             state["rounds"] = len(snaps)
         else:
@@ -897,7 +897,7 @@ def fit(
         return run
 
 
-def _fit_glad(c, rounds, parts, model, sums, M: int, K: int, tol, max_iter, progress):
+def _fit_glad(c, rounds, parts, model, sums, M: int, K: int, tol, max_iter, progress, n_obs: int):
     """GLAD through `crowdlab.engines.glad_blocks.glad_em` with the parts as blocks; the last parameters' beta
     put in the in-memory item order."""
     from dataclasses import replace
@@ -905,7 +905,7 @@ def _fit_glad(c, rounds, parts, model, sums, M: int, K: int, tol, max_iter, prog
     from crowdlab.engines.glad_blocks import DaskOps, glad_em
 
     N = int(sum(s["n_items"] for s in sums))
-    ops = DaskOps(rounds, model, N, M, K)
+    ops = DaskOps(rounds, model, N, M, K, n_obs)
     snaps, violations = glad_em(model, ops, M, K, tol=tol, max_iter=max_iter, progress=progress)
     ops.finish()
     got = c.gather([c.submit(_part_items_beta, p, pure=False) for p in parts])

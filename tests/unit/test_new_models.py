@@ -82,17 +82,40 @@ def test_glad_m_step_raises_expected_complete_log_likelihood():
 
 def test_glad_step_halving_ignores_rounding_and_bluebirds_converges():
     """Near the optimum a step changes f by less than rounding: it must be taken, not halved away at random (which
-    made GLAD's parameter changes wobble at 1e-9 and the stopping rule call bluebirds stalled)."""
-    from crowdlab.models.glad import _halve
+    made GLAD's parameter changes wobble at 1e-9 and the stopping rule call bluebirds stalled). The gradient check
+    (trapezoid rule with a third-derivative bound) takes it without asking for values at all; a real overshoot is
+    halved until it no longer lowers f, and a coordinate the gradient check cannot clear falls back to values."""
+    from crowdlab.models.glad_steps import _halving
 
+    def no_values(cands):
+        raise AssertionError("the gradient check should have sufficed")
+
+    # f(x) = -(x - c)^2 per coordinate (third derivative 0), c = (1e-9, 1e-3), from x = 0
+    c = np.array([1e-9, 1e-3])
+    x, g0 = np.zeros(2), 2 * c
+    out, fresh = _halving(x, np.array([1e-9, 2e-3]), g0, np.zeros(2), lambda a: -2 * (a - c), no_values)
+    np.testing.assert_allclose(out, [1e-9, 2e-3])  # taken at once (2e-3 lands where f(0) is)
+    assert fresh  # the last gradient was at the result
+    seen = []
+
+    def value(cands):
+        seen.append(cands.copy())
+        return -((cands - c) ** 2)
+
+    out, _ = _halving(x, np.array([1e-9, 4e-3]), g0, np.zeros(2), lambda a: -2 * (a - c), value)
+    np.testing.assert_allclose(out, [1e-9, 2e-3])  # 4x too far: a real fall, halved once
+    assert len(seen) == 2  # f at x and at the first candidate, for the coordinate the gradient check refused
+    # a loose bound refuses what the gradient alone would take: the values decide, and accept a fall within rounding
     f0 = np.array([-2259.744365838259, -1.0])
-
-    def f(x):  # flat to rounding at the start, then falling
-        return f0 - np.where(np.abs(x) > 1e-3, 1.0, 2e-16 * np.abs(f0))
-
-    x = np.zeros(2)
-    np.testing.assert_array_equal(_halve(f, x, np.array([1e-9, 1e-9])), [1e-9, 1e-9])  # within rounding: taken
-    np.testing.assert_allclose(_halve(f, x, np.array([4e-3, 4e-3])), [1e-3, 1e-3])  # a real fall: halved twice
+    out, _ = _halving(
+        x,
+        np.full(2, 1e-9),
+        np.ones(2),
+        np.full(2, 1e40),
+        lambda a: np.ones(2),
+        lambda a: f0 - 2e-16 * abs(f0) * a / 1e-9,
+    )
+    np.testing.assert_array_equal(out, [1e-9, 1e-9])
     from crowdlab.io.samples import load_sample
 
     run = cl.fit(load_sample("bluebirds"), "glad")

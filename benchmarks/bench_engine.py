@@ -4,6 +4,7 @@ Run from the repository root::
 
     .venv/bin/python benchmarks/bench_engine.py                  # everything (about 3 minutes on 2 busy cores)
     .venv/bin/python benchmarks/bench_engine.py --parts ds,hmm   # some of: ds, onecoin, models, memory, mv, import, hmm
+    .venv/bin/python benchmarks/bench_engine.py --parts glad     # GLAD beside DS at 10^6 labels (issue 40, section 3)
     .venv/bin/python benchmarks/bench_engine.py --root /path/to/other/checkout   # measure another crowdlab
 
 Parts (each timing is the best and the median of ``--repeat`` interleaved repetitions, wall clock, so that load on a
@@ -23,6 +24,11 @@ shared machine hits both sides of a pair alike):
   a bare numpy ``bincount`` + ``argmax`` (target <= 1.2x).
 - ``import``: ``import crowdlab`` (``-X importtime`` total) and the wall time of ``python -m crowdlab --help``,
   beside ``import numpy`` and ``import pandas`` (target: under 0.4 s).
+- ``glad``: GLAD beside Dawid-Skene at 10^6 labels, one EM iteration each (``Run.step()``, E + M with the
+  objective and the checks, as ``cl.fit(..., accelerate=False)`` steps; and bare ``e_step`` + ``m_step``), on two
+  crowds: the one of the engine test ``test_million_labels_both_engines`` (``simulate_crowd``: 10^5 items x 10
+  labels, 400 workers, K = 3, seed 3) and the ``ds`` part's (K = 5, 500 workers). Ratio GLAD / DS (issue 40,
+  section 3's target: <= 5). With ``--root`` on an older checkout it measures that one ("before").
 - ``hmm``: HMM-crowd, 10^6 positions in 28,600 sequences (lengths 20 to 50), one worker labelling every position
   (the model of hmmlearn's ``CategoricalHMM``), K = 5 and 9: one EM iteration, bare (``e_step`` + ``m_step``),
   through ``Run.step()`` (keeping two posteriors, as ``crowdlab.fit`` does), and hmmlearn (``fit`` with n_iter = 1
@@ -100,10 +106,15 @@ def _bare_and_run(sim: dict, K: int, method: str):
     the bare loop and the Run start from the same parameters and each keeps its own model."""
     from bench_ds import to_annotations
 
+    data = to_annotations(sim, K)
+    return (data, *_bare_from(data, method))
+
+
+def _bare_from(data, method: str):
+    """(one bare iteration as a callable, a Run after its first step) for ``method`` on ``data``."""
     from crowdlab.engines.run import Run
     from crowdlab.models import make_model
 
-    data = to_annotations(sim, K)
     bare_model = make_model(method)
     run = Run(data, make_model(method), max_iter=10**6)
     run.step()
@@ -112,7 +123,7 @@ def _bare_and_run(sim: dict, K: int, method: str):
     def bare():
         state["p"] = bare_model.m_step(data, bare_model.e_step(data, state["p"]))
 
-    return data, bare, run
+    return bare, run
 
 
 def class_part(method: str, repeat: int, n_obs: int = 10**6, K: int = 5) -> dict:
@@ -169,6 +180,45 @@ def models_part(repeat: int, sizes: tuple[int, ...] = (10**5, 10**6)) -> None:
                 f"  {method:10s} {n_obs:>10,d} {min(b):>9.4f}s {min(r):>9.4f}s {min(r) / min(b):>10.2f} "
                 f"{statistics.median(r) / statistics.median(b):>12.2f}"
             )
+
+
+# ---------------------------------------------------------------------------- GLAD beside DS
+def glad_part(repeat: int) -> None:
+    """One EM iteration of GLAD and of Dawid-Skene at 10^6 labels, side by side (issue 40, section 3)."""
+    from bench_ds import to_annotations
+
+    from crowdlab.teaching.simulate import simulate_crowd
+
+    crowds = {
+        "engine test's crowd (10^5 items x 10 labels, 400 workers, K = 3)": lambda: (
+            simulate_crowd(n_items=100_000, n_workers=400, n_classes=3, labels_per_item=10, seed=3).annotations
+        ),
+        "bench_ds's crowd (10^5 items x 10 labels, 500 workers, K = 5)": lambda: to_annotations(
+            _class_data(10**6, 5)[0], 5
+        ),
+    }
+    print("\nGLAD beside Dawid-Skene, one EM iteration at 10^6 labels (best / median of interleaved repetitions)")
+    head = ("crowd", "model", "Run.step() best", "median", "bare E+M best", "median")
+    print("  {:4s} {:6s} {:>16s} {:>9s} {:>14s} {:>9s}".format(*head))
+    for n, (name, make) in enumerate(crowds.items(), start=1):
+        data = make()
+        fns = {}
+        for method in ("ds", "glad"):
+            bare, run = _bare_from(data, method)
+            fns[f"{method} run"] = run.step
+            fns[f"{method} bare"] = bare
+        t = _interleaved(fns, repeat)
+        for method in ("ds", "glad"):
+            r, b = t[f"{method} run"], t[f"{method} bare"]
+            print(
+                f"  {n:<4d} {method:6s} {min(r):>15.4f}s {statistics.median(r):>8.4f}s {min(b):>13.4f}s "
+                f"{statistics.median(b):>8.4f}s"
+            )
+        gr, dr = t["glad run"], t["ds run"]
+        print(
+            f"  crowd {n}: {name}, {data.n_obs:,} labels; GLAD / DS per iteration (Run.step): "
+            f"{min(gr) / min(dr):.1f}x best, {statistics.median(gr) / statistics.median(dr):.1f}x median"
+        )
 
 
 # ---------------------------------------------------------------------------- memory of a long run
@@ -436,6 +486,8 @@ def main() -> None:
         import_part(python, root)
     if "hmm" in parts:
         hmm_part(python, root, max(args.repeat // 5, 2))
+    if "glad" in parts:
+        glad_part(args.repeat)
     print(f"\nload average {os.getloadavg()[0]:.1f} at the end")
 
 

@@ -51,7 +51,17 @@ from crowdlab.models.base import entropy_rows, safe_log
 from crowdlab.models.majority import MajorityVote
 
 ENGINE_METHODS = ("mv", "ds", "one_coin", "two_coin", "glad", "mace", "mace_vb", "ibcc", "ebcc")
-_MEMOS = ("_lj_memo", "_known_memo", "_terms_memo", "_joint_memo", "_elbo_memo", "_prior_memo", "_pvec_memo")
+_MEMOS = (
+    "_lj_memo",
+    "_known_memo",
+    "_terms_memo",
+    "_joint_memo",
+    "_elbo_memo",
+    "_prior_memo",
+    "_pvec_memo",
+    "_s_memo",
+    "_xe_memo",
+)
 
 
 @dataclass

@@ -115,14 +115,15 @@ class StreamOps:
             out += _values(blk, self.q[lo:hi], cands, self.b[lo:hi])
         return out
 
-    def b_step(self, alpha: np.ndarray) -> np.ndarray:
-        sums = np.zeros((3, self.M))
+    def b_step(self, alpha: np.ndarray, last: bool) -> np.ndarray | None:
+        sums = None if last else np.zeros((3, self.M))
         for lo, hi, blk in self.blocks():
             w = _w(blk, self.q[lo:hi])
             self.b[lo:hi], part = glad_steps.b_step(
-                self.model.beta_prior, blk, w, alpha, self.b[lo:hi], self.items[:, lo:hi]
+                self.model.beta_prior, blk, w, alpha, self.b[lo:hi], self.items[:, lo:hi], last
             )
-            sums += part
+            if sums is not None:
+                sums += part
         return sums
 
     def class_sums(self) -> np.ndarray:
@@ -159,10 +160,14 @@ def _e_block(model: GLAD, blk, known, pi, alpha, b, q_old, K):
     """One block's E-step: (its new q, [sum log p(x_n | theta), E_{q_old}[log joint], H(q_new), the items' prior
     term, then the next M-step's first ability sums (3 M, `glad_steps.worker_sums`) on the new q])."""
     m = _block_model(model, blk, known)
-    e = m._soft(blk, _local_params(pi, alpha, b))
+    params = _local_params(pi, alpha, b)
+    e = m._soft(blk, params)
     ent = float(e.entropy) if e.entropy is not None else entropy_rows(e.q)
     head = [float(e.rows.sum()), _inner(q_old, e.lj), ent, _b_prior(model, b)]
-    return e.q, np.concatenate([head, glad_steps.worker_sums(blk, _w(blk, e.q), alpha, np.exp(b)).ravel()])
+    w, sums = m.first_sums(blk, e.q, params)
+    if sums is None:
+        sums = glad_steps.worker_sums(blk, w, alpha, params.beta)
+    return e.q, np.concatenate([head, sums.ravel()])
 
 
 def glad_em(
@@ -192,11 +197,11 @@ def glad_em(
         round's ability sums when the E-step's pass already made them."""
         if sums is None:
             sums = ops.worker_sums(alpha)
-        for _ in range(rounds):
+        for r in range(rounds):
             alpha, fresh = glad_steps.alpha_step(model.alpha_prior, alpha, sums, ops.alpha_trial, ops.worker_values)
             if not fresh:
                 ops.alpha_trial(alpha)  # the items' gradient and information at the abilities taken
-            sums = ops.b_step(alpha)  # the difficulty step, local to each block's items
+            sums = ops.b_step(alpha, r == rounds - 1)  # the difficulty step, local to each block's items
         return alpha
 
     def e_pass(pi, alpha):
@@ -303,8 +308,8 @@ class DaskOps:
     def worker_values(self, cands):
         return self._sum(_d_values, cands, self.M)
 
-    def b_step(self, alpha):
-        return self._sum(_d_bstep, self.model, alpha, self.M)
+    def b_step(self, alpha, last: bool):
+        return self._sum(_d_bstep, self.model, alpha, self.M, last)
 
     def class_sums(self):
         return self._sum(_d_class_sums, self.K)
@@ -359,12 +364,13 @@ def _d_values(parts, cands, M: int) -> np.ndarray:
     return out
 
 
-def _d_bstep(parts, model: GLAD, alpha, M: int) -> np.ndarray:
-    out = np.zeros((3, M))
+def _d_bstep(parts, model: GLAD, alpha, M: int, last: bool) -> np.ndarray:
+    out = np.zeros((3, M))  # (zeros after the last round: nothing reads them)
     for p in _live(parts):
         w = _w(p.block, p.glad["q"])
-        p.glad["b"], part = glad_steps.b_step(model.beta_prior, p.block, w, alpha, p.glad["b"], p.glad["items"])
-        out += part
+        p.glad["b"], part = glad_steps.b_step(model.beta_prior, p.block, w, alpha, p.glad["b"], p.glad["items"], last)
+        if not last:
+            out += part
     return out
 
 

@@ -145,15 +145,17 @@ class GLAD(LatentModel):
         class_prior: str = "uniform",
         alpha_prior: tuple[float, float] = (1.0, 1.0),
         beta_prior: tuple[float, float] = (1.0, 1.0),
-        m_rounds: int = 2,
+        m_rounds: int = 1,
     ) -> None:
         """``prior`` (strength s >= 0): Dirichlet(1 + s) pseudo-counts on an estimated class prior, and the Gaussian
         priors' variances divided by 1 + s (a stronger pull towards the prior means). ``alpha_prior`` and
         ``beta_prior``: (mean, variance) of the Gaussian priors on alpha_j and on log beta_i (variance > 0).
         ``m_rounds``: ability/difficulty ascent rounds per M-step (three times as many at the start, which has no
-        warm start). More rounds climb Q further per EM iteration, so EM needs fewer iterations, but each costs two
-        passes over the labels: 2 rounds took the fewest passes to convergence on nine bundled and real sets
-        (against 5 rounds: 1.0-1.7x the iterations, 0.6-0.75x the passes; 1 round: up to 3x the iterations)."""
+        warm start). More rounds climb Q further per EM iteration, so plain EM needs fewer iterations, but each round
+        costs two passes over the labels: on 13 real and simulated sets plain EM took 1.0-1.9x the iterations with 1
+        round as with 2 (0.6-1.2x the time; an iteration 0.6x), and the accelerated fit (`cl.fit`'s default) about
+        as many EM-map evaluations (25-34 against 22-31). So the default is 1: per worker and per item one step from
+        the gradient and curvature of one pass (issue 40, section 3)."""
         if prior < 0:
             raise ModelError("prior strength must be >= 0.")
         if class_prior not in CLASS_PRIORS:
@@ -181,8 +183,24 @@ class GLAD(LatentModel):
         """(the labels' part of the log joint (N, K), log pi (K,)): one pass over the labels
         (`glad_steps.log_joint_data`); the E-step's first pass over the rows adds log pi."""
         glad_steps.prepare(data.n_obs)
-        lj = glad_steps.log_joint_data(data, params.alpha, params.beta, data.n_classes)
+        s_sums = np.zeros((3, data.n_workers))
+        memo = self.__dict__.pop("_xe_memo", None)
+        hit = memo is not None and memo[0] is data and memo[1] is params.alpha and memo[2] is params.beta
+        lj = glad_steps.log_joint_data(
+            data, params.alpha, params.beta, data.n_classes, s_sums, memo[3:] if hit else None
+        )
+        self.__dict__["_s_memo"] = (data, params, s_sums)  # what the next M-step's first round needs of this pass
         return lj, np.log(np.maximum(params.pi, 1e-300))
+
+    def first_sums(self, data: Annotations, q: np.ndarray, params: GladParams | None):
+        """(w (n_obs,), `glad_steps.worker_sums` at ``params``) for an M-step on q that starts at the parameters of
+        the E-step that made q: the sums come from that E-step's pass (`glad_steps.first_sums`) and one gather of
+        w, without another pass of exponentials; (w, None) when this model's last E-step pass was elsewhere."""
+        memo = self.__dict__.get("_s_memo")
+        if params is not None and memo is not None and memo[0] is data and memo[1] is params:
+            w, wb = glad_steps.gather_w(q, data, params.beta, data.n_workers)
+            return w, glad_steps.first_sums(memo[2], wb)
+        return glad_steps.gather_w(q, data), None
 
     def e_step(self, data: Annotations, params: GladParams) -> WarmPosterior:
         return WarmPosterior(super().e_step(data, params), params)
@@ -208,16 +226,22 @@ class GLAD(LatentModel):
             b = np.log(start.beta)
             rounds = self.m_rounds
         glad_steps.prepare(data.n_obs)
-        w = glad_steps.gather_w(q, data)  # P(Z_i = L_ij): the weight of "this label is right"
-        sums = glad_steps.worker_sums(data, w, alpha, np.exp(b))
-        for _ in range(rounds):
-            alpha, b, sums = self._round(data, w, alpha, b, sums)
-        return glad_params(pi, alpha, np.exp(b))
+        w, sums = self.first_sums(data, q, start)  # w_ij = P(Z_i = L_ij): the weight of "this label is right"
+        if sums is None:
+            sums = glad_steps.worker_sums(data, w, alpha, np.exp(b))
+        for r in range(rounds):
+            alpha, b, sums = self._round(data, w, alpha, b, sums, last=r == rounds - 1)
+        if sums is None:  # the last pass was elsewhere
+            return glad_params(pi, alpha, np.exp(b))
+        beta, x, e = sums  # exp(b), and the last pass's x and e there: the next E-step's (`log_joint_parts`)
+        params = glad_params(pi, alpha, beta)
+        self.__dict__["_xe_memo"] = (data, params.alpha, params.beta, x, e)
+        return params
 
-    def _round(self, data, w, alpha, b, sums):
+    def _round(self, data, w, alpha, b, sums, last: bool = False):
         """One ascent round (`crowdlab.models.glad_steps`): a Newton step per worker from ``sums``
         (`glad_steps.worker_sums` at (alpha, b)), then a Fisher-scoring step per item; (alpha, b, the sums at the
-        new point)."""
+        new point; after the ``last`` round, what `glad_steps.b_step` returns then)."""
         beta = np.exp(b)
         at: dict = {}
 
@@ -231,7 +255,7 @@ class GLAD(LatentModel):
         alpha, fresh = glad_steps.alpha_step(self.alpha_prior, alpha, sums, trial, worker_values)
         if not fresh:
             trial(alpha)
-        b, sums = glad_steps.b_step(self.beta_prior, data, w, alpha, b, at["items"])
+        b, sums = glad_steps.b_step(self.beta_prior, data, w, alpha, b, at["items"], last)
         return alpha, b, sums
 
     # -- objective -------------------------------------------------------------------

@@ -56,12 +56,14 @@ EPS = np.finfo(np.float64).eps
 _COMPILED: dict | None = None
 _TRIED = False
 _EMPTY = np.zeros(0)
+_EMPTY2 = np.zeros((0, 0))
 
 
 # ------------------------------------------------------------------------------------------- per-label values
 def _x_e(obs, alpha: np.ndarray, beta: np.ndarray, k: dict | None) -> tuple[np.ndarray, np.ndarray]:
-    """(x, e) per label: x = alpha_j beta_i and e = exp(-|x|), numpy's vectorised exp in both paths (several
-    times faster than numba's scalar one), so that they give the same values."""
+    """(x, e) per label: x = alpha_j beta_i and e = exp(-|x|), numpy's vectorised exp in both paths (several times
+    faster than numba's scalar one), so that they give the same values. (Compiled passes that recomputed x from
+    alpha and beta instead of reading it took twice as long.)"""
     if k is None:
         x = np.take(alpha, obs.worker) * np.take(beta, obs.item)
         e = np.abs(x)
@@ -88,10 +90,14 @@ def _v(obs) -> np.ndarray:
 
 
 def _worker_rows(obs, w, s, b, M: int, out: np.ndarray) -> None:
-    """`worker_sums` in numpy from sigma ``s`` and beta ``b`` per label."""
-    r = w - s if obs.weight is None else obs.weight * (w - s)
-    c = s * (1.0 - s) if obs.weight is None else obs.weight * s * (1.0 - s)
-    b3 = b * b * b if obs.weight is None else obs.weight * b * b * b
+    """`worker_sums` in numpy from sigma ``s`` and beta ``b`` per label; ``w`` None: sum v sigma beta_i in row 0
+    instead of sum v (w - sigma) beta_i (`s_sums`)."""
+    v = obs.weight
+    r = s if w is None else w - s
+    c = s * (1.0 - s)
+    b3 = b * b * b
+    if v is not None:
+        r, c, b3 = v * r, v * c, v * b3
     out[0] = np.bincount(obs.worker, weights=r * b, minlength=M)
     out[1] = np.bincount(obs.worker, weights=c * b * b, minlength=M)
     out[2] = np.bincount(obs.worker, weights=b3, minlength=M)
@@ -124,23 +130,28 @@ def alpha_trial(obs, w: np.ndarray, alpha: np.ndarray, beta: np.ndarray) -> tupl
         return gw, items
     s = _sig(x, e)
     r = w - s if obs.weight is None else obs.weight * (w - s)
-    c = s * (1.0 - s) if obs.weight is None else obs.weight * s * (1.0 - s)
+    c = s * (1.0 - s) if obs.weight is None else obs.weight * (s * (1.0 - s))
     items = np.empty((2, N))
     items[0] = np.bincount(obs.item, weights=r * x, minlength=N)
     items[1] = np.bincount(obs.item, weights=c * x * x, minlength=N)
     return np.bincount(obs.worker, weights=r * np.take(beta, obs.item), minlength=M), items
 
 
-def b_trial(obs, w: np.ndarray, alpha: np.ndarray, beta: np.ndarray, grow: np.ndarray) -> tuple:
+def b_trial(
+    obs, w: np.ndarray, alpha: np.ndarray, beta: np.ndarray, grow: np.ndarray, with_sums: bool = True, keep=None
+):
     """At (alpha, beta): ((N,) the items' data gradient sum v (w - sigma) x, (N,) their third-derivative bound
-    sum v (U + 3 U^2 / 4 + C3 U^3) with U = |x| grow_i, (3, M) `worker_sums`)."""
+    sum v (U + 3 U^2 / 4 + C3 U^3) with U = |x| grow_i, (3, M) `worker_sums` or None without ``with_sums``).
+    ``keep`` (a dict): gets "xe", (x, e) of this pass, for `log_joint_data` at the same point."""
     M, N = alpha.shape[0], beta.shape[0]
     k = _compiled(obs)
     x, e = _x_e(obs, alpha, beta, k)
-    sums = np.zeros((3, M))
+    if keep is not None:
+        keep["xe"] = (x, e)
+    sums = np.zeros((3, M)) if with_sums else None
     if k is not None:
         gi, bound = np.zeros(N), np.zeros(N)
-        k["b_trial"](obs.item, obs.worker, _v(obs), w, x, e, beta, grow, gi, bound, sums)
+        k["b_trial"](obs.item, obs.worker, _v(obs), w, x, e, beta, grow, gi, bound, _EMPTY2 if sums is None else sums)
         return gi, bound, sums
     s = _sig(x, e)
     r = w - s if obs.weight is None else obs.weight * (w - s)
@@ -148,7 +159,8 @@ def b_trial(obs, w: np.ndarray, alpha: np.ndarray, beta: np.ndarray, grow: np.nd
     cub = u + 0.75 * u * u + C3 * u * u * u
     gi = np.bincount(obs.item, weights=r * x, minlength=N)
     bound = np.bincount(obs.item, weights=cub if obs.weight is None else obs.weight * cub, minlength=N)
-    _worker_rows(obs, w, s, np.take(beta, obs.item), M, sums)
+    if sums is not None:
+        _worker_rows(obs, w, s, np.take(beta, obs.item), M, sums)
     return gi, bound, sums
 
 
@@ -159,36 +171,60 @@ def values(obs, w: np.ndarray, alpha: np.ndarray, beta: np.ndarray, by: str) -> 
     return np.bincount(codes, weights=t if obs.weight is None else t * obs.weight, minlength=n)
 
 
-def gather_w(q: np.ndarray, obs) -> np.ndarray:
-    """(n_obs,) w = q_{i, L_ij}: the posterior weight of "this label is right"."""
+def gather_w(q: np.ndarray, obs, beta: np.ndarray | None = None, M: int = 0):
+    """(n_obs,) w = q_{i, L_ij}: the posterior weight of "this label is right"; with ``beta``, also (M,)
+    sum v w beta_i per worker (the w part of dQ/dalpha_j, for `first_sums`)."""
     k = _compiled(obs)
     if k is None or q.dtype != np.float64 or not q.flags.c_contiguous:
-        return q[obs.item, obs.label]
-    out = np.empty(obs.item.shape[0])
-    k["gather_w"](q, obs.item, obs.label, out)
-    return out
+        w = q[obs.item, obs.label]
+        if beta is None:
+            return w
+        wb = w * np.take(beta, obs.item)
+        return w, np.bincount(obs.worker, weights=wb if obs.weight is None else obs.weight * wb, minlength=M)
+    w = np.empty(obs.item.shape[0])
+    if beta is None:
+        k["gather_w"](q, obs.item, obs.label, w)
+        return w
+    wb = np.zeros(M)
+    k["gather_wb"](q, obs.item, obs.worker, obs.label, _v(obs), beta, w, wb)
+    return w, wb
 
 
-def log_joint_data(obs, alpha: np.ndarray, beta: np.ndarray, K: int) -> np.ndarray:
+def log_joint_data(obs, alpha: np.ndarray, beta: np.ndarray, K: int, s_out=None, xe=None) -> np.ndarray:
     """(N, K) the E-step's log joint without log pi (Sec. 3, E-step): sum over item i's labels of
     v log P(L_ij | Z_i = k), i.e. v [log sigma(-x) - log(K - 1)] for every k plus v [x + log(K - 1)] for the k
-    said (log sigma(x) - log(sigma(-x) / (K - 1)) = x + log(K - 1))."""
-    N = beta.shape[0]
+    said (log sigma(x) - log(sigma(-x) / (K - 1)) = x + log(K - 1)). ``s_out`` ((3, M) zeros): also the parts of
+    `worker_sums` that do not depend on q, from the same exponentials (`first_sums`). ``xe``: (x, e) at this
+    point when the M-step's last pass made them (`b_step`; e is overwritten)."""
+    N, M = beta.shape[0], alpha.shape[0]
     lk = math.log(K - 1)
     k = _compiled(obs)
-    x, e = _x_e(obs, alpha, beta, k)
-    np.log1p(e, out=e)  # log sigma(-x) = min(-x, 0) - log(1 + e^-|x|)
+    x, e = _x_e(obs, alpha, beta, k) if xe is None else xe
+    if s_out is not None and k is None:
+        _worker_rows(obs, None, _sig(x, e), np.take(beta, obs.item), M, s_out)
     if k is not None:
         base, out = np.zeros(N), np.zeros((N, K))
-        k["log_joint"](obs.item, obs.label, _v(obs), x, e, lk, base, out)
+        s = _EMPTY2 if s_out is None else s_out
+        k["log_joint"](obs.item, obs.worker, obs.label, _v(obs), x, e, np.log1p(e), beta, lk, base, out, s)
         out += base[:, None]
         return out
+    np.log1p(e, out=e)  # log sigma(-x) = min(-x, 0) - log(1 + e^-|x|)
     ls = np.minimum(-x, 0.0) - e
     wrong = ls - lk if obs.weight is None else (ls - lk) * obs.weight
     base = np.bincount(obs.item, weights=wrong, minlength=N)
     say = x + lk if obs.weight is None else (x + lk) * obs.weight
     bonus = np.bincount(obs.item * K + obs.label, weights=say, minlength=N * K).reshape(N, K)
     return base[:, None] + bonus
+
+
+def first_sums(s_sums: np.ndarray, wb: np.ndarray) -> np.ndarray:
+    """`worker_sums` at the E-step's parameters from what the E-step's pass gave (``s_sums``: sum v sigma beta_i,
+    the curvature and sum v beta_i^3) and ``wb`` = sum v w beta_i (`gather_w`): the gradient's data term is
+    wb - sum v sigma beta_i, no second pass of exponentials. (The difference loses about eps x sum v beta_i to
+    cancellation near the optimum: 1e-13 in a gradient of sums of thousands of labels, a Newton step 1e-15.)"""
+    out = s_sums.copy()
+    out[0] = wb - s_sums[0]
+    return out
 
 
 # ------------------------------------------------------------------------------------------- the steps
@@ -222,32 +258,37 @@ def alpha_step(prior: tuple[float, float], alpha: np.ndarray, sums: np.ndarray, 
     return _halving(alpha, step, g0, bound, lambda a: trial(a) - (a - mu) / var, value)
 
 
-def b_step(prior: tuple[float, float], obs, w: np.ndarray, alpha: np.ndarray, b: np.ndarray, items: np.ndarray):
+def b_step(
+    prior: tuple[float, float], obs, w: np.ndarray, alpha: np.ndarray, b: np.ndarray, items: np.ndarray, last=False
+):
     """One Fisher-scoring step per item from ``items`` (`alpha_trial`'s (2, N) at (alpha, b)), checked and halved;
-    local to the items of ``obs``. Returns (new b, `worker_sums` at (alpha, new b))."""
+    local to the items of ``obs``. Returns (new b, `worker_sums` at (alpha, new b) for the next round, or None when
+    this is the ``last`` round; then instead (exp(new b), x, e) of the pass at the new point when it was the last
+    one made, for the E-step that follows (`log_joint_data`), else None)."""
     mu, var = prior
     g0 = items[0] - (b - mu) / var
     # the larger of the Fisher information and the observed curvature sum v [s (1 - s) x^2 - (w - s) x]: Fisher
     # scoring alone overshoots where the observed curvature is larger, up to twice the way on some items of real
     # sets, where the step then flips sign from one EM iteration to the next and never settles
     step = g0 / (items[1] + np.maximum(0.0, -items[0]) + 1.0 / var)
-    last: dict = {}
+    seen: dict = {}
 
     def grad(bb: np.ndarray) -> np.ndarray:
         d = bb - b
         with np.errstate(over="ignore"):
-            gi, bound, sums = b_trial(obs, w, alpha, np.exp(bb), np.maximum(1.0, np.exp(-d)))
-        last["bound"], last["sums"] = bound, sums
+            beta = np.exp(bb)
+            gi, bound, sums = b_trial(obs, w, alpha, beta, np.maximum(1.0, np.exp(-d)), not last, seen)
+        seen["bound"], seen["sums"], seen["beta"] = bound, sums, beta
         return gi - (bb - mu) / var
 
     def value(cands: np.ndarray) -> np.ndarray:
         with np.errstate(over="ignore"):
             return np.stack([values(obs, w, alpha, np.exp(c), "item") - (c - mu) ** 2 / (2 * var) for c in cands])
 
-    new, at_new = _halving(b, step, g0, None, grad, value, last)
-    if not at_new:
-        last["sums"] = worker_sums(obs, w, alpha, np.exp(new))
-    return new, last["sums"]
+    new, at_new = _halving(b, step, g0, None, grad, value, seen)
+    if last:
+        return new, (seen["beta"], *seen["xe"]) if at_new else None
+    return new, seen["sums"] if at_new else worker_sums(obs, w, alpha, np.exp(new))
 
 
 def _halving(x, step, g0, bound, grad, value, last: dict | None = None):
@@ -310,9 +351,9 @@ def _compile() -> dict | None:
     @jit
     def k_x(item, worker, alpha, beta, x, nabs):  # pragma: no cover - compiled
         for o in range(item.shape[0]):
-            v = alpha[worker[o]] * beta[item[o]]
-            x[o] = v
-            nabs[o] = -abs(v)
+            t = alpha[worker[o]] * beta[item[o]]
+            x[o] = t
+            nabs[o] = -abs(t)
 
     @jit
     def k_worker_sums(item, worker, v, w, x, e, beta, out):  # pragma: no cover - compiled
@@ -321,12 +362,12 @@ def _compile() -> dict | None:
             j = worker[o]
             b = beta[item[o]]
             eo = e[o]
-            s = 1.0 / (1.0 + eo) if x[o] >= 0 else eo / (1.0 + eo)
+            s = (1.0 if x[o] >= 0 else eo) / (1.0 + eo)  # a select, no branch: x's sign is random
             if hasv:
                 vo = v[o]
                 out[0, j] += vo * (w[o] - s) * b
-                out[1, j] += vo * s * (1.0 - s) * b * b
-                out[2, j] += vo * b * b * b
+                out[1, j] += vo * (s * (1.0 - s)) * b * b
+                out[2, j] += vo * (b * b * b)
             else:
                 out[0, j] += (w[o] - s) * b
                 out[1, j] += s * (1.0 - s) * b * b
@@ -339,10 +380,10 @@ def _compile() -> dict | None:
             i = item[o]
             xo = x[o]
             eo = e[o]
-            s = 1.0 / (1.0 + eo) if xo >= 0 else eo / (1.0 + eo)
+            s = (1.0 if xo >= 0 else eo) / (1.0 + eo)
             if hasv:
                 r = v[o] * (w[o] - s)
-                c = v[o] * s * (1.0 - s)
+                c = v[o] * (s * (1.0 - s))
             else:
                 r = w[o] - s
                 c = s * (1.0 - s)
@@ -353,20 +394,21 @@ def _compile() -> dict | None:
     @jit
     def k_b_trial(item, worker, v, w, x, e, beta, grow, gi, bound, sums):  # pragma: no cover - compiled
         hasv = v.shape[0] > 0
+        with_sums = sums.shape[0] > 0
         for o in range(item.shape[0]):
             i = item[o]
             j = worker[o]
             xo = x[o]
             eo = e[o]
             b = beta[i]
-            s = 1.0 / (1.0 + eo) if xo >= 0 else eo / (1.0 + eo)
+            s = (1.0 if xo >= 0 else eo) / (1.0 + eo)
             u = abs(xo) * grow[i]
             cub = u + 0.75 * u * u + C3 * u * u * u
             if hasv:
                 vo = v[o]
                 r = vo * (w[o] - s)
-                c = vo * s * (1.0 - s)
-                b3 = vo * b * b * b
+                c = vo * (s * (1.0 - s))
+                b3 = vo * (b * b * b)
                 cub = vo * cub
             else:
                 r = w[o] - s
@@ -374,9 +416,10 @@ def _compile() -> dict | None:
                 b3 = b * b * b
             gi[i] += r * xo
             bound[i] += cub
-            sums[0, j] += r * b
-            sums[1, j] += c * b * b
-            sums[2, j] += b3
+            if with_sums:
+                sums[0, j] += r * b
+                sums[1, j] += c * b * b
+                sums[2, j] += b3
 
     @jit
     def k_gather_w(q, item, label, out):  # pragma: no cover - compiled
@@ -384,18 +427,43 @@ def _compile() -> dict | None:
             out[o] = q[item[o], label[o]]
 
     @jit
-    def k_log_joint(item, label, v, x, lse, lk, base, out):  # pragma: no cover - compiled
+    def k_gather_wb(q, item, worker, label, v, beta, out, wb):  # pragma: no cover - compiled
         hasv = v.shape[0] > 0
         for o in range(item.shape[0]):
             i = item[o]
+            wo = q[i, label[o]]
+            out[o] = wo
+            t = wo * beta[i]
+            wb[worker[o]] += v[o] * t if hasv else t
+
+    @jit
+    def k_log_joint(item, worker, label, v, x, e, l1p, beta, lk, base, out, s_out):  # pragma: no cover - compiled
+        hasv = v.shape[0] > 0
+        with_s = s_out.shape[0] > 0
+        for o in range(item.shape[0]):
+            i = item[o]
+            j = worker[o]
+            b = beta[i]
             xo = x[o]
-            ls = min(-xo, 0.0) - lse[o]
+            eo = e[o]
+            ls = min(-xo, 0.0) - l1p[o]
             if hasv:
                 base[i] += (ls - lk) * v[o]
                 out[i, label[o]] += (xo + lk) * v[o]
             else:
                 base[i] += ls - lk
                 out[i, label[o]] += xo + lk
+            if with_s:
+                s = (1.0 if xo >= 0 else eo) / (1.0 + eo)
+                if hasv:
+                    vo = v[o]
+                    s_out[0, j] += vo * s * b
+                    s_out[1, j] += vo * (s * (1.0 - s)) * b * b
+                    s_out[2, j] += vo * (b * b * b)
+                else:
+                    s_out[0, j] += s * b
+                    s_out[1, j] += s * (1.0 - s) * b * b
+                    s_out[2, j] += b * b * b
 
     _COMPILED = {
         "x": k_x,
@@ -403,6 +471,7 @@ def _compile() -> dict | None:
         "alpha_trial": k_alpha_trial,
         "b_trial": k_b_trial,
         "gather_w": k_gather_w,
+        "gather_wb": k_gather_wb,
         "log_joint": k_log_joint,
     }
     return _COMPILED

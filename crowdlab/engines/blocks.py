@@ -351,6 +351,7 @@ class EngineSnapshot:
     bound: float | None
     violation: str | None = None
     param_change: float = float("nan")  # after an M-step: the largest parameter change (the stopping rule's)
+    at_optimum: bool = False  # a stall where the model's gradient leaves nothing to gain (`run.at_optimum`)
 
 
 class ArrowNames(Sequence):
@@ -472,10 +473,13 @@ class EngineRun:
 
     @property
     def converged(self) -> bool:
-        """The in-memory engine's rule (:func:`crowdlab.engines.run.settled`): objective and parameters settled."""
+        """The in-memory engine's rule (:func:`crowdlab.engines.run.settled`): objective and parameters settled,
+        or a stall at the optimum (:func:`crowdlab.engines.run.at_optimum`, decided by the engine's driver)."""
         if not self.iterative:
             return True
-        return settled_at(self.snapshots, self.tol, self.param_tol)
+        if settled_at(self.snapshots, self.tol, self.param_tol):
+            return True
+        return self.last.at_optimum and stalled_at(self.snapshots)
 
     @property
     def stop_reason(self) -> str | None:

@@ -30,7 +30,7 @@ from dataclasses import replace
 import numpy as np
 
 from crowdlab.engines.blocks import EngineSnapshot, _block_model
-from crowdlab.engines.run import PARAM_TOL, REL_TOL_MONOTONE, settled_at, stalled_at
+from crowdlab.engines.run import PARAM_TOL, REL_TOL_MONOTONE, at_optimum, settled_at, stalled_at
 from crowdlab.models import glad_steps
 from crowdlab.models.base import _inner, entropy_rows
 from crowdlab.models.glad import GLAD, GladParams, glad_params
@@ -128,6 +128,12 @@ class StreamOps:
 
     def class_sums(self) -> np.ndarray:
         return self.q.sum(axis=0)
+
+    def item_gain(self, alpha: np.ndarray) -> float:
+        """The items' part of `glad_steps.newton_gain` at (alpha, b) on the current q (`glad_em`'s stall test)."""
+        self.alpha_trial(alpha)
+        prior = self.model.alpha_prior, self.model.beta_prior
+        return glad_steps.newton_gain(*prior, None, self.b, None, self.items)[1]
 
     def e_pass(self, pi: np.ndarray, alpha: np.ndarray) -> np.ndarray:
         q_new = np.empty_like(self.q)
@@ -258,7 +264,12 @@ def glad_em(
                 old.params = replace(old.params, beta=None)
         if progress is not None:
             progress(it, max_iter)
-        if settled_at(snaps, tol, PARAM_TOL) or stalled_at(snaps):
+        if settled_at(snaps, tol, PARAM_TOL):
+            break
+        if stalled_at(snaps):  # at the optimum (the gradient leaves nothing to gain: converged) or not
+            ga, _ = glad_steps.newton_gain(model.alpha_prior, model.beta_prior, alpha, None, sums, None)
+            gain = ga + ops.item_gain(alpha) + model.class_prior_gain(ops.class_sums(), ops.n_items, pi)
+            snaps[-1].at_optimum = at_optimum(gain, o, tol)
             break
     return snaps, violations
 
@@ -313,6 +324,9 @@ class DaskOps:
 
     def class_sums(self):
         return self._sum(_d_class_sums, self.K)
+
+    def item_gain(self, alpha) -> float:
+        return float(self._sum(_d_item_gain, self.model, alpha, self.M))
 
     def e_pass(self, pi, alpha):
         return self._sum(_d_epass, self.model, pi, alpha, self.M, self.K)
@@ -372,6 +386,12 @@ def _d_bstep(parts, model: GLAD, alpha, M: int, last: bool) -> np.ndarray:
         if not last:
             out += part
     return out
+
+
+def _d_item_gain(parts, model: GLAD, alpha, M: int) -> float:
+    _d_alpha_trial(parts, alpha, M)
+    prior = model.alpha_prior, model.beta_prior
+    return sum(glad_steps.newton_gain(*prior, None, p.glad["b"], None, p.glad["items"])[1] for p in _live(parts))
 
 
 def _d_class_sums(parts, K: int) -> np.ndarray:

@@ -258,6 +258,32 @@ class GLAD(LatentModel):
         b, sums = glad_steps.b_step(self.beta_prior, data, w, alpha, b, at["items"], last)
         return alpha, b, sums
 
+    def remaining_gain(self, data: Annotations, params: GladParams) -> float:
+        """What EM has left to gain at ``params`` by one step of the M-step from there (nats): 1/2 sum g^2 / h over
+        the abilities and difficulties (`glad_steps.newton_gain`; g the gradient of the objective, from the posterior
+        at ``params``) plus, with an estimated class prior, the gain of its closed-form step. Two passes over the
+        labels; the stopping rule asks for it once, when a run stalls (`crowdlab.engines.run.at_optimum`)."""
+        q = self.e_step(data, params).q
+        glad_steps.prepare(data.n_obs)
+        w = glad_steps.gather_w(q, data)
+        sums = glad_steps.worker_sums(data, w, params.alpha, params.beta)
+        _, items = glad_steps.alpha_trial(data, w, params.alpha, params.beta)
+        ga, gb = glad_steps.newton_gain(
+            self.alpha_prior, self.beta_prior, params.alpha, np.log(params.beta), sums, items
+        )
+        return ga + gb + self.class_prior_gain(q.sum(axis=0), q.shape[0], params.pi)
+
+    def class_prior_gain(self, colsum: np.ndarray, n: int, pi: np.ndarray) -> float:
+        """Q's gain from the class prior's closed-form step at ``pi`` (0 for the fixed uniform prior): sum_k
+        (n_k + s) log(pi_new_k / pi_k), n_k = sum_i q_ik (``colsum``)."""
+        if self.class_prior == "uniform":
+            return 0.0
+        s, K = self.prior, pi.shape[0]
+        new = (colsum + s) / (n + s * K)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            terms = np.where(new > 0, (colsum + s) * (np.log(new) - np.log(np.maximum(pi, 1e-300))), 0.0)
+        return float(terms.sum())
+
     # -- objective -------------------------------------------------------------------
     def log_prior(self, params: GladParams) -> float:
         ma, va = self.alpha_prior

@@ -131,6 +131,27 @@ def test_glad_on_stream_keeps_every_difficulty(tmp_path):
     assert "glad" in ENGINE_METHODS
 
 
+@pytest.mark.parametrize(("after", "reason"), [(3, "stalled"), (60, "converged")])
+def test_glad_stall_is_judged_alike_in_memory_and_on_stream(monkeypatch, after, reason):
+    """A GLAD run that stalls (`stalled_at`, forced here once ``after`` iterations are done) ends "converged" when
+    the gradient leaves nothing to gain there (`crowdlab.engines.run.at_optimum`), else "stalled": the streaming
+    engine's driver decides it from its block sums as the in-memory Run does from the data."""
+    from crowdlab.engines import blocks, glad_blocks, run
+
+    def forced(snaps):
+        return max((s.iteration for s in snaps if s.kind == "M"), default=0) >= after
+
+    for module in (run, blocks, glad_blocks):
+        monkeypatch.setattr(module, "stalled_at", forced)
+    labels, _ = sample_paths("bluebirds")
+    mem = plain_fit(read_annotations(labels), "glad")
+    eng = fit_file(labels, "glad", chunk_rows=400)
+    assert mem.last.iteration == eng.last.iteration == after
+    assert mem.stop_reason == eng.stop_reason == reason
+    assert mem.converged == eng.converged == (reason == "converged")
+    assert_same_fit(mem, eng)
+
+
 def test_cli_stream_accepts_the_new_methods_and_known(tmp_path, capsys):
     labels, known = _known_file(tmp_path, "bluebirds", every=5)
     for method in ("glad", "mace", "mace_vb", "ibcc", "ebcc"):

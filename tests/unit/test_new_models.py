@@ -124,6 +124,56 @@ def test_glad_step_halving_ignores_rounding_and_bluebirds_converges():
     assert np.all(d[1:] < d[:-1])  # shrinking at every step to the end
 
 
+class _Wobble(GLAD):
+    """GLAD whose M-step ignores q and returns centre + v and centre - v in turn: parameters that move by 2 |v|
+    every iteration without shrinking while the objective stays flat to rounding (v is orthogonal to the gradient,
+    so the two points' objectives differ by O(|v|^3))."""
+
+    def __init__(self, centre, v):
+        super().__init__()
+        self.centre, self.v, self.calls = centre, v, 0
+
+    def m_step(self, data, post):
+        self.calls += 1
+        c = self.centre
+        return glad_params(c.pi, c.alpha + (self.v if self.calls % 2 else -self.v), c.beta)
+
+
+def _wobble_run(data, centre):
+    """A plain run of `_Wobble` around ``centre``, v on two workers orthogonal to the gradient there."""
+    from crowdlab.models import glad_steps
+
+    model = GLAD()
+    w = glad_steps.gather_w(model.e_step(data, centre).q, data)
+    g = glad_steps.worker_sums(data, w, centre.alpha, centre.beta)[0] - (centre.alpha - 1.0)
+    v = np.zeros(data.n_workers)
+    v[0], v[1] = g[1], -g[0]
+    v *= 1e-7 / max(np.abs(v).max(), 1e-300)
+    run = Run(data, _Wobble(centre, v), max_iter=200)
+    run.run()
+    return run
+
+
+def test_glad_stall_at_its_optimum_is_converged_and_away_from_it_stalled():
+    """Issue 38, section 4: a plain run whose objective has been flat to rounding for 20 iterations while its
+    parameters move without shrinking stops. Where the gradient leaves nothing to gain (GLAD's remaining_gain,
+    at most 1e-2 of the tolerance: `crowdlab.engines.run.at_optimum`) that is the optimum: converged; where it
+    still promises a gain, an M-step that cannot make progress: stalled."""
+    from crowdlab.engines.run import stalled_at
+    from crowdlab.io.samples import load_sample
+
+    data = load_sample("bluebirds")
+    best = cl.fit(data, "glad", accelerate=False).params
+    at = _wobble_run(data, best)
+    assert stalled_at(at.snapshots) and at.last.iteration < 30
+    assert at.stop_reason == "converged" and at.converged and not at.violations
+    assert at.model.remaining_gain(data, at.params) < 1e-9
+    away = _wobble_run(data, glad_params(best.pi, best.alpha + 0.3, best.beta))
+    assert stalled_at(away.snapshots) and away.last.iteration < 30
+    assert away.stop_reason == "stalled" and not away.converged
+    assert away.model.remaining_gain(data, away.params) > 1.0
+
+
 def test_glad_recovers_abilities_and_difficulties():
     rng = np.random.default_rng(0)
     N, M, K = 400, 12, 3

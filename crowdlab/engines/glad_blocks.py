@@ -54,10 +54,9 @@ def _trial(block, q, alpha, b) -> tuple[np.ndarray, np.ndarray]:
     return glad_steps.alpha_trial(block, _w(block, q), alpha, np.exp(b))
 
 
-def _values(block, q, cands, b) -> np.ndarray:
-    """(len(cands), M): the block's share of the workers' values of Q at each candidate ability vector."""
-    w, beta = _w(block, q), np.exp(b)
-    return np.stack([glad_steps.values(block, w, c, beta, "worker") for c in cands])
+def _values(block, q, alpha, b, mask) -> np.ndarray:
+    """(M,): the block's share of the values of Q at (alpha, b) of the workers in ``mask``."""
+    return glad_steps.values(block, _w(block, q), alpha, np.exp(b), "worker", mask)
 
 
 def _b_prior(model: GLAD, b: np.ndarray) -> float:
@@ -109,10 +108,10 @@ class StreamOps:
             gw += g
         return gw
 
-    def worker_values(self, cands: np.ndarray) -> np.ndarray:
-        out = np.zeros((cands.shape[0], self.M))
+    def worker_values(self, alpha: np.ndarray, mask: np.ndarray) -> np.ndarray:
+        out = np.zeros(self.M)
         for lo, hi, blk in self.blocks():
-            out += _values(blk, self.q[lo:hi], cands, self.b[lo:hi])
+            out += _values(blk, self.q[lo:hi], alpha, self.b[lo:hi], mask)
         return out
 
     def b_step(self, alpha: np.ndarray, last: bool) -> np.ndarray | None:
@@ -316,8 +315,8 @@ class DaskOps:
     def alpha_trial(self, alpha):
         return self._sum(_d_alpha_trial, alpha, self.M)
 
-    def worker_values(self, cands):
-        return self._sum(_d_values, cands, self.M)
+    def worker_values(self, alpha, mask):
+        return self._sum(_d_values, alpha, mask, self.M)
 
     def b_step(self, alpha, last: bool):
         return self._sum(_d_bstep, self.model, alpha, self.M, last)
@@ -371,10 +370,10 @@ def _d_alpha_trial(parts, alpha, M: int) -> np.ndarray:
     return out
 
 
-def _d_values(parts, cands, M: int) -> np.ndarray:
-    out = np.zeros((cands.shape[0], M))
+def _d_values(parts, alpha, mask, M: int) -> np.ndarray:
+    out = np.zeros(M)
     for p in _live(parts):
-        out += _values(p.block, p.glad["q"], cands, p.glad["b"])
+        out += _values(p.block, p.glad["q"], alpha, p.glad["b"], mask)
     return out
 
 

@@ -152,10 +152,10 @@ class GLAD(LatentModel):
         ``beta_prior``: (mean, variance) of the Gaussian priors on alpha_j and on log beta_i (variance > 0).
         ``m_rounds``: ability/difficulty ascent rounds per M-step (three times as many at the start, which has no
         warm start). More rounds climb Q further per EM iteration, so plain EM needs fewer iterations, but each round
-        costs two passes over the labels: on 13 real and simulated sets plain EM took 1.0-1.9x the iterations with 1
-        round as with 2 (0.6-1.2x the time; an iteration 0.6x), and the accelerated fit (`cl.fit`'s default) about
-        as many EM-map evaluations (25-34 against 22-31). So the default is 1: per worker and per item one step from
-        the gradient and curvature of one pass (issue 40, section 3)."""
+        costs two passes over the labels: on the 20 bundled and real sets plain EM took 1.0-1.9x the iterations with
+        1 round as with 2 (0.6-1.2x the time: an iteration takes 0.6x), and the accelerated fit (`cl.fit`'s default)
+        a few more EM-map evaluations (22-37 against 19-34). So the default is 1: per worker and per item one step
+        from the gradient and curvature of one pass (issue 40, section 3)."""
         if prior < 0:
             raise ModelError("prior strength must be >= 0.")
         if class_prior not in CLASS_PRIORS:
@@ -249,8 +249,8 @@ class GLAD(LatentModel):
             gw, at["items"] = glad_steps.alpha_trial(data, w, a, beta)
             return gw
 
-        def worker_values(cands):
-            return np.stack([glad_steps.values(data, w, c, beta, "worker") for c in cands])
+        def worker_values(a, mask):
+            return glad_steps.values(data, w, a, beta, "worker", mask)
 
         alpha, fresh = glad_steps.alpha_step(self.alpha_prior, alpha, sums, trial, worker_values)
         if not fresh:

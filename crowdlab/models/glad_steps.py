@@ -164,11 +164,18 @@ def b_trial(
     return gi, bound, sums
 
 
-def values(obs, w: np.ndarray, alpha: np.ndarray, beta: np.ndarray, by: str) -> np.ndarray:
-    """Q's data terms at (alpha, beta) summed per worker (``by="worker"``, (M,)) or per item (``"item"``, (N,))."""
+def values(obs, w: np.ndarray, alpha: np.ndarray, beta: np.ndarray, by: str, mask=None) -> np.ndarray:
+    """Q's data terms at (alpha, beta) summed per worker (``by="worker"``, (M,)) or per item (``"item"``, (N,));
+    with ``mask`` ((M,) or (N,) bools) only those workers' or items' labels are summed (the others read 0): the
+    value checks ask for the few coordinates the gradient check did not clear."""
     codes, n = (obs.worker, alpha.shape[0]) if by == "worker" else (obs.item, beta.shape[0])
-    t = _terms(np.take(alpha, obs.worker) * np.take(beta, obs.item), w)
-    return np.bincount(codes, weights=t if obs.weight is None else t * obs.weight, minlength=n)
+    item, worker, v = obs.item, obs.worker, obs.weight
+    if mask is not None:
+        sel = np.flatnonzero(mask[codes])
+        codes, item, worker, w = codes[sel], item[sel], worker[sel], w[sel]
+        v = None if v is None else v[sel]
+    t = _terms(np.take(alpha, worker) * np.take(beta, item), w)
+    return np.bincount(codes, weights=t if v is None else t * v, minlength=n)
 
 
 def gather_w(q: np.ndarray, obs, beta: np.ndarray | None = None, M: int = 0):
@@ -245,15 +252,15 @@ def not_lower(f0: np.ndarray, fc: np.ndarray) -> np.ndarray:
 def alpha_step(prior: tuple[float, float], alpha: np.ndarray, sums: np.ndarray, trial, worker_values):
     """One Newton step per worker from ``sums`` (`worker_sums` at (alpha, b)), checked and halved as the module
     docstring says. ``trial(a)``: the workers' data gradient at (a, b) (summed over every block; the caller keeps
-    its by-products); ``worker_values(a)`` ((n, M) candidates): the workers' data values of Q at each.
+    its by-products); ``worker_values(a, mask)``: the data values of Q at (a, b) of the workers in ``mask``.
     Returns (new alpha, whether the last ``trial`` call was at the new alpha)."""
     mu, var = prior
     g0 = sums[0] - (alpha - mu) / var
     step = g0 / (sums[1] + 1.0 / var)
     bound = C3 * sums[2]
 
-    def value(cands: np.ndarray) -> np.ndarray:
-        return worker_values(cands) - (cands - mu) ** 2 / (2 * var)
+    def value(a: np.ndarray, mask: np.ndarray) -> np.ndarray:
+        return worker_values(a, mask) - (a - mu) ** 2 / (2 * var)
 
     return _halving(alpha, step, g0, bound, lambda a: trial(a) - (a - mu) / var, value)
 
@@ -291,9 +298,9 @@ def b_step(
         seen["bound"], seen["sums"], seen["beta"] = bound, sums, beta
         return gi - (bb - mu) / var
 
-    def value(cands: np.ndarray) -> np.ndarray:
+    def value(bb: np.ndarray, mask: np.ndarray) -> np.ndarray:
         with np.errstate(over="ignore"):
-            return np.stack([values(obs, w, alpha, np.exp(c), "item") - (c - mu) ** 2 / (2 * var) for c in cands])
+            return values(obs, w, alpha, np.exp(bb), "item", mask) - (bb - mu) ** 2 / (2 * var)
 
     new, at_new = _halving(b, step, g0, None, grad, value, seen)
     if last:
@@ -323,10 +330,10 @@ def newton_gain(
 
 def _halving(x, step, g0, bound, grad, value, last: dict | None = None):
     """The per-coordinate safeguard: x + t step for t = 1, 1/2, ... the first that `safe` (gradient ``grad`` at the
-    candidate, third-derivative ``bound``, or ``last["bound"]`` as ``grad`` leaves it) or `not_lower` (``value``
-    of (n, len(x)) candidates, asked only for the coordinates `safe` does not clear) accepts; coordinates with a
-    negligible step, or none accepted in TRIES halvings, keep x. Returns (new x, whether the last ``grad`` call was
-    at new x)."""
+    candidate, third-derivative ``bound``, or ``last["bound"]`` as ``grad`` leaves it) or `not_lower` (``value(p,
+    mask)`` at a point, asked only for the coordinates in ``mask``, those `safe` does not clear: each later mask is
+    within the first) accepts; coordinates with a negligible step, or none accepted in TRIES halvings, keep x.
+    Returns (new x, whether the last ``grad`` call was at new x)."""
     todo = np.abs(step) > 1e-12 * (1.0 + np.abs(x))
     out = x.copy()
     t = 1.0
@@ -341,8 +348,8 @@ def _halving(x, step, g0, bound, grad, value, last: dict | None = None):
         need = todo & ~ok
         if need.any():
             if f0 is None:
-                f0 = value(x[None, :])[0]
-            ok |= need & not_lower(f0, value(cand[None, :])[0])
+                f0 = value(x, need)
+            ok |= need & not_lower(f0, value(cand, need))
         out[ok] = cand[ok]
         todo &= ~ok
         if not todo.any():

@@ -87,7 +87,7 @@ def test_glad_step_halving_ignores_rounding_and_bluebirds_converges():
     halved until it no longer lowers f, and a coordinate the gradient check cannot clear falls back to values."""
     from crowdlab.models.glad_steps import _halving
 
-    def no_values(cands):
+    def no_values(point, mask):
         raise AssertionError("the gradient check should have sufficed")
 
     # f(x) = -(x - c)^2 per coordinate (third derivative 0), c = (1e-9, 1e-3), from x = 0
@@ -98,13 +98,14 @@ def test_glad_step_halving_ignores_rounding_and_bluebirds_converges():
     assert fresh  # the last gradient was at the result
     seen = []
 
-    def value(cands):
-        seen.append(cands.copy())
-        return -((cands - c) ** 2)
+    def value(point, mask):
+        seen.append(mask.copy())
+        return np.where(mask, -((point - c) ** 2), np.nan)
 
     out, _ = _halving(x, np.array([1e-9, 4e-3]), g0, np.zeros(2), lambda a: -2 * (a - c), value)
     np.testing.assert_allclose(out, [1e-9, 2e-3])  # 4x too far: a real fall, halved once
-    assert len(seen) == 2  # f at x and at the first candidate, for the coordinate the gradient check refused
+    assert len(seen) == 2  # f at x and at the first candidate, for the coordinate the gradient check refused only
+    np.testing.assert_array_equal(seen[0], [False, True])
     # a loose bound refuses what the gradient alone would take: the values decide, and accept a fall within rounding
     f0 = np.array([-2259.744365838259, -1.0])
     out, _ = _halving(
@@ -113,7 +114,7 @@ def test_glad_step_halving_ignores_rounding_and_bluebirds_converges():
         np.ones(2),
         np.full(2, 1e40),
         lambda a: np.ones(2),
-        lambda a: f0 - 2e-16 * abs(f0) * a / 1e-9,
+        lambda a, mask: f0 - 2e-16 * abs(f0) * a / 1e-9,
     )
     np.testing.assert_array_equal(out, [1e-9, 1e-9])
     from crowdlab.io.samples import load_sample

@@ -267,10 +267,11 @@ def test_million_labels_both_engines(method, client, tmp_path):
         to_long_dataframe(sim.annotations)[["item", "worker", "label"]].to_csv(path, index=False)
     data = read_annotations(path)
     assert data.n_obs == 10**6
-    # to the fit's end: mid-run, GLAD's halving line search may take or halve a step whose objective change is at
-    # rounding level, differently for results that differ in the last bit (with the compiled kernels loaded, as
-    # the full suite has them, 15 iterations left one of 104,003 parameters 2.4e-8 apart; 60 agree to 1e-8)
-    limit = 60
+    # GLAD to the fit's end (plain EM converges at iteration 84): mid-run, a safeguarded step whose check sits at
+    # rounding level may be taken in one engine and halved in another for results that differ in the last bit
+    # (GLAD's first M-step, comparing values, once left one of 104,003 parameters 2.4e-8 apart after 15
+    # iterations); at the end they agree to 1e-8 and stop alike
+    limit = 100 if method == "glad" else 60
     mem = plain_fit(data, method, max_iter=limit)
     work = tmp_path / "work"
     work.mkdir()

@@ -114,10 +114,8 @@ def glad_params(pi: np.ndarray, alpha: np.ndarray, beta: np.ndarray) -> GladPara
 
 def _obs_terms(data: Annotations, alpha: np.ndarray, b: np.ndarray, w: np.ndarray, K: int) -> np.ndarray:
     """Per observation: w log sigma(x) + (1 - w) log sigma(-x), x = alpha_j exp(b_i) (Q without log(K - 1)),
-    times the observation's weight for soft votes."""
-    x = alpha[data.worker] * np.exp(b[data.item])
-    # log sigma(x) = min(x, 0) - L and log sigma(-x) = -max(x, 0) - L with one L = log(1 + e^-|x|)
-    out = w * np.minimum(x, 0.0) - (1.0 - w) * np.maximum(x, 0.0) - _log1p_exp_neg_abs(x)
+    times the observation's weight for soft votes (`glad_steps.values` sums them)."""
+    out = glad_steps._terms(alpha[data.worker] * np.exp(b[data.item]), w)
     return out if data.weight is None else out * data.weight
 
 
@@ -240,7 +238,7 @@ class GLAD(LatentModel):
 
     def _round(self, data, w, alpha, b, sums, last: bool = False):
         """One ascent round (`crowdlab.models.glad_steps`): a Newton step per worker from ``sums``
-        (`glad_steps.worker_sums` at (alpha, b)), then a Fisher-scoring step per item; (alpha, b, the sums at the
+        (`glad_steps.worker_sums` at (alpha, b)), then a step per item (`glad_steps.b_step`); (alpha, b, the sums at the
         new point; after the ``last`` round, what `glad_steps.b_step` returns then)."""
         beta = np.exp(b)
         at: dict = {}

@@ -81,7 +81,8 @@ def _sig(x: np.ndarray, e: np.ndarray) -> np.ndarray:
 
 
 def _terms(x: np.ndarray, w: np.ndarray) -> np.ndarray:
-    """w log sigma(x) + (1 - w) log sigma(-x) per label (Q's data term without the constant -(1 - w) log(K - 1))."""
+    """w log sigma(x) + (1 - w) log sigma(-x) per label (Q's data term without the constant -(1 - w) log(K - 1)):
+    log sigma(x) = min(x, 0) - L and log sigma(-x) = -max(x, 0) - L share one L = log(1 + e^-|x|)."""
     return w * np.minimum(x, 0.0) - (1.0 - w) * np.maximum(x, 0.0) - np.log1p(np.exp(-np.abs(x)))
 
 
@@ -275,7 +276,7 @@ def b_step(
     last: bool = False,
     observed: bool = True,
 ):
-    """One Fisher-scoring step per item from ``items`` (`alpha_trial`'s (2, N) at (alpha, b)), checked and halved;
+    """One scoring step per item from ``items`` (`alpha_trial`'s (2, N) at (alpha, b)), checked and halved;
     local to the items of ``obs``. Returns (new b, `worker_sums` at (alpha, new b) for the next round, or None when
     this is the ``last`` round; then instead (exp(new b), x, e) of the pass at the new point when it was the last
     one made, for the E-step that follows (`log_joint_data`), else None).

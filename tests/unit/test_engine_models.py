@@ -132,11 +132,12 @@ def test_glad_on_stream_keeps_every_difficulty(tmp_path):
 
 
 @pytest.mark.parametrize(("after", "reason"), [(3, "stalled"), (60, "converged")])
-def test_glad_stall_is_judged_alike_in_memory_and_on_stream(monkeypatch, after, reason):
+def test_glad_stall_is_judged_alike_in_memory_and_on_the_engines(monkeypatch, client, after, reason):
     """A GLAD run that stalls (`stalled_at`, forced here once ``after`` iterations are done) ends "converged" when
     the gradient leaves nothing to gain there (`crowdlab.engines.run.at_optimum`), else "stalled": the streaming
-    engine's driver decides it from its block sums as the in-memory Run does from the data."""
+    and Dask engines' driver decides it from its block sums as the in-memory Run does from the data."""
     from crowdlab.engines import blocks, glad_blocks, run
+    from crowdlab.engines.distributed import fit
 
     def forced(snaps):
         return max((s.iteration for s in snaps if s.kind == "M"), default=0) >= after
@@ -145,11 +146,11 @@ def test_glad_stall_is_judged_alike_in_memory_and_on_stream(monkeypatch, after, 
         monkeypatch.setattr(module, "stalled_at", forced)
     labels, _ = sample_paths("bluebirds")
     mem = plain_fit(read_annotations(labels), "glad")
-    eng = fit_file(labels, "glad", chunk_rows=400)
-    assert mem.last.iteration == eng.last.iteration == after
-    assert mem.stop_reason == eng.stop_reason == reason
-    assert mem.converged == eng.converged == (reason == "converged")
-    assert_same_fit(mem, eng)
+    for eng in (fit_file(labels, "glad", chunk_rows=400), fit(str(labels), "glad", client=client, npartitions=2)):
+        assert mem.last.iteration == eng.last.iteration == after
+        assert mem.stop_reason == eng.stop_reason == reason
+        assert mem.converged == eng.converged == (reason == "converged")
+        assert_same_fit(mem, eng)
 
 
 def test_cli_stream_accepts_the_new_methods_and_known(tmp_path, capsys):

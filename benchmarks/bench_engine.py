@@ -4,6 +4,7 @@ Run from the repository root::
 
     .venv/bin/python benchmarks/bench_engine.py                  # everything (about 3 minutes on 2 busy cores)
     .venv/bin/python benchmarks/bench_engine.py --parts ds,hmm   # some of: ds, onecoin, models, memory, mv, import, hmm
+    .venv/bin/python benchmarks/bench_engine.py --parts glad     # GLAD beside DS at 10^6 labels (issue 40, section 3)
     .venv/bin/python benchmarks/bench_engine.py --root /path/to/other/checkout   # measure another crowdlab
 
 Parts (each timing is the best and the median of ``--repeat`` interleaved repetitions, wall clock, so that load on a
@@ -23,6 +24,12 @@ shared machine hits both sides of a pair alike):
   a bare numpy ``bincount`` + ``argmax`` (target <= 1.2x).
 - ``import``: ``import crowdlab`` (``-X importtime`` total) and the wall time of ``python -m crowdlab --help``,
   beside ``import numpy`` and ``import pandas`` (target: under 0.4 s).
+- ``glad``: GLAD beside Dawid-Skene at 10^6 labels, one EM iteration each (``Run.step()``, E + M with the
+  objective and the checks, as ``cl.fit(..., accelerate=False)`` steps), on two crowds: the one of the engine test
+  ``test_million_labels_both_engines`` (``simulate_crowd``: 10^5 items x 10 labels, 400 workers, K = 3, seed 3)
+  and the ``ds`` part's (K = 5, 500 workers): the mean of the first 15 iterations, then the best and median of
+  ``--repeat`` interleaved ones (and their CPU time). Ratio GLAD / DS (issue 40, section 3's target: <= 5). With
+  ``--root`` on an older checkout it measures that one ("before").
 - ``hmm``: HMM-crowd, 10^6 positions in 28,600 sequences (lengths 20 to 50), one worker labelling every position
   (the model of hmmlearn's ``CategoricalHMM``), K = 5 and 9: one EM iteration, bare (``e_step`` + ``m_step``),
   through ``Run.step()`` (keeping two posteriors, as ``crowdlab.fit`` does), and hmmlearn (``fit`` with n_iter = 1
@@ -169,6 +176,62 @@ def models_part(repeat: int, sizes: tuple[int, ...] = (10**5, 10**6)) -> None:
                 f"  {method:10s} {n_obs:>10,d} {min(b):>9.4f}s {min(r):>9.4f}s {min(r) / min(b):>10.2f} "
                 f"{statistics.median(r) / statistics.median(b):>12.2f}"
             )
+
+
+# ---------------------------------------------------------------------------- GLAD beside DS
+def glad_part(repeat: int, start: int = 15) -> None:
+    """One EM iteration of GLAD and of Dawid-Skene at 10^6 labels, side by side (issue 40, section 3): the mean of
+    the first ``start`` iterations (where GLAD's safeguard still falls back to values for some steps), then the
+    best and median of ``repeat`` interleaved iterations after them, wall clock and this process's CPU time."""
+    from bench_ds import to_annotations
+
+    from crowdlab.engines.run import Run
+    from crowdlab.models import make_model
+    from crowdlab.teaching.simulate import simulate_crowd
+
+    crowds = {
+        "the engine test's crowd (10^5 items x 10 labels, 400 workers, K = 3)": lambda: (
+            simulate_crowd(n_items=100_000, n_workers=400, n_classes=3, labels_per_item=10, seed=3).annotations
+        ),
+        "bench_ds's crowd (10^5 items x 10 labels, 500 workers, K = 5)": lambda: to_annotations(
+            _class_data(10**6, 5)[0], 5
+        ),
+    }
+    print("\nGLAD beside Dawid-Skene, one EM iteration (Run.step(), E + M) at 10^6 labels, seconds")
+    head = ("crowd", "model", f"iter. 1-{start} mean", "then best", "median", "CPU median")
+    print("  {:5s} {:6s} {:>16s} {:>10s} {:>9s} {:>11s}".format(*head))
+    for n, (name, make) in enumerate(crowds.items(), start=1):
+        data = make()
+        runs = {m: Run(data, make_model(m), max_iter=10**6) for m in ("ds", "glad")}
+        first = {m: [] for m in runs}
+        for _ in range(start):
+            for m, run in runs.items():
+                t = time.perf_counter()
+                run.step()
+                first[m].append(time.perf_counter() - t)
+        wall = {m: [] for m in runs}
+        cpu = {m: [] for m in runs}
+        for _ in range(repeat):
+            for m, run in runs.items():
+                t, c = time.perf_counter(), time.process_time()
+                run.step()
+                wall[m].append(time.perf_counter() - t)
+                cpu[m].append(time.process_time() - c)
+        for m in runs:
+            print(
+                f"  {n:<5d} {m:6s} {statistics.mean(first[m]):>16.4f} {min(wall[m]):>10.4f} "
+                f"{statistics.median(wall[m]):>9.4f} {statistics.median(cpu[m]):>11.4f}"
+            )
+        ratio = {
+            "start": statistics.mean(first["glad"]) / statistics.mean(first["ds"]),
+            "best": min(wall["glad"]) / min(wall["ds"]),
+            "median": statistics.median(wall["glad"]) / statistics.median(wall["ds"]),
+            "CPU": statistics.median(cpu["glad"]) / statistics.median(cpu["ds"]),
+        }
+        print(
+            f"  crowd {n}: {name}, {data.n_obs:,} labels; GLAD / DS: "
+            + ", ".join(f"{v:.1f}x {k}" for k, v in ratio.items())
+        )
 
 
 # ---------------------------------------------------------------------------- memory of a long run
@@ -436,6 +499,8 @@ def main() -> None:
         import_part(python, root)
     if "hmm" in parts:
         hmm_part(python, root, max(args.repeat // 5, 2))
+    if "glad" in parts:
+        glad_part(args.repeat)
     print(f"\nload average {os.getloadavg()[0]:.1f} at the end")
 
 

@@ -53,7 +53,17 @@ from crowdlab.models.base import entropy_rows, safe_log
 from crowdlab.models.majority import MajorityVote
 
 ENGINE_METHODS = ("mv", "ds", "one_coin", "two_coin", "glad", "mace", "mace_vb", "ibcc", "ebcc")
-_MEMOS = ("_lj_memo", "_known_memo", "_terms_memo", "_joint_memo", "_elbo_memo", "_prior_memo", "_pvec_memo")
+_MEMOS = (
+    "_lj_memo",
+    "_known_memo",
+    "_terms_memo",
+    "_joint_memo",
+    "_elbo_memo",
+    "_prior_memo",
+    "_pvec_memo",
+    "_s_memo",
+    "_xe_memo",
+)
 
 
 @dataclass
@@ -343,6 +353,7 @@ class EngineSnapshot:
     bound: float | None
     violation: str | None = None
     param_change: float = float("nan")  # after an M-step: the largest parameter change (the stopping rule's)
+    at_optimum: bool = False  # a stall where the model's gradient leaves nothing to gain (`run.at_optimum`)
 
 
 class ArrowNames(Sequence):
@@ -470,12 +481,16 @@ class EngineRun:
 
     @property
     def converged(self) -> bool:
-        """The in-memory engine's rule (:func:`crowdlab.engines.run.settled`): objective and parameters settled."""
+        """The in-memory engine's rule (:func:`crowdlab.engines.run.settled`): objective and parameters settled,
+        or a stall at the optimum (:func:`crowdlab.engines.run.at_optimum`, decided by the engine's driver); for
+        accelerated EM its own rule (``_stop``)."""
         if not self.iterative:
             return True
         if self.acceleration is not None:  # the accelerated run's own rule (gap estimate and maximum check)
             return self._stop == "converged"
-        return settled_at(self.snapshots, self.tol, self.param_tol)
+        if settled_at(self.snapshots, self.tol, self.param_tol):
+            return True
+        return self.last.at_optimum and stalled_at(self.snapshots)
 
     @property
     def stop_reason(self) -> str | None:

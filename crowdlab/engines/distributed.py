@@ -40,7 +40,7 @@ pandas DataFrame in the in-memory item order), ``posterior`` / ``labels()`` (arr
 Limits: the client holds the worker and class dictionaries and the (M, K, K) statistics; each partition holds its
 rows and its items' posteriors; ``posterior_frame()`` brings every item's posterior to the client. Not supported:
 gold, hard EM, other starts than majority vote, the scores/sequence/network/feature models. GLAD keeps each item's
-difficulty in its part and runs 2 m_rounds passes per iteration (`crowdlab.engines.glad_blocks`).
+difficulty in its part and runs its E pass and 2 m_rounds passes per iteration (`crowdlab.engines.glad_blocks`).
 """
 
 from __future__ import annotations
@@ -911,7 +911,7 @@ def _fit_glad(c, rounds, parts, model, sums, M: int, K: int, em_kw: dict):
     from crowdlab.engines.glad_blocks import DaskOps, glad_em
 
     N = int(sum(s["n_items"] for s in sums))
-    ops = DaskOps(rounds, model, N, M, K)
+    ops = DaskOps(rounds, model, N, M, K, int(em_kw["n_obs"]))  # the compiled passes as the in-memory fit's
     out = glad_em(model, ops, M, K, **em_kw)
     snaps = out.snapshots
     ops.finish()

@@ -3,20 +3,21 @@ difficulties are parameters of each item.
 
 GLAD's parameters are the class prior pi (K,), the worker abilities alpha (M,) and the item inverse difficulties
 beta_i = exp(b_i) (N,). Each item's b_i is local to the block that holds the item, so it stays with the block
-(here: one (N,) array beside the (N, K) posterior, 8 (K + 1) bytes per item); only pi and alpha go to every block.
-The M-step is the in-memory model's own (`crowdlab.models.glad.GLAD.m_step`), block by block:
+(here: one (N,) array beside the (N, K) posterior, and the (2, N) gradient and information of the difficulty step:
+8 (K + 3) bytes per item); only pi and alpha go to every block. The M-step is the in-memory model's own
+(`crowdlab.models.glad_steps`, as `crowdlab.models.glad.GLAD.m_step` runs it), block by block; each round is:
 
-- the ability step (`GLAD._ascend_alpha`): a Newton step per worker from the gradient and curvature of Q, which are
-  sums over the worker's labels, so each block returns its share (one pass), then the step halved per worker
-  until that worker's part of Q does not fall (`_halve`). Q is separable by worker given b, so one more pass
-  evaluates every worker's part of Q at all 12 trial step lengths 1, 1/2, ..., 1/2^11 at once, and the first
-  length the in-memory line search would accept is taken;
-- the difficulty step (`GLAD._ascend_b`): local to each item, run on each block as it is (folded into the next
-  pass).
+- the ability step (`glad_steps.alpha_step`): a Newton step per worker from the gradient and curvature of Q, which
+  are sums over the worker's labels (the E-step's pass, or the previous round's difficulty pass, returns them), so
+  one pass at the stepped abilities (`glad_steps.alpha_trial`) gives the gradient that checks every worker's step,
+  and, kept with each block, its items' gradient and information for the difficulty step; a worker whose step the
+  check does not clear costs another pass (its values of Q, then a halved step), as in memory;
+- the difficulty step (`glad_steps.b_step`): local to each block's items, run on each block as it is; the same
+  pass returns the next round's ability gradient and curvature.
 
-So an M-step of R rounds is 2R passes over the blocks (the E-step shares the first). The stopping rule,
-objective (log p(x | theta) + the Gaussian priors, whose b part is summed by blocks), lower bound and monotonicity
-check are those of the in-memory `crowdlab.engines.run.Run` started by majority vote, as in
+So an M-step of R rounds is 2R passes over the blocks (the E-step's pass gives the first round's sums). The
+stopping rule, objective (log p(x | theta) + the Gaussian priors, whose b part is summed by blocks), lower bound and
+monotonicity check are those of the in-memory `crowdlab.engines.run.Run` started by majority vote, as in
 `crowdlab.engines.blocks.batch_em`; the largest parameter change includes every beta_i (a maximum over blocks)
 and the median-difficulty confusion matrices (`glad_params`, the median of all beta).
 """
@@ -30,11 +31,10 @@ import numpy as np
 
 from crowdlab.engines.accel import null_from_counts
 from crowdlab.engines.blocks import EngineSnapshot, Outcome, _block_model, accelerated_em
-from crowdlab.engines.run import PARAM_TOL, REL_TOL_MONOTONE, settled_at, stalled_at
+from crowdlab.engines.run import PARAM_TOL, REL_TOL_MONOTONE, at_optimum, settled_at, stalled_at
+from crowdlab.models import glad_steps
 from crowdlab.models.base import _inner, entropy_rows
-from crowdlab.models.glad import GLAD, GladParams, _obs_terms, glad_params, sigmoid
-
-TRIES = 12  # the halvings of `crowdlab.models.glad._halve`
+from crowdlab.models.glad import GLAD, GladParams, glad_params
 
 Blocks = Callable[[], Iterator[tuple[int, int, object]]]
 """``blocks()``: (first item, last item + 1, the block as `crowdlab.engines.blocks.Block`) for every block, in item
@@ -47,43 +47,17 @@ def _local_params(pi: np.ndarray, alpha: np.ndarray, b: np.ndarray) -> GladParam
 
 
 def _w(block, q: np.ndarray) -> np.ndarray:
-    return q[block.item, block.label]
+    return glad_steps.gather_w(q, block)
 
 
-def _alpha_sums(block, alpha: np.ndarray, b: np.ndarray, w: np.ndarray, K: int) -> np.ndarray:
-    """(3, M): the block's share of the gradient, curvature and value of Q in each ability (data terms only)."""
-    M = alpha.shape[0]
-    beta_o = np.exp(b[block.item])
-    x = alpha[block.worker] * beta_o
-    s = sigmoid(x)
-    out = np.empty((3, M))
-    out[0] = np.bincount(block.worker, weights=(w - s) * beta_o, minlength=M)
-    out[1] = np.bincount(block.worker, weights=s * (1.0 - s) * beta_o**2, minlength=M)
-    out[2] = np.bincount(block.worker, weights=_obs_terms(block, alpha, b, w, K), minlength=M)
-    return out
+def _trial(block, q, alpha, b) -> tuple[np.ndarray, np.ndarray]:
+    """The block's share of the workers' gradient at (alpha, b), and its items' (2, n) gradient and information."""
+    return glad_steps.alpha_trial(block, _w(block, q), alpha, np.exp(b))
 
 
-def _trial_sums(block, cands: np.ndarray, b: np.ndarray, w: np.ndarray, K: int) -> np.ndarray:
-    """(TRIES, M): the block's share of each worker's part of Q at every trial ability vector."""
-    M = cands.shape[1]
-    return np.stack([np.bincount(block.worker, weights=_obs_terms(block, c, b, w, K), minlength=M) for c in cands])
-
-
-def _halve_all(model: GLAD, alpha: np.ndarray, sums: np.ndarray, trials: np.ndarray, cands: np.ndarray, step):
-    """`crowdlab.models.glad._halve` on the ability step, given every trial's value at once."""
-    mu, var = model.alpha_prior
-    f0 = sums[2] - (alpha - mu) ** 2 / (2 * var)
-    slack = 16 * np.finfo(np.float64).eps * np.maximum(1.0, np.abs(f0))
-    todo = np.abs(step) > 1e-12 * (1.0 + np.abs(alpha))
-    out = alpha.copy()
-    for i in range(TRIES):
-        if not todo.any():
-            break
-        fc = trials[i] - (cands[i] - mu) ** 2 / (2 * var)
-        ok = todo & np.isfinite(fc) & (fc >= f0 - slack)
-        out[ok] = cands[i][ok]
-        todo &= ~ok
-    return out
+def _values(block, q, alpha, b, mask) -> np.ndarray:
+    """(M,): the block's share of the values of Q at (alpha, b) of the workers in ``mask``."""
+    return glad_steps.values(block, _w(block, q), alpha, np.exp(b), "worker", mask)
 
 
 def _b_prior(model: GLAD, b: np.ndarray) -> float:
@@ -103,15 +77,20 @@ def _log_prior(model: GLAD, pi: np.ndarray, alpha: np.ndarray, b_prior: float) -
 
 
 class StreamOps:
-    """The passes of `glad_em` over the streaming engine's buckets: the state (q (N, K), b (N,)) in memory."""
+    """The passes of `glad_em` over the streaming engine's buckets: the state (q (N, K), b (N,) and the difficulty
+    step's (2, N) gradient and information) in memory."""
 
-    def __init__(self, blocks: Blocks, model: GLAD, N: int, M: int, K: int, known: np.ndarray | None) -> None:
+    def __init__(
+        self, blocks: Blocks, model: GLAD, N: int, M: int, K: int, known: np.ndarray | None, n_obs: int = 0
+    ) -> None:
         self.blocks, self.model, self.M, self.K, self.known = blocks, model, M, K, known
         self.n_items = N
         self.q = np.empty((N, K))
         self.b = np.full(N, model.beta_prior[0])
+        self.items = np.zeros((2, N))
         self.report = self.q
         self.passes = 0  # passes over the buckets
+        glad_steps.prepare(n_obs)  # the compiled passes whenever the in-memory fit of this file runs them
 
     def start(self) -> float:
         self.passes += 1
@@ -121,27 +100,48 @@ class StreamOps:
             self.answers += _answers(blk, self.M, self.K)
         return entropy_rows(self.q)
 
-    def alpha_sums(self, alpha: np.ndarray) -> np.ndarray:
+    def worker_sums(self, alpha: np.ndarray) -> np.ndarray:
         self.passes += 1
         sums = np.zeros((3, self.M))
         for lo, hi, blk in self.blocks():
-            sums += _alpha_sums(blk, alpha, self.b[lo:hi], _w(blk, self.q[lo:hi]), self.K)
+            sums += glad_steps.worker_sums(blk, _w(blk, self.q[lo:hi]), alpha, np.exp(self.b[lo:hi]))
         return sums
 
-    def trial_sums(self, cands: np.ndarray) -> np.ndarray:
+    def alpha_trial(self, alpha: np.ndarray) -> np.ndarray:
         self.passes += 1
-        trials = np.zeros((TRIES, self.M))
+        gw = np.zeros(self.M)
         for lo, hi, blk in self.blocks():
-            trials += _trial_sums(blk, cands, self.b[lo:hi], _w(blk, self.q[lo:hi]), self.K)
-        return trials
+            g, self.items[:, lo:hi] = _trial(blk, self.q[lo:hi], alpha, self.b[lo:hi])
+            gw += g
+        return gw
 
-    def b_step(self, alpha: np.ndarray) -> None:
+    def worker_values(self, alpha: np.ndarray, mask: np.ndarray) -> np.ndarray:
         self.passes += 1
+        out = np.zeros(self.M)
         for lo, hi, blk in self.blocks():
-            self.b[lo:hi] = self.model._ascend_b(blk, alpha, self.b[lo:hi], _w(blk, self.q[lo:hi]), self.K)
+            out += _values(blk, self.q[lo:hi], alpha, self.b[lo:hi], mask)
+        return out
+
+    def b_step(self, alpha: np.ndarray, last: bool) -> np.ndarray | None:
+        self.passes += 1
+        sums = None if last else np.zeros((3, self.M))
+        for lo, hi, blk in self.blocks():
+            w = _w(blk, self.q[lo:hi])
+            self.b[lo:hi], part = glad_steps.b_step(
+                self.model.beta_prior, blk, w, alpha, self.b[lo:hi], self.items[:, lo:hi], last
+            )
+            if sums is not None:
+                sums += part
+        return sums
 
     def class_sums(self) -> np.ndarray:
         return self.q.sum(axis=0)
+
+    def item_gain(self, alpha: np.ndarray) -> float:
+        """The items' part of `glad_steps.newton_gain` at (alpha, b) on the current q (`glad_em`'s stall test)."""
+        self.alpha_trial(alpha)
+        prior = self.model.alpha_prior, self.model.beta_prior
+        return glad_steps.newton_gain(*prior, None, self.b, None, self.items)[1]
 
     def e_pass(self, pi: np.ndarray, alpha: np.ndarray) -> np.ndarray:
         self.passes += 1
@@ -185,12 +185,16 @@ def _votes(blk, known: np.ndarray | None, K: int) -> np.ndarray:
 
 def _e_block(model: GLAD, blk, known, pi, alpha, b, q_old, K):
     """One block's E-step: (its new q, [sum log p(x_n | theta), E_{q_old}[log joint], H(q_new), the items' prior
-    term, then the next M-step's first gradient sums (3 M) on the new q])."""
+    term, then the next M-step's first ability sums (3 M, `glad_steps.worker_sums`) on the new q])."""
     m = _block_model(model, blk, known)
-    e = m._soft(blk, _local_params(pi, alpha, b))
+    params = _local_params(pi, alpha, b)
+    e = m._soft(blk, params)
     ent = float(e.entropy) if e.entropy is not None else entropy_rows(e.q)
     head = [float(e.rows.sum()), _inner(q_old, e.lj), ent, _b_prior(model, b)]
-    return e.q, np.concatenate([head, _alpha_sums(blk, alpha, b, _w(blk, e.q), K).ravel()])
+    w, sums = m.first_sums(blk, e.q, params)
+    if sums is None:
+        sums = glad_steps.worker_sums(blk, w, alpha, params.beta)
+    return e.q, np.concatenate([head, sums.ravel()])
 
 
 def glad_em(
@@ -213,25 +217,22 @@ def glad_em(
     parameters, as ``cl.fit``'s accelerated run reports."""
     H = ops.start()
     alpha = np.full(M, model.alpha_prior[0])
-    mu, var = model.alpha_prior
 
     def pi_of() -> np.ndarray:
         if model.class_prior == "uniform":
             return np.full(K, 1.0 / K)
         return (ops.class_sums() + model.prior) / (ops.n_items + model.prior * K)
 
-    def m_step(alpha: np.ndarray, rounds: int, first: np.ndarray | None) -> np.ndarray:
-        """The ability/difficulty rounds on the current q (``ops`` updates b); the new alpha. ``first``: the
-        first round's gradient sums when the E-step's pass already made them."""
+    def m_step(alpha: np.ndarray, rounds: int, sums: np.ndarray | None) -> np.ndarray:
+        """The ability/difficulty rounds on the current q (``ops`` updates b); the new alpha. ``sums``: the first
+        round's ability sums when the E-step's pass already made them."""
+        if sums is None:
+            sums = ops.worker_sums(alpha)
         for r in range(rounds):
-            sums = first if (r == 0 and first is not None) else ops.alpha_sums(alpha)
-            grad = sums[0] - (alpha - mu) / var
-            curv = sums[1] + 1.0 / var
-            step = grad / curv
-            t = 0.5 ** np.arange(TRIES)
-            cands = alpha[None, :] + t[:, None] * step[None, :]
-            alpha = _halve_all(model, alpha, sums, ops.trial_sums(cands), cands, step)
-            ops.b_step(alpha)  # the difficulty step, local to each block's items
+            alpha, fresh = glad_steps.alpha_step(model.alpha_prior, alpha, sums, ops.alpha_trial, ops.worker_values)
+            if not fresh:
+                ops.alpha_trial(alpha)  # the items' gradient and information at the abilities taken
+            sums = ops.b_step(alpha, r == rounds - 1)  # the difficulty step, local to each block's items
         return alpha
 
     def e_pass(pi, alpha):
@@ -305,7 +306,12 @@ def glad_em(
                 old.params = replace(old.params, beta=None)
         if progress is not None:
             progress(it, max_iter)
-        if settled_at(snaps, tol, PARAM_TOL) or stalled_at(snaps):
+        if settled_at(snaps, tol, PARAM_TOL):
+            break
+        if stalled_at(snaps):  # at the optimum (the gradient leaves nothing to gain: converged) or not
+            ga, _ = glad_steps.newton_gain(model.alpha_prior, model.beta_prior, alpha, None, sums, None)
+            gain = ga + ops.item_gain(alpha) + model.class_prior_gain(ops.class_sums(), ops.n_items, pi)
+            snaps[-1].at_optimum = at_optimum(gain, o, tol)
             break
     return Outcome(snaps, violations, True)
 
@@ -316,8 +322,9 @@ class GladMap:
     extrapolated point's), giving log p(x | params) + log prior; ``m_step(state)`` the ability/difficulty rounds
     of `glad_em` on that E pass's posterior, warm-started at its parameters. The blocks hold the posterior of the
     last E pass only (beside the one reported), so an M-step from an earlier point evaluates it again: one pass
-    against the 3 ``m_rounds`` - 1 of an M-step, and rare (once a fit on the bundled sets and on the weak crowd of
-    tests/unit/test_engine_accel.py: the posterior reported at the stop, after the maximum check)."""
+    against the 2 ``m_rounds`` (more where a step's check fails) of an M-step, and rare (once a fit on the bundled
+    sets and on the weak crowd of tests/unit/test_engine_accel.py: the posterior reported at the stop, after the
+    maximum check)."""
 
     def __init__(self, model: GLAD, ops, pi_of, m_rounds, e_pass) -> None:
         self.model, self.ops, self.pi_of, self.m_rounds, self.e_pass = model, ops, pi_of, m_rounds, e_pass
@@ -385,8 +392,8 @@ class DaskOps:
     the engine's rounds are. ``beta()`` gathers every item's beta (for the median-difficulty view and the largest
     parameter change), in the parts' order."""
 
-    def __init__(self, actors: list, model: GLAD, N: int, M: int, K: int) -> None:
-        self.actors, self.model, self.n_items, self.M, self.K = actors, model, N, M, K
+    def __init__(self, actors: list, model: GLAD, N: int, M: int, K: int, n_obs: int = 0) -> None:
+        self.actors, self.model, self.n_items, self.M, self.K, self.n_obs = actors, model, N, M, K, n_obs
         self.passes = 0  # passes over the parts
         self.sizes: list[int] | None = None  # items per worker, in the order of ``beta()`` (for ``set_b``)
 
@@ -402,24 +409,32 @@ class DaskOps:
 
     def start(self) -> float:
         self.passes += 1
-        out = self._sum(_d_start, self.M, self.K, self.model.beta_prior[0])
+        out = self._sum(_d_start, self.M, self.K, self.model.beta_prior[0], self.n_obs)
         self.answers = out[1:].reshape(self.M, self.K)  # n_m(l): each worker's answers (the no-signal objective)
         return float(out[0])
 
-    def alpha_sums(self, alpha):
+    def worker_sums(self, alpha):
         self.passes += 1
-        return self._sum(_d_alpha, alpha, self.M, self.K)
+        return self._sum(_d_worker_sums, alpha, self.M)
 
-    def trial_sums(self, cands):
+    def alpha_trial(self, alpha):
         self.passes += 1
-        return self._sum(_d_trials, cands, self.M, self.K)
+        return self._sum(_d_alpha_trial, alpha, self.M)
 
-    def b_step(self, alpha) -> None:
+    def worker_values(self, alpha, mask):
         self.passes += 1
-        self._all(_d_bstep, self.model, alpha, self.K)
+        return self._sum(_d_values, alpha, mask, self.M)
+
+    def b_step(self, alpha, last: bool):
+        self.passes += 1
+        return self._sum(_d_bstep, self.model, alpha, self.M, last)
 
     def class_sums(self):
         return self._sum(_d_class_sums, self.K)
+
+    def item_gain(self, alpha) -> float:
+        self.passes += 1
+        return float(self._sum(_d_item_gain, self.model, alpha, self.M))
 
     def e_pass(self, pi, alpha):
         self.passes += 1
@@ -449,12 +464,13 @@ def _live(parts):
     return [p for p in parts if p.block is not None]
 
 
-def _d_start(parts, M: int, K: int, mu_b: float) -> np.ndarray:
+def _d_start(parts, M: int, K: int, mu_b: float, n_obs: int) -> np.ndarray:
     """[H(q), then the answers n_m(l) (M K)] of the start on a worker's parts."""
+    glad_steps.prepare(n_obs)  # in this worker's process
     out = np.zeros(1 + M * K)
     for p in parts:
         n = len(p.items)
-        p.glad = {"q": np.zeros((n, K)), "b": np.full(n, mu_b)}
+        p.glad = {"q": np.zeros((n, K)), "b": np.full(n, mu_b), "items": np.zeros((2, n))}
         if p.block is not None:
             p.glad["q"] = _votes(p.block, p.known, K)
             out[1:] += _answers(p.block, M, K).ravel()
@@ -463,24 +479,42 @@ def _d_start(parts, M: int, K: int, mu_b: float) -> np.ndarray:
     return out
 
 
-def _d_alpha(parts, alpha, M: int, K: int) -> np.ndarray:
+def _d_worker_sums(parts, alpha, M: int) -> np.ndarray:
     out = np.zeros((3, M))
     for p in _live(parts):
-        out += _alpha_sums(p.block, alpha, p.glad["b"], _w(p.block, p.glad["q"]), K)
+        out += glad_steps.worker_sums(p.block, _w(p.block, p.glad["q"]), alpha, np.exp(p.glad["b"]))
     return out
 
 
-def _d_trials(parts, cands, M: int, K: int) -> np.ndarray:
-    out = np.zeros((TRIES, M))
+def _d_alpha_trial(parts, alpha, M: int) -> np.ndarray:
+    out = np.zeros(M)
     for p in _live(parts):
-        out += _trial_sums(p.block, cands, p.glad["b"], _w(p.block, p.glad["q"]), K)
+        g, p.glad["items"] = _trial(p.block, p.glad["q"], alpha, p.glad["b"])
+        out += g
     return out
 
 
-def _d_bstep(parts, model: GLAD, alpha, K: int) -> int:
+def _d_values(parts, alpha, mask, M: int) -> np.ndarray:
+    out = np.zeros(M)
     for p in _live(parts):
-        p.glad["b"] = model._ascend_b(p.block, alpha, p.glad["b"], _w(p.block, p.glad["q"]), K)
-    return 0
+        out += _values(p.block, p.glad["q"], alpha, p.glad["b"], mask)
+    return out
+
+
+def _d_bstep(parts, model: GLAD, alpha, M: int, last: bool) -> np.ndarray:
+    out = np.zeros((3, M))  # (zeros after the last round: nothing reads them)
+    for p in _live(parts):
+        w = _w(p.block, p.glad["q"])
+        p.glad["b"], part = glad_steps.b_step(model.beta_prior, p.block, w, alpha, p.glad["b"], p.glad["items"], last)
+        if not last:
+            out += part
+    return out
+
+
+def _d_item_gain(parts, model: GLAD, alpha, M: int) -> float:
+    _d_alpha_trial(parts, alpha, M)
+    prior = model.alpha_prior, model.beta_prior
+    return sum(glad_steps.newton_gain(*prior, None, p.glad["b"], None, p.glad["items"])[1] for p in _live(parts))
 
 
 def _d_class_sums(parts, K: int) -> np.ndarray:

@@ -22,12 +22,14 @@ Typical use::
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from dataclasses import dataclass, fields, is_dataclass, replace
 
 import numpy as np
 
 from crowdlab.engines.accel import (
+    GAP_SCALE,
     Acceleration,
     MemoryMap,
     accelerable,
@@ -44,13 +46,18 @@ from crowdlab.models.parallel import check_n_jobs, jobs
 REL_TOL_MONOTONE = 1e-9
 PARAM_TOL = 1e-7  # default: how far the parameters may still be projected to move when a run counts as converged
 STALL_ITERATIONS = 20  # iterations with no gain above rounding before a run counts as stalled
+# a stall counts as converged when the model's gradient there promises at most this fraction of the tolerance
+# (`at_optimum`): the promise uses the complete-data curvature, which overstates the observed one by EM's rate
+# 1 / (1 - r), so 1e-2 covers r up to 0.99
+OPTIMUM_FRACTION = 1e-2
 SETTLE_ITERATIONS = 10  # consecutive iterations both tests must hold for (a saddle passes them only briefly)
 STILL = 1e-12  # a largest parameter change at or below this: nothing moves any more (an exact fixed point)
 TAIL_SNAPSHOTS = 2 * SETTLE_ITERATIONS + 8  # the snapshots the stopping rule reads (SETTLE_ITERATIONS + 2 states)
 KEEP_ALL_BELOW = 200_000  # labels: below this an interactive run keeps every posterior (scrubbing recomputes nothing)
 POSTERIOR_WINDOW = 8  # above it, the posteriors of the last 8 snapshots; older ones are recomputed when scrubbed to
 STOP_REASONS = {
-    "converged": "converged: the objective stopped changing and the parameters are contracting to a fixed point",
+    "converged": "converged: the objective stopped changing and the parameters are contracting to a fixed point "
+    "(or, where they wobble at rounding level, the gradient leaves nothing to gain)",
     "stalled": "stalled: the objective has not risen above rounding error for 20 iterations, "
     "yet the parameters have neither settled nor kept contracting",
     "max_iter": "stopped at the iteration limit before converging",
@@ -176,6 +183,18 @@ def stalled_at(snapshots) -> bool:
     (then the stopping rule of :func:`settled_at` ends the run a few iterations later, as converged)."""
     tail = [s for s in snapshots[-2 * STALL_ITERATIONS - 2 :] if s.kind == "M"]
     return stalled([s.objective for s in tail]) and not contracting([s.param_change for s in tail])
+
+
+def at_optimum(gain: float | None, objective: float, tol: float) -> bool:
+    """Whether a run that :func:`stalled_at` sits at an optimum: ``gain``, the model's estimate of what is left to
+    gain from its gradient there (``remaining_gain``: one Newton step, 1/2 sum g^2 / h), is at most OPTIMUM_FRACTION
+    of the tolerance in nats, tol min(max(1, |objective|), GAP_SCALE) (the accelerated run's scale). Then the stall
+    is EM's parameters wobbling at rounding level around the optimum (GLAD's difficulty steps did, before their
+    curvature was fixed: AdultContent, TREC), and the run counts as converged; a stall where the gradient still
+    promises more (an M-step that cannot make progress) stays a stall. No estimate (None): not at an optimum."""
+    if gain is None or not math.isfinite(gain):
+        return False
+    return gain <= OPTIMUM_FRACTION * tol * min(max(1.0, abs(objective)), GAP_SCALE)
 
 
 def param_change(before, after) -> float:
@@ -383,12 +402,27 @@ class Run:
         iteration 58).
 
         ``param_tol=None`` uses test 1 alone.
+
+        A run that has stalled (:func:`stalled_at`) counts as converged when the model estimates from its gradient
+        that nothing is left to gain (:func:`at_optimum`; models with ``remaining_gain``: GLAD).
         """
         if not self.iterative:
             return True
         if self.last.accelerated:  # the accelerated run's own rule (gap estimate and maximum check)
             return self.stop_reason == "converged"
-        return settled_at(self.snapshots, self.tol, self.param_tol)
+        return settled_at(self.snapshots, self.tol, self.param_tol) or self._stalled_at_optimum()
+
+    def _stalled_at_optimum(self) -> bool:
+        """:func:`stalled_at` and :func:`at_optimum` at the last snapshot (the gradient's pass made once per
+        snapshot)."""
+        gain_of = getattr(self.model, "remaining_gain", None)
+        last = self.last
+        if gain_of is None or last.kind != "M" or last.params is None or not stalled_at(self.snapshots):
+            return False
+        memo = self.__dict__.get("_optimum_memo")
+        if memo is None or memo[0] is not last:
+            memo = self.__dict__["_optimum_memo"] = (last, gain_of(self.data, last.params))
+        return at_optimum(memo[1], last.objective, self.tol)
 
     def _stalled(self) -> bool:
         """The objective has not risen by more than rounding (8 eps |objective|) for STALL_ITERATIONS iterations."""

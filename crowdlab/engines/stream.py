@@ -37,7 +37,7 @@ machine (``fit_file`` checks the free memory first and says so): use online EM (
 
 Models: mv, ds, one_coin, two_coin, mace, mace_vb, ibcc, ebcc by the shared rounds
 (`crowdlab.engines.blocks.batch_em`), GLAD by its own passes (`crowdlab.engines.glad_blocks`, its difficulties and
-posterior held in memory, 8 (K + 1) bytes per item); ``known=`` (a mapping or an item,label file) fixes items'
+posterior held in memory, 8 (K + 3) bytes per item); ``known=`` (a mapping or an item,label file) fixes items'
 classes (semi-supervised EM, the whole (N,) code array in memory, 4 bytes per item).
 
 Not supported when streaming: wide files, continuous scores, sequences, gold (score the written labels.csv
@@ -784,10 +784,10 @@ def fit_file(
         from crowdlab.models.glad import GLAD
 
         em_kw = dict(tol=tol, max_iter=max_iter, progress=progress, accelerate=accelerate, n_obs=sd.n_obs)
-        if isinstance(model, GLAD):  # per-item difficulties: its own driver, state in memory (8 (K + 1) B/item)
+        if isinstance(model, GLAD):  # per-item difficulties: its own driver, state in memory (8 (K + 3) B/item)
             from crowdlab.engines.glad_blocks import StreamOps, glad_em
 
-            ops = StreamOps(sd.blocks, model, N, sd.n_workers, K, fixed)
+            ops = StreamOps(sd.blocks, model, N, sd.n_workers, K, fixed, sd.n_obs)
             out = glad_em(model, ops, sd.n_workers, K, **em_kw)
             q = ops.report
             state["rounds"] = ops.passes

@@ -10,26 +10,34 @@ impossible rows (-inf) and hard EM.
 
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 import pytest
 
 from crowdlab.engines.run import Run
 from crowdlab.io.samples import load_sample
-from crowdlab.models import kernels, make_model
+from crowdlab.models import glad_steps, kernels, make_model
 from crowdlab.models.base import entropy_rows, softmax_lse
 from crowdlab.teaching.simulate import simulate_crowd
 
 pytestmark = pytest.mark.skipif(kernels._compile() is None, reason="numba is not installed: nothing to compare")
 
 
+def _through(monkeypatch, compiled: bool) -> None:
+    """Every compiled pass on (the row kernels and GLAD's label passes, `crowdlab.models.glad_steps`), or none."""
+    monkeypatch.setattr(kernels, "MIN_CELLS", 0 if compiled else 1 << 62)
+    monkeypatch.setattr(glad_steps, "MIN_OBS", 0 if compiled else 1 << 62)
+
+
 @pytest.fixture
 def compiled(monkeypatch):
-    monkeypatch.setattr(kernels, "MIN_CELLS", 0)
+    _through(monkeypatch, True)
 
 
 @pytest.fixture
 def plain(monkeypatch):
-    monkeypatch.setattr(kernels, "MIN_CELLS", 1 << 62)
+    _through(monkeypatch, False)
 
 
 def _trace(data, method, iters=15, **kw):
@@ -40,9 +48,9 @@ def _trace(data, method, iters=15, **kw):
 
 
 def _runs(monkeypatch, data, method, **kw):
-    monkeypatch.setattr(kernels, "MIN_CELLS", 1 << 62)
+    _through(monkeypatch, False)
     ref = _trace(data, method, **kw)
-    monkeypatch.setattr(kernels, "MIN_CELLS", 0)
+    _through(monkeypatch, True)
     got = _trace(data, method, **kw)
     return ref, got
 
@@ -55,6 +63,7 @@ CASES = [
     ("dogs", "mace", {}),
     ("patients", "ibcc", {}),
     ("bluebirds", "glad", {}),
+    ("dogs", "glad", {"class_prior": "estimate", "prior": 0.5}),
     ("dogs", "ds", {"hard": True}),
 ]
 
@@ -241,3 +250,29 @@ def test_a_refused_kernels_value_is_auto():
 
     assert kernels_choice({"CROWDLAB_KERNELS": " numba\n"}) == "numba"
     assert kernels_choice({"CROWDLAB_KERNELS": "gpu"}) == kernels_choice({}) == "auto"
+
+
+def test_glad_label_passes_equal_their_numpy_forms(monkeypatch):
+    """Each of GLAD's passes over the labels (`crowdlab.models.glad_steps`), compiled and in numpy, on soft votes
+    (weights) and hard labels, with abilities of both signs and difficulties far from 1."""
+    data = simulate_crowd(500, 12, 3, labels_per_item=4, seed=1).annotations
+    rng = np.random.default_rng(2)
+    alpha = rng.normal(0.5, 2.0, data.n_workers)
+    beta = np.exp(rng.normal(0.0, 1.5, data.n_items))
+    grow = np.exp(rng.normal(0.0, 0.3, data.n_items))
+    q = rng.dirichlet(np.ones(3), data.n_items)
+    soft = dataclasses.replace(data, weight=rng.uniform(0.1, 1.0, data.n_obs))
+    for obs in (data, soft):
+        got, want = {}, {}
+        for out, on in ((got, True), (want, False)):
+            _through(monkeypatch, on)
+            w = glad_steps.gather_w(q, obs)
+            out["w"] = w
+            out["sums"] = glad_steps.worker_sums(obs, w, alpha, beta)
+            out["trial"] = glad_steps.alpha_trial(obs, w, alpha, beta)
+            out["b"] = glad_steps.b_trial(obs, w, alpha, beta, grow)
+            out["lj"] = glad_steps.log_joint_data(obs, alpha, beta, 3)
+        for key in got:
+            a, b = got[key], want[key]
+            for x, y in zip(a if isinstance(a, tuple) else (a,), b if isinstance(b, tuple) else (b,), strict=True):
+                np.testing.assert_allclose(x, y, rtol=1e-12, atol=1e-12, err_msg=key)

@@ -82,23 +82,97 @@ def test_glad_m_step_raises_expected_complete_log_likelihood():
 
 def test_glad_step_halving_ignores_rounding_and_bluebirds_converges():
     """Near the optimum a step changes f by less than rounding: it must be taken, not halved away at random (which
-    made GLAD's parameter changes wobble at 1e-9 and the stopping rule call bluebirds stalled)."""
-    from crowdlab.models.glad import _halve
+    made GLAD's parameter changes wobble at 1e-9 and the stopping rule call bluebirds stalled). The gradient check
+    (trapezoid rule with a third-derivative bound) takes it without asking for values at all; a real overshoot is
+    halved until it no longer lowers f, and a coordinate the gradient check cannot clear falls back to values."""
+    from crowdlab.models.glad_steps import _halving
 
+    def no_values(point, mask):
+        raise AssertionError("the gradient check should have sufficed")
+
+    # f(x) = -(x - c)^2 per coordinate (third derivative 0), c = (1e-9, 1e-3), from x = 0
+    c = np.array([1e-9, 1e-3])
+    x, g0 = np.zeros(2), 2 * c
+    out, fresh = _halving(x, np.array([1e-9, 2e-3]), g0, np.zeros(2), lambda a: -2 * (a - c), no_values)
+    np.testing.assert_allclose(out, [1e-9, 2e-3])  # taken at once (2e-3 lands where f(0) is)
+    assert fresh  # the last gradient was at the result
+    seen = []
+
+    def value(point, mask):
+        seen.append(mask.copy())
+        return np.where(mask, -((point - c) ** 2), np.nan)
+
+    out, _ = _halving(x, np.array([1e-9, 4e-3]), g0, np.zeros(2), lambda a: -2 * (a - c), value)
+    np.testing.assert_allclose(out, [1e-9, 2e-3])  # 4x too far: a real fall, halved once
+    assert len(seen) == 2  # f at x and at the first candidate, for the coordinate the gradient check refused only
+    np.testing.assert_array_equal(seen[0], [False, True])
+    # a loose bound refuses what the gradient alone would take: the values decide, and accept a fall within rounding
     f0 = np.array([-2259.744365838259, -1.0])
-
-    def f(x):  # flat to rounding at the start, then falling
-        return f0 - np.where(np.abs(x) > 1e-3, 1.0, 2e-16 * np.abs(f0))
-
-    x = np.zeros(2)
-    np.testing.assert_array_equal(_halve(f, x, np.array([1e-9, 1e-9])), [1e-9, 1e-9])  # within rounding: taken
-    np.testing.assert_allclose(_halve(f, x, np.array([4e-3, 4e-3])), [1e-3, 1e-3])  # a real fall: halved twice
+    out, _ = _halving(
+        x,
+        np.full(2, 1e-9),
+        np.ones(2),
+        np.full(2, 1e40),
+        lambda a: np.ones(2),
+        lambda a, mask: f0 - 2e-16 * abs(f0) * a / 1e-9,
+    )
+    np.testing.assert_array_equal(out, [1e-9, 1e-9])
     from crowdlab.io.samples import load_sample
 
-    run = cl.fit(load_sample("bluebirds"), "glad")
+    run = cl.fit(load_sample("bluebirds"), "glad", accelerate=False)  # plain EM: its stopping rule
     assert run.stop_reason == "converged" and not run.violations
     d = run.convergence_trace()["param_change"][-11:]
     assert np.all(d[1:] < d[:-1])  # shrinking at every step to the end
+
+
+class _Wobble(GLAD):
+    """GLAD whose M-step ignores q and returns centre + v and centre - v in turn: parameters that move by 2 |v|
+    every iteration without shrinking while the objective stays flat to rounding (v is orthogonal to the gradient,
+    so the two points' objectives differ by O(|v|^3))."""
+
+    def __init__(self, centre, v):
+        super().__init__()
+        self.centre, self.v, self.calls = centre, v, 0
+
+    def m_step(self, data, post):
+        self.calls += 1
+        c = self.centre
+        return glad_params(c.pi, c.alpha + (self.v if self.calls % 2 else -self.v), c.beta)
+
+
+def _wobble_run(data, centre):
+    """A plain run of `_Wobble` around ``centre``, v on two workers orthogonal to the gradient there."""
+    from crowdlab.models import glad_steps
+
+    model = GLAD()
+    w = glad_steps.gather_w(model.e_step(data, centre).q, data)
+    g = glad_steps.worker_sums(data, w, centre.alpha, centre.beta)[0] - (centre.alpha - 1.0)
+    v = np.zeros(data.n_workers)
+    v[0], v[1] = g[1], -g[0]
+    v *= 1e-7 / max(np.abs(v).max(), 1e-300)
+    run = Run(data, _Wobble(centre, v), max_iter=200)
+    run.run()
+    return run
+
+
+def test_glad_stall_at_its_optimum_is_converged_and_away_from_it_stalled():
+    """Issue 38, section 4: a plain run whose objective has been flat to rounding for 20 iterations while its
+    parameters move without shrinking stops. Where the gradient leaves nothing to gain (GLAD's remaining_gain,
+    at most 1e-2 of the tolerance: `crowdlab.engines.run.at_optimum`) that is the optimum: converged; where it
+    still promises a gain, an M-step that cannot make progress: stalled."""
+    from crowdlab.engines.run import stalled_at
+    from crowdlab.io.samples import load_sample
+
+    data = load_sample("bluebirds")
+    best = cl.fit(data, "glad", accelerate=False).params
+    at = _wobble_run(data, best)
+    assert stalled_at(at.snapshots) and at.last.iteration < 30
+    assert at.stop_reason == "converged" and at.converged and not at.violations
+    assert at.model.remaining_gain(data, at.params) < 1e-9
+    away = _wobble_run(data, glad_params(best.pi, best.alpha + 0.3, best.beta))
+    assert stalled_at(away.snapshots) and away.last.iteration < 30
+    assert away.stop_reason == "stalled" and not away.converged
+    assert away.model.remaining_gain(data, away.params) > 1.0
 
 
 def test_glad_recovers_abilities_and_difficulties():

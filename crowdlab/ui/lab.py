@@ -566,7 +566,7 @@ def position(slot: RunSlot, run: Run) -> None:
         tail = f" · {STOP_WORDS[reason]}" if reason in STOP_WORDS else ""
         tail += f" ({run.max_iter:,})" if reason == "max_iter" else ""
     if getattr(run.current, "accelerated", 0):  # a point of Run to convergence's SQUAREM (`crowdlab.engines.accel`)
-        tail += f" · accelerated EM (SQUAREM): this point took {safe.plural(run.current.accelerated, 'EM map')}"
+        tail += f" · accelerated (SQUAREM, {safe.plural(run.current.accelerated, 'EM map')})"
     if playing(slot):
         tail += f" · playing, {speed(slot):g} s per half-step"
     elif play_ended(slot) and run.at_end:

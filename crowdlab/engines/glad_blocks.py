@@ -30,8 +30,8 @@ from dataclasses import replace
 import numpy as np
 
 from crowdlab.engines.accel import null_from_counts
-from crowdlab.engines.blocks import EngineSnapshot, Outcome, _block_model, accelerated_em
-from crowdlab.engines.run import PARAM_TOL, REL_TOL_MONOTONE, at_optimum, settled_at, stalled_at
+from crowdlab.engines.blocks import EngineSnapshot, Outcome, _block_model, accelerated_em, monotone_check
+from crowdlab.engines.run import PARAM_TOL, at_optimum, settled_at, stalled_at
 from crowdlab.models import glad_steps
 from crowdlab.models.base import _inner, entropy_rows
 from crowdlab.models.glad import GLAD, GladParams, glad_params
@@ -242,20 +242,7 @@ def glad_em(
     violations: list[str] = []
 
     def check(prev: EngineSnapshot, o: float, bd: float, kind: str, n: int) -> str | None:
-        if not (np.isfinite(o) and np.isfinite(bd)):
-            msg = f"non-finite objective after {kind}-step {n}"
-            violations.append(msg)
-            return msg
-        problems = []
-        if o < prev.objective - REL_TOL_MONOTONE * max(1.0, abs(prev.objective)):
-            problems.append(f"objective fell by {prev.objective - o:.3g}")
-        if bd < prev.bound - REL_TOL_MONOTONE * max(1.0, abs(prev.bound)):
-            problems.append(f"bound F(q, theta) fell by {prev.bound - bd:.3g}")
-        if not problems:
-            return None
-        msg = f"{kind}-step to snapshot {n}: " + "; ".join(problems)
-        violations.append(msg)
-        return msg
+        return monotone_check(violations, n, prev, o, bd, kind)
 
     pi = pi_of()
     alpha = m_step(alpha, 3 * model.m_rounds, None)

@@ -85,6 +85,18 @@ def _find(table: _Table, aliases: Sequence[str], role: str, *, skip: Sequence[in
     return hits[0] if hits else None
 
 
+def refuse_label_file(table: _Table, hint: str) -> None:
+    """A gold file (plain or of sequences) must not be a label file: refuse one with a worker column."""
+    worker = _find(table, WORKER_ALIASES, "worker")
+    if worker is not None:
+        raise DataError(
+            f"this looks like a label file, not a gold file (it has a worker column, {table.header[worker]!r}).",
+            file=table.file,
+            row=1,
+            hint=hint,
+        )
+
+
 def _missing_columns_error(table: _Table, missing: dict[str, Sequence[str]], hint: str = "") -> DataError:
     found = column_listing(table.header)
     accepted = "; ".join(f"{role}: {', '.join(aliases)}" for role, aliases in missing.items())

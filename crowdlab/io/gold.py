@@ -23,10 +23,10 @@ from crowdlab.io.columns import (
     ITEM_ALIASES,
     LABEL_ALIASES,
     SCORE_ALIASES,
-    WORKER_ALIASES,
     _find,
     _ignored_note,
     _missing_columns_error,
+    refuse_label_file,
 )
 from crowdlab.io.limits import get_limits
 from crowdlab.io.readers import (
@@ -183,14 +183,7 @@ def _gold_says_scores(gold: Source, ann: Annotations) -> str | None:
 
 def _gold_columns(table: _Table) -> tuple[int, int]:
     """(item, gold label) column indices of a gold file."""
-    worker = _find(table, WORKER_ALIASES, "worker")
-    if worker is not None:
-        raise DataError(
-            f"this looks like a label file, not a gold file (it has a worker column, {table.header[worker]!r}).",
-            file=table.file,
-            row=1,
-            hint="A gold file has two columns: item and its true label.",
-        )
+    refuse_label_file(table, "A gold file has two columns: item and its true label.")
     item = _find(table, ITEM_ALIASES, "item")
     label = _find(table, GOLD_ALIASES, "gold label", skip=(item,) if item is not None else ())
     if label is None:

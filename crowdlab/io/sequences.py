@@ -24,6 +24,7 @@ from crowdlab.io.columns import (
     _find,
     _ignored_note,
     _missing_columns_error,
+    refuse_label_file,
 )
 from crowdlab.io.limits import get_limits
 from crowdlab.io.limits import how_to_raise as limits_how
@@ -204,14 +205,7 @@ def read_sequence_gold(source: Source, annotations: Annotations, *, where: str =
     table = read_table(
         source, needs="a sequence gold file needs sequence, position and label columns", where=check_where(where)
     )
-    worker = _find(table, WORKER_ALIASES, "worker")
-    if worker is not None:
-        raise DataError(
-            f"this looks like a label file, not a gold file (it has a worker column, {table.header[worker]!r}).",
-            file=table.file,
-            row=1,
-            hint="A sequence gold file has three columns: sequence, position and the true label.",
-        )
+    refuse_label_file(table, "A sequence gold file has three columns: sequence, position and the true label.")
     s_col = _find(table, SEQUENCE_ALIASES, "sequence")
     p_col = _find(table, POSITION_ALIASES, "position")
     l_col = _find(table, LABEL_ALIASES + GOLD_ALIASES, "label")

@@ -34,6 +34,11 @@ The browser asks for reduced motion unless ``--motion``: "settled" is then the n
 0.4 s transition (the counts are the same either way, but for the heatmap tween's frames). ``--lessons``: the action
 button of every step of the EM lecture, timed the same way (click to settled, renderer and server CPU). ``--play S``:
 Play on the Step page at 0.5 s per half-step, watched for S seconds: the half-steps per second it keeps (target 2).
+``--profile N``: N more Step clicks on the first dataset under Chromium's sampling JS profiler: the renderer's CPU
+split into script, style, layout and the rest, and its self time by script file and by function. The harness keeps
+its own work out of what it times: the label is found with ``textContent`` (``innerText`` forces a layout), the
+wait is on the observer's flag (no Playwright text query polling the page) and the button is scrolled into view
+before the clock starts and clicked without Playwright's actionability checks.
 
 Presenter mode (``?present=1``, the lecturer's projector) is the default; ``--normal`` turns it off.
 """
@@ -89,7 +94,7 @@ ARM = """
         b.plot = now;
       } else b.other = now;
     }
-    if (b.label === null && main.innerText.includes(want)) b.label = now;
+    if (b.label === null && main.textContent.includes(want)) b.label = now;  // textContent: no forced layout
   });
   window.__obs.observe(main, {subtree: true, childList: true, characterData: true, attributes: true});
 }
@@ -164,9 +169,11 @@ class Meter:
     def _frame(self, event) -> None:
         self.bytes += len(event["response"]["payloadData"])
 
-    def _renderer(self) -> float:
-        metrics = self.cdp.send("Performance.getMetrics")["metrics"]
-        return next(m["value"] for m in metrics if m["name"] == "TaskDuration")
+    PARTS = ("TaskDuration", "ScriptDuration", "RecalcStyleDuration", "LayoutDuration")
+
+    def _renderer(self) -> tuple[float, ...]:
+        metrics = {m["name"]: m["value"] for m in self.cdp.send("Performance.getMetrics")["metrics"]}
+        return tuple(metrics[k] for k in self.PARTS)
 
     def _server(self) -> float:
         t = self.server.cpu_times()
@@ -177,7 +184,16 @@ class Meter:
 
     def stop(self) -> dict:
         r, s, b = self.t
-        return {"renderer": self._renderer() - r, "server": self._server() - s, "bytes": self.bytes - b}
+        now = self._renderer()
+        task, script, style, layout = (a - b0 for a, b0 in zip(now, r))
+        return {
+            "renderer": task,
+            "script": script,
+            "style": style,
+            "layout": layout,
+            "server": self._server() - s,
+            "bytes": self.bytes - b,
+        }
 
 
 def _settle(page) -> None:
@@ -198,17 +214,20 @@ def _page(browser, args):
     return page
 
 
-def _click_times(page, clicks: int, meter: Meter) -> list[dict]:
+def _click_times(page, clicks: int, meter: Meter, start: int = 1) -> list[dict]:
+    """``clicks`` timed Step clicks after one warm-up click, from iteration ``start``."""
     step = page.locator('[data-testid="stMain"]').get_by_role("button", name="Step", exact=True)
     out = []
-    for i in range(1, clicks + 2):
+    for i in range(start, start + clicks + 1):
+        step.scroll_into_view_if_needed()  # Playwright's actionability checks, outside the timed span
         page.evaluate(ARM, f"iteration {i}, after M-step")
         meter.start()
-        step.click()
-        page.get_by_text(f"iteration {i}, after M-step").first.wait_for(timeout=120_000)
+        step.click(force=True)
+        # the observer saw the label: no Playwright text query polling the page (its cost is not the app's)
+        page.wait_for_function("() => window.__bench.label !== null", timeout=120_000, polling=100)
         _settle(page)
         cpu = meter.stop()
-        if i > 1:  # the first click warms up (first figures, caches)
+        if i > start:  # the first click warms up (first figures, caches)
             out.append({**page.evaluate(READ), **cpu})
     return out
 
@@ -229,15 +248,55 @@ def _lesson_times(page, url: str, q: str, meter: Meter) -> list[tuple[str, dict]
         _idle(page)
         page.wait_for_timeout(500)
         if action.is_enabled():
+            action.scroll_into_view_if_needed()
             page.evaluate(ARM, "✓")
             meter.start()
-            action.click()
+            action.click(force=True)
             main.get_by_role("button", name=re.compile("✓")).first.wait_for(timeout=120_000)
             _settle(page)
             out.append((step.button, {**page.evaluate(READ), **meter.stop()}))
         if i + 1 < len(steps):
             main.locator(".st-key-lesson-next button").first.click()
     return out
+
+
+def _profile(page, clicks: int, meter: Meter, start: int, top: int = 14) -> None:
+    """Where the renderer's time goes in a Step click: the main thread's split (script, style, layout, the rest:
+    paint, compositing, garbage collection, tasks) from ``Performance.getMetrics``, and Chromium's sampling JS
+    profiler (CDP ``Profiler``, 100 us) over ``clicks`` clicks: self time by script file and the top functions."""
+    cdp = meter.cdp
+    cdp.send("Profiler.enable")
+    cdp.send("Profiler.setSamplingInterval", {"interval": 100})
+    cdp.send("Profiler.start")
+    times = _click_times(page, clicks, meter, start)
+    prof = cdp.send("Profiler.stop")["profile"]
+    n = len(times)
+    parts = {k: statistics.median(t[k] for t in times) for k in ("renderer", "script", "style", "layout")}
+    rest = parts["renderer"] - parts["script"] - parts["style"] - parts["layout"]
+    print(
+        f"\nrenderer CPU per Step click (median of {n}): {parts['renderer']:.3f} s = script {parts['script']:.3f} + "
+        f"style {parts['style']:.3f} + layout {parts['layout']:.3f} + other (paint, GC, tasks) {rest:.3f}"
+    )
+    nodes = {node["id"]: node for node in prof["nodes"]}
+    self_us: dict[int, float] = {}
+    for sample, dt in zip(prof["samples"], prof["timeDeltas"]):
+        self_us[sample] = self_us.get(sample, 0.0) + dt
+    by_file: dict[str, float] = {}
+    by_fn: dict[tuple[str, str], float] = {}
+    for nid, us in self_us.items():
+        frame = nodes[nid]["callFrame"]
+        url = frame["url"].rsplit("/", 1)[-1].split("?")[0] or f"({frame['functionName'] or 'native'})"
+        name = url if url.startswith("(") else re.sub(r"\.[0-9a-f]{8,}", "", url)
+        by_file[name] = by_file.get(name, 0.0) + us
+        key = (frame["functionName"] or "(anonymous)", name)
+        by_fn[key] = by_fn.get(key, 0.0) + us
+    total = sum(self_us.values()) or 1.0
+    print(f"JS profiler, self time per click, by file ({total / 1e3 / (n + 1):.0f} ms sampled a click):")
+    for name, us in sorted(by_file.items(), key=lambda kv: -kv[1])[:top]:
+        print(f"  {us / 1e3 / (n + 1):>7.1f} ms  {100 * us / total:>5.1f} %  {name}")
+    print("top functions:")
+    for (fn, name), us in sorted(by_fn.items(), key=lambda kv: -kv[1])[:top]:
+        print(f"  {us / 1e3 / (n + 1):>7.1f} ms  {100 * us / total:>5.1f} %  {fn[:40]:<40} {name}")
 
 
 POSITION = """() => { const m = document.querySelector('[data-testid="stMain"]');
@@ -311,6 +370,9 @@ def main() -> None:
         "--play", type=float, default=0.0, help="also watch Play at 0.5 s per half-step this many seconds (bluebirds)"
     )
     ap.add_argument(
+        "--profile", type=int, default=0, help="then profile this many more Step clicks on the first dataset"
+    )
+    ap.add_argument(
         "--motion",
         action="store_true",
         help="animate (default: the browser asks for reduced motion, so 'settled' "
@@ -361,6 +423,12 @@ def main() -> None:
                     f"{med['server']:>9.2f} s{med['bytes'] / 1000:>9.0f}"
                     f"{charts:>8}{med['mounts']:>7.0f}{med['draws']:>7.0f}{med['nodes']:>7.0f}{engine:>13.1f}"
                 )
+                print(
+                    f"{'':<20}renderer split: script {med['script']:.2f} s, style {med['style']:.2f} s, "
+                    f"layout {med['layout']:.2f} s"
+                )
+                if args.profile and name == args.datasets.split(",")[0]:
+                    _profile(page, args.profile, meter, start=args.clicks + 2)
                 page.close()
             if args.play:
                 page = _page(browser, args)

@@ -37,7 +37,7 @@ from crowdlab.plots import models as mplots
 from crowdlab.plots import risk as rplots
 from crowdlab.teaching import lessons
 from crowdlab.ui import lab, lesson_class, presenter
-from crowdlab.ui.live_chart import REVISION, live_chart
+from crowdlab.ui.live_chart import REVISION, live_chart, preload
 
 KEY, STEP, DONE, MARK = "lesson.key", "lesson.step", "lesson.done", "lesson.mark"
 DETAILS = "lesson.details"  # the step's details (behind a fold under its outcome), filled when its action ran
@@ -357,6 +357,7 @@ def chart(step: lessons.Step, run: Run | None, shrink: int = 0) -> None:
     ``shrink`` px lower than usual."""
     if run is None:
         st.info(f"Press **{step.button}** to begin.")
+        preload()  # plotly.js parsed while the lecturer speaks, not after the click
         return
     token = REVISION.set(str(st.session_state.get(RUN_ID, "")))
     try:

@@ -25,6 +25,9 @@ def test_lesson_first_steps_at_projector_size(server, page):
     main.locator(".katex").first.wait_for()  # the formula is typeset (KaTeX loads its code on first use)
     action = main.get_by_role("button", name="Start: assume everyone is good")
     assert action.is_visible() and action.bounding_box()["y"] + action.bounding_box()["height"] <= 768
+    # no chart yet, but plotly.js is loaded while the page is idle (live_chart.preload): the first button only draws
+    assert main.locator(".js-plotly-plot").count() == 0
+    page.wait_for_function("() => !!window.Plotly", timeout=30_000)
     action.click()
     wait_idle(page)
     assert_no_exception(page)

@@ -179,6 +179,12 @@ function draw(Plotly, gd, spec, data) {
 
 export default function (component) {
   const { parentElement, data } = component;
+  if (data && data.preload && !window.Plotly) {
+    // no figure yet: load plotly.js while the page is idle, into the promise the charts await (live_chart.preload)
+    const start = () => loadPlotly(data.preload).catch(() => {});
+    if (window.requestIdleCallback) window.requestIdleCallback(start, { timeout: 1500 });
+    else setTimeout(start, 200);
+  }
   if (!data || !data.spec) return;
   let gd = parentElement.querySelector("div.cl-live-chart");
   if (!gd) {

@@ -34,31 +34,9 @@ DEFAULT_HEIGHT = 450
 MOTION_KEY = "view.motion_ms"  # session state: the lecturer's animation length (ms); 0 = no motion
 MOTION_DEFAULT_MS = 400
 _mount = st.components.v2.component(NAME, js=JS, css=CSS, isolate_styles=False)  # Plotly styles the document
-# loads plotly.js while the page is idle, before its first chart: the same promise the chart element awaits
-# (window.__crowdlabPlotly), so the first chart of a page does not pay plotly's ~0.9 s of parsing after a click
-PRELOAD_JS = """
-export default function (component) {
-  const src = component.data && component.data.src;
-  if (!src || window.Plotly || window.__crowdlabPlotly) return;
-  const start = () => {
-    if (window.Plotly || window.__crowdlabPlotly) return;
-    window.__crowdlabPlotly = new Promise((resolve, reject) => {
-      const s = document.createElement("script");
-      s.src = src;
-      s.async = true;
-      s.onload = () => resolve(window.Plotly);
-      s.onerror = () => {
-        window.__crowdlabPlotly = null;
-        reject(new Error("plotly.js could not be loaded from " + src));
-      };
-      document.head.appendChild(s);
-    });
-  };
-  if (window.requestIdleCallback) window.requestIdleCallback(start, { timeout: 1500 });
-  else setTimeout(start, 200);
-}
-"""
-_preload = st.components.v2.component(f"{NAME}_preload", js=PRELOAD_JS, isolate_styles=False)
+# draws no chart, loads plotly.js while the page is idle (live_chart.js, on ``data.preload``): a component of its own
+# name, so that the chart element's instances are the charts alone
+_preload = st.components.v2.component(f"{NAME}_preload", js=JS, isolate_styles=False)
 
 
 def motion_ms() -> int:
@@ -141,7 +119,7 @@ _EMPTY = go.layout.Template()
 def preload() -> None:
     """Load plotly.js in the background on a page whose first chart comes later (a lesson before its first
     button): the click that brings the chart then only draws it. Draws nothing."""
-    _preload(key="plotly-preload", data={"src": _plotly_src()})
+    _preload(key="plotly-preload", data={"preload": _plotly_src()})
 
 
 def live_chart(fig: go.Figure, key: str, *, where: Any = None, height: int | None = None) -> None:

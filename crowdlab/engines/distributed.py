@@ -842,7 +842,10 @@ def fit(
             starts.append(time.perf_counter())
             p, key = params, None
             if params is not None and _nbytes(params) * len(groups) > BROADCAST_BYTES:
-                p = c.scatter(params, broadcast=True)  # once to every worker, not once per call
+                # once to every worker, not once per call; under a key of its own (hash=False): a content-hashed
+                # key is shared by a later round whose parameters are equal (accelerated EM evaluates some twice),
+                # and the release of the earlier round's future could then delete the data the new round reads
+                p = c.scatter(params, broadcast=True, hash=False)
                 key = p.key
             calls = [a.round(model, None if key else p, key, M, K, mode, bonus, cells) for a in rounds]
             total = None

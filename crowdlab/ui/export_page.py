@@ -360,7 +360,9 @@ def downloads(run: Run) -> None:
         st.dataframe(post.head(HEAD_ROWS), hide_index=True, width="stretch", column_config=float_format(post))
         st.caption(_shown(len(post), "items", "posteriors.csv"))
     with t2:
-        st.dataframe(workers.head(HEAD_ROWS), hide_index=True, width="stretch", column_config=float_format(workers))
+        head = workers.head(HEAD_ROWS)
+        head.attrs = {}  # the dependence check's report is no table attribute (st.dataframe would try to write it)
+        st.dataframe(head, hide_index=True, width="stretch", column_config=float_format(workers))
         st.caption(_shown(len(workers), "workers", "workers.csv"))
     with t3:
         metrics = metrics_dict(run)

@@ -35,6 +35,7 @@ from crowdlab.io.safe import plural
 from crowdlab.models import estimates_class_prior
 from crowdlab.ui import compare_page, lab, sessions, state
 from crowdlab.ui.gold_intervals_view import gold_intervals_section
+from crowdlab.ui.reports_view import table_only
 
 EXPORT_RUN = "export.run"  # {"key": (data id, MethodConfig), "run": Run}
 EXPORT_ERROR = "export.error"
@@ -360,8 +361,7 @@ def downloads(run: Run) -> None:
         st.dataframe(post.head(HEAD_ROWS), hide_index=True, width="stretch", column_config=float_format(post))
         st.caption(_shown(len(post), "items", "posteriors.csv"))
     with t2:
-        head = workers.head(HEAD_ROWS)
-        head.attrs = {}  # the dependence check's report is no table attribute (st.dataframe would try to write it)
+        head = table_only(workers.head(HEAD_ROWS))
         st.dataframe(head, hide_index=True, width="stretch", column_config=float_format(workers))
         st.caption(_shown(len(workers), "workers", "workers.csv"))
     with t3:

@@ -45,6 +45,14 @@ CAPTIONS = (
 )
 
 
+def table_only(df: pd.DataFrame) -> pd.DataFrame:
+    """``df`` without its attributes, for ``st.dataframe``: a worker report's ``attrs`` hold the dependence check's
+    report, which Streamlit would try (and fail, with a warning) to write as a table attribute."""
+    df = df.copy(deep=False)
+    df.attrs = {}
+    return df
+
+
 def sorted_report(df: pd.DataFrame, how: str) -> pd.DataFrame:
     """The report ordered as the user asked (ties in worker order)."""
     if how == SORTS[1]:
@@ -71,8 +79,7 @@ def report_table(df: pd.DataFrame, key: str, *, consensus: str) -> None:
         width="content",
     )
     how = row.radio("Sort by", SORTS, horizontal=True, key=f"{key}.sort", width="stretch")
-    shown = sorted_report(df, how)
-    shown.attrs = {}  # the dependence check's report is no table attribute (st.dataframe would try to write it)
+    shown = table_only(sorted_report(df, how))
     # 7 narrow columns fit the main column at 1024 px; the worst confusions (long class names) get their own table
     config = {
         "worker": st.column_config.TextColumn("worker", width=90),
